@@ -1,0 +1,104 @@
+// Command cosla is the one binary of the cosla store: it runs the
+// simulated evaluations, and (in later releases) serves, benchmarks and
+// measures stores.
+//
+// Usage:
+//
+//	cosla sim pileus [--seed N] [--json] [--sessions N]
+//	cosla sla show NAME|FILE|TEXT
+//	cosla sla check FILE
+//
+// Run "cosla help" for details.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// exitUsage is the exit code for bad command lines.
+const exitUsage = 2
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"sim", "run a paper's evaluation in the deterministic simulator (sim pileus)", runSim},
+		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(args[1:], stdout, stderr)
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, flag.ErrHelp):
+				return 0
+			case errors.As(err, new(usageError)):
+				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
+				return exitUsage
+			default:
+				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
+				return 1
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "cosla: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "cosla: a geo-replicated key-value store with consistency-based SLAs")
+	fmt.Fprintln(w, "\nUsage: cosla <command> [arguments]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun \"cosla <command> -h\" for a command's flags.")
+}
+
+// usageError marks an error in the command line rather than in the work.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cosla "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cosla/cosla/sla"
+)
+
+func runSLA(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("want: cosla sla show NAME|FILE|TEXT, or cosla sla check FILE")
+	}
+	switch args[0] {
+	case "show":
+		fs := newFlags("sla show", stderr)
+		jsonOut := fs.Bool("json", false, "print the SLA as JSON")
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return usagef("sla show takes one preset name, file or SLA text (presets: %s)", strings.Join(sla.PresetNames(), ", "))
+		}
+		agreement, err := sla.Resolve(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return json.NewEncoder(stdout).Encode(slaJSON(agreement))
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "rank\tconsistency\tlatency\tutility")
+		for i, sub := range agreement {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%v\n", i+1, sub.Consistency, latencyText(sub), sub.Utility)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "\ntext form: %s\n", agreement)
+		return nil
+	case "check":
+		fs := newFlags("sla check", stderr)
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return usagef("sla check takes one file")
+		}
+		agreement, err := sla.Load(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: ok, %d subSLAs: %s\n", fs.Arg(0), len(agreement), agreement)
+		return nil
+	}
+	return usagef("unknown sla subcommand %q (want show or check)", args[0])
+}
+
+func latencyText(sub sla.SubSLA) string {
+	if sub.Latency == sla.Unbounded {
+		return "unbounded"
+	}
+	return sub.Latency.String()
+}
+
+type subSLAJSON struct {
+	Rank        int     `json:"rank"`
+	Consistency string  `json:"consistency"`
+	Latency     string  `json:"latency"`
+	Utility     float64 `json:"utility"`
+}
+
+func slaJSON(agreement sla.SLA) map[string]any {
+	subs := make([]subSLAJSON, len(agreement))
+	for i, sub := range agreement {
+		subs[i] = subSLAJSON{Rank: i + 1, Consistency: sub.Consistency.String(), Latency: latencyText(sub), Utility: sub.Utility}
+	}
+	return map[string]any{"text": agreement.String(), "subslas": subs}
+}

@@ -1,0 +1,275 @@
+package check
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cosla/cosla/sla"
+)
+
+// maxExplained bounds how many causal violations get a precedence chain in
+// their Detail; each chain costs a search of the history.
+const maxExplained = 32
+
+// checkCausal checks causal Gets (Pileus 3.2): a Get must return a version
+// at least as new as every Put to its key that causally precedes it, where
+// op1 precedes op2 if (a) op1 is before op2 in the same session, (b) op2
+// is a Get returning the version op1 put, or (c) transitively.
+//
+// A Put whose timestamp is unknown (unacknowledged and never read) cannot
+// be required. An unacknowledged Put whose version some Get returned is
+// required only downstream of a Get that returned it, not merely of its own
+// session successor: its client never learned its timestamp, and it may
+// take effect long after it failed (clientcore.Client.Put), so no client
+// could honour the requirement. Its own causal past still flows on.
+//
+// Causal pasts are downward closed in session order, so each is a vector
+// clock (see clockShape): ops are visited in a topological order of the
+// session-order and reads-from edges, a Get merging into its session's
+// clock the clock of the Put it read, unless the clock shows it already has
+// that Put's past. A causal Get then walks the versions of its key newer
+// than the one it returned, newest first, and the first one its clock
+// includes is a violation: the newest version in its causal past.
+//
+// Cost, for n ops and S sessions: O(n log n) for the topological order and
+// the version lists, O(log S) per Put that some Get read, O(v log S) per
+// causal Get that returned a version with v newer ones (times the readers
+// of an unacknowledged one), and per clock merge O(log S) for each trie
+// leaf in which the two clocks differ: the sessions that made progress one
+// clock has seen and the other has not. Merges are O(S) at worst, O(n*S)
+// in all, and near-linear for realistic histories.
+func (c *checker) checkCausal() {
+	n := len(c.h)
+	clocks := newClockShape(len(c.sessions))
+	indegree := make([]uint8, n)
+	readers := make(map[int][]int)
+	versions := make(map[string][]int) // per key: Puts with known timestamps, newest first
+	valid := 0
+	for i, op := range c.h {
+		st := &c.st[i]
+		if !st.valid {
+			continue
+		}
+		valid++
+		if st.pred >= 0 {
+			indegree[i]++
+		}
+		switch {
+		case op.Kind == Get && st.readsFrom:
+			indegree[i]++
+			readers[st.writer] = append(readers[st.writer], i)
+		case op.Kind == Put && st.tsKnown:
+			versions[op.Key] = append(versions[op.Key], i)
+		}
+	}
+	for _, puts := range versions {
+		slices.SortFunc(puts, func(a, b int) int {
+			if r := c.st[b].ts.Compare(c.st[a].ts); r != 0 {
+				return r
+			}
+			return cmp.Compare(b, a)
+		})
+	}
+
+	// The clock an op hands to its session successor. Its entry for the
+	// op's own session is not kept up to date: it is implicitly the op's
+	// position.
+	clock := make([]*clockNode, n)
+	// The clock a Put hands to its readers, with its own position.
+	visibleClock := make([]*clockNode, n)
+	unread := make([]int, n) // readers of a Put not yet visited
+
+	done := make([]bool, n)
+	queue := make([]int, 0, n)
+	for i := range c.h {
+		if c.st[i].valid && indegree[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	release := func(i int) {
+		indegree[i]--
+		if indegree[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	readDone := func(w int) {
+		if unread[w]--; unread[w] == 0 {
+			visibleClock[w] = nil
+		}
+	}
+	type miss struct {
+		get  int
+		need ref
+	}
+	var misses []miss
+	cursor := 0 // Gets before cursor cannot close a cycle any more
+	for processed := 0; ; {
+		for ; len(queue) > 0; processed++ {
+			i := queue[0]
+			queue = queue[1:]
+			op, st := c.h[i], &c.st[i]
+			var vc *clockNode
+			if st.pred >= 0 {
+				vc = clock[st.pred]
+				clock[st.pred] = nil // only the successor needs it
+			}
+			switch op.Kind {
+			case Get:
+				if w := st.writer; st.readsFrom {
+					if !c.includes(clocks, vc, i, w) {
+						vc = mergeClocks(vc, visibleClock[w])
+					}
+					readDone(w)
+				}
+				if st.checked && st.retKnown && op.Met.Consistency.Kind == sla.Causal {
+					for _, p := range versions[op.Key] {
+						if !st.ret.Less(c.st[p].ts) {
+							break
+						}
+						if c.inPast(clocks, vc, i, p, readers[p]) {
+							misses = append(misses, miss{get: i, need: ref{ts: c.st[p].ts, op: p}})
+							break
+						}
+					}
+				}
+			case Put:
+				unread[i] = 0
+				for _, r := range readers[i] {
+					if c.st[r].readsFrom {
+						unread[i]++
+					}
+				}
+				if unread[i] > 0 {
+					visibleClock[i] = clocks.with(vc, st.session, st.pos)
+				}
+			}
+			if st.succ >= 0 {
+				clock[i] = vc
+				release(st.succ)
+			}
+			done[i] = true
+			for _, r := range readers[i] {
+				if c.st[r].readsFrom {
+					release(r)
+				}
+			}
+		}
+		if processed == valid {
+			break
+		}
+		// Every op left waits on a cycle, which only a reads-from edge can
+		// close: an op not waiting on its writer waits on its session
+		// predecessor, and following those back reaches one that is.
+		for ; cursor < n; cursor++ {
+			st := c.st[cursor]
+			if st.valid && st.readsFrom && !done[cursor] && !done[st.writer] {
+				break
+			}
+		}
+		if cursor == n {
+			break // unreachable: see above
+		}
+		g, w := cursor, c.st[cursor].writer
+		c.report(g, RuleHistory, "%s read %q from %s, which causally follows the get: session order and reads-from form a cycle",
+			c.desc(g), c.h[g].Value, c.desc(w))
+		c.st[g].readsFrom = false // w is not visited yet and will not count g
+		release(g)
+	}
+
+	for k, ms := range misses {
+		why := "which causally precedes it"
+		if k < maxExplained {
+			if chain := c.causalChain(ms.need.op, ms.get); chain != "" {
+				why += ": " + chain
+			}
+		}
+		c.reportStale(ms.get, ms.need, why)
+	}
+}
+
+// includes reports whether clock vc, of an op that is at or after op x in
+// session order, includes what op y hands to its session successor: y is
+// before x in x's session, or vc's entry for y's session has reached y.
+func (c *checker) includes(clocks clockShape, vc *clockNode, x, y int) bool {
+	xs, ys := &c.st[x], &c.st[y]
+	if xs.session == ys.session {
+		return ys.pos < xs.pos
+	}
+	return clocks.get(vc, ys.session) >= ys.pos
+}
+
+// inPast reports whether Put p is in the causal past of Get g, whose clock
+// is vc. An acknowledged Put hands itself to its session successor, so the
+// clock tells directly; an unacknowledged one reaches only its readers.
+func (c *checker) inPast(clocks clockShape, vc *clockNode, g, p int, readers []int) bool {
+	if c.st[p].acked {
+		return c.includes(clocks, vc, g, p)
+	}
+	for _, r := range readers {
+		if c.st[r].readsFrom && (r == g || c.includes(clocks, vc, g, r)) {
+			return true
+		}
+	}
+	return false
+}
+
+// causalChain finds a shortest precedence chain from Put p to Get g along
+// the edges checkCausal used and formats it, printing one op per session
+// visited, e.g. `put #1 (session a) -> get #4 (session b) reads put #1 ->
+// put #5 later in session b -> get #9 (session c) reads put #5 -> get #12
+// later in session c`.
+func (c *checker) causalChain(p, g int) string {
+	next := map[int]int{g: -1} // op -> its successor on the chain to g
+	queue := []int{g}
+	found := false
+	for len(queue) > 0 && !found {
+		u := queue[0]
+		queue = queue[1:]
+		st := c.st[u]
+		var preds [2]int
+		preds[0], preds[1] = st.pred, -1
+		if st.readsFrom {
+			preds[1] = st.writer
+		}
+		for k, v := range preds {
+			if v < 0 {
+				continue
+			}
+			if v == p {
+				// An unacknowledged Put reaches only its readers.
+				if k == 1 || c.st[p].acked {
+					next[p], found = u, true
+					break
+				}
+				continue
+			}
+			if _, seen := next[v]; !seen {
+				next[v] = u
+				queue = append(queue, v)
+			}
+		}
+	}
+	if !found {
+		return ""
+	}
+	var steps []string
+	steps = append(steps, fmt.Sprintf("put #%d (session %s)", p, c.h[p].Session))
+	for prev, u := p, next[p]; u >= 0; prev, u = u, next[u] {
+		if st := c.st[u]; st.readsFrom && st.writer == prev {
+			steps = append(steps, fmt.Sprintf("get #%d (session %s) reads put #%d", u, c.h[u].Session, prev))
+			continue
+		}
+		// A session-order edge: print only the last op of a run of them.
+		if v := next[u]; v >= 0 && !(c.st[v].readsFrom && c.st[v].writer == u) {
+			continue
+		}
+		steps = append(steps, fmt.Sprintf("%s #%d later in session %s", c.h[u].Kind, u, c.h[u].Session))
+	}
+	const keep = 8
+	if len(steps) > 2*keep {
+		steps = append(append(steps[:keep:keep], "..."), steps[len(steps)-keep:]...)
+	}
+	return strings.Join(steps, " -> ")
+}

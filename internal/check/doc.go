@@ -1,0 +1,75 @@
+// Package check is the oracle of cosla's randomized simulation tests. From
+// nothing but a recorded history of client operations it verifies that
+// every Get the store reported as meeting a subSLA really met that
+// subSLA's consistency guarantee (Pileus, Terry et al. SOSP'13, 3.2) and
+// latency, and that the history itself is sane.
+//
+// Check is a pure function of the history: no clock, no randomness, no
+// goroutines. Each Violation names the op, a stable Rule and a Detail with
+// everything needed to find the cause: the op's client, session, key and
+// times, what it returned, the bound it had to meet and the op that imposed
+// the bound.
+//
+// # Versions
+//
+// Versions of a key are ordered by the update timestamps the key's primary
+// assigns (Pileus 4.3). Put values are unique, so a Get's value names the
+// Put it read. An acknowledged Put's timestamp is in the history; an
+// unacknowledged Put is indeterminate, and its timestamp is known only if
+// some Get returned its value (the first such Get, by index, fixes it). The
+// timestamp of the version a Get returned is that of its Put, and the zero
+// timestamp when it found no version.
+//
+// # Rules
+//
+// Rule "history" (the history must be possible at all):
+//   - every op has a known Kind and Return >= Call;
+//   - Put values are unique; acknowledged Puts have timestamps after zero;
+//     versions of a key have distinct timestamps;
+//   - an acknowledged Put called after another acknowledged Put to the same
+//     key returned, or later in the same session, has the larger timestamp;
+//   - a Found Get returns a value written to its key by a Put called no
+//     later than the Get returned, with that Put's timestamp (or the one
+//     other Gets saw, for an unacknowledged Put);
+//   - a session issues one op at a time, all for one client;
+//   - session order and reads-from have no cycle;
+//   - an OK Get reports a valid subSLA and a rank >= 1.
+//
+// Rule "eventual": a Found Get returns a value that some Put wrote; reading
+// nothing is always acceptable. This holds for every Get, whatever
+// guarantee it met. (A value that was written, but to another key, is
+// reported as "history".)
+//
+// Every other guarantee sets a lower bound, the timestamp of the newest
+// version the Get had to observe (Pileus 4.4's minimum acceptable read
+// timestamp, computed from the history instead of client state), and the
+// Get meets it iff the version it returned is at least that new. Only the
+// guarantee of the subSLA the Get reports as met is checked, since a
+// stronger guarantee does not always imply a weaker one here. The bounds,
+// over acknowledged Puts to the Get's key unless stated:
+//   - "strong": Puts that returned before the Get was called, and Puts
+//     earlier in the Get's session;
+//   - "bounded": Puts that returned more than t before the Get was called;
+//   - "read-my-writes": Puts earlier in the Get's session;
+//   - "monotonic": versions returned by Gets of the key earlier in the
+//     Get's session;
+//   - "causal": Puts that causally precede the Get (Pileus 3.2), including
+//     unacknowledged Puts whose version a Get returned; see checkCausal
+//     for how they enter the causal past.
+//
+// "Earlier in the session" is session order: ops of a session sorted by
+// Call. A session runs one op at a time, so every earlier op returned no
+// later than the Get was called; an op that returned at the very instant
+// the next was called still precedes it.
+//
+// Rule "latency": an OK Get took at most the latency of the subSLA it
+// reports as met (sla.Unbounded accepts any time).
+//
+// # Cost
+//
+// With n ops and S sessions, everything but causal takes O(n log n) time
+// and O(n) space. Causal checking represents causal pasts as vector clocks
+// over sessions, persistent tries that share structure, and visits ops in
+// a topological order of session order and reads-from; it is near-linear
+// for realistic histories and O(n*S) in the worst case (see checkCausal).
+package check

@@ -1,0 +1,331 @@
+// Package clientcore is the Pileus client library (Terry et al. SOSP'13,
+// sections 3-4) as a deterministic state machine.
+//
+// The client keeps sessions, computes each guarantee's minimum acceptable
+// read timestamp (4.4), monitors the round-trip times and high timestamps
+// of the replicas it talks to (4.5), picks the target subSLA and replica of
+// every Get by expected utility (Fig. 8), and after the reply decides which
+// subSLA was actually met (4.6.2). Fixed strategies (Primary, Random,
+// Closest, 5.1) are available as baselines.
+//
+// Client implements node.Handler. Application calls (CreateTable, Get,
+// Put...) must be made from the goroutine that delivers the client's
+// events, and their callbacks run inside a later Receive or Fire; the
+// runtime (the simulator, or the public cosla package) arranges both.
+package clientcore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// Errors returned to callbacks. They carry the "cosla:" prefix because the
+// public package returns them unchanged.
+var (
+	ErrSLAUnmet      = errors.New("cosla: no subSLA of the SLA was met")
+	ErrNoTable       = errors.New("cosla: no such table")
+	ErrTableExists   = errors.New("cosla: table exists with a different layout")
+	ErrTooLarge      = errors.New("cosla: key or value too large")
+	ErrTimeout       = errors.New("cosla: request timed out")
+	ErrSessionEnded  = errors.New("cosla: session ended")
+	ErrStorageFailed = errors.New("cosla: replica storage failed")
+	ErrInvalid       = errors.New("cosla: invalid request")
+)
+
+// codeError maps a reply code to an error.
+func codeError(c wire.Code) error {
+	switch c {
+	case wire.OK:
+		return nil
+	case wire.NoTable:
+		return ErrNoTable
+	case wire.TableExists:
+		return ErrTableExists
+	case wire.TooLarge:
+		return ErrTooLarge
+	case wire.StorageFailed:
+		return ErrStorageFailed
+	}
+	return fmt.Errorf("%w: replica answered %q", ErrInvalid, c)
+}
+
+// Strategy chooses the replica a Get goes to.
+type Strategy uint8
+
+// Strategies. Pileus is the paper's utility-driven selection; the others
+// are the fixed baselines of section 5.1.
+const (
+	Pileus Strategy = iota + 1
+	Primary
+	Random
+	Closest
+)
+
+// Strategies lists every strategy, Pileus first.
+var Strategies = []Strategy{Pileus, Primary, Random, Closest}
+
+var strategyNames = [...]string{Pileus: "pileus", Primary: "primary", Random: "random", Closest: "closest"}
+
+func (s Strategy) String() string {
+	if s == 0 || int(s) >= len(strategyNames) {
+		return fmt.Sprintf("strategy(%d)", uint8(s))
+	}
+	return strategyNames[s]
+}
+
+// ParseStrategy returns the strategy with the given name.
+func ParseStrategy(name string) (Strategy, error) {
+	for _, s := range Strategies {
+		if s.String() == name {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown strategy %q (want pileus, primary, random or closest)", ErrInvalid, name)
+}
+
+// Options configures a Client. EnsureDefaults fills in unset fields.
+type Options struct {
+	// Nodes are the storage nodes the client asks for table layouts.
+	// Required.
+	Nodes []wire.NodeID
+	// RTTWindow is how long a round-trip measurement counts (Pileus 4.5:
+	// "the last few minutes"). Default 2m.
+	RTTWindow time.Duration
+	// RTTSamplesMax caps the measurements kept per node. Default 512.
+	RTTSamplesMax int
+	// ProbeInterval: a replica the client has not heard from for this long
+	// is probed for its round-trip time and high timestamp (4.5).
+	// Default 10s.
+	ProbeInterval time.Duration
+	// RequestTimeout bounds Puts, probes, table operations and Gets whose
+	// SLA has an unbounded subSLA. Default 10s.
+	RequestTimeout time.Duration
+	// ClockUncertainty is how far timestamps issued by primaries may be
+	// ahead of this client's clock; bounded-staleness reads demand that
+	// much more freshness. With clocks within e of true time set it to 2e.
+	// Default 0 (synchronized clocks).
+	ClockUncertainty time.Duration
+	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
+	// Defaults 4 KiB and 1 MiB, as on the replicas.
+	MaxKeyBytes, MaxValueBytes int
+}
+
+// EnsureDefaults returns a copy of o with unset fields given defaults.
+func (o Options) EnsureDefaults() Options {
+	if o.RTTWindow == 0 {
+		o.RTTWindow = 2 * time.Minute
+	}
+	if o.RTTSamplesMax == 0 {
+		o.RTTSamplesMax = 512
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 10 * time.Second
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.MaxKeyBytes == 0 {
+		o.MaxKeyBytes = 4 << 10
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
+	}
+	return o
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case len(o.Nodes) == 0:
+		return errors.New("clientcore: Options.Nodes must name at least one storage node")
+	case o.RTTWindow <= 0:
+		return fmt.Errorf("clientcore: Options.RTTWindow must be positive, got %s", o.RTTWindow)
+	case o.RTTSamplesMax <= 0:
+		return fmt.Errorf("clientcore: Options.RTTSamplesMax must be positive, got %d", o.RTTSamplesMax)
+	case o.ProbeInterval <= 0:
+		return fmt.Errorf("clientcore: Options.ProbeInterval must be positive, got %s", o.ProbeInterval)
+	case o.RequestTimeout <= 0:
+		return fmt.Errorf("clientcore: Options.RequestTimeout must be positive, got %s", o.RequestTimeout)
+	case o.ClockUncertainty < 0:
+		return fmt.Errorf("clientcore: Options.ClockUncertainty must not be negative, got %s", o.ClockUncertainty)
+	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
+		return fmt.Errorf("clientcore: Options.MaxKeyBytes and MaxValueBytes must be positive, got %d and %d", o.MaxKeyBytes, o.MaxValueBytes)
+	}
+	return nil
+}
+
+// Table is an open table: its layout and the client's view of each of its
+// tablets' replicas.
+type Table struct {
+	layout  wire.Layout
+	tablets []tabletView
+}
+
+type tabletView struct {
+	ref      wire.TabletRef
+	replicas []*replicaState // primary first
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.layout.Name }
+
+// Layout returns the table's layout.
+func (t *Table) Layout() wire.Layout { return t.layout }
+
+// Client is the client library's core.
+type Client struct {
+	opts    Options
+	env     node.Env
+	nextReq uint64
+	pending map[uint64]*pending
+	tables  map[string]*Table
+	rtt     map[wire.NodeID]*rttStats
+	// mins is scratch space for minimum read timestamps, so that selecting
+	// a target does not allocate.
+	mins []minTS
+}
+
+// timeoutTimer fires when a request has waited too long.
+type timeoutTimer struct{ req uint64 }
+
+// probeTimer fires the monitor's periodic probe round.
+type probeTimer struct{}
+
+// New returns a client with the given options; Start validates them.
+func New(opts Options) *Client {
+	return &Client{opts: opts.EnsureDefaults()}
+}
+
+// Start validates the options and resets the client's volatile state; a
+// client keeps nothing durable.
+func (c *Client) Start(env node.Env) error {
+	if err := c.opts.Validate(); err != nil {
+		return err
+	}
+	c.env = env
+	// Request IDs start at a random point so that replies addressed to a
+	// previous incarnation of this client are not mistaken for ours.
+	c.nextReq = env.Rand().Uint64() >> 1
+	c.pending = map[uint64]*pending{}
+	c.tables = map[string]*Table{}
+	c.rtt = map[wire.NodeID]*rttStats{}
+	env.After(c.opts.ProbeInterval, probeTimer{})
+	return nil
+}
+
+// Receive handles a reply from a storage node.
+func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
+	req, ok := replyReq(m)
+	if !ok {
+		c.env.Logger().Warn("clientcore: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
+		return
+	}
+	p, ok := c.pending[req]
+	if !ok || p.to != "" && p.to != from {
+		return // a late reply to a request that timed out
+	}
+	delete(c.pending, req)
+	p.onReply(from, m)
+}
+
+func replyReq(m wire.Msg) (uint64, bool) {
+	switch m := m.(type) {
+	case *wire.CreateTableReply:
+		return m.Req, true
+	case *wire.DeleteTableReply:
+		return m.Req, true
+	case *wire.TableInfoReply:
+		return m.Req, true
+	case *wire.PutReply:
+		return m.Req, true
+	case *wire.GetReply:
+		return m.Req, true
+	case *wire.ProbeReply:
+		return m.Req, true
+	}
+	return 0, false
+}
+
+// Fire handles a timer.
+func (c *Client) Fire(timer any) {
+	switch t := timer.(type) {
+	case timeoutTimer:
+		if p, ok := c.pending[t.req]; ok {
+			delete(c.pending, t.req)
+			p.onTimeout()
+		}
+	case probeTimer:
+		c.probeIdle()
+		c.env.After(c.opts.ProbeInterval, t)
+	default:
+		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
+	}
+}
+
+// pending is an outstanding request. to is the node it went to, or "" for
+// requests that accept a reply from any node.
+type pending struct {
+	to        wire.NodeID
+	onReply   func(from wire.NodeID, m wire.Msg)
+	onTimeout func()
+}
+
+// send sends a request and registers its continuation, with a timeout.
+func (c *Client) send(to wire.NodeID, m wire.Msg, req uint64, timeout time.Duration, p *pending) {
+	p.to = to
+	c.pending[req] = p
+	c.env.After(timeout, timeoutTimer{req})
+	c.env.Send(to, m)
+}
+
+func (c *Client) newReq() uint64 {
+	c.nextReq++
+	return c.nextReq
+}
+
+func (c *Client) nodeRTT(id wire.NodeID) *rttStats {
+	s, ok := c.rtt[id]
+	if !ok {
+		s = newRTTStats(c.opts.RTTSamplesMax)
+		c.rtt[id] = s
+	}
+	return s
+}
+
+// observeRTT records a round trip to a node that started at sent.
+func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
+	now := c.env.Now()
+	rtt := now.Sub(sent)
+	r.rtt.add(now, rtt)
+	r.rtt.expire(now.Add(-c.opts.RTTWindow))
+	r.lastContact = now
+	return rtt
+}
+
+// BeginSession starts a session on an open table with a default SLA and
+// strategy for its Gets (Pileus Fig. 2).
+func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if strategy == 0 || int(strategy) >= len(strategyNames) {
+		return nil, fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
+	}
+	return &Session{
+		table:    t,
+		sla:      s,
+		strategy: strategy,
+		putTS:    map[string]hlc.Timestamp{},
+		readTS:   map[string]hlc.Timestamp{},
+	}, nil
+}
+
+// EndSession ends a session; later operations in it fail with
+// ErrSessionEnded.
+func (c *Client) EndSession(s *Session) { s.ended = true }

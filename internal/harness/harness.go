@@ -1,0 +1,174 @@
+// Package harness builds simulated cosla worlds: the storage nodes and
+// clients of a topology hosted in the simulator, with drivers that run
+// client workloads in virtual time and record what every operation did as
+// a history for the checkers. Scenario tests, randomized tests and the
+// simulated experiments are all built on it.
+package harness
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cosla/cosla/internal/check"
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/replica"
+	"github.com/cosla/cosla/internal/sim"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// Options configures a World.
+type Options struct {
+	Seed     uint64
+	Topology topology.Topology
+	Replica  replica.Options
+	// Client options; Nodes defaults to every storage node.
+	Client clientcore.Options
+	Logger *slog.Logger
+	Trace  func(line string)
+}
+
+// World is a simulated cluster.
+type World struct {
+	Sim      *sim.Sim
+	Topology topology.Topology
+	// History records every operation run by a Loop with Record set.
+	History []check.Op
+}
+
+// New builds the world: sites, links and started nodes.
+func New(opts Options) (*World, error) {
+	topo := opts.Topology
+	if err := topo.Validate(); err != nil {
+		return nil, err
+	}
+	s := sim.New(sim.Options{Seed: opts.Seed, Logger: opts.Logger, Trace: opts.Trace})
+	for _, site := range topo.Sites {
+		s.AddSite(site.Name)
+		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2}); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range topo.Links {
+		if err := s.SetLatency(l.A, l.B, sim.Latency{Mean: l.RTT / 2, Jitter: l.Jitter}); err != nil {
+			return nil, err
+		}
+	}
+	copts := opts.Client
+	if len(copts.Nodes) == 0 {
+		copts.Nodes = topo.Replicas()
+	}
+	for _, site := range topo.Sites {
+		for _, name := range site.Replicas {
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, sim.NodeOptions{},
+				func() node.Handler { return replica.New(opts.Replica) })
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, name := range site.Clients {
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, sim.NodeOptions{},
+				func() node.Handler { return clientcore.New(copts) })
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &World{Sim: s, Topology: topo}, nil
+}
+
+// Client returns a running client node's core.
+func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
+	h, ok := w.Sim.Handler(id)
+	if !ok {
+		return nil, fmt.Errorf("harness: no running node %s", id)
+	}
+	c, ok := h.(*clientcore.Client)
+	if !ok {
+		return nil, fmt.Errorf("harness: node %s is not a client", id)
+	}
+	return c, nil
+}
+
+// Replica returns a running storage node's core.
+func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
+	h, ok := w.Sim.Handler(id)
+	if !ok {
+		return nil, fmt.Errorf("harness: no running node %s", id)
+	}
+	r, ok := h.(*replica.Node)
+	if !ok {
+		return nil, fmt.Errorf("harness: node %s is not a storage node", id)
+	}
+	return r, nil
+}
+
+// Await starts an asynchronous operation and runs the simulation until it
+// calls its done function, or fails if limit of virtual time passes first.
+func (w *World) Await(limit time.Duration, start func(done func())) error {
+	finished := false
+	start(func() { finished = true })
+	deadline := w.Sim.Now() + limit
+	if err := w.Sim.RunUntil(deadline, func() bool { return finished }); err != nil {
+		return err
+	}
+	if !finished {
+		return fmt.Errorf("harness: operation not finished after %s of virtual time (seed %d)", limit, w.Sim.Seed())
+	}
+	return nil
+}
+
+// CreateTable creates a table through a client and waits for it.
+func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
+	c, err := w.Client(client)
+	if err != nil {
+		return err
+	}
+	var result error
+	if err := w.Await(time.Minute, func(done func()) {
+		c.CreateTable(l, func(err error) { result = err; done() })
+	}); err != nil {
+		return err
+	}
+	return result
+}
+
+// OpenTable opens a table through a client and waits for it.
+func (w *World) OpenTable(client wire.NodeID, name string) (*clientcore.Table, error) {
+	c, err := w.Client(client)
+	if err != nil {
+		return nil, err
+	}
+	var t *clientcore.Table
+	var result error
+	if err := w.Await(time.Minute, func(done func()) {
+		c.OpenTable(name, func(tb *clientcore.Table, err error) { t, result = tb, err; done() })
+	}); err != nil {
+		return nil, err
+	}
+	return t, result
+}
+
+// SingleTablet returns a layout of one tablet whose primary is the first
+// storage node of primarySite and whose secondaries are the first storage
+// node of every other site that has one.
+func SingleTablet(topo topology.Topology, name, primarySite string, r wire.Replication) (wire.Layout, error) {
+	tablet := wire.Tablet{}
+	for _, s := range topo.Sites {
+		if len(s.Replicas) == 0 {
+			continue
+		}
+		id := topology.NodeID(s.Name, s.Replicas[0])
+		if s.Name == primarySite {
+			tablet.Primary = id
+		} else {
+			tablet.Secondaries = append(tablet.Secondaries, id)
+		}
+	}
+	if tablet.Primary == "" {
+		return wire.Layout{}, fmt.Errorf("harness: site %q has no storage node to be primary", primarySite)
+	}
+	return wire.Layout{Name: name, Tablets: []wire.Tablet{tablet}, Replication: r}, nil
+}

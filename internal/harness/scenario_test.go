@@ -1,0 +1,371 @@
+package harness
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// TestScenarios runs the scripts in testdata/scenarios. Each command's
+// expected output is the trace of messages the command caused, followed by
+// its outcome. Commands:
+//
+//	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
+//	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
+//	world [seed=N] [probes=hide]               build the world from the topology
+//	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D]
+//	session client=C table=T name=S [strategy=pileus|primary|random|closest]
+//	                                           body: the SLA, a preset name or text
+//	put session=S key=K value=V
+//	get session=S key=K [strategy=...]         body (optional): an SLA overriding the session's
+//	tick D                                     run the world for D of virtual time
+//	partition A B | heal A B                   cut or restore the link between two sites
+//	latency A B rtt=D                          change a link's round-trip time
+//	crash NODE | restart NODE
+//	skew NODE D                                set a node's clock skew
+//	status NODE                                a storage node's tablets and high timestamps
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		sc := &scenario{sessions: map[string]*scenarioSession{}}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			sc.t = t
+			out, err := sc.run(d)
+			if err != nil {
+				return fmt.Sprintf("%serror: %v\n", out, err)
+			}
+			return out
+		})
+	})
+}
+
+type scenario struct {
+	t          *testing.T
+	topo       topology.Topology
+	world      *World
+	trace      []string
+	hideProbes bool
+	sessions   map[string]*scenarioSession
+}
+
+type scenarioSession struct {
+	client  wire.NodeID
+	session *clientcore.Session
+}
+
+func (sc *scenario) run(d *datadriven.TestData) (string, error) {
+	if d.Cmd != "topology" && d.Cmd != "world" && sc.world == nil {
+		return "", fmt.Errorf("%s before world", d.Cmd)
+	}
+	var err error
+	var outcome string
+	switch d.Cmd {
+	case "topology":
+		sc.topo, err = parseTopology(d.Input)
+	case "world":
+		seed := uint64(1)
+		if d.HasArg("seed") {
+			d.ScanArgs(sc.t, "seed", &seed)
+		}
+		sc.hideProbes = d.HasArg("probes")
+		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record})
+	case "create-table":
+		outcome, err = sc.createTable(d)
+	case "session":
+		outcome, err = sc.session(d)
+	case "put":
+		outcome, err = sc.put(d)
+	case "get":
+		outcome, err = sc.get(d)
+	case "tick":
+		var dur time.Duration
+		if dur, err = time.ParseDuration(d.CmdArgs[0].Key); err == nil {
+			err = sc.world.Sim.Run(sc.world.Sim.Now() + dur)
+		}
+	case "partition", "heal":
+		a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
+		if d.Cmd == "partition" {
+			err = sc.world.Sim.Partition(a, b)
+		} else {
+			err = sc.world.Sim.Heal(a, b)
+		}
+	case "latency":
+		err = sc.setLatency(d)
+	case "crash":
+		err = sc.world.Sim.Crash(wire.NodeID(d.CmdArgs[0].Key))
+	case "restart":
+		err = sc.world.Sim.Restart(wire.NodeID(d.CmdArgs[0].Key))
+	case "skew":
+		var dur time.Duration
+		if dur, err = time.ParseDuration(d.CmdArgs[1].Key); err == nil {
+			err = sc.world.Sim.SetSkew(wire.NodeID(d.CmdArgs[0].Key), dur)
+		}
+	case "status":
+		outcome, err = sc.status(wire.NodeID(d.CmdArgs[0].Key))
+	default:
+		err = fmt.Errorf("unknown command %q", d.Cmd)
+	}
+	var b strings.Builder
+	for _, line := range sc.trace {
+		b.WriteString(line)
+		b.WriteString("\n")
+	}
+	sc.trace = nil
+	b.WriteString(outcome)
+	return b.String(), err
+}
+
+// record keeps the trace lines worth reading: deliveries, drops, crashes,
+// restarts and link changes, not timers (and not probes if asked).
+func (sc *scenario) record(line string) {
+	fields := strings.SplitN(line, " ", 3)
+	if len(fields) < 2 || fields[1] == "timer" {
+		return
+	}
+	if sc.hideProbes && strings.Contains(line, "Probe") {
+		return
+	}
+	sc.trace = append(sc.trace, line)
+}
+
+func parseTopology(input string) (topology.Topology, error) {
+	topo := topology.Topology{Name: "scenario", LocalRTT: time.Millisecond}
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		args := map[string]string{}
+		var pos []string
+		for _, a := range f[1:] {
+			if k, v, ok := strings.Cut(a, "="); ok {
+				args[k] = v
+			} else {
+				pos = append(pos, a)
+			}
+		}
+		switch f[0] {
+		case "site":
+			s := topology.Site{Name: pos[0]}
+			if v := args["replicas"]; v != "" {
+				s.Replicas = strings.Split(v, ",")
+			}
+			if v := args["clients"]; v != "" {
+				s.Clients = strings.Split(v, ",")
+			}
+			topo.Sites = append(topo.Sites, s)
+		case "link":
+			l := topology.Link{A: pos[0], B: pos[1]}
+			var err error
+			if l.RTT, err = time.ParseDuration(args["rtt"]); err != nil {
+				return topo, err
+			}
+			if j := args["jitter"]; j != "" {
+				if l.Jitter, err = time.ParseDuration(j); err != nil {
+					return topo, err
+				}
+			}
+			topo.Links = append(topo.Links, l)
+		case "local":
+			var err error
+			if topo.LocalRTT, err = time.ParseDuration(args["rtt"]); err != nil {
+				return topo, err
+			}
+		default:
+			return topo, fmt.Errorf("unknown topology line %q", line)
+		}
+	}
+	return topo, nil
+}
+
+func (sc *scenario) createTable(d *datadriven.TestData) (string, error) {
+	var client, name, primary string
+	d.ScanArgs(sc.t, "client", &client)
+	d.ScanArgs(sc.t, "name", &name)
+	d.ScanArgs(sc.t, "primary", &primary)
+	r := wire.Replication{Mode: wire.ModePull, Interval: time.Minute}
+	if d.HasArg("mode") {
+		var mode string
+		d.ScanArgs(sc.t, "mode", &mode)
+		if mode == "push" {
+			r.Mode = wire.ModePush
+		}
+	}
+	if d.HasArg("interval") {
+		var s string
+		d.ScanArgs(sc.t, "interval", &s)
+		var err error
+		if r.Interval, err = time.ParseDuration(s); err != nil {
+			return "", err
+		}
+	}
+	l, err := SingleTablet(sc.topo, name, primary, r)
+	if err != nil {
+		return "", err
+	}
+	// A fixed ID keeps traces stable.
+	l.ID = 7
+	if err := sc.world.CreateTable(wire.NodeID(client), l); err != nil {
+		return "", err
+	}
+	return "ok\n", nil
+}
+
+func (sc *scenario) session(d *datadriven.TestData) (string, error) {
+	var client, table, name string
+	d.ScanArgs(sc.t, "client", &client)
+	d.ScanArgs(sc.t, "table", &table)
+	d.ScanArgs(sc.t, "name", &name)
+	strategy := clientcore.Pileus
+	if d.HasArg("strategy") {
+		var s string
+		d.ScanArgs(sc.t, "strategy", &s)
+		var err error
+		if strategy, err = clientcore.ParseStrategy(s); err != nil {
+			return "", err
+		}
+	}
+	agreement, err := sla.Resolve(strings.TrimSpace(d.Input))
+	if err != nil {
+		return "", err
+	}
+	t, err := sc.world.OpenTable(wire.NodeID(client), table)
+	if err != nil {
+		return "", err
+	}
+	c, err := sc.world.Client(wire.NodeID(client))
+	if err != nil {
+		return "", err
+	}
+	s, err := c.BeginSession(t, agreement, strategy)
+	if err != nil {
+		return "", err
+	}
+	sc.sessions[name] = &scenarioSession{client: wire.NodeID(client), session: s}
+	return fmt.Sprintf("session %s: %s\n", name, agreement), nil
+}
+
+func (sc *scenario) lookupSession(d *datadriven.TestData) (*scenarioSession, *clientcore.Client, error) {
+	var name string
+	d.ScanArgs(sc.t, "session", &name)
+	s, ok := sc.sessions[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("no session %q", name)
+	}
+	c, err := sc.world.Client(s.client)
+	return s, c, err
+}
+
+func (sc *scenario) put(d *datadriven.TestData) (string, error) {
+	s, c, err := sc.lookupSession(d)
+	if err != nil {
+		return "", err
+	}
+	var key, value string
+	d.ScanArgs(sc.t, "key", &key)
+	d.ScanArgs(sc.t, "value", &value)
+	var out string
+	err = sc.world.Await(time.Minute, func(done func()) {
+		if err := c.Put(s.session, key, []byte(value), func(r clientcore.PutResult, err error) {
+			if err != nil {
+				out = fmt.Sprintf("put %s=%s: %v\n", key, value, err)
+			} else {
+				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s\n", key, value, r.TS, r.RTT)
+			}
+			done()
+		}); err != nil {
+			out = fmt.Sprintf("put %s=%s: %v\n", key, value, err)
+			done()
+		}
+	})
+	return out, err
+}
+
+func (sc *scenario) get(d *datadriven.TestData) (string, error) {
+	s, c, err := sc.lookupSession(d)
+	if err != nil {
+		return "", err
+	}
+	var key string
+	d.ScanArgs(sc.t, "key", &key)
+	var opts clientcore.GetOptions
+	if in := strings.TrimSpace(d.Input); in != "" {
+		if opts.SLA, err = sla.Resolve(in); err != nil {
+			return "", err
+		}
+	}
+	if d.HasArg("strategy") {
+		var name string
+		d.ScanArgs(sc.t, "strategy", &name)
+		if opts.Strategy, err = clientcore.ParseStrategy(name); err != nil {
+			return "", err
+		}
+	}
+	var out string
+	err = sc.world.Await(time.Minute, func(done func()) {
+		if err := c.Get(s.session, key, opts, func(r clientcore.GetResult, err error) {
+			out = formatGet(key, r, err)
+			done()
+		}); err != nil {
+			out = fmt.Sprintf("get %s: %v\n", key, err)
+			done()
+		}
+	})
+	return out, err
+}
+
+func formatGet(key string, r clientcore.GetResult, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "get %s: strategy=%s", key, r.Strategy)
+	if r.Target >= 0 {
+		fmt.Fprintf(&b, " target=%d expected-utility=%s", r.Target+1, strconv.FormatFloat(r.ExpectedUtility, 'f', -1, 64))
+	}
+	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
+	if err != nil {
+		fmt.Fprintf(&b, "  unmet: %v\n", err)
+		return b.String()
+	}
+	value := "not-found"
+	if r.Found {
+		value = strconv.Quote(string(r.Value))
+	}
+	fmt.Fprintf(&b, "  met=%d (%s) value=%s version=%s high=%s\n", r.Met+1, r.SubSLA, value, r.VersionTS, r.HighTS)
+	return b.String()
+}
+
+func (sc *scenario) setLatency(d *datadriven.TestData) error {
+	a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
+	var s string
+	d.ScanArgs(sc.t, "rtt", &s)
+	rtt, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	l, _ := sc.world.Sim.Latency(a, b)
+	l.Mean = rtt / 2
+	return sc.world.Sim.SetLatency(a, b, l)
+}
+
+func (sc *scenario) status(id wire.NodeID) (string, error) {
+	r, err := sc.world.Replica(id)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, t := range r.Metrics().Tablets {
+		role := "secondary"
+		if t.Primary {
+			role = "primary"
+		}
+		fmt.Fprintf(&b, "%s tablet %s %s high=%s last-update=%s\n", t.Table, t.Ref, role, t.High, t.LastUpdate)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,2 @@
+// Package lint holds repository rules written as Go tests.
+package lint

@@ -1,0 +1,114 @@
+package replica
+
+import (
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/invariants"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// lookup finds the tablet a request addresses and checks that key (if not
+// empty) lies in its range.
+func (n *Node) lookup(ref wire.TabletRef, key string, checkKey bool) (*tablet, wire.Code) {
+	tb := n.tablet(ref)
+	if tb == nil {
+		n.metrics.RequestsForNoTable++
+		return nil, wire.NoTable
+	}
+	if checkKey && (key < tb.start || (tb.end != "" && key >= tb.end)) {
+		n.metrics.RequestsForWrongTablet++
+		return nil, wire.WrongTablet
+	}
+	return tb, wire.OK
+}
+
+// put performs a Put at the primary: assign a timestamp above both the
+// node's clock and the session's largest seen timestamp, then log and apply
+// the version in one synced batch before answering (Pileus 4.2).
+func (n *Node) put(m *wire.PutRequest) *wire.PutReply {
+	n.metrics.Puts++
+	reply := &wire.PutReply{Req: m.Req}
+	tb, code := n.lookup(m.Tablet, m.Key, true)
+	switch {
+	case code != wire.OK:
+		reply.Code = code
+	case !tb.isPrimary:
+		reply.Code = wire.NotPrimary
+	case len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
+		reply.Code = wire.TooLarge
+	}
+	if reply.Code != wire.OK {
+		n.metrics.PutsRejected++
+		return reply
+	}
+	n.clock.Update(m.MinTS)
+	ts := n.clock.Now()
+	if invariants.Enabled {
+		invariants.Check(tb.lastUpdate.Less(ts) && m.MinTS.Less(ts),
+			"put timestamp %s not above last update %s and session minimum %s", ts, tb.lastUpdate, m.MinTS)
+	}
+	var b storage.Batch
+	b.Set(logKey(tb.ref, ts), encodeLogRecord(m.Key, m.Value))
+	b.Set(dataKey(tb.ref, m.Key), encodeVersion(ts, m.Value))
+	b.Set(metaKey(tb.ref, metaLast), appendTS(nil, ts))
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		n.metrics.PutsRejected++
+		reply.Code = wire.StorageFailed
+		return reply
+	}
+	prev := tb.lastUpdate
+	tb.lastUpdate = ts
+	reply.TS = ts
+	if tb.mode == wire.ModePush {
+		entry := wire.Entry{TS: ts, Key: m.Key, Value: m.Value}
+		for _, s := range tb.secondaries {
+			n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: entry})
+			n.metrics.PushesSent++
+			n.metrics.EntriesSent++
+		}
+	}
+	return reply
+}
+
+func (n *Node) get(m *wire.GetRequest) *wire.GetReply {
+	n.metrics.Gets++
+	reply := &wire.GetReply{Req: m.Req}
+	tb, code := n.lookup(m.Tablet, m.Key, true)
+	if code != wire.OK {
+		reply.Code = code
+		return reply
+	}
+	v, ok, err := n.env.Engine().Get(dataKey(tb.ref, m.Key))
+	if err == nil && ok {
+		reply.VersionTS, reply.Value, err = decodeVersion(v)
+		reply.Found = true
+	}
+	if err != nil {
+		n.storageError(err)
+		return &wire.GetReply{Req: m.Req, Code: wire.StorageFailed}
+	}
+	reply.HighTS, reply.Primary = n.high(tb)
+	return reply
+}
+
+func (n *Node) probe(m *wire.ProbeRequest) *wire.ProbeReply {
+	n.metrics.Probes++
+	reply := &wire.ProbeReply{Req: m.Req}
+	tb, code := n.lookup(m.Tablet, "", false)
+	if code != wire.OK {
+		reply.Code = code
+		return reply
+	}
+	reply.HighTS, reply.Primary = n.high(tb)
+	return reply
+}
+
+// high returns the replica's high timestamp. A primary holds every version
+// up to its current time.
+func (n *Node) high(tb *tablet) (hlc.Timestamp, bool) {
+	if !tb.isPrimary {
+		return tb.high, false
+	}
+	return n.clock.Now(), true
+}

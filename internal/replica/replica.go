@@ -1,0 +1,370 @@
+// Package replica is the storage node of Pileus (Terry et al. SOSP'13,
+// sections 4.1-4.3) as a deterministic state machine.
+//
+// A Node holds replicas of tablets: key ranges of tables. For each tablet
+// one node is the primary. The primary orders every Put with a hybrid
+// logical clock timestamp, logs and applies it durably, and only then
+// acknowledges it. Secondaries receive versions in timestamp order, by a
+// periodic pull and optionally an immediate push, so each holds a prefix of
+// the tablet's history described by one high timestamp (4.3). A Get returns
+// the node's version of a key along with the version's timestamp, the
+// node's high timestamp and whether it is the primary; the node knows
+// nothing of consistency guarantees or SLAs, which are the client's
+// business (4.1).
+//
+// Node implements node.Handler; see package node for the runtime's duties.
+package replica
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// Options configures a Node. The zero value is usable: EnsureDefaults fills
+// in every unset field.
+type Options struct {
+	// MaxKeyBytes is the largest key a Put may write. Default 4 KiB.
+	MaxKeyBytes int
+	// MaxValueBytes is the largest value a Put may write. Default 1 MiB.
+	MaxValueBytes int
+	// PullBatchMax is the most versions one pull reply carries; a secondary
+	// that is further behind pulls again at once. Default 1000.
+	PullBatchMax int
+}
+
+// EnsureDefaults returns a copy of o with unset fields given their defaults.
+func (o Options) EnsureDefaults() Options {
+	if o.MaxKeyBytes == 0 {
+		o.MaxKeyBytes = 4 << 10
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
+	}
+	if o.PullBatchMax == 0 {
+		o.PullBatchMax = 1000
+	}
+	return o
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxKeyBytes < 0:
+		return fmt.Errorf("replica: Options.MaxKeyBytes must be positive, got %d", o.MaxKeyBytes)
+	case o.MaxValueBytes < 0:
+		return fmt.Errorf("replica: Options.MaxValueBytes must be positive, got %d", o.MaxValueBytes)
+	case o.PullBatchMax < 0:
+		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
+	}
+	return nil
+}
+
+// Metrics is a snapshot of a node's counters since it started, and of its
+// tablets.
+type Metrics struct {
+	// Requests served.
+	Puts, Gets, Probes, PullsServed int64
+	// PutsRejected counts Puts answered with an error code.
+	PutsRejected int64
+	// Replication traffic: versions sent by a primary in pull replies and
+	// pushes, and versions applied by a secondary.
+	EntriesSent, EntriesApplied     int64
+	PushesSent, PushesIgnored       int64
+	GapsDetected                    int64 // pushes that arrived out of order
+	PullRepliesDiscarded            int64 // stale or duplicate pull replies
+	SnapshotsSent, SnapshotsApplied int64
+	LogEntriesTruncated             int64
+	// Requests that named a table or tablet this node does not hold, or a
+	// key outside the addressed tablet.
+	RequestsForNoTable, RequestsForWrongTablet int64
+	StorageErrors                              int64
+	LastStorageError                           string
+	Tablets                                    []TabletStatus
+}
+
+// TabletStatus describes one tablet replica.
+type TabletStatus struct {
+	Table   string
+	Ref     wire.TabletRef
+	Primary bool
+	// High is the replica's high timestamp: it holds every version at or
+	// below it. For a primary, the timestamp of its latest version.
+	High hlc.Timestamp
+	// LastUpdate is the timestamp of the latest version the replica holds.
+	LastUpdate hlc.Timestamp
+}
+
+// Node is a storage node.
+type Node struct {
+	opts    Options
+	env     node.Env
+	clock   *hlc.Clock
+	tables  map[string]*table
+	byID    map[uint64]*table
+	metrics Metrics
+}
+
+type table struct {
+	layout  wire.Layout
+	tablets map[int32]*tablet // only the tablets this node holds
+}
+
+type tablet struct {
+	ref         wire.TabletRef
+	start, end  string // key range; end "" means unbounded
+	primary     wire.NodeID
+	secondaries []wire.NodeID
+	isPrimary   bool
+	mode        wire.ReplicationMode
+	interval    time.Duration
+
+	// high is the high timestamp (Pileus 4.3). At a primary it is not
+	// used: the primary holds everything up to its current time.
+	high hlc.Timestamp
+	// lastUpdate is the timestamp of the latest version held.
+	lastUpdate hlc.Timestamp
+
+	// Primary only. truncated is the log truncation point: versions at or
+	// below it are no longer in the log. acked is each secondary's last
+	// reported high timestamp (volatile: after a restart the primary keeps
+	// its log until every secondary has pulled again).
+	truncated hlc.Timestamp
+	acked     map[wire.NodeID]hlc.Timestamp
+
+	// Secondary only: a pull is outstanding.
+	pulling bool
+}
+
+// pullTimer fires a secondary's periodic pull.
+type pullTimer struct{ ref wire.TabletRef }
+
+// New returns a node with the given options; Start validates them.
+func New(opts Options) *Node {
+	return &Node{opts: opts.EnsureDefaults()}
+}
+
+// Start validates the options, recovers the node's tables, versions and
+// high timestamps from storage and schedules replication.
+func (n *Node) Start(env node.Env) error {
+	if err := n.opts.Validate(); err != nil {
+		return err
+	}
+	n.env = env
+	n.clock = hlc.NewClock(env.WallNanos)
+	n.tables = map[string]*table{}
+	n.byID = map[uint64]*table{}
+	eng := env.Engine()
+	if v, ok, err := eng.Get(revealedKey); err != nil {
+		return fmt.Errorf("replica: read revealed timestamp: %w", err)
+	} else if ok {
+		revealed, err := decodeTS(v)
+		if err != nil {
+			return err
+		}
+		n.clock.Update(revealed)
+	}
+	var layouts []wire.Layout
+	err := eng.Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(_, v []byte) bool {
+		var l wire.Layout
+		if err := json.Unmarshal(v, &l); err != nil {
+			layouts = nil
+			return false
+		}
+		layouts = append(layouts, l)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("replica: read catalog: %w", err)
+	}
+	for _, l := range layouts {
+		t := n.addTable(l)
+		for _, tb := range t.tablets {
+			if err := n.loadTabletMeta(tb); err != nil {
+				return err
+			}
+			n.clock.Update(tb.lastUpdate)
+		}
+	}
+	return nil
+}
+
+func (n *Node) loadTabletMeta(tb *tablet) error {
+	eng := n.env.Engine()
+	for _, m := range []struct {
+		which byte
+		dst   *hlc.Timestamp
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}} {
+		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
+		if err != nil {
+			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
+		}
+		if ok {
+			if *m.dst, err = decodeTS(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addTable installs a layout in memory and schedules the pulls of the
+// tablets this node holds as a secondary.
+func (n *Node) addTable(l wire.Layout) *table {
+	t := &table{layout: l, tablets: map[int32]*tablet{}}
+	self := n.env.ID()
+	for i, spec := range l.Tablets {
+		tb := &tablet{
+			ref:         wire.TabletRef{Table: l.ID, Tablet: int32(i)},
+			start:       spec.Start,
+			primary:     spec.Primary,
+			secondaries: spec.Secondaries,
+			isPrimary:   spec.Primary == self,
+			mode:        l.Replication.Mode,
+			interval:    l.Replication.Interval,
+		}
+		if i+1 < len(l.Tablets) {
+			tb.end = l.Tablets[i+1].Start
+		}
+		held := tb.isPrimary
+		for _, s := range spec.Secondaries {
+			held = held || s == self
+		}
+		if !held {
+			continue
+		}
+		if tb.isPrimary {
+			tb.acked = map[wire.NodeID]hlc.Timestamp{}
+		} else {
+			// A random phase keeps the secondaries of many tablets from
+			// pulling in lockstep.
+			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
+		}
+		t.tablets[int32(i)] = tb
+	}
+	n.tables[l.Name] = t
+	n.byID[l.ID] = t
+	return t
+}
+
+// Metrics returns a snapshot of the node's counters and tablets.
+func (n *Node) Metrics() Metrics {
+	m := n.metrics
+	m.Tablets = nil
+	for _, t := range n.tables {
+		for _, tb := range t.tablets {
+			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate}
+			if tb.isPrimary {
+				st.High = tb.lastUpdate
+			}
+			m.Tablets = append(m.Tablets, st)
+		}
+	}
+	sortTabletStatus(m.Tablets)
+	return m
+}
+
+// Receive handles one message.
+func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
+	switch m := m.(type) {
+	case *wire.CreateTableRequest:
+		n.env.Send(from, &wire.CreateTableReply{Req: m.Req, Code: n.createTable(m.Layout)})
+	case *wire.DeleteTableRequest:
+		n.env.Send(from, &wire.DeleteTableReply{Req: m.Req, Code: n.deleteTable(m.Name)})
+	case *wire.TableInfoRequest:
+		reply := &wire.TableInfoReply{Req: m.Req, Code: wire.NoTable}
+		if t, ok := n.tables[m.Name]; ok {
+			reply.Code, reply.Layout = wire.OK, t.layout
+		}
+		n.env.Send(from, reply)
+	case *wire.PutRequest:
+		n.env.Send(from, n.put(m))
+	case *wire.GetRequest:
+		n.env.Send(from, n.get(m))
+	case *wire.ProbeRequest:
+		n.env.Send(from, n.probe(m))
+	case *wire.PullRequest:
+		n.env.Send(from, n.servePull(from, m))
+	case *wire.PullReply:
+		n.applyPull(m)
+	case *wire.Push:
+		n.applyPush(m)
+	default:
+		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// Fire handles a timer.
+func (n *Node) Fire(timer any) {
+	switch t := timer.(type) {
+	case pullTimer:
+		tb := n.tablet(t.ref)
+		if tb == nil || tb.isPrimary {
+			return // the table was deleted
+		}
+		n.requestPull(tb)
+		n.env.After(tb.interval, t)
+	default:
+		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
+	}
+}
+
+func (n *Node) tablet(ref wire.TabletRef) *tablet {
+	t, ok := n.byID[ref.Table]
+	if !ok {
+		return nil
+	}
+	return t.tablets[ref.Tablet]
+}
+
+// reveal returns the primary's current time for a secondary to adopt as
+// its high timestamp (Pileus 4.3). That promises that no later Put gets a
+// smaller timestamp, so the time is made durable first: after a restart the
+// clock starts above it even if the physical clock has gone back. Only
+// secondaries rely on this promise; a Get or probe at the primary reports
+// the clock unpersisted, because clients treat a primary as holding every
+// version whatever its high timestamp says.
+func (n *Node) reveal() (hlc.Timestamp, error) {
+	ts := n.clock.Now()
+	var b storage.Batch
+	b.Set(revealedKey, appendTS(nil, ts))
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		return hlc.Timestamp{}, err
+	}
+	return ts, nil
+}
+
+func (n *Node) storageError(err error) {
+	n.metrics.StorageErrors++
+	n.metrics.LastStorageError = err.Error()
+	n.env.Logger().Error("replica: storage failed", "err", err)
+}
+
+// Versions returns every version the node holds of a tablet, in key order,
+// or nil if it holds no such tablet. It is meant for inspection by tools
+// and tests; it reads the whole tablet.
+func (n *Node) Versions(ref wire.TabletRef) []wire.Entry {
+	if n.tablet(ref) == nil {
+		return nil
+	}
+	var out []wire.Entry
+	prefix := tabletPrefix(spaceData, ref)
+	err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, v []byte) bool {
+		ts, value, err := decodeVersion(v)
+		if err != nil {
+			return false
+		}
+		out = append(out, wire.Entry{TS: ts, Key: string(k[prefixLen:]), Value: append([]byte(nil), value...)})
+		return true
+	})
+	if err != nil {
+		n.storageError(err)
+	}
+	return out
+}

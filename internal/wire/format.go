@@ -1,0 +1,122 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The String methods give each message a compact one-line form for traces:
+// the simulator hashes these lines and scenario tests compare them.
+
+func valueString(v []byte) string {
+	const max = 16
+	if len(v) > max {
+		return fmt.Sprintf("%q...(%dB)", v[:max], len(v))
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func codeSuffix(c Code) string {
+	if c == OK {
+		return ""
+	}
+	return fmt.Sprintf(" err=%q", c)
+}
+
+func (m *CreateTableRequest) String() string {
+	return fmt.Sprintf("CreateTable(req=%d table=%s/%d tablets=%d %s/%s)",
+		m.Req, m.Layout.Name, m.Layout.ID, len(m.Layout.Tablets), m.Layout.Replication.Mode, m.Layout.Replication.Interval)
+}
+
+func (m *CreateTableReply) String() string {
+	return fmt.Sprintf("CreateTableReply(req=%d%s)", m.Req, codeSuffix(m.Code))
+}
+
+func (m *DeleteTableRequest) String() string {
+	return fmt.Sprintf("DeleteTable(req=%d table=%s)", m.Req, m.Name)
+}
+
+func (m *DeleteTableReply) String() string {
+	return fmt.Sprintf("DeleteTableReply(req=%d%s)", m.Req, codeSuffix(m.Code))
+}
+
+func (m *TableInfoRequest) String() string {
+	return fmt.Sprintf("TableInfo(req=%d table=%s)", m.Req, m.Name)
+}
+
+func (m *TableInfoReply) String() string {
+	if m.Code != OK {
+		return fmt.Sprintf("TableInfoReply(req=%d%s)", m.Req, codeSuffix(m.Code))
+	}
+	return fmt.Sprintf("TableInfoReply(req=%d table=%s/%d)", m.Req, m.Layout.Name, m.Layout.ID)
+}
+
+func (m *PutRequest) String() string {
+	return fmt.Sprintf("Put(req=%d tablet=%s key=%q value=%s min=%s)", m.Req, m.Tablet, m.Key, valueString(m.Value), m.MinTS)
+}
+
+func (m *PutReply) String() string {
+	return fmt.Sprintf("PutReply(req=%d ts=%s%s)", m.Req, m.TS, codeSuffix(m.Code))
+}
+
+func (m *GetRequest) String() string {
+	return fmt.Sprintf("Get(req=%d tablet=%s key=%q)", m.Req, m.Tablet, m.Key)
+}
+
+func (m *GetReply) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "GetReply(req=%d", m.Req)
+	if m.Found {
+		fmt.Fprintf(&b, " value=%s version=%s", valueString(m.Value), m.VersionTS)
+	} else if m.Code == OK {
+		b.WriteString(" not-found")
+	}
+	fmt.Fprintf(&b, " high=%s", m.HighTS)
+	if m.Primary {
+		b.WriteString(" primary")
+	}
+	b.WriteString(codeSuffix(m.Code))
+	b.WriteString(")")
+	return b.String()
+}
+
+func (m *ProbeRequest) String() string {
+	return fmt.Sprintf("Probe(req=%d tablet=%s)", m.Req, m.Tablet)
+}
+
+func (m *ProbeReply) String() string {
+	primary := ""
+	if m.Primary {
+		primary = " primary"
+	}
+	return fmt.Sprintf("ProbeReply(req=%d high=%s%s%s)", m.Req, m.HighTS, primary, codeSuffix(m.Code))
+}
+
+func (m *PullRequest) String() string {
+	return fmt.Sprintf("Pull(tablet=%s since=%s)", m.Tablet, m.Since)
+}
+
+func (m *PullReply) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "PullReply(tablet=%s since=%s high=%s entries=%d", m.Tablet, m.Since, m.High, len(m.Entries))
+	for i, e := range m.Entries {
+		if i == 4 {
+			b.WriteString(" ...")
+			break
+		}
+		fmt.Fprintf(&b, " %q@%s", e.Key, e.TS)
+	}
+	if m.More {
+		b.WriteString(" more")
+	}
+	if m.Snapshot {
+		b.WriteString(" snapshot")
+	}
+	b.WriteString(codeSuffix(m.Code))
+	b.WriteString(")")
+	return b.String()
+}
+
+func (m *Push) String() string {
+	return fmt.Sprintf("Push(tablet=%s prev=%s key=%q value=%s ts=%s)", m.Tablet, m.Prev, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS)
+}

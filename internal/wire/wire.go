@@ -1,0 +1,344 @@
+// Package wire defines the messages that cosla nodes and clients exchange
+// and the table layouts they share.
+//
+// Messages are plain values. Protocol code builds them and hands them to its
+// environment; a message must not be modified once sent, because the
+// simulator delivers the same value to the receiver.
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+)
+
+// NodeID names a node (a storage node or a client) uniquely in a cluster.
+// By convention it is "<site>/<name>", e.g. "england/r1".
+type NodeID string
+
+// Msg is implemented by every message type in this package.
+type Msg interface{ isMsg() }
+
+// Code is the outcome of a request as reported by the node that served it.
+type Code uint8
+
+// Request outcomes.
+const (
+	OK Code = iota
+	// NoTable: the node holds no table with that name or ID.
+	NoTable
+	// NotPrimary: a Put reached a node that is not the tablet's primary.
+	NotPrimary
+	// WrongTablet: the key lies outside the addressed tablet.
+	WrongTablet
+	// TableExists: CreateTable named an existing table with a different
+	// layout.
+	TableExists
+	// TooLarge: the key or value exceeds the node's limits.
+	TooLarge
+	// StorageFailed: the node could not read or durably write its storage.
+	StorageFailed
+	// Invalid: the request is malformed (for example an invalid layout).
+	Invalid
+)
+
+var codeNames = [...]string{
+	OK:            "ok",
+	NoTable:       "no such table",
+	NotPrimary:    "not the primary",
+	WrongTablet:   "key outside tablet",
+	TableExists:   "table exists with another layout",
+	TooLarge:      "key or value too large",
+	StorageFailed: "storage failed",
+	Invalid:       "invalid request",
+}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", uint8(c))
+}
+
+// ReplicationMode says how versions travel from a tablet's primary to its
+// secondaries.
+type ReplicationMode uint8
+
+// Replication modes. In both, versions are applied in timestamp order
+// (Pileus 4.2) and a periodic pull runs every Interval: it repairs gaps and,
+// when the primary has nothing new, carries the primary's current time so
+// that idle secondaries advance their high timestamps (Pileus 4.3).
+const (
+	// ModePull: secondaries fetch new versions every Interval (Pileus 4.2).
+	ModePull ReplicationMode = iota + 1
+	// ModePush: the primary also streams each Put to the secondaries at
+	// once.
+	ModePush
+)
+
+func (m ReplicationMode) String() string {
+	switch m {
+	case ModePull:
+		return "pull"
+	case ModePush:
+		return "push"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// Replication is a table's replication configuration.
+type Replication struct {
+	Mode     ReplicationMode
+	Interval time.Duration
+}
+
+// Tablet is one key range of a table and where it is stored. The range runs
+// from Start (inclusive) to the next tablet's Start (exclusive).
+type Tablet struct {
+	Start       string
+	Primary     NodeID
+	Secondaries []NodeID
+}
+
+// Replicas returns the primary followed by the secondaries.
+func (t Tablet) Replicas() []NodeID {
+	return append([]NodeID{t.Primary}, t.Secondaries...)
+}
+
+// Layout is a table's configuration: its tablets and replication.
+type Layout struct {
+	Name string
+	// ID distinguishes this incarnation of the table from a deleted one of
+	// the same name.
+	ID          uint64
+	Tablets     []Tablet
+	Replication Replication
+}
+
+// ErrBadLayout is wrapped by every layout validation error.
+var ErrBadLayout = errors.New("cosla: invalid table layout")
+
+// Validate checks that the layout is usable.
+func (l *Layout) Validate() error {
+	if l.Name == "" {
+		return fmt.Errorf("%w: empty table name", ErrBadLayout)
+	}
+	if l.ID == 0 {
+		return fmt.Errorf("%w: table %q: zero ID", ErrBadLayout, l.Name)
+	}
+	if len(l.Tablets) == 0 {
+		return fmt.Errorf("%w: table %q: no tablets", ErrBadLayout, l.Name)
+	}
+	if l.Tablets[0].Start != "" {
+		return fmt.Errorf("%w: table %q: the first tablet must start at the empty key", ErrBadLayout, l.Name)
+	}
+	for i, t := range l.Tablets {
+		if i > 0 && t.Start <= l.Tablets[i-1].Start {
+			return fmt.Errorf("%w: table %q: tablet %d starts at %q, not after tablet %d's %q",
+				ErrBadLayout, l.Name, i, t.Start, i-1, l.Tablets[i-1].Start)
+		}
+		if t.Primary == "" {
+			return fmt.Errorf("%w: table %q: tablet %d has no primary", ErrBadLayout, l.Name, i)
+		}
+		seen := map[NodeID]bool{t.Primary: true}
+		for _, s := range t.Secondaries {
+			if seen[s] {
+				return fmt.Errorf("%w: table %q: tablet %d lists node %q twice", ErrBadLayout, l.Name, i, s)
+			}
+			seen[s] = true
+		}
+	}
+	switch l.Replication.Mode {
+	case ModePull, ModePush:
+	default:
+		return fmt.Errorf("%w: table %q: unknown replication mode %d", ErrBadLayout, l.Name, l.Replication.Mode)
+	}
+	if l.Replication.Interval <= 0 {
+		return fmt.Errorf("%w: table %q: replication interval must be positive, got %s", ErrBadLayout, l.Name, l.Replication.Interval)
+	}
+	return nil
+}
+
+// TabletFor returns the index of the tablet holding key.
+func (l *Layout) TabletFor(key string) int {
+	return sort.Search(len(l.Tablets), func(i int) bool { return l.Tablets[i].Start > key }) - 1
+}
+
+// Equal reports whether two layouts are identical.
+func (l *Layout) Equal(o *Layout) bool {
+	if l.Name != o.Name || l.ID != o.ID || l.Replication != o.Replication || len(l.Tablets) != len(o.Tablets) {
+		return false
+	}
+	for i, t := range l.Tablets {
+		u := o.Tablets[i]
+		if t.Start != u.Start || t.Primary != u.Primary || len(t.Secondaries) != len(u.Secondaries) {
+			return false
+		}
+		for j := range t.Secondaries {
+			if t.Secondaries[j] != u.Secondaries[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TabletRef addresses one tablet of one table incarnation.
+type TabletRef struct {
+	Table  uint64 // Layout.ID
+	Tablet int32  // index into Layout.Tablets
+}
+
+func (r TabletRef) String() string { return fmt.Sprintf("%d/%d", r.Table, r.Tablet) }
+
+// Entry is one version of one key, as replicated from a primary.
+type Entry struct {
+	TS    hlc.Timestamp
+	Key   string
+	Value []byte
+}
+
+// CreateTableRequest asks a storage node to create its replicas of the
+// table's tablets. It is idempotent for an identical layout.
+type CreateTableRequest struct {
+	Req    uint64
+	Layout Layout
+}
+
+// CreateTableReply answers CreateTableRequest.
+type CreateTableReply struct {
+	Req  uint64
+	Code Code
+}
+
+// DeleteTableRequest asks a storage node to drop its replicas of a table.
+// Deleting a table the node does not hold succeeds.
+type DeleteTableRequest struct {
+	Req  uint64
+	Name string
+}
+
+// DeleteTableReply answers DeleteTableRequest.
+type DeleteTableReply struct {
+	Req  uint64
+	Code Code
+}
+
+// TableInfoRequest asks a storage node for a table's layout.
+type TableInfoRequest struct {
+	Req  uint64
+	Name string
+}
+
+// TableInfoReply answers TableInfoRequest; Layout is set when Code is OK.
+type TableInfoReply struct {
+	Req    uint64
+	Code   Code
+	Layout Layout
+}
+
+// PutRequest writes a new version of Key at the tablet's primary. The
+// primary gives it a timestamp greater than MinTS, the largest timestamp the
+// writing session has seen, so causality crosses tablets (Pileus 4.4).
+type PutRequest struct {
+	Req    uint64
+	Tablet TabletRef
+	Key    string
+	Value  []byte
+	MinTS  hlc.Timestamp
+}
+
+// PutReply answers PutRequest. TS is the version's update timestamp; the
+// version is durable at the primary when the reply is sent.
+type PutReply struct {
+	Req  uint64
+	Code Code
+	TS   hlc.Timestamp
+}
+
+// GetRequest reads the replica's version of Key.
+type GetRequest struct {
+	Req    uint64
+	Tablet TabletRef
+	Key    string
+}
+
+// GetReply answers GetRequest with the stored version (Found is false if the
+// key has none) and the replica's high timestamp: the replica holds every
+// version of the tablet with a timestamp at or below HighTS (Pileus 4.3).
+type GetReply struct {
+	Req       uint64
+	Code      Code
+	Found     bool
+	Value     []byte
+	VersionTS hlc.Timestamp
+	HighTS    hlc.Timestamp
+	Primary   bool
+}
+
+// ProbeRequest asks a replica for its high timestamp (Pileus 4.5).
+type ProbeRequest struct {
+	Req    uint64
+	Tablet TabletRef
+}
+
+// ProbeReply answers ProbeRequest.
+type ProbeReply struct {
+	Req     uint64
+	Code    Code
+	HighTS  hlc.Timestamp
+	Primary bool
+}
+
+// PullRequest asks a primary for the versions after Since.
+type PullRequest struct {
+	Tablet TabletRef
+	Since  hlc.Timestamp
+}
+
+// PullReply carries, in timestamp order, every version of the tablet with a
+// timestamp in (Since, High]. When it carries everything the primary has,
+// High is the primary's current time (Pileus 4.3) and More is false;
+// otherwise High is the timestamp of the last entry and More is true.
+//
+// When the primary has already discarded log entries after Since (the
+// secondary lost its storage), it sends a Snapshot instead: Entries then
+// hold the latest version of every key as of High, and the secondary
+// replaces its copy of the tablet with them.
+type PullReply struct {
+	Tablet   TabletRef
+	Code     Code
+	Since    hlc.Timestamp
+	High     hlc.Timestamp
+	Entries  []Entry
+	More     bool
+	Snapshot bool
+}
+
+// Push streams one new version from a primary to a secondary. Prev is the
+// timestamp of the tablet's previous version, so the secondary can tell a
+// gap (a lost Push) from the next version in order.
+type Push struct {
+	Tablet TabletRef
+	Prev   hlc.Timestamp
+	Entry  Entry
+}
+
+func (*CreateTableRequest) isMsg() {}
+func (*CreateTableReply) isMsg()   {}
+func (*DeleteTableRequest) isMsg() {}
+func (*DeleteTableReply) isMsg()   {}
+func (*TableInfoRequest) isMsg()   {}
+func (*TableInfoReply) isMsg()     {}
+func (*PutRequest) isMsg()         {}
+func (*PutReply) isMsg()           {}
+func (*GetRequest) isMsg()         {}
+func (*GetReply) isMsg()           {}
+func (*ProbeRequest) isMsg()       {}
+func (*ProbeReply) isMsg()         {}
+func (*PullRequest) isMsg()        {}
+func (*PullReply) isMsg()          {}
+func (*Push) isMsg()               {}
