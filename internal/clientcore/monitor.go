@@ -1,6 +1,7 @@
 package clientcore
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -75,13 +76,23 @@ func (s *rttStats) pWithin(latency time.Duration) float64 {
 	return float64(i) / float64(s.size)
 }
 
-// mean is the node's average round-trip time, the "closest" order of
-// Pileus Fig. 8 and the Closest strategy; zero when unmeasured.
+// mean is the node's average round-trip time; zero when unmeasured.
 func (s *rttStats) mean() time.Duration {
 	if s.size == 0 {
 		return 0
 	}
 	return s.sum / time.Duration(s.size)
+}
+
+// distance orders nodes for the "closest" choice of Pileus Fig. 8 and the
+// Closest strategy: the mean round-trip time, with unmeasured nodes
+// farthest of all, so that a node known to be near is preferred to one
+// the first probes have not yet reached.
+func (s *rttStats) distance() time.Duration {
+	if s.size == 0 {
+		return math.MaxInt64
+	}
+	return s.mean()
 }
 
 // replicaState is what the client knows of one replica of one tablet.

@@ -45,7 +45,8 @@ func pNodeSLA(r *replicaState, sub *sla.SubSLA, m minTS) float64 {
 // selectTarget is SelectTarget of Pileus Fig. 8: the subSLA and replica
 // with the highest expected utility, PNodeSla times the subSLA's utility.
 // Among replicas of equal expected utility it takes the closest, by mean
-// round-trip time. It returns indexes into agreement and replicas.
+// round-trip time with unmeasured nodes last (rttStats.distance). It
+// returns indexes into agreement and replicas.
 //
 // As in the figure, a replica whose expected utility for a lower subSLA
 // equals the best so far joins the candidates while the target stays the
@@ -62,9 +63,9 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState) (ta
 			switch {
 			case u > utility:
 				utility, target, replica = u, i, j
-				bestRTT = int64(r.rtt.mean())
+				bestRTT = int64(r.rtt.distance())
 			case u == utility:
-				if rtt := int64(r.rtt.mean()); rtt < bestRTT {
+				if rtt := int64(r.rtt.distance()); rtt < bestRTT {
 					replica, bestRTT = j, rtt
 				}
 			}
@@ -73,12 +74,12 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState) (ta
 	return target, replica, utility
 }
 
-// closest returns the index of the replica with the lowest mean round-trip
-// time, the first one on ties.
+// closest returns the index of the nearest replica by rttStats.distance,
+// the first one on ties.
 func closest(replicas []*replicaState) int {
 	best := 0
 	for j, r := range replicas {
-		if r.rtt.mean() < replicas[best].rtt.mean() {
+		if r.rtt.distance() < replicas[best].rtt.distance() {
 			best = j
 		}
 	}

@@ -76,6 +76,18 @@ func TestSelectTarget(t *testing.T) {
 		},
 		wantTarget: 0, wantNode: "england", wantUtil: 1,
 	}, {
+		// A node the first probes have not reached yet promises as much as
+		// a measured local one, but the measured one is preferred.
+		name:      "unmeasured node loses a tie",
+		agreement: sla.SLA{{Consistency: sla.EventualConsistency, Latency: ms(200), Utility: 1}},
+		mins:      []minTS{{}},
+		replicas: []*replicaState{
+			testReplica("england", true, 0),
+			testReplica("us", false, 20, ms(1)),
+			testReplica("india", false, 20),
+		},
+		wantTarget: 0, wantNode: "us", wantUtil: 1,
+	}, {
 		// 5.2: an India client whose neighbours cannot give read-my-writes
 		// in 300 ms targets the second subSLA at the closest node.
 		name:      "shopping cart, fall back to eventual",
