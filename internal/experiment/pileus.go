@@ -74,11 +74,13 @@ type PileusRow struct {
 	// AvgUtility is the utility delivered, averaged over all Gets (5.1).
 	AvgUtility float64 `json:"avg_utility"`
 	// Met is the fraction of Gets that met each subSLA, in rank order;
-	// the rest met none.
-	Met          []float64 `json:"met"`
-	Unmet        float64   `json:"unmet"`
-	AvgLatencyMS float64   `json:"avg_latency_ms"`
-	Gets         int       `json:"gets"`
+	// Unmet the fraction that met none.
+	Met   []float64 `json:"met"`
+	Unmet float64   `json:"unmet"`
+	// AvgLatencyMS is the mean Get round trip; a Get that timed out counts
+	// as taking its SLA's largest latency, when the client gave up.
+	AvgLatencyMS float64 `json:"avg_latency_ms"`
+	Gets         int     `json:"gets"`
 	// PaperUtility is Pileus's utility in the paper's Table 1 or 2, for
 	// Pileus rows of the paper's setups; nil otherwise.
 	PaperUtility *float64 `json:"paper_avg_utility,omitempty"`
@@ -166,10 +168,12 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 		OnGet: func(r clientcore.GetResult, err error) {
 			row.Gets++
 			latency += r.RTT
-			if r.Met >= 0 {
-				row.Met[r.Met]++
-				row.AvgUtility += r.SubSLA.Utility
+			if r.Met < 0 {
+				row.Unmet++
+				return
 			}
+			row.Met[r.Met]++
+			row.AvgUtility += r.SubSLA.Utility
 		},
 	}
 	if err := w.Start(loop); err != nil {
@@ -189,10 +193,9 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 	}
 	n := float64(row.Gets)
 	row.AvgUtility /= n
-	row.Unmet = 1
+	row.Unmet /= n
 	for i := range row.Met {
 		row.Met[i] /= n
-		row.Unmet -= row.Met[i]
 	}
 	row.AvgLatencyMS = float64(latency) / n / float64(time.Millisecond)
 	if strategy == clientcore.Pileus {
