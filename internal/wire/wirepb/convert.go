@@ -1,0 +1,198 @@
+package wirepb
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// ErrMalformed is wrapped by errors decoding an envelope that names no
+// message or carries fields out of range.
+var ErrMalformed = errors.New("cosla: malformed wire message")
+
+// Wrap encodes a message and its addresses as an envelope.
+func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
+	e := &Envelope{From: string(from), To: string(to)}
+	switch m := m.(type) {
+	case *wire.CreateTableRequest:
+		e.Msg = &Envelope_CreateTableRequest{&CreateTableRequest{Req: m.Req, Layout: layoutPB(m.Layout)}}
+	case *wire.CreateTableReply:
+		e.Msg = &Envelope_CreateTableReply{&CreateTableReply{Req: m.Req, Code: uint32(m.Code)}}
+	case *wire.DeleteTableRequest:
+		e.Msg = &Envelope_DeleteTableRequest{&DeleteTableRequest{Req: m.Req, Name: m.Name}}
+	case *wire.DeleteTableReply:
+		e.Msg = &Envelope_DeleteTableReply{&DeleteTableReply{Req: m.Req, Code: uint32(m.Code)}}
+	case *wire.TableInfoRequest:
+		e.Msg = &Envelope_TableInfoRequest{&TableInfoRequest{Req: m.Req, Name: m.Name}}
+	case *wire.TableInfoReply:
+		e.Msg = &Envelope_TableInfoReply{&TableInfoReply{Req: m.Req, Code: uint32(m.Code), Layout: layoutPB(m.Layout)}}
+	case *wire.PutRequest:
+		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS)}}
+	case *wire.PutReply:
+		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS)}}
+	case *wire.GetRequest:
+		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key}}
+	case *wire.GetReply:
+		e.Msg = &Envelope_GetReply{&GetReply{Req: m.Req, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
+			VersionTs: tsPB(m.VersionTS), HighTs: tsPB(m.HighTS), Primary: m.Primary}}
+	case *wire.ProbeRequest:
+		e.Msg = &Envelope_ProbeRequest{&ProbeRequest{Req: m.Req, Tablet: refPB(m.Tablet)}}
+	case *wire.ProbeReply:
+		e.Msg = &Envelope_ProbeReply{&ProbeReply{Req: m.Req, Code: uint32(m.Code), HighTs: tsPB(m.HighTS), Primary: m.Primary}}
+	case *wire.PullRequest:
+		e.Msg = &Envelope_PullRequest{&PullRequest{Tablet: refPB(m.Tablet), Since: tsPB(m.Since)}}
+	case *wire.PullReply:
+		r := &PullReply{Tablet: refPB(m.Tablet), Code: uint32(m.Code), Since: tsPB(m.Since), High: tsPB(m.High),
+			More: m.More, Snapshot: m.Snapshot, Entries: make([]*Entry, len(m.Entries))}
+		for i, en := range m.Entries {
+			r.Entries[i] = entryPB(en)
+		}
+		e.Msg = &Envelope_PullReply{r}
+	case *wire.Push:
+		e.Msg = &Envelope_Push{&Push{Tablet: refPB(m.Tablet), Prev: tsPB(m.Prev), Entry: entryPB(m.Entry)}}
+	default:
+		return nil, fmt.Errorf("wirepb: no encoding for %T", m)
+	}
+	return e, nil
+}
+
+// Unwrap decodes an envelope.
+func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
+	from, to = wire.NodeID(e.GetFrom()), wire.NodeID(e.GetTo())
+	switch x := e.GetMsg().(type) {
+	case *Envelope_CreateTableRequest:
+		var l wire.Layout
+		if l, err = layoutWire(x.CreateTableRequest.GetLayout()); err == nil {
+			m = &wire.CreateTableRequest{Req: x.CreateTableRequest.GetReq(), Layout: l}
+		}
+	case *Envelope_CreateTableReply:
+		var c wire.Code
+		if c, err = codeWire(x.CreateTableReply.GetCode()); err == nil {
+			m = &wire.CreateTableReply{Req: x.CreateTableReply.GetReq(), Code: c}
+		}
+	case *Envelope_DeleteTableRequest:
+		m = &wire.DeleteTableRequest{Req: x.DeleteTableRequest.GetReq(), Name: x.DeleteTableRequest.GetName()}
+	case *Envelope_DeleteTableReply:
+		var c wire.Code
+		if c, err = codeWire(x.DeleteTableReply.GetCode()); err == nil {
+			m = &wire.DeleteTableReply{Req: x.DeleteTableReply.GetReq(), Code: c}
+		}
+	case *Envelope_TableInfoRequest:
+		m = &wire.TableInfoRequest{Req: x.TableInfoRequest.GetReq(), Name: x.TableInfoRequest.GetName()}
+	case *Envelope_TableInfoReply:
+		r := x.TableInfoReply
+		out := &wire.TableInfoReply{Req: r.GetReq()}
+		if out.Code, err = codeWire(r.GetCode()); err == nil && r.GetLayout() != nil {
+			out.Layout, err = layoutWire(r.GetLayout())
+		}
+		m = out
+	case *Envelope_PutRequest:
+		r := x.PutRequest
+		m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs())}
+	case *Envelope_PutReply:
+		r := x.PutReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.PutReply{Req: r.GetReq(), Code: c, TS: tsWire(r.GetTs())}
+		}
+	case *Envelope_GetRequest:
+		r := x.GetRequest
+		m = &wire.GetRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey()}
+	case *Envelope_GetReply:
+		r := x.GetReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.GetReply{Req: r.GetReq(), Code: c, Found: r.GetFound(), Value: r.GetValue(),
+				VersionTS: tsWire(r.GetVersionTs()), HighTS: tsWire(r.GetHighTs()), Primary: r.GetPrimary()}
+		}
+	case *Envelope_ProbeRequest:
+		m = &wire.ProbeRequest{Req: x.ProbeRequest.GetReq(), Tablet: refWire(x.ProbeRequest.GetTablet())}
+	case *Envelope_ProbeReply:
+		r := x.ProbeReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.ProbeReply{Req: r.GetReq(), Code: c, HighTS: tsWire(r.GetHighTs()), Primary: r.GetPrimary()}
+		}
+	case *Envelope_PullRequest:
+		m = &wire.PullRequest{Tablet: refWire(x.PullRequest.GetTablet()), Since: tsWire(x.PullRequest.GetSince())}
+	case *Envelope_PullReply:
+		r := x.PullReply
+		out := &wire.PullReply{Tablet: refWire(r.GetTablet()), Since: tsWire(r.GetSince()), High: tsWire(r.GetHigh()),
+			More: r.GetMore(), Snapshot: r.GetSnapshot(), Entries: make([]wire.Entry, len(r.GetEntries()))}
+		for i, en := range r.GetEntries() {
+			out.Entries[i] = entryWire(en)
+		}
+		out.Code, err = codeWire(r.GetCode())
+		m = out
+	case *Envelope_Push:
+		m = &wire.Push{Tablet: refWire(x.Push.GetTablet()), Prev: tsWire(x.Push.GetPrev()), Entry: entryWire(x.Push.GetEntry())}
+	default:
+		err = fmt.Errorf("%w: envelope from %q to %q carries no message", ErrMalformed, from, to)
+	}
+	if err != nil {
+		return from, to, nil, err
+	}
+	return from, to, m, nil
+}
+
+func tsPB(t hlc.Timestamp) *Timestamp {
+	return &Timestamp{WallNanos: t.WallNanos, Logical: t.Logical}
+}
+
+func tsWire(t *Timestamp) hlc.Timestamp {
+	return hlc.Timestamp{WallNanos: t.GetWallNanos(), Logical: t.GetLogical()}
+}
+
+func refPB(r wire.TabletRef) *TabletRef { return &TabletRef{Table: r.Table, Tablet: r.Tablet} }
+
+func refWire(r *TabletRef) wire.TabletRef {
+	return wire.TabletRef{Table: r.GetTable(), Tablet: r.GetTablet()}
+}
+
+func entryPB(e wire.Entry) *Entry { return &Entry{Ts: tsPB(e.TS), Key: e.Key, Value: e.Value} }
+
+func entryWire(e *Entry) wire.Entry {
+	return wire.Entry{TS: tsWire(e.GetTs()), Key: e.GetKey(), Value: e.GetValue()}
+}
+
+// codeWire range-checks a reply code: the wire type is a byte.
+func codeWire(c uint32) (wire.Code, error) {
+	if c > 255 {
+		return 0, fmt.Errorf("%w: reply code %d", ErrMalformed, c)
+	}
+	return wire.Code(c), nil
+}
+
+func layoutPB(l wire.Layout) *Layout {
+	out := &Layout{Name: l.Name, Id: l.ID, ReplicationMode: uint32(l.Replication.Mode),
+		ReplicationIntervalNanos: int64(l.Replication.Interval), Tablets: make([]*Tablet, len(l.Tablets))}
+	for i, t := range l.Tablets {
+		pt := &Tablet{Start: t.Start, Primary: string(t.Primary)}
+		for _, s := range t.Secondaries {
+			pt.Secondaries = append(pt.Secondaries, string(s))
+		}
+		out.Tablets[i] = pt
+	}
+	return out
+}
+
+func layoutWire(l *Layout) (wire.Layout, error) {
+	if l.GetReplicationMode() > 255 {
+		return wire.Layout{}, fmt.Errorf("%w: replication mode %d", ErrMalformed, l.GetReplicationMode())
+	}
+	out := wire.Layout{Name: l.GetName(), ID: l.GetId(), Replication: wire.Replication{
+		Mode:     wire.ReplicationMode(l.GetReplicationMode()),
+		Interval: time.Duration(l.GetReplicationIntervalNanos()),
+	}}
+	for _, t := range l.GetTablets() {
+		wt := wire.Tablet{Start: t.GetStart(), Primary: wire.NodeID(t.GetPrimary())}
+		for _, s := range t.GetSecondaries() {
+			wt.Secondaries = append(wt.Secondaries, wire.NodeID(s))
+		}
+		out.Tablets = append(out.Tablets, wt)
+	}
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package wirepb
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// TestRoundTrip encodes one of every message, marshals it, and checks that
+// decoding gives back the same message and addresses.
+func TestRoundTrip(t *testing.T) {
+	ts := hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 7}
+	ref := wire.TabletRef{Table: 42, Tablet: 3}
+	layout := wire.Layout{
+		Name: "usertable", ID: 42,
+		Tablets: []wire.Tablet{
+			{Start: "", Primary: "england/r1", Secondaries: []wire.NodeID{"us/r1", "india/r1"}},
+			{Start: "m", Primary: "us/r1", Secondaries: []wire.NodeID{"england/r1"}},
+		},
+		Replication: wire.Replication{Mode: wire.ModePush, Interval: time.Minute},
+	}
+	entries := []wire.Entry{{TS: ts, Key: "a", Value: []byte("1")}, {TS: hlc.Timestamp{WallNanos: ts.WallNanos + 1}, Key: "b", Value: []byte("2")}}
+	for _, m := range []wire.Msg{
+		&wire.CreateTableRequest{Req: 1, Layout: layout},
+		&wire.CreateTableReply{Req: 2, Code: wire.TableExists},
+		&wire.DeleteTableRequest{Req: 3, Name: "usertable"},
+		&wire.DeleteTableReply{Req: 4, Code: wire.OK},
+		&wire.TableInfoRequest{Req: 5, Name: "usertable"},
+		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: layout},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts},
+		&wire.PutReply{Req: 8, Code: wire.NotPrimary, TS: ts},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "k"},
+		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Primary: true},
+		&wire.ProbeRequest{Req: 11, Tablet: ref},
+		&wire.ProbeReply{Req: 12, Code: wire.OK, HighTS: ts, Primary: true},
+		&wire.PullRequest{Tablet: ref, Since: ts},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true},
+		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
+	} {
+		t.Run(fmt.Sprintf("%T", m), func(t *testing.T) {
+			e, err := Wrap("us/c1", "england/r1", m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := proto.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Envelope
+			if err := proto.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			from, to, got, err := Unwrap(&back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if from != "us/c1" || to != "england/r1" {
+				t.Errorf("addresses %s -> %s, want us/c1 -> england/r1", from, to)
+			}
+			if !reflect.DeepEqual(got, m) {
+				t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got, m)
+			}
+		})
+	}
+}
+
+func TestUnwrapMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    *Envelope
+	}{
+		{"no message", &Envelope{From: "a", To: "b"}},
+		{"code out of range", &Envelope{Msg: &Envelope_PutReply{&PutReply{Code: 300}}}},
+		{"replication mode out of range", &Envelope{Msg: &Envelope_CreateTableRequest{&CreateTableRequest{Layout: &Layout{ReplicationMode: 1000}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, m, err := Unwrap(tc.e); !errors.Is(err, ErrMalformed) || m != nil {
+				t.Fatalf("Unwrap = %v, %v; want nil and an error wrapping ErrMalformed", m, err)
+			}
+		})
+	}
+}
+
+// TestWrapUnknown checks that a message type without an encoding is an
+// error, not a panic.
+func TestWrapUnknown(t *testing.T) {
+	if _, err := Wrap("a", "b", nil); err == nil {
+		t.Fatal("Wrap(nil) succeeded")
+	}
+}
