@@ -114,3 +114,21 @@ func (r *replicaState) observeHigh(ts hlc.Timestamp, at time.Time) {
 	r.high = hlc.Max(r.high, ts)
 	r.lastContact = at
 }
+
+// RTTEstimate is the monitor's view of one node's round-trip time.
+type RTTEstimate struct {
+	Node    wire.NodeID
+	Mean    time.Duration
+	Samples int
+}
+
+// RTTEstimates returns the monitor's round-trip estimate of every node it
+// has measured, in node order.
+func (c *Client) RTTEstimates() []RTTEstimate {
+	out := make([]RTTEstimate, 0, len(c.rtt))
+	for _, id := range sortedKeys(c.rtt) {
+		s := c.rtt[id]
+		out = append(out, RTTEstimate{Node: id, Mean: s.mean(), Samples: s.size})
+	}
+	return out
+}

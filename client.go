@@ -1,0 +1,494 @@
+package cosla
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// Errors. Test for them with errors.Is.
+var (
+	// ErrSLAUnmet: the Get met none of its SLA's subSLAs; it returns no
+	// data (Pileus 3.3).
+	ErrSLAUnmet = clientcore.ErrSLAUnmet
+	// ErrNoTable: no storage node knows the table.
+	ErrNoTable = clientcore.ErrNoTable
+	// ErrTableExists: a table of that name exists with another layout.
+	ErrTableExists = clientcore.ErrTableExists
+	// ErrTooLarge: the key or value is over the limit.
+	ErrTooLarge = clientcore.ErrTooLarge
+	// ErrTimeout: a node did not answer in time (a Put's outcome is then
+	// unknown).
+	ErrTimeout = clientcore.ErrTimeout
+	// ErrSessionEnded: the session was ended.
+	ErrSessionEnded = clientcore.ErrSessionEnded
+	// ErrInvalid: the request is malformed: a bad SLA, layout or option.
+	ErrInvalid = clientcore.ErrInvalid
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("cosla: client closed")
+)
+
+// Timestamp is a version's update timestamp: a hybrid logical clock value,
+// totally ordered.
+type Timestamp = hlc.Timestamp
+
+// Strategy chooses the replica a Get goes to: Pileus (the default) by
+// expected utility, or one of the paper's fixed baselines.
+type Strategy = clientcore.Strategy
+
+// Strategies (Pileus 5.1).
+const (
+	Pileus  = clientcore.Pileus
+	Primary = clientcore.Primary
+	Random  = clientcore.Random
+	Closest = clientcore.Closest
+)
+
+// ParseStrategy returns the strategy named "pileus", "primary", "random"
+// or "closest".
+func ParseStrategy(name string) (Strategy, error) { return clientcore.ParseStrategy(name) }
+
+// Config configures a Client.
+type Config struct {
+	// Site is the site the client runs at, e.g. "china". Required.
+	Site string
+	// Name distinguishes clients at one site. Default: random.
+	Name string
+	// Nodes maps every storage node ("england/r1") to the address the
+	// client dials to reach it. Required.
+	Nodes map[string]string
+	// RequestTimeout bounds Puts, table operations and Gets whose SLA has
+	// an unbounded subSLA. Default 10s.
+	RequestTimeout time.Duration
+	// ProbeInterval: replicas not heard from for this long are probed
+	// (Pileus 4.5). Default 10s.
+	ProbeInterval time.Duration
+	// ClockUncertainty is how far the primaries' clocks may be ahead of
+	// this client's; bounded-staleness Gets ask for that much more
+	// freshness. Default 0.
+	ClockUncertainty time.Duration
+	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
+	// Defaults 4 KiB and 1 MiB.
+	MaxKeyBytes, MaxValueBytes int
+	// Logger receives the client's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// Client is a connection to a cosla cluster. It is safe for concurrent
+// use; operations run one at a time through the client's protocol core,
+// but many may be outstanding.
+type Client struct {
+	id        wire.NodeID
+	transport *host.Transport
+	node      atomic.Pointer[host.Node]
+	core      *clientcore.Client
+
+	mu      sync.Mutex
+	metrics Metrics
+}
+
+// Open connects a client. Connections to the nodes are made when first
+// needed; Open probes every node of the tables it opens, not now.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Site == "" || strings.Contains(cfg.Site, "/") {
+		return nil, fmt.Errorf("%w: Config.Site must be a site name without '/', got %q", ErrInvalid, cfg.Site)
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, fmt.Errorf("%w: Config.Nodes must list the storage nodes and their addresses", ErrInvalid)
+	}
+	if cfg.Name == "" {
+		var b [4]byte
+		_, _ = cryptorand.Read(b[:])
+		cfg.Name = "c-" + hex.EncodeToString(b[:])
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	peers := map[wire.NodeID]string{}
+	for id, addr := range cfg.Nodes {
+		if !strings.Contains(id, "/") || addr == "" {
+			return nil, fmt.Errorf("%w: Config.Nodes: %q -> %q: want site/node -> host:port", ErrInvalid, id, addr)
+		}
+		peers[wire.NodeID(id)] = addr
+	}
+	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name)}
+	c.core = clientcore.New(clientcore.Options{
+		Nodes:            slices.Sorted(maps.Keys(peers)),
+		RequestTimeout:   cfg.RequestTimeout,
+		ProbeInterval:    cfg.ProbeInterval,
+		ClockUncertainty: cfg.ClockUncertainty,
+		MaxKeyBytes:      cfg.MaxKeyBytes,
+		MaxValueBytes:    cfg.MaxValueBytes,
+	})
+	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, Logger: cfg.Logger}, c.deliver)
+	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
+	if err != nil {
+		c.transport.Close()
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c.node.Store(n)
+	return c, nil
+}
+
+func (c *Client) deliver(_, to wire.NodeID, m wire.Msg) bool {
+	if to != c.id {
+		return false
+	}
+	if n := c.node.Load(); n != nil {
+		n.Deliver("", m)
+	}
+	return true
+}
+
+// ID returns the client's node identity, "site/name".
+func (c *Client) ID() string { return string(c.id) }
+
+// Close disconnects the client. Outstanding operations fail with
+// ErrClosed.
+func (c *Client) Close() error {
+	c.node.Load().Stop()
+	c.transport.Close()
+	return nil
+}
+
+// call runs start on the client's goroutine and waits for the result it
+// delivers through the channel it is given, or for ctx.
+func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	ch := make(chan T, 1)
+	if err := c.node.Load().Post(func(node.Handler) { start(c.core, ch) }); err != nil {
+		return zero, ErrClosed
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// TableSpec describes a table to create.
+type TableSpec struct {
+	Name string
+	// Tablets split the key space; the first must start at "". Each names
+	// its primary and secondaries ("site/node").
+	Tablets []TabletSpec
+	// Push streams every Put to the secondaries at once, besides the
+	// periodic pull (Pileus 4.3). Default: pull only.
+	Push bool
+	// PullInterval is how often secondaries pull. Default 1 minute.
+	PullInterval time.Duration
+}
+
+// TabletSpec places one key range of a table.
+type TabletSpec struct {
+	Start       string
+	Primary     string
+	Secondaries []string
+}
+
+func (s TableSpec) layout() wire.Layout {
+	l := wire.Layout{Name: s.Name, Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
+	if s.Push {
+		l.Replication.Mode = wire.ModePush
+	}
+	if l.Replication.Interval == 0 {
+		l.Replication.Interval = time.Minute
+	}
+	for _, t := range s.Tablets {
+		wt := wire.Tablet{Start: t.Start, Primary: wire.NodeID(t.Primary)}
+		for _, id := range t.Secondaries {
+			wt.Secondaries = append(wt.Secondaries, wire.NodeID(id))
+		}
+		l.Tablets = append(l.Tablets, wt)
+	}
+	return l
+}
+
+// CreateTable creates a table on every node it places tablets on.
+// Creating an identical table again succeeds.
+func (c *Client) CreateTable(ctx context.Context, spec TableSpec) error {
+	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
+		core.CreateTable(spec.layout(), func(err error) { ch <- err })
+	})
+	return errors.Join(cerr, err)
+}
+
+// DeleteTable deletes a table and all its data.
+func (c *Client) DeleteTable(ctx context.Context, name string) error {
+	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
+		core.DeleteTable(name, func(err error) { ch <- err })
+	})
+	return errors.Join(cerr, err)
+}
+
+// Table is an open table.
+type Table struct {
+	t *clientcore.Table
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.t.Name() }
+
+// OpenTable fetches a table's layout and starts monitoring its replicas.
+func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
+	type result struct {
+		t   *clientcore.Table
+		err error
+	}
+	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
+		core.OpenTable(name, func(t *clientcore.Table, err error) { ch <- result{t, err} })
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return &Table{r.t}, nil
+}
+
+// Session is the scope of the session guarantees: read-my-writes,
+// monotonic reads and causal consistency hold within one session (Pileus
+// 3.1). A session is used by one goroutine at a time.
+type Session struct {
+	s *clientcore.Session
+}
+
+// SessionOption changes a session's defaults.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct{ strategy Strategy }
+
+// WithStrategy makes a session's Gets use a fixed strategy instead of
+// Pileus's selection.
+func WithStrategy(s Strategy) SessionOption { return func(c *sessionConfig) { c.strategy = s } }
+
+// BeginSession starts a session on t whose Gets use agreement unless a Get
+// says otherwise.
+func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption) (*Session, error) {
+	cfg := sessionConfig{strategy: Pileus}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	type result struct {
+		s   *clientcore.Session
+		err error
+	}
+	r, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- result) {
+		s, err := core.BeginSession(t.t, agreement, cfg.strategy)
+		ch <- result{s, err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, r.err)
+	}
+	return &Session{r.s}, nil
+}
+
+// EndSession ends a session; later operations in it fail with
+// ErrSessionEnded.
+func (c *Client) EndSession(s *Session) {
+	_, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- struct{}) {
+		core.EndSession(s.s)
+		ch <- struct{}{}
+	})
+}
+
+// Put writes key at its tablet's primary and returns the version's
+// timestamp. When Put returns nil the version is durable at the primary.
+// On ErrTimeout or a ctx error the outcome is unknown.
+func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte) (Timestamp, error) {
+	type result struct {
+		r   clientcore.PutResult
+		err error
+	}
+	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
+		if err := core.Put(s.s, key, value, func(r clientcore.PutResult, err error) { ch <- result{r, err} }); err != nil {
+			ch <- result{err: err}
+		}
+	})
+	if err == nil {
+		err = r.err
+	}
+	c.mu.Lock()
+	c.metrics.Puts++
+	if err != nil {
+		c.metrics.PutErrors++
+	}
+	c.mu.Unlock()
+	return r.r.TS, err
+}
+
+// GetOption changes one Get.
+type GetOption func(*clientcore.GetOptions)
+
+// WithSLA makes one Get use agreement instead of the session's SLA.
+func WithSLA(agreement sla.SLA) GetOption {
+	return func(o *clientcore.GetOptions) { o.SLA = agreement }
+}
+
+// WithGetStrategy makes one Get use a strategy other than the session's.
+func WithGetStrategy(s Strategy) GetOption {
+	return func(o *clientcore.GetOptions) { o.Strategy = s }
+}
+
+// Result says what a Get delivered and how.
+type Result struct {
+	// Met is the index in the SLA of the subSLA met, or -1; SubSLA is that
+	// subSLA, and Consistency its guarantee, the consistency delivered.
+	Met         int
+	SubSLA      sla.SubSLA
+	Consistency sla.Consistency
+	// Found is false if the replica held no version of the key.
+	Found bool
+	// RTT is the measured round trip.
+	RTT time.Duration
+	// Node is the replica the Get went to, Primary whether it was the
+	// tablet's primary.
+	Node    string
+	Primary bool
+	// VersionTS is the timestamp of the version read; HighTS the
+	// replica's high timestamp.
+	VersionTS Timestamp
+	HighTS    Timestamp
+	// Strategy chose the replica; Target is the subSLA it aimed at (-1 for
+	// fixed strategies) and ExpectedUtility that target's expected utility.
+	Strategy        Strategy
+	Target          int
+	ExpectedUtility float64
+}
+
+// Utility is the utility delivered: the met subSLA's, or zero.
+func (r Result) Utility() float64 {
+	if r.Met < 0 {
+		return 0
+	}
+	return r.SubSLA.Utility
+}
+
+// MarshalJSON writes the result with durations in milliseconds, the
+// subSLA and consistency in the SLA text form and timestamps as
+// "seconds.nanoseconds,logical".
+func (r Result) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Met             int     `json:"met"`
+		SubSLA          string  `json:"sub_sla,omitempty"`
+		Consistency     string  `json:"consistency,omitempty"`
+		Utility         float64 `json:"utility"`
+		Found           bool    `json:"found"`
+		RTTMS           float64 `json:"rtt_ms"`
+		Node            string  `json:"node"`
+		Primary         bool    `json:"primary"`
+		VersionTS       string  `json:"version_ts"`
+		HighTS          string  `json:"high_ts"`
+		Strategy        string  `json:"strategy"`
+		Target          int     `json:"target"`
+		ExpectedUtility float64 `json:"expected_utility"`
+	}{
+		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
+		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
+		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility,
+	}
+	if r.Met >= 0 {
+		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
+	}
+	return json.Marshal(out)
+}
+
+// Get reads key in session s. It returns the value and what was delivered;
+// if no subSLA was met it returns no value, a Result describing the
+// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout).
+func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
+	var o clientcore.GetOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	type result struct {
+		r   clientcore.GetResult
+		err error
+	}
+	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
+		if err := core.Get(s.s, key, o, func(r clientcore.GetResult, err error) { ch <- result{r, err} }); err != nil {
+			ch <- result{r: clientcore.GetResult{Met: -1, Target: -1}, err: err}
+		}
+	})
+	if err == nil {
+		err = r.err
+	}
+	g := r.r
+	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
+		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility}
+	c.recordGet(res, err)
+	if err != nil {
+		res.Met = -1
+		return nil, res, err
+	}
+	return g.Value, res, nil
+}
+
+// Metrics counts a client's operations and what its Gets delivered.
+type Metrics struct {
+	Puts, PutErrors int64
+	Gets            int64
+	// Met counts Gets by the subSLA they met, keyed by its text form
+	// ("read-my-writes 300ms 1"); Unmet counts Gets that met none.
+	Met   map[string]int64
+	Unmet int64
+	// RTT is the monitor's round-trip estimate per node.
+	RTT []clientcore.RTTEstimate
+}
+
+func (c *Client) recordGet(r Result, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.metrics.Gets++
+	if err != nil || r.Met < 0 {
+		c.metrics.Unmet++
+		return
+	}
+	if c.metrics.Met == nil {
+		c.metrics.Met = map[string]int64{}
+	}
+	c.metrics.Met[r.SubSLA.String()]++
+}
+
+// Metrics returns a snapshot of the client's counters and round-trip
+// estimates.
+func (c *Client) Metrics() Metrics {
+	c.mu.Lock()
+	m := c.metrics
+	m.Met = maps.Clone(c.metrics.Met)
+	c.mu.Unlock()
+	m.RTT, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- []clientcore.RTTEstimate) {
+		ch <- core.RTTEstimates()
+	})
+	return m
+}

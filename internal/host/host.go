@@ -1,0 +1,260 @@
+// Package host runs cosla's protocol cores (package node) in a real
+// process: each node is owned by one goroutine that takes events from its
+// mailbox, time is the wall clock, timers are real, messages travel over
+// gRPC streams (Transport) and storage is whatever engine the caller opens
+// (Pebble, in the server).
+//
+// A Node keeps the duties package node sets for a runtime: Start before any
+// event, one event at a time, and nothing from a previous incarnation after
+// a restart. Application calls into a handler (a client's Get, a replica's
+// Metrics) go through Do, which runs them on the node's goroutine.
+package host
+
+import (
+	cryptorand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// ErrStopped is returned by Do on a node that has stopped.
+var ErrStopped = errors.New("cosla: node stopped")
+
+// NodeOptions configures a Node.
+type NodeOptions struct {
+	ID      wire.NodeID
+	Handler node.Handler
+	Engine  storage.Engine
+	// Send carries the node's messages; usually Transport.Send.
+	Send func(from, to wire.NodeID, m wire.Msg)
+	// MailboxMax bounds the messages waiting for the node; beyond it
+	// incoming messages are dropped, as by an overloaded network. Timers
+	// and calls are never dropped. Default 65536.
+	MailboxMax int
+	// Logger is the node's logger. Default: discard.
+	Logger *slog.Logger
+	// Seed seeds the node's random source. Default: random.
+	Seed uint64
+}
+
+// Node hosts one protocol core on its own goroutine.
+type Node struct {
+	opts NodeOptions
+	rng  *rand.Rand
+
+	mu       sync.Mutex
+	events   []event
+	messages int // events that are messages, for MailboxMax
+	dropped  int64
+	stopped  bool
+	ready    chan struct{}
+	done     chan struct{}
+	timers   map[*time.Timer]bool
+}
+
+type event struct {
+	from  wire.NodeID
+	msg   wire.Msg
+	timer any
+	call  func(node.Handler)
+}
+
+// StartNode starts the handler on a new goroutine. It returns the error of
+// the handler's Start (recovery from storage, option validation).
+func StartNode(opts NodeOptions) (*Node, error) {
+	if opts.MailboxMax == 0 {
+		opts.MailboxMax = 1 << 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Seed == 0 {
+		var b [8]byte
+		_, _ = cryptorand.Read(b[:])
+		opts.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	n := &Node{
+		opts:   opts,
+		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),
+		ready:  make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		timers: map[*time.Timer]bool{},
+	}
+	if err := opts.Handler.Start((*env)(n)); err != nil {
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+// ID returns the node's identity.
+func (n *Node) ID() wire.NodeID { return n.opts.ID }
+
+// Deliver queues a message for the node. It reports false if the message
+// was dropped because the node stopped or its mailbox is full.
+func (n *Node) Deliver(from wire.NodeID, m wire.Msg) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped || n.messages >= n.opts.MailboxMax {
+		n.dropped++
+		return false
+	}
+	n.messages++
+	n.pushLocked(event{from: from, msg: m})
+	return true
+}
+
+// Do runs fn on the node's goroutine, between events, and waits for it.
+func (n *Node) Do(fn func(node.Handler)) error {
+	finished := make(chan struct{})
+	if !n.post(event{call: func(h node.Handler) { fn(h); close(finished) }}) {
+		return ErrStopped
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// Post runs fn on the node's goroutine without waiting. Callbacks a
+// handler makes from inside fn run on that goroutine too.
+func (n *Node) Post(fn func(node.Handler)) error {
+	if !n.post(event{call: fn}) {
+		return ErrStopped
+	}
+	return nil
+}
+
+// Dropped returns the number of messages dropped at a full mailbox.
+func (n *Node) Dropped() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dropped
+}
+
+// Stop stops the node's goroutine and timers and waits for the event in
+// progress to finish. Queued events are discarded; the engine stays open
+// for the caller to close.
+func (n *Node) Stop() {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		<-n.done
+		return
+	}
+	n.stopped = true
+	for t := range n.timers {
+		t.Stop()
+	}
+	n.timers = nil
+	n.events = nil
+	n.mu.Unlock()
+	n.signal()
+	<-n.done
+}
+
+func (n *Node) post(ev event) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return false
+	}
+	n.pushLocked(ev)
+	return true
+}
+
+func (n *Node) pushLocked(ev event) {
+	n.events = append(n.events, ev)
+	n.signal()
+}
+
+func (n *Node) signal() {
+	select {
+	case n.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	h := n.opts.Handler
+	for {
+		n.mu.Lock()
+		if n.stopped {
+			n.mu.Unlock()
+			return
+		}
+		batch := n.events
+		n.events = nil
+		for _, ev := range batch {
+			if ev.msg != nil {
+				n.messages--
+			}
+		}
+		n.mu.Unlock()
+		if len(batch) == 0 {
+			<-n.ready
+			continue
+		}
+		for _, ev := range batch {
+			if n.isStopped() {
+				return
+			}
+			switch {
+			case ev.call != nil:
+				ev.call(h)
+			case ev.msg != nil:
+				h.Receive(ev.from, ev.msg)
+			default:
+				h.Fire(ev.timer)
+			}
+		}
+	}
+}
+
+func (n *Node) isStopped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stopped
+}
+
+// env is the Node as its handler sees it. Its methods are called only from
+// the node's goroutine (or from Start, before the goroutine runs).
+type env Node
+
+func (e *env) ID() wire.NodeID                 { return e.opts.ID }
+func (e *env) Now() time.Time                  { return time.Now() }
+func (e *env) WallNanos() int64                { return time.Now().UnixNano() }
+func (e *env) Rand() *rand.Rand                { return e.rng }
+func (e *env) Engine() storage.Engine          { return e.opts.Engine }
+func (e *env) Logger() *slog.Logger            { return e.opts.Logger }
+func (e *env) Send(to wire.NodeID, m wire.Msg) { e.opts.Send(e.opts.ID, to, m) }
+
+func (e *env) After(d time.Duration, timer any) {
+	n := (*Node)(e)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.stopped {
+			return
+		}
+		delete(n.timers, t)
+		n.pushLocked(event{timer: timer})
+	})
+	n.timers[t] = true
+}

@@ -1,0 +1,372 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/wire/wirepb"
+)
+
+// TransportOptions configures a Transport.
+type TransportOptions struct {
+	// Peers maps the storage nodes of other processes to the address this
+	// process dials to reach them. Nodes not listed are reached over the
+	// stream they last sent from (clients, which do not listen).
+	Peers map[wire.NodeID]string
+	// QueueMax bounds the envelopes waiting to be written on one stream;
+	// beyond it messages are dropped, as a congested network would. The
+	// protocols tolerate loss. Default 65536.
+	QueueMax int
+	// RedialDelay is the pause before dialing a peer again after its
+	// stream failed. Default 200ms.
+	RedialDelay time.Duration
+	// Logger receives transport events. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *TransportOptions) ensureDefaults() {
+	if o.QueueMax == 0 {
+		o.QueueMax = 1 << 16
+	}
+	if o.RedialDelay == 0 {
+		o.RedialDelay = 200 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// TransportStats counts envelopes.
+type TransportStats struct {
+	Sent, Received, Dropped, Unroutable, Malformed int64
+}
+
+// Transport carries messages between the nodes of this process and those
+// of other processes over gRPC bidirectional streams: one stream per peer
+// address, dialed once and kept, plus the streams other processes opened
+// to this one. Messages between two nodes keep their order while a stream
+// lives; when a stream breaks, the messages queued on it are lost and the
+// next message dials again.
+type Transport struct {
+	wirepb.UnimplementedNodeServer
+
+	opts    TransportOptions
+	deliver func(from, to wire.NodeID, m wire.Msg) bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	outbound map[string]*peer       // by address
+	reverse  map[wire.NodeID]*queue // nodes that reached us over a stream they opened
+	inbound  map[*queue]bool        // the write queues of streams others opened
+	closed   bool
+
+	sent, received, dropped, unroutable, malformed atomic.Int64
+}
+
+// NewTransport returns a transport that hands every message addressed to
+// a local node to deliver, which reports whether it knows the node.
+func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wire.Msg) bool) *Transport {
+	opts.ensureDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Transport{
+		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
+		outbound: map[string]*peer{}, reverse: map[wire.NodeID]*queue{}, inbound: map[*queue]bool{},
+	}
+}
+
+// Register adds the transport's service to a gRPC server, so other
+// processes can open streams to it.
+func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() TransportStats {
+	return TransportStats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
+		Unroutable: t.unroutable.Load(), Malformed: t.malformed.Load()}
+}
+
+// Send queues m for delivery to the node to. Delivery is not guaranteed.
+func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
+	if t.deliver(from, to, m) {
+		return // a node of this process
+	}
+	e, err := wirepb.Wrap(from, to, m)
+	if err != nil {
+		t.opts.Logger.Error("host: cannot encode message", "to", to, "err", err)
+		t.malformed.Add(1)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	var q *queue
+	if addr, ok := t.opts.Peers[to]; ok {
+		q = t.peerLocked(addr).q
+	} else if q, ok = t.reverse[to]; !ok {
+		t.unroutable.Add(1)
+		return
+	}
+	if q.push(e) {
+		t.sent.Add(1)
+	} else {
+		t.dropped.Add(1)
+	}
+}
+
+// Close stops every stream and waits for the transport's goroutines.
+func (t *Transport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	for _, p := range t.outbound {
+		p.q.close()
+	}
+	for q := range t.inbound {
+		q.close()
+	}
+	t.mu.Unlock()
+	t.cancel()
+	t.wg.Wait()
+}
+
+// peerLocked returns the outbound peer for addr, starting its dialer.
+func (t *Transport) peerLocked(addr string) *peer {
+	p, ok := t.outbound[addr]
+	if !ok {
+		p = &peer{addr: addr, q: newQueue(t.opts.QueueMax)}
+		t.outbound[addr] = p
+		t.wg.Add(1)
+		go t.runPeer(p)
+	}
+	return p
+}
+
+type peer struct {
+	addr string
+	q    *queue
+}
+
+// runPeer keeps a stream open to a peer address while there is something
+// to send, and delivers what the peer sends back on it.
+func (t *Transport) runPeer(p *peer) {
+	defer t.wg.Done()
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
+		p.q.close()
+		return
+	}
+	defer conn.Close()
+	client := wirepb.NewNodeClient(conn)
+	for {
+		if !p.q.wait() {
+			return
+		}
+		ctx, cancel := context.WithCancel(t.ctx)
+		stream, err := client.Stream(ctx)
+		if err == nil {
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				t.receive(stream, nil)
+				cancel()
+			}()
+			err = t.write(ctx, stream.Send, p.q)
+			_ = stream.CloseSend()
+		}
+		cancel()
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.dropped.Add(int64(p.q.clear()))
+		t.opts.Logger.Debug("host: stream to peer broke", "addr", p.addr, "err", err)
+		select {
+		case <-time.After(t.opts.RedialDelay):
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+// Stream serves a stream another process opened: envelopes it sends are
+// delivered here, and envelopes for the nodes that sent from it (clients,
+// which have no address of their own) go back on it.
+func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
+	q := newQueue(t.opts.QueueMax)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errors.New("host: transport closed")
+	}
+	t.inbound[q] = true
+	t.wg.Add(1) // under mu, so that Close cannot be waiting yet
+	t.mu.Unlock()
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		defer t.wg.Done()
+		_ = t.write(ctx, stream.Send, q)
+		cancel()
+	}()
+	err := t.receive(stream, q)
+	q.close()
+	t.mu.Lock()
+	delete(t.inbound, q)
+	for id, r := range t.reverse {
+		if r == q {
+			delete(t.reverse, id)
+		}
+	}
+	t.mu.Unlock()
+	return err
+}
+
+// receive delivers envelopes from a stream until it ends. If back is not
+// nil, it becomes the route to every sender that has no peer address.
+func (t *Transport) receive(stream interface {
+	Recv() (*wirepb.Envelope, error)
+}, back *queue) error {
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		from, to, m, err := wirepb.Unwrap(e)
+		if err != nil {
+			t.malformed.Add(1)
+			t.opts.Logger.Warn("host: malformed message", "from", e.GetFrom(), "err", err)
+			continue
+		}
+		if back != nil {
+			if _, ok := t.opts.Peers[from]; !ok {
+				t.mu.Lock()
+				if !t.closed {
+					t.reverse[from] = back
+				}
+				t.mu.Unlock()
+			}
+		}
+		t.received.Add(1)
+		if !t.deliver(from, to, m) {
+			t.unroutable.Add(1)
+		}
+	}
+}
+
+// write sends the queue's envelopes until the queue closes or a send
+// fails.
+func (t *Transport) write(ctx context.Context, send func(*wirepb.Envelope) error, q *queue) error {
+	for {
+		batch, ok := q.take(ctx)
+		if !ok {
+			return ctx.Err()
+		}
+		for _, e := range batch {
+			if err := send(e); err != nil {
+				t.dropped.Add(1)
+				return fmt.Errorf("host: send: %w", err)
+			}
+		}
+	}
+}
+
+// queue is a bounded FIFO of envelopes with one reader.
+type queue struct {
+	mu     sync.Mutex
+	items  []*wirepb.Envelope
+	max    int
+	closed bool
+	ready  chan struct{} // holds a token while items is not empty or closed
+}
+
+func newQueue(max int) *queue {
+	return &queue{max: max, ready: make(chan struct{}, 1)}
+}
+
+func (q *queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) push(e *wirepb.Envelope) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || len(q.items) >= q.max {
+		return false
+	}
+	q.items = append(q.items, e)
+	q.signal()
+	return true
+}
+
+// wait blocks until the queue has items (true) or is closed (false).
+func (q *queue) wait() bool {
+	for {
+		q.mu.Lock()
+		n, closed := len(q.items), q.closed
+		q.mu.Unlock()
+		if closed {
+			return false
+		}
+		if n > 0 {
+			return true
+		}
+		<-q.ready
+	}
+}
+
+// take returns every queued envelope, waiting for at least one.
+func (q *queue) take(ctx context.Context) ([]*wirepb.Envelope, bool) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, false
+		}
+		if len(q.items) > 0 {
+			batch := q.items
+			q.items = nil
+			q.mu.Unlock()
+			return batch, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// clear drops every queued envelope and returns how many there were.
+func (q *queue) clear() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.items)
+	q.items = nil
+	return n
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}

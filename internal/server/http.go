@@ -1,0 +1,74 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Status())
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		WritePrometheus(w, s.Status(), time.Now())
+	})
+	return mux
+}
+
+// WritePrometheus writes a status snapshot in the Prometheus text
+// exposition format. Replication lag is how far a secondary's high
+// timestamp trails now: the staleness bound it can serve (Pileus 4.3).
+func WritePrometheus(w io.Writer, st Status, now time.Time) {
+	counter := func(name, help string, value func(NodeStatus) int64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		for _, n := range st.Nodes {
+			fmt.Fprintf(w, "%s{node=%q} %d\n", name, n.ID, value(n))
+		}
+	}
+	counter("cosla_replica_puts_total", "Puts received.", func(n NodeStatus) int64 { return n.Metrics.Puts })
+	counter("cosla_replica_puts_rejected_total", "Puts answered with an error.", func(n NodeStatus) int64 { return n.Metrics.PutsRejected })
+	counter("cosla_replica_gets_total", "Gets served.", func(n NodeStatus) int64 { return n.Metrics.Gets })
+	counter("cosla_replica_probes_total", "Probes served.", func(n NodeStatus) int64 { return n.Metrics.Probes })
+	counter("cosla_replica_pulls_served_total", "Pulls served as a primary.", func(n NodeStatus) int64 { return n.Metrics.PullsServed })
+	counter("cosla_replica_entries_sent_total", "Versions sent to secondaries.", func(n NodeStatus) int64 { return n.Metrics.EntriesSent })
+	counter("cosla_replica_entries_applied_total", "Versions applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.EntriesApplied })
+	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
+	counter("cosla_replica_mailbox_dropped_total", "Messages dropped at a full mailbox.", func(n NodeStatus) int64 { return n.Dropped })
+
+	fmt.Fprintf(w, "# HELP cosla_tablet_high_timestamp_seconds The replica's high timestamp.\n# TYPE cosla_tablet_high_timestamp_seconds gauge\n")
+	for _, n := range st.Nodes {
+		for _, t := range n.Metrics.Tablets {
+			fmt.Fprintf(w, "cosla_tablet_high_timestamp_seconds{node=%q,table=%q,tablet=\"%d\",primary=\"%t\"} %.6f\n",
+				n.ID, t.Table, t.Ref.Tablet, t.Primary, float64(t.High.WallNanos)/1e9)
+		}
+	}
+	fmt.Fprintf(w, "# HELP cosla_tablet_replication_lag_seconds How far a secondary's high timestamp trails now.\n# TYPE cosla_tablet_replication_lag_seconds gauge\n")
+	for _, n := range st.Nodes {
+		for _, t := range n.Metrics.Tablets {
+			if t.Primary {
+				continue
+			}
+			lag := float64(now.UnixNano()-t.High.WallNanos) / 1e9
+			fmt.Fprintf(w, "cosla_tablet_replication_lag_seconds{node=%q,table=%q,tablet=\"%d\"} %.6f\n", n.ID, t.Table, t.Ref.Tablet, lag)
+		}
+	}
+	tr := st.Transport
+	fmt.Fprintf(w, "# HELP cosla_transport_messages_total Messages by outcome.\n# TYPE cosla_transport_messages_total counter\n")
+	for _, c := range []struct {
+		what string
+		n    int64
+	}{{"sent", tr.Sent}, {"received", tr.Received}, {"dropped", tr.Dropped}, {"unroutable", tr.Unroutable}, {"malformed", tr.Malformed}} {
+		fmt.Fprintf(w, "cosla_transport_messages_total{outcome=%q} %d\n", c.what, c.n)
+	}
+}

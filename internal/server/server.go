@@ -1,0 +1,298 @@
+// Package server is `cosla serve`: it hosts one site's storage nodes in a
+// process. Each node is the pure replica of package replica, run by
+// package host on its own goroutine, with its data in Pebble on disk (a Put
+// is fsynced before it is acknowledged) and its messages on gRPC streams.
+// The process also serves /metrics (Prometheus text format), /healthz and
+// /status over HTTP.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/replica"
+	"github.com/cosla/cosla/internal/storage/pebbledb"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// ErrInvalidOptions is wrapped by every Options.Validate error.
+var ErrInvalidOptions = errors.New("cosla: invalid server options")
+
+// Options configures a Server. Fields marked required have no default.
+type Options struct {
+	// Site is the site the process runs at, e.g. "england". Required.
+	Site string `yaml:"site"`
+	// Nodes names the storage nodes the process hosts; node "r1" at site
+	// "england" is "england/r1". Default: ["r1"].
+	Nodes []string `yaml:"nodes"`
+	// Listen is the TCP address of the gRPC listener that other processes
+	// and clients connect to, e.g. "127.0.0.1:7100". Required.
+	Listen string `yaml:"listen"`
+	// HTTPListen is the address of the HTTP listener for /metrics,
+	// /healthz and /status. Default: none.
+	HTTPListen string `yaml:"http_listen"`
+	// DataDir holds one Pebble store per node, in DataDir/<node name>.
+	// Required.
+	DataDir string `yaml:"data_dir"`
+	// Peers maps every storage node of the other sites to the address this
+	// process dials to reach it (through the WAN emulation, on a local
+	// cluster).
+	Peers map[wire.NodeID]string `yaml:"peers"`
+	// Replica configures the storage nodes: key and value limits, pull
+	// batch size (defaults 4 KiB, 1 MiB, 1000).
+	Replica ReplicaOptions `yaml:"replica"`
+	// Logger receives the process's logs. Default: discard.
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// ReplicaOptions are the settable fields of replica.Options.
+type ReplicaOptions struct {
+	MaxKeyBytes   int `yaml:"max_key_bytes"`
+	MaxValueBytes int `yaml:"max_value_bytes"`
+	PullBatchMax  int `yaml:"pull_batch_max"`
+}
+
+// EnsureDefaults fills in unset fields.
+func (o *Options) EnsureDefaults() {
+	if len(o.Nodes) == 0 {
+		o.Nodes = []string{"r1"}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports the first invalid field, naming it.
+func (o *Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Site == "" || strings.Contains(o.Site, "/"):
+		return bad("site must be a non-empty name without '/', got %q", o.Site)
+	case o.Listen == "":
+		return bad("listen: an address is required, e.g. 127.0.0.1:7100")
+	case o.DataDir == "":
+		return bad("data_dir: a directory is required")
+	}
+	seen := map[string]bool{}
+	for _, n := range o.Nodes {
+		if n == "" || strings.Contains(n, "/") || seen[n] {
+			return bad("nodes: %q is empty, contains '/' or is listed twice", n)
+		}
+		seen[n] = true
+	}
+	for id, addr := range o.Peers {
+		site, _, ok := strings.Cut(string(id), "/")
+		if !ok || addr == "" {
+			return bad("peers: %q -> %q: want site/node -> host:port", id, addr)
+		}
+		if site == o.Site {
+			return bad("peers: %q is at this process's own site", id)
+		}
+	}
+	ro := replica.Options(o.Replica)
+	if err := ro.Validate(); err != nil {
+		return bad("replica: %v", err)
+	}
+	return nil
+}
+
+// Server is a running cosla serve process.
+type Server struct {
+	opts      Options
+	transport *host.Transport
+	grpc      *grpc.Server
+	http      *http.Server
+	listener  net.Listener
+	httpAddr  string
+	started   time.Time
+
+	mu      sync.RWMutex
+	nodes   map[wire.NodeID]*hosted
+	closing bool
+	wg      sync.WaitGroup
+}
+
+type hosted struct {
+	node    *host.Node
+	replica *replica.Node
+	engine  *pebbledb.Engine
+}
+
+// Start opens every node's storage, recovers its tablets, and starts
+// serving. It returns once the listeners are bound.
+func Start(opts Options) (*Server, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	log.Info("cosla serve: starting", "site", opts.Site, "nodes", opts.Nodes, "listen", opts.Listen,
+		"http_listen", opts.HTTPListen, "data_dir", opts.DataDir, "peers", len(opts.Peers))
+	s := &Server{opts: opts, nodes: map[wire.NodeID]*hosted{}, started: time.Now()}
+	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, Logger: log}, s.deliver)
+	if err := s.startNodes(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("cosla serve: listen: %w", err)
+	}
+	s.listener = lis
+	s.grpc = grpc.NewServer()
+	s.transport.Register(s.grpc)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(lis); err != nil {
+			log.Error("cosla serve: grpc", "err", err)
+		}
+	}()
+	if opts.HTTPListen != "" {
+		hl, err := net.Listen("tcp", opts.HTTPListen)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("cosla serve: http listen: %w", err)
+		}
+		s.httpAddr = hl.Addr().String()
+		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.http.Serve(hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("cosla serve: http", "err", err)
+			}
+		}()
+	}
+	log.Info("cosla serve: ready", "addr", lis.Addr().String(), "http", s.httpAddr)
+	return s, nil
+}
+
+func (s *Server) startNodes() error {
+	for _, name := range s.opts.Nodes {
+		id := wire.NodeID(s.opts.Site + "/" + name)
+		dir := filepath.Join(s.opts.DataDir, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cosla serve: %s: %w", id, err)
+		}
+		logger := s.opts.Logger.With("node", string(id))
+		eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble")})
+		if err != nil {
+			return fmt.Errorf("cosla serve: %s: %w", id, err)
+		}
+		rep := replica.New(replica.Options(s.opts.Replica))
+		n, err := host.StartNode(host.NodeOptions{ID: id, Handler: rep, Engine: eng, Send: s.transport.Send, Logger: logger})
+		if err != nil {
+			eng.Close()
+			return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+		}
+		s.mu.Lock()
+		s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// deliver hands a message to a node of this process.
+func (s *Server) deliver(from, to wire.NodeID, m wire.Msg) bool {
+	s.mu.RLock()
+	h, ok := s.nodes[to]
+	s.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	h.node.Deliver(from, m)
+	return true
+}
+
+// Addr returns the address the gRPC listener is bound to.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// HTTPAddr returns the address of the HTTP listener, or "".
+func (s *Server) HTTPAddr() string { return s.httpAddr }
+
+// Close stops serving and closes every node's storage.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.closing = true
+	s.mu.Unlock()
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.http.Shutdown(ctx)
+		cancel()
+	}
+	if s.grpc != nil {
+		s.grpc.Stop()
+	}
+	s.transport.Close()
+	s.mu.Lock()
+	for _, h := range s.nodes {
+		h.node.Stop()
+		if err := h.engine.Close(); err != nil {
+			s.opts.Logger.Error("cosla serve: close storage", "err", err)
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.opts.Logger.Info("cosla serve: stopped")
+}
+
+// NodeStatus is what /status reports of one storage node.
+type NodeStatus struct {
+	ID      wire.NodeID     `json:"id"`
+	Metrics replica.Metrics `json:"metrics"`
+	Dropped int64           `json:"mailbox_dropped"`
+}
+
+// Status is what /status reports of the process.
+type Status struct {
+	Site      string              `json:"site"`
+	Addr      string              `json:"addr"`
+	UptimeSec float64             `json:"uptime_sec"`
+	Nodes     []NodeStatus        `json:"nodes"`
+	Transport host.TransportStats `json:"transport"`
+}
+
+// Status returns a snapshot of every node's metrics and tablets.
+func (s *Server) Status() Status {
+	st := Status{Site: s.opts.Site, Addr: s.Addr(), UptimeSec: time.Since(s.started).Seconds(), Transport: s.transport.Stats()}
+	s.mu.RLock()
+	ids := make([]wire.NodeID, 0, len(s.nodes))
+	for id := range s.nodes {
+		ids = append(ids, id)
+	}
+	s.mu.RUnlock()
+	slices.Sort(ids)
+	for _, id := range ids {
+		s.mu.RLock()
+		h := s.nodes[id]
+		s.mu.RUnlock()
+		ns := NodeStatus{ID: id, Dropped: h.node.Dropped()}
+		if err := h.node.Do(func(node.Handler) { ns.Metrics = h.replica.Metrics() }); err != nil {
+			continue
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st
+}
