@@ -151,12 +151,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-func (c *Client) deliver(_, to wire.NodeID, m wire.Msg) bool {
+func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
 	if to != c.id {
 		return false
 	}
 	if n := c.node.Load(); n != nil {
-		n.Deliver("", m)
+		n.Deliver(from, m)
 	}
 	return true
 }
