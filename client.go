@@ -140,6 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		ClockUncertainty: cfg.ClockUncertainty,
 		MaxKeyBytes:      cfg.MaxKeyBytes,
 		MaxValueBytes:    cfg.MaxValueBytes,
+		MeasureOnOpen:    true,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, Logger: cfg.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
@@ -254,7 +255,9 @@ type Table struct {
 // Name returns the table's name.
 func (t *Table) Name() string { return t.t.Name() }
 
-// OpenTable fetches a table's layout and starts monitoring its replicas.
+// OpenTable fetches a table's layout and probes every replica, returning
+// once each has answered or timed out, so that the first Gets choose among
+// measured nodes (Pileus 4.5).
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	type result struct {
 		t   *clientcore.Table

@@ -17,10 +17,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/cosla/cosla"
 )
 
-// exitUsage is the exit code for bad command lines.
-const exitUsage = 2
+// Exit codes: 1 for failures, exitUsage for bad command lines, exitUnmet
+// when a Get met none of its SLA's subSLAs.
+const (
+	exitUsage = 2
+	exitUnmet = 3
+)
 
 type command struct {
 	name    string
@@ -30,6 +36,11 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set)", runCluster},
+		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
+		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
+		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
+		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
 		{"sim", "run a paper's evaluation in the deterministic simulator (sim pileus)", runSim},
 		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
 	}
@@ -58,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			case errors.As(err, new(usageError)):
 				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
 				return exitUsage
+			case errors.Is(err, cosla.ErrSLAUnmet):
+				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
+				return exitUnmet
 			default:
 				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
 				return 1

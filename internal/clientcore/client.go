@@ -111,6 +111,12 @@ type Options struct {
 	// much more freshness. With clocks within e of true time set it to 2e.
 	// Default 0 (synchronized clocks).
 	ClockUncertainty time.Duration
+	// MeasureOnOpen makes OpenTable finish only when the first probe of
+	// every replica has been answered or has timed out, so that the first
+	// Gets choose among measured nodes. A short-lived client (a command
+	// line, say) wants it; a long-lived one can start sooner without it.
+	// Default false.
+	MeasureOnOpen bool
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB, as on the replicas.
 	MaxKeyBytes, MaxValueBytes int

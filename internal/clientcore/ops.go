@@ -192,7 +192,10 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, 
 }
 
 // probe asks a replica for its high timestamp, measuring the round trip.
-func (c *Client) probe(ref wire.TabletRef, r *replicaState) {
+// finished, if not nil, is called when the probe is answered or times out;
+// a probe already in flight is not repeated, and then finished is not
+// called.
+func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 	if r.probing {
 		return
 	}
@@ -206,10 +209,16 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState) {
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
 				r.observeHigh(reply.HighTS, c.env.Now())
 			}
+			if finished != nil {
+				finished()
+			}
 		},
 		onTimeout: func() {
 			r.probing = false
 			c.observeRTT(r, sent)
+			if finished != nil {
+				finished()
+			}
 		},
 	})
 }
@@ -227,7 +236,7 @@ func (c *Client) probeIdle() {
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
 				if now.Sub(r.lastContact) >= c.opts.ProbeInterval {
-					c.probe(t.tablets[i].ref, r)
+					c.probe(t.tablets[i].ref, r, nil)
 				}
 			}
 		}

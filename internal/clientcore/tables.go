@@ -65,12 +65,26 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
 		// probe round, so the first Gets are well informed.
-		for i := range t.tablets {
-			for _, r := range t.tablets[i].replicas {
-				c.probe(t.tablets[i].ref, r)
+		outstanding := 0
+		finished := func() {
+			if outstanding--; outstanding == 0 {
+				done(t, nil)
 			}
 		}
-		done(t, nil)
+		if !c.opts.MeasureOnOpen {
+			finished = nil
+		}
+		for i := range t.tablets {
+			for _, r := range t.tablets[i].replicas {
+				if !r.probing {
+					outstanding++
+					c.probe(t.tablets[i].ref, r, finished)
+				}
+			}
+		}
+		if finished == nil || outstanding == 0 {
+			done(t, nil)
+		}
 	})
 }
 

@@ -63,11 +63,12 @@ func FromTime(wallNanos int64) Timestamp { return Timestamp{WallNanos: wallNanos
 // String formats t as seconds.nanoseconds,logical, e.g. "1.500000000,2".
 func (t Timestamp) String() string {
 	sign := ""
-	w := t.WallNanos
-	if w < 0 {
+	// The magnitude is unsigned: -math.MinInt64 does not fit in an int64.
+	w := uint64(t.WallNanos)
+	if t.WallNanos < 0 {
 		sign, w = "-", -w
 	}
-	return fmt.Sprintf("%s%d.%09d,%d", sign, w/int64(time.Second), w%int64(time.Second), t.Logical)
+	return fmt.Sprintf("%s%d.%09d,%d", sign, w/uint64(time.Second), w%uint64(time.Second), t.Logical)
 }
 
 // Clock is a hybrid logical clock. It is not safe for concurrent use; the

@@ -4,10 +4,16 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/cosla/cosla/internal/wire"
 )
@@ -15,25 +21,69 @@ import (
 // Link is the round-trip latency between two sites. Jitter is the standard
 // deviation of each one-way delay (see sim.Latency for the distribution).
 type Link struct {
-	A, B   string
-	RTT    time.Duration
-	Jitter time.Duration
+	A      string        `yaml:"a"`
+	B      string        `yaml:"b"`
+	RTT    time.Duration `yaml:"rtt"`
+	Jitter time.Duration `yaml:"jitter"`
 }
 
 // Site is a datacenter: the storage nodes and clients it hosts.
 type Site struct {
-	Name     string
-	Replicas []string // storage node names, unique within the site
-	Clients  []string // client names, unique within the site
+	Name     string   `yaml:"name"`
+	Replicas []string `yaml:"replicas"` // storage node names, unique within the site
+	Clients  []string `yaml:"clients"`  // client names, unique within the site
 }
 
 // Topology is a set of sites and the links between every pair of them.
 type Topology struct {
-	Name  string
-	Sites []Site
-	Links []Link
+	Name  string `yaml:"name"`
+	Sites []Site `yaml:"sites"`
+	Links []Link `yaml:"links"`
 	// LocalRTT is the round trip between two nodes of one site.
-	LocalRTT time.Duration
+	LocalRTT time.Duration `yaml:"local_rtt"`
+}
+
+// Load reads a topology from a YAML file and validates it:
+//
+//	name: three-sites
+//	local_rtt: 1ms
+//	sites:
+//	  - {name: england, replicas: [r1], clients: [c1]}
+//	  - {name: us, replicas: [r1], clients: [c1]}
+//	  - {name: china, clients: [c1]}
+//	links:
+//	  - {a: us, b: england, rtt: 147ms, jitter: 600us}
+//	  - {a: china, b: england, rtt: 307ms}
+//	  - {a: china, b: us, rtt: 160ms}
+func Load(path string) (Topology, error) {
+	var t Topology
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return t, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&t); err != nil {
+		return t, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+	}
+	if t.Name == "" {
+		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if err := t.Validate(); err != nil {
+		return t, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Resolve returns the preset of that name, else loads the file.
+func Resolve(spec string) (Topology, error) {
+	if f, ok := Presets[spec]; ok {
+		return f(), nil
+	}
+	if _, err := os.Stat(spec); err != nil {
+		return Topology{}, fmt.Errorf("%w: %q is neither a preset (pileus4) nor a readable file", ErrInvalid, spec)
+	}
+	return Load(spec)
 }
 
 // ErrInvalid is wrapped by every validation error.

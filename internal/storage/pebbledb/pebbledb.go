@@ -17,6 +17,13 @@
 // Pebble skips empty batches without touching the WAL. After a crash Pebble
 // replays the WAL up to its first torn or missing record, which is a
 // prefix of the applied batches that includes every synced one.
+//
+// Every key is stored behind a one-byte prefix, keyPrefix, so that Pebble
+// never sees the empty key, which storage allows: Pebble v2.1.7 panics in a
+// background flush (colblk.PrefixBytesBuilder.Finish, "unreachable") when it
+// writes a columnar sstable data block whose only key is empty (see
+// TestEmptyKeyFlush). The prefix also leaves the other first bytes free
+// for the engine's own metadata, should it need any.
 package pebbledb
 
 import (
@@ -31,6 +38,10 @@ import (
 	"github.com/cosla/cosla/internal/invariants"
 	"github.com/cosla/cosla/internal/storage"
 )
+
+// keyPrefix is the first byte of every key the engine stores in Pebble;
+// the storage key follows it. See the package comment.
+const keyPrefix = 'u'
 
 // Engine is a storage.Engine kept in a Pebble store.
 //
@@ -86,7 +97,7 @@ func (e *Engine) Get(key []byte) ([]byte, bool, error) {
 	if e.closed.Load() {
 		return nil, false, storage.ErrClosed
 	}
-	v, closer, err := e.db.Get(key)
+	v, closer, err := e.db.Get(prefixed(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -113,7 +124,13 @@ func (e *Engine) Scan(start, end []byte, fn func(key, value []byte) bool) (err e
 	if end != nil && bytes.Compare(start, end) >= 0 {
 		return nil
 	}
-	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	// Bound the iterator to the prefixed keyspace: an unbounded end stops
+	// before the next prefix byte.
+	upper := []byte{keyPrefix + 1}
+	if end != nil {
+		upper = prefixed(end)
+	}
+	iter, err := e.db.NewIter(&pebble.IterOptions{LowerBound: prefixed(start), UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("cosla: pebbledb: scan: %w", err)
 	}
@@ -125,6 +142,10 @@ func (e *Engine) Scan(start, end []byte, fn func(key, value []byte) bool) (err e
 	var keyCopy, valueCopy []byte
 	for valid := iter.First(); valid; valid = iter.Next() {
 		key := iter.Key()
+		if invariants.Enabled {
+			invariants.Check(len(key) > 0 && key[0] == keyPrefix, "pebbledb: scan met unprefixed key %q", key)
+		}
+		key = key[1:]
 		value, err := iter.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("cosla: pebbledb: scan: %w", err)
@@ -158,30 +179,36 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 	if b != nil {
 		ops = b.Ops()
 	}
+	if len(ops) == 0 && !sync {
+		return nil
+	}
 	wo := pebble.NoSync
 	if sync {
 		wo = pebble.Sync
 	}
 	pb := e.db.NewBatch()
 	for _, op := range ops {
-		var err error
+		// Deferred ops let the prefixed key be written straight into the
+		// batch instead of being built in a buffer of its own.
+		var d *pebble.DeferredBatchOp
 		switch op.Kind {
 		case storage.OpSet:
-			err = pb.Set(op.Key, op.Value, nil)
+			d = pb.SetDeferred(1+len(op.Key), len(op.Value))
+			copy(d.Value, op.Value)
 		case storage.OpDelete:
-			err = pb.Delete(op.Key, nil)
+			d = pb.DeleteDeferred(1 + len(op.Key))
 		default:
-			err = fmt.Errorf("unknown op kind %d", op.Kind)
+			_ = pb.Close()
+			return fmt.Errorf("cosla: pebbledb: apply: unknown op kind %d", op.Kind)
 		}
-		if err != nil {
+		d.Key[0] = keyPrefix
+		copy(d.Key[1:], op.Key)
+		if err := d.Finish(); err != nil {
 			_ = pb.Close()
 			return fmt.Errorf("cosla: pebbledb: apply: %w", err)
 		}
 	}
 	if len(ops) == 0 {
-		if !sync {
-			return pb.Close()
-		}
 		// Pebble commits an empty batch without writing the WAL, so it
 		// would not sync. A LogData record reaches the WAL but no memtable,
 		// and committing it with Sync syncs the WAL through it: every
@@ -212,6 +239,14 @@ func (e *Engine) Close() error {
 		return fmt.Errorf("cosla: pebbledb: close: %w", err)
 	}
 	return nil
+}
+
+// prefixed returns key behind keyPrefix, in a new slice.
+func prefixed(key []byte) []byte {
+	p := make([]byte, 1+len(key))
+	p[0] = keyPrefix
+	copy(p[1:], key)
+	return p
 }
 
 // scribble overwrites p, so that a caller that kept a slice it was lent

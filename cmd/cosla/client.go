@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/sla"
+)
+
+// defaultGetSLA is the SLA of a Get that names none: the latest value when
+// the primary answers within 5 s, else any value.
+const defaultGetSLA = "strong 5s 1; eventual unbounded 0.5"
+
+// clientFlags are the flags every command that talks to a cluster takes.
+type clientFlags struct {
+	dir, site, table, slaSpec, strategy string
+	jsonOut                             bool
+	timeout                             time.Duration
+}
+
+func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
+	fs.StringVar(&f.dir, "dir", cluster.DefaultDir(), "directory of the local cluster (see cosla cluster up)")
+	fs.StringVar(&f.site, "site", "", "site the client runs at (default: the cluster's first site)")
+	fs.StringVar(&f.table, "table", "", "table (default: the table the cluster created)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
+	if withSLA {
+		fs.StringVar(&f.slaSpec, "sla", defaultGetSLA, "SLA of Gets: a preset name, a file or SLA text")
+		fs.StringVar(&f.strategy, "strategy", "pileus", "replica choice: pileus, primary, random or closest")
+	}
+}
+
+// clientSession is an open client, table and session for one command.
+type clientSession struct {
+	client  *cosla.Client
+	session *cosla.Session
+	sla     sla.SLA
+	site    string
+}
+
+func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
+	info, err := cluster.ReadInfo(f.dir)
+	if err != nil {
+		return nil, err
+	}
+	site := f.site
+	if site == "" {
+		site = info.DefaultSite
+	}
+	nodes, err := info.NodesFor(site)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	spec := f.slaSpec
+	if spec == "" {
+		spec = defaultGetSLA
+	}
+	agreement, err := sla.Resolve(spec)
+	if err != nil {
+		return nil, usagef("--sla: %v", err)
+	}
+	strategy := cosla.Pileus
+	if f.strategy != "" {
+		if strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
+			return nil, usagef("--strategy: %v", err)
+		}
+	}
+	table := f.table
+	if table == "" {
+		table = info.Table
+	}
+	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes})
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.OpenTable(ctx, table)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s, err := c.BeginSession(t, agreement, cosla.WithStrategy(strategy))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &clientSession{client: c, session: s, sla: agreement, site: site}, nil
+}
+
+func runPut(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("put", stderr)
+	var f clientFlags
+	addClientFlags(fs, &f, false)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla put [flags] KEY VALUE\n\nWrites KEY at its primary; prints the version's timestamp once it is durable.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("want KEY VALUE")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	cs, err := openSession(ctx, &f)
+	if err != nil {
+		return err
+	}
+	defer cs.client.Close()
+	return cs.put(ctx, stdout, f.jsonOut, fs.Arg(0), fs.Arg(1))
+}
+
+func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string) error {
+	start := time.Now()
+	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value))
+	if err != nil {
+		return fmt.Errorf("put %q: %w", key, err)
+	}
+	if jsonOut {
+		return json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
+			"latency_ms": float64(time.Since(start)) / float64(time.Millisecond)})
+	}
+	fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, float64(time.Since(start))/float64(time.Millisecond), cs.site)
+	return nil
+}
+
+func runGet(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("get", stderr)
+	var f clientFlags
+	addClientFlags(fs, &f, true)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla get [flags] KEY\n\nReads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want KEY")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	cs, err := openSession(ctx, &f)
+	if err != nil {
+		return err
+	}
+	defer cs.client.Close()
+	return cs.get(ctx, stdout, f.jsonOut, fs.Arg(0), nil)
+}
+
+func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA) error {
+	agreement := cs.sla
+	var opts []cosla.GetOption
+	if override != nil {
+		agreement = override
+		opts = append(opts, cosla.WithSLA(override))
+	}
+	value, res, err := cs.client.Get(ctx, cs.session, key, opts...)
+	if jsonOut {
+		out := map[string]any{"op": "get", "key": key, "site": cs.site, "sla": agreement.String(), "result": res}
+		if err == nil {
+			out["value"] = string(value)
+		} else {
+			out["error"] = err.Error()
+		}
+		if encErr := json.NewEncoder(w).Encode(out); encErr != nil {
+			return encErr
+		}
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("get %q: %w", key, err)
+	}
+	shown := strconv.Quote(string(value))
+	if !res.Found {
+		shown = "(not found)"
+	}
+	role := "secondary"
+	if res.Primary {
+		role = "primary"
+	}
+	fmt.Fprintf(w, "%s = %s\n", key, shown)
+	fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
+	fmt.Fprintf(w, "  from %s (%s) in %.1f ms; version %s, replica high %s\n", res.Node, role,
+		float64(res.RTT)/float64(time.Millisecond), res.VersionTS, res.HighTS)
+	if res.Target >= 0 {
+		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)
+	} else {
+		fmt.Fprintf(w, "  strategy %s\n", res.Strategy)
+	}
+	return nil
+}
+
+func runSession(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "run" {
+		return usagef("want: cosla session run [flags] FILE")
+	}
+	fs := newFlags("session run", stderr)
+	var f clientFlags
+	addClientFlags(fs, &f, true)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `Usage: cosla session run [flags] FILE
+
+Runs a script of operations in one session, one per line ("-" reads stdin):
+
+  put KEY VALUE
+  get KEY [SLA]          the SLA (text or preset) overrides --sla for this Get
+  sleep DURATION         e.g. sleep 2s
+  # comment
+
+It stops at the first error other than an unmet SLA, which it reports and
+goes on; the exit status is 3 if any Get met no subSLA.
+
+Flags:`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want FILE")
+	}
+	script, err := readScript(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	cs, err := openSession(ctx, &f)
+	if err != nil {
+		return err
+	}
+	defer cs.client.Close()
+	var unmet error
+	for _, st := range script {
+		switch st.op {
+		case "put":
+			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], st.args[1])
+		case "get":
+			var override sla.SLA
+			if len(st.args) > 1 {
+				if override, err = sla.Resolve(strings.Join(st.args[1:], " ")); err != nil {
+					return fmt.Errorf("line %d: %w", st.line, err)
+				}
+			}
+			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], override)
+		case "sleep":
+			var d time.Duration
+			d, err = time.ParseDuration(st.args[0])
+			if err == nil {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+		}
+		if errors.Is(err, cosla.ErrSLAUnmet) {
+			fmt.Fprintf(stderr, "line %d: %v\n", st.line, err)
+			unmet = err
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %w", st.line, err)
+		}
+	}
+	return unmet
+}
+
+type scriptStep struct {
+	line int
+	op   string
+	args []string
+}
+
+// readScript parses a session script, checking every line before any runs.
+func readScript(path string) ([]scriptStep, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var steps []scriptStep
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		st := scriptStep{line: n, op: fields[0], args: fields[1:]}
+		want := map[string]string{"put": "KEY VALUE", "get": "KEY [SLA]", "sleep": "DURATION"}[st.op]
+		ok := false
+		switch st.op {
+		case "put":
+			ok = len(st.args) == 2
+		case "get":
+			ok = len(st.args) >= 1
+		case "sleep":
+			ok = len(st.args) == 1
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown operation %q (want put, get or sleep)", path, n, st.op)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: want %s %s", path, n, st.op, want)
+		}
+		steps = append(steps, st)
+	}
+	return steps, sc.Err()
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/topology"
+)
+
+func runCluster(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("want a subcommand: up, down, status or link set")
+	}
+	switch args[0] {
+	case "up":
+		return runClusterUp(args[1:], stdout, stderr)
+	case "down":
+		return runClusterDown(args[1:], stdout, stderr)
+	case "status":
+		return runClusterStatus(args[1:], stdout, stderr)
+	case "link":
+		if len(args) < 2 || args[1] != "set" {
+			return usagef("want: cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]")
+		}
+		return runClusterLink(args[2:], stdout, stderr)
+	}
+	return usagef("unknown subcommand %q (want up, down, status or link set)", args[0])
+}
+
+// topologyFlags choose a topology: a preset or a file.
+type topologyFlags struct{ preset, file string }
+
+func (t *topologyFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&t.preset, "preset", "pileus4", "topology preset: pileus4 (Pileus 5.1: England, U.S., India, China)")
+	fs.StringVar(&t.file, "topology", "", "topology YAML file (instead of --preset); see internal/topology.Load")
+}
+
+func (t *topologyFlags) resolve() (topology.Topology, error) {
+	if t.file != "" {
+		return topology.Load(t.file)
+	}
+	return topology.Resolve(t.preset)
+}
+
+func runClusterUp(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cluster up", stderr)
+	var topo topologyFlags
+	topo.add(fs)
+	dir := fs.String("dir", cluster.DefaultDir(), "directory for the cluster's data, configs and logs")
+	pull := fs.Duration("pull-interval", time.Minute, "how often secondaries pull from the primary (Pileus 4.3)")
+	push := fs.Bool("push", false, "also push every Put to the secondaries at once")
+	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
+	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\" replicated from the first site to the others.\nIt returns once the cluster is ready; cosla cluster down stops it.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	t, err := topo.resolve()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *pull <= 0 {
+		return usagef("--pull-interval must be positive")
+	}
+	if *foreground {
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer cancel()
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, PullInterval: *pull, Push: *push, Fresh: *fresh})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		printClusterInfo(stdout, c.Info())
+		c.Wait(ctx)
+		return nil
+	}
+	return startDetached(*dir, args, stdout)
+}
+
+// startDetached runs `cluster up --foreground` in a new session, in the
+// background, and waits until it has written the cluster's description.
+func startDetached(dir string, args []string, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if in, err := cluster.ReadInfo(dir); err == nil && in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
+		return fmt.Errorf("a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, in.PID, dir)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "cluster.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(exe, append([]string{"cluster", "up", "--foreground"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(2 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if in, err := cluster.ReadInfo(dir); err == nil && in.PID == cmd.Process.Pid {
+			printClusterInfo(stdout, *in)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("the cluster did not start (%v):\n%s", err, strings.TrimSpace(string(log)))
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("the cluster did not start within 2 minutes; see %s", logPath)
+		case <-tick.C:
+		}
+	}
+}
+
+func printClusterInfo(w io.Writer, in cluster.Info) {
+	fmt.Fprintf(w, "cluster %s is up in %s (supervisor pid %d)\n", in.Topology, in.Dir, in.PID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  site\tnodes\taddress\tmetrics\tpid")
+	for _, s := range in.Sites {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\t%d\n", s.Name, strings.Join(s.Nodes, ","), s.Addr, s.HTTP, s.PID)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "table %q; client sites: %s\n", in.Table, strings.Join(in.ClientSites(), ", "))
+	fmt.Fprintf(w, "try: cosla put cart book; cosla get --site %s --sla shopping-cart cart\n", in.ClientSites()[0])
+}
+
+func runClusterDown(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cluster down", stderr)
+	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctl, in, err := cluster.Connect(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ctl.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := cluster.WaitStopped(ctx, in.PID); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cluster in %s stopped (data kept)\n", *dir)
+	return nil
+}
+
+func runClusterStatus(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cluster status", stderr)
+	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctl, _, err := cluster.Connect(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := ctl.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	now := time.Now()
+	fmt.Fprintf(stdout, "cluster %s in %s\n\n", st.Topology, st.Dir)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "site\tpid\tnode\ttable\ttablet\trole\thigh timestamp\tlag\tputs\tgets")
+	for _, s := range st.Sites {
+		if !s.Up {
+			fmt.Fprintf(tw, "%s\t%d\tDOWN: %s\t\t\t\t\t\t\t\n", s.Name, s.PID, s.Error)
+			continue
+		}
+		for _, n := range s.Serve.Nodes {
+			for _, t := range n.Metrics.Tablets {
+				role, lag := "secondary", fmt.Sprintf("%.1fs", now.Sub(time.Unix(0, t.High.WallNanos)).Seconds())
+				switch {
+				case t.Primary:
+					role, lag = "primary", "-"
+				case t.High.IsZero():
+					lag = "not pulled yet"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", s.Name, s.PID, n.ID, t.Table, t.Ref.Tablet, role, t.High, lag, n.Metrics.Puts, n.Metrics.Gets)
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "link\trtt\tjitter\tstate")
+	for _, l := range st.Links {
+		state := "up"
+		if l.Down {
+			state = "DOWN"
+		}
+		fmt.Fprintf(tw, "%s-%s\t%.0fms\t%.1fms\t%s\n", l.A, l.B, l.RTTMS, l.JitterMS, state)
+	}
+	return tw.Flush()
+}
+
+func runClusterLink(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cluster link set", stderr)
+	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
+	latency := fs.Duration("latency", -1, "round-trip time between the two sites")
+	jitter := fs.Duration("jitter", -1, "standard deviation of each one-way delay")
+	down := fs.Bool("down", false, "partition the two sites")
+	up := fs.Bool("up", false, "heal a partition")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla cluster link set A B [--latency D] [--jitter D] [--down | --up]\n\nChanges the emulated link between sites A and B, both ways, at once. Unset flags keep\nthe link's current value.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	// Sites come first, flags after, as in the usage line.
+	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
+		return usagef("want: cosla cluster link set A B [flags]")
+	}
+	a, b := args[0], args[1]
+	if err := parseFlags(fs, args[2:]); err != nil {
+		return err
+	}
+	if *down && *up {
+		return usagef("--down and --up together")
+	}
+	ctl, _, err := cluster.Connect(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := ctl.Status(ctx)
+	if err != nil {
+		return err
+	}
+	var req *cluster.LinkRequest
+	for _, l := range st.Links {
+		if (l.A == a && l.B == b) || (l.A == b && l.B == a) {
+			req = &cluster.LinkRequest{A: a, B: b, RTTMS: l.RTTMS, JitterMS: l.JitterMS, Down: l.Down}
+		}
+	}
+	if req == nil {
+		return usagef("no link between %q and %q", a, b)
+	}
+	if *latency >= 0 {
+		req.RTTMS = float64(*latency) / float64(time.Millisecond)
+	}
+	if *jitter >= 0 {
+		req.JitterMS = float64(*jitter) / float64(time.Millisecond)
+	}
+	if *down {
+		req.Down = true
+	}
+	if *up {
+		req.Down = false
+	}
+	if err := ctl.SetLink(ctx, *req); err != nil {
+		return err
+	}
+	state := "up"
+	if req.Down {
+		state = "down"
+	}
+	fmt.Fprintf(stdout, "link %s-%s: rtt %.0fms, jitter %.1fms, %s\n", a, b, req.RTTMS, req.JitterMS, state)
+	return nil
+}

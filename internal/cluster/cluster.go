@@ -1,0 +1,593 @@
+// Package cluster runs a whole multi-site cosla cluster on one machine, as
+// `cosla cluster up` and `cosla demo` do: one `cosla serve` process per
+// site with storage nodes, each behind real TCP, and the wide-area network
+// between sites (and from client-only sites) emulated by package wan. A
+// supervisor, this package's Cluster, owns the emulated links, starts and
+// stops the processes, creates the default table and answers a small
+// control API (status, link changes, shutdown) on loopback HTTP.
+//
+// Every path between two sites goes through the link of the sending site:
+// a node or client at site A reaches a node at site B through the proxy
+// A->B, which delays bytes both ways by half the topology's round-trip time
+// between A and B. Nodes of one site talk directly.
+package cluster
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wan"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// Options configures a Cluster.
+type Options struct {
+	// Dir holds the cluster's data, configs, logs and InfoFile. Default:
+	// DefaultDir().
+	Dir string
+	// Topology is the sites and links. Required.
+	Topology topology.Topology
+	// Table is the table created at start, with one tablet whose primary
+	// is the first storage node of PrimarySite and whose secondaries are
+	// the first storage node of every other site. Default "usertable".
+	Table string
+	// PrimarySite: default the first site with storage nodes.
+	PrimarySite string
+	// PullInterval is how often the table's secondaries pull. Default 1m.
+	PullInterval time.Duration
+	// Push also streams every Put to the secondaries at once.
+	Push bool
+	// Fresh deletes the data of a previous run in Dir before starting.
+	// Otherwise the sites recover it, and an existing Table is kept as it
+	// was created.
+	Fresh bool
+	// Binary is the cosla executable to run `serve` with. Default: this
+	// process's own executable.
+	Binary string
+	// Logger receives the supervisor's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts    Options
+	info    Info
+	net     *wan.Net
+	control *http.Server
+	stop    chan struct{}
+
+	mu     sync.Mutex
+	procs  map[string]*exec.Cmd // by site
+	links  map[[2]string]wan.Settings
+	closed bool
+}
+
+// Start builds and starts the cluster and returns once every process
+// answers and the default table exists.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if err := opts.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Dir == "" {
+		opts.Dir = DefaultDir()
+	}
+	if opts.Table == "" {
+		opts.Table = "usertable"
+	}
+	if opts.PullInterval == 0 {
+		opts.PullInterval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: find the cosla binary: %w", err)
+		}
+		opts.Binary = exe
+	}
+	topo := opts.Topology
+	var storageSites []topology.Site
+	for _, s := range topo.Sites {
+		if len(s.Replicas) > 0 {
+			storageSites = append(storageSites, s)
+		}
+	}
+	if len(storageSites) == 0 {
+		return nil, fmt.Errorf("%w: %s: no site has storage nodes", topology.ErrInvalid, topo.Name)
+	}
+	if opts.PrimarySite == "" {
+		opts.PrimarySite = storageSites[0].Name
+	}
+	if !slices.ContainsFunc(storageSites, func(s topology.Site) bool { return s.Name == opts.PrimarySite }) {
+		return nil, fmt.Errorf("%w: primary site %q has no storage nodes", topology.ErrInvalid, opts.PrimarySite)
+	}
+	if err := claimDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	if opts.Fresh {
+		for _, s := range topo.Sites {
+			if err := os.RemoveAll(filepath.Join(opts.Dir, s.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c := &Cluster{opts: opts, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
+	c.info = Info{Dir: opts.Dir, PID: os.Getpid(), Topology: topo.Name, Clients: map[string]map[string]string{},
+		Table: opts.Table, DefaultSite: topo.Sites[0].Name}
+	var err error
+	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx, storageSites); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// claimDir makes the cluster directory, refusing one a live cluster uses.
+func claimDir(dir string) error {
+	if in, err := ReadInfo(dir); err == nil {
+		if in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
+			return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, in.PID, dir)
+		}
+		_ = os.Remove(filepath.Join(dir, InfoFile))
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error {
+	topo := c.opts.Topology
+	// Addresses: each serve process's own listeners, then one link from
+	// every site to every other storage site.
+	for _, s := range storageSites {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		httpAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: addr, HTTP: httpAddr})
+	}
+	for _, from := range topo.Sites {
+		nodes := map[string]string{}
+		for _, to := range c.info.Sites {
+			target := to.Addr
+			if from.Name != to.Name {
+				l, _ := topo.Link(from.Name, to.Name)
+				settings := wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}
+				link, err := c.net.Add(wan.Key{From: from.Name, To: to.Name, Target: to.Name}, to.Addr)
+				if err != nil {
+					return err
+				}
+				if err := link.Set(settings); err != nil {
+					return err
+				}
+				c.links[pairKey(from.Name, to.Name)] = settings
+				target = link.Addr()
+			}
+			for _, n := range to.Nodes {
+				nodes[to.Name+"/"+n] = target
+			}
+		}
+		c.info.Clients[from.Name] = nodes
+	}
+	for i := range c.info.Sites {
+		if err := c.spawn(&c.info.Sites[i]); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.info.Sites {
+		if err := waitHealthy(ctx, s.HTTP); err != nil {
+			return fmt.Errorf("cluster: site %s did not start (see %s): %w", s.Name, filepath.Join(c.opts.Dir, s.Name, "serve.log"), err)
+		}
+	}
+	if err := c.createTable(ctx, storageSites); err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	c.info.Control = lis.Addr().String()
+	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = c.control.Serve(lis) }()
+	return writeInfo(&c.info)
+}
+
+func pairKey(a, b string) [2]string {
+	if b < a {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// spawn writes a site's serve config and starts its process.
+func (c *Cluster) spawn(s *SiteInfo) error {
+	dir := filepath.Join(c.opts.Dir, s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	peers := map[wire.NodeID]string{}
+	for id, addr := range c.info.Clients[s.Name] {
+		if site, _, _ := strings.Cut(id, "/"); site != s.Name {
+			peers[wire.NodeID(id)] = addr
+		}
+	}
+	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP,
+		DataDir: filepath.Join(dir, "data"), Peers: peers}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "serve.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.opts.Binary, "serve", "--config", path)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: a Ctrl-C meant for the supervisor reaches the
+	// children only through the supervisor's orderly shutdown.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("cluster: start site %s: %w", s.Name, err)
+	}
+	logFile.Close()
+	s.PID = cmd.Process.Pid
+	c.mu.Lock()
+	c.procs[s.Name] = cmd
+	c.mu.Unlock()
+	c.opts.Logger.Info("cluster: started site", "site", s.Name, "pid", s.PID, "addr", s.Addr)
+	return nil
+}
+
+func (c *Cluster) createTable(ctx context.Context, storageSites []topology.Site) error {
+	spec := cosla.TableSpec{Name: c.opts.Table, Push: c.opts.Push, PullInterval: c.opts.PullInterval}
+	tablet := cosla.TabletSpec{}
+	for _, s := range storageSites {
+		id := s.Name + "/" + s.Replicas[0]
+		if s.Name == c.opts.PrimarySite {
+			tablet.Primary = id
+		} else {
+			tablet.Secondaries = append(tablet.Secondaries, id)
+		}
+	}
+	spec.Tablets = []cosla.TabletSpec{tablet}
+	client, err := cosla.Open(ctx, cosla.Config{Site: c.opts.PrimarySite, Name: "supervisor", Nodes: c.info.Clients[c.opts.PrimarySite]})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	err = client.CreateTable(ctx, spec)
+	if errors.Is(err, cosla.ErrTableExists) {
+		// The directory holds a previous run's data: keep its table, with
+		// the replication settings it was created with.
+		c.opts.Logger.Info("cluster: keeping the existing table", "table", spec.Name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: create table %s: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Info returns the description the cluster wrote to its directory.
+func (c *Cluster) Info() Info { return c.info }
+
+// SetLink changes the emulated link between two sites, both ways.
+func (c *Cluster) SetLink(a, b string, s wan.Settings) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := pairKey(a, b)
+	if _, ok := c.links[key]; !ok {
+		return fmt.Errorf("cosla: no link between sites %q and %q", a, b)
+	}
+	if err := c.net.Set(a, b, s); err != nil {
+		return err
+	}
+	c.links[key] = s
+	c.opts.Logger.Info("cluster: link changed", "a", a, "b", b, "settings", s.String())
+	return nil
+}
+
+// LinkStatus is one emulated link's settings.
+type LinkStatus struct {
+	A        string  `json:"a"`
+	B        string  `json:"b"`
+	RTTMS    float64 `json:"rtt_ms"`
+	JitterMS float64 `json:"jitter_ms"`
+	Down     bool    `json:"down"`
+}
+
+// SiteStatus is one site's process as the supervisor sees it.
+type SiteStatus struct {
+	Name  string         `json:"name"`
+	PID   int            `json:"pid"`
+	Up    bool           `json:"up"`
+	Error string         `json:"error,omitempty"`
+	Serve *server.Status `json:"serve,omitempty"`
+}
+
+// Status describes the whole cluster.
+type Status struct {
+	Dir      string       `json:"dir"`
+	Topology string       `json:"topology"`
+	Sites    []SiteStatus `json:"sites"`
+	Links    []LinkStatus `json:"links"`
+}
+
+// Status asks every site's process for its nodes, tablets and high
+// timestamps.
+func (c *Cluster) Status(ctx context.Context) Status {
+	st := Status{Dir: c.opts.Dir, Topology: c.info.Topology}
+	for _, s := range c.info.Sites {
+		ss := SiteStatus{Name: s.Name, PID: s.PID}
+		var serve server.Status
+		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
+			ss.Error = err.Error()
+		} else {
+			ss.Up, ss.Serve = true, &serve
+		}
+		st.Sites = append(st.Sites, ss)
+	}
+	c.mu.Lock()
+	for key, s := range c.links {
+		st.Links = append(st.Links, LinkStatus{A: key[0], B: key[1], RTTMS: 2 * ms(s.Latency), JitterMS: ms(s.Jitter), Down: s.Down})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(st.Links, func(x, y LinkStatus) int {
+		return cmp.Or(cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
+	})
+	return st
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Wait blocks until the cluster is asked to shut down (by the control API)
+// or ctx ends.
+func (c *Cluster) Wait(ctx context.Context) {
+	select {
+	case <-c.stop:
+	case <-ctx.Done():
+	}
+}
+
+// Close stops every process (SIGTERM, then SIGKILL after 10 s), the links
+// and the control API, and removes InfoFile. Data stays in Dir.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	procs := c.procs
+	c.mu.Unlock()
+	if c.control != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = c.control.Shutdown(ctx)
+		cancel()
+	}
+	var wg sync.WaitGroup
+	for site, cmd := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stopProcess(cmd)
+			c.opts.Logger.Info("cluster: stopped site", "site", site)
+		}()
+	}
+	wg.Wait()
+	if c.net != nil {
+		_ = c.net.Close()
+	}
+	_ = os.Remove(filepath.Join(c.opts.Dir, InfoFile))
+}
+
+func stopProcess(cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitHealthy polls a process's /healthz until it answers, for at most
+// 30 s.
+func waitHealthy(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var ok string
+		if err := get(ctx, "http://"+addr+"/healthz", func(r io.Reader) error {
+			b, err := io.ReadAll(r)
+			ok = string(b)
+			return err
+		}); err == nil && ok != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func get(ctx context.Context, url string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, b)
+	}
+	return read(resp.Body)
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	return get(ctx, url, func(r io.Reader) error { return json.NewDecoder(r).Decode(v) })
+}
+
+// LinkRequest is the body of the control API's POST /link.
+type LinkRequest struct {
+	A        string  `json:"a"`
+	B        string  `json:"b"`
+	RTTMS    float64 `json:"rtt_ms"`
+	JitterMS float64 `json:"jitter_ms"`
+	Down     bool    `json:"down"`
+}
+
+func (c *Cluster) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c.Status(r.Context()))
+	})
+	mux.HandleFunc("POST /link", func(w http.ResponseWriter, r *http.Request) {
+		var req LinkRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s := wan.Settings{Latency: time.Duration(req.RTTMS / 2 * float64(time.Millisecond)),
+			Jitter: time.Duration(req.JitterMS * float64(time.Millisecond)), Down: req.Down}
+		if err := c.SetLink(req.A, req.B, s); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("POST /shutdown", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "stopping")
+		c.mu.Lock()
+		select {
+		case <-c.stop:
+		default:
+			close(c.stop)
+		}
+		c.mu.Unlock()
+	})
+	return mux
+}
+
+// Control is a client of a running cluster's control API.
+type Control struct{ addr string }
+
+// Connect returns a client of the cluster running in dir.
+func Connect(dir string) (*Control, *Info, error) {
+	in, err := ReadInfo(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.PID > 0 && syscall.Kill(in.PID, 0) != nil {
+		return nil, nil, fmt.Errorf("%w in %s (its supervisor, pid %d, is gone)", ErrNotRunning, dir, in.PID)
+	}
+	return &Control{addr: in.Control}, in, nil
+}
+
+// Status fetches the cluster's status.
+func (c *Control) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := getJSON(ctx, "http://"+c.addr+"/status", &st)
+	return st, err
+}
+
+// SetLink changes a link.
+func (c *Control) SetLink(ctx context.Context, req LinkRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	return c.post(ctx, "/link", body)
+}
+
+// Shutdown asks the supervisor to stop the cluster.
+func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", nil) }
+
+func (c *Control) post(ctx context.Context, path string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(string(msg))
+	}
+	return nil
+}
+
+// WaitStopped waits until the supervisor with the given pid has exited,
+// for at most the context's time.
+func WaitStopped(ctx context.Context, pid int) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cosla: cluster supervisor (pid %s) still running: %w", strconv.Itoa(pid), ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// InfoFile is the name, in the cluster directory, of the file that
+// describes a running cluster to the commands that use it.
+const InfoFile = "cluster.json"
+
+// ErrNotRunning is returned when a directory holds no running cluster.
+var ErrNotRunning = errors.New("cosla: no cluster running (start one with: cosla cluster up)")
+
+// Info describes a running local cluster.
+type Info struct {
+	// Dir is the cluster directory; Control the address of the
+	// supervisor's control API; PID the supervisor's process.
+	Dir     string `json:"dir"`
+	Control string `json:"control"`
+	PID     int    `json:"pid"`
+	// Topology is the topology's name.
+	Topology string `json:"topology"`
+	// Sites are the sites that run storage nodes.
+	Sites []SiteInfo `json:"sites"`
+	// Clients maps every site to the addresses a client there dials to
+	// reach each storage node: through the emulated link from its site.
+	Clients map[string]map[string]string `json:"clients"`
+	// Table is the table the cluster creates at start, and DefaultSite the
+	// first site of the topology: the CLI's defaults.
+	Table       string `json:"table"`
+	DefaultSite string `json:"default_site"`
+}
+
+// SiteInfo is one cosla serve process.
+type SiteInfo struct {
+	Name  string   `json:"name"`
+	Nodes []string `json:"nodes"`
+	// Addr is the process's own gRPC address, HTTP its /status and
+	// /metrics address.
+	Addr string `json:"addr"`
+	HTTP string `json:"http"`
+	PID  int    `json:"pid"`
+}
+
+// ClientSites returns the sites a client may run at, sorted.
+func (in *Info) ClientSites() []string { return slices.Sorted(maps.Keys(in.Clients)) }
+
+// NodesFor returns the node addresses for a client at site, or an error
+// naming the known sites.
+func (in *Info) NodesFor(site string) (map[string]string, error) {
+	nodes, ok := in.Clients[site]
+	if !ok {
+		return nil, fmt.Errorf("cosla: unknown site %q (this cluster has %v)", site, in.ClientSites())
+	}
+	return nodes, nil
+}
+
+// ReadInfo reads the description of the cluster running in dir.
+func ReadInfo(dir string) (*Info, error) {
+	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s", ErrNotRunning, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var in Info
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("cosla: %s: %w", filepath.Join(dir, InfoFile), err)
+	}
+	return &in, nil
+}
+
+// writeInfo writes the description atomically, so a reader never sees half
+// of it.
+func writeInfo(in *Info) error {
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(in.Dir, InfoFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(in.Dir, InfoFile))
+}
+
+// DefaultDir is where a cluster lives unless told otherwise: under the
+// user's cache directory.
+func DefaultDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "cosla", "cluster")
+	}
+	return filepath.Join(os.TempDir(), "cosla-cluster")
+}
