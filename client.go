@@ -88,6 +88,10 @@ type Config struct {
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB.
 	MaxKeyBytes, MaxValueBytes int
+	// ConnectTimeout bounds how long Open waits for connections to the
+	// nodes; nodes not reached by then are dialed again when used.
+	// Default 5s.
+	ConnectTimeout time.Duration
 	// Logger receives the client's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -105,8 +109,8 @@ type Client struct {
 	metrics Metrics
 }
 
-// Open connects a client. Connections to the nodes are made when first
-// needed; Open probes every node of the tables it opens, not now.
+// Open connects a client to every node, waiting at most
+// Config.ConnectTimeout; a node it cannot reach is dialed again when used.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Site == "" || strings.Contains(cfg.Site, "/") {
 		return nil, fmt.Errorf("%w: Config.Site must be a site name without '/', got %q", ErrInvalid, cfg.Site)
@@ -121,6 +125,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -149,6 +156,11 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.node.Store(n)
+	// Connect to every node now, within a bound, so the monitor's first
+	// round trips measure the network rather than connection setup.
+	warm, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	c.transport.Connect(warm)
+	cancel()
 	return c, nil
 }
 

@@ -36,6 +36,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"demo", "start a local geo-replicated cluster and compare Pileus with fixed strategies on it", runDemo},
 		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set)", runCluster},
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},

@@ -173,7 +173,13 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, 
 	c.send(r.id, m, req, c.opts.RequestTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			reply := m.(*wire.PutReply)
-			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent)}
+			// A Put's round trip includes the primary's synced write, which
+			// a Get never waits for, so it is not a sample of PNodeLat
+			// (Pileus 4.5 estimates how fast a node answers Gets); it
+			// still counts as contact, and a timeout below still counts.
+			now := c.env.Now()
+			r.lastContact = now
+			res := PutResult{Node: r.id, RTT: now.Sub(sent)}
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
 				return

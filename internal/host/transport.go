@@ -145,7 +145,7 @@ func (t *Transport) Close() {
 func (t *Transport) peerLocked(addr string) *peer {
 	p, ok := t.outbound[addr]
 	if !ok {
-		p = &peer{addr: addr, q: newQueue(t.opts.QueueMax)}
+		p = &peer{addr: addr, q: newQueue(t.opts.QueueMax), ready: make(chan struct{})}
 		t.outbound[addr] = p
 		t.wg.Add(1)
 		go t.runPeer(p)
@@ -154,8 +154,31 @@ func (t *Transport) peerLocked(addr string) *peer {
 }
 
 type peer struct {
-	addr string
-	q    *queue
+	addr  string
+	q     *queue
+	ready chan struct{} // closed once the first stream is open
+}
+
+// Connect opens a stream to every peer address now rather than with the
+// first message, and waits until each is open or ctx ends. Round trips
+// measured afterwards then do not include connection setup. Peers that
+// cannot be reached are left to the usual redialing.
+func (t *Transport) Connect(ctx context.Context) {
+	t.mu.Lock()
+	var waits []chan struct{}
+	if !t.closed {
+		for _, addr := range t.opts.Peers {
+			waits = append(waits, t.peerLocked(addr).ready)
+		}
+	}
+	t.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // runPeer keeps a stream open to a peer address while there is something
@@ -170,13 +193,20 @@ func (t *Transport) runPeer(p *peer) {
 	}
 	defer conn.Close()
 	client := wirepb.NewNodeClient(conn)
-	for {
-		if !p.q.wait() {
+	// The first stream opens at once; after a failure, only when there is
+	// something to send.
+	for first := true; ; first = false {
+		if !first && !p.q.wait() {
 			return
 		}
 		ctx, cancel := context.WithCancel(t.ctx)
 		stream, err := client.Stream(ctx)
 		if err == nil {
+			select {
+			case <-p.ready:
+			default:
+				close(p.ready)
+			}
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()

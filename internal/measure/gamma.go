@@ -244,8 +244,8 @@ func (r GammaResult) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Gamma scores (Golab et al.; CPQ 2): %d values scored, %d excluded as written more than once\n", r.Values, r.Excluded)
 	fmt.Fprintf(tw, "  positive (>= %g ms): %d (%s); trace Gamma %.3f ms\n", r.ClockUncertaintyMS, r.Positive, pct(r.PositiveFraction, r.Values), r.TraceGammaMS)
-	fmt.Fprintf(tw, "  all scores:\t%s\t\n", r.All)
-	fmt.Fprintf(tw, "  positive scores:\t%s\t\n", r.Positives)
+	fmt.Fprintf(tw, "  all scores:      %s\n", r.All)
+	fmt.Fprintf(tw, "  positive scores: %s\n", r.Positives)
 	for _, s := range r.Worst {
 		why := fmt.Sprintf("against %q", s.Against)
 		if s.FutureRead {

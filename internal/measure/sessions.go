@@ -383,11 +383,11 @@ func guessElements(h *history) (x, y, skipped string) {
 // WriteText renders Table 3.
 func (r InterElementResult) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Two elements X=%q, Y=%q (Wada Table 3), reads within %s of a write\n", r.KeyX, r.KeyY, r.Window)
 	if r.Skipped != "" {
-		fmt.Fprintf(tw, "  skipped: %s\n", r.Skipped)
+		fmt.Fprintf(tw, "Two elements (Wada Table 3): skipped: %s\n", r.Skipped)
 		return tw.Flush()
 	}
+	fmt.Fprintf(tw, "Two elements X=%q, Y=%q (Wada Table 3), reads within %s of a write\n", r.KeyX, r.KeyY, r.Window)
 	if len(r.Options) == 0 {
 		fmt.Fprintln(tw, "  no observations")
 		return tw.Flush()
