@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,88 @@ func TestClientOverNetwork(t *testing.T) {
 	}
 	if _, err := c.OpenTable(ctx, "nope"); !errors.Is(err, cosla.ErrNoTable) {
 		t.Fatalf("open unknown table: err %v, want ErrNoTable", err)
+	}
+}
+
+// TestBadInput checks that bad requests get clear, typed errors and that
+// the servers keep working after them.
+func TestBadInput(t *testing.T) {
+	nodes := testCluster(t, "england", "us")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := cosla.TableSpec{Name: "t", Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1"}}}}
+	if err := c.CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	other := spec
+	other.Push = true
+	if err := c.CreateTable(ctx, other); !errors.Is(err, cosla.ErrTableExists) {
+		t.Errorf("create a table again with another layout: err %v, want ErrTableExists", err)
+	}
+	bad := cosla.TableSpec{Name: "bad", Tablets: []cosla.TabletSpec{{Start: "m", Primary: "england/r1"}}}
+	if err := c.CreateTable(ctx, bad); !errors.Is(err, cosla.ErrInvalid) {
+		t.Errorf("create a table whose first tablet does not start at \"\": err %v, want ErrInvalid", err)
+	}
+	tbl, err := c.OpenTable(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.BeginSession(tbl, sla.SLA{}); !errors.Is(err, cosla.ErrInvalid) {
+		t.Errorf("session with an empty SLA: err %v, want ErrInvalid", err)
+	}
+	eventual, _ := sla.Parse("eventual 5s 1")
+	s, err := c.BeginSession(tbl, eventual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, s, strings.Repeat("k", 4<<10+1), []byte("v")); !errors.Is(err, cosla.ErrTooLarge) {
+		t.Errorf("put of a 4 KiB + 1 key: err %v, want ErrTooLarge", err)
+	}
+	if _, err := c.Put(ctx, s, "k", make([]byte, 1<<20+1)); !errors.Is(err, cosla.ErrTooLarge) {
+		t.Errorf("put of a 1 MiB + 1 value: err %v, want ErrTooLarge", err)
+	}
+	if _, err := c.Put(ctx, s, "big", make([]byte, 1<<20)); err != nil {
+		t.Errorf("put of a 1 MiB value: %v", err)
+	}
+	if _, _, err := c.Get(ctx, s, "k", cosla.WithSLA(sla.SLA{{Consistency: sla.Consistency{Kind: sla.Bounded, Bound: -time.Second}, Latency: time.Second, Utility: 1}})); !errors.Is(err, sla.ErrInvalid) {
+		t.Errorf("get with a negative bound: err %v, want sla.ErrInvalid", err)
+	}
+	c.EndSession(s)
+	if _, err := c.Put(ctx, s, "k", []byte("v")); !errors.Is(err, cosla.ErrSessionEnded) {
+		t.Errorf("put in an ended session: err %v, want ErrSessionEnded", err)
+	}
+	// The servers still serve.
+	s, err = c.BeginSession(tbl, eventual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, s, "k", []byte("v")); err != nil {
+		t.Fatalf("put after bad requests: %v", err)
+	}
+	if v, _, err := c.Get(ctx, s, "k", cosla.WithGetStrategy(cosla.Primary)); err != nil || string(v) != "v" {
+		t.Fatalf("get after bad requests = %q, %v", v, err)
+	}
+	// A node nobody can reach: a client that knows only a dead address
+	// gets a timeout, not a hang.
+	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": freeAddr(t)},
+		RequestTimeout: time.Second, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	if _, err := dead.OpenTable(ctx, "t"); !errors.Is(err, cosla.ErrTimeout) {
+		t.Errorf("open a table on a dead node: err %v, want ErrTimeout", err)
+	}
+	// A context deadline is respected.
+	short, cancelShort := context.WithTimeout(ctx, time.Millisecond)
+	defer cancelShort()
+	<-short.Done()
+	if _, err := c.Put(short, s, "k", []byte("v")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("put with an expired context: err %v, want DeadlineExceeded", err)
 	}
 }

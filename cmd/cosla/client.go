@@ -43,10 +43,12 @@ func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
 
 // clientSession is an open client, table and session for one command.
 type clientSession struct {
-	client  *cosla.Client
-	session *cosla.Session
-	sla     sla.SLA
-	site    string
+	client   *cosla.Client
+	table    *cosla.Table
+	session  *cosla.Session
+	sla      sla.SLA
+	strategy cosla.Strategy
+	site     string
 }
 
 func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
@@ -94,7 +96,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		c.Close()
 		return nil, err
 	}
-	return &clientSession{client: c, session: s, sla: agreement, site: site}, nil
+	return &clientSession{client: c, table: t, session: s, sla: agreement, strategy: strategy, site: site}, nil
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {

@@ -41,6 +41,7 @@ func commands() []command {
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
 		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
+		{"bench", "run a YCSB workload against the local cluster (bench --workload b --clients 50)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
 		{"sim", "run a paper's evaluation in the deterministic simulator (sim pileus)", runSim},
 		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},

@@ -1,0 +1,101 @@
+package cosla_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/sla"
+)
+
+// startExampleServer runs a one-site store in this process, standing in
+// for `cosla cluster up`, and returns its node addresses.
+func startExampleServer() (map[string]string, func()) {
+	dir, err := os.MkdirTemp("", "cosla-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv, err := server.Start(server.Options{Site: "england", Listen: addr, DataDir: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return map[string]string{"england/r1": addr}, func() { srv.Close(); os.RemoveAll(dir) }
+}
+
+// A Get under the shopping-cart SLA of Pileus Fig. 4: read-my-writes
+// within 300 ms is worth 1, any value within 300 ms is worth 0.5.
+func Example() {
+	nodes, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	err = c.CreateTable(ctx, cosla.TableSpec{Name: "carts", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	table, err := c.OpenTable(ctx, "carts")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cart, _ := sla.Preset("shopping-cart")
+	s, err := c.BeginSession(table, cart)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.EndSession(s)
+
+	if _, err := c.Put(ctx, s, "alice", []byte("book")); err != nil {
+		log.Fatal(err)
+	}
+	value, res, err := c.Get(ctx, s, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: met subSLA %d (%s), utility %g\n", value, res.Met+1, res.SubSLA, res.Utility())
+	// Output: book: met subSLA 1 (read-my-writes 300ms 1), utility 1
+}
+
+// A Get whose SLA cannot be met returns no data and ErrSLAUnmet.
+func ExampleClient_Get_unmet() {
+	nodes, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	err = c.CreateTable(ctx, cosla.TableSpec{Name: "t", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	table, err := c.OpenTable(ctx, "t")
+	if err != nil {
+		log.Fatal(err)
+	}
+	impossible, _ := sla.Parse("strong 1ns 1")
+	s, err := c.BeginSession(table, impossible)
+	if err != nil {
+		log.Fatal(err)
+	}
+	value, res, err := c.Get(ctx, s, "k")
+	fmt.Println(value == nil, res.Met, errors.Is(err, cosla.ErrSLAUnmet))
+	// Output: true -1 true
+}
