@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -506,4 +507,21 @@ func (c *Client) Metrics() Metrics {
 		ch <- core.RTTEstimates()
 	})
 	return m
+}
+
+// WritePrometheus writes the metrics in the Prometheus text exposition
+// format. SLA outcomes and round-trip estimates are the client's to
+// report: a storage node never sees the SLA of the Gets it serves.
+func (m Metrics) WritePrometheus(w io.Writer) {
+	fmt.Fprintf(w, "# HELP cosla_client_puts_total Puts issued, and those that failed.\n# TYPE cosla_client_puts_total counter\n")
+	fmt.Fprintf(w, "cosla_client_puts_total{outcome=\"ok\"} %d\ncosla_client_puts_total{outcome=\"error\"} %d\n", m.Puts-m.PutErrors, m.PutErrors)
+	fmt.Fprintf(w, "# HELP cosla_client_gets_total Gets by the subSLA they met.\n# TYPE cosla_client_gets_total counter\n")
+	for _, sub := range slices.Sorted(maps.Keys(m.Met)) {
+		fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=%q} %d\n", sub, m.Met[sub])
+	}
+	fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=\"none\"} %d\n", m.Unmet)
+	fmt.Fprintf(w, "# HELP cosla_client_rtt_seconds The monitor's mean round trip per node (Pileus 4.5).\n# TYPE cosla_client_rtt_seconds gauge\n")
+	for _, r := range m.RTT {
+		fmt.Fprintf(w, "cosla_client_rtt_seconds{node=%q,samples=\"%d\"} %.6f\n", r.Node, r.Samples, r.Mean.Seconds())
+	}
 }

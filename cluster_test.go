@@ -93,6 +93,18 @@ func TestClientOverNetwork(t *testing.T) {
 	if _, err := c.OpenTable(ctx, "nope"); !errors.Is(err, cosla.ErrNoTable) {
 		t.Fatalf("open unknown table: err %v, want ErrNoTable", err)
 	}
+	var b strings.Builder
+	c.Metrics().WritePrometheus(&b)
+	for _, want := range []string{
+		`cosla_client_gets_total{sub_sla="strong 10s 1"} 20`,
+		`cosla_client_gets_total{sub_sla="none"} 1`,
+		`cosla_client_puts_total{outcome="ok"} 20`,
+		`cosla_client_rtt_seconds{node="england/r1"`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("client metrics lack %s:\n%s", want, b.String())
+		}
+	}
 }
 
 // TestBadInput checks that bad requests get clear, typed errors and that

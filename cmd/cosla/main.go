@@ -1,10 +1,20 @@
-// Command cosla is the one binary of the cosla store: it runs the
-// simulated evaluations, and (in later releases) serves, benchmarks and
-// measures stores.
+// Command cosla is the one binary of the cosla store: it serves a site's
+// storage nodes, runs a whole geo-replicated cluster on one machine, reads
+// and writes under consistency-based SLAs, benchmarks, and reruns the
+// papers' evaluations in the simulator.
 //
 // Usage:
 //
-//	cosla sim pileus [--seed N] [--json] [--sessions N]
+//	cosla demo [--json]
+//	cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]
+//	cosla cluster status|down [--dir DIR]
+//	cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]
+//	cosla put [--site S] KEY VALUE
+//	cosla get [--site S] [--sla SLA] [--strategy S] [--json] KEY
+//	cosla session run [--site S] FILE
+//	cosla bench [--workload a-f|FILE] [--clients N] [--duration D]
+//	cosla serve --config FILE
+//	cosla sim pileus [--seed N] [--json]
 //	cosla sla show NAME|FILE|TEXT
 //	cosla sla check FILE
 //

@@ -1,0 +1,92 @@
+package host
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// counter counts what it is handed; its Fire reports timers on a channel.
+type counter struct {
+	env      node.Env
+	received int
+	fired    chan any
+}
+
+func (c *counter) Start(env node.Env) error      { c.env = env; return nil }
+func (c *counter) Receive(wire.NodeID, wire.Msg) { c.received++ }
+func (c *counter) Fire(timer any)                { c.fired <- timer }
+
+func startCounter(t *testing.T, mailboxMax int) (*Node, *counter) {
+	t.Helper()
+	h := &counter{fired: make(chan any, 4)}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), MailboxMax: mailboxMax,
+		Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n, h
+}
+
+func TestDeliverAndDo(t *testing.T) {
+	n, h := startCounter(t, 0)
+	for range 100 {
+		if !n.Deliver("x/y", &wire.ProbeRequest{}) {
+			t.Fatal("Deliver dropped a message with room in the mailbox")
+		}
+	}
+	var got int
+	// Do runs after every event queued before it.
+	if err := n.Do(func(node.Handler) { got = h.received }); err != nil {
+		t.Fatal(err)
+	}
+	if got != 100 {
+		t.Fatalf("handler saw %d messages before Do, want 100", got)
+	}
+}
+
+func TestMailboxBound(t *testing.T) {
+	n, _ := startCounter(t, 2)
+	block := make(chan struct{})
+	if err := n.Post(func(node.Handler) { <-block }); err != nil {
+		t.Fatal(err)
+	}
+	// The node is busy: the mailbox takes two messages and drops the rest.
+	accepted := 0
+	for range 5 {
+		if n.Deliver("x/y", &wire.ProbeRequest{}) {
+			accepted++
+		}
+	}
+	close(block)
+	if accepted != 2 || n.Dropped() != 3 {
+		t.Fatalf("accepted %d, dropped %d; want 2 and 3", accepted, n.Dropped())
+	}
+}
+
+func TestTimerFires(t *testing.T) {
+	n, h := startCounter(t, 0)
+	if err := n.Do(func(node.Handler) { h.env.After(time.Millisecond, "tick") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-h.fired; got != "tick" {
+		t.Fatalf("fired %v, want tick", got)
+	}
+}
+
+func TestStopped(t *testing.T) {
+	n, _ := startCounter(t, 0)
+	n.Stop()
+	if err := n.Do(func(node.Handler) {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Do after Stop: %v, want ErrStopped", err)
+	}
+	if n.Deliver("x/y", &wire.ProbeRequest{}) {
+		t.Fatal("Deliver after Stop accepted a message")
+	}
+	n.Stop() // a second Stop returns
+}

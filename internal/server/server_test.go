@@ -1,0 +1,95 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/replica"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+func TestValidate(t *testing.T) {
+	good := Options{Site: "england", Listen: "127.0.0.1:0", DataDir: "/tmp/x"}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Options)
+		field string
+	}{
+		{"no site", func(o *Options) { o.Site = "" }, "site"},
+		{"site with slash", func(o *Options) { o.Site = "a/b" }, "site"},
+		{"no listen", func(o *Options) { o.Listen = "" }, "listen"},
+		{"no data dir", func(o *Options) { o.DataDir = "" }, "data_dir"},
+		{"node twice", func(o *Options) { o.Nodes = []string{"r1", "r1"} }, "nodes"},
+		{"peer without site", func(o *Options) { o.Peers = map[wire.NodeID]string{"r1": "127.0.0.1:1"} }, "peers"},
+		{"peer at own site", func(o *Options) { o.Peers = map[wire.NodeID]string{"england/r2": "127.0.0.1:1"} }, "peers"},
+		{"negative key limit", func(o *Options) { o.Replica.MaxKeyBytes = -1 }, "replica"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := good
+			tc.edit(&o)
+			o.EnsureDefaults()
+			err := o.Validate()
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+	o := good
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/healthz": "ok",
+		"/metrics": `cosla_replica_puts_total{node="england/r1"} 0`,
+		"/status":  `"site": "england"`,
+	} {
+		resp, err := http.Get("http://" + srv.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %s %q, want 200 containing %q", path, resp.Status, body, want)
+		}
+	}
+}
+
+// TestStartErrors checks that a port in use is reported, not fatal.
+func TestStartErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := Start(Options{Site: "england", Listen: l.Addr().String(), DataDir: t.TempDir()}); err == nil {
+		t.Fatal("Start on a port in use succeeded")
+	}
+}
+
+func TestWritePrometheusLag(t *testing.T) {
+	now := time.Unix(100, 0)
+	st := Status{Nodes: []NodeStatus{{ID: "us/r1", Metrics: replica.Metrics{Tablets: []replica.TabletStatus{
+		{Table: "t", Ref: wire.TabletRef{Table: 1, Tablet: 0}, High: hlc.FromTime(int64(98 * time.Second))},
+	}}}}}
+	var b strings.Builder
+	WritePrometheus(&b, st, now)
+	if want := `cosla_tablet_replication_lag_seconds{node="us/r1",table="t",tablet="0"} 2.000000`; !strings.Contains(b.String(), want) {
+		t.Fatalf("metrics lack %s:\n%s", want, b.String())
+	}
+}

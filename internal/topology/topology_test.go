@@ -1,0 +1,50 @@
+package topology
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("two.yaml", `
+local_rtt: 1ms
+sites:
+  - {name: england, replicas: [r1], clients: [c1]}
+  - {name: us, replicas: [r1]}
+links:
+  - {a: us, b: england, rtt: 147ms, jitter: 600us}
+`)
+	topo, err := Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo.Name != "two" || len(topo.Sites) != 2 || topo.Links[0].RTT != 147*time.Millisecond || topo.Links[0].Jitter != 600*time.Microsecond {
+		t.Fatalf("loaded %+v", topo)
+	}
+	for name, text := range map[string]string{
+		"unknown-field.yaml": "sites: [{name: a}]\nlinkz: []\n",
+		"missing-link.yaml":  "sites: [{name: a}, {name: b}]\n",
+		"bad-rtt.yaml":       "sites: [{name: a}, {name: b}]\nlinks: [{a: a, b: b, rtt: fast}]\n",
+	} {
+		if _, err := Load(write(name, text)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := Resolve("pileus4"); err != nil {
+		t.Errorf("Resolve(pileus4): %v", err)
+	}
+	if _, err := Resolve("no-such-preset"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Resolve of an unknown name: err %v, want ErrInvalid", err)
+	}
+}
