@@ -33,26 +33,32 @@ func startExampleServer() (map[string]string, func()) {
 	return map[string]string{"england/r1": addr}, func() { srv.Close(); os.RemoveAll(dir) }
 }
 
-// A Get under the shopping-cart SLA of Pileus Fig. 4: read-my-writes
-// within 300 ms is worth 1, any value within 300 ms is worth 0.5.
-func Example() {
+// openExampleTable starts the store, opens a client at England and
+// creates and opens a one-tablet table there.
+func openExampleTable(ctx context.Context, name string) (*cosla.Client, *cosla.Table, func()) {
 	nodes, stop := startExampleServer()
-	defer stop()
-	ctx := context.Background()
-
 	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
-	err = c.CreateTable(ctx, cosla.TableSpec{Name: "carts", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
+	err = c.CreateTable(ctx, cosla.TableSpec{Name: name, Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	table, err := c.OpenTable(ctx, "carts")
+	table, err := c.OpenTable(ctx, name)
 	if err != nil {
 		log.Fatal(err)
 	}
+	return c, table, func() { c.Close(); stop() }
+}
+
+// A Get under the shopping-cart SLA of Pileus Fig. 4: read-my-writes
+// within 300 ms is worth 1, any value within 300 ms is worth 0.5.
+func Example() {
+	ctx := context.Background()
+	c, table, stop := openExampleTable(ctx, "carts")
+	defer stop()
+
 	cart, _ := sla.Preset("shopping-cart")
 	s, err := c.BeginSession(table, cart)
 	if err != nil {
@@ -73,23 +79,10 @@ func Example() {
 
 // A Get whose SLA cannot be met returns no data and ErrSLAUnmet.
 func ExampleClient_Get_unmet() {
-	nodes, stop := startExampleServer()
-	defer stop()
 	ctx := context.Background()
+	c, table, stop := openExampleTable(ctx, "t")
+	defer stop()
 
-	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
-	err = c.CreateTable(ctx, cosla.TableSpec{Name: "t", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	table, err := c.OpenTable(ctx, "t")
-	if err != nil {
-		log.Fatal(err)
-	}
 	impossible, _ := sla.Parse("strong 1ns 1")
 	s, err := c.BeginSession(table, impossible)
 	if err != nil {

@@ -100,18 +100,35 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("put", stderr)
+	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable.", 2, false,
+		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
+			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1])
+		})
+}
+
+func runGet(args []string, stdout, stderr io.Writer) error {
+	return runOneOp("get", "KEY", "Reads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.", 1, true,
+		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
+			return cs.get(ctx, stdout, f.jsonOut, opArgs[0], nil)
+		})
+}
+
+// runOneOp parses a one-operation command line, opens a session and runs
+// the operation in it.
+func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string, stderr io.Writer,
+	op func(context.Context, *clientSession, *clientFlags, []string) error) error {
+	fs := newFlags(name, stderr)
 	var f clientFlags
-	addClientFlags(fs, &f, false)
+	addClientFlags(fs, &f, withSLA)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla put [flags] KEY VALUE\n\nWrites KEY at its primary; prints the version's timestamp once it is durable.\n\nFlags:")
+		fmt.Fprintf(stderr, "Usage: cosla %s [flags] %s\n\n%s\n\nFlags:\n", name, operands, doc)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
-		return usagef("want KEY VALUE")
+	if fs.NArg() != nargs {
+		return usagef("want %s", operands)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -120,7 +137,7 @@ func runPut(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cs.client.Close()
-	return cs.put(ctx, stdout, f.jsonOut, fs.Arg(0), fs.Arg(1))
+	return op(ctx, cs, &f, fs.Args())
 }
 
 func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string) error {
@@ -135,30 +152,6 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 	}
 	fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, float64(time.Since(start))/float64(time.Millisecond), cs.site)
 	return nil
-}
-
-func runGet(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("get", stderr)
-	var f clientFlags
-	addClientFlags(fs, &f, true)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla get [flags] KEY\n\nReads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want KEY")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-	defer cancel()
-	cs, err := openSession(ctx, &f)
-	if err != nil {
-		return err
-	}
-	defer cs.client.Close()
-	return cs.get(ctx, stdout, f.jsonOut, fs.Arg(0), nil)
 }
 
 func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA) error {
