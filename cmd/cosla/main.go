@@ -54,6 +54,7 @@ func commands() []command {
 		{"bench", "run a YCSB workload against the local cluster (bench --workload b --clients 50)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
 		{"sim", "run a paper's evaluation in the deterministic simulator (sim pileus)", runSim},
+		{"measure", "measure the consistency a store delivers, Wada-style (measure run --target sim --preset simpledb --out DIR)", runMeasure},
 		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
 	}
 }
