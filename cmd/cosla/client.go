@@ -243,22 +243,12 @@ Flags:`)
 		case "put":
 			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], st.args[1])
 		case "get":
-			var override sla.SLA
-			if len(st.args) > 1 {
-				if override, err = sla.Resolve(strings.Join(st.args[1:], " ")); err != nil {
-					return fmt.Errorf("line %d: %w", st.line, err)
-				}
-			}
-			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], override)
+			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], st.sla)
 		case "sleep":
-			var d time.Duration
-			d, err = time.ParseDuration(st.args[0])
-			if err == nil {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					err = ctx.Err()
-				}
+			select {
+			case <-time.After(st.sleep):
+			case <-ctx.Done():
+				err = ctx.Err()
 			}
 		}
 		if errors.Is(err, cosla.ErrSLAUnmet) {
@@ -274,9 +264,11 @@ Flags:`)
 }
 
 type scriptStep struct {
-	line int
-	op   string
-	args []string
+	line  int
+	op    string
+	args  []string
+	sla   sla.SLA       // a get's own SLA, if it names one
+	sleep time.Duration // a sleep's length
 }
 
 // readScript parses a session script, checking every line before any runs.
@@ -306,8 +298,20 @@ func readScript(path string) ([]scriptStep, error) {
 			ok = len(st.args) == 2
 		case "get":
 			ok = len(st.args) >= 1
+			if len(st.args) > 1 {
+				var err error
+				if st.sla, err = sla.Resolve(strings.Join(st.args[1:], " ")); err != nil {
+					return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+				}
+			}
 		case "sleep":
 			ok = len(st.args) == 1
+			if ok {
+				var err error
+				if st.sleep, err = time.ParseDuration(st.args[0]); err != nil || st.sleep < 0 {
+					return nil, fmt.Errorf("%s:%d: sleep %q: want a duration such as 2s", path, n, st.args[0])
+				}
+			}
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown operation %q (want put, get or sleep)", path, n, st.op)
 		}

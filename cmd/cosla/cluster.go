@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -160,12 +161,21 @@ func runClusterDown(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	ctl, in, err := cluster.Connect(*dir)
+	if errors.Is(err, cluster.ErrNotRunning) {
+		// The supervisor died (killed, say): stop the site processes it
+		// left behind, whose pids it recorded.
+		if in, rerr := cluster.ReadInfo(*dir); rerr == nil {
+			n := cluster.KillSites(in)
+			fmt.Fprintf(stdout, "cluster supervisor in %s was gone; stopped %d site processes (data kept)\n", *dir, n)
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	if err := ctl.Shutdown(ctx); err != nil {
 		return err
 	}

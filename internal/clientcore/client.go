@@ -103,9 +103,13 @@ type Options struct {
 	// is probed for its round-trip time and high timestamp (4.5).
 	// Default 10s.
 	ProbeInterval time.Duration
-	// RequestTimeout bounds Puts, probes, table operations and Gets whose
-	// SLA has an unbounded subSLA. Default 10s.
+	// RequestTimeout bounds Puts, table operations and Gets whose SLA has
+	// an unbounded subSLA. Default 10s.
+	// ProbeTimeout bounds a probe: a node that has not answered by then
+	// is counted as that slow (4.5). Default 2s, and at most
+	// RequestTimeout.
 	RequestTimeout time.Duration
+	ProbeTimeout   time.Duration
 	// ClockUncertainty is how far timestamps issued by primaries may be
 	// ahead of this client's clock; bounded-staleness reads demand that
 	// much more freshness. With clocks within e of true time set it to 2e.
@@ -136,6 +140,9 @@ func (o Options) EnsureDefaults() Options {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = min(2*time.Second, o.RequestTimeout)
+	}
 	if o.MaxKeyBytes == 0 {
 		o.MaxKeyBytes = 4 << 10
 	}
@@ -158,6 +165,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.ProbeInterval must be positive, got %s", o.ProbeInterval)
 	case o.RequestTimeout <= 0:
 		return fmt.Errorf("clientcore: Options.RequestTimeout must be positive, got %s", o.RequestTimeout)
+	case o.ProbeTimeout <= 0 || o.ProbeTimeout > o.RequestTimeout:
+		return fmt.Errorf("clientcore: Options.ProbeTimeout must be positive and at most RequestTimeout, got %s", o.ProbeTimeout)
 	case o.ClockUncertainty < 0:
 		return fmt.Errorf("clientcore: Options.ClockUncertainty must not be negative, got %s", o.ClockUncertainty)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:

@@ -208,7 +208,7 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 	r.probing = true
 	sent := c.env.Now()
 	req := c.newReq()
-	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: ref}, req, c.opts.RequestTimeout, &pending{
+	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: ref}, req, c.opts.ProbeTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
 			c.observeRTT(r, sent)

@@ -541,6 +541,26 @@ func Connect(dir string) (*Control, *Info, error) {
 	return &Control{addr: in.Control}, in, nil
 }
 
+// KillSites stops, with SIGTERM, the site processes a cluster description
+// names that are still running, and removes the description. It is for a
+// cluster whose supervisor is gone; it returns how many it signalled.
+func KillSites(in *Info) int {
+	n := 0
+	for _, s := range in.Sites {
+		// The pid must still be a cosla serve process, not one that reused
+		// the number.
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
+		if err != nil || !bytes.Contains(cmdline, []byte("serve")) {
+			continue
+		}
+		if syscall.Kill(s.PID, syscall.SIGTERM) == nil {
+			n++
+		}
+	}
+	_ = os.Remove(filepath.Join(in.Dir, InfoFile))
+	return n
+}
+
 // Status fetches the cluster's status.
 func (c *Control) Status(ctx context.Context) (Status, error) {
 	var st Status

@@ -156,11 +156,12 @@ func (t *Transport) peerLocked(addr string) *peer {
 type peer struct {
 	addr  string
 	q     *queue
-	ready chan struct{} // closed once the first stream is open
+	ready chan struct{} // closed once the first attempt to open a stream is over
 }
 
 // Connect opens a stream to every peer address now rather than with the
-// first message, and waits until each is open or ctx ends. Round trips
+// first message, and waits until each first attempt has succeeded or
+// failed, or ctx ends. Round trips
 // measured afterwards then do not include connection setup. Peers that
 // cannot be reached are left to the usual redialing.
 func (t *Transport) Connect(ctx context.Context) {
@@ -200,13 +201,15 @@ func (t *Transport) runPeer(p *peer) {
 			return
 		}
 		ctx, cancel := context.WithCancel(t.ctx)
-		stream, err := client.Stream(ctx)
+		// Fail at once rather than wait for a peer that cannot be reached:
+		// the protocols above time out and retry on their own.
+		stream, err := client.Stream(ctx, grpc.WaitForReady(false))
+		select {
+		case <-p.ready:
+		default:
+			close(p.ready)
+		}
 		if err == nil {
-			select {
-			case <-p.ready:
-			default:
-				close(p.ready)
-			}
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
