@@ -20,6 +20,7 @@ import (
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/measure"
 	mrun "github.com/cosla/cosla/internal/measure/run"
+	"github.com/cosla/cosla/internal/report"
 )
 
 // measureStore is a store under measurement that the command must close.
@@ -64,20 +65,22 @@ func (a adapted) Read(ctx context.Context, key, option string) (string, bool, mr
 
 func runMeasure(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: measure run|analyze|worker")
+		return usagef("want a subcommand: measure run|analyze|report|worker")
 	}
 	switch args[0] {
 	case "run":
 		return runMeasureRun(args[1:], stdout, stderr)
 	case "analyze":
 		return runMeasureAnalyze(args[1:], stdout, stderr)
+	case "report":
+		return runMeasureReport(args[1:], stdout, stderr)
 	case "worker":
 		return runMeasureWorker(args[1:], stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "Usage: cosla measure run|analyze|worker [flags]\n\nRun \"cosla measure run -h\" for the benchmark's flags.")
+		fmt.Fprintln(stdout, "Usage: cosla measure run|analyze|report|worker [flags]\n\nRun \"cosla measure run -h\" for the benchmark's flags.")
 		return nil
 	}
-	return usagef("unknown subcommand %q (want run, analyze or worker)", args[0])
+	return usagef("unknown subcommand %q (want run, analyze, report or worker)", args[0])
 }
 
 // stringList is a repeatable flag.
@@ -527,4 +530,32 @@ func runMeasureAnalyze(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(rf)
 	}
 	return printMeasure(stdout, rf, false, false)
+}
+
+func runMeasureReport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("measure report", stderr)
+	out := fs.String("out", "", "directory for report.md, report.html and plots/ (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla measure report --out OUT DIR...\n\nCompares the runs that `cosla measure run --out DIR` wrote, side by side: a Markdown and an\nHTML report with P(fresh) against time since the write (Wada Fig. 2), latency and Gamma plots.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		return usagef("want --out OUT and at least one run directory")
+	}
+	var runs []report.Run
+	for _, dir := range fs.Args() {
+		r, err := report.Load(dir)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	if err := report.Write(*out, runs); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s, plots in %s\n", filepath.Join(*out, "report.md"), filepath.Join(*out, "report.html"), filepath.Join(*out, "plots"))
+	return nil
 }

@@ -249,6 +249,9 @@ func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mkdirAll(dir); err != nil {
+		return nil, err
+	}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		if cred, err = lookupCredential(postgresUser); err != nil {
