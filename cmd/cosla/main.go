@@ -13,6 +13,9 @@
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--json] KEY
 //	cosla session run [--site S] FILE
 //	cosla bench [--workload a-f|FILE] [--clients N] [--duration D]
+//	cosla measure run --target sim|cosla|redis|etcd|postgres --out DIR
+//	cosla measure analyze TRACE
+//	cosla measure report --out OUT DIR...
 //	cosla serve --config FILE
 //	cosla sim pileus [--seed N] [--json]
 //	cosla sla show NAME|FILE|TEXT
