@@ -99,7 +99,7 @@ func printPileusGroup(tw *tabwriter.Writer, rows []experiment.PileusRow, slaName
 		if r.PaperUtility != nil {
 			paper = fmt.Sprintf("%.2f", *r.PaperUtility)
 		}
-		cells := []string{r.Client, r.Strategy, fmt.Sprintf("%.3f", r.AvgUtility), paper}
+		cells := []string{r.Client, r.Strategy, fmt.Sprintf("%.3f ±%.3f", r.AvgUtility, r.UtilityStdErr), paper}
 		for _, m := range r.Met {
 			cells = append(cells, fmt.Sprintf("%.1f%%", 100*m))
 		}

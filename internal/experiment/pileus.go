@@ -5,6 +5,7 @@ package experiment
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -71,8 +72,14 @@ type PileusRow struct {
 	SLA      string `json:"sla"`
 	Client   string `json:"client"`
 	Strategy string `json:"strategy"`
-	// AvgUtility is the utility delivered, averaged over all Gets (5.1).
-	AvgUtility float64 `json:"avg_utility"`
+	// AvgUtility is the utility delivered, averaged over all Gets (5.1),
+	// and UtilityStdErr the standard error of that mean: two strategies
+	// whose averages differ by less than a few of these are not told
+	// apart by the run.
+	AvgUtility    float64 `json:"avg_utility"`
+	UtilityStdErr float64 `json:"utility_stderr"`
+	// utilitySq sums the squared utilities for UtilityStdErr.
+	utilitySq float64
 	// Met is the fraction of Gets that met each subSLA, in rank order;
 	// Unmet the fraction that met none.
 	Met   []float64 `json:"met"`
@@ -174,6 +181,7 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 			}
 			row.Met[r.Met]++
 			row.AvgUtility += r.SubSLA.Utility
+			row.utilitySq += r.SubSLA.Utility * r.SubSLA.Utility
 		},
 	}
 	if err := w.Start(loop); err != nil {
@@ -192,7 +200,7 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 		return row, 0, fmt.Errorf("no Gets ran")
 	}
 	n := float64(row.Gets)
-	row.AvgUtility /= n
+	row.finishUtility(n)
 	row.Unmet /= n
 	for i := range row.Met {
 		row.Met[i] /= n
@@ -204,6 +212,16 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 		}
 	}
 	return row, w.Sim.TraceHash(), nil
+}
+
+// finishUtility turns the sums of utilities over n Gets into their mean and
+// the standard error of the mean.
+func (r *PileusRow) finishUtility(n float64) {
+	r.AvgUtility /= n
+	if n > 1 {
+		variance := max(r.utilitySq/n-r.AvgUtility*r.AvgUtility, 0) * n / (n - 1)
+		r.UtilityStdErr = math.Sqrt(variance / n)
+	}
 }
 
 // load writes every record once from a client at the primary's site, as

@@ -140,7 +140,7 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 			return nil, fmt.Errorf("%s/%s/%s: no Gets ran", name, row.Client, row.Strategy)
 		}
 		n := float64(row.Gets)
-		row.AvgUtility /= n
+		row.finishUtility(n)
 		row.Unmet /= n
 		for i := range row.Met {
 			row.Met[i] /= n
@@ -192,6 +192,7 @@ func runClusterClient(ctx context.Context, o ClusterOptions, site string, strate
 		case err == nil:
 			row.Met[res.Met]++
 			row.AvgUtility += res.SubSLA.Utility
+			row.utilitySq += res.SubSLA.Utility * res.SubSLA.Utility
 		case errors.Is(err, cosla.ErrSLAUnmet), errors.Is(err, cosla.ErrTimeout):
 			row.Unmet++
 		default:
