@@ -266,7 +266,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 			lo.WriterStore = writerStore
 		}
 		if w.Placement == mrun.PlacementProcesses {
-			lo.Spawn = spawnWorker(*target, *clusterDir, *writerSite, *readerSite, stderr)
+			lo.Spawn = spawnWorker(*target, *clusterDir, *writerSite, *readerSite, connectAddrs(store), stderr)
 		}
 		ops, err = mrun.Live(ctx, lo)
 		if err != nil {
@@ -408,8 +408,6 @@ func openMeasureStore(ctx context.Context, target, out, clusterDir, writerSite, 
 	switch {
 	case !ok:
 		return nil, nil, usagef("--target %q is not %s", target, measureTargets)
-	case p == mrun.PlacementProcesses:
-		return nil, nil, usagef("--target %s: worker processes cannot reach the servers this command starts; use --placement thread or threads", target)
 	}
 	s, err := start(ctx, filepath.Join(out, "servers"))
 	return s, nil, err
@@ -424,8 +422,45 @@ type workerProcess struct{ cmd *exec.Cmd }
 
 func (p workerProcess) Wait() error { return p.cmd.Wait() }
 
+// connectAddrs lists the addresses a worker process dials to reach the
+// external store this command started: Redis primary and replica, the etcd
+// members, PostgreSQL primary and standby.
+func connectAddrs(s measureStore) []string {
+	a, ok := s.(adapted)
+	if !ok {
+		return nil
+	}
+	switch st := a.s.(type) {
+	case *adapters.Redis:
+		return []string{st.PrimaryAddr(), st.ReplicaAddr()}
+	case *adapters.Etcd:
+		return st.Endpoints()
+	case *adapters.Postgres:
+		return []string{st.PrimaryAddr(), st.StandbyAddr()}
+	}
+	return nil
+}
+
+// connectExternal connects a worker process to an external store that the
+// parent command started, at the addresses connectAddrs gave.
+func connectExternal(ctx context.Context, target string, addrs []string) (measureStore, error) {
+	switch {
+	case target == "redis" && len(addrs) == 2:
+		s, err := adapters.ConnectRedis(addrs[0], addrs[1])
+		return adapted{s}, err
+	case target == "etcd" && len(addrs) > 0:
+		s, err := adapters.ConnectEtcd(ctx, addrs)
+		return adapted{s}, err
+	case target == "postgres" && len(addrs) == 2:
+		dsn := func(addr string) string { return "postgres://postgres@" + addr + "/postgres?sslmode=disable" }
+		s, err := adapters.ConnectPostgres(ctx, dsn(addrs[0]), dsn(addrs[1]))
+		return adapted{s}, err
+	}
+	return nil, usagef("--target %q with --connect %q: want redis (2 addresses), etcd (the members) or postgres (2 addresses)", target, strings.Join(addrs, ","))
+}
+
 // spawnWorker starts this binary as `cosla measure worker` for one role.
-func spawnWorker(target, clusterDir, writerSite, readerSite string, stderr io.Writer) func(context.Context, mrun.RoleSpec, int64, string) (mrun.Process, error) {
+func spawnWorker(target, clusterDir, writerSite, readerSite string, connect []string, stderr io.Writer) func(context.Context, mrun.RoleSpec, int64, string) (mrun.Process, error) {
 	return func(ctx context.Context, spec mrun.RoleSpec, startUS int64, tracePath string) (mrun.Process, error) {
 		self, err := os.Executable()
 		if err != nil {
@@ -440,7 +475,8 @@ func spawnWorker(target, clusterDir, writerSite, readerSite string, stderr io.Wr
 			site = writerSite
 		}
 		cmd := exec.CommandContext(ctx, self, "measure", "worker", "--target", target, "--cluster-dir", clusterDir,
-			"--site", site, "--spec", string(specJSON), "--start-us", strconv.FormatInt(startUS, 10), "--trace", tracePath)
+			"--site", site, "--connect", strings.Join(connect, ","), "--spec", string(specJSON),
+			"--start-us", strconv.FormatInt(startUS, 10), "--trace", tracePath)
 		cmd.Stderr = stderr
 		// Interrupted, a worker gets SIGINT and stops after its current op.
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -455,7 +491,8 @@ func spawnWorker(target, clusterDir, writerSite, readerSite string, stderr io.Wr
 // runMeasureWorker is one role of a run with --placement processes.
 func runMeasureWorker(args []string, stderr io.Writer) error {
 	fs := newFlags("measure worker", stderr)
-	target := fs.String("target", "", "store: cosla")
+	target := fs.String("target", "", "store: cosla, redis, etcd or postgres")
+	connect := fs.String("connect", "", "comma-separated addresses of an external store's servers")
 	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster")
 	site := fs.String("site", "", "site of the client")
 	specJSON := fs.String("spec", "", "the role, as JSON (mrun.RoleSpec)")
@@ -471,12 +508,15 @@ func runMeasureWorker(args []string, stderr io.Writer) error {
 	if *tracePath == "" || *startUS <= 0 {
 		return usagef("--trace and --start-us are required")
 	}
-	if *target != "cosla" {
-		return usagef("--target %q: worker processes measure cosla only", *target)
-	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	store, err := mrun.OpenCosla(ctx, *clusterDir, *site, "")
+	var store measureStore
+	var err error
+	if *target == "cosla" {
+		store, err = mrun.OpenCosla(ctx, *clusterDir, *site, "")
+	} else {
+		store, err = connectExternal(ctx, *target, strings.Split(*connect, ","))
+	}
 	if err != nil {
 		return err
 	}
