@@ -104,13 +104,16 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(o.Duration)
 	for i, site := range o.Clients {
-		for j, strategy := range clusterStrategies {
+		for _, strategy := range clusterStrategies {
 			r := &run{row: PileusRow{SLA: name, Client: site, Strategy: strategy.String(), Met: make([]float64, len(agreement))}}
 			runs = append(runs, r)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(o.Seed, uint64(i*len(clusterStrategies)+j+1)))
+				// The strategies of a site draw the same operations (common
+				// random numbers), so their rows differ by their choices and
+				// the network, not by the workload.
+				rng := rand.New(rand.NewPCG(o.Seed, uint64(i+1)))
 				r.latency, r.err = runClusterClient(ctx, o, site, strategy, agreement, keys, rng, deadline, &r.row)
 				if r.err != nil {
 					cancel()
