@@ -175,16 +175,16 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, 
 			reply := m.(*wire.PutReply)
 			// A Put's round trip includes the primary's synced write, which
 			// a Get never waits for, so it is not a sample of PNodeLat
-			// (Pileus 4.5 estimates how fast a node answers Gets); it
-			// still counts as contact, and a timeout below still counts.
-			now := c.env.Now()
-			r.lastContact = now
-			res := PutResult{Node: r.id, RTT: now.Sub(sent)}
+			// (Pileus 4.5 estimates how fast a node answers Gets). Nor is
+			// it contact: the monitor keeps probing a node that only takes
+			// Puts, or its latency estimate would never be refreshed.
+			// A timeout, below, still counts.
+			res := PutResult{Node: r.id, RTT: c.env.Now().Sub(sent)}
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
 				return
 			}
-			r.observeHigh(reply.TS, c.env.Now())
+			r.high = hlc.Max(r.high, reply.TS)
 			res.TS = reply.TS
 			s.recordPut(key, reply.TS)
 			done(res, nil)

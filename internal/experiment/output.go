@@ -1,0 +1,356 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Table is one table of a report: written as tables/NAME.csv and as a
+// Markdown table in report.md. Cells hold plain numbers; a paper column
+// beside ours is empty where the paper's number does not survive.
+type Table struct {
+	Name    string
+	Title   string
+	Header  []string
+	Rows    [][]string
+	Caption string
+}
+
+// Tables builds the scenario's tables from a result.
+func Tables(s *Scenario, r *Result) []Table {
+	var out []Table
+	if s.wants(OutLatency) {
+		out = append(out, latencyTable(s, r))
+	}
+	if s.wants(OutUtility) {
+		out = append(out, utilityTable(s, r))
+	}
+	if s.wants(OutBreakdown) {
+		out = append(out, breakdownTable(s, r))
+	}
+	if s.wants(OutSensitivity) {
+		out = append(out, sensitivityTable(r))
+	}
+	if s.wants(OutTimeline) {
+		out = append(out, adaptationTable(r))
+	}
+	return out
+}
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+func paperCell(v float64, ok bool, format func(float64) string) string {
+	if !ok {
+		return ""
+	}
+	return format(v)
+}
+
+func latencyTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "latency", Title: "Average Get latency (ms) per consistency and client site (Fig. 3)",
+		Header: []string{"consistency"}}
+	for _, c := range s.Clients {
+		t.Header = append(t.Header, c, c+" paper")
+	}
+	for _, v := range s.slas {
+		row := []string{v.Name}
+		for _, c := range s.Clients {
+			cell := ""
+			for _, run := range r.Runs {
+				if run.SLA == v.Name && run.Client == c {
+					cell = f1(run.AvgLatencyMS)
+					break
+				}
+			}
+			p, ok := s.paperValue("avg_latency_ms", v.Name, c, "", 0, "", 0)
+			row = append(row, cell, paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Caption = "Ours: mean round trip of the Pileus client's Gets under a single-subSLA SLA with no latency bound (the first strategy listed)."
+	return t
+}
+
+func utilityTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "utility", Title: "Average delivered utility per SLA, client site and strategy (Figs 11-12)",
+		Header: []string{"sla", "client", "strategy", "avg utility", "paper"}}
+	maxMet := 0
+	for _, run := range r.Runs {
+		maxMet = max(maxMet, len(run.Met))
+	}
+	for i := range maxMet {
+		t.Header = append(t.Header, fmt.Sprintf("met %d %%", i+1))
+	}
+	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets")
+	for _, run := range r.Runs {
+		p, ok := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
+		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
+		for i := range maxMet {
+			cell := ""
+			if i < len(run.Met) {
+				cell = f1(100 * run.Met[i])
+			}
+			row = append(row, cell)
+		}
+		pl, okl := s.paperValue("avg_latency_ms", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
+		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets))
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func breakdownTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "breakdown", Title: "Pileus's decisions: % of Gets per target subSLA and node, % meeting each subSLA (Tables 1-2)",
+		Header: []string{"sla", "client", "target subSLA"}}
+	for _, n := range r.Nodes {
+		t.Header = append(t.Header, "get from "+n+" %", "paper")
+	}
+	t.Header = append(t.Header, "subSLA met %", "paper", "avg utility", "paper")
+	pct := func(x float64) string { return f1(x) }
+	for _, run := range r.Runs {
+		if len(run.Breakdown) == 0 {
+			continue
+		}
+		for i, b := range run.Breakdown {
+			row := []string{run.SLA, run.Client, strconv.Itoa(b.Target)}
+			for _, n := range r.Nodes {
+				p, ok := s.paperValue("gets_pct", run.BaseSLA, run.Client, "", b.Target, n, run.Factor)
+				row = append(row, pct(b.GetsPct[n]), paperCell(p, ok, pct))
+			}
+			p, ok := s.paperValue("met_pct", run.BaseSLA, run.Client, "", b.Target, "", run.Factor)
+			row = append(row, pct(b.MetPct), paperCell(p, ok, pct))
+			if i == 0 {
+				pu, oku := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
+				row = append(row, f3(run.AvgUtility), paperCell(pu, oku, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }))
+			} else {
+				row = append(row, "", "")
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	t.Caption = "Paper columns hold Table 1 or 2 of the paper where it survives. A target row counts the Gets Pileus aimed at that subSLA; the met column counts the Gets that met that subSLA, whatever they aimed at (as in the paper)."
+	return t
+}
+
+func sensitivityTable(r *Result) Table {
+	t := Table{Name: "sensitivity", Title: "Average delivered utility as the utilities of subSLAs are scaled (Fig. 14)",
+		Header: []string{"sla", "factor", "client"}}
+	var strategies []string
+	for _, run := range r.Runs {
+		if !slices.Contains(strategies, run.Strategy) {
+			strategies = append(strategies, run.Strategy)
+		}
+	}
+	t.Header = append(t.Header, strategies...)
+	t.Header = append(t.Header, "pileus - best fixed")
+	type key struct {
+		sla, client string
+		factor      float64
+	}
+	var order []key
+	cells := map[key]map[string]float64{}
+	for _, run := range r.Runs {
+		k := key{run.BaseSLA, run.Client, run.Factor}
+		if cells[k] == nil {
+			cells[k] = map[string]float64{}
+			order = append(order, k)
+		}
+		cells[k][run.Strategy] = run.AvgUtility
+	}
+	for _, k := range order {
+		row := []string{k.sla, strconv.FormatFloat(k.factor, 'g', -1, 64), k.client}
+		best, pileus, hasPileus := -1.0, 0.0, false
+		for _, st := range strategies {
+			u, ok := cells[k][st]
+			if !ok {
+				row = append(row, "")
+				continue
+			}
+			row = append(row, f3(u))
+			if st == "pileus" {
+				pileus, hasPileus = u, true
+			} else {
+				best = max(best, u)
+			}
+		}
+		diff := ""
+		if hasPileus && best >= 0 {
+			diff = strconv.FormatFloat(pileus-best, 'f', 3, 64)
+		}
+		t.Rows = append(t.Rows, append(row, diff))
+	}
+	t.Caption = "The paper's Fig. 14 values did not survive in our copy; see the notes."
+	return t
+}
+
+func adaptationTable(r *Result) Table {
+	t := Table{Name: "adaptation", Title: "Adaptation after each scheduled change (5.4, Fig. 13)",
+		Header: []string{"client", "strategy", "event", "change", "at s", "best choice", "best utility", "adapted", "gets to adapt", "seconds to adapt", "utility before", "utility after", "gets in phase"}}
+	for _, run := range r.Runs {
+		for i, a := range run.Adaptation {
+			e := run.Events[i]
+			adapted := "no"
+			if a.Adapted {
+				adapted = "yes"
+			}
+			t.Rows = append(t.Rows, []string{run.Client, run.Strategy, a.Event, e.Description, f1(e.AtS),
+				strings.Join(a.Best, " "), f3(a.BestUtility), adapted, strconv.Itoa(a.GetsToAdapt),
+				f1(a.SecondsToAdapt), f3(a.UtilityBefore), f3(a.UtilityAfter), strconv.Itoa(a.GetsInPhase)})
+		}
+	}
+	t.Caption = "Best choice is subSLA@site of highest utility that the configured round trips allow (see Adaptation in run.go). Adapted: the first Get after the change that starts N consecutive Gets making a best choice; utility before/after average the phase's delivered utility before and from that Get."
+	return t
+}
+
+// WriteOptions says how a result was produced, for the report.
+type WriteOptions struct {
+	// Command is the exact command line that reproduces the run.
+	Command string
+}
+
+// Write writes results.json, tables/*.csv, plots/*.png and *.svg, and
+// report.md into dir, creating it. It returns the files written.
+func Write(dir string, s *Scenario, r *Result, o WriteOptions) ([]string, error) {
+	var files []string
+	for _, sub := range []string{"tables", "plots"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	js, err := MarshalResult(r)
+	if err != nil {
+		return nil, err
+	}
+	write := func(name string, data []byte) error {
+		p := filepath.Join(dir, name)
+		files = append(files, p)
+		return os.WriteFile(p, data, 0o644)
+	}
+	if err := write("results.json", js); err != nil {
+		return nil, err
+	}
+	tables := Tables(s, r)
+	for _, t := range tables {
+		var buf bytes.Buffer
+		cw := csv.NewWriter(&buf)
+		if err := cw.Write(t.Header); err != nil {
+			return nil, err
+		}
+		if err := cw.WriteAll(t.Rows); err != nil {
+			return nil, err
+		}
+		if err := write(filepath.Join("tables", t.Name+".csv"), buf.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	figs, err := Plots(s, r)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range figs {
+		for _, ext := range []string{".png", ".svg"} {
+			name := filepath.Join("plots", f.Name+ext)
+			if err := f.Save(filepath.Join(dir, name)); err != nil {
+				return nil, fmt.Errorf("plot %s: %w", name, err)
+			}
+			files = append(files, filepath.Join(dir, name))
+		}
+	}
+	if err := write("report.md", Markdown(s, r, tables, figs, o)); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// MarshalResult is results.json: indented JSON, identical for identical
+// results.
+func MarshalResult(r *Result) ([]byte, error) {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(js, '\n'), nil
+}
+
+// Markdown renders report.md.
+func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOptions) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", s.Name, s.Description)
+	if s.Reference != "" {
+		fmt.Fprintf(&b, "Reproduces: %s.\n\n", s.Reference)
+	}
+	fmt.Fprintf(&b, "- mode: %s (deterministic simulator, virtual time)\n- seed: %d\n- scale: %g\n- trace hash: %s\n", r.Mode, r.Seed, r.Scale, r.TraceHash)
+	if o.Command != "" {
+		fmt.Fprintf(&b, "- reproduce with: `%s`\n", o.Command)
+	}
+	fmt.Fprintf(&b, "- topology: %s; primary %s, secondaries %s, pull every %s", s.topo.Name, s.Table.Primary, strings.Join(s.Table.Secondaries, ", "), s.Table.PullInterval)
+	if s.Table.Push {
+		b.WriteString(", push")
+	}
+	w := s.Workload
+	fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, %d operations per session, ", w.Keys, w.Distribution, w.PutFraction, w.SessionOps)
+	if w.Duration > 0 {
+		fmt.Fprintf(&b, "%s of virtual time per run (times %g)\n", w.Duration, r.Scale)
+	} else {
+		fmt.Fprintf(&b, "%d operations per run (times %g)\n", w.Ops, r.Scale)
+	}
+	b.WriteString("- SLAs:\n")
+	for _, v := range s.slas {
+		fmt.Fprintf(&b, "  - %s: `%s`\n", v.Name, v.SLA)
+	}
+	if len(s.Schedule) > 0 {
+		b.WriteString("- schedule (virtual time since the workload started):\n")
+		for _, e := range s.Schedule {
+			when := fmt.Sprintf("at %s", e.At)
+			if e.AfterGets > 0 {
+				when = fmt.Sprintf("after %d Gets", e.AfterGets)
+			}
+			fmt.Fprintf(&b, "  - %s %s: %s from %s to %s %s%s\n", e.Label, when, e.Action, e.From, e.To, e.Node, rttText(e))
+		}
+	}
+	if s.Paper.Notes != "" {
+		fmt.Fprintf(&b, "\n## The paper's numbers\n\n%s\n", strings.TrimSpace(s.Paper.Notes))
+		b.WriteString("\nIn the tables a column named \"paper\" sits beside ours; an empty paper cell (–) is a number that did not survive in the paper's text.\n")
+	}
+	for _, t := range tables {
+		fmt.Fprintf(&b, "\n## %s\n\n", t.Title)
+		b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n")
+		b.WriteString(strings.Repeat("|---", len(t.Header)) + "|\n")
+		for _, row := range t.Rows {
+			cells := make([]string, len(row))
+			for i, c := range row {
+				cells[i] = c
+				if c == "" && strings.HasSuffix(t.Header[i], "paper") {
+					cells[i] = "–"
+				}
+			}
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
+		if t.Caption != "" {
+			fmt.Fprintf(&b, "\n%s\n", t.Caption)
+		}
+		fmt.Fprintf(&b, "\nCSV: `tables/%s.csv`\n", t.Name)
+	}
+	if len(figs) > 0 {
+		b.WriteString("\n## Plots\n")
+		for _, f := range figs {
+			fmt.Fprintf(&b, "\n### %s\n\n![%s](plots/%s.png)\n\n(also `plots/%s.svg`)\n", f.Title, f.Title, f.Name, f.Name)
+		}
+	}
+	return b.Bytes()
+}
+
+func rttText(e EventSpec) string {
+	if e.RTT != 0 {
+		return fmt.Sprintf(" rtt %s", e.RTT)
+	}
+	return ""
+}

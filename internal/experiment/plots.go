@@ -1,0 +1,231 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Figure is one plot of a report, saved as plots/NAME.png and NAME.svg.
+type Figure struct {
+	Name, Title string
+	plot        *plot.Plot
+}
+
+// Save renders the figure; the file's extension picks the format.
+func (f Figure) Save(path string) error {
+	return f.plot.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// Plots builds the scenario's plots from a result.
+func Plots(s *Scenario, r *Result) ([]Figure, error) {
+	var figs []Figure
+	add := func(f Figure, err error) error {
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
+		return nil
+	}
+	if s.wants(OutLatency) {
+		if err := add(latencyPlot(s, r)); err != nil {
+			return nil, err
+		}
+	}
+	if s.wants(OutUtility) {
+		for _, v := range s.slas {
+			if v.Factor != 0 {
+				continue
+			}
+			if err := add(utilityPlot(s, r, v.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.wants(OutSensitivity) {
+		var bases []string
+		for _, v := range s.slas {
+			if v.Factor != 0 && !slices.Contains(bases, v.Base) {
+				bases = append(bases, v.Base)
+			}
+		}
+		for _, base := range bases {
+			for _, c := range s.Clients {
+				if err := add(sensitivityPlot(s, r, base, c)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if s.wants(OutTimeline) {
+		for _, run := range r.Runs {
+			if len(run.Timeline) == 0 {
+				continue
+			}
+			if err := add(timelinePlot(run)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return figs, nil
+}
+
+func fileName(parts ...string) string {
+	name := strings.Join(parts, "-")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// groupedBars draws one bar per (group, series), groups along x.
+func groupedBars(p *plot.Plot, groups, series []string, value func(g, s int) float64) error {
+	// Bars fill about two thirds of the plot's width.
+	width := vg.Points(320 / float64(max(1, len(series)*len(groups))))
+	top := 0.0
+	for j, name := range series {
+		vals := make(plotter.Values, len(groups))
+		for i := range groups {
+			vals[i] = value(i, j)
+			top = max(top, vals[i])
+		}
+		bc, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return err
+		}
+		bc.LineStyle.Width = 0
+		bc.Color = plotutil.Color(j)
+		bc.Offset = width * vg.Length(float64(j)-float64(len(series)-1)/2)
+		p.Add(bc)
+		p.Legend.Add(name, bc)
+	}
+	p.NominalX(groups...)
+	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5
+	// Headroom for the legend above the tallest bar.
+	p.Y.Max = max(p.Y.Max, 1.3*top)
+	p.Legend.Top = true
+	return nil
+}
+
+func latencyPlot(s *Scenario, r *Result) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = "Average Get latency per consistency and client site (Fig. 3)"
+	p.Y.Label.Text = "ms"
+	var names []string
+	for _, v := range s.slas {
+		names = append(names, v.Name)
+	}
+	err := groupedBars(p, names, s.Clients, func(g, c int) float64 {
+		for _, run := range r.Runs {
+			if run.SLA == names[g] && run.Client == s.Clients[c] {
+				return run.AvgLatencyMS
+			}
+		}
+		return 0
+	})
+	return Figure{Name: "latency", Title: p.Title.Text, plot: p}, err
+}
+
+func utilityPlot(s *Scenario, r *Result, slaName string) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Average utility, %s SLA (Figs 11-12)", slaName)
+	p.Y.Label.Text = "average delivered utility"
+	p.Y.Min, p.Y.Max = 0, 1.35
+	err := groupedBars(p, s.Clients, s.Strategies, func(c, st int) float64 {
+		for _, run := range r.Runs {
+			if run.SLA == slaName && run.Client == s.Clients[c] && run.Strategy == s.Strategies[st] {
+				return run.AvgUtility
+			}
+		}
+		return 0
+	})
+	return Figure{Name: fileName("utility", slaName), Title: p.Title.Text, plot: p}, err
+}
+
+func sensitivityPlot(s *Scenario, r *Result, base, client string) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Utility vs scaling of lower subSLAs, %s SLA, client %s (Fig. 14)", base, client)
+	p.X.Label.Text = "factor on the utilities of the scaled subSLAs"
+	p.Y.Label.Text = "average delivered utility"
+	p.Y.Min = 0
+	for j, st := range s.Strategies {
+		var xys plotter.XYs
+		for _, run := range r.Runs {
+			if run.BaseSLA == base && run.Client == client && run.Strategy == st && run.Factor != 0 {
+				xys = append(xys, plotter.XY{X: run.Factor, Y: run.AvgUtility})
+			}
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return Figure{}, err
+		}
+		line.Color = plotutil.Color(j)
+		line.Dashes = plotutil.Dashes(j)
+		points.Color = plotutil.Color(j)
+		points.Shape = plotutil.Shape(j)
+		p.Add(line, points)
+		p.Legend.Add(st, line, points)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return Figure{Name: fileName("sensitivity", base, client), Title: p.Title.Text, plot: p}, nil
+}
+
+func timelinePlot(run RunResult) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Delivered utility per Get, %s SLA, client %s, %s (Fig. 13)", run.SLA, run.Client, run.Strategy)
+	p.X.Label.Text = "virtual time since the workload started (s)"
+	p.Y.Label.Text = "utility delivered"
+	p.Y.Min, p.Y.Max = -0.05, 1.25
+	xys := make(plotter.XYs, len(run.Timeline))
+	for i, g := range run.Timeline {
+		xys[i] = plotter.XY{X: g.AtS, Y: g.Utility}
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return Figure{}, err
+	}
+	sc.GlyphStyle.Radius = vg.Points(1.2)
+	sc.GlyphStyle.Shape = draw.CircleGlyph{}
+	sc.GlyphStyle.Color = plotutil.Color(0)
+	p.Add(sc)
+	var labels plotter.XYLabels
+	for _, e := range run.Events {
+		l, err := plotter.NewLine(plotter.XYs{{X: e.AtS, Y: -0.05}, {X: e.AtS, Y: 1.15}})
+		if err != nil {
+			return Figure{}, err
+		}
+		l.Color = plotutil.Color(1)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		labels.XYs = append(labels.XYs, plotter.XY{X: e.AtS, Y: 1.17})
+		labels.Labels = append(labels.Labels, e.Label)
+	}
+	for i, a := range run.Adaptation {
+		if a.Adapted {
+			labels.XYs = append(labels.XYs, plotter.XY{X: run.Events[i].AtS + a.SecondsToAdapt, Y: 1.08})
+			labels.Labels = append(labels.Labels, "adapted "+run.Events[i].Label)
+		}
+	}
+	if len(labels.XYs) > 0 {
+		lb, err := plotter.NewLabels(labels)
+		if err != nil {
+			return Figure{}, err
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].XAlign = text.XCenter
+		}
+		p.Add(lb)
+	}
+	return Figure{Name: fileName("timeline", run.SLA, run.Client, run.Strategy), Title: p.Title.Text, plot: p}, nil
+}

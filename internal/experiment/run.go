@@ -1,0 +1,542 @@
+package experiment
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/harness"
+	"github.com/cosla/cosla/internal/sim"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/sla"
+)
+
+// RunOptions configures one run of a scenario.
+type RunOptions struct {
+	Seed uint64
+	// Scale multiplies the workload's operations or duration and every
+	// scheduled time and Get count; tests shorten runs with it. Default 1.
+	Scale float64
+	// Progress, if set, is called after each (SLA, client, strategy) run.
+	Progress func(done, total int, r RunResult)
+}
+
+// Result is everything a scenario run measured; results.json holds it.
+// It depends only on the scenario and the seed: the same seed gives the
+// same Result, byte for byte once marshalled.
+type Result struct {
+	Scenario    string  `json:"scenario"`
+	Description string  `json:"description"`
+	Reference   string  `json:"reference,omitempty"`
+	Mode        string  `json:"mode"`
+	Seed        uint64  `json:"seed"`
+	Scale       float64 `json:"scale"`
+	// TraceHash digests every run's simulator trace.
+	TraceHash string `json:"trace_hash"`
+	// Nodes are the sites of the table's replicas, primary first: the
+	// columns of the breakdown.
+	Nodes []string    `json:"nodes"`
+	Runs  []RunResult `json:"runs"`
+}
+
+// RunResult is the outcome of one (SLA, client site, strategy) run.
+type RunResult struct {
+	SLA     string  `json:"sla"`
+	BaseSLA string  `json:"base_sla"`
+	Factor  float64 `json:"factor,omitempty"`
+	// SLAText is the SLA used, in the text format.
+	SLAText  string `json:"sla_text"`
+	Client   string `json:"client"`
+	Strategy string `json:"strategy"`
+	// AvgUtility is the utility delivered, averaged over all Gets (5.1).
+	AvgUtility float64 `json:"avg_utility"`
+	// Met is the fraction of Gets that met each subSLA, in rank order;
+	// Unmet the fraction that met none.
+	Met   []float64 `json:"met"`
+	Unmet float64   `json:"unmet"`
+	// AvgLatencyMS is the mean Get round trip.
+	AvgLatencyMS float64 `json:"avg_latency_ms"`
+	Gets         int     `json:"gets"`
+	Puts         int     `json:"puts"`
+	// VirtualS is the virtual time the measured workload took.
+	VirtualS float64 `json:"virtual_s"`
+	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
+	Breakdown []BreakdownRow `json:"breakdown,omitempty"`
+	// Events are the scheduled changes as applied; Timeline is every Get
+	// and Adaptation the analysis of each event (5.4), when the scenario
+	// has a schedule.
+	Events     []EventRecord `json:"events,omitempty"`
+	Timeline   []GetPoint    `json:"timeline,omitempty"`
+	Adaptation []Adaptation  `json:"adaptation,omitempty"`
+	TraceHash  string        `json:"trace_hash"`
+}
+
+// BreakdownRow is one row of Table 1 or 2: for subSLA Target (from 1), the
+// percentage of all Gets that targeted it at each node site, and the
+// percentage of all Gets that met it.
+type BreakdownRow struct {
+	Target  int                `json:"target"`
+	GetsPct map[string]float64 `json:"gets_pct"`
+	MetPct  float64            `json:"met_pct"`
+}
+
+// EventRecord is a scheduled change as applied.
+type EventRecord struct {
+	Label       string  `json:"label"`
+	AtS         float64 `json:"at_s"`
+	AfterGets   int     `json:"after_gets"`
+	Description string  `json:"description"`
+	// BestUtility and Best are the oracle's view after the change (see
+	// Adaptation).
+	BestUtility float64  `json:"best_utility"`
+	Best        []string `json:"best"`
+}
+
+// GetPoint is one Get of a timeline.
+type GetPoint struct {
+	AtS     float64 `json:"at_s"` // completion, since the workload started
+	Utility float64 `json:"utility"`
+	Target  int     `json:"target"` // subSLA targeted, from 1; 0 for fixed strategies
+	Node    string  `json:"node"`   // site of the replica read
+	Met     int     `json:"met"`    // subSLA met, from 1; 0 for none
+	RTTMS   float64 `json:"rtt_ms"`
+}
+
+// Adaptation says how long a run took to adapt to one event (Pileus 5.4).
+//
+// The oracle knows the configured round trips after the event: a (subSLA,
+// node) choice is attainable when the node is up and reachable, the
+// round trip is within the subSLA's latency, and the node provides the
+// consistency: the primary always; any node for eventual; for the other
+// guarantees the oracle counts only the primary, which is exact for the
+// strong/eventual SLAs of 5.4. Best holds the attainable choices of
+// highest utility, written "subSLA@site". A run has adapted at the first
+// Get after the event that starts N consecutive Gets (Scenario.Adapt.Gets)
+// choosing one of Best, all before the next event. A Get chooses a best
+// (subSLA, node) when it goes to that node and either targets that
+// subSLA or delivers its utility: Fig. 8 keeps the higher subSLA as the
+// target when a lower one's replica ties with it in expected utility, so
+// a Get may target strong consistency at a secondary and meet eventual.
+type Adaptation struct {
+	Event       string   `json:"event"`
+	BestUtility float64  `json:"best_utility"`
+	Best        []string `json:"best"`
+	Adapted     bool     `json:"adapted"`
+	// GetsToAdapt counts the Gets after the event before the adapted one;
+	// SecondsToAdapt is the virtual time from the event to it.
+	GetsToAdapt    int     `json:"gets_to_adapt"`
+	SecondsToAdapt float64 `json:"seconds_to_adapt"`
+	// UtilityBefore and UtilityAfter average the delivered utility over
+	// the phase's Gets before and from the adapted Get.
+	UtilityBefore float64 `json:"utility_before"`
+	UtilityAfter  float64 `json:"utility_after"`
+	GetsInPhase   int     `json:"gets_in_phase"`
+}
+
+// Run runs every (SLA, client site, strategy) combination of the scenario
+// in the simulator.
+func Run(s *Scenario, o RunOptions) (*Result, error) {
+	if o.Scale == 0 {
+		o.Scale = 1
+	}
+	if !(o.Scale > 0 && o.Scale <= 100) {
+		return nil, fmt.Errorf("experiment: scale %v outside (0, 100]", o.Scale)
+	}
+	var keys workload.Generator
+	var err error
+	if s.Workload.Distribution == "uniform" {
+		keys, err = workload.NewUniform(uint64(s.Workload.Keys))
+	} else {
+		keys, err = workload.NewScrambledZipfian(uint64(s.Workload.Keys))
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
+		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: append([]string{s.Table.Primary}, s.Table.Secondaries...)}
+	total := len(s.slas) * len(s.Clients) * len(s.Strategies)
+	digest := fnv.New64a()
+	for _, v := range s.slas {
+		for _, client := range s.Clients {
+			for _, name := range s.Strategies {
+				strategy, _ := clientcore.ParseStrategy(name)
+				r, err := runOne(s, o, v, client, strategy, keys)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s/%s/%s (seed %d): %w", s.Name, v.Name, client, name, o.Seed, err)
+				}
+				fmt.Fprintf(digest, "%s\n", r.TraceHash)
+				res.Runs = append(res.Runs, r)
+				if o.Progress != nil {
+					o.Progress(len(res.Runs), total, r)
+				}
+			}
+		}
+	}
+	res.TraceHash = fmt.Sprintf("%016x", digest.Sum64())
+	return res, nil
+}
+
+// layout places the one-tablet table as the scenario says.
+func (s *Scenario) layout() wire.Layout {
+	first := func(site string) wire.NodeID {
+		for _, st := range s.topo.Sites {
+			if st.Name == site {
+				return topology.NodeID(site, st.Replicas[0])
+			}
+		}
+		return ""
+	}
+	tablet := wire.Tablet{Primary: first(s.Table.Primary)}
+	for _, sec := range s.Table.Secondaries {
+		tablet.Secondaries = append(tablet.Secondaries, first(sec))
+	}
+	mode := wire.ModePull
+	if s.Table.Push {
+		mode = wire.ModePush
+	}
+	return wire.Layout{Name: "usertable", Tablets: []wire.Tablet{tablet},
+		Replication: wire.Replication{Mode: mode, Interval: s.Table.PullInterval}}
+}
+
+func siteOf(id wire.NodeID) string {
+	site, _, _ := strings.Cut(string(id), "/")
+	return site
+}
+
+// world is the oracle's view of the network for one run: the configured
+// round trips, cut links and crashed nodes.
+type world struct {
+	s       *Scenario
+	w       *harness.World
+	client  string
+	rtt     map[[2]string]time.Duration
+	down    map[[2]string]bool
+	crashed map[string]bool
+}
+
+func pair(a, b string) [2]string {
+	if b < a {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+func newWorld(s *Scenario, w *harness.World, client string) *world {
+	o := &world{s: s, w: w, client: client, rtt: map[[2]string]time.Duration{},
+		down: map[[2]string]bool{}, crashed: map[string]bool{}}
+	for _, st := range s.topo.Sites {
+		o.rtt[pair(st.Name, st.Name)] = s.topo.LocalRTT
+	}
+	for _, l := range s.topo.Links {
+		o.rtt[pair(l.A, l.B)] = l.RTT
+	}
+	return o
+}
+
+// apply makes a scheduled change and describes it.
+func (o *world) apply(e EventSpec) (string, error) {
+	simw := o.w.Sim
+	switch e.Action {
+	case ActionCrash, ActionRestart:
+		id, _ := o.s.replicaNode(e.Node)
+		if e.Action == ActionCrash {
+			o.crashed[id] = true
+			return "crash " + id, simw.Crash(wire.NodeID(id))
+		}
+		delete(o.crashed, id)
+		return "restart " + id, simw.Restart(wire.NodeID(id))
+	}
+	a, b := o.s.site(e.From, o.client), o.s.site(e.To, o.client)
+	key := pair(a, b)
+	l, _ := simw.Latency(a, b)
+	switch e.Action {
+	case ActionPartition:
+		o.down[key] = true
+		return fmt.Sprintf("partition %s-%s", a, b), simw.Partition(a, b)
+	case ActionHeal:
+		delete(o.down, key)
+		return fmt.Sprintf("heal %s-%s", a, b), simw.Heal(a, b)
+	case ActionAddRTT:
+		l.Mean = max(0, l.Mean+e.RTT/2)
+		o.rtt[key] = max(0, o.rtt[key]+e.RTT)
+	case ActionSetRTT:
+		l.Mean = e.RTT / 2
+		if e.Jitter != nil {
+			l.Jitter = *e.Jitter
+		}
+		o.rtt[key] = e.RTT
+	case ActionRestore:
+		if a == b {
+			l = sim.Latency{Mean: o.s.topo.LocalRTT / 2}
+			o.rtt[key] = o.s.topo.LocalRTT
+		} else {
+			tl, _ := o.s.topo.Link(a, b)
+			l = sim.Latency{Mean: tl.RTT / 2, Jitter: tl.Jitter}
+			o.rtt[key] = tl.RTT
+		}
+	}
+	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, o.rtt[key])
+	return desc, simw.SetLatency(a, b, l)
+}
+
+// best returns the attainable (subSLA, node) choices of highest utility
+// for this run's client, as Adaptation describes.
+func (o *world) best(agreement sla.SLA, layout wire.Layout) (float64, []string) {
+	utility := -1.0
+	var choices []string
+	tablet := layout.Tablets[0]
+	for i, sub := range agreement {
+		for _, id := range tablet.Replicas() {
+			site := siteOf(id)
+			if o.crashed[string(id)] || o.down[pair(o.client, site)] {
+				continue
+			}
+			primary := id == tablet.Primary
+			if !primary && sub.Consistency.Kind != sla.Eventual {
+				continue
+			}
+			if o.rtt[pair(o.client, site)] > sub.Latency {
+				continue
+			}
+			c := fmt.Sprintf("%d@%s", i+1, site)
+			switch {
+			case sub.Utility > utility:
+				utility, choices = sub.Utility, []string{c}
+			case sub.Utility == utility:
+				choices = append(choices, c)
+			}
+		}
+	}
+	return max(utility, 0), choices
+}
+
+func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite string, strategy clientcore.Strategy, keys workload.Generator) (RunResult, error) {
+	r := RunResult{SLA: v.Name, BaseSLA: v.Base, Factor: v.Factor, SLAText: v.SLA.String(),
+		Client: clientSite, Strategy: strategy.String(), Met: make([]float64, len(v.SLA))}
+	w, err := harness.New(harness.Options{Seed: o.Seed, Topology: s.topo})
+	if err != nil {
+		return r, err
+	}
+	layout := s.layout()
+	var loaderSite string
+	for _, st := range s.topo.Sites {
+		if len(st.Clients) > 0 && (loaderSite == "" || st.Name == s.Table.Primary) {
+			loaderSite = st.Name
+		}
+	}
+	var loader wire.NodeID
+	for _, st := range s.topo.Sites {
+		if st.Name == loaderSite {
+			loader = topology.NodeID(st.Name, st.Clients[0])
+		}
+	}
+	if err := w.CreateTable(loader, layout); err != nil {
+		return r, err
+	}
+	if err := load(w, loader, s.Workload.Keys); err != nil {
+		return r, err
+	}
+	// Let one pull pass so the secondaries hold the loaded records.
+	if err := w.Sim.Run(w.Sim.Now() + s.Table.PullInterval); err != nil {
+		return r, err
+	}
+	var clientID wire.NodeID
+	for _, st := range s.topo.Sites {
+		if st.Name == clientSite {
+			clientID = topology.NodeID(st.Name, st.Clients[0])
+		}
+	}
+	table, err := w.OpenTable(clientID, layout.Name)
+	if err != nil {
+		return r, err
+	}
+
+	oracle := newWorld(s, w, clientSite)
+	start := w.Sim.Now()
+	since := func() float64 { return (w.Sim.Now() - start).Seconds() }
+	timeline := len(s.Schedule) > 0
+	var points []GetPoint
+	var events []EventRecord
+	var applyErr error
+	fire := func(e EventSpec) {
+		desc, err := oracle.apply(e)
+		if err != nil && applyErr == nil {
+			applyErr = fmt.Errorf("%s: %w", e.Label, err)
+		}
+		u, best := oracle.best(v.SLA, layout)
+		events = append(events, EventRecord{Label: e.Label, AtS: since(), AfterGets: r.Gets,
+			Description: desc, BestUtility: u, Best: best})
+	}
+	var byGets []EventSpec
+	for _, e := range s.Schedule {
+		if e.AfterGets > 0 {
+			e.AfterGets = max(1, int(math.Round(float64(e.AfterGets)*o.Scale)))
+			byGets = append(byGets, e)
+			continue
+		}
+		w.Sim.At(start+time.Duration(float64(e.At)*o.Scale), func() { fire(e) })
+	}
+	target := map[int]map[string]int{}
+	var latency time.Duration
+	loop := &harness.Loop{
+		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy,
+		SessionOps: s.Workload.SessionOps, Think: s.Workload.Think,
+		Rand: rand.New(rand.NewPCG(o.Seed, 5)),
+		Next: func(rng *rand.Rand) harness.Step {
+			put := !s.Workload.ReadOnly && rng.Float64() < s.Workload.PutFraction
+			return harness.Step{Put: put, Key: workload.Key(keys.Next(rng))}
+		},
+		OnPut: func(clientcore.PutResult, error) { r.Puts++ },
+		OnGet: func(g clientcore.GetResult, err error) {
+			r.Gets++
+			latency += g.RTT
+			site := siteOf(g.Node)
+			if g.Target >= 0 {
+				if target[g.Target] == nil {
+					target[g.Target] = map[string]int{}
+				}
+				target[g.Target][site]++
+			}
+			if g.Met >= 0 {
+				r.Met[g.Met]++
+				r.AvgUtility += g.SubSLA.Utility
+			} else {
+				r.Unmet++
+			}
+			if timeline {
+				points = append(points, GetPoint{AtS: since(), Utility: g.Utility(), Target: g.Target + 1,
+					Node: site, Met: g.Met + 1, RTTMS: ms(g.RTT)})
+			}
+			for _, e := range byGets {
+				if e.AfterGets == r.Gets {
+					w.Sim.After(0, func() { fire(e) })
+				}
+			}
+		},
+	}
+	if s.Workload.Duration > 0 {
+		loop.Until = start + time.Duration(float64(s.Workload.Duration)*o.Scale)
+	} else {
+		loop.Ops = max(1, int(math.Round(float64(s.Workload.Ops)*o.Scale)))
+	}
+	if err := w.Start(loop); err != nil {
+		return r, err
+	}
+	// A closed loop of operations each under a few seconds cannot take
+	// longer than this; the bound only guards against a stuck run.
+	limit := loop.Until + time.Hour
+	if loop.Ops > 0 {
+		limit = start + time.Duration(loop.Ops)*10*time.Second
+	}
+	if err := w.Sim.RunUntil(limit, loop.Finished); err != nil {
+		return r, err
+	}
+	if applyErr != nil {
+		return r, applyErr
+	}
+	if !loop.Finished() || loop.Err() != nil {
+		return r, fmt.Errorf("workload did not finish: %v", loop.Err())
+	}
+	if r.Gets == 0 {
+		return r, fmt.Errorf("no Gets ran")
+	}
+	r.VirtualS = since()
+	n := float64(r.Gets)
+	r.AvgUtility /= n
+	r.Unmet /= n
+	for i := range r.Met {
+		r.Met[i] /= n
+	}
+	r.AvgLatencyMS = ms(latency) / n
+	if strategy == clientcore.Pileus {
+		for i := range v.SLA {
+			row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.Met[i]}
+			for _, site := range append([]string{s.Table.Primary}, s.Table.Secondaries...) {
+				row.GetsPct[site] = 100 * float64(target[i][site]) / n
+			}
+			r.Breakdown = append(r.Breakdown, row)
+		}
+	}
+	if timeline {
+		r.Events, r.Timeline = events, points
+		r.Adaptation = adaptation(events, points, s.Adapt.Gets)
+	}
+	r.TraceHash = fmt.Sprintf("%016x", w.Sim.TraceHash())
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// adaptation analyses each event's phase, as Adaptation describes.
+func adaptation(events []EventRecord, points []GetPoint, n int) []Adaptation {
+	var out []Adaptation
+	for i, e := range events {
+		end := math.Inf(1)
+		if i+1 < len(events) {
+			end = events[i+1].AtS
+		}
+		a := Adaptation{Event: e.Label, BestUtility: e.BestUtility, Best: e.Best}
+		var phase []GetPoint
+		for _, p := range points {
+			if p.AtS >= e.AtS && p.AtS < end {
+				phase = append(phase, p)
+			}
+		}
+		a.GetsInPhase = len(phase)
+		adapted := -1
+		run := 0
+		for j, p := range phase {
+			if bestChoice(e, p) {
+				run++
+				if run >= n {
+					adapted = j - n + 1
+					break
+				}
+			} else {
+				run = 0
+			}
+		}
+		split := len(phase)
+		if adapted >= 0 {
+			a.Adapted = true
+			a.GetsToAdapt = adapted
+			a.SecondsToAdapt = phase[adapted].AtS - e.AtS
+			split = adapted
+		}
+		a.UtilityBefore = meanUtility(phase[:split])
+		a.UtilityAfter = meanUtility(phase[split:])
+		out = append(out, a)
+	}
+	return out
+}
+
+func bestChoice(e EventRecord, p GetPoint) bool {
+	if slices.Contains(e.Best, fmt.Sprintf("%d@%s", p.Target, p.Node)) {
+		return true
+	}
+	for _, b := range e.Best {
+		_, node, _ := strings.Cut(b, "@")
+		if node == p.Node && p.Met > 0 && p.Utility >= e.BestUtility {
+			return true
+		}
+	}
+	return false
+}
+
+func meanUtility(ps []GetPoint) float64 {
+	if len(ps) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, p := range ps {
+		sum += p.Utility
+	}
+	return sum / float64(len(ps))
+}

@@ -1,0 +1,291 @@
+package experiment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testSeed = 1
+
+// runPreset runs a shipped scenario shortened by scale.
+func runPreset(t *testing.T, name string, scale float64) (*Scenario, *Result) {
+	t.Helper()
+	s, err := Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(s, RunOptions{Seed: testSeed, Scale: scale})
+	if err != nil {
+		t.Fatalf("%v\nreproduce with: cosla experiment run %s --seed %d --scale %g", err, name, testSeed, scale)
+	}
+	return s, r
+}
+
+func repro(name string, scale float64) string {
+	return fmt.Sprintf("cosla experiment run %s --seed %d --scale %g", name, testSeed, scale)
+}
+
+// checkPileusBest asserts that in every (SLA, client) group Pileus delivers
+// at least the utility of the best fixed strategy, with a small tolerance
+// for short runs.
+func checkPileusBest(t *testing.T, name string, scale float64, r *Result) {
+	t.Helper()
+	type group struct {
+		sla, client string
+	}
+	pileus := map[group]float64{}
+	best := map[group]float64{}
+	for _, run := range r.Runs {
+		g := group{run.SLA, run.Client}
+		if run.Strategy == "pileus" {
+			pileus[g] = run.AvgUtility
+		} else {
+			best[g] = math.Max(best[g], run.AvgUtility)
+		}
+		var sum float64
+		for _, m := range run.Met {
+			sum += m
+		}
+		if math.Abs(sum+run.Unmet-1) > 1e-9 {
+			t.Errorf("%s/%s/%s: met %v and unmet %v do not add up to 1", run.SLA, run.Client, run.Strategy, run.Met, run.Unmet)
+		}
+	}
+	if len(pileus) == 0 {
+		t.Fatalf("%s: no Pileus runs", name)
+	}
+	for g, u := range pileus {
+		if u+0.01 < best[g] {
+			t.Errorf("%s/%s: Pileus utility %.3f below the best fixed strategy's %.3f\nreproduce with: %s", g.sla, g.client, u, best[g], repro(name, scale))
+		}
+	}
+}
+
+func TestPileusTables(t *testing.T) {
+	for _, name := range []string{"pileus-table1", "pileus-table2"} {
+		t.Run(name, func(t *testing.T) {
+			const scale = 0.1
+			_, r := runPreset(t, name, scale)
+			if len(r.Runs) != 16 {
+				t.Fatalf("%d runs, want 16 (4 sites x 4 strategies)", len(r.Runs))
+			}
+			checkPileusBest(t, name, scale, r)
+			for _, run := range r.Runs {
+				if run.Strategy != "pileus" {
+					if len(run.Breakdown) != 0 {
+						t.Errorf("%s/%s: breakdown for a fixed strategy", run.Client, run.Strategy)
+					}
+					continue
+				}
+				var gets, met float64
+				for _, b := range run.Breakdown {
+					met += b.MetPct
+					for _, p := range b.GetsPct {
+						gets += p
+					}
+				}
+				if math.Abs(gets-100) > 1e-6 || math.Abs(met+100*run.Unmet-100) > 1e-6 {
+					t.Errorf("%s: breakdown covers %.3f%% of Gets and %.3f%% met, want 100", run.Client, gets, met+100*run.Unmet)
+				}
+			}
+		})
+	}
+}
+
+func TestPileusFig14(t *testing.T) {
+	const scale = 0.2
+	_, r := runPreset(t, "pileus-fig14", scale)
+	if len(r.Runs) != 6*4*4 {
+		t.Fatalf("%d runs, want 96 (6 factors x 4 sites x 4 strategies)", len(r.Runs))
+	}
+	checkPileusBest(t, "pileus-fig14", scale, r)
+}
+
+// TestPileusFig3 checks that strong Gets take the round trip to the
+// primary and eventual Gets the round trip to the closest node.
+func TestPileusFig3(t *testing.T) {
+	const scale = 0.1
+	s, r := runPreset(t, "pileus-fig3", scale)
+	closest := map[string]float64{"us": 1, "england": 1, "india": 1, "china": 160}
+	for _, run := range r.Runs {
+		var want float64
+		switch run.SLA {
+		case "strong":
+			l, _ := s.topo.Link(run.Client, "england")
+			want = float64(l.RTT.Milliseconds())
+			if run.Client == "england" {
+				want = 1
+			}
+		case "eventual":
+			want = closest[run.Client]
+		default:
+			continue
+		}
+		if math.Abs(run.AvgLatencyMS-want) > 0.05*want+0.5 {
+			t.Errorf("%s Gets from %s: %.1f ms, want about %.0f ms\nreproduce with: %s", run.SLA, run.Client, run.AvgLatencyMS, want, repro("pileus-fig3", scale))
+		}
+	}
+}
+
+// TestPileusFig13 checks that the client adapts after every change: it
+// settles on a choice of highest attainable utility, and then delivers
+// about that utility.
+func TestPileusFig13(t *testing.T) {
+	const scale = 1 // the client's 2-minute RTT window sets the pace
+	_, r := runPreset(t, "pileus-fig13", scale)
+	if len(r.Runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(r.Runs))
+	}
+	run := r.Runs[0]
+	want := []float64{0.5, 0.25, 0.5, 1}
+	if len(run.Adaptation) != len(want) {
+		t.Fatalf("%d adaptations, want %d", len(run.Adaptation), len(want))
+	}
+	for i, a := range run.Adaptation {
+		if a.BestUtility != want[i] {
+			t.Errorf("%s: best attainable utility %.2f, want %.2f", a.Event, a.BestUtility, want[i])
+		}
+		if !a.Adapted {
+			t.Errorf("%s: Pileus did not adapt (best %v)\nreproduce with: %s", a.Event, a.Best, repro("pileus-fig13", scale))
+			continue
+		}
+		if a.UtilityAfter < a.BestUtility-0.02 {
+			t.Errorf("%s: utility %.3f after adapting, best attainable %.2f", a.Event, a.UtilityAfter, a.BestUtility)
+		}
+	}
+}
+
+// TestSameSeedSameResults checks that a seed fixes results.json, and that
+// a run writes every file.
+func TestSameSeedSameResults(t *testing.T) {
+	s, first := runPreset(t, "pileus-table2", 0.05)
+	_, again := runPreset(t, "pileus-table2", 0.05)
+	a, err := MarshalResult(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := MarshalResult(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("seed %d: results.json differs between two runs", testSeed)
+	}
+	dir := t.TempDir()
+	if _, err := Write(dir, s, first, WriteOptions{Command: "cosla experiment run pileus-table2 --seed 1 --scale 0.05"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"results.json", "report.md", "tables/utility.csv", "tables/breakdown.csv",
+		"plots/utility-password-checking.png", "plots/utility-password-checking.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"seed: 1", "cosla experiment run pileus-table2", "| 99.4 |"} {
+		if !bytes.Contains(report, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}
+
+func TestPresetsList(t *testing.T) {
+	ps, err := Presets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+		if p.Description == "" {
+			t.Errorf("%s: no description", p.Name)
+		}
+	}
+	want := "pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("presets %q, want %q", got, want)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	base := "slas: [{sla: password-checking}]\n"
+	for _, tc := range []struct {
+		name, yaml, field string
+	}{
+		{"unknown field", base + "bogus: 1\n", "bogus"},
+		{"topology", "topology: mars\n" + base, "topology"},
+		{"primary", "table: {primary: china}\n" + base, "table.primary"},
+		{"no slas", "clients: [us]\n", "slas"},
+		{"bad sla", "slas: [{sla: shopping-carts}]\n", "slas[0].sla"},
+		{"factor", "slas: [{sla: password-checking, scale: [2], factors: [0.5, -1]}]\n", "slas[0].factors[1]"},
+		{"scale rank", "slas: [{sla: password-checking, scale: [4], factors: [2]}]\n", "slas[0].scale[0]"},
+		{"increasing", "slas: [{sla: password-checking, scale: [2], factors: [3]}]\n", "slas[0].factors[0]"},
+		{"client", base + "clients: [us, mars]\n", "clients[1]"},
+		{"strategy", base + "strategies: [pileus, nearest]\n", "strategies[1]"},
+		{"ops and duration", base + "workload: {ops: 10, duration: 1m}\n", "workload.ops"},
+		{"put fraction", base + "workload: {put_fraction: 1.5}\n", "workload.put_fraction"},
+		{"event action", base + "schedule: [{at: 1s, action: explode}]\n", "schedule[0].action"},
+		{"event end", base + "schedule: [{at: 1s, action: add-rtt, to: mars, rtt: 1s}]\n", "schedule[0].to"},
+		{"event rtt", base + "schedule: [{at: 1s, action: set-rtt, to: primary}]\n", "schedule[0].rtt"},
+		{"event node", base + "schedule: [{at: 1s, action: crash, node: china/c1}]\n", "schedule[0].node"},
+		{"output", base + "outputs: [pie]\n", "outputs[0]"},
+		{"timeline needs schedule", base + "outputs: [timeline]\n", "outputs"},
+		{"paper metric", base + "paper: {values: [{metric: speed, value: 1}]}\n", "paper.values[0].metric"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "test")
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tc.yaml)
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// TestScheduleKinds runs a small scenario with every kind of event, by time
+// and by Get count, and checks they are applied in order.
+func TestScheduleKinds(t *testing.T) {
+	s, err := Parse([]byte(`
+slas: [{sla: password-checking}]
+clients: [us]
+strategies: [pileus]
+workload: {keys: 100, ops: 400}
+schedule:
+  - {after_gets: 20, action: set-rtt, from: us, to: england/r1, rtt: 200ms, jitter: 0s}
+  - {after_gets: 40, action: partition, to: india}
+  - {after_gets: 60, action: heal, to: india}
+  - {after_gets: 80, action: crash, node: india/r1}
+  - {after_gets: 100, action: restart, node: india/r1}
+  - {after_gets: 120, action: restore, to: primary}
+outputs: [utility, timeline]
+`), "kinds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(s, RunOptions{Seed: testSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := r.Runs[0].Events
+	if len(events) != 6 {
+		t.Fatalf("%d events applied, want 6: %+v", len(events), events)
+	}
+	for i, e := range events {
+		if e.AfterGets != 20*(i+1) {
+			t.Errorf("event %s applied after %d Gets, want %d", e.Label, e.AfterGets, 20*(i+1))
+		}
+	}
+	if !strings.Contains(events[0].Description, "rtt now 200ms") || !strings.Contains(events[5].Description, "rtt now 147ms") {
+		t.Errorf("link changes described as %q and %q", events[0].Description, events[5].Description)
+	}
+	if events[0].BestUtility != 0.5 || events[5].BestUtility != 1 {
+		t.Errorf("best utility %.2f with the primary at 200 ms, %.2f restored; want 0.5 and 1", events[0].BestUtility, events[5].BestUtility)
+	}
+}
