@@ -17,6 +17,11 @@ type GetOptions struct {
 	SLA sla.SLA
 	// Strategy replaces the session's strategy when not zero.
 	Strategy Strategy
+	// RetryAfterMiss: when the reply meets no subSLA but another node is
+	// expected to meet a lower one within the latency left, ask it
+	// (beyond the paper: Pileus 5.4 describes the case, 6 invites it).
+	// At most one retry.
+	RetryAfterMiss bool
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -46,6 +51,10 @@ type GetResult struct {
 	// TimedOut is set when no reply came before every subSLA's latency
 	// had passed.
 	TimedOut bool
+	// Retried is set when the first reply met no subSLA and the Get went
+	// to a second node (GetOptions.RetryAfterMiss); Node is then that
+	// node and RTT the whole time from the Get's start.
+	Retried bool
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -109,49 +118,109 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	default:
 		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
 	}
-	mins = slices.Clone(mins) // c.mins is scratch space
-	r := tv.replicas[pick]
+	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
+		retry: o.RetryAfterMiss, start: c.env.Now(), res: res, done: done}
+	c.getFrom(g, tv.replicas[pick])
+	return nil
+}
+
+// getCall is a Get in flight: what it asks for and what it has so far.
+type getCall struct {
+	s         *Session
+	key       string
+	agreement sla.SLA
+	mins      []minTS // c.mins is scratch space; this is the Get's own copy
+	tv        *tabletView
+	retry     bool // retry after a miss, if not done yet
+	start     time.Time
+	res       GetResult
+	done      func(GetResult, error)
+}
+
+// getFrom sends the Get to replica r. Its round trip counts from the
+// Get's start, so that a retry's reply is judged by the whole time the
+// caller waited.
+func (c *Client) getFrom(g *getCall, r *replicaState) {
+	res := &g.res
 	res.Node, res.Primary = r.id, r.primary
-	timeout, unmetErr := agreement.MaxLatency(), ErrSLAUnmet
+	timeout, unmetErr := g.agreement.MaxLatency()-c.env.Now().Sub(g.start), ErrSLAUnmet
 	if timeout > c.opts.RequestTimeout {
 		timeout, unmetErr = c.opts.RequestTimeout, ErrTimeout
 	}
 	sent := c.env.Now()
 	req := c.newReq()
-	c.send(r.id, &wire.GetRequest{Req: req, Tablet: tv.ref, Key: key}, req, timeout, &pending{
+	c.send(r.id, &wire.GetRequest{Req: req, Tablet: g.tv.ref, Key: g.key}, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			reply := m.(*wire.GetReply)
-			res.RTT = c.observeRTT(r, sent)
+			c.observeRTT(r, sent)
+			res.RTT = c.env.Now().Sub(g.start)
 			if reply.Code != wire.OK {
-				done(res, fmt.Errorf("get %q from %s: %w", key, r.id, codeError(reply.Code)))
+				g.done(*res, fmt.Errorf("get %q from %s: %w", g.key, r.id, codeError(reply.Code)))
 				return
 			}
 			r.observeHigh(reply.HighTS, c.env.Now())
 			res.HighTS, res.VersionTS, res.Primary = reply.HighTS, reply.VersionTS, reply.Primary
-			res.Met = metSubSLA(agreement, mins, int64(res.RTT), reply.HighTS, reply.Primary)
+			res.Met = metSubSLA(g.agreement, g.mins, int64(res.RTT), reply.HighTS, reply.Primary)
 			if res.Met < 0 {
-				done(res, fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, key, r.id, res.RTT, reply.HighTS))
+				if next := c.retryTarget(g, r); next != nil {
+					g.retry = false
+					res.Retried = true
+					c.getFrom(g, next)
+					return
+				}
+				g.done(*res, fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, g.key, r.id, res.RTT, reply.HighTS))
 				return
 			}
-			res.SubSLA = agreement[res.Met]
+			res.SubSLA = g.agreement[res.Met]
 			if invariants.Enabled {
-				m := mins[res.Met]
+				m := g.mins[res.Met]
 				invariants.Check(res.RTT <= res.SubSLA.Latency && (reply.Primary || (!m.primaryOnly && !reply.HighTS.Less(m.ts))),
 					"subSLA %d (%s) reported met by %s with rtt %s, high %s, minimum %s", res.Met+1, res.SubSLA, r.id, res.RTT, reply.HighTS, m.ts)
 			}
 			res.Value, res.Found = reply.Value, reply.Found
-			s.recordRead(key, reply.VersionTS)
-			done(res, nil)
+			g.s.recordRead(g.key, reply.VersionTS)
+			g.done(*res, nil)
 		},
 		onTimeout: func() {
 			// The replica was at least this slow: count it, so that a
 			// node that stops answering loses its appeal (4.5).
-			res.RTT = c.observeRTT(r, sent)
+			c.observeRTT(r, sent)
+			res.RTT = c.env.Now().Sub(g.start)
 			res.TimedOut = true
-			done(res, fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, key, r.id, timeout))
+			g.done(*res, fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, g.key, r.id, timeout))
 		},
 	})
-	return nil
+}
+
+// retryTarget is retry-after-miss, beyond the paper (its 5.4 describes the
+// case between #3 and #4, where a reply misses every subSLA but another
+// node could still have met a lower one): if the Get may retry, the node
+// other than missed with the highest expected utility for a subSLA whose
+// latency has not yet run out, judged on the time that is left. It returns
+// nil when no node is expected to deliver anything.
+func (c *Client) retryTarget(g *getCall, missed *replicaState) *replicaState {
+	if !g.retry {
+		return nil
+	}
+	elapsed := c.env.Now().Sub(g.start)
+	var best *replicaState
+	bestUtility := 0.0
+	for i := range g.agreement {
+		sub := &g.agreement[i]
+		left := sub.Latency - elapsed
+		if left <= 0 {
+			continue
+		}
+		for _, r := range g.tv.replicas {
+			if r == missed {
+				continue
+			}
+			if u := pNodeCons(r, g.mins[i]) * r.rtt.pWithin(left) * sub.Utility; u > bestUtility {
+				best, bestUtility = r, u
+			}
+		}
+	}
+	return best
 }
 
 // Put writes key in session s at the tablet's primary (Pileus 4.2). If Put

@@ -36,6 +36,9 @@ type Loop struct {
 	Ops   int
 	Until time.Duration
 	Think time.Duration
+	// Get are the options of every Get (the session's SLA and strategy
+	// apply unless they are set).
+	Get clientcore.GetOptions
 	// Next chooses the next operation.
 	Next func(r *rand.Rand) Step
 	Rand *rand.Rand
@@ -134,7 +137,7 @@ func (l *Loop) step() {
 		})
 	} else {
 		op.Kind = check.Get
-		err = c.Get(l.session, st.Key, clientcore.GetOptions{}, func(r clientcore.GetResult, err error) {
+		err = c.Get(l.session, st.Key, l.Get, func(r clientcore.GetResult, err error) {
 			if err == nil {
 				op.OK, op.Found, op.Value, op.TS = true, r.Found, string(r.Value), r.VersionTS
 				op.Met, op.MetRank = r.SubSLA, r.Met+1

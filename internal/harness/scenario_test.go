@@ -26,7 +26,8 @@ import (
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
 //	put session=S key=K value=V
-//	get session=S key=K [strategy=...]         body (optional): an SLA overriding the session's
+//	get session=S key=K [strategy=...] [retry]  body (optional): an SLA overriding the session's;
+//	                                           retry asks for GetOptions.RetryAfterMiss
 //	tick D                                     run the world for D of virtual time
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
@@ -309,6 +310,7 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 	}
+	opts.RetryAfterMiss = d.HasArg("retry")
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
 		if err := c.Get(s.session, key, opts, func(r clientcore.GetResult, err error) {
@@ -327,6 +329,9 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	fmt.Fprintf(&b, "get %s: strategy=%s", key, r.Strategy)
 	if r.Target >= 0 {
 		fmt.Fprintf(&b, " target=%d expected-utility=%s", r.Target+1, strconv.FormatFloat(r.ExpectedUtility, 'f', -1, 64))
+	}
+	if r.Retried {
+		b.WriteString(" retried")
 	}
 	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
 	if err != nil {
