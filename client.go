@@ -370,6 +370,13 @@ func WithSLA(agreement sla.SLA) GetOption {
 	return func(o *clientcore.GetOptions) { o.SLA = agreement }
 }
 
+// WithRetryAfterMiss lets a Get whose reply met no subSLA ask a second node
+// that can still meet a lower subSLA in the time left (beyond Pileus; its
+// section 5.4 describes the case). Result.Retried reports it.
+func WithRetryAfterMiss() GetOption {
+	return func(o *clientcore.GetOptions) { o.RetryAfterMiss = true }
+}
+
 // WithGetStrategy makes one Get use a strategy other than the session's.
 func WithGetStrategy(s Strategy) GetOption {
 	return func(o *clientcore.GetOptions) { o.Strategy = s }
@@ -399,6 +406,9 @@ type Result struct {
 	Strategy        Strategy
 	Target          int
 	ExpectedUtility float64
+	// Retried: the first node's reply met no subSLA and the Get asked
+	// Node, a second one (WithRetryAfterMiss).
+	Retried bool
 }
 
 // Utility is the utility delivered: the met subSLA's, or zero.
@@ -427,10 +437,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Strategy        string  `json:"strategy"`
 		Target          int     `json:"target"`
 		ExpectedUtility float64 `json:"expected_utility"`
+		Retried         bool    `json:"retried"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
-		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility,
+		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried,
 	}
 	if r.Met >= 0 {
 		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
@@ -461,7 +472,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility}
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried}
 	c.recordGet(res, err)
 	if err != nil {
 		res.Met = -1

@@ -89,7 +89,7 @@ func utilityTable(s *Scenario, r *Result) Table {
 	for i := range maxMet {
 		t.Header = append(t.Header, fmt.Sprintf("met %d %%", i+1))
 	}
-	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets")
+	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets", "extra requests")
 	for _, run := range r.Runs {
 		p, ok := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
 		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
@@ -101,7 +101,7 @@ func utilityTable(s *Scenario, r *Result) Table {
 			row = append(row, cell)
 		}
 		pl, okl := s.paperValue("avg_latency_ms", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets))
+		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets), strconv.Itoa(run.ExtraRequests))
 		t.Rows = append(t.Rows, row)
 	}
 	return t

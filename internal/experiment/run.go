@@ -65,6 +65,8 @@ type RunResult struct {
 	AvgLatencyMS float64 `json:"avg_latency_ms"`
 	Gets         int     `json:"gets"`
 	Puts         int     `json:"puts"`
+	// ExtraRequests counts the Gets sent beyond one per Get (retries).
+	ExtraRequests int `json:"extra_requests"`
 	// VirtualS is the virtual time the measured workload took.
 	VirtualS float64 `json:"virtual_s"`
 	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
@@ -166,8 +168,7 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 	for _, v := range s.slas {
 		for _, client := range s.Clients {
 			for _, name := range s.Strategies {
-				strategy, _ := clientcore.ParseStrategy(name)
-				r, err := runOne(s, o, v, client, strategy, keys)
+				r, err := runOne(s, o, v, client, name, keys)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s/%s/%s (seed %d): %w", s.Name, v.Name, client, name, o.Seed, err)
 				}
@@ -317,9 +318,13 @@ func (o *world) best(agreement sla.SLA, layout wire.Layout) (float64, []string) 
 	return max(utility, 0), choices
 }
 
-func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite string, strategy clientcore.Strategy, keys workload.Generator) (RunResult, error) {
+func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName string, keys workload.Generator) (RunResult, error) {
 	r := RunResult{SLA: v.Name, BaseSLA: v.Base, Factor: v.Factor, SLAText: v.SLA.String(),
-		Client: clientSite, Strategy: strategy.String(), Met: make([]float64, len(v.SLA))}
+		Client: clientSite, Strategy: strategyName, Met: make([]float64, len(v.SLA))}
+	strategy, getOpts, err := parseStrategy(strategyName)
+	if err != nil {
+		return r, err
+	}
 	w, err := harness.New(harness.Options{Seed: o.Seed, Topology: s.topo})
 	if err != nil {
 		return r, err
@@ -386,7 +391,7 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite string, strategy
 	target := map[int]map[string]int{}
 	var latency time.Duration
 	loop := &harness.Loop{
-		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy,
+		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy, Get: getOpts,
 		SessionOps: s.Workload.SessionOps, Think: s.Workload.Think,
 		Rand: rand.New(rand.NewPCG(o.Seed, 5)),
 		Next: func(rng *rand.Rand) harness.Step {
@@ -396,6 +401,9 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite string, strategy
 		OnPut: func(clientcore.PutResult, error) { r.Puts++ },
 		OnGet: func(g clientcore.GetResult, err error) {
 			r.Gets++
+			if g.Retried {
+				r.ExtraRequests++
+			}
 			latency += g.RTT
 			site := siteOf(g.Node)
 			if g.Target >= 0 {

@@ -488,8 +488,8 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, name := range s.Strategies {
-		if _, err := clientcore.ParseStrategy(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, primary, random or closest)", name)
+		if _, _, err := parseStrategy(name); err != nil || slices.Index(s.Strategies, name) != i {
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, primary, random or closest)", name)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies); n > maxRuns {
@@ -646,4 +646,23 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 		}
 	}
 	return 0, false
+}
+
+// parseStrategy reads a strategy name with its options: "pileus+retry" is
+// Pileus with retry after a miss (clientcore.GetOptions.RetryAfterMiss),
+// beyond the paper.
+func parseStrategy(name string) (clientcore.Strategy, clientcore.GetOptions, error) {
+	base, option, hasOption := strings.Cut(name, "+")
+	strategy, err := clientcore.ParseStrategy(base)
+	if err != nil {
+		return 0, clientcore.GetOptions{}, err
+	}
+	var opts clientcore.GetOptions
+	if hasOption {
+		if option != "retry" || strategy != clientcore.Pileus {
+			return 0, opts, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry)", clientcore.ErrInvalid, option, base)
+		}
+		opts.RetryAfterMiss = true
+	}
+	return strategy, opts, nil
 }
