@@ -377,6 +377,14 @@ func WithRetryAfterMiss() GetOption {
 	return func(o *clientcore.GetOptions) { o.RetryAfterMiss = true }
 }
 
+// WithHedge lets a Pileus Get go to a second node at once when that is
+// expected to add more than cost of utility, the price the application
+// puts on an extra request (beyond Pileus; its section 6.3 suggests it).
+// Result.Hedged reports it.
+func WithHedge(cost float64) GetOption {
+	return func(o *clientcore.GetOptions) { o.HedgeCost = cost }
+}
+
 // WithGetStrategy makes one Get use a strategy other than the session's.
 func WithGetStrategy(s Strategy) GetOption {
 	return func(o *clientcore.GetOptions) { o.Strategy = s }
@@ -407,8 +415,9 @@ type Result struct {
 	Target          int
 	ExpectedUtility float64
 	// Retried: the first node's reply met no subSLA and the Get asked
-	// Node, a second one (WithRetryAfterMiss).
-	Retried bool
+	// Node, a second one (WithRetryAfterMiss). Hedged: the Get went to
+	// two nodes at once and Node's reply was used (WithHedge).
+	Retried, Hedged bool
 }
 
 // Utility is the utility delivered: the met subSLA's, or zero.
@@ -438,10 +447,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Target          int     `json:"target"`
 		ExpectedUtility float64 `json:"expected_utility"`
 		Retried         bool    `json:"retried"`
+		Hedged          bool    `json:"hedged"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
-		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried,
+		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
 	}
 	if r.Met >= 0 {
 		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
@@ -472,7 +482,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried}
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged}
 	c.recordGet(res, err)
 	if err != nil {
 		res.Met = -1

@@ -278,6 +278,8 @@ func (c *Client) Fire(timer any) {
 	case probeTimer:
 		c.probeIdle()
 		c.env.After(c.opts.ProbeInterval, t)
+	case holdTimer:
+		c.finishHeld(t.g)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

@@ -22,6 +22,12 @@ type GetOptions struct {
 	// (beyond the paper: Pileus 5.4 describes the case, 6 invites it).
 	// At most one retry.
 	RetryAfterMiss bool
+	// HedgeCost, when positive, lets a Pileus Get go to a second node at
+	// once if that raises its expected utility by more than HedgeCost, the
+	// price of an extra request in utility (beyond the paper: its 6.3).
+	// The Get returns a reply that meets a subSLA as soon as the other
+	// request can no longer do better.
+	HedgeCost float64
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -55,6 +61,9 @@ type GetResult struct {
 	// to a second node (GetOptions.RetryAfterMiss); Node is then that
 	// node and RTT the whole time from the Get's start.
 	Retried bool
+	// Hedged is set when the Get also went to a second node at once
+	// (GetOptions.HedgeCost); Node is then the one whose reply was used.
+	Hedged bool
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -120,7 +129,15 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	}
 	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
 		retry: o.RetryAfterMiss, start: c.env.Now(), res: res, done: done}
+	var hedge *replicaState
+	if strategy == Pileus && o.HedgeCost > 0 {
+		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
+	}
 	c.getFrom(g, tv.replicas[pick])
+	if hedge != nil {
+		g.res.Hedged = true
+		c.getFrom(g, hedge)
+	}
 	return nil
 }
 
@@ -135,6 +152,32 @@ type getCall struct {
 	start     time.Time
 	res       GetResult
 	done      func(GetResult, error)
+	// outstanding counts the requests not yet answered or timed out;
+	// finished is set once done has been called. A hedged Get has two
+	// requests and finishes with the first reply that meets a subSLA.
+	outstanding int
+	finished    bool
+	// held is the best reply so far of a hedged Get whose other request
+	// might still meet a higher subSLA; it is used when that request
+	// fails, or when the held subSLA's latency is about to run out.
+	held *heldReply
+}
+
+type heldReply struct {
+	r     *replicaState
+	reply *wire.GetReply
+	met   int
+}
+
+// holdTimer fires when a held reply's subSLA latency runs out.
+type holdTimer struct{ g *getCall }
+
+// finish reports the Get's outcome, once.
+func (g *getCall) finish(err error) {
+	if !g.finished {
+		g.finished = true
+		g.done(g.res, err)
+	}
 }
 
 // getFrom sends the Get to replica r. Its round trip counts from the
@@ -142,7 +185,10 @@ type getCall struct {
 // caller waited.
 func (c *Client) getFrom(g *getCall, r *replicaState) {
 	res := &g.res
-	res.Node, res.Primary = r.id, r.primary
+	if g.outstanding == 0 {
+		res.Node, res.Primary = r.id, r.primary
+	}
+	g.outstanding++
 	timeout, unmetErr := g.agreement.MaxLatency()-c.env.Now().Sub(g.start), ErrSLAUnmet
 	if timeout > c.opts.RequestTimeout {
 		timeout, unmetErr = c.opts.RequestTimeout, ErrTimeout
@@ -151,45 +197,149 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 	req := c.newReq()
 	c.send(r.id, &wire.GetRequest{Req: req, Tablet: g.tv.ref, Key: g.key}, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
+			g.outstanding--
 			reply := m.(*wire.GetReply)
 			c.observeRTT(r, sent)
-			res.RTT = c.env.Now().Sub(g.start)
+			if reply.Code == wire.OK {
+				r.observeHigh(reply.HighTS, c.env.Now())
+			}
+			if g.finished {
+				return // the other request of a hedged Get answered first
+			}
+			rtt := c.env.Now().Sub(g.start)
 			if reply.Code != wire.OK {
-				g.done(*res, fmt.Errorf("get %q from %s: %w", g.key, r.id, codeError(reply.Code)))
+				if g.outstanding == 0 {
+					res.Node, res.Primary, res.RTT = r.id, r.primary, rtt
+					g.finish(fmt.Errorf("get %q from %s: %w", g.key, r.id, codeError(reply.Code)))
+				}
 				return
 			}
-			r.observeHigh(reply.HighTS, c.env.Now())
+			met := metSubSLA(g.agreement, g.mins, int64(rtt), reply.HighTS, reply.Primary)
+			if g.outstanding > 0 && (met < 0 || c.higherStillPossible(g, met, rtt)) {
+				// A hedged Get whose other request may do better: keep
+				// the better reply and wait, at most until its subSLA's
+				// latency runs out.
+				if met >= 0 && (g.held == nil || met < g.held.met) {
+					g.held = &heldReply{r: r, reply: reply, met: met}
+					c.env.After(g.agreement[met].Latency-rtt, holdTimer{g})
+				}
+				return
+			}
+			if met < 0 && g.held != nil {
+				c.finishHeld(g)
+				return
+			}
+			res.Node, res.RTT, res.Met = r.id, rtt, met
 			res.HighTS, res.VersionTS, res.Primary = reply.HighTS, reply.VersionTS, reply.Primary
-			res.Met = metSubSLA(g.agreement, g.mins, int64(res.RTT), reply.HighTS, reply.Primary)
-			if res.Met < 0 {
+			if met < 0 {
 				if next := c.retryTarget(g, r); next != nil {
 					g.retry = false
 					res.Retried = true
 					c.getFrom(g, next)
 					return
 				}
-				g.done(*res, fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, g.key, r.id, res.RTT, reply.HighTS))
+				g.finish(fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, g.key, r.id, rtt, reply.HighTS))
 				return
 			}
-			res.SubSLA = g.agreement[res.Met]
+			res.SubSLA = g.agreement[met]
 			if invariants.Enabled {
-				m := g.mins[res.Met]
-				invariants.Check(res.RTT <= res.SubSLA.Latency && (reply.Primary || (!m.primaryOnly && !reply.HighTS.Less(m.ts))),
-					"subSLA %d (%s) reported met by %s with rtt %s, high %s, minimum %s", res.Met+1, res.SubSLA, r.id, res.RTT, reply.HighTS, m.ts)
+				m := g.mins[met]
+				invariants.Check(rtt <= res.SubSLA.Latency && (reply.Primary || (!m.primaryOnly && !reply.HighTS.Less(m.ts))),
+					"subSLA %d (%s) reported met by %s with rtt %s, high %s, minimum %s", met+1, res.SubSLA, r.id, rtt, reply.HighTS, m.ts)
 			}
 			res.Value, res.Found = reply.Value, reply.Found
 			g.s.recordRead(g.key, reply.VersionTS)
-			g.done(*res, nil)
+			g.finish(nil)
 		},
 		onTimeout: func() {
+			g.outstanding--
 			// The replica was at least this slow: count it, so that a
 			// node that stops answering loses its appeal (4.5).
 			c.observeRTT(r, sent)
+			if g.finished || g.outstanding > 0 {
+				return
+			}
+			if g.held != nil {
+				c.finishHeld(g)
+				return
+			}
+			res.Node, res.Primary = r.id, r.primary
 			res.RTT = c.env.Now().Sub(g.start)
 			res.TimedOut = true
-			g.done(*res, fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, g.key, r.id, timeout))
+			g.finish(fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, g.key, r.id, timeout))
 		},
 	})
+}
+
+// higherStillPossible reports whether a subSLA above met still has
+// latency left at rtt, so a request still out might meet it.
+func (c *Client) higherStillPossible(g *getCall, met int, rtt time.Duration) bool {
+	for i := range met {
+		if g.agreement[i].Latency > rtt {
+			return true
+		}
+	}
+	return false
+}
+
+// finishHeld ends a hedged Get with its held reply, judged at the time it
+// is handed to the caller.
+func (c *Client) finishHeld(g *getCall) {
+	if g.finished || g.held == nil {
+		return
+	}
+	h, res := g.held, &g.res
+	res.RTT = c.env.Now().Sub(g.start)
+	res.Node, res.Primary = h.r.id, h.reply.Primary
+	res.HighTS, res.VersionTS = h.reply.HighTS, h.reply.VersionTS
+	res.Met = metSubSLA(g.agreement, g.mins, int64(res.RTT), h.reply.HighTS, h.reply.Primary)
+	if res.Met < 0 {
+		g.finish(fmt.Errorf("%w: get %q: the reply from %s came in time for no subSLA", ErrSLAUnmet, g.key, h.r.id))
+		return
+	}
+	res.SubSLA = g.agreement[res.Met]
+	res.Value, res.Found = h.reply.Value, h.reply.Found
+	g.s.recordRead(g.key, h.reply.VersionTS)
+	g.finish(nil)
+}
+
+// hedgeTarget is hedging, beyond the paper (its 6.3 suggests sending a Get
+// to several nodes): the second replica to send a Get to at once, when the
+// expected utility of the pair exceeds that of pick alone by more than
+// cost, the price of one extra request in utility. nil if none does.
+func hedgeTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, pick int, cost float64) *replicaState {
+	alone := pairUtility(agreement, mins, replicas[pick], nil)
+	var best *replicaState
+	bestGain := cost
+	for j, r := range replicas {
+		if j == pick {
+			continue
+		}
+		if gain := pairUtility(agreement, mins, replicas[pick], r) - alone; gain > bestGain {
+			best, bestGain = r, gain
+		}
+	}
+	return best
+}
+
+// pairUtility estimates the expected utility of sending a Get to a (and b,
+// if not nil) and taking the best subSLA either meets. Each node meets
+// subSLA i with probability PNodeCons*PNodeLat (Pileus 4.5), independently
+// of the other node and, as an approximation, of the other subSLAs.
+func pairUtility(agreement sla.SLA, mins []minTS, a, b *replicaState) float64 {
+	utility, noneHigher := 0.0, 1.0
+	for i := range agreement {
+		sub := &agreement[i]
+		missA := 1 - pNodeSLA(a, sub, mins[i])
+		missB := 1.0
+		if b != nil {
+			missB = 1 - pNodeSLA(b, sub, mins[i])
+		}
+		meet := 1 - missA*missB
+		utility += noneHigher * meet * sub.Utility
+		noneHigher *= 1 - meet
+	}
+	return utility
 }
 
 // retryTarget is retry-after-miss, beyond the paper (its 5.4 describes the

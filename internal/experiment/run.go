@@ -65,7 +65,8 @@ type RunResult struct {
 	AvgLatencyMS float64 `json:"avg_latency_ms"`
 	Gets         int     `json:"gets"`
 	Puts         int     `json:"puts"`
-	// ExtraRequests counts the Gets sent beyond one per Get (retries).
+	// ExtraRequests counts the requests sent beyond one per Get (retries
+	// and hedges).
 	ExtraRequests int `json:"extra_requests"`
 	// VirtualS is the virtual time the measured workload took.
 	VirtualS float64 `json:"virtual_s"`
@@ -402,6 +403,9 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		OnGet: func(g clientcore.GetResult, err error) {
 			r.Gets++
 			if g.Retried {
+				r.ExtraRequests++
+			}
+			if g.Hedged {
 				r.ExtraRequests++
 			}
 			latency += g.RTT

@@ -489,7 +489,7 @@ func (s *Scenario) Validate() error {
 	}
 	for i, name := range s.Strategies {
 		if _, _, err := parseStrategy(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, primary, random or closest)", name)
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, primary, random or closest)", name)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies); n > maxRuns {
@@ -648,21 +648,33 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 	return 0, false
 }
 
-// parseStrategy reads a strategy name with its options: "pileus+retry" is
-// Pileus with retry after a miss (clientcore.GetOptions.RetryAfterMiss),
-// beyond the paper.
+// parseStrategy reads a strategy name with its options, beyond the paper:
+// "pileus+retry" is Pileus with retry after a miss
+// (clientcore.GetOptions.RetryAfterMiss), "pileus+hedge" with hedged Gets
+// at a cost of hedgeCost per extra request, and "pileus+retry+hedge" both.
 func parseStrategy(name string) (clientcore.Strategy, clientcore.GetOptions, error) {
-	base, option, hasOption := strings.Cut(name, "+")
+	base, options, _ := strings.Cut(name, "+")
 	strategy, err := clientcore.ParseStrategy(base)
 	if err != nil {
 		return 0, clientcore.GetOptions{}, err
 	}
 	var opts clientcore.GetOptions
-	if hasOption {
-		if option != "retry" || strategy != clientcore.Pileus {
-			return 0, opts, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry)", clientcore.ErrInvalid, option, base)
+	for option := range strings.SplitSeq(options, "+") {
+		switch {
+		case option == "":
+		case option == "retry" && strategy == clientcore.Pileus:
+			opts.RetryAfterMiss = true
+		case option == "hedge" && strategy == clientcore.Pileus:
+			opts.HedgeCost = hedgeCost
+		default:
+			return 0, opts, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge)", clientcore.ErrInvalid, option, base)
 		}
-		opts.RetryAfterMiss = true
 	}
 	return strategy, opts, nil
 }
+
+// hedgeCost is the price, in utility, of the extra request of a hedged
+// Get in the pileus+hedge strategy. Section 6.3 leaves it to the
+// application; 0.1 hedges when a second node adds a tenth of the top
+// subSLA's utility.
+const hedgeCost = 0.1

@@ -138,8 +138,8 @@ func TestPileusFig3(t *testing.T) {
 func TestPileusFig13(t *testing.T) {
 	const scale = 1 // the client's 2-minute RTT window sets the pace
 	_, r := runPreset(t, "pileus-fig13", scale)
-	if len(r.Runs) != 2 {
-		t.Fatalf("%d runs, want 2 (pileus, pileus+retry)", len(r.Runs))
+	if len(r.Runs) != 3 {
+		t.Fatalf("%d runs, want 3 (pileus, pileus+retry, pileus+hedge)", len(r.Runs))
 	}
 	want := []float64{0.5, 0.25, 0.5, 1}
 	for _, run := range r.Runs {
@@ -154,17 +154,21 @@ func TestPileusFig13(t *testing.T) {
 				t.Errorf("%s %s: Pileus did not adapt (best %v)\nreproduce with: %s", run.Strategy, a.Event, a.Best, repro("pileus-fig13", scale))
 				continue
 			}
-			if a.UtilityAfter < a.BestUtility-0.02 {
+			// 0.03: the primary's jitter makes about 1-2% of its Gets miss
+			// 150 ms even when it is the right choice (Table 2: 0.6%).
+			if a.UtilityAfter < a.BestUtility-0.03 {
 				t.Errorf("%s %s: utility %.3f after adapting, best attainable %.2f", run.Strategy, a.Event, a.UtilityAfter, a.BestUtility)
 			}
 		}
 	}
-	// Retry after a miss (beyond the paper) spends extra requests to turn
-	// misses into lower subSLAs: more utility, no unmet Gets after #3.
-	plain, retry := r.Runs[0], r.Runs[1]
-	if retry.ExtraRequests == 0 || retry.AvgUtility <= plain.AvgUtility || retry.Unmet >= plain.Unmet {
-		t.Errorf("pileus+retry: utility %.3f (plain %.3f), unmet %.3f (plain %.3f), %d extra requests; want more utility, fewer misses",
-			retry.AvgUtility, plain.AvgUtility, retry.Unmet, plain.Unmet, retry.ExtraRequests)
+	// Retry after a miss and hedging (beyond the paper) spend extra
+	// requests to turn misses into met subSLAs: more utility, fewer misses.
+	plain := r.Runs[0]
+	for _, run := range r.Runs[1:] {
+		if run.ExtraRequests == 0 || run.AvgUtility <= plain.AvgUtility || run.Unmet >= plain.Unmet {
+			t.Errorf("%s: utility %.3f (pileus %.3f), unmet %.3f (pileus %.3f), %d extra requests; want more utility, fewer misses",
+				run.Strategy, run.AvgUtility, plain.AvgUtility, run.Unmet, plain.Unmet, run.ExtraRequests)
+		}
 	}
 	if plain.ExtraRequests != 0 {
 		t.Errorf("pileus: %d extra requests, want 0", plain.ExtraRequests)

@@ -176,7 +176,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 			Think:  time.Duration(r.IntN(200)) * time.Millisecond,
 			Rand:   rand.New(rand.NewPCG(seed, uint64(i+1))),
 			Record: true,
-			Get:    clientcore.GetOptions{RetryAfterMiss: r.IntN(2) == 0},
+			Get:    clientcore.GetOptions{RetryAfterMiss: r.IntN(2) == 0, HedgeCost: []float64{0, 0.01, 0.2}[r.IntN(3)]},
 			Next: func(r *rand.Rand) Step {
 				return Step{Put: r.IntN(2) == 0, Key: fmt.Sprintf("k%d", r.IntN(keys))}
 			},

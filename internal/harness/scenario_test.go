@@ -26,8 +26,9 @@ import (
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
 //	put session=S key=K value=V
-//	get session=S key=K [strategy=...] [retry]  body (optional): an SLA overriding the session's;
-//	                                           retry asks for GetOptions.RetryAfterMiss
+//	get session=S key=K [strategy=...] [retry] [hedge=COST]
+//	                                           body (optional): an SLA overriding the session's;
+//	                                           retry and hedge set GetOptions.RetryAfterMiss and HedgeCost
 //	tick D                                     run the world for D of virtual time
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
@@ -311,6 +312,9 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 		}
 	}
 	opts.RetryAfterMiss = d.HasArg("retry")
+	if d.HasArg("hedge") {
+		d.ScanArgs(sc.t, "hedge", &opts.HedgeCost)
+	}
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
 		if err := c.Get(s.session, key, opts, func(r clientcore.GetResult, err error) {
@@ -329,6 +333,9 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	fmt.Fprintf(&b, "get %s: strategy=%s", key, r.Strategy)
 	if r.Target >= 0 {
 		fmt.Fprintf(&b, " target=%d expected-utility=%s", r.Target+1, strconv.FormatFloat(r.ExpectedUtility, 'f', -1, 64))
+	}
+	if r.Hedged {
+		b.WriteString(" hedged")
 	}
 	if r.Retried {
 		b.WriteString(" retried")
