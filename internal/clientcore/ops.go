@@ -392,18 +392,18 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, 
 	c.send(r.id, m, req, c.opts.RequestTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			reply := m.(*wire.PutReply)
-			// A Put's round trip includes the primary's synced write, which
-			// a Get never waits for, so it is not a sample of PNodeLat
-			// (Pileus 4.5 estimates how fast a node answers Gets). Nor is
-			// it contact: the monitor keeps probing a node that only takes
-			// Puts, or its latency estimate would never be refreshed.
-			// A timeout, below, still counts.
-			res := PutResult{Node: r.id, RTT: c.env.Now().Sub(sent)}
+			// Pileus 4.5: the monitor learns from Puts as from Gets. A
+			// Put's round trip also holds the primary's synced write, a
+			// little more than a Get's; but leaving Puts out starves the
+			// estimate of a primary that only takes Puts until the next
+			// probe, which costs more (a client stuck on a bad first
+			// sample), so they count.
+			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent)}
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
 				return
 			}
-			r.high = hlc.Max(r.high, reply.TS)
+			r.observeHigh(reply.TS, c.env.Now())
 			res.TS = reply.TS
 			s.recordPut(key, reply.TS)
 			done(res, nil)
