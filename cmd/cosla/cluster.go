@@ -193,13 +193,9 @@ func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ctl, _, err := cluster.Connect(*dir)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := ctl.Status(ctx)
+	_, st, err := clusterStatus(ctx, *dir)
 	if err != nil {
 		return err
 	}
@@ -244,6 +240,17 @@ func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
+// clusterStatus connects to the cluster running in dir and fetches its
+// status.
+func clusterStatus(ctx context.Context, dir string) (*cluster.Control, cluster.Status, error) {
+	ctl, _, err := cluster.Connect(dir)
+	if err != nil {
+		return nil, cluster.Status{}, err
+	}
+	st, err := ctl.Status(ctx)
+	return ctl, st, err
+}
+
 func runClusterLink(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cluster link set", stderr)
 	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
@@ -266,13 +273,9 @@ func runClusterLink(args []string, stdout, stderr io.Writer) error {
 	if *down && *up {
 		return usagef("--down and --up together")
 	}
-	ctl, _, err := cluster.Connect(*dir)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := ctl.Status(ctx)
+	ctl, st, err := clusterStatus(ctx, *dir)
 	if err != nil {
 		return err
 	}

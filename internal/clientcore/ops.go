@@ -215,7 +215,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 				return
 			}
 			met := metSubSLA(g.agreement, g.mins, int64(rtt), reply.HighTS, reply.Primary)
-			if g.outstanding > 0 && (met < 0 || c.higherStillPossible(g, met, rtt)) {
+			if g.outstanding > 0 && (met < 0 || g.higherStillPossible(met, rtt)) {
 				// A hedged Get whose other request may do better: keep
 				// the better reply and wait, at most until its subSLA's
 				// latency runs out.
@@ -273,7 +273,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 
 // higherStillPossible reports whether a subSLA above met still has
 // latency left at rtt, so a request still out might meet it.
-func (c *Client) higherStillPossible(g *getCall, met int, rtt time.Duration) bool {
+func (g *getCall) higherStillPossible(met int, rtt time.Duration) bool {
 	for i := range met {
 		if g.agreement[i].Latency > rtt {
 			return true

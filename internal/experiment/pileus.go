@@ -78,8 +78,10 @@ type PileusRow struct {
 	// apart by the run.
 	AvgUtility    float64 `json:"avg_utility"`
 	UtilityStdErr float64 `json:"utility_stderr"`
-	// utilitySq sums the squared utilities for UtilityStdErr.
-	utilitySq float64
+	// utilitySq and latencySum accumulate for UtilityStdErr and
+	// AvgLatencyMS while the run goes on.
+	utilitySq  float64
+	latencySum time.Duration
 	// Met is the fraction of Gets that met each subSLA, in rank order;
 	// Unmet the fraction that met none.
 	Met   []float64 `json:"met"`
@@ -163,7 +165,6 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 	if err != nil {
 		return row, 0, err
 	}
-	var latency time.Duration
 	loop := &harness.Loop{
 		Client: client, Table: table, SLA: agreement, Strategy: strategy,
 		SessionOps: o.SessionOps, Ops: o.SessionOps * o.Sessions,
@@ -172,17 +173,7 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 		Next: func(r *rand.Rand) harness.Step {
 			return harness.Step{Put: r.IntN(2) == 0, Key: workload.Key(keys.Next(r))}
 		},
-		OnGet: func(r clientcore.GetResult, err error) {
-			row.Gets++
-			latency += r.RTT
-			if r.Met < 0 {
-				row.Unmet++
-				return
-			}
-			row.Met[r.Met]++
-			row.AvgUtility += r.SubSLA.Utility
-			row.utilitySq += r.SubSLA.Utility * r.SubSLA.Utility
-		},
+		OnGet: func(r clientcore.GetResult, err error) { row.record(r.Met, r.SubSLA.Utility, r.RTT) },
 	}
 	if err := w.Start(loop); err != nil {
 		return row, 0, err
@@ -196,32 +187,50 @@ func runPileusOnce(o PileusOptions, slaName string, agreement sla.SLA, clientSit
 	if !loop.Finished() || loop.Err() != nil {
 		return row, 0, fmt.Errorf("workload did not finish: %v", loop.Err())
 	}
-	if row.Gets == 0 {
-		return row, 0, fmt.Errorf("no Gets ran")
-	}
-	n := float64(row.Gets)
-	row.finishUtility(n)
-	row.Unmet /= n
-	for i := range row.Met {
-		row.Met[i] /= n
-	}
-	row.AvgLatencyMS = float64(latency) / n / float64(time.Millisecond)
-	if strategy == clientcore.Pileus {
-		if u, ok := paperUtility[slaName][clientSite]; ok {
-			row.PaperUtility = &u
-		}
+	if err := row.finish(); err != nil {
+		return row, 0, err
 	}
 	return row, w.Sim.TraceHash(), nil
 }
 
-// finishUtility turns the sums of utilities over n Gets into their mean and
-// the standard error of the mean.
-func (r *PileusRow) finishUtility(n float64) {
+// record adds one Get: the index of the subSLA it met (-1 for none), that
+// subSLA's utility, and its round trip.
+func (r *PileusRow) record(met int, utility float64, rtt time.Duration) {
+	r.Gets++
+	r.latencySum += rtt
+	if met < 0 {
+		r.Unmet++
+		return
+	}
+	r.Met[met]++
+	r.AvgUtility += utility
+	r.utilitySq += utility * utility
+}
+
+// finish turns the sums record kept into fractions, means and the
+// standard error of the mean utility, and adds the paper's value to
+// Pileus rows.
+func (r *PileusRow) finish() error {
+	if r.Gets == 0 {
+		return fmt.Errorf("experiment: %s/%s/%s: no Gets ran", r.SLA, r.Client, r.Strategy)
+	}
+	n := float64(r.Gets)
 	r.AvgUtility /= n
 	if n > 1 {
 		variance := max(r.utilitySq/n-r.AvgUtility*r.AvgUtility, 0) * n / (n - 1)
 		r.UtilityStdErr = math.Sqrt(variance / n)
 	}
+	r.Unmet /= n
+	for i := range r.Met {
+		r.Met[i] /= n
+	}
+	r.AvgLatencyMS = float64(r.latencySum) / n / float64(time.Millisecond)
+	if r.Strategy == clientcore.Pileus.String() {
+		if u, ok := paperUtility[r.SLA][r.Client]; ok {
+			r.PaperUtility = &u
+		}
+	}
+	return nil
 }
 
 // load writes every record once from a client at the primary's site, as

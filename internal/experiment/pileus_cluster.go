@@ -96,9 +96,8 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type run struct {
-		row     PileusRow
-		latency time.Duration
-		err     error
+		row PileusRow
+		err error
 	}
 	runs := make([]*run, 0, len(o.Clients)*len(clusterStrategies))
 	var wg sync.WaitGroup
@@ -114,7 +113,7 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 				// random numbers), so their rows differ by their choices and
 				// the network, not by the workload.
 				rng := rand.New(rand.NewPCG(o.Seed, uint64(i+1)))
-				r.latency, r.err = runClusterClient(ctx, o, site, strategy, agreement, keys, rng, deadline, &r.row)
+				r.err = runClusterClient(ctx, o, site, strategy, agreement, keys, rng, deadline, &r.row)
 				if r.err != nil {
 					cancel()
 				}
@@ -138,23 +137,10 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 		if r.err != nil {
 			return nil, fmt.Errorf("%s/%s/%s: %w", name, r.row.Client, r.row.Strategy, r.err)
 		}
-		row := r.row
-		if row.Gets == 0 {
-			return nil, fmt.Errorf("%s/%s/%s: no Gets ran", name, row.Client, row.Strategy)
+		if err := r.row.finish(); err != nil {
+			return nil, err
 		}
-		n := float64(row.Gets)
-		row.finishUtility(n)
-		row.Unmet /= n
-		for i := range row.Met {
-			row.Met[i] /= n
-		}
-		row.AvgLatencyMS = float64(r.latency) / n / float64(time.Millisecond)
-		if row.Strategy == cosla.Pileus.String() {
-			if u, ok := paperUtility[name][row.Client]; ok {
-				row.PaperUtility = &u
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, r.row)
 	}
 	return rows, nil
 }
@@ -162,17 +148,16 @@ func runClusterSLA(ctx context.Context, o ClusterOptions, name string, agreement
 // runClusterClient is one client's closed loop: sessions of SessionOps
 // operations, half Puts and half Gets, until the deadline.
 func runClusterClient(ctx context.Context, o ClusterOptions, site string, strategy cosla.Strategy, agreement sla.SLA,
-	keys workload.Generator, rng *rand.Rand, deadline time.Time, row *PileusRow) (time.Duration, error) {
+	keys workload.Generator, rng *rand.Rand, deadline time.Time, row *PileusRow) error {
 	c, err := cosla.Open(ctx, cosla.Config{Site: site, Name: fmt.Sprintf("demo-%s", strategy), Nodes: o.Nodes[site]})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer c.Close()
 	t, err := c.OpenTable(ctx, o.Table)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var latency time.Duration
 	var s *cosla.Session
 	for op := 0; time.Now().Before(deadline); op++ {
 		if op%o.SessionOps == 0 {
@@ -180,31 +165,23 @@ func runClusterClient(ctx context.Context, o ClusterOptions, site string, strate
 				c.EndSession(s)
 			}
 			if s, err = c.BeginSession(t, agreement, cosla.WithStrategy(strategy)); err != nil {
-				return 0, err
+				return err
 			}
 		}
 		key := workload.Key(keys.Next(rng))
 		if rng.IntN(2) == 0 {
 			if _, err := c.Put(ctx, s, key, fmt.Appendf(nil, "%s-%s-%d", site, strategy, op)); err != nil && !errors.Is(err, cosla.ErrTimeout) {
-				return 0, err
+				return err
 			}
 			continue
 		}
 		_, res, err := c.Get(ctx, s, key)
-		switch {
-		case err == nil:
-			row.Met[res.Met]++
-			row.AvgUtility += res.SubSLA.Utility
-			row.utilitySq += res.SubSLA.Utility * res.SubSLA.Utility
-		case errors.Is(err, cosla.ErrSLAUnmet), errors.Is(err, cosla.ErrTimeout):
-			row.Unmet++
-		default:
-			return 0, err
+		if err != nil && !errors.Is(err, cosla.ErrSLAUnmet) && !errors.Is(err, cosla.ErrTimeout) {
+			return err
 		}
-		row.Gets++
-		latency += res.RTT
+		row.record(res.Met, res.SubSLA.Utility, res.RTT)
 	}
-	return latency, nil
+	return nil
 }
 
 // LoadKeys writes every key once through a client at site, with a few
