@@ -111,6 +111,9 @@ type Options struct {
 	// test decides when ticks happen. It returns the tick channel and a
 	// function that stops the ticker.
 	newTicker func(time.Duration) (<-chan time.Time, func())
+	// withDuration, if set, replaces context.WithTimeout for the Duration
+	// bound, so that a test decides when the bound passes.
+	withDuration func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 // EnsureDefaults fills unset fields with their defaults, taking Operations
@@ -127,6 +130,9 @@ func (o *Options) EnsureDefaults(w *workload.Workload) {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.withDuration == nil {
+		o.withDuration = context.WithTimeout
 	}
 	if o.newTicker == nil {
 		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
@@ -210,7 +216,7 @@ func Run(ctx context.Context, store Store, w *workload.Workload, opts Options) (
 
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if opts.Duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, opts.Duration)
+		runCtx, cancel = opts.withDuration(ctx, opts.Duration)
 	}
 	defer cancel()
 	// One source and one lock for the whole sequence of operations: the

@@ -258,16 +258,43 @@ func TestCancel(t *testing.T) {
 
 // TestDuration runs against a store that never answers: only the duration
 // bound can end the run, and every client's operation is aborted, not
-// counted as an error.
+// counted as an error. The bound passes when the test says so, once all
+// clients are inside the store.
 func TestDuration(t *testing.T) {
 	const clients = 3
 	store := newFakeStore()
+	store.entered = make(chan struct{})
 	store.release = make(chan struct{}) // never sent on
-	res, err := Run(context.Background(), store, newWorkload(t, "b"), Options{Clients: clients, Duration: time.Millisecond})
-	if err != nil {
-		t.Fatalf("Run: %v; %s", err, repro(t))
+	expire := make(chan context.CancelFunc, 1)
+	opts := Options{
+		Clients:  clients,
+		Duration: time.Hour,
+		withDuration: func(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			expire <- cancel
+			return ctx, cancel
+		},
 	}
-	run := res.Run
+	type ran struct {
+		res Result
+		err error
+	}
+	w := newWorkload(t, "b")
+	done := make(chan ran, 1)
+	go func() {
+		res, err := Run(context.Background(), store, w, opts)
+		done <- ran{res, err}
+	}()
+	pass := <-expire
+	for range clients {
+		<-store.entered
+	}
+	pass()
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("Run: %v; %s", got.err, repro(t))
+	}
+	run := got.res.Run
 	if run.Stop != StopDuration || run.Operations != 0 || run.Errors != 0 || run.Aborted != clients {
 		t.Errorf("run: stop %s, %d operations, %d errors, %d aborted; want duration, 0, 0, %d; %s",
 			run.Stop, run.Operations, run.Errors, run.Aborted, clients, repro(t))
