@@ -212,13 +212,38 @@ func siteOf(id wire.NodeID) string {
 	return site
 }
 
+// network is what a scheduled change acts on: the simulator's links and
+// nodes, or a local cluster's emulated WAN.
+type network interface {
+	// setLink sets the round trip and one-way jitter of the link between
+	// sites a and b (a == b: between a client and a node of one site).
+	setLink(a, b string, rtt, jitter time.Duration) error
+	partition(a, b string) error
+	heal(a, b string) error
+	crash(node string) error
+	restart(node string) error
+}
+
+// simNetwork is the simulator as a network.
+type simNetwork struct{ sim *sim.Sim }
+
+func (n simNetwork) setLink(a, b string, rtt, jitter time.Duration) error {
+	return n.sim.SetLatency(a, b, sim.Latency{Mean: rtt / 2, Jitter: jitter})
+}
+func (n simNetwork) partition(a, b string) error { return n.sim.Partition(a, b) }
+func (n simNetwork) heal(a, b string) error      { return n.sim.Heal(a, b) }
+func (n simNetwork) crash(node string) error     { return n.sim.Crash(wire.NodeID(node)) }
+func (n simNetwork) restart(node string) error   { return n.sim.Restart(wire.NodeID(node)) }
+
 // world is the oracle's view of the network for one run: the configured
-// round trips, cut links and crashed nodes.
+// round trips and jitters, cut links and crashed nodes. It applies the
+// scheduled changes to net.
 type world struct {
 	s       *Scenario
-	w       *harness.World
+	net     network
 	client  string
 	rtt     map[[2]string]time.Duration
+	jitter  map[[2]string]time.Duration
 	down    map[[2]string]bool
 	crashed map[string]bool
 }
@@ -230,62 +255,57 @@ func pair(a, b string) [2]string {
 	return [2]string{a, b}
 }
 
-func newWorld(s *Scenario, w *harness.World, client string) *world {
-	o := &world{s: s, w: w, client: client, rtt: map[[2]string]time.Duration{},
-		down: map[[2]string]bool{}, crashed: map[string]bool{}}
+func newWorld(s *Scenario, net network, client string) *world {
+	o := &world{s: s, net: net, client: client, rtt: map[[2]string]time.Duration{},
+		jitter: map[[2]string]time.Duration{}, down: map[[2]string]bool{}, crashed: map[string]bool{}}
 	for _, st := range s.topo.Sites {
 		o.rtt[pair(st.Name, st.Name)] = s.topo.LocalRTT
 	}
 	for _, l := range s.topo.Links {
 		o.rtt[pair(l.A, l.B)] = l.RTT
+		o.jitter[pair(l.A, l.B)] = l.Jitter
 	}
 	return o
 }
 
 // apply makes a scheduled change and describes it.
 func (o *world) apply(e EventSpec) (string, error) {
-	simw := o.w.Sim
 	switch e.Action {
 	case ActionCrash, ActionRestart:
 		id, _ := o.s.replicaNode(e.Node)
 		if e.Action == ActionCrash {
 			o.crashed[id] = true
-			return "crash " + id, simw.Crash(wire.NodeID(id))
+			return "crash " + id, o.net.crash(id)
 		}
 		delete(o.crashed, id)
-		return "restart " + id, simw.Restart(wire.NodeID(id))
+		return "restart " + id, o.net.restart(id)
 	}
 	a, b := o.s.site(e.From, o.client), o.s.site(e.To, o.client)
 	key := pair(a, b)
-	l, _ := simw.Latency(a, b)
 	switch e.Action {
 	case ActionPartition:
 		o.down[key] = true
-		return fmt.Sprintf("partition %s-%s", a, b), simw.Partition(a, b)
+		return fmt.Sprintf("partition %s-%s", a, b), o.net.partition(a, b)
 	case ActionHeal:
 		delete(o.down, key)
-		return fmt.Sprintf("heal %s-%s", a, b), simw.Heal(a, b)
+		return fmt.Sprintf("heal %s-%s", a, b), o.net.heal(a, b)
 	case ActionAddRTT:
-		l.Mean = max(0, l.Mean+e.RTT/2)
 		o.rtt[key] = max(0, o.rtt[key]+e.RTT)
 	case ActionSetRTT:
-		l.Mean = e.RTT / 2
-		if e.Jitter != nil {
-			l.Jitter = *e.Jitter
-		}
 		o.rtt[key] = e.RTT
+		if e.Jitter != nil {
+			o.jitter[key] = *e.Jitter
+		}
 	case ActionRestore:
 		if a == b {
-			l = sim.Latency{Mean: o.s.topo.LocalRTT / 2}
-			o.rtt[key] = o.s.topo.LocalRTT
+			o.rtt[key], o.jitter[key] = o.s.topo.LocalRTT, 0
 		} else {
 			tl, _ := o.s.topo.Link(a, b)
-			l = sim.Latency{Mean: tl.RTT / 2, Jitter: tl.Jitter}
-			o.rtt[key] = tl.RTT
+			o.rtt[key], o.jitter[key] = tl.RTT, tl.Jitter
 		}
 	}
 	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, o.rtt[key])
-	return desc, simw.SetLatency(a, b, l)
+	return desc, o.net.setLink(a, b, o.rtt[key], o.jitter[key])
 }
 
 // best returns the attainable (subSLA, node) choices of highest utility
@@ -364,7 +384,7 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		return r, err
 	}
 
-	oracle := newWorld(s, w, clientSite)
+	oracle := newWorld(s, simNetwork{w.Sim}, clientSite)
 	start := w.Sim.Now()
 	since := func() float64 { return (w.Sim.Now() - start).Seconds() }
 	timeline := len(s.Schedule) > 0

@@ -178,6 +178,15 @@ func TestPileusFig13(t *testing.T) {
 // TestSameSeedSameResults checks that a seed fixes results.json, and that
 // a run writes every file.
 func TestSameSeedSameResults(t *testing.T) {
+	// Hedged and retried Gets have timers of their own: their traces too
+	// must be the same in every run.
+	_, hedged := runPreset(t, "pileus-fig13", 0.1)
+	_, hedgedAgain := runPreset(t, "pileus-fig13", 0.1)
+	for i, run := range hedged.Runs {
+		if again := hedgedAgain.Runs[i].TraceHash; run.TraceHash != again {
+			t.Errorf("pileus-fig13 %s, seed %d: trace hash %s, then %s", run.Strategy, testSeed, run.TraceHash, again)
+		}
+	}
 	s, first := runPreset(t, "pileus-table2", 0.05)
 	_, again := runPreset(t, "pileus-table2", 0.05)
 	a, err := MarshalResult(first)
