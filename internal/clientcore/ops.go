@@ -174,7 +174,9 @@ type holdTimer struct{ g *getCall }
 
 // String names the timer by the Get's key and start, not the pointer, so
 // that a simulator's trace of it is the same in every run.
-func (t holdTimer) String() string { return fmt.Sprintf("{%q %s}", t.g.key, t.g.start.Format(time.RFC3339Nano)) }
+func (t holdTimer) String() string {
+	return fmt.Sprintf("{%q %s}", t.g.key, t.g.start.Format(time.RFC3339Nano))
+}
 
 // finish reports the Get's outcome, once.
 func (g *getCall) finish(err error) {
