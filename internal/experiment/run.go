@@ -163,7 +163,7 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: append([]string{s.Table.Primary}, s.Table.Secondaries...)}
+		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: s.replicaSites()}
 	total := len(s.slas) * len(s.Clients) * len(s.Strategies)
 	digest := fnv.New64a()
 	for _, v := range s.slas {
@@ -205,6 +205,11 @@ func (s *Scenario) layout() wire.Layout {
 	}
 	return wire.Layout{Name: "usertable", Tablets: []wire.Tablet{tablet},
 		Replication: wire.Replication{Mode: mode, Interval: s.Table.PullInterval}}
+}
+
+// replicaSites are the sites of the table's replicas, primary first.
+func (s *Scenario) replicaSites() []string {
+	return append([]string{s.Table.Primary}, s.Table.Secondaries...)
 }
 
 func siteOf(id wire.NodeID) string {
@@ -387,8 +392,7 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 	oracle := newWorld(s, simNetwork{w.Sim}, clientSite)
 	start := w.Sim.Now()
 	since := func() float64 { return (w.Sim.Now() - start).Seconds() }
-	timeline := len(s.Schedule) > 0
-	var points []GetPoint
+	rec := newRecorder(&r, len(s.Schedule) > 0)
 	var events []EventRecord
 	var applyErr error
 	fire := func(e EventSpec) {
@@ -409,8 +413,6 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		}
 		w.Sim.At(start+time.Duration(float64(e.At)*o.Scale), func() { fire(e) })
 	}
-	target := map[int]map[string]int{}
-	var latency time.Duration
 	loop := &harness.Loop{
 		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy, Get: getOpts,
 		SessionOps: s.Workload.SessionOps, Think: s.Workload.Think,
@@ -421,31 +423,8 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		},
 		OnPut: func(clientcore.PutResult, error) { r.Puts++ },
 		OnGet: func(g clientcore.GetResult, err error) {
-			r.Gets++
-			if g.Retried {
-				r.ExtraRequests++
-			}
-			if g.Hedged {
-				r.ExtraRequests++
-			}
-			latency += g.RTT
-			site := siteOf(g.Node)
-			if g.Target >= 0 {
-				if target[g.Target] == nil {
-					target[g.Target] = map[string]int{}
-				}
-				target[g.Target][site]++
-			}
-			if g.Met >= 0 {
-				r.Met[g.Met]++
-				r.AvgUtility += g.SubSLA.Utility
-			} else {
-				r.Unmet++
-			}
-			if timeline {
-				points = append(points, GetPoint{AtS: since(), Utility: g.Utility(), Target: g.Target + 1,
-					Node: site, Met: g.Met + 1, RTTMS: ms(g.RTT)})
-			}
+			rec.get(getOutcome{Met: g.Met, Target: g.Target, Utility: g.Utility(), Site: siteOf(g.Node),
+				RTT: g.RTT, Extra: extraRequests(g.Retried, g.Hedged)}, since())
 			for _, e := range byGets {
 				if e.AfterGets == r.Gets {
 					w.Sim.After(0, func() { fire(e) })
@@ -480,28 +459,21 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		return r, fmt.Errorf("no Gets ran")
 	}
 	r.VirtualS = since()
-	n := float64(r.Gets)
-	r.AvgUtility /= n
-	r.Unmet /= n
-	for i := range r.Met {
-		r.Met[i] /= n
-	}
-	r.AvgLatencyMS = ms(latency) / n
-	if strategy == clientcore.Pileus {
-		for i := range v.SLA {
-			row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.Met[i]}
-			for _, site := range append([]string{s.Table.Primary}, s.Table.Secondaries...) {
-				row.GetsPct[site] = 100 * float64(target[i][site]) / n
-			}
-			r.Breakdown = append(r.Breakdown, row)
-		}
-	}
-	if timeline {
-		r.Events, r.Timeline = events, points
-		r.Adaptation = adaptation(events, points, s.Adapt.Gets)
-	}
+	rec.finish(strategy == clientcore.Pileus, s.replicaSites(), events, s.Adapt.Gets)
 	r.TraceHash = fmt.Sprintf("%016x", w.Sim.TraceHash())
 	return r, nil
+}
+
+// extraRequests counts a Get's requests beyond the first.
+func extraRequests(retried, hedged bool) int {
+	n := 0
+	if retried {
+		n++
+	}
+	if hedged {
+		n++
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
