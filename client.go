@@ -82,6 +82,14 @@ type Config struct {
 	// ProbeInterval: replicas not heard from for this long are probed
 	// (Pileus 4.5). Default 10s.
 	ProbeInterval time.Duration
+	// RTTWindow is how long the monitor keeps round-trip samples (Pileus
+	// 4.5: "the last few minutes"). Default 2m.
+	RTTWindow time.Duration
+	// AdaptiveProbing, beyond the paper (Pileus 6.1), gives each replica
+	// its own probe interval, between ProbeInterval/4 and 4*ProbeInterval:
+	// shorter while the node's round trips change, longer while they
+	// hold. Default false.
+	AdaptiveProbing bool
 	// ClockUncertainty is how far the primaries' clocks may be ahead of
 	// this client's; bounded-staleness Gets ask for that much more
 	// freshness. Default 0.
@@ -145,6 +153,8 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		Nodes:            slices.Sorted(maps.Keys(peers)),
 		RequestTimeout:   cfg.RequestTimeout,
 		ProbeInterval:    cfg.ProbeInterval,
+		RTTWindow:        cfg.RTTWindow,
+		AdaptiveProbing:  cfg.AdaptiveProbing,
 		ClockUncertainty: cfg.ClockUncertainty,
 		MaxKeyBytes:      cfg.MaxKeyBytes,
 		MaxValueBytes:    cfg.MaxValueBytes,
@@ -501,6 +511,8 @@ type Metrics struct {
 	Unmet int64
 	// RTT is the monitor's round-trip estimate per node.
 	RTT []clientcore.RTTEstimate
+	// Probes counts the monitor's probes sent (Pileus 4.5).
+	Probes uint64
 }
 
 func (c *Client) recordGet(r Result, err error) {
@@ -527,6 +539,9 @@ func (c *Client) Metrics() Metrics {
 	m.RTT, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- []clientcore.RTTEstimate) {
 		ch <- core.RTTEstimates()
 	})
+	m.Probes, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- uint64) {
+		ch <- core.ProbesSent()
+	})
 	return m
 }
 
@@ -545,4 +560,5 @@ func (m Metrics) WritePrometheus(w io.Writer) {
 	for _, r := range m.RTT {
 		fmt.Fprintf(w, "cosla_client_rtt_seconds{node=%q,samples=\"%d\"} %.6f\n", r.Node, r.Samples, r.Mean.Seconds())
 	}
+	fmt.Fprintf(w, "# HELP cosla_client_probes_total Probes the monitor sent (Pileus 4.5).\n# TYPE cosla_client_probes_total counter\ncosla_client_probes_total %d\n", m.Probes)
 }

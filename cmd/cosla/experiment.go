@@ -1,12 +1,16 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cosla/cosla/internal/experiment"
 )
@@ -35,20 +39,18 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	return usagef("unknown subcommand %q (want list or run)", args[0])
 }
 
-// errClusterMode is returned for --mode cluster, which is not built yet.
-var errClusterMode = errors.New("--mode cluster is not implemented yet; use --mode sim (or `cosla demo` for the Pileus tables on a local cluster)")
-
 func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("experiment run", stderr)
-	mode := fs.String("mode", "sim", "where to run: sim (deterministic simulator); cluster is not implemented yet")
-	seed := fs.Uint64("seed", 1, "seed of the simulated run; the same seed gives the same results.json")
-	out := fs.String("out", "", "output directory (default ./experiments/NAME-seedN)")
-	scale := fs.Float64("scale", 1, "multiply the workload's operations or duration and the schedule by this")
+	mode := fs.String("mode", "sim", "where to run: sim (deterministic simulator, virtual time) or cluster (a local cluster of real processes, real time)")
+	seed := fs.Uint64("seed", 1, "seed of the run; in sim mode the same seed gives the same results.json")
+	out := fs.String("out", "", "output directory (default ./experiments/NAME-MODE-seedN)")
+	scale := fs.Float64("scale", 0, "sim: multiply the workload's operations or duration and the schedule by this (default 1);\ncluster: the time scale (default the scenario's cluster.time_scale)")
 	jsonOut := fs.Bool("json", false, "print results.json on stdout instead of the tables")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla experiment run NAME|FILE [--mode sim] [--seed N] [--out DIR] [--json]")
+		fmt.Fprintln(stderr, "Usage: cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--scale X] [--json]")
 		fmt.Fprintln(stderr, "\nRuns a scenario (a shipped one, see `cosla experiment list`, or a YAML file) and writes")
-		fmt.Fprintln(stderr, "results.json, tables/*.csv, plots/*.png and *.svg and report.md into --out.\n\nFlags:")
+		fmt.Fprintln(stderr, "results.json, tables/*.csv, plots/*.png and *.svg and report.md into --out. In cluster")
+		fmt.Fprintln(stderr, "mode the cluster's data and logs go into --out/cluster.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	// Accept the scenario before or after the flags.
@@ -70,14 +72,10 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	if name == "" {
 		return usagef("name a scenario: cosla experiment run NAME|FILE (see cosla experiment list)")
 	}
-	switch *mode {
-	case "sim":
-	case "cluster":
-		return errClusterMode
-	default:
+	if *mode != "sim" && *mode != "cluster" {
 		return usagef("--mode %q: want sim or cluster", *mode)
 	}
-	if !(*scale > 0 && *scale <= 100) {
+	if *scale != 0 && !(*scale > 0 && *scale <= 100) {
 		return usagef("--scale must be in (0, 100], got %v", *scale)
 	}
 	s, err := experiment.Resolve(name)
@@ -86,20 +84,19 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	}
 	dir := *out
 	if dir == "" {
-		dir = filepath.Join("experiments", fmt.Sprintf("%s-seed%d", s.Name, *seed))
+		dir = filepath.Join("experiments", fmt.Sprintf("%s-%s-seed%d", s.Name, *mode, *seed))
 	}
-	command := fmt.Sprintf("cosla experiment run %s --mode sim --seed %d --out %s", name, *seed, dir)
-	if *scale != 1 {
+	command := fmt.Sprintf("cosla experiment run %s --mode %s --seed %d --out %s", name, *mode, *seed, dir)
+	if *scale != 0 {
 		command += fmt.Sprintf(" --scale %g", *scale)
 	}
-	fmt.Fprintf(stderr, "cosla experiment run %s: seed %d, mode sim, output %s\n", s.Name, *seed, dir)
-	res, err := experiment.Run(s, experiment.RunOptions{
-		Seed: *seed, Scale: *scale,
-		Progress: func(done, total int, r experiment.RunResult) {
-			fmt.Fprintf(stderr, "  [%3d/%d] %-22s %-8s %-8s utility %.3f  latency %.1f ms  (%d Gets, %.0fs virtual)\n",
-				done, total, r.SLA, r.Client, r.Strategy, r.AvgUtility, r.AvgLatencyMS, r.Gets, r.VirtualS)
-		},
-	})
+	fmt.Fprintf(stderr, "cosla experiment run %s: seed %d, mode %s, output %s\n", s.Name, *seed, *mode, dir)
+	var res *experiment.Result
+	if *mode == "cluster" {
+		res, err = runExperimentCluster(s, dir, *seed, *scale, stderr)
+	} else {
+		res, err = runExperimentSim(s, *seed, *scale, stderr)
+	}
 	if err != nil {
 		return fmt.Errorf("%w\nreproduce with: %s", err, command)
 	}
@@ -107,7 +104,10 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "seed %d, trace hash %s; wrote %d files into %s (report.md, results.json, tables/, plots/)\n", *seed, res.TraceHash, len(files), dir)
+	if res.Mode == "sim" {
+		fmt.Fprintf(stderr, "seed %d, trace hash %s; ", *seed, res.TraceHash)
+	}
+	fmt.Fprintf(stderr, "wrote %d files into %s (report.md, results.json, tables/, plots/)\n", len(files), dir)
 	fmt.Fprintf(stderr, "reproduce with: %s\n", command)
 	if *jsonOut {
 		js, err := experiment.MarshalResult(res)
@@ -137,4 +137,39 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	return nil
+}
+
+func printRunResult(stderr io.Writer, prefix string, r experiment.RunResult) {
+	fmt.Fprintf(stderr, "%s %-22s %-8s %-14s utility %.3f  latency %.1f ms  (%d Gets, %.0fs)\n",
+		prefix, r.SLA, r.Client, r.Strategy, r.AvgUtility, r.AvgLatencyMS, r.Gets, r.VirtualS)
+}
+
+func runExperimentSim(s *experiment.Scenario, seed uint64, scale float64, stderr io.Writer) (*experiment.Result, error) {
+	return experiment.Run(s, experiment.RunOptions{
+		Seed: seed, Scale: scale,
+		Progress: func(done, total int, r experiment.RunResult) {
+			printRunResult(stderr, fmt.Sprintf("  [%3d/%d]", done, total), r)
+		},
+	})
+}
+
+// runExperimentCluster runs the scenario on a local cluster in dir/cluster;
+// scale, if not 0, replaces the scenario's cluster.time_scale.
+func runExperimentCluster(s *experiment.Scenario, dir string, seed uint64, scale float64, stderr io.Writer) (*experiment.Result, error) {
+	if scale != 0 {
+		s.Cluster.TimeScale = scale
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{
+		Dir: filepath.Join(dir, "cluster"), Seed: seed,
+		Progress: func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res.Runs {
+		printRunResult(stderr, " ", r)
+	}
+	return res, nil
 }

@@ -103,6 +103,22 @@ type Options struct {
 	// is probed for its round-trip time and high timestamp (4.5).
 	// Default 10s.
 	ProbeInterval time.Duration
+	// AdaptiveProbing, beyond the paper (Pileus 6.1: "clients could adapt
+	// the rate at which they send periodic probes"), gives each replica a
+	// probe interval of its own, starting at ProbeInterval: a probe whose
+	// round trip departs from the node's mean, or that times out, drops
+	// it to MinProbeInterval; one that agrees doubles it, up to
+	// MaxProbeInterval. Two probes in a row that depart from the mean
+	// but agree with each other are taken for a shift in the node's
+	// latency, and the samples from before it are forgotten. Stable
+	// nodes cost fewer probes, and the client learns sooner that an idle
+	// node has changed. Default false: every replica is probed at
+	// ProbeInterval.
+	AdaptiveProbing bool
+	// MinProbeInterval and MaxProbeInterval bound a replica's probe
+	// interval under AdaptiveProbing, and must be left unset without it.
+	// Defaults ProbeInterval/4 and 4*ProbeInterval.
+	MinProbeInterval, MaxProbeInterval time.Duration
 	// RequestTimeout bounds Puts, table operations and Gets whose SLA has
 	// an unbounded subSLA. Default 10s.
 	// ProbeTimeout bounds a probe: a node that has not answered by then
@@ -137,6 +153,12 @@ func (o Options) EnsureDefaults() Options {
 	if o.ProbeInterval == 0 {
 		o.ProbeInterval = 10 * time.Second
 	}
+	if o.AdaptiveProbing && o.MinProbeInterval == 0 {
+		o.MinProbeInterval = o.ProbeInterval / 4
+	}
+	if o.AdaptiveProbing && o.MaxProbeInterval == 0 {
+		o.MaxProbeInterval = 4 * o.ProbeInterval
+	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
@@ -163,6 +185,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.RTTSamplesMax must be positive, got %d", o.RTTSamplesMax)
 	case o.ProbeInterval <= 0:
 		return fmt.Errorf("clientcore: Options.ProbeInterval must be positive, got %s", o.ProbeInterval)
+	case !o.AdaptiveProbing && (o.MinProbeInterval != 0 || o.MaxProbeInterval != 0):
+		return fmt.Errorf("clientcore: Options.MinProbeInterval and MaxProbeInterval are set (%s and %s) but AdaptiveProbing is not", o.MinProbeInterval, o.MaxProbeInterval)
+	case o.AdaptiveProbing && (o.MinProbeInterval <= 0 || o.MinProbeInterval > o.ProbeInterval):
+		return fmt.Errorf("clientcore: Options.MinProbeInterval must be positive and at most ProbeInterval (%s), got %s", o.ProbeInterval, o.MinProbeInterval)
+	case o.AdaptiveProbing && o.MaxProbeInterval < o.ProbeInterval:
+		return fmt.Errorf("clientcore: Options.MaxProbeInterval must be at least ProbeInterval (%s), got %s", o.ProbeInterval, o.MaxProbeInterval)
 	case o.RequestTimeout <= 0:
 		return fmt.Errorf("clientcore: Options.RequestTimeout must be positive, got %s", o.RequestTimeout)
 	case o.ProbeTimeout <= 0 || o.ProbeTimeout > o.RequestTimeout:
@@ -204,6 +232,8 @@ type Client struct {
 	// mins is scratch space for minimum read timestamps, so that selecting
 	// a target does not allocate.
 	mins []minTS
+	// probesSent counts the probes sent since New.
+	probesSent uint64
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -230,7 +260,7 @@ func (c *Client) Start(env node.Env) error {
 	c.pending = map[uint64]*pending{}
 	c.tables = map[string]*Table{}
 	c.rtt = map[wire.NodeID]*rttStats{}
-	env.After(c.opts.ProbeInterval, probeTimer{})
+	env.After(c.probeTick(), probeTimer{})
 	return nil
 }
 
@@ -277,7 +307,7 @@ func (c *Client) Fire(timer any) {
 		}
 	case probeTimer:
 		c.probeIdle()
-		c.env.After(c.opts.ProbeInterval, t)
+		c.env.After(c.probeTick(), t)
 	case holdTimer:
 		c.finishHeld(t.g)
 	default:

@@ -107,6 +107,16 @@ type replicaState struct {
 	// monitor probes replicas it has not heard from for a while.
 	lastContact time.Time
 	probing     bool
+	// probeInterval is this replica's own probe interval under
+	// Options.AdaptiveProbing; zero until a probe has adapted it, which
+	// stands for Options.ProbeInterval.
+	probeInterval time.Duration
+	// shift is the last probe's round trip if it departed from the
+	// node's window mean (zero if not), and shiftSent when that probe was
+	// sent: a candidate shift in latency that the next probe may confirm
+	// (Options.AdaptiveProbing).
+	shift     time.Duration
+	shiftSent time.Time
 }
 
 // observeHigh records a high timestamp reported by the replica.
@@ -114,6 +124,93 @@ func (r *replicaState) observeHigh(ts hlc.Timestamp, at time.Time) {
 	r.high = hlc.Max(r.high, ts)
 	r.lastContact = at
 }
+
+// Adaptive probing, beyond the paper. Pileus 6.1: "If the latency to a
+// node is fairly stable and the consistency predictable, then clients
+// could probe less frequently." A probe's round trip departs from the
+// node's window mean when it differs from it by more than
+// volatileFraction of the mean and by more than volatileMin. The paper
+// gives no numbers: these are our choice. A quarter of the mean is well
+// beyond the jitter of a wide-area link (a millisecond or so on a link of
+// 150 ms) yet well within a change worth reacting to, and volatileMin
+// keeps a node a millisecond away from looking volatile over a few
+// hundred microseconds.
+const (
+	volatileFraction = 0.25
+	volatileMin      = 5 * time.Millisecond
+)
+
+// departs reports whether rtt departs from reference as the constants
+// above define it.
+func departs(rtt, reference time.Duration) bool {
+	deviation := rtt - reference
+	if deviation < 0 {
+		deviation = -deviation
+	}
+	return deviation > max(time.Duration(volatileFraction*float64(reference)), volatileMin)
+}
+
+// probeTick is the period of the probe timer. Under AdaptiveProbing it
+// is the shortest interval, so a replica is probed at most one tick after
+// its own interval runs out.
+func (c *Client) probeTick() time.Duration {
+	if c.opts.AdaptiveProbing {
+		return c.opts.MinProbeInterval
+	}
+	return c.opts.ProbeInterval
+}
+
+// probeInterval is how long the client may go without hearing from r
+// before probing it.
+func (c *Client) probeInterval(r *replicaState) time.Duration {
+	if !c.opts.AdaptiveProbing || r.probeInterval == 0 {
+		return c.opts.ProbeInterval
+	}
+	return r.probeInterval
+}
+
+// adaptProbe judges a probe of r sent at sent under
+// Options.AdaptiveProbing; mean and measured describe the node's window
+// before the probe's sample was added.
+//
+// A probe that times out, or whose round trip departs from the mean,
+// marks the node volatile: it is probed every MinProbeInterval. Any other
+// probe marks it stable: its interval doubles, up to MaxProbeInterval.
+// Only probes count: a replica that serves Gets or Puts is not probed at
+// all, and its interval matters only once they stop, when the probes
+// judge it afresh.
+//
+// Probing a volatile node more often is not enough by itself: its window
+// still holds minutes of samples from before the change (in Pileus 5.4's
+// scenario, after #5, some sixty from Gets and probes), and a probe every
+// few seconds takes nearly the whole window to outweigh them. So when two probes in a row
+// depart from the mean and agree with each other, the client takes it
+// that the node's latency has shifted and forgets the samples taken
+// before the first of them, as the window would once it had passed. One
+// outlying round trip is not enough; a timeout never is.
+func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration, measured bool, rtt time.Duration, timedOut bool) {
+	if !c.opts.AdaptiveProbing || !measured && !timedOut {
+		return // the node's first sample: nothing to judge it by
+	}
+	if !timedOut && !departs(rtt, mean) {
+		r.probeInterval = min(2*c.probeInterval(r), c.opts.MaxProbeInterval)
+		r.shift = 0
+		return
+	}
+	r.probeInterval = c.opts.MinProbeInterval
+	if timedOut {
+		r.shift = 0
+		return
+	}
+	if r.shift > 0 && !departs(rtt, r.shift) {
+		r.rtt.expire(r.shiftSent)
+	}
+	r.shift, r.shiftSent = rtt, sent
+}
+
+// ProbesSent returns the number of probes the client has sent since New
+// (Pileus 4.5; under Options.AdaptiveProbing, 6.1).
+func (c *Client) ProbesSent() uint64 { return c.probesSent }
 
 // RTTEstimate is the monitor's view of one node's round-trip time.
 type RTTEstimate struct {

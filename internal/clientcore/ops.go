@@ -431,12 +431,14 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 		return
 	}
 	r.probing = true
+	c.probesSent++
 	sent := c.env.Now()
 	req := c.newReq()
 	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: ref}, req, c.opts.ProbeTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
-			c.observeRTT(r, sent)
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
 				r.observeHigh(reply.HighTS, c.env.Now())
 			}
@@ -446,7 +448,8 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 		},
 		onTimeout: func() {
 			r.probing = false
-			c.observeRTT(r, sent)
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), true)
 			if finished != nil {
 				finished()
 			}
@@ -455,8 +458,9 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 }
 
 // probeIdle probes every replica of every open table that the client has
-// not heard from within the probe interval (Pileus 4.5), and forgets
-// round-trip samples that have left the window.
+// not heard from within the probe interval (Pileus 4.5; its own under
+// Options.AdaptiveProbing, 6.1), and forgets round-trip samples that have
+// left the window.
 func (c *Client) probeIdle() {
 	now := c.env.Now()
 	for _, s := range c.rtt {
@@ -466,7 +470,7 @@ func (c *Client) probeIdle() {
 		t := c.tables[name]
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				if now.Sub(r.lastContact) >= c.opts.ProbeInterval {
+				if now.Sub(r.lastContact) >= c.probeInterval(r) {
 					c.probe(t.tablets[i].ref, r, nil)
 				}
 			}

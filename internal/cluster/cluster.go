@@ -51,10 +51,13 @@ type Options struct {
 	Topology topology.Topology
 	// Table is the table created at start, with one tablet whose primary
 	// is the first storage node of PrimarySite and whose secondaries are
-	// the first storage node of every other site. Default "usertable".
+	// the first storage node of each of SecondarySites. Default
+	// "usertable".
 	Table string
 	// PrimarySite: default the first site with storage nodes.
 	PrimarySite string
+	// SecondarySites: default every other site with storage nodes.
+	SecondarySites []string
 	// PullInterval is how often the table's secondaries pull. Default 1m.
 	PullInterval time.Duration
 	// Push also streams every Put to the secondaries at once.
@@ -122,8 +125,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.PrimarySite == "" {
 		opts.PrimarySite = storageSites[0].Name
 	}
-	if !slices.ContainsFunc(storageSites, func(s topology.Site) bool { return s.Name == opts.PrimarySite }) {
+	hasStorage := func(site string) bool {
+		return slices.ContainsFunc(storageSites, func(s topology.Site) bool { return s.Name == site })
+	}
+	if !hasStorage(opts.PrimarySite) {
 		return nil, fmt.Errorf("%w: primary site %q has no storage nodes", topology.ErrInvalid, opts.PrimarySite)
+	}
+	if opts.SecondarySites == nil {
+		for _, s := range storageSites {
+			if s.Name != opts.PrimarySite {
+				opts.SecondarySites = append(opts.SecondarySites, s.Name)
+			}
+		}
+	}
+	for _, site := range opts.SecondarySites {
+		if site == opts.PrimarySite || !hasStorage(site) {
+			return nil, fmt.Errorf("%w: secondary site %q is the primary's or has no storage nodes", topology.ErrInvalid, site)
+		}
 	}
 	if err := claimDir(opts.Dir); err != nil {
 		return nil, err
@@ -163,7 +181,9 @@ func claimDir(dir string) error {
 func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error {
 	topo := c.opts.Topology
 	// Addresses: each serve process's own listeners, then one link from
-	// every site to every other storage site.
+	// every site to every storage site, its own included: a client reaches
+	// the nodes of its own site over a link with the topology's LocalRTT,
+	// which a scenario may slow down too (Pileus 5.4).
 	for _, s := range storageSites {
 		addr, err := freeAddr()
 		if err != nil {
@@ -178,22 +198,21 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	for _, from := range topo.Sites {
 		nodes := map[string]string{}
 		for _, to := range c.info.Sites {
-			target := to.Addr
+			settings := wan.Settings{Latency: topo.LocalRTT / 2}
 			if from.Name != to.Name {
 				l, _ := topo.Link(from.Name, to.Name)
-				settings := wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}
-				link, err := c.net.Add(wan.Key{From: from.Name, To: to.Name, Target: to.Name}, to.Addr)
-				if err != nil {
-					return err
-				}
-				if err := link.Set(settings); err != nil {
-					return err
-				}
-				c.links[pairKey(from.Name, to.Name)] = settings
-				target = link.Addr()
+				settings = wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}
 			}
+			link, err := c.net.Add(wan.Key{From: from.Name, To: to.Name, Target: to.Name}, to.Addr)
+			if err != nil {
+				return err
+			}
+			if err := link.Set(settings); err != nil {
+				return err
+			}
+			c.links[pairKey(from.Name, to.Name)] = settings
 			for _, n := range to.Nodes {
-				nodes[to.Name+"/"+n] = target
+				nodes[to.Name+"/"+n] = link.Addr()
 			}
 		}
 		c.info.Clients[from.Name] = nodes
@@ -279,7 +298,7 @@ func (c *Cluster) createTable(ctx context.Context, storageSites []topology.Site)
 		id := s.Name + "/" + s.Replicas[0]
 		if s.Name == c.opts.PrimarySite {
 			tablet.Primary = id
-		} else {
+		} else if slices.Contains(c.opts.SecondarySites, s.Name) {
 			tablet.Secondaries = append(tablet.Secondaries, id)
 		}
 	}
@@ -322,6 +341,44 @@ func (c *Cluster) SetLink(a, b string, s wan.Settings) error {
 	c.links[key] = s
 	c.opts.Logger.Info("cluster: link changed", "a", a, "b", b, "settings", s.String())
 	return nil
+}
+
+// Crash kills a site's process with SIGKILL, as a power cut would: what
+// its nodes had not synced is lost.
+func (c *Cluster) Crash(site string) error {
+	c.mu.Lock()
+	cmd := c.procs[site]
+	delete(c.procs, site)
+	c.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("cosla: site %q has no running process", site)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	c.opts.Logger.Info("cluster: crashed site", "site", site)
+	return nil
+}
+
+// Restart starts a crashed site's process again, on its old addresses and
+// data, and returns once it answers.
+func (c *Cluster) Restart(ctx context.Context, site string) error {
+	c.mu.Lock()
+	i := slices.IndexFunc(c.info.Sites, func(s SiteInfo) bool { return s.Name == site })
+	_, running := c.procs[site]
+	c.mu.Unlock()
+	switch {
+	case i < 0:
+		return fmt.Errorf("cosla: no site %q with storage nodes", site)
+	case running:
+		return fmt.Errorf("cosla: site %q is running", site)
+	}
+	if err := c.spawn(&c.info.Sites[i]); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, c.info.Sites[i].HTTP); err != nil {
+		return fmt.Errorf("cluster: site %s did not restart: %w", site, err)
+	}
+	return writeInfo(&c.info)
 }
 
 // LinkStatus is one emulated link's settings.

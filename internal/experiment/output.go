@@ -31,6 +31,9 @@ func Tables(s *Scenario, r *Result) []Table {
 	}
 	if s.wants(OutUtility) {
 		out = append(out, utilityTable(s, r))
+		if t, ok := optionsTable(r); ok {
+			out = append(out, t)
+		}
 	}
 	if s.wants(OutBreakdown) {
 		out = append(out, breakdownTable(s, r))
@@ -89,7 +92,7 @@ func utilityTable(s *Scenario, r *Result) Table {
 	for i := range maxMet {
 		t.Header = append(t.Header, fmt.Sprintf("met %d %%", i+1))
 	}
-	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets", "extra requests")
+	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets", "extra requests", "probes")
 	for _, run := range r.Runs {
 		p, ok := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
 		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
@@ -101,10 +104,46 @@ func utilityTable(s *Scenario, r *Result) Table {
 			row = append(row, cell)
 		}
 		pl, okl := s.paperValue("avg_latency_ms", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets), strconv.Itoa(run.ExtraRequests))
+		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets), strconv.Itoa(run.ExtraRequests), strconv.Itoa(run.Probes))
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// optionsTable sets each option of Pileus beyond the paper (a strategy
+// pileus+...) beside plain Pileus for the same SLA and client: the
+// utility it gains and the extra requests it spends. It is not ok when
+// no run has both.
+func optionsTable(r *Result) (Table, bool) {
+	t := Table{Name: "options", Title: "Beyond the paper: utility gained and extra requests spent by each option of Pileus",
+		Header: []string{"sla", "client", "strategy", "avg utility", "gain vs pileus", "unmet %", "extra requests", "extra per 100 gets"}}
+	type group struct{ sla, client string }
+	plain := map[group]RunResult{}
+	options := map[group]bool{}
+	for _, run := range r.Runs {
+		g := group{run.SLA, run.Client}
+		switch {
+		case run.Strategy == "pileus":
+			plain[g] = run
+		case strings.HasPrefix(run.Strategy, "pileus+"):
+			options[g] = true
+		}
+	}
+	for _, run := range r.Runs {
+		g := group{run.SLA, run.Client}
+		base, ok := plain[g]
+		if !ok || !options[g] || !strings.HasPrefix(run.Strategy, "pileus") {
+			continue
+		}
+		gain := strconv.FormatFloat(run.AvgUtility-base.AvgUtility, 'f', 3, 64)
+		if !strings.HasPrefix(gain, "-") {
+			gain = "+" + gain
+		}
+		t.Rows = append(t.Rows, []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), gain, f1(100 * run.Unmet),
+			strconv.Itoa(run.ExtraRequests), f1(100 * float64(run.ExtraRequests) / float64(run.Gets))})
+	}
+	t.Caption = "Extra requests are the retries and hedged requests sent beyond one per Get; the monitor's probes are not among them (see the utility table). With a workload given by duration the runs need not make the same number of Gets."
+	return t, len(t.Rows) > 0
 }
 
 func breakdownTable(s *Scenario, r *Result) Table {
@@ -116,7 +155,9 @@ func breakdownTable(s *Scenario, r *Result) Table {
 	t.Header = append(t.Header, "subSLA met %", "paper", "avg utility", "paper")
 	pct := func(x float64) string { return f1(x) }
 	for _, run := range r.Runs {
-		if len(run.Breakdown) == 0 {
+		// Plain Pileus's, as in the paper: the table has no strategy
+		// column for the options' own.
+		if len(run.Breakdown) == 0 || run.Strategy != "pileus" {
 			continue
 		}
 		for i, b := range run.Breakdown {
@@ -195,8 +236,9 @@ func adaptationTable(r *Result) Table {
 	t := Table{Name: "adaptation", Title: "Adaptation after each scheduled change (5.4, Fig. 13)",
 		Header: []string{"client", "strategy", "event", "change", "at s", "best choice", "best utility", "adapted", "gets to adapt", "seconds to adapt", "utility before", "utility after", "gets in phase"}}
 	for _, run := range r.Runs {
+		events := scheduled(run.Events)
 		for i, a := range run.Adaptation {
-			e := run.Events[i]
+			e := events[i]
 			adapted := "no"
 			if a.Adapted {
 				adapted = "yes"
@@ -287,7 +329,11 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	if s.Reference != "" {
 		fmt.Fprintf(&b, "Reproduces: %s.\n\n", s.Reference)
 	}
-	fmt.Fprintf(&b, "- mode: %s (deterministic simulator, virtual time)\n- seed: %d\n- scale: %g\n- trace hash: %s\n", r.Mode, r.Seed, r.Scale, r.TraceHash)
+	if r.Mode == "cluster" {
+		fmt.Fprintf(&b, "- mode: cluster (real processes, TCP and an emulated WAN on this machine; real time, scaled by %g: the workload's duration, the schedule, the pull interval and the clients' probe interval and RTT window; latencies unscaled)\n- seed: %d (the workload; the network's timing is not reproducible)\n", r.Scale, r.Seed)
+	} else {
+		fmt.Fprintf(&b, "- mode: %s (deterministic simulator, virtual time)\n- seed: %d\n- scale: %g\n- trace hash: %s\n", r.Mode, r.Seed, r.Scale, r.TraceHash)
+	}
 	if o.Command != "" {
 		fmt.Fprintf(&b, "- reproduce with: `%s`\n", o.Command)
 	}
@@ -312,6 +358,10 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 			when := fmt.Sprintf("at %s", e.At)
 			if e.AfterGets > 0 {
 				when = fmt.Sprintf("after %d Gets", e.AfterGets)
+			}
+			if e.Node != "" {
+				fmt.Fprintf(&b, "  - %s %s: %s %s%s\n", e.Label, when, e.Action, e.Node, rttText(e))
+				continue
 			}
 			fmt.Fprintf(&b, "  - %s %s: %s from %s to %s %s%s\n", e.Label, when, e.Action, e.From, e.To, e.Node, rttText(e))
 		}
@@ -349,7 +399,12 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 }
 
 func rttText(e EventSpec) string {
-	if e.RTT != 0 {
+	switch {
+	case e.Action == ActionSpikes:
+		return fmt.Sprintf(" rtt %s for %s every %s on average until %s", e.RTT, e.For, e.Every, e.Until)
+	case e.Action == ActionSlow:
+		return fmt.Sprintf(" service %s", e.Service)
+	case e.RTT != 0:
 		return fmt.Sprintf(" rtt %s", e.RTT)
 	}
 	return ""

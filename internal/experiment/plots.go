@@ -199,8 +199,12 @@ func timelinePlot(run RunResult) (Figure, error) {
 	sc.GlyphStyle.Shape = draw.CircleGlyph{}
 	sc.GlyphStyle.Color = plotutil.Color(0)
 	p.Add(sc)
+	if err := addSpikes(p, run.Events); err != nil {
+		return Figure{}, err
+	}
+	events := scheduled(run.Events)
 	var labels plotter.XYLabels
-	for _, e := range run.Events {
+	for _, e := range events {
 		l, err := plotter.NewLine(plotter.XYs{{X: e.AtS, Y: -0.05}, {X: e.AtS, Y: 1.15}})
 		if err != nil {
 			return Figure{}, err
@@ -213,8 +217,8 @@ func timelinePlot(run RunResult) (Figure, error) {
 	}
 	for i, a := range run.Adaptation {
 		if a.Adapted {
-			labels.XYs = append(labels.XYs, plotter.XY{X: run.Events[i].AtS + a.SecondsToAdapt, Y: 1.08})
-			labels.Labels = append(labels.Labels, "adapted "+run.Events[i].Label)
+			labels.XYs = append(labels.XYs, plotter.XY{X: events[i].AtS + a.SecondsToAdapt, Y: 1.08})
+			labels.Labels = append(labels.Labels, "adapted "+events[i].Label)
 		}
 	}
 	if len(labels.XYs) > 0 {
@@ -228,4 +232,41 @@ func timelinePlot(run RunResult) (Figure, error) {
 		p.Add(lb)
 	}
 	return Figure{Name: fileName("timeline", run.SLA, run.Client, run.Strategy), Title: p.Title.Text, plot: p}, nil
+}
+
+// addSpikes draws the spikes of each spikes event as bars below the
+// Gets, one row per event label, named in the legend: dozens of spikes
+// drawn as lines would hide the Gets.
+func addSpikes(p *plot.Plot, events []EventRecord) error {
+	var names []string
+	start := map[string]float64{}
+	inLegend := map[string]bool{}
+	for _, e := range events {
+		switch e.Spike {
+		case 1:
+			start[e.Label] = e.AtS
+			if !slices.Contains(names, e.Label) {
+				names = append(names, e.Label)
+			}
+		case -1:
+			row := slices.Index(names, e.Label)
+			y := -0.06 - 0.03*float64(row)
+			bar, err := plotter.NewLine(plotter.XYs{{X: start[e.Label], Y: y}, {X: e.AtS, Y: y}})
+			if err != nil {
+				return err
+			}
+			bar.Color = plotutil.Color(2 + row)
+			bar.Width = vg.Points(3)
+			p.Add(bar)
+			if !inLegend[e.Label] {
+				p.Legend.Add("spikes: "+e.Label, bar)
+				inLegend[e.Label] = true
+			}
+		}
+	}
+	if len(names) > 0 {
+		p.Y.Min = min(p.Y.Min, -0.06-0.03*float64(len(names)))
+		p.Legend.Top = true
+	}
+	return nil
 }

@@ -68,6 +68,10 @@ type RunResult struct {
 	// ExtraRequests counts the requests sent beyond one per Get (retries
 	// and hedges).
 	ExtraRequests int `json:"extra_requests"`
+	// Probes counts the monitor's probes sent by the run's client, from
+	// opening the table to the end of the workload (Pileus 4.5; fewer
+	// under adaptive probing, 6.1).
+	Probes int `json:"probes"`
 	// VirtualS is the virtual time the measured workload took.
 	VirtualS float64 `json:"virtual_s"`
 	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
@@ -100,6 +104,10 @@ type EventRecord struct {
 	// Adaptation).
 	BestUtility float64  `json:"best_utility"`
 	Best        []string `json:"best"`
+	// Spike is +1 for the start of a spike of a spikes event, -1 for its
+	// end, 0 for the schedule's own events, the only ones the adaptation
+	// analysis covers.
+	Spike int `json:"spike,omitempty"`
 }
 
 // GetPoint is one Get of a timeline.
@@ -116,7 +124,8 @@ type GetPoint struct {
 //
 // The oracle knows the configured round trips after the event: a (subSLA,
 // node) choice is attainable when the node is up and reachable, the
-// round trip is within the subSLA's latency, and the node provides the
+// round trip (with a slow node's service time, without the random spikes
+// of a spikes event) is within the subSLA's latency, and the node provides the
 // consistency: the primary always; any node for eventual; for the other
 // guarantees the oracle counts only the primary, which is exact for the
 // strong/eventual SLAs of 5.4. Best holds the attainable choices of
@@ -227,6 +236,9 @@ type network interface {
 	heal(a, b string) error
 	crash(node string) error
 	restart(node string) error
+	// setService sets the time a storage node spends on each request,
+	// beyond what it spends anyway.
+	setService(node string, d time.Duration) error
 }
 
 // simNetwork is the simulator as a network.
@@ -240,17 +252,27 @@ func (n simNetwork) heal(a, b string) error      { return n.sim.Heal(a, b) }
 func (n simNetwork) crash(node string) error     { return n.sim.Crash(wire.NodeID(node)) }
 func (n simNetwork) restart(node string) error   { return n.sim.Restart(wire.NodeID(node)) }
 
+// setService sets the node's service time: a simulated node takes none
+// otherwise.
+func (n simNetwork) setService(node string, d time.Duration) error {
+	return n.sim.SetService(wire.NodeID(node), sim.Latency{Mean: d})
+}
+
 // world is the oracle's view of the network for one run: the configured
-// round trips and jitters, cut links and crashed nodes. It applies the
-// scheduled changes to net.
+// round trips and jitters, cut links, crashed nodes and slow nodes'
+// service times. It applies the scheduled changes to net. The round
+// trips added by the spikes of spikes events are kept apart in spike:
+// the oracle looks through them (see EventSpec).
 type world struct {
 	s       *Scenario
 	net     network
 	client  string
 	rtt     map[[2]string]time.Duration
+	spike   map[[2]string]time.Duration
 	jitter  map[[2]string]time.Duration
 	down    map[[2]string]bool
 	crashed map[string]bool
+	service map[string]time.Duration
 }
 
 func pair(a, b string) [2]string {
@@ -262,7 +284,8 @@ func pair(a, b string) [2]string {
 
 func newWorld(s *Scenario, net network, client string) *world {
 	o := &world{s: s, net: net, client: client, rtt: map[[2]string]time.Duration{},
-		jitter: map[[2]string]time.Duration{}, down: map[[2]string]bool{}, crashed: map[string]bool{}}
+		spike: map[[2]string]time.Duration{}, jitter: map[[2]string]time.Duration{},
+		down: map[[2]string]bool{}, crashed: map[string]bool{}, service: map[string]time.Duration{}}
 	for _, st := range s.topo.Sites {
 		o.rtt[pair(st.Name, st.Name)] = s.topo.LocalRTT
 	}
@@ -284,6 +307,12 @@ func (o *world) apply(e EventSpec) (string, error) {
 		}
 		delete(o.crashed, id)
 		return "restart " + id, o.net.restart(id)
+	case ActionSpikes:
+		return "", fmt.Errorf("experiment: spikes event %s applied whole: expand the schedule first (expandSchedule)", e.Label)
+	case ActionSlow:
+		id, _ := o.s.replicaNode(e.Node)
+		o.service[id] = e.Service
+		return fmt.Sprintf("slow %s: service now %s", id, e.Service), o.net.setService(id, e.Service)
 	}
 	a, b := o.s.site(e.From, o.client), o.s.site(e.To, o.client)
 	key := pair(a, b)
@@ -295,6 +324,10 @@ func (o *world) apply(e EventSpec) (string, error) {
 		delete(o.down, key)
 		return fmt.Sprintf("heal %s-%s", a, b), o.net.heal(a, b)
 	case ActionAddRTT:
+		if e.spike != 0 {
+			o.spike[key] += e.RTT
+			break
+		}
 		o.rtt[key] = max(0, o.rtt[key]+e.RTT)
 	case ActionSetRTT:
 		o.rtt[key] = e.RTT
@@ -309,8 +342,9 @@ func (o *world) apply(e EventSpec) (string, error) {
 			o.rtt[key], o.jitter[key] = tl.RTT, tl.Jitter
 		}
 	}
-	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, o.rtt[key])
-	return desc, o.net.setLink(a, b, o.rtt[key], o.jitter[key])
+	rtt := max(0, o.rtt[key]+o.spike[key])
+	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, rtt)
+	return desc, o.net.setLink(a, b, rtt, o.jitter[key])
 }
 
 // best returns the attainable (subSLA, node) choices of highest utility
@@ -329,7 +363,7 @@ func (o *world) best(agreement sla.SLA, layout wire.Layout) (float64, []string) 
 			if !primary && sub.Consistency.Kind != sla.Eventual {
 				continue
 			}
-			if o.rtt[pair(o.client, site)] > sub.Latency {
+			if o.rtt[pair(o.client, site)]+o.service[string(id)] > sub.Latency {
 				continue
 			}
 			c := fmt.Sprintf("%d@%s", i+1, site)
@@ -347,11 +381,13 @@ func (o *world) best(agreement sla.SLA, layout wire.Layout) (float64, []string) 
 func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName string, keys workload.Generator) (RunResult, error) {
 	r := RunResult{SLA: v.Name, BaseSLA: v.Base, Factor: v.Factor, SLAText: v.SLA.String(),
 		Client: clientSite, Strategy: strategyName, Met: make([]float64, len(v.SLA))}
-	strategy, getOpts, err := parseStrategy(strategyName)
+	variant, err := parseStrategyVariant(strategyName)
 	if err != nil {
 		return r, err
 	}
-	w, err := harness.New(harness.Options{Seed: o.Seed, Topology: s.topo})
+	strategy := variant.strategy
+	w, err := harness.New(harness.Options{Seed: o.Seed, Topology: s.topo,
+		Client: clientcore.Options{AdaptiveProbing: variant.adaptiveProbing}})
 	if err != nil {
 		return r, err
 	}
@@ -402,19 +438,18 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		}
 		u, best := oracle.best(v.SLA, layout)
 		events = append(events, EventRecord{Label: e.Label, AtS: since(), AfterGets: r.Gets,
-			Description: desc, BestUtility: u, Best: best})
+			Description: desc, BestUtility: u, Best: best, Spike: e.spike})
 	}
 	var byGets []EventSpec
-	for _, e := range s.Schedule {
+	for _, e := range expandSchedule(s, o.Seed, o.Scale) {
 		if e.AfterGets > 0 {
-			e.AfterGets = max(1, int(math.Round(float64(e.AfterGets)*o.Scale)))
 			byGets = append(byGets, e)
 			continue
 		}
-		w.Sim.At(start+time.Duration(float64(e.At)*o.Scale), func() { fire(e) })
+		w.Sim.At(start+e.At, func() { fire(e) })
 	}
 	loop := &harness.Loop{
-		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy, Get: getOpts,
+		Client: clientID, Table: table, SLA: v.SLA, Strategy: strategy, Get: variant.get,
 		SessionOps: s.Workload.SessionOps, Think: s.Workload.Think,
 		Rand: rand.New(rand.NewPCG(o.Seed, 5)),
 		Next: func(rng *rand.Rand) harness.Step {
@@ -459,6 +494,11 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 		return r, fmt.Errorf("no Gets ran")
 	}
 	r.VirtualS = since()
+	c, err := w.Client(clientID)
+	if err != nil {
+		return r, err
+	}
+	r.Probes = int(c.ProbesSent())
 	rec.finish(strategy == clientcore.Pileus, s.replicaSites(), events, s.Adapt.Gets)
 	r.TraceHash = fmt.Sprintf("%016x", w.Sim.TraceHash())
 	return r, nil
@@ -478,8 +518,11 @@ func extraRequests(retried, hedged bool) int {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// adaptation analyses each event's phase, as Adaptation describes.
+// adaptation analyses each event's phase, as Adaptation describes: the
+// schedule's own events, whose phases the spikes of spikes events do not
+// cut short.
 func adaptation(events []EventRecord, points []GetPoint, n int) []Adaptation {
+	events = scheduled(events)
 	var out []Adaptation
 	for i, e := range events {
 		end := math.Inf(1)

@@ -54,6 +54,8 @@ type Scenario struct {
 	Outputs []string `yaml:"outputs"`
 	// Adapt configures the timeline's adaptation analysis.
 	Adapt AdaptSpec `yaml:"adapt"`
+	// Cluster says how the scenario runs on a real local cluster.
+	Cluster ClusterSpec `yaml:"cluster"`
 	// Paper holds the paper's numbers that survive in its text.
 	Paper PaperSpec `yaml:"paper"`
 
@@ -123,6 +125,8 @@ const (
 	ActionHeal      = "heal"       // restore a cut link
 	ActionCrash     = "crash"      // crash Node
 	ActionRestart   = "restart"    // restart Node
+	ActionSpikes    = "spikes"     // random latency spikes on the link (see expandSchedule)
+	ActionSlow      = "slow"       // set Node's service time per request
 	targetPrimary   = "primary"    // the table's primary site or node
 	targetLocal     = "local"      // the run's client site
 	targetClient    = "client"     // same as local, read better in From
@@ -130,6 +134,7 @@ const (
 	defaultOps      = 8000         // operations per run
 	maxFactor       = 1000.0       // sanity bound on utility factors
 	maxRuns         = 1000         // sanity bound on the combinations
+	maxService      = time.Minute  // sanity bound on a slow node's service time
 	defaultActionID = ActionAddRTT // when Action is empty and RTT set
 )
 
@@ -154,8 +159,46 @@ type EventSpec struct {
 	RTT  time.Duration `yaml:"rtt"`
 	// Jitter is the one-way jitter for set-rtt; unset keeps the link's.
 	Jitter *time.Duration `yaml:"jitter"`
-	// Node is the node to crash or restart: a node ID or "primary".
+	// Node is the node to crash, restart or slow: a node ID or "primary".
 	Node string `yaml:"node"`
+	// Service is slow's time the node spends on each request, queueing
+	// the requests behind (sim.NodeOptions.Service); 0s makes it fast
+	// again.
+	Service time.Duration `yaml:"service"`
+
+	// A spikes event adds random latency spikes to the link from..to
+	// (To is required) from At until Until (default: the end of a
+	// workload given by duration): each spike adds RTT to the round trip
+	// for a time drawn from For, and the gaps before and between spikes
+	// are exponential with mean Every. Each run expands it into add-rtt
+	// pairs (expandSchedule), the same for every strategy; the
+	// adaptation analysis leaves the spikes out, and its oracle judges
+	// by the round trips without them.
+	Every time.Duration `yaml:"every"`
+	For   Span          `yaml:"for"`
+	Until time.Duration `yaml:"until"`
+
+	// spike is +1 for the add-rtt that starts a spike of a spikes event,
+	// -1 for the one that ends it, 0 for the schedule's own events.
+	spike int
+}
+
+// ClusterSpec says how a scenario runs on a real local cluster (--mode
+// cluster), where time is real. There, the runs of one SLA (and, when
+// the scenario has a schedule, one client site) go at once, each with its
+// own client, and TimeScale shortens them.
+type ClusterSpec struct {
+	// TimeScale multiplies the workload's duration, the schedule's times,
+	// the pull interval and the clients' probe interval and RTT window.
+	// Round trips, jitter and SLA latencies are never scaled: they are
+	// what the experiment measures. Default 1.
+	TimeScale float64 `yaml:"time_scale"`
+	// Duration is how long the runs of a workload bounded by operations
+	// (workload.ops) last on the cluster, before TimeScale. Default 2m.
+	Duration time.Duration `yaml:"duration"`
+	// Keys, if set, replaces workload.keys: every key is loaded with an
+	// fsynced Put at the primary before the runs.
+	Keys int `yaml:"keys"`
 }
 
 // AdaptSpec configures the adaptation analysis of a timeline.
@@ -488,8 +531,8 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, name := range s.Strategies {
-		if _, _, err := parseStrategy(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, primary, random or closest)", name)
+		if _, err := parseStrategyVariant(name); err != nil || slices.Index(s.Strategies, name) != i {
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, primary, random or closest)", name)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies); n > maxRuns {
@@ -512,6 +555,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.wants(OutTimeline) && len(s.Schedule) == 0 {
 		return invalid("outputs", "timeline needs a schedule")
+	}
+	if err := s.Cluster.validate(); err != nil {
+		return err
 	}
 	if s.Adapt.Gets == 0 {
 		s.Adapt.Gets = defaultAdaptN
@@ -545,10 +591,16 @@ func (s *Scenario) validateEvent(i int) error {
 	if e.Action == "" && e.RTT > 0 {
 		e.Action = defaultActionID
 	}
+	if e.Action != ActionSpikes && (e.Every != 0 || e.For != (Span{}) || e.Until != 0) {
+		return invalid(field+".every", "only spikes takes every, for and until")
+	}
+	if e.Action != ActionSlow && e.Service != 0 {
+		return invalid(field+".service", "only slow takes a service time")
+	}
 	switch e.Action {
-	case ActionAddRTT, ActionSetRTT, ActionRestore, ActionPartition, ActionHeal:
+	case ActionAddRTT, ActionSetRTT, ActionRestore, ActionPartition, ActionHeal, ActionSpikes:
 		if e.Node != "" {
-			return invalid(field+".node", "only crash and restart take a node")
+			return invalid(field+".node", "only crash, restart and slow take a node")
 		}
 		if e.From == "" {
 			e.From = targetLocal
@@ -570,6 +622,10 @@ func (s *Scenario) validateEvent(i int) error {
 			if e.RTT <= 0 {
 				return invalid(field+".rtt", "set-rtt needs a positive rtt")
 			}
+		case ActionSpikes:
+			if err := s.validateSpikes(field, e); err != nil {
+				return err
+			}
 		default:
 			if e.RTT != 0 || e.Jitter != nil {
 				return invalid(field+".rtt", "%s takes no rtt or jitter", e.Action)
@@ -578,17 +634,20 @@ func (s *Scenario) validateEvent(i int) error {
 		if e.Jitter != nil && (*e.Jitter < 0 || e.Action != ActionSetRTT) {
 			return invalid(field+".jitter", "only set-rtt takes a jitter, and it must not be negative")
 		}
-	case ActionCrash, ActionRestart:
+	case ActionCrash, ActionRestart, ActionSlow:
 		if e.From != "" || e.To != "" || e.RTT != 0 || e.Jitter != nil {
 			return invalid(field, "%s takes only node", e.Action)
 		}
 		if _, ok := s.replicaNode(e.Node); !ok {
 			return invalid(field+".node", "%q is not a storage node (site/name) or primary", e.Node)
 		}
+		if e.Service < 0 || e.Service > maxService {
+			return invalid(field+".service", "%s outside [0, %s]", e.Service, maxService)
+		}
 	case "":
-		return invalid(field+".action", "missing (want add-rtt, set-rtt, restore, partition, heal, crash or restart)")
+		return invalid(field+".action", "missing (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)")
 	default:
-		return invalid(field+".action", "%q unknown (want add-rtt, set-rtt, restore, partition, heal, crash or restart)", e.Action)
+		return invalid(field+".action", "%q unknown (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)", e.Action)
 	}
 	return nil
 }
@@ -648,29 +707,43 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 	return 0, false
 }
 
-// parseStrategy reads a strategy name with its options, beyond the paper:
-// "pileus+retry" is Pileus with retry after a miss
+// strategyVariant is a strategy with the options its name asks for.
+type strategyVariant struct {
+	strategy clientcore.Strategy
+	get      clientcore.GetOptions
+	// adaptiveProbing sets clientcore.Options.AdaptiveProbing on the
+	// run's client.
+	adaptiveProbing bool
+}
+
+// parseStrategyVariant reads a strategy name with its options, beyond the
+// paper: "pileus+retry" is Pileus with retry after a miss
 // (clientcore.GetOptions.RetryAfterMiss), "pileus+hedge" with hedged Gets
-// at a cost of hedgeCost per extra request, and "pileus+retry+hedge" both.
-func parseStrategy(name string) (clientcore.Strategy, clientcore.GetOptions, error) {
+// at a cost of hedgeCost per extra request, "pileus+probe" (or
+// "closest+probe": the strategies that read the monitor) with adaptive
+// probing (clientcore.Options.AdaptiveProbing, Pileus 6.1); options
+// combine, as in "pileus+retry+probe".
+func parseStrategyVariant(name string) (strategyVariant, error) {
 	base, options, _ := strings.Cut(name, "+")
 	strategy, err := clientcore.ParseStrategy(base)
 	if err != nil {
-		return 0, clientcore.GetOptions{}, err
+		return strategyVariant{}, err
 	}
-	var opts clientcore.GetOptions
+	v := strategyVariant{strategy: strategy}
 	for option := range strings.SplitSeq(options, "+") {
 		switch {
 		case option == "":
 		case option == "retry" && strategy == clientcore.Pileus:
-			opts.RetryAfterMiss = true
+			v.get.RetryAfterMiss = true
 		case option == "hedge" && strategy == clientcore.Pileus:
-			opts.HedgeCost = hedgeCost
+			v.get.HedgeCost = hedgeCost
+		case option == "probe" && (strategy == clientcore.Pileus || strategy == clientcore.Closest):
+			v.adaptiveProbing = true
 		default:
-			return 0, opts, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge)", clientcore.ErrInvalid, option, base)
+			return strategyVariant{}, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, closest+probe)", clientcore.ErrInvalid, option, base)
 		}
 	}
-	return strategy, opts, nil
+	return v, nil
 }
 
 // hedgeCost is the price, in utility, of the extra request of a hedged

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,8 @@ func repro(name string, scale float64) string {
 
 // checkPileusBest asserts that in every (SLA, client) group Pileus delivers
 // at least the utility of the best fixed strategy, with a small tolerance
-// for short runs.
+// for short runs. Pileus's options beyond the paper (pileus+...) are not
+// fixed strategies.
 func checkPileusBest(t *testing.T, name string, scale float64, r *Result) {
 	t.Helper()
 	type group struct {
@@ -43,9 +45,11 @@ func checkPileusBest(t *testing.T, name string, scale float64, r *Result) {
 	best := map[group]float64{}
 	for _, run := range r.Runs {
 		g := group{run.SLA, run.Client}
-		if run.Strategy == "pileus" {
+		switch {
+		case run.Strategy == "pileus":
 			pileus[g] = run.AvgUtility
-		} else {
+		case strings.HasPrefix(run.Strategy, "pileus+"):
+		default:
 			best[g] = math.Max(best[g], run.AvgUtility)
 		}
 		var sum float64
@@ -71,16 +75,22 @@ func TestPileusTables(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const scale = 0.1
 			_, r := runPreset(t, name, scale)
-			if len(r.Runs) != 16 {
-				t.Fatalf("%d runs, want 16 (4 sites x 4 strategies)", len(r.Runs))
+			if len(r.Runs) != 24 {
+				t.Fatalf("%d runs, want 24 (4 sites x 6 strategies)", len(r.Runs))
 			}
 			checkPileusBest(t, name, scale, r)
+			plain := map[string]float64{}
 			for _, run := range r.Runs {
-				if run.Strategy != "pileus" {
+				if !strings.HasPrefix(run.Strategy, "pileus") {
 					if len(run.Breakdown) != 0 {
 						t.Errorf("%s/%s: breakdown for a fixed strategy", run.Client, run.Strategy)
 					}
 					continue
+				}
+				if run.Strategy == "pileus" {
+					plain[run.Client] = run.AvgUtility
+				} else if run.AvgUtility < plain[run.Client]-0.01 {
+					t.Errorf("%s/%s: utility %.3f below plain Pileus's %.3f\nreproduce with: %s", run.Client, run.Strategy, run.AvgUtility, plain[run.Client], repro(name, scale))
 				}
 				var gets, met float64
 				for _, b := range run.Breakdown {
@@ -138,8 +148,8 @@ func TestPileusFig3(t *testing.T) {
 func TestPileusFig13(t *testing.T) {
 	const scale = 1 // the client's 2-minute RTT window sets the pace
 	_, r := runPreset(t, "pileus-fig13", scale)
-	if len(r.Runs) != 3 {
-		t.Fatalf("%d runs, want 3 (pileus, pileus+retry, pileus+hedge)", len(r.Runs))
+	if len(r.Runs) != 4 {
+		t.Fatalf("%d runs, want 4 (pileus, pileus+retry, pileus+hedge, pileus+probe)", len(r.Runs))
 	}
 	want := []float64{0.5, 0.25, 0.5, 1}
 	for _, run := range r.Runs {
@@ -164,7 +174,7 @@ func TestPileusFig13(t *testing.T) {
 	// Retry after a miss and hedging (beyond the paper) spend extra
 	// requests to turn misses into met subSLAs: more utility, fewer misses.
 	plain := r.Runs[0]
-	for _, run := range r.Runs[1:] {
+	for _, run := range r.Runs[1:3] {
 		if run.ExtraRequests == 0 || run.AvgUtility <= plain.AvgUtility || run.Unmet >= plain.Unmet {
 			t.Errorf("%s: utility %.3f (pileus %.3f), unmet %.3f (pileus %.3f), %d extra requests; want more utility, fewer misses",
 				run.Strategy, run.AvgUtility, plain.AvgUtility, run.Unmet, plain.Unmet, run.ExtraRequests)
@@ -172,6 +182,21 @@ func TestPileusFig13(t *testing.T) {
 	}
 	if plain.ExtraRequests != 0 {
 		t.Errorf("pileus: %d extra requests, want 0", plain.ExtraRequests)
+	}
+	// Adaptive probing (beyond the paper, 6.1) probes the stable idle
+	// nodes less often, and after #5 confirms the local node's return to
+	// 1 ms with two probes and forgets its 300 ms samples, where the plain
+	// client waits for them to leave its 2-minute window (about a minute
+	// here). After #6 it gains nothing: the idle primary, stable until
+	// then, was being probed only every 40 s, so the change is found
+	// about when the plain client's old samples leave its window.
+	probe := r.Runs[3]
+	if probe.Probes >= plain.Probes {
+		t.Errorf("pileus+probe: %d probes, pileus %d; want fewer\nreproduce with: %s", probe.Probes, plain.Probes, repro("pileus-fig13", scale))
+	}
+	if p, q := probe.Adaptation[2], plain.Adaptation[2]; !p.Adapted || !q.Adapted || p.SecondsToAdapt > q.SecondsToAdapt/2 {
+		t.Errorf("pileus+probe %s: adapted in %.1f s, pileus in %.1f s; want under half\nreproduce with: %s",
+			p.Event, p.SecondsToAdapt, q.SecondsToAdapt, repro("pileus-fig13", scale))
 	}
 }
 
@@ -230,7 +255,7 @@ func TestPresetsList(t *testing.T) {
 			t.Errorf("%s: no description", p.Name)
 		}
 	}
-	want := "pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2"
+	want := "pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2 pileus-volatile"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("presets %q, want %q", got, want)
 	}
@@ -257,6 +282,16 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"event end", base + "schedule: [{at: 1s, action: add-rtt, to: mars, rtt: 1s}]\n", "schedule[0].to"},
 		{"event rtt", base + "schedule: [{at: 1s, action: set-rtt, to: primary}]\n", "schedule[0].rtt"},
 		{"event node", base + "schedule: [{at: 1s, action: crash, node: china/c1}]\n", "schedule[0].node"},
+		{"spikes rtt", base + "schedule: [{at: 1s, action: spikes, to: primary, every: 10s, for: 1s, until: 1m}]\n", "schedule[0].rtt"},
+		{"spikes every", base + "schedule: [{at: 1s, action: spikes, to: primary, rtt: 1s, for: 1s, until: 1m}]\n", "schedule[0].every"},
+		{"spikes for", base + "schedule: [{at: 1s, action: spikes, to: primary, rtt: 1s, every: 10s, for: [2s, 1s], until: 1m}]\n", "schedule[0].for"},
+		{"spikes until", base + "schedule: [{at: 1s, action: spikes, to: primary, rtt: 1s, every: 10s, for: 1s}]\n", "schedule[0].until"},
+		{"spikes to", base + "schedule: [{at: 1s, action: spikes, rtt: 1s, every: 10s, for: 1s, until: 1m}]\n", "schedule[0].to"},
+		{"spikes by gets", base + "schedule: [{after_gets: 5, action: spikes, to: local, rtt: 1s, every: 10s, for: 1s, until: 1m}]\n", "schedule[0].after_gets"},
+		{"every without spikes", base + "schedule: [{at: 1s, action: add-rtt, to: primary, rtt: 1s, every: 10s}]\n", "schedule[0].every"},
+		{"slow node", base + "schedule: [{at: 1s, action: slow, node: mars/r1, service: 1s}]\n", "schedule[0].node"},
+		{"slow service", base + "schedule: [{at: 1s, action: slow, node: primary, service: -1s}]\n", "schedule[0].service"},
+		{"service without slow", base + "schedule: [{at: 1s, action: crash, node: primary, service: 1s}]\n", "schedule[0].service"},
 		{"output", base + "outputs: [pie]\n", "outputs[0]"},
 		{"timeline needs schedule", base + "outputs: [timeline]\n", "outputs"},
 		{"paper metric", base + "paper: {values: [{metric: speed, value: 1}]}\n", "paper.values[0].metric"},
@@ -311,5 +346,78 @@ outputs: [utility, timeline]
 	}
 	if events[0].BestUtility != 0.5 || events[5].BestUtility != 1 {
 		t.Errorf("best utility %.2f with the primary at 200 ms, %.2f restored; want 0.5 and 1", events[0].BestUtility, events[5].BestUtility)
+	}
+}
+
+// TestPileusVolatile checks the outcome of the volatile scenario (beyond
+// the paper): under random latency spikes and a slow node Pileus still
+// delivers at least the utility of the best fixed strategy, and each
+// option raises it for the India client, whose local reads the spikes and
+// the slow node spoil: retrying and hedging with extra requests, adaptive
+// probing with none. The U.S. client reads the primary in time
+// throughout: there the options must cost it nothing.
+func TestPileusVolatile(t *testing.T) {
+	const scale = 1 // the spikes and the slow period are set against the clients' 2-minute RTT window
+	s, r := runPreset(t, "pileus-volatile", scale)
+	if want := len(s.Clients) * len(s.Strategies); len(r.Runs) != want {
+		t.Fatalf("%d runs, want %d", len(r.Runs), want)
+	}
+	checkPileusBest(t, "pileus-volatile", scale, r)
+	plain := map[string]RunResult{}
+	type spike struct {
+		label string
+		atS   float64
+		sign  int
+	}
+	spikes := map[string][]spike{}
+	for _, run := range r.Runs {
+		if run.Strategy == "pileus" {
+			plain[run.Client] = run
+		}
+		// Common random numbers: every run of a client meets the same
+		// spikes at the same times.
+		var own []spike
+		for _, e := range run.Events {
+			if e.Spike != 0 {
+				own = append(own, spike{e.Label, e.AtS, e.Spike})
+			}
+		}
+		if len(own) < 20 {
+			t.Errorf("%s/%s: %d spike events, want dozens", run.Client, run.Strategy, len(own))
+		}
+		if first, ok := spikes[run.Client]; !ok {
+			spikes[run.Client] = own
+		} else if !slices.Equal(first, own) {
+			t.Errorf("%s/%s: spikes differ from the client's first run", run.Client, run.Strategy)
+		}
+		if len(run.Adaptation) != 2 {
+			t.Errorf("%s/%s: %d adaptations, want 2 (the slow node's events only)", run.Client, run.Strategy, len(run.Adaptation))
+		}
+	}
+	options := 0
+	for _, run := range r.Runs {
+		if !strings.HasPrefix(run.Strategy, "pileus+") {
+			continue
+		}
+		options++
+		p := plain[run.Client]
+		gain := run.AvgUtility - p.AvgUtility
+		// Adaptive probing spends probes, not extra requests.
+		spends := run.ExtraRequests > 0 || run.Strategy == "pileus+probe"
+		switch run.Client {
+		case "india":
+			if gain <= 0 || !spends {
+				t.Errorf("%s/%s: utility %.3f (pileus %.3f) with %d extra requests; want more utility (retry and hedge: for extra requests)\nreproduce with: %s",
+					run.Client, run.Strategy, run.AvgUtility, p.AvgUtility, run.ExtraRequests, repro("pileus-volatile", scale))
+			}
+		case "us":
+			if gain < -0.005 || run.ExtraRequests > 0 {
+				t.Errorf("%s/%s: utility %.3f (pileus %.3f) with %d extra requests; want no loss and none\nreproduce with: %s",
+					run.Client, run.Strategy, run.AvgUtility, p.AvgUtility, run.ExtraRequests, repro("pileus-volatile", scale))
+			}
+		}
+	}
+	if options != 2*3 {
+		t.Errorf("%d runs of options, want 6 (2 clients x retry, hedge, probe)", options)
 	}
 }

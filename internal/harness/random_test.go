@@ -146,6 +146,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 			ClockUncertainty: 2 * rw.maxSkew,
 			ProbeInterval:    time.Duration(1+r.IntN(10)) * time.Second,
 			RequestTimeout:   5 * time.Second,
+			AdaptiveProbing:  r.IntN(2) == 0,
 		},
 	})
 	if err != nil {

@@ -21,7 +21,9 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide]               build the world from the topology
+//	world [seed=N] [probes=hide] [adaptive-probing]
+//	                                           build the world from the topology; adaptive-probing
+//	                                           sets the clients' Options.AdaptiveProbing
 //	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
@@ -35,6 +37,7 @@ import (
 //	crash NODE | restart NODE
 //	skew NODE D                                set a node's clock skew
 //	status NODE                                a storage node's tablets and high timestamps
+//	monitor NODE                               a client's probes sent and round-trip estimates
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		sc := &scenario{sessions: map[string]*scenarioSession{}}
@@ -78,7 +81,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(sc.t, "seed", &seed)
 		}
 		sc.hideProbes = d.HasArg("probes")
-		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record})
+		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record,
+			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing")}})
 	case "create-table":
 		outcome, err = sc.createTable(d)
 	case "session":
@@ -112,6 +116,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		}
 	case "status":
 		outcome, err = sc.status(wire.NodeID(d.CmdArgs[0].Key))
+	case "monitor":
+		outcome, err = sc.monitor(wire.NodeID(d.CmdArgs[0].Key))
 	default:
 		err = fmt.Errorf("unknown command %q", d.Cmd)
 	}
@@ -378,6 +384,19 @@ func (sc *scenario) status(id wire.NodeID) (string, error) {
 			role = "primary"
 		}
 		fmt.Fprintf(&b, "%s tablet %s %s high=%s last-update=%s\n", t.Table, t.Ref, role, t.High, t.LastUpdate)
+	}
+	return b.String(), nil
+}
+
+func (sc *scenario) monitor(id wire.NodeID) (string, error) {
+	c, err := sc.world.Client(id)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "probes sent %d\n", c.ProbesSent())
+	for _, e := range c.RTTEstimates() {
+		fmt.Fprintf(&b, "%s rtt mean=%s samples=%d\n", e.Node, e.Mean, e.Samples)
 	}
 	return b.String(), nil
 }
