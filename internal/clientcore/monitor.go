@@ -183,11 +183,11 @@ func (c *Client) probeInterval(r *replicaState) time.Duration {
 // Probing a volatile node more often is not enough by itself: its window
 // still holds minutes of samples from before the change (in Pileus 5.4's
 // scenario, after #5, some sixty from Gets and probes), and a probe every
-// few seconds takes nearly the whole window to outweigh them. So when two probes in a row
-// depart from the mean and agree with each other, the client takes it
-// that the node's latency has shifted and forgets the samples taken
-// before the first of them, as the window would once it had passed. One
-// outlying round trip is not enough; a timeout never is.
+// few seconds takes nearly the whole window to outweigh them. So when two
+// probes in a row depart from the mean and agree with each other, the
+// client takes it that the node's latency has shifted and forgets the
+// samples taken before the first of them, as the window would once it had
+// passed. One outlying round trip is not enough; a timeout never is.
 func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration, measured bool, rtt time.Duration, timedOut bool) {
 	if !c.opts.AdaptiveProbing || !measured && !timedOut {
 		return // the node's first sample: nothing to judge it by

@@ -169,7 +169,15 @@ type heldReply struct {
 	met   int
 }
 
-// holdTimer fires when a held reply's subSLA latency runs out.
+// holdMargin is how long before its subSLA's latency runs out a held
+// reply is handed to the caller. A real timer fires late (the Go runtime,
+// a loaded machine), and a reply handed over even a microsecond after the
+// latency has run out meets that subSLA no more: on a local cluster,
+// holding to the last moment lost most held replies. Our choice: 5 ms,
+// several times the lateness we saw under load.
+const holdMargin = 5 * time.Millisecond
+
+// holdTimer fires when a held reply's subSLA latency is about to run out.
 type holdTimer struct{ g *getCall }
 
 // String names the timer by the Get's key and start, not the pointer, so
@@ -223,11 +231,11 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 			met := metSubSLA(g.agreement, g.mins, int64(rtt), reply.HighTS, reply.Primary)
 			if g.outstanding > 0 && (met < 0 || g.higherStillPossible(met, rtt)) {
 				// A hedged Get whose other request may do better: keep
-				// the better reply and wait, at most until its subSLA's
-				// latency runs out.
+				// the better reply and wait, at most until holdMargin
+				// before its subSLA's latency runs out.
 				if met >= 0 && (g.held == nil || met < g.held.met) {
 					g.held = &heldReply{r: r, reply: reply, met: met}
-					c.env.After(g.agreement[met].Latency-rtt, holdTimer{g})
+					c.env.After(max(0, g.agreement[met].Latency-rtt-holdMargin), holdTimer{g})
 				}
 				return
 			}
