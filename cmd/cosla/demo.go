@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/experiment"
-	"github.com/cosla/cosla/internal/topology"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
@@ -38,51 +36,24 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if *perSLA <= 0 || *pull <= 0 || *keys <= 0 || *sessionOps <= 0 {
 		return usagef("--duration, --pull-interval, --keys and --session-ops must be positive")
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	progress := func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) }
-
-	progress(fmt.Sprintf("starting the pileus4 cluster in %s (pull every %s)", *dir, *pull))
-	c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: topology.Pileus4(), PullInterval: *pull, Fresh: true})
+	s, err := experiment.PileusTables()
 	if err != nil {
 		return err
 	}
-	defer func() {
-		progress("stopping the cluster")
-		c.Close()
-	}()
-	info := c.Info()
-	for _, s := range info.Sites {
-		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", s.Name, s.PID, s.HTTP))
-	}
-	progress(fmt.Sprintf("loading %d keys at the primary", *keys))
-	if err := experiment.LoadKeys(ctx, info.Clients["england"], "england", info.Table, *keys); err != nil {
-		return err
-	}
-	progress(fmt.Sprintf("waiting %s for the secondaries to pull them", *pull))
-	select {
-	case <-time.After(*pull):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	rows, err := experiment.RunPileusCluster(ctx, experiment.ClusterOptions{
-		Nodes: info.Clients, Table: info.Table, Keys: *keys, SessionOps: *sessionOps,
-		Duration: *perSLA, Seed: *seed, Progress: progress,
+	s.Table.PullInterval, s.Workload.SessionOps = *pull, *sessionOps
+	s.Cluster = experiment.ClusterSpec{TimeScale: 1, Duration: *perSLA, Keys: *keys}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{
+		Dir: *dir, Seed: *seed,
+		Progress: func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) },
 	})
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+	if !*jsonOut {
+		fmt.Fprintln(stdout, "Pileus on a local cluster (real TCP, emulated WAN); paper = Pileus's utility in Tables 1-2")
+		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintln(stdout, "Pileus on a local cluster (real TCP, emulated WAN); paper = Pileus's utility in Tables 1-2")
-	fmt.Fprintln(stdout)
-	printPileusTables(stdout, rows)
-	return nil
+	return printPileusTables(stdout, s, res, *jsonOut)
 }

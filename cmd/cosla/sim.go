@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/cosla/cosla/internal/experiment"
-	"github.com/cosla/cosla/sla"
 )
 
 func runSim(args []string, stdout, stderr io.Writer) error {
@@ -32,7 +31,8 @@ func runSimPileus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "\nRuns the Pileus evaluation (section 5.1) in the simulator: primary in England, secondaries")
 		fmt.Fprintln(stderr, "in the U.S. and India, a client in each of the U.S., England, India and China, for the")
 		fmt.Fprintln(stderr, "shopping-cart and password-checking SLAs, with the Pileus, Primary, Random and Closest")
-		fmt.Fprintln(stderr, "strategies.\n\nFlags:")
+		fmt.Fprintln(stderr, "strategies. `cosla experiment run pileus-table1` (and table2) add plots, a report and the")
+		fmt.Fprintln(stderr, "beyond-the-paper options.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -44,66 +44,64 @@ func runSimPileus(args []string, stdout, stderr io.Writer) error {
 	if *sessions <= 0 {
 		return usagef("--sessions must be positive, got %d", *sessions)
 	}
-	fmt.Fprintf(stderr, "cosla sim pileus: seed %d\n", *seed)
-	rows, hash, err := experiment.RunPileus(experiment.PileusOptions{
-		Seed:     *seed,
-		Sessions: *sessions,
-		Progress: func(done, total int, row experiment.PileusRow) {
-			fmt.Fprintf(stderr, "  [%2d/%d] %-17s %-8s %-8s utility %.3f\n", done, total, row.SLA, row.Client, row.Strategy, row.AvgUtility)
-		},
-	})
+	s, err := experiment.PileusTables()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "seed %d, trace hash %016x; rerun with: cosla sim pileus --seed %d --sessions %d\n", *seed, hash, *seed, *sessions)
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		for _, r := range rows {
+	s.Workload.Ops = *sessions * s.Workload.SessionOps
+	fmt.Fprintf(stderr, "cosla sim pileus: seed %d\n", *seed)
+	res, err := runExperimentSim(s, *seed, 1, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "seed %d, trace hash %s; rerun with: cosla sim pileus --seed %d --sessions %d\n", *seed, res.TraceHash, *seed, *sessions)
+	return printPileusTables(stdout, s, res, *jsonOut)
+}
+
+// printPileusTables prints one table per SLA, a row per client site and
+// strategy with the paper's utility beside ours, or with asJSON one JSON
+// object per row.
+func printPileusTables(w io.Writer, s *experiment.Scenario, res *experiment.Result, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range res.Runs {
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	printPileusTables(stdout, rows)
-	return nil
-}
-
-func printPileusTables(w io.Writer, rows []experiment.PileusRow) {
-	for i, r := range rows {
-		if i == 0 || rows[i-1].SLA != r.SLA {
+	var tw *tabwriter.Writer
+	for i, r := range res.Runs {
+		if i == 0 || res.Runs[i-1].SLA != r.SLA {
 			if i > 0 {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 				fmt.Fprintln(w)
 			}
-			agreement, _ := sla.Preset(r.SLA)
-			fmt.Fprintf(w, "%s SLA: %s\n", r.SLA, agreement)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			printPileusGroup(tw, rows[i:], r.SLA)
-			tw.Flush()
-		}
-	}
-}
-
-func printPileusGroup(tw *tabwriter.Writer, rows []experiment.PileusRow, slaName string) {
-	header := []string{"client", "strategy", "avg utility", "paper"}
-	for i := range rows[0].Met {
-		header = append(header, fmt.Sprintf("met %d", i+1))
-	}
-	header = append(header, "unmet", "avg get ms")
-	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	for _, r := range rows {
-		if r.SLA != slaName {
-			break
+			fmt.Fprintf(w, "%s SLA: %s\n", r.SLA, r.SLAText)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			header := []string{"client", "strategy", "avg utility", "paper"}
+			for j := range r.Met {
+				header = append(header, fmt.Sprintf("met %d", j+1))
+			}
+			header = append(header, "unmet", "avg get ms", "gets")
+			fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 		}
 		paper := ""
-		if r.PaperUtility != nil {
-			paper = fmt.Sprintf("%.2f", *r.PaperUtility)
+		if v, ok := s.PaperUtility(r); ok {
+			paper = fmt.Sprintf("%.2f", v)
 		}
 		cells := []string{r.Client, r.Strategy, fmt.Sprintf("%.3f ±%.3f", r.AvgUtility, r.UtilityStdErr), paper}
 		for _, m := range r.Met {
 			cells = append(cells, fmt.Sprintf("%.1f%%", 100*m))
 		}
-		cells = append(cells, fmt.Sprintf("%.1f%%", 100*r.Unmet), fmt.Sprintf("%.1f", r.AvgLatencyMS))
+		cells = append(cells, fmt.Sprintf("%.1f%%", 100*r.Unmet), fmt.Sprintf("%.1f", r.AvgLatencyMS), fmt.Sprint(r.Gets))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
+	if tw == nil {
+		return nil
+	}
+	return tw.Flush()
 }

@@ -97,6 +97,9 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	defer c.Close()
 	info := c.Info()
+	for _, site := range info.Sites {
+		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
+	}
 	progress(fmt.Sprintf("loading %d keys at the primary", nKeys))
 	if err := LoadKeys(ctx, info.Clients[s.Table.Primary], s.Table.Primary, info.Table, nKeys); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
@@ -443,4 +446,39 @@ func (n *clusterNetwork) reset(ctx context.Context) error {
 	clear(n.slow)
 	clear(n.crashed)
 	return errors.Join(errs...)
+}
+
+// LoadKeys writes every key once through a client at site, with a few
+// Puts in flight at a time, as YCSB's load phase does.
+func LoadKeys(ctx context.Context, nodes map[string]string, site, table string, keys int) error {
+	c, err := cosla.Open(ctx, cosla.Config{Site: site, Name: "loader", Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t, err := c.OpenTable(ctx, table)
+	if err != nil {
+		return err
+	}
+	eventual, _ := sla.Parse("eventual unbounded 1")
+	const workers = 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			s, err := c.BeginSession(t, eventual)
+			if err == nil {
+				for i := w; i < keys && err == nil; i += workers {
+					_, err = c.Put(ctx, s, workload.Key(uint64(i)), []byte("initial"))
+				}
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

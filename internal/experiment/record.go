@@ -1,6 +1,9 @@
 package experiment
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // getOutcome is what a run records of one Get, in the simulator or on a
 // cluster.
@@ -22,6 +25,8 @@ type recorder struct {
 	points   []GetPoint
 	target   map[int]map[string]int // subSLA targeted -> site -> Gets
 	latency  time.Duration
+	// utilitySq sums the squared utilities, for UtilityStdErr.
+	utilitySq float64
 }
 
 func newRecorder(r *RunResult, timeline bool) *recorder {
@@ -43,6 +48,7 @@ func (rec *recorder) get(g getOutcome, atS float64) {
 	if g.Met >= 0 {
 		r.Met[g.Met]++
 		r.AvgUtility += g.Utility
+		rec.utilitySq += g.Utility * g.Utility
 	} else {
 		r.Unmet++
 	}
@@ -59,6 +65,10 @@ func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, a
 	r := rec.r
 	n := float64(r.Gets)
 	r.AvgUtility /= n
+	if r.Gets > 1 {
+		variance := max(rec.utilitySq/n-r.AvgUtility*r.AvgUtility, 0) * n / (n - 1)
+		r.UtilityStdErr = math.Sqrt(variance / n)
+	}
 	r.Unmet /= n
 	for i := range r.Met {
 		r.Met[i] /= n

@@ -55,8 +55,11 @@ type RunResult struct {
 	SLAText  string `json:"sla_text"`
 	Client   string `json:"client"`
 	Strategy string `json:"strategy"`
-	// AvgUtility is the utility delivered, averaged over all Gets (5.1).
-	AvgUtility float64 `json:"avg_utility"`
+	// AvgUtility is the utility delivered, averaged over all Gets (5.1),
+	// and UtilityStdErr the standard error of that mean: two runs whose
+	// averages differ by less than a few of these are not told apart.
+	AvgUtility    float64 `json:"avg_utility"`
+	UtilityStdErr float64 `json:"utility_stderr"`
 	// Met is the fraction of Gets that met each subSLA, in rank order;
 	// Unmet the fraction that met none.
 	Met   []float64 `json:"met"`
@@ -502,6 +505,34 @@ func runOne(s *Scenario, o RunOptions, v slaVariant, clientSite, strategyName st
 	rec.finish(strategy == clientcore.Pileus, s.replicaSites(), events, s.Adapt.Gets)
 	r.TraceHash = fmt.Sprintf("%016x", w.Sim.TraceHash())
 	return r, nil
+}
+
+// load writes every record once from a client at the primary's site, as
+// YCSB's load phase does.
+func load(w *harness.World, client wire.NodeID, n int) error {
+	table, err := w.OpenTable(client, "usertable")
+	if err != nil {
+		return err
+	}
+	i := 0
+	loop := &harness.Loop{
+		Client: client, Table: table, SLA: sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}},
+		Strategy: clientcore.Primary, Ops: n, Rand: rand.New(rand.NewPCG(0, 0)),
+		Next: func(*rand.Rand) harness.Step {
+			i++
+			return harness.Step{Put: true, Key: workload.Key(uint64(i - 1)), Value: []byte("initial")}
+		},
+	}
+	if err := w.Start(loop); err != nil {
+		return err
+	}
+	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(n)*time.Second, loop.Finished); err != nil {
+		return err
+	}
+	if !loop.Finished() || loop.Err() != nil {
+		return fmt.Errorf("load did not finish: %v", loop.Err())
+	}
+	return nil
 }
 
 // extraRequests counts a Get's requests beyond the first.

@@ -26,9 +26,9 @@ import (
 // and plots to produce, and the paper's numbers to set ours beside. Adding
 // an experiment is writing one; the shipped ones are in presets/.
 //
-// Every (SLA, client site, strategy) combination runs in a fresh simulated
-// world with the same seed, so the strategies face the same workload (as
-// RunPileus does).
+// In the simulator every (SLA, client site, strategy) combination runs in
+// a fresh world with the same seed, so the strategies face the same
+// workload; on a cluster (RunCluster) they run at once.
 type Scenario struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
