@@ -63,7 +63,10 @@ func TestSchedule(t *testing.T) {
 		{readAt: 1 * ms, delay: 2 * ms, want: 10 * ms},  // a short draw waits for the long one ahead
 		{readAt: 2 * ms, delay: 9 * ms, want: 11 * ms},  // later than the previous release
 		{readAt: 20 * ms, delay: 0, want: 20 * ms},      // idle link: no residue of the past
-		{readAt: 20 * ms, delay: 5 * ms, want: 25 * ms}, // same read time, later release
+		{readAt: 20 * ms, delay: 5 * ms, want: 25 * ms}, // same read time, but the previous chunk is gone
+		{readAt: 30 * ms, delay: 5 * ms, want: 35 * ms},
+		{readAt: 30*ms + 200*time.Microsecond, delay: 9 * ms, want: 35*ms + 200*time.Microsecond}, // same burst
+		{readAt: 32 * ms, delay: 9 * ms, want: 41 * ms},                                           // a new burst: a new draw
 	} {
 		got := s.next(t0.Add(step.readAt), step.delay)
 		if want := t0.Add(step.want); !got.Equal(want) {

@@ -12,8 +12,9 @@
 //
 // # Delay model
 //
-// Every chunk read from a socket (one Read, at most Options.ChunkBytesMax
-// bytes) is held back for a one-way delay drawn from the same distribution
+// Every burst of chunks read from a socket (a chunk is one Read, at most
+// Options.ChunkBytesMax bytes; a burst is chunks read less than burstGap
+// apart, each while the one before is still held) is held back for a one-way delay drawn from the same distribution
 // the simulator uses (internal/sim.Latency): Latency + Jitter*(E-1) with E
 // exponential with mean 1, clamped at zero. Its mean is Latency, its
 // standard deviation Jitter, it never falls below Latency-Jitter and it has
