@@ -41,7 +41,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.Table.PullInterval, s.Workload.SessionOps = *pull, *sessionOps
-	s.Cluster = experiment.ClusterSpec{TimeScale: 1, Duration: *perSLA, Keys: *keys}
+	s.Cluster.TimeScale, s.Cluster.Duration, s.Cluster.Keys = 1, *perSLA, *keys
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{

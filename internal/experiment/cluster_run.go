@@ -40,6 +40,9 @@ func (c *ClusterSpec) validate() error {
 	if c.Keys < 0 || c.Keys > 10_000_000 {
 		return invalid("cluster.keys", "%d outside 0..10,000,000", c.Keys)
 	}
+	if c.Think < 0 || c.Think > time.Hour {
+		return invalid("cluster.think", "%s outside [0, 1h]", c.Think)
+	}
 	return nil
 }
 
@@ -329,7 +332,7 @@ func (g *clusterGroup) client(ctx context.Context, agreement sla.SLA, site, stra
 			run.rec.get(getOutcome{Met: res.Met, Target: res.Target, Utility: res.Utility(), Site: siteOf(wire.NodeID(res.Node)),
 				RTT: res.RTT, Extra: extraRequests(res.Retried, res.Hedged)}, since())
 		}
-		if w.Think > 0 && sleep(ctx, w.Think) != nil {
+		if think := max(w.Think, g.s.Cluster.Think); think > 0 && sleep(ctx, think) != nil {
 			break
 		}
 	}
