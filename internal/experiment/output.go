@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Table is one table of a report: written as tables/NAME.csv and as a
@@ -343,9 +344,17 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	}
 	w := s.Workload
 	fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, %d operations per session, ", w.Keys, w.Distribution, w.PutFraction, w.SessionOps)
-	if w.Duration > 0 {
+	switch {
+	case r.Mode == "cluster":
+		d := w.Duration
+		if d == 0 {
+			d = s.Cluster.Duration
+		}
+		fmt.Fprintf(&b, "%s per run on the cluster (%s times %g), a pause of %s after each operation\n",
+			time.Duration(float64(d)*r.Scale), d, r.Scale, max(w.Think, s.Cluster.Think))
+	case w.Duration > 0:
 		fmt.Fprintf(&b, "%s of virtual time per run (times %g)\n", w.Duration, r.Scale)
-	} else {
+	default:
 		fmt.Fprintf(&b, "%d operations per run (times %g)\n", w.Ops, r.Scale)
 	}
 	b.WriteString("- SLAs:\n")

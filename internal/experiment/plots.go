@@ -69,7 +69,7 @@ func Plots(s *Scenario, r *Result) ([]Figure, error) {
 			if len(run.Timeline) == 0 {
 				continue
 			}
-			if err := add(timelinePlot(run)); err != nil {
+			if err := add(timelinePlot(run, r.Mode)); err != nil {
 				return nil, err
 			}
 		}
@@ -181,10 +181,15 @@ func sensitivityPlot(s *Scenario, r *Result, base, client string) (Figure, error
 	return Figure{Name: fileName("sensitivity", base, client), Title: p.Title.Text, plot: p}, nil
 }
 
-func timelinePlot(run RunResult) (Figure, error) {
+// timelinePlot is Fig. 13's kind of plot for one run; mode (sim or
+// cluster) says whether its time is virtual.
+func timelinePlot(run RunResult, mode string) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Delivered utility per Get, %s SLA, client %s, %s (Fig. 13)", run.SLA, run.Client, run.Strategy)
-	p.X.Label.Text = "virtual time since the workload started (s)"
+	p.Title.Text = fmt.Sprintf("Delivered utility per Get, %s SLA, client %s, %s", run.SLA, run.Client, run.Strategy)
+	p.X.Label.Text = "time since the workload started (s)"
+	if mode == "sim" {
+		p.X.Label.Text = "virtual " + p.X.Label.Text
+	}
 	p.Y.Label.Text = "utility delivered"
 	p.Y.Min, p.Y.Max = -0.05, 1.25
 	xys := make(plotter.XYs, len(run.Timeline))
