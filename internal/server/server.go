@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -246,14 +247,18 @@ func (s *Server) Close() {
 		s.grpc.Stop()
 	}
 	s.transport.Close()
-	s.mu.Lock()
-	for _, h := range s.nodes {
+	// Stop the nodes without holding s.mu: a node's event in progress may
+	// be sending to a node of this process, and deliver takes s.mu to find
+	// it. Holding the lock here deadlocked Stop against that event.
+	s.mu.RLock()
+	nodes := slices.Collect(maps.Values(s.nodes))
+	s.mu.RUnlock()
+	for _, h := range nodes {
 		h.node.Stop()
 		if err := h.engine.Close(); err != nil {
 			s.opts.Logger.Error("cosla serve: close storage", "err", err)
 		}
 	}
-	s.mu.Unlock()
 	s.wg.Wait()
 	s.opts.Logger.Info("cosla serve: stopped")
 }

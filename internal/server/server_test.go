@@ -5,11 +5,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/wire"
 )
@@ -91,5 +93,45 @@ func TestWritePrometheusLag(t *testing.T) {
 	WritePrometheus(&b, st, now)
 	if want := `cosla_tablet_replication_lag_seconds{node="us/r1",table="t",tablet="0"} 2.000000`; !strings.Contains(b.String(), want) {
 		t.Fatalf("metrics lack %s:\n%s", want, b.String())
+	}
+}
+
+// TestCloseWhileANodeSends closes a server while one of its nodes is in
+// the middle of an event that sends a message within the process. Close
+// used to hold the server's lock while it waited for that event, and the
+// send needs the same lock to find its node: Close never returned.
+func TestCloseWhileANodeSends(t *testing.T) {
+	srv, err := Start(Options{Site: "england", Nodes: []string{"r1", "r2"}, Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := wire.NodeID("england/r1"), wire.NodeID("england/r2")
+	srv.mu.RLock()
+	nodeA := srv.nodes[a].node
+	srv.mu.RUnlock()
+	inEvent, release := make(chan struct{}), make(chan struct{})
+	if err := nodeA.Post(func(node.Handler) {
+		close(inEvent)
+		<-release
+		srv.deliver(a, b, &wire.ProbeRequest{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-inEvent
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	// Close has reached node A's Stop once A refuses work.
+	const polls = 10_000_000
+	for i := 0; nodeA.Post(func(node.Handler) {}) == nil; i++ {
+		if i == polls {
+			t.Fatalf("node A still takes messages after %d polls: Close never stopped it", polls)
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return: it waits for node A's event, which waits for the server's lock")
 	}
 }
