@@ -426,11 +426,8 @@ func (n *clusterNetwork) restart(node string) error {
 }
 
 func (n *clusterNetwork) topologySettings(a, b string) wan.Settings {
-	if a == b {
-		return wan.Settings{Latency: n.s.topo.LocalRTT / 2}
-	}
-	l, _ := n.s.topo.Link(a, b)
-	return wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}
+	rtt, jitter := n.s.topologyLink(a, b)
+	return wan.Settings{Latency: rtt / 2, Jitter: jitter}
 }
 
 // reset gives every changed link its topology settings and restarts the

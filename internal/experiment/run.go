@@ -164,13 +164,7 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 	if !(o.Scale > 0 && o.Scale <= 100) {
 		return nil, fmt.Errorf("experiment: scale %v outside (0, 100]", o.Scale)
 	}
-	var keys workload.Generator
-	var err error
-	if s.Workload.Distribution == "uniform" {
-		keys, err = workload.NewUniform(uint64(s.Workload.Keys))
-	} else {
-		keys, err = workload.NewScrambledZipfian(uint64(s.Workload.Keys))
-	}
+	keys, err := keyGenerator(s.Workload.Distribution, s.Workload.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +211,16 @@ func (s *Scenario) layout() wire.Layout {
 	}
 	return wire.Layout{Name: "usertable", Tablets: []wire.Tablet{tablet},
 		Replication: wire.Replication{Mode: mode, Interval: s.Table.PullInterval}}
+}
+
+// topologyLink is the round trip and one-way jitter the topology gives
+// the link between sites a and b (a == b: within a site).
+func (s *Scenario) topologyLink(a, b string) (rtt, jitter time.Duration) {
+	if a == b {
+		return s.topo.LocalRTT, 0
+	}
+	l, _ := s.topo.Link(a, b)
+	return l.RTT, l.Jitter
 }
 
 // replicaSites are the sites of the table's replicas, primary first.
@@ -338,12 +342,7 @@ func (o *world) apply(e EventSpec) (string, error) {
 			o.jitter[key] = *e.Jitter
 		}
 	case ActionRestore:
-		if a == b {
-			o.rtt[key], o.jitter[key] = o.s.topo.LocalRTT, 0
-		} else {
-			tl, _ := o.s.topo.Link(a, b)
-			o.rtt[key], o.jitter[key] = tl.RTT, tl.Jitter
-		}
+		o.rtt[key], o.jitter[key] = o.s.topologyLink(a, b)
 	}
 	rtt := max(0, o.rtt[key]+o.spike[key])
 	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, rtt)
