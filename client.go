@@ -215,11 +215,40 @@ func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Cli
 	}
 }
 
+// Partition says how a table's keys map to its tablets.
+type Partition uint8
+
+// Partitions.
+const (
+	// ByRange: tablets are ranges of keys, and a tablet's Start is the
+	// first key it holds (Pileus 3).
+	ByRange Partition = iota
+	// ByHash: tablets are ranges of key hashes, so keys are spread over
+	// the tablets by hash rather than by order. A key's hash is written as
+	// the 16 lower-case hex digits of its FNV-1a 64-bit hash, and a
+	// tablet's Start is the first such hash it holds; HashStarts gives
+	// equal shares of the hash space. FNV-1a mixes a key's last bytes
+	// weakly into the high digits, so keys that differ only at the end
+	// (key1, key2, ...) tend to share a tablet.
+	ByHash
+)
+
+func (p Partition) String() string { return wire.Partition(p).String() }
+
+// HashStarts returns the Starts of the second to the last of n tablets
+// that split a ByHash table's hash space equally (the first starts at "").
+func HashStarts(n int) []string { return wire.HashStarts(n) }
+
 // TableSpec describes a table to create.
 type TableSpec struct {
 	Name string
-	// Tablets split the key space; the first must start at "". Each names
-	// its primary and secondaries ("site/node").
+	// Partition says how keys map to tablets. Default ByRange.
+	Partition Partition
+	// Tablets split the key space; the first must start at "", and each
+	// holds the keys from its Start up to the next tablet's Start. Under
+	// ByRange a Start is a key; under ByHash it is a key hash, 16
+	// lower-case hex digits (HashStarts). Each tablet names its primary
+	// and secondaries ("site/node").
 	Tablets []TabletSpec
 	// Push streams every Put to the secondaries at once, besides the
 	// periodic pull (Pileus 4.3). Default: pull only.
@@ -228,7 +257,8 @@ type TableSpec struct {
 	PullInterval time.Duration
 }
 
-// TabletSpec places one key range of a table.
+// TabletSpec places one tablet of a table: the keys (or, under ByHash,
+// key hashes) from Start up to the next tablet's Start.
 type TabletSpec struct {
 	Start       string
 	Primary     string
@@ -236,7 +266,8 @@ type TabletSpec struct {
 }
 
 func (s TableSpec) layout() wire.Layout {
-	l := wire.Layout{Name: s.Name, Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
+	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition),
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
 	if s.Push {
 		l.Replication.Mode = wire.ModePush
 	}

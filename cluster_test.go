@@ -107,6 +107,62 @@ func TestClientOverNetwork(t *testing.T) {
 	}
 }
 
+// TestHashTable creates a table of four tablets placed by key hash, their
+// primaries alternating between two sites, and checks that every key is
+// written and read back through the tablet its hash picks.
+func TestHashTable(t *testing.T) {
+	nodes := testCluster(t, "england", "us")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := cosla.TableSpec{Name: "h", Partition: cosla.ByHash, PullInterval: time.Second}
+	for i, start := range append([]string{""}, cosla.HashStarts(4)...) {
+		primary, secondary := "england/r1", "us/r1"
+		if i%2 == 1 {
+			primary, secondary = secondary, primary
+		}
+		spec.Tablets = append(spec.Tablets, cosla.TabletSpec{Start: start, Primary: primary, Secondaries: []string{secondary}})
+	}
+	if err := c.CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	bad := spec
+	bad.Name = "bad"
+	bad.Tablets = []cosla.TabletSpec{{Primary: "england/r1"}, {Start: "m", Primary: "us/r1"}}
+	if err := c.CreateTable(ctx, bad); !errors.Is(err, cosla.ErrInvalid) {
+		t.Errorf("create a hash table split at %q: err %v, want ErrInvalid", "m", err)
+	}
+	tbl, err := c.OpenTable(ctx, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := c.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		key := fmt.Sprintf("key-%d", i)
+		if _, err := c.Put(ctx, s, key, []byte(key)); err != nil {
+			t.Fatalf("put %s: %v", key, err)
+		}
+	}
+	for i := range 40 {
+		key := fmt.Sprintf("key-%d", i)
+		got, res, err := c.Get(ctx, s, key)
+		if err != nil || string(got) != key || !res.Primary {
+			t.Fatalf("get %s = %q, %+v, %v; want %q from its primary", key, got, res, err, key)
+		}
+	}
+	if got := cosla.ByHash.String(); got != "hash" {
+		t.Errorf("ByHash.String() = %q", got)
+	}
+}
+
 // TestBadInput checks that bad requests get clear, typed errors and that
 // the servers keep working after them.
 func TestBadInput(t *testing.T) {

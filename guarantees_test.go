@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/check"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/wan"
 	"github.com/cosla/cosla/internal/wire"
@@ -96,27 +96,56 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 		"monotonic 20ms 1; strong 200ms 0.5",
 		"eventual 20ms 1",
 	}
-	start := time.Now()
-	since := func() time.Duration { return time.Since(start) }
-	var mu sync.Mutex
-	var history []check.Op
-	var wg sync.WaitGroup
+	// Client i runs a group per SLA, its n-th with slas[(i+n)%6], each of
+	// two sessions of random Puts and Gets; Pileus chooses the replicas
+	// twice as often as Random and Closest.
 	const seed = 1
 	clients := []string{"england", "us", "us", "india"}
+	var groups []*driver.Group
 	for i, site := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := runRecordedClient(ctx, views[site], site, i, slas, rand.New(rand.NewPCG(seed, uint64(i))), since, func(op check.Op) {
-				mu.Lock()
-				history = append(history, op)
-				mu.Unlock()
-			}); err != nil {
-				t.Error(err)
+		r := rand.New(rand.NewPCG(seed, uint64(i)))
+		for n := range slas {
+			agreement, err := sla.Parse(slas[(i+n)%len(slas)])
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
+			strategy := []cosla.Strategy{cosla.Pileus, cosla.Pileus, cosla.Random, cosla.Closest}[r.IntN(4)]
+			groups = append(groups, &driver.Group{
+				Name: fmt.Sprintf("c%d-%d", i, n), Site: site, Sessions: 2,
+				Streams: []driver.Stream{{Mix: putGetMix{keys: 4}}},
+				Rand:    rand.New(rand.NewPCG(seed, uint64(len(slas)*i+n+len(clients)))),
+				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy},
+			})
+		}
 	}
-	wg.Wait()
+	loop := driver.NewLoop(time.Now())
+	target := &driver.HostTarget{Loop: loop, Table: "t", Nodes: func(site string) (map[string]string, error) {
+		if v, ok := views[site]; ok {
+			return v, nil
+		}
+		return nil, fmt.Errorf("no site %q", site)
+	}}
+	var history []check.Op
+	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {
+		// A Put may time out (its outcome is then unknown), a Get miss its
+		// SLA; anything else is a failure of the test's cluster.
+		if op.Err != nil && !errors.Is(op.Err, cosla.ErrTimeout) && !(op.Kind == driver.Get && errors.Is(op.Err, cosla.ErrSLAUnmet)) {
+			t.Errorf("%s %s %q: %v", op.Session, op.Kind, op.Key, op.Err)
+		}
+		history = append(history, op.CheckOp())
+	}}
+	d, err := driver.New(target, driver.Spec{Groups: groups, Steps: 600, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Start(loop)
+	if err := loop.Run(ctx, d.Done); err != nil {
+		t.Fatalf("after %d operations: %v", len(history), err)
+	}
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if vs := check.Check(history); len(vs) > 0 {
 		for i, v := range vs {
 			if i == 10 {
@@ -140,56 +169,13 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 	}
 }
 
-// runRecordedClient runs sessions of random Puts and Gets over a few keys
-// and reports every operation as check.Op.
-func runRecordedClient(ctx context.Context, nodes map[string]string, site string, id int, slas []string,
-	r *rand.Rand, since func() time.Duration, record func(check.Op)) error {
-	c, err := cosla.Open(ctx, cosla.Config{Site: site, Name: fmt.Sprintf("c%d", id), Nodes: nodes})
-	if err != nil {
-		return err
+// putGetMix draws Puts and Gets, half each, of keys k0 to k<keys-1>.
+type putGetMix struct{ keys int }
+
+func (m putGetMix) Next(r *rand.Rand) (driver.Step, bool) {
+	kind := driver.Get
+	if r.IntN(2) == 0 {
+		kind = driver.Put
 	}
-	defer c.Close()
-	tbl, err := c.OpenTable(ctx, "t")
-	if err != nil {
-		return err
-	}
-	for sn := range 6 {
-		agreement, err := sla.Parse(slas[(id+sn)%len(slas)])
-		if err != nil {
-			return err
-		}
-		strategy := []cosla.Strategy{cosla.Pileus, cosla.Pileus, cosla.Random, cosla.Closest}[r.IntN(4)]
-		s, err := c.BeginSession(tbl, agreement, cosla.WithStrategy(strategy))
-		if err != nil {
-			return err
-		}
-		session := fmt.Sprintf("%s/c%d#%d", site, id, sn)
-		for op := range 25 {
-			key := fmt.Sprintf("k%d", r.IntN(4))
-			rec := check.Op{Client: fmt.Sprintf("c%d", id), Session: session, Key: key, Call: since()}
-			if r.IntN(2) == 0 {
-				rec.Kind, rec.Value = check.Put, fmt.Sprintf("c%d-%d-%d", id, sn, op)
-				ts, err := c.Put(ctx, s, key, []byte(rec.Value))
-				rec.Return, rec.OK, rec.TS = since(), err == nil, ts
-				if err != nil && !errors.Is(err, cosla.ErrTimeout) {
-					return err
-				}
-			} else {
-				rec.Kind = check.Get
-				v, res, err := c.Get(ctx, s, key)
-				// The client's own round trip: the time from its send to
-				// the reply, which the latency of the met subSLA bounds.
-				rec.Return = rec.Call + res.RTT
-				if err == nil {
-					rec.OK, rec.Found, rec.Value, rec.TS = true, res.Found, string(v), res.VersionTS
-					rec.Met, rec.MetRank = res.SubSLA, res.Met+1
-				} else if !errors.Is(err, cosla.ErrSLAUnmet) && !errors.Is(err, cosla.ErrTimeout) {
-					return err
-				}
-			}
-			record(rec)
-		}
-		c.EndSession(s)
-	}
-	return nil
+	return driver.Step{Ops: []driver.Op{{Kind: kind, Key: fmt.Sprintf("k%d", r.IntN(m.keys))}}}, true
 }

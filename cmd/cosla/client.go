@@ -51,52 +51,70 @@ type clientSession struct {
 	site     string
 }
 
-func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
+// target is what the client flags name on a running cluster: the cluster,
+// the client's site and the addresses it dials from there, the SLA,
+// strategy and table.
+type target struct {
+	info      *cluster.Info
+	site      string
+	nodes     map[string]string
+	agreement sla.SLA
+	strategy  cosla.Strategy
+	table     string
+}
+
+// resolveTarget reads the cluster in f.dir and checks the flags against
+// it, filling in the defaults.
+func resolveTarget(f *clientFlags) (*target, error) {
 	info, err := cluster.ReadInfo(f.dir)
 	if err != nil {
 		return nil, err
 	}
-	site := f.site
-	if site == "" {
-		site = info.DefaultSite
+	tg := &target{info: info, site: f.site, strategy: cosla.Pileus, table: f.table}
+	if tg.site == "" {
+		tg.site = info.DefaultSite
 	}
-	nodes, err := info.NodesFor(site)
-	if err != nil {
+	if tg.nodes, err = info.NodesFor(tg.site); err != nil {
 		return nil, usageError{err.Error()}
 	}
 	spec := f.slaSpec
 	if spec == "" {
 		spec = defaultGetSLA
 	}
-	agreement, err := sla.Resolve(spec)
-	if err != nil {
+	if tg.agreement, err = sla.Resolve(spec); err != nil {
 		return nil, usagef("--sla: %v", err)
 	}
-	strategy := cosla.Pileus
 	if f.strategy != "" {
-		if strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
+		if tg.strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
 			return nil, usagef("--strategy: %v", err)
 		}
 	}
-	table := f.table
-	if table == "" {
-		table = info.Table
+	if tg.table == "" {
+		tg.table = info.Table
 	}
-	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes})
+	return tg, nil
+}
+
+func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
+	tg, err := resolveTarget(f)
 	if err != nil {
 		return nil, err
 	}
-	t, err := c.OpenTable(ctx, table)
+	c, err := cosla.Open(ctx, cosla.Config{Site: tg.site, Nodes: tg.nodes})
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.OpenTable(ctx, tg.table)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	s, err := c.BeginSession(t, agreement, cosla.WithStrategy(strategy))
+	s, err := c.BeginSession(t, tg.agreement, cosla.WithStrategy(tg.strategy))
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	return &clientSession{client: c, table: t, session: s, sla: agreement, strategy: strategy, site: site}, nil
+	return &clientSession{client: c, table: t, session: s, sla: tg.agreement, strategy: tg.strategy, site: tg.site}, nil
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
 )
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
@@ -64,8 +65,13 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	push := fs.Bool("push", false, "also push every Put to the secondaries at once")
 	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
+	sites := fs.String("sites", "", "comma-separated sites holding the table's replicas, the primaries' site first (default: every site with storage nodes)")
+	replicas := fs.Int("replicas", 0, "replicas of each tablet (default: one per site of --sites)")
+	tablets := fs.Int("tablets", 1, "number of tablets")
+	partition := fs.String("partition", "range", "how keys map to tablets: range or hash")
+	starts := fs.String("starts", "", "comma-separated split points of a range-partitioned table of several tablets (--tablets minus one, ascending)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\" replicated from the first site to the others.\nIt returns once the cluster is ready; cosla cluster down stops it.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -81,10 +87,15 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if *pull <= 0 {
 		return usagef("--pull-interval must be positive")
 	}
+	placement := topology.Placement{Sites: commaList(*sites), Replicas: *replicas, Tablets: *tablets,
+		Partition: *partition, Starts: commaList(*starts)}
+	if _, err := t.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: *pull}); err != nil {
+		return usagef("%v", err)
+	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, PullInterval: *pull, Push: *push, Fresh: *fresh})
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push, Fresh: *fresh})
 		if err != nil {
 			return err
 		}
@@ -94,6 +105,14 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return startDetached(*dir, args, stdout)
+}
+
+// commaList splits a comma-separated flag value; "" is no items.
+func commaList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // startDetached runs `cluster up --foreground` in a new session, in the

@@ -117,6 +117,12 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(js)
 		return err
 	}
+	return printTables(stdout, s, res)
+}
+
+// printTables prints the scenario's tables as aligned text, with "-" for
+// the paper's numbers that did not survive.
+func printTables(stdout io.Writer, s *experiment.Scenario, res *experiment.Result) error {
 	for _, t := range experiment.Tables(s, res) {
 		fmt.Fprintf(stdout, "%s\n", t.Title)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -140,8 +146,12 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func printRunResult(stderr io.Writer, prefix string, r experiment.RunResult) {
-	fmt.Fprintf(stderr, "%s %-22s %-8s %-14s utility %.3f  latency %.1f ms  (%d Gets, %.0fs)\n",
-		prefix, r.SLA, r.Client, r.Strategy, r.AvgUtility, r.AvgLatencyMS, r.Gets, r.VirtualS)
+	point := ""
+	if r.Point != "" {
+		point = r.Point + " "
+	}
+	fmt.Fprintf(stderr, "%s %s%-22s %-8s %-14s utility %.3f  latency %.1f ms  %.0f ops/s  (%d Gets, %d Puts, %.0fs)\n",
+		prefix, point, r.SLA, r.Client, r.Strategy, r.AvgUtility, r.AvgLatencyMS, r.ThroughputOpsPerS, r.Gets, r.Puts, r.VirtualS)
 }
 
 func runExperimentSim(s *experiment.Scenario, seed uint64, scale float64, stderr io.Writer) (*experiment.Result, error) {
@@ -170,6 +180,13 @@ func runExperimentCluster(s *experiment.Scenario, dir string, seed uint64, scale
 	}
 	for _, r := range res.Runs {
 		printRunResult(stderr, " ", r)
+	}
+	if s.Sweep != nil {
+		// The same sweep in the simulator, for the report's curves.
+		fmt.Fprintf(stderr, "the same sweep in the simulator, seed %d:\n", seed)
+		if res.Sim, err = runExperimentSim(s.ClusterModel(), seed, 1, stderr); err != nil {
+			return nil, fmt.Errorf("simulator: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -17,9 +17,8 @@
 //	cosla measure analyze TRACE
 //	cosla measure report --out OUT DIR...
 //	cosla serve --config FILE
-//	cosla sim pileus [--seed N] [--json]
 //	cosla experiment list
-//	cosla experiment run NAME|FILE [--seed N] [--out DIR] [--json]
+//	cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--json]
 //	cosla sla show NAME|FILE|TEXT
 //	cosla sla check FILE
 //
@@ -59,7 +58,6 @@ func commands() []command {
 		{"bench", "run a YCSB workload against the local cluster (bench --workload b --clients 50)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
 		{"experiment", "run a scenario file or shipped experiment and write tables, plots and a report (experiment list, experiment run pileus-table1)", runExperiment},
-		{"sim", "run a paper's evaluation in the deterministic simulator (sim pileus)", runSim},
 		{"measure", "measure the consistency a store delivers, Wada-style (measure run --target sim --preset simpledb --out DIR)", runMeasure},
 		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
 	}

@@ -38,6 +38,8 @@ func TestMeasureBadFlags(t *testing.T) {
 		{"sweep in sim", []string{"measure", "run", "--target", "sim", "--sweep", "1,2", "--out", dir}},
 		{"bad sweep", []string{"measure", "run", "--target", "mem", "--sweep", "1,x", "--out", dir}},
 		{"mem processes", []string{"measure", "run", "--target", "mem", "--placement", "processes", "--out", dir}},
+		{"mem read option", []string{"measure", "run", "--target", "mem", "--read-option", "eventual", "--out", dir}},
+		{"cosla write option", []string{"measure", "run", "--target", "cosla", "--write-option", "wait", "--out", dir}},
 		{"unknown flag", []string{"measure", "run", "--frob"}},
 		{"stray argument", []string{"measure", "run", "--target", "sim", "--out", dir, "extra"}},
 		{"analyze nothing", []string{"measure", "analyze"}},

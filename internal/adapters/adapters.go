@@ -63,6 +63,9 @@ import (
 )
 
 // Store is a key-value store under measurement. Safe for concurrent use.
+// It is the one interface through which the workload driver calls a store
+// (driver.StoreTarget); measure/run's LagStore is an in-memory
+// implementation.
 type Store interface {
 	// Name is a short label, e.g. "redis", "etcd", "postgres".
 	Name() string

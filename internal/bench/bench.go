@@ -1,74 +1,57 @@
-// Package bench runs a YCSB core workload (package workload) against a
-// key-value store and measures it: latency histograms per operation kind,
-// throughput and error counts, as YCSB's client does (Cooper et al. SoCC'10,
-// section 5). It is the core of a "cosla bench" command; the store is
-// anything that implements Store (the cosla client, a simulator adapter, the
-// in-memory fake of the tests).
+// Package bench runs a YCSB core workload (package workload) on the
+// driver (package driver) and measures it as YCSB's client does (Cooper et
+// al. SoCC'10, section 5): latency percentiles per operation kind,
+// throughput and error counts. It is the core of `cosla bench`; the store
+// is any driver.Target (a cosla cluster through driver.HostTarget, another
+// store through driver.StoreTarget).
 //
 // Run's duties, in order:
 //
-//  1. Optionally load: insert records 0 to RecordCount-1 (workload.Key of
-//     each) with Options.Clients concurrent clients.
-//  2. Run: the clients draw operations from the workload, one shared
-//     sequence under a lock, and perform them until Options.Operations have
-//     been issued, Options.Duration has passed, or the caller's context is
-//     cancelled, whichever comes first.
+//  1. Optionally load: a group of Options.Clients sessions writes records 0
+//     to RecordCount-1 (workload.Key of each), each once (driver.LoadMix).
+//  2. Run: a group of Options.Clients sessions, each in a closed loop,
+//     performs the workload's operations (driver.YCSBMix) until
+//     Options.Operations have started or Options.Duration has passed; the
+//     operations in flight then finish and are counted.
 //  3. Report progress every Options.ProgressInterval and once at the end of
 //     each phase, and return a Result.
 //
-// How workload operations become Store calls:
+// If the caller's context is cancelled, the phase in progress starts no
+// more operations; those in flight finish, or are cut short and counted as
+// aborted, and Run returns what it measured with an error wrapping
+// ctx.Err().
 //
-//   - Read, Update and Insert are one call each. Update and Insert write a
-//     fresh value of FieldCount*FieldLength bytes: cosla keeps one value per
-//     key, so YCSB's fields are concatenated.
-//   - ReadModifyWrite is Read then Update of the same key, measured as one
-//     operation (YCSB also reports its read and update separately; here the
-//     kinds' counts add up to the operations issued).
-//   - Scan: cosla has no range scans, so a Scan of n records starting at item
-//     i is n point Reads of workload.Key(i), ..., workload.Key(i+n-1), in
-//     order, measured as one operation that fails at the first failed read.
-//     Keys are hashed, so these are not neighbours in key order; the
-//     operation measures the cost of reading n records.
+// How workload operations become store operations is driver.YCSBMix's
+// rule: a read is a Get, an update or insert a Put of
+// FieldCount*FieldLength bytes, a read-modify-write a Get then a Put of the
+// same key and a scan of n records n Gets, each measured as one operation
+// that fails at its first failed Get or Put.
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
+	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/workload"
 )
-
-// Store is what the driver runs a workload against. Implementations must be
-// safe for concurrent use by Options.Clients goroutines and should return
-// promptly, with ctx.Err() or an error wrapping it, once ctx is done: that
-// is how the driver stops clients that are waiting on the store.
-type Store interface {
-	// Read reads key. A key that has no value is not an error: a workload
-	// may read a record whose insert another client has drawn but not yet
-	// completed (see workload.Workload.Next).
-	Read(ctx context.Context, key string) error
-	// Update writes value to an existing key. The store owns value once
-	// called; the driver never touches it again.
-	Update(ctx context.Context, key string, value []byte) error
-	// Insert writes value to a new key. The store owns value once called.
-	Insert(ctx context.Context, key string, value []byte) error
-}
 
 // ErrInvalid is wrapped by Options.Validate errors.
 var ErrInvalid = errors.New("bench: invalid option")
 
-// Limits on options ("put a limit on everything"). MaxClients bounds the
-// goroutines Run starts; MaxLatency is the largest latency the histograms
-// hold, and longer operations are recorded as MaxLatency.
-const (
-	MaxClients = 4096
-	MaxLatency = time.Hour
-)
+// MaxClients bounds Options.Clients ("put a limit on everything").
+const MaxClients = 4096
+
+// MaxDrain bounds the wait, once the caller's context is cancelled, for
+// the operations in flight to finish; those still in flight after it are
+// left out of the Result.
+const MaxDrain = 10 * time.Second
 
 // DefaultProgressInterval is YCSB's default status interval.
 const DefaultProgressInterval = 10 * time.Second
@@ -76,44 +59,38 @@ const DefaultProgressInterval = 10 * time.Second
 // Options configure Run. The zero value is usable: EnsureDefaults fills in
 // what is unset.
 type Options struct {
-	// Clients is the number of concurrent clients, each a goroutine with at
-	// most one operation outstanding. Default 1, at most MaxClients.
+	// Clients is the number of sessions of each phase, each with at most
+	// one operation in flight. Default 1, at most MaxClients.
 	Clients int
 	// Operations bounds the operations of the run phase. Default 0 means
 	// the workload's OperationCount; to be bounded by Duration alone, set
 	// it to math.MaxUint64.
 	Operations uint64
-	// Duration bounds the run phase in wall-clock time; 0 means no bound.
-	// The load phase is bounded by RecordCount and the context only.
+	// Duration bounds the run phase on the loop's clock: no operation
+	// starts after it. 0 means no bound. The load phase is bounded by
+	// RecordCount and the context only.
 	Duration time.Duration
-	// Load makes Run insert the workload's records before the run phase.
+	// Load makes Run write the workload's records before the run phase.
 	// Without it the store must already hold them.
 	Load bool
 	// Seed seeds the operation sequence and the values written. With the
 	// same seed and workload the sequence of operations drawn is the same
-	// whatever Clients is; which client performs which operation is up to
-	// the scheduler. Print it with the results (STYLE.md habit 2).
+	// whatever Clients is; which session performs which operation depends
+	// on the store's latencies. Print it with the results (STYLE.md
+	// habit 2).
 	Seed uint64
-	// Progress, if set, is called every ProgressInterval during each phase
-	// and once when the phase ends (Progress.Done). Calls are never
-	// concurrent, and a slow callback delays the next call, not the clients.
+	// Site is the client site of the sessions, and Cosla their SLA,
+	// strategy and client options, for a cosla target (driver.Group's Site
+	// and Cosla); other targets ignore them.
+	Site  string
+	Cosla driver.Cosla
+	// Progress, if set, is called on the loop every ProgressInterval
+	// during each phase and once when the phase ends (Progress.Done). A
+	// slow callback delays the loop, and so the operations' completions.
 	Progress func(Progress)
 	// ProgressInterval is the time between Progress calls. Default
 	// DefaultProgressInterval.
 	ProgressInterval time.Duration
-	// Clock is read before and after every operation to measure its
-	// latency, and at the start and end of each phase to measure its
-	// duration. Default time.Now. Tests inject a fake clock to get exact
-	// latencies.
-	Clock func() time.Time
-
-	// newTicker, if set, replaces time.NewTicker for Progress, so that a
-	// test decides when ticks happen. It returns the tick channel and a
-	// function that stops the ticker.
-	newTicker func(time.Duration) (<-chan time.Time, func())
-	// withDuration, if set, replaces context.WithTimeout for the Duration
-	// bound, so that a test decides when the bound passes.
-	withDuration func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 // EnsureDefaults fills unset fields with their defaults, taking Operations
@@ -128,18 +105,6 @@ func (o *Options) EnsureDefaults(w *workload.Workload) {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = DefaultProgressInterval
 	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.withDuration == nil {
-		o.withDuration = context.WithTimeout
-	}
-	if o.newTicker == nil {
-		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
-			t := time.NewTicker(d)
-			return t.C, t.Stop
-		}
-	}
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad
@@ -148,26 +113,26 @@ func (o Options) Validate() error {
 	switch {
 	case o.Clients < 1 || o.Clients > MaxClients:
 		return fmt.Errorf("%w: Clients = %d, want 1 <= Clients <= %d", ErrInvalid, o.Clients, MaxClients)
+	case o.Operations == 0:
+		return fmt.Errorf("%w: Operations = 0, want > 0", ErrInvalid)
 	case o.Duration < 0:
 		return fmt.Errorf("%w: Duration = %v, want >= 0", ErrInvalid, o.Duration)
 	case o.ProgressInterval <= 0:
 		return fmt.Errorf("%w: ProgressInterval = %v, want > 0", ErrInvalid, o.ProgressInterval)
-	case o.Clock == nil:
-		return fmt.Errorf("%w: Clock is nil", ErrInvalid)
 	}
 	return nil
 }
 
 // String renders the effective options for logging (STYLE.md habit 5).
 func (o Options) String() string {
-	return fmt.Sprintf("clients=%d operations=%d duration=%v load=%t seed=%d progress_interval=%v",
-		o.Clients, o.Operations, o.Duration, o.Load, o.Seed, o.ProgressInterval)
+	return fmt.Sprintf("clients=%d operations=%d duration=%v load=%t seed=%d site=%q sla=%q strategy=%s progress_interval=%v",
+		o.Clients, o.Operations, o.Duration, o.Load, o.Seed, o.Site, o.Cosla.SLA.String(), o.Cosla.Strategy, o.ProgressInterval)
 }
 
 // Progress is a snapshot of a phase in progress.
 type Progress struct {
 	Phase PhaseName
-	// Elapsed is the time since the phase started, by Options.Clock.
+	// Elapsed is the time since the phase started, on the loop's clock.
 	Elapsed time.Duration
 	// Operations counts completed operations, failed ones included.
 	Operations uint64
@@ -179,236 +144,151 @@ type Progress struct {
 	Done bool
 }
 
-// Run runs w against store as opts say and returns what it measured. It
-// returns when the run phase is bounded (by operations or duration) or ctx
-// is cancelled, and all clients have returned. On cancellation it returns
-// the partial Result together with an error wrapping ctx.Err(), so a command
-// interrupted by a signal can still print what it measured.
+// Run runs w against target as opts say, on loop, and returns what it
+// measured. It runs loop on the calling goroutine, so loop must not be
+// running, and target must hand its results to loop (a driver.HostTarget
+// or driver.StoreTarget whose Loop is loop). It returns once the run phase
+// is bounded (by operations or duration) and its operations have finished,
+// or the caller's context is cancelled: then it returns the partial Result
+// with an error wrapping ctx.Err(), so that a command interrupted by a
+// signal can still print what it measured.
 //
 // Run draws from w and so advances it; w must not be used by anything else
 // while Run runs.
-func Run(ctx context.Context, store Store, w *workload.Workload, opts Options) (Result, error) {
+func Run(ctx context.Context, loop *driver.Loop, target driver.Target, w *workload.Workload, opts Options) (Result, error) {
 	opts.EnsureDefaults(w)
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
-	res := Result{Seed: opts.Seed, Clients: opts.Clients, Workload: w.Properties().String()}
-	valueBytes := w.Properties().ValueBytes()
+	props := w.Properties()
+	res := Result{Seed: opts.Seed, Clients: opts.Clients, Workload: props.String()}
+	r := &runner{ctx: ctx, loop: loop, target: target, opts: opts}
 
 	if opts.Load {
-		records := w.Properties().RecordCount
-		var next atomic.Uint64
-		load := newPhase(PhaseLoad, opts, store, valueBytes)
-		// Load records are claimed from a counter, not drawn: every record
-		// is inserted exactly once whatever the number of clients.
-		loadPhase := load.run(ctx, ctx, func() (workload.Op, bool) {
-			i := next.Add(1) - 1
-			if i >= records {
-				return workload.Op{}, false
-			}
-			return workload.Op{Kind: workload.Insert, Item: i, Key: workload.Key(i)}, true
-		})
-		res.Load = &loadPhase
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("bench: load phase: %w", err)
+		load := &driver.LoadMix{N: props.RecordCount, ValueSize: props.ValueBytes()}
+		p, err := r.phase(PhaseLoad, load, rand.New(rand.NewPCG(opts.Seed, 2)), steps(props.RecordCount), 0)
+		res.Load = &p
+		if err != nil {
+			return res, err
 		}
 	}
+	// One source for the whole sequence of operations: the draws depend
+	// on the seed alone, whatever the number of clients.
+	p, err := r.phase(PhaseRun, driver.YCSBMix{W: w}, rand.New(rand.NewPCG(opts.Seed, 0)), steps(opts.Operations), opts.Duration)
+	res.Run = p
+	return res, err
+}
 
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if opts.Duration > 0 {
-		runCtx, cancel = opts.withDuration(ctx, opts.Duration)
+// steps converts a count of operations to a driver.Spec's Steps.
+func steps(n uint64) int { return int(min(n, math.MaxInt)) }
+
+// runner runs the phases of one Run.
+type runner struct {
+	ctx    context.Context
+	loop   *driver.Loop
+	target driver.Target
+	opts   Options
+}
+
+// phase runs one phase: a group of Clients sessions in a closed loop over
+// mix, bounded by maxSteps steps and duration (0: none).
+func (r *runner) phase(name PhaseName, mix driver.Mix, rnd *rand.Rand, maxSteps int, duration time.Duration) (Phase, error) {
+	rec := &driver.Recorder{}
+	g := &driver.Group{Name: string(name), Site: r.opts.Site, Sessions: r.opts.Clients,
+		Streams: []driver.Stream{{Mix: mix}}, Rand: rnd, Cosla: r.opts.Cosla}
+	d, err := driver.New(r.target, driver.Spec{Groups: []*driver.Group{g}, Steps: maxSteps, Duration: duration, Recorder: rec})
+	if err != nil {
+		return Phase{Name: name, Stop: StopError}, fmt.Errorf("bench: %s phase: %w", name, err)
 	}
-	defer cancel()
-	// One source and one lock for the whole sequence of operations: the
-	// workload is a state machine (inserts grow it) and drawing under the
-	// lock that also counts issued operations makes the operation count
-	// exact and the sequence independent of the number of clients.
-	var (
-		mu     sync.Mutex
-		issued uint64
-		r      = rand.New(rand.NewPCG(opts.Seed, 0))
-	)
-	run := newPhase(PhaseRun, opts, store, valueBytes)
-	res.Run = run.run(ctx, runCtx, func() (workload.Op, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if issued >= opts.Operations {
-			return workload.Op{}, false
+	defer d.Close()
+	d.Start(r.loop)
+	stopProgress := r.progressEvery(name, d, rec)
+	ctxErr := r.loop.Run(r.ctx, d.Done)
+	stopProgress()
+	if ctxErr != nil {
+		// The loop is not running, and this goroutine is its only user: it
+		// stops the driver and runs the loop again until the operations in
+		// flight have finished or been cut short, within MaxDrain.
+		d.Stop()
+		drain, cancel := context.WithTimeout(context.Background(), MaxDrain)
+		_ = r.loop.Run(drain, d.Done)
+		cancel()
+	}
+	p := summarize(name, d.Now(), rec)
+	switch {
+	case ctxErr != nil:
+		p.Stop, err = StopCanceled, fmt.Errorf("bench: %s phase: %w", name, ctxErr)
+	case d.Err() != nil:
+		p.Stop, err = StopError, fmt.Errorf("bench: %s phase: %w", name, d.Err())
+	case p.Operations >= uint64(maxSteps):
+		p.Stop = StopComplete
+	default:
+		p.Stop = StopDuration
+	}
+	if r.opts.Progress != nil {
+		r.opts.Progress(p.progress(true))
+	}
+	return p, err
+}
+
+// progressEvery calls Options.Progress every ProgressInterval on the loop
+// until the returned function is called.
+func (r *runner) progressEvery(name PhaseName, d *driver.Driver, rec *driver.Recorder) (stop func()) {
+	if r.opts.Progress == nil {
+		return func() {}
+	}
+	live := true
+	var tick func()
+	tick = func() {
+		if !live {
+			return
 		}
-		issued++
-		return w.Next(r), true
+		r.opts.Progress(summarize(name, d.Now(), rec).progress(false))
+		r.loop.After(r.opts.ProgressInterval, tick)
+	}
+	r.loop.After(r.opts.ProgressInterval, tick)
+	return func() { live = false }
+}
+
+// kindOrder orders the kinds of a phase: YCSB's, then any other label.
+var kindOrder = func() map[string]int {
+	m := map[string]int{}
+	for k := range workload.Kind(workload.NumKinds) {
+		m[k.String()] = int(k)
+	}
+	return m
+}()
+
+// summarize renders what rec holds of a phase that has lasted elapsed
+// (its Stop is left unset).
+func summarize(name PhaseName, elapsed time.Duration, rec *driver.Recorder) Phase {
+	p := Phase{Name: name, ElapsedMS: float64(elapsed) / float64(time.Millisecond)}
+	for _, g := range rec.Groups() {
+		p.Operations += uint64(g.Steps)
+		p.Aborted += uint64(g.Aborted)
+	}
+	for _, s := range rec.Stats() {
+		p.Errors += uint64(s.Errors)
+		p.Kinds = append(p.Kinds, KindStats{Kind: s.Op, Operations: uint64(s.Count), Errors: uint64(s.Errors),
+			FirstError: s.FirstError, LatencyMS: s.LatencyMS})
+	}
+	slices.SortStableFunc(p.Kinds, func(a, b KindStats) int {
+		return cmp.Compare(order(a.Kind), order(b.Kind))
 	})
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("bench: run phase: %w", err)
-	}
-	return res, nil
-}
-
-// phase runs one phase: clients take operations from next until it says
-// stop or the context is done, and record what happens.
-type phase struct {
-	name       PhaseName
-	opts       Options
-	store      Store
-	valueBytes int
-
-	completed atomic.Uint64 // operations completed, failed ones included
-	failed    atomic.Uint64 // operations failed
-	aborted   atomic.Uint64 // operations cut short by the phase's context
-	exhausted atomic.Bool   // next has said there are no more operations
-	kinds     [workload.NumKinds]recorder
-}
-
-func newPhase(name PhaseName, opts Options, store Store, valueBytes int) *phase {
-	p := &phase{name: name, opts: opts, store: store, valueBytes: valueBytes}
-	for k := range p.kinds {
-		p.kinds[k].latencyUS = newHistogram()
+	if elapsed > 0 {
+		p.ThroughputOpsPerS = float64(p.Operations-p.Errors) / elapsed.Seconds()
 	}
 	return p
 }
 
-// run runs the phase under phaseCtx, a child of the caller's ctx that also
-// carries the phase's deadline, and returns its summary.
-func (p *phase) run(ctx, phaseCtx context.Context, next func() (workload.Op, bool)) Phase {
-	start := p.opts.Clock()
-	stopProgress := p.startProgress(start)
-
-	var wg sync.WaitGroup
-	for c := range p.opts.Clients {
-		wg.Go(func() {
-			// The stream 1+c keeps values independent of the operation
-			// sequence, which uses stream 0.
-			cl := client{phase: p, r: rand.New(rand.NewPCG(p.opts.Seed, 1+uint64(c)))}
-			for phaseCtx.Err() == nil {
-				op, ok := next()
-				if !ok {
-					p.exhausted.Store(true)
-					return
-				}
-				cl.do(phaseCtx, op)
-			}
-		})
+func order(kind string) int {
+	if i, ok := kindOrder[kind]; ok {
+		return i
 	}
-	wg.Wait()
-	stopProgress()
-	end := p.opts.Clock()
-
-	// A deadline that passes after the last operation has completed did not
-	// stop anything: the phase was complete.
-	stop := StopComplete
-	switch {
-	case ctx.Err() != nil:
-		stop = StopCanceled
-	case phaseCtx.Err() != nil && (!p.exhausted.Load() || p.aborted.Load() > 0):
-		stop = StopDuration
-	}
-	summary := p.summary(end.Sub(start), stop)
-	if p.opts.Progress != nil {
-		p.opts.Progress(p.progress(end.Sub(start), true))
-	}
-	return summary
+	return workload.NumKinds
 }
 
-// startProgress starts the goroutine that calls Options.Progress every
-// ProgressInterval and returns a function that stops it and waits for it,
-// so that the final call Run makes never overlaps a periodic one.
-func (p *phase) startProgress(start time.Time) (stop func()) {
-	if p.opts.Progress == nil {
-		return func() {}
-	}
-	ticks, stopTicker := p.opts.newTicker(p.opts.ProgressInterval)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-ticks:
-				p.opts.Progress(p.progress(p.opts.Clock().Sub(start), false))
-			}
-		}
-	})
-	return func() {
-		stopTicker()
-		close(done)
-		wg.Wait()
-	}
-}
-
-func (p *phase) progress(elapsed time.Duration, done bool) Progress {
-	completed, failed := p.completed.Load(), p.failed.Load()
-	return Progress{
-		Phase:             p.name,
-		Elapsed:           elapsed,
-		Operations:        completed,
-		Errors:            failed,
-		ThroughputOpsPerS: perSecond(completed-failed, elapsed),
-		Done:              done,
-	}
-}
-
-// client performs operations for one goroutine.
-type client struct {
-	phase *phase
-	r     *rand.Rand // for values only
-}
-
-// do performs op and records it. An operation that fails because the
-// phase's context is done was cut short by the driver stopping, not by the
-// store, so it is counted as aborted rather than as an error.
-func (c *client) do(ctx context.Context, op workload.Op) {
-	p := c.phase
-	before := p.opts.Clock()
-	err := c.perform(ctx, op)
-	after := p.opts.Clock()
-	if err != nil && ctx.Err() != nil {
-		p.aborted.Add(1)
-		return
-	}
-	p.kinds[op.Kind].record(after.Sub(before), err)
-	if err != nil {
-		p.failed.Add(1)
-	}
-	p.completed.Add(1)
-}
-
-func (c *client) perform(ctx context.Context, op workload.Op) error {
-	s := c.phase.store
-	switch op.Kind {
-	case workload.Read:
-		return s.Read(ctx, op.Key)
-	case workload.Update:
-		return s.Update(ctx, op.Key, c.value())
-	case workload.Insert:
-		return s.Insert(ctx, op.Key, c.value())
-	case workload.ReadModifyWrite:
-		if err := s.Read(ctx, op.Key); err != nil {
-			return err
-		}
-		return s.Update(ctx, op.Key, c.value())
-	case workload.Scan:
-		for i := range uint64(op.ScanLength) {
-			if err := s.Read(ctx, workload.Key(op.Item+i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	default:
-		return fmt.Errorf("bench: unknown operation kind %v", op.Kind)
-	}
-}
-
-// value returns a fresh value of random lower-case letters, as YCSB writes
-// printable values; a fresh slice because the store owns what it is given.
-func (c *client) value() []byte {
-	v := make([]byte, c.phase.valueBytes)
-	for i := 0; i < len(v); i += 8 {
-		bits := c.r.Uint64()
-		for j := i; j < min(i+8, len(v)); j++ {
-			v[j] = 'a' + byte(bits%26)
-			bits >>= 8
-		}
-	}
-	return v
+func (p Phase) progress(done bool) Progress {
+	return Progress{Phase: p.Name, Elapsed: time.Duration(p.ElapsedMS * float64(time.Millisecond)), Operations: p.Operations,
+		Errors: p.Errors, ThroughputOpsPerS: p.ThroughputOpsPerS, Done: done}
 }

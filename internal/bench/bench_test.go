@@ -13,87 +13,77 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/workload"
 )
 
-// fakeClock is a clock that only fakeStore moves: each store call advances
-// it by the call's latency, so with one client an operation's measured
-// latency is exactly the latency the store was told to have.
-type fakeClock struct{ nanos atomic.Int64 }
+// memStore is an in-memory adapters.Store that counts its calls. Every
+// hook is optional.
+type memStore struct {
+	mu     sync.Mutex
+	values map[string]string
+	writes map[string]int // by key
+	reads  int
 
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.nanos.Load()) }
-func (c *fakeClock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
-
-// fakeStore is an in-memory Store. Every hook is optional.
-type fakeStore struct {
-	mu    sync.Mutex
-	data  map[string][]byte
-	calls map[string]int // by method: "read", "update", "insert"
-
-	// clock and latency: the call's latency is added to clock.
-	clock   *fakeClock
-	latency func(call int) time.Duration // call numbers from 0, all methods
-	// fail, if set, decides the error a call returns.
-	fail func(method, key string) error
-	// entered and release gate every call: the call sends on entered (so a
-	// test knows it has begun), then waits for a token on release or for
-	// ctx to be done. Nil channels disable the gate.
-	entered chan struct{}
-	release chan struct{}
+	// wait, if set, is called first by every call; an error ends the call.
+	wait func(ctx context.Context) error
+	// fail, if set, decides a call's error: write tells a Write from a
+	// Read, existed whether the key held a value.
+	fail func(write bool, key string, existed bool) error
 }
 
-func newFakeStore() *fakeStore {
-	return &fakeStore{data: make(map[string][]byte), calls: make(map[string]int)}
+func newMemStore() *memStore {
+	return &memStore{values: map[string]string{}, writes: map[string]int{}}
 }
 
-var errInjected = errors.New("fake: injected failure")
+var errInjected = errors.New("mem: injected failure")
 
-func (s *fakeStore) call(ctx context.Context, method, key string, value []byte) error {
-	if s.entered != nil {
-		select {
-		case s.entered <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if s.release != nil {
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			return ctx.Err()
+func (s *memStore) Name() string           { return "mem" }
+func (s *memStore) ReadOptions() []string  { return []string{""} }
+func (s *memStore) WriteOptions() []string { return []string{""} }
+func (s *memStore) Close() error           { return nil }
+
+// call waits, then records the call under the lock and returns its
+// error.
+func (s *memStore) call(ctx context.Context, write bool, key, value string) (string, bool, error) {
+	if s.wait != nil {
+		if err := s.wait(ctx); err != nil {
+			return "", false, err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		n += c
-	}
-	s.calls[method]++
-	if s.clock != nil && s.latency != nil {
-		s.clock.advance(s.latency(n))
-	}
+	old, existed := s.values[key]
 	if s.fail != nil {
-		if err := s.fail(method, key); err != nil {
-			return err
+		if err := s.fail(write, key, existed); err != nil {
+			return "", false, err
 		}
 	}
-	if value != nil {
-		s.data[key] = value
+	if !write {
+		s.reads++
+		return old, existed, nil
 	}
-	return nil
+	s.values[key] = value
+	s.writes[key]++
+	return "", false, nil
 }
 
-func (s *fakeStore) Read(ctx context.Context, key string) error {
-	return s.call(ctx, "read", key, nil)
+func (s *memStore) Write(ctx context.Context, key, value, _ string) (adapters.Report, error) {
+	_, _, err := s.call(ctx, true, key, value)
+	return adapters.Report{}, err
 }
 
-func (s *fakeStore) Update(ctx context.Context, key string, value []byte) error {
-	return s.call(ctx, "update", key, value)
+func (s *memStore) Read(ctx context.Context, key, _ string) (string, bool, adapters.Report, error) {
+	v, found, err := s.call(ctx, false, key, "")
+	return v, found, adapters.Report{}, err
 }
 
-func (s *fakeStore) Insert(ctx context.Context, key string, value []byte) error {
-	return s.call(ctx, "insert", key, value)
+// run runs w against store through a driver.StoreTarget on a loop of its
+// own.
+func run(ctx context.Context, store adapters.Store, w *workload.Workload, opts Options) (Result, error) {
+	loop := driver.NewLoop(time.Now())
+	return Run(ctx, loop, &driver.StoreTarget{Loop: loop, Store: store, Ctx: ctx}, w, opts)
 }
 
 func newWorkload(t *testing.T, preset string) *workload.Workload {
@@ -122,6 +112,32 @@ func kindOps(p Phase) map[string]KindStats {
 	return m
 }
 
+// TestLoadWritesEveryRecordOnce loads with eight sessions and checks that
+// each record was written exactly once.
+func TestLoadWritesEveryRecordOnce(t *testing.T) {
+	store := newMemStore()
+	w := newWorkload(t, "c") // reads only: the run phase writes nothing
+	res, err := run(context.Background(), store, w, Options{Clients: 8, Operations: 10, Load: true, Seed: 3})
+	if err != nil {
+		t.Fatalf("Run: %v; %s", err, repro(t))
+	}
+	records := w.Properties().RecordCount
+	if l := res.Load; l == nil || l.Operations != records || l.Errors != 0 || l.Aborted != 0 || l.Stop != StopComplete {
+		t.Fatalf("load = %+v, want %d operations, complete; %s", l, records, repro(t))
+	}
+	if k := res.Load.Kinds; len(k) != 1 || k[0].Kind != "insert" || k[0].Operations != records {
+		t.Errorf("load kinds = %+v; %s", k, repro(t))
+	}
+	if uint64(len(store.writes)) != records {
+		t.Errorf("%d keys written, want %d; %s", len(store.writes), records, repro(t))
+	}
+	for i := range records {
+		if n := store.writes[workload.Key(i)]; n != 1 {
+			t.Fatalf("record %d (%s) written %d times, want once; %s", i, workload.Key(i), n, repro(t))
+		}
+	}
+}
+
 // TestOperationCountExact runs each preset with 8 clients and checks that
 // exactly Options.Operations operations run, that the kinds add up, and that
 // the store saw the calls those kinds imply.
@@ -129,24 +145,23 @@ func TestOperationCountExact(t *testing.T) {
 	const operations = 3000
 	for _, preset := range workload.PresetNames {
 		t.Run(preset, func(t *testing.T) {
-			store := newFakeStore()
+			store := newMemStore()
 			w := newWorkload(t, preset)
-			opts := Options{Clients: 8, Operations: operations, Load: true, Seed: 42}
-			res, err := Run(context.Background(), store, w, opts)
+			res, err := run(context.Background(), store, w, Options{Clients: 8, Operations: operations, Load: true, Seed: 42})
 			if err != nil {
 				t.Fatalf("Run: %v; %s", err, repro(t))
 			}
 			if res.Load == nil || res.Load.Operations != 1000 || res.Load.Stop != StopComplete {
 				t.Fatalf("load = %+v, want 1000 operations, complete; %s", res.Load, repro(t))
 			}
-			run := res.Run
-			if run.Operations != operations || run.Errors != 0 || run.Aborted != 0 || run.Stop != StopComplete {
+			phase := res.Run
+			if phase.Operations != operations || phase.Errors != 0 || phase.Aborted != 0 || phase.Stop != StopComplete {
 				t.Fatalf("run: %d operations, %d errors, %d aborted, stop %s; want %d, 0, 0, complete; %s",
-					run.Operations, run.Errors, run.Aborted, run.Stop, operations, repro(t))
+					phase.Operations, phase.Errors, phase.Aborted, phase.Stop, operations, repro(t))
 			}
-			kinds := kindOps(run)
+			kinds := kindOps(phase)
 			var sum uint64
-			for _, k := range kinds {
+			for _, k := range phase.Kinds {
 				sum += k.Operations
 				if uint64(k.LatencyMS.Count) != k.Operations {
 					t.Errorf("%s: %d latencies recorded for %d operations; %s", k.Kind, k.LatencyMS.Count, k.Operations, repro(t))
@@ -155,23 +170,27 @@ func TestOperationCountExact(t *testing.T) {
 			if sum != operations {
 				t.Errorf("kinds add up to %d, want %d; %s", sum, operations, repro(t))
 			}
-			inserts := kinds["insert"].Operations
-			rmw := kinds["read-modify-write"].Operations
-			if got, want := store.calls["insert"], 1000+int(inserts); got != want {
-				t.Errorf("store saw %d inserts, want %d; %s", got, want, repro(t))
+			if !slices.IsSortedFunc(phase.Kinds, func(a, b KindStats) int { return order(a.Kind) - order(b.Kind) }) {
+				t.Errorf("kinds not in workload order: %+v; %s", phase.Kinds, repro(t))
 			}
-			if got, want := store.calls["update"], int(kinds["update"].Operations+rmw); got != want {
-				t.Errorf("store saw %d updates, want %d; %s", got, want, repro(t))
+			inserts, updates := kinds["insert"].Operations, kinds["update"].Operations
+			rmw := kinds["read-modify-write"].Operations
+			writes := 0
+			for _, n := range store.writes {
+				writes += n
+			}
+			if got, want := writes, 1000+int(inserts+updates+rmw); got != want {
+				t.Errorf("store saw %d writes, want %d; %s", got, want, repro(t))
 			}
 			if preset != "e" { // scans read a variable number of records
-				if got, want := store.calls["read"], int(kinds["read"].Operations+rmw); got != want {
+				if got, want := store.reads, int(kinds["read"].Operations+rmw); got != want {
 					t.Errorf("store saw %d reads, want %d; %s", got, want, repro(t))
 				}
 			}
-			if got, want := len(store.data), 1000+int(inserts); got != want {
+			if got, want := len(store.values), 1000+int(inserts); got != want {
 				t.Errorf("store holds %d keys, want %d; %s", got, want, repro(t))
 			}
-			for key, v := range store.data {
+			for key, v := range store.values {
 				if len(v) != w.Properties().ValueBytes() {
 					t.Fatalf("value of %s is %d bytes, want %d; %s", key, len(v), w.Properties().ValueBytes(), repro(t))
 				}
@@ -179,9 +198,12 @@ func TestOperationCountExact(t *testing.T) {
 
 			// The operation sequence depends on the seed, not on the number
 			// of clients.
-			one, err := Run(context.Background(), newFakeStore(), newWorkload(t, preset), Options{Operations: operations, Load: true, Seed: 42})
+			one, err := run(context.Background(), newMemStore(), newWorkload(t, preset), Options{Operations: operations, Load: true, Seed: 42})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(one.Run.Kinds) != len(phase.Kinds) {
+				t.Errorf("kinds %+v with 1 client, %+v with 8; %s", one.Run.Kinds, phase.Kinds, repro(t))
 			}
 			for _, k := range one.Run.Kinds {
 				if kinds[k.Kind].Operations != k.Operations {
@@ -192,15 +214,19 @@ func TestOperationCountExact(t *testing.T) {
 	}
 }
 
-func TestErrorsCounted(t *testing.T) {
-	store := newFakeStore()
-	store.fail = func(method, key string) error {
-		if method == "update" {
-			return fmt.Errorf("update %s: %w", key, errInjected)
-		}
-		return nil
+// failUpdates fails the writes of keys that hold a value: the run phase's
+// updates, not the load phase's writes.
+func failUpdates(write bool, key string, existed bool) error {
+	if write && existed {
+		return fmt.Errorf("update %s: %w", key, errInjected)
 	}
-	res, err := Run(context.Background(), store, newWorkload(t, "a"), Options{Clients: 4, Operations: 2000, Load: true})
+	return nil
+}
+
+func TestErrorsCounted(t *testing.T) {
+	store := newMemStore()
+	store.fail = failUpdates
+	res, err := run(context.Background(), store, newWorkload(t, "a"), Options{Clients: 4, Operations: 2000, Load: true})
 	if err != nil {
 		t.Fatalf("Run: %v; %s", err, repro(t))
 	}
@@ -218,197 +244,138 @@ func TestErrorsCounted(t *testing.T) {
 	if read.Errors != 0 || read.FirstError != "" {
 		t.Errorf("read: %+v, want no errors; %s", read, repro(t))
 	}
-	if res.Run.Errors != update.Errors || res.Run.Operations != 2000 {
-		t.Errorf("run: %d operations, %d errors; want 2000, %d; %s", res.Run.Operations, res.Run.Errors, update.Errors, repro(t))
+	if res.Run.Errors != update.Errors || res.Run.Operations != 2000 || res.Run.Stop != StopComplete {
+		t.Errorf("run: %d operations, %d errors, stop %s; want 2000, %d, complete; %s",
+			res.Run.Operations, res.Run.Errors, res.Run.Stop, update.Errors, repro(t))
 	}
 }
 
-// TestCancel lets exactly ten reads through a gated store, cancels, and
-// checks that Run returns with those ten and an error wrapping
-// context.Canceled.
+// TestCancel lets exactly ten reads through, then blocks every call until
+// the context is cancelled, which the test does once every client is
+// blocked: Run returns those ten, the blocked ones as aborted, and an
+// error wrapping context.Canceled.
 func TestCancel(t *testing.T) {
 	const clients, passed = 4, 10
-	store := newFakeStore()
-	store.release = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var calls atomic.Int64
+	blocked := make(chan struct{}, clients)
+	store := newMemStore()
+	store.wait = func(ctx context.Context) error {
+		if calls.Add(1) <= passed {
+			return nil
+		}
+		blocked <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	type ran struct {
 		res Result
 		err error
 	}
 	done := make(chan ran, 1)
 	go func() {
-		res, err := Run(ctx, store, newWorkload(t, "c"), Options{Clients: clients, Operations: math.MaxUint64})
+		res, err := run(ctx, store, newWorkload(t, "c"), Options{Clients: clients, Operations: math.MaxUint64})
 		done <- ran{res, err}
 	}()
-	for range passed {
-		store.release <- struct{}{}
+	for range clients {
+		<-blocked
 	}
 	cancel()
 	got := <-done
 	if !errors.Is(got.err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled; %s", got.err, repro(t))
 	}
-	run := got.res.Run
-	if run.Operations != passed || run.Errors != 0 || run.Stop != StopCanceled || run.Aborted > clients {
-		t.Errorf("run: %d operations, %d errors, %d aborted, stop %s; want %d, 0, <= %d, canceled; %s",
-			run.Operations, run.Errors, run.Aborted, run.Stop, passed, clients, repro(t))
+	r := got.res.Run
+	if r.Operations != passed || r.Errors != 0 || r.Stop != StopCanceled || r.Aborted != clients {
+		t.Errorf("run: %d operations, %d errors, %d aborted, stop %s; want %d, 0, %d, canceled; %s",
+			r.Operations, r.Errors, r.Aborted, r.Stop, passed, clients, repro(t))
 	}
 }
 
-// TestDuration runs against a store that never answers: only the duration
-// bound can end the run, and every client's operation is aborted, not
-// counted as an error. The bound passes when the test says so, once all
-// clients are inside the store.
+// TestDuration bounds the run phase by a nanosecond alone: whatever few
+// operations start before it, the phase ends, stopped by the duration.
 func TestDuration(t *testing.T) {
 	const clients = 3
-	store := newFakeStore()
-	store.entered = make(chan struct{})
-	store.release = make(chan struct{}) // never sent on
-	expire := make(chan context.CancelFunc, 1)
-	opts := Options{
-		Clients:  clients,
-		Duration: time.Hour,
-		withDuration: func(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(ctx)
-			expire <- cancel
-			return ctx, cancel
-		},
+	res, err := run(context.Background(), newMemStore(), newWorkload(t, "b"),
+		Options{Clients: clients, Operations: math.MaxUint64, Duration: time.Nanosecond})
+	if err != nil {
+		t.Fatalf("Run: %v; %s", err, repro(t))
 	}
-	type ran struct {
-		res Result
-		err error
-	}
-	w := newWorkload(t, "b")
-	done := make(chan ran, 1)
-	go func() {
-		res, err := Run(context.Background(), store, w, opts)
-		done <- ran{res, err}
-	}()
-	pass := <-expire
-	for range clients {
-		<-store.entered
-	}
-	pass()
-	got := <-done
-	if got.err != nil {
-		t.Fatalf("Run: %v; %s", got.err, repro(t))
-	}
-	run := got.res.Run
-	if run.Stop != StopDuration || run.Operations != 0 || run.Errors != 0 || run.Aborted != clients {
-		t.Errorf("run: stop %s, %d operations, %d errors, %d aborted; want duration, 0, 0, %d; %s",
-			run.Stop, run.Operations, run.Errors, run.Aborted, clients, repro(t))
+	r := res.Run
+	if r.Stop != StopDuration || r.Operations > clients || r.Errors != 0 || r.Aborted != 0 {
+		t.Errorf("run: stop %s, %d operations, %d errors, %d aborted; want duration, <= %d, 0, 0; %s",
+			r.Stop, r.Operations, r.Errors, r.Aborted, clients, repro(t))
 	}
 }
 
-// nearestRank is the percentile HDR reports for exactly representable
-// values: the value at rank round(q/100*n), at least 1.
-func nearestRank(sorted []time.Duration, q float64) time.Duration {
-	rank := int(q/100*float64(len(sorted)) + 0.5)
-	rank = min(max(rank, 1), len(sorted))
-	return sorted[rank-1]
-}
-
-// TestPercentiles has the store report known latencies through the injected
-// clock and checks the reported percentiles against the same values sorted.
-func TestPercentiles(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		latency func(call int) time.Duration
-		// relative error allowed: 0 below 2.048ms, where HDR with three
-		// digits is exact, 0.1% above.
-		tolerance float64
-	}{
-		{"1us-to-1ms", func(i int) time.Duration { return time.Duration(i+1) * time.Microsecond }, 0},
-		{"skewed-ms", func(i int) time.Duration {
-			// Mostly 1-2ms, with a tail every 97th call up to ~1s.
-			if i%97 == 0 {
-				return time.Duration(i+1) * time.Millisecond
-			}
-			return time.Millisecond + time.Duration(i*7%1000)*time.Microsecond
-		}, 0.001},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const operations = 1000
-			clock := &fakeClock{}
-			store := newFakeStore()
-			store.clock, store.latency = clock, tc.latency
-			res, err := Run(context.Background(), store, newWorkload(t, "c"),
-				Options{Operations: operations, Clock: clock.now})
-			if err != nil {
-				t.Fatalf("Run: %v; %s", err, repro(t))
-			}
-			var latencies []time.Duration
-			var total time.Duration
-			for i := range operations {
-				latencies = append(latencies, tc.latency(i))
-				total += tc.latency(i)
-			}
-			slices.Sort(latencies)
-			read := kindOps(res.Run)["read"]
-			check := func(name string, gotMS float64, want time.Duration) {
-				t.Helper()
-				wantMS := float64(want) / float64(time.Millisecond)
-				if math.Abs(gotMS-wantMS) > tc.tolerance*wantMS {
-					t.Errorf("%s = %vms, want %vms (tolerance %v); %s", name, gotMS, wantMS, tc.tolerance, repro(t))
-				}
-			}
-			l := read.LatencyMS
-			check("p50", l.P50, nearestRank(latencies, 50))
-			check("p90", l.P90, nearestRank(latencies, 90))
-			check("p95", l.P95, nearestRank(latencies, 95))
-			check("p99", l.P99, nearestRank(latencies, 99))
-			check("p99.9", l.P999, nearestRank(latencies, 99.9))
-			check("max", l.Max, latencies[len(latencies)-1])
-			check("mean", l.Mean, total/operations)
-			// The fake clock moves only in the store, so the phase lasted
-			// exactly the sum of the latencies.
-			check("elapsed", res.Run.ElapsedMS, total)
-			wantOpsPerS := operations / total.Seconds()
-			if math.Abs(res.Run.ThroughputOpsPerS-wantOpsPerS) > 1e-9*wantOpsPerS {
-				t.Errorf("throughput = %v ops/s, want %v; %s", res.Run.ThroughputOpsPerS, wantOpsPerS, repro(t))
-			}
-		})
-	}
-}
-
-// TestProgress drives the progress ticker by hand. The store's entered
-// channel makes the count exact: when the client enters its (k+1)th call,
-// its kth operation has been recorded and the (k+1)th has not.
+// TestProgress lets each store call through only after a periodic
+// progress report, so that reports are made whatever the machine's speed:
+// the first before any operation completed, counts that never go back,
+// and a last one, done, with every operation.
 func TestProgress(t *testing.T) {
 	const operations = 5
-	store := newFakeStore()
-	store.entered = make(chan struct{})
-	store.release = make(chan struct{})
-	ticks := make(chan time.Time)
-	reports := make(chan Progress, 1)
-	opts := Options{
-		Operations: operations,
-		Progress:   func(p Progress) { reports <- p },
-		newTicker: func(time.Duration) (<-chan time.Time, func()) {
-			return ticks, func() {}
-		},
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(context.Background(), store, newWorkload(t, "c"), opts)
-		done <- err
-	}()
-	<-store.entered
-	for k := 1; k < operations; k++ {
-		store.release <- struct{}{}
-		<-store.entered
-		ticks <- time.Time{}
-		if p := <-reports; p.Phase != PhaseRun || p.Operations != uint64(k) || p.Done {
-			t.Fatalf("progress after %d operations: %+v; %s", k, p, repro(t))
+	tokens := make(chan struct{}, 1)
+	store := newMemStore()
+	var reports []Progress // appended on the loop, read after Run
+	store.wait = func(ctx context.Context) error {
+		select {
+		case <-tokens:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	store.release <- struct{}{}
-	if p := <-reports; p.Operations != operations || !p.Done {
-		t.Errorf("final progress: %+v, want %d operations, done; %s", p, operations, repro(t))
+	opts := Options{
+		Operations:       operations,
+		ProgressInterval: time.Millisecond,
+		Progress: func(p Progress) {
+			reports = append(reports, p)
+			select {
+			case tokens <- struct{}{}:
+			default:
+			}
+		},
 	}
-	if err := <-done; err != nil {
+	if _, err := run(context.Background(), store, newWorkload(t, "c"), opts); err != nil {
 		t.Fatalf("Run: %v; %s", err, repro(t))
+	}
+	if len(reports) < operations+1 {
+		t.Fatalf("%d progress reports for %d operations that each waited for one: %+v; %s", len(reports), operations, reports, repro(t))
+	}
+	periodic, last := reports[:len(reports)-1], reports[len(reports)-1]
+	if periodic[0].Operations != 0 {
+		t.Errorf("first report %+v, made before any operation could complete; %s", periodic[0], repro(t))
+	}
+	for i, p := range periodic {
+		if p.Phase != PhaseRun || p.Done || p.Operations > operations || (i > 0 && p.Operations < periodic[i-1].Operations) {
+			t.Fatalf("periodic report %d: %+v after %+v; %s", i, p, periodic[max(i-1, 0)], repro(t))
+		}
+	}
+	if last.Phase != PhaseRun || !last.Done || last.Operations != operations {
+		t.Errorf("final progress: %+v, want %d operations, done; %s", last, operations, repro(t))
+	}
+}
+
+// refusingTarget refuses every op, as a target does an op it can never
+// perform.
+type refusingTarget struct{ loop *driver.Loop }
+
+func (t refusingTarget) Open(*driver.Group) (driver.Client, error) { return t, nil }
+func (t refusingTarget) Begin(string) (driver.Session, error)      { return t, nil }
+func (t refusingTarget) Close()                                    {}
+func (t refusingTarget) End()                                      {}
+func (t refusingTarget) Do(op *driver.Op, done func()) {
+	op.Start, op.End = t.loop.Now(), t.loop.Now()
+	op.Err, op.Refused = errors.New("refused"), true
+	t.loop.Post(done)
+}
+
+func TestRefused(t *testing.T) {
+	loop := driver.NewLoop(time.Now())
+	res, err := Run(context.Background(), loop, refusingTarget{loop}, newWorkload(t, "a"), Options{Clients: 2})
+	if err == nil || !strings.Contains(err.Error(), "refused") || res.Run.Stop != StopError {
+		t.Errorf("Run: %v, stop %s; want the refusal and stop error; %s", err, res.Run.Stop, repro(t))
 	}
 }
 
@@ -425,7 +392,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative interval", Options{ProgressInterval: -1}, "ProgressInterval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(context.Background(), newFakeStore(), w, tc.opts)
+			_, err := run(context.Background(), newMemStore(), w, tc.opts)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("err = %v, want ErrInvalid naming %s", err, tc.field)
 			}
@@ -442,17 +409,9 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestResultRendering(t *testing.T) {
-	clock := &fakeClock{}
-	store := newFakeStore()
-	store.clock = clock
-	store.latency = func(i int) time.Duration { return time.Duration(i%10+1) * 100 * time.Microsecond }
-	store.fail = func(method, key string) error {
-		if method == "update" {
-			return errInjected
-		}
-		return nil
-	}
-	res, err := Run(context.Background(), store, newWorkload(t, "f"), Options{Operations: 100, Load: true, Seed: 9, Clock: clock.now})
+	store := newMemStore()
+	store.fail = failUpdates
+	res, err := run(context.Background(), store, newWorkload(t, "f"), Options{Operations: 100, Load: true, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,9 +424,11 @@ func TestResultRendering(t *testing.T) {
 		"seed 9, 1 clients",
 		"load: 1000 ops in ",
 		"run: 100 ops in ",
+		"(stop: complete)",
 		"p99.9_ms",
 		"read-modify-write",
-		"first read-modify-write error: " + errInjected.Error(),
+		"first read-modify-write error: ",
+		errInjected.Error(),
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"text/tabwriter"
-	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/internal/driver"
 )
 
 // PhaseName names a phase of a run.
@@ -28,12 +24,15 @@ type Stop string
 // The reasons a phase ends.
 const (
 	// StopComplete: every operation was issued and completed (the load's
-	// RecordCount inserts, or the run's Options.Operations).
+	// RecordCount writes, or the run's Options.Operations).
 	StopComplete Stop = "complete"
 	// StopDuration: Options.Duration passed first.
 	StopDuration Stop = "duration"
 	// StopCanceled: the caller's context was cancelled.
 	StopCanceled Stop = "canceled"
+	// StopError: the phase could not start, or the target refused an
+	// operation (driver.Op.Refused), which stops the driver.
+	StopError Stop = "error"
 )
 
 // Result is what Run measured. It is a plain snapshot: safe to copy, encode
@@ -54,9 +53,9 @@ type Phase struct {
 	Stop      Stop      `json:"stop"`
 	ElapsedMS float64   `json:"elapsed_ms"`
 	// Operations counts completed operations, failed ones included.
-	// Operations that the driver cut short when it stopped (their store call
-	// returned after the phase's context was done) are Aborted, not counted
-	// here or as errors.
+	// Operations cut short when the caller's context was cancelled (their
+	// store call failed with context.Canceled once the driver had stopped)
+	// are Aborted, not counted here or as errors.
 	Operations uint64 `json:"operations"`
 	Errors     uint64 `json:"errors"`
 	Aborted    uint64 `json:"aborted"`
@@ -65,7 +64,8 @@ type Phase struct {
 	// look fast.
 	ThroughputOpsPerS float64 `json:"throughput_ops_per_s"`
 	// Kinds has one entry per operation kind that completed at least once,
-	// in workload.Kind order.
+	// in workload.Kind order: the driver's statistics per step label (the
+	// load phase's are YCSB's inserts).
 	Kinds []KindStats `json:"kinds"`
 }
 
@@ -79,113 +79,10 @@ type KindStats struct {
 	// FirstError is the text of the first error of this kind, if any.
 	FirstError string `json:"first_error,omitempty"`
 	// LatencyMS is measured over the successful operations only, for the
-	// same reason as Phase.ThroughputOpsPerS. It is zero when all failed.
-	LatencyMS Latency `json:"latency_ms"`
-}
-
-// Latency holds latency percentiles in milliseconds. They come from an HDR
-// histogram of microseconds with three significant digits (Tene,
-// HdrHistogram): each is exact to 0.1%, and exact below 2.048ms.
-type Latency struct {
-	Count int64   `json:"count"`
-	Mean  float64 `json:"mean"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P95   float64 `json:"p95"`
-	P99   float64 `json:"p99"`
-	P999  float64 `json:"p99_9"`
-	Max   float64 `json:"max"`
-}
-
-// histogramSignificantDigits is HDR's precision: 3 digits keep every value
-// within 0.1% at about 200KB per histogram up to MaxLatency.
-const histogramSignificantDigits = 3
-
-func newHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, MaxLatency.Microseconds(), histogramSignificantDigits)
-}
-
-// recorder accumulates one kind's measurements in a phase. One histogram per
-// kind shared under a lock, rather than one per client merged at the end,
-// because a histogram is about 200KB and MaxClients is 4096; the lock is
-// held for a few tens of nanoseconds per operation, well below the cost of
-// a store round trip.
-type recorder struct {
-	mu         sync.Mutex
-	latencyUS  *hdrhistogram.Histogram // successful operations only
-	operations uint64
-	errors     uint64
-	firstError error
-}
-
-func (r *recorder) record(latency time.Duration, err error) {
-	us := min(max(latency.Microseconds(), 0), MaxLatency.Microseconds())
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.operations++
-	if err != nil {
-		r.errors++
-		if r.firstError == nil {
-			r.firstError = err
-		}
-		return
-	}
-	// Cannot fail: us is within the histogram's range.
-	_ = r.latencyUS.RecordValue(us)
-}
-
-func (p *phase) summary(elapsed time.Duration, stop Stop) Phase {
-	completed, failed := p.completed.Load(), p.failed.Load()
-	s := Phase{
-		Name:              p.name,
-		Stop:              stop,
-		ElapsedMS:         milliseconds(elapsed),
-		Operations:        completed,
-		Errors:            failed,
-		Aborted:           p.aborted.Load(),
-		ThroughputOpsPerS: perSecond(completed-failed, elapsed),
-	}
-	for k := range p.kinds {
-		r := &p.kinds[k]
-		r.mu.Lock()
-		if r.operations > 0 {
-			ks := KindStats{
-				Kind:       workload.Kind(k).String(),
-				Operations: r.operations,
-				Errors:     r.errors,
-				LatencyMS:  latencyOf(r.latencyUS),
-			}
-			if r.firstError != nil {
-				ks.FirstError = r.firstError.Error()
-			}
-			s.Kinds = append(s.Kinds, ks)
-		}
-		r.mu.Unlock()
-	}
-	return s
-}
-
-func latencyOf(h *hdrhistogram.Histogram) Latency {
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Latency{
-		Count: h.TotalCount(),
-		Mean:  h.Mean() / 1000,
-		P50:   ms(h.ValueAtQuantile(50)),
-		P90:   ms(h.ValueAtQuantile(90)),
-		P95:   ms(h.ValueAtQuantile(95)),
-		P99:   ms(h.ValueAtQuantile(99)),
-		P999:  ms(h.ValueAtQuantile(99.9)),
-		Max:   ms(h.Max()),
-	}
-}
-
-func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func perSecond(n uint64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
+	// same reason as Phase.ThroughputOpsPerS, by the driver's recorder (an
+	// HDR histogram with three significant digits). It is zero when all
+	// failed.
+	LatencyMS driver.Latency `json:"latency_ms"`
 }
 
 // WriteText writes r as aligned text: per phase a summary line and a table

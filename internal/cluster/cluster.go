@@ -49,15 +49,14 @@ type Options struct {
 	Dir string
 	// Topology is the sites and links. Required.
 	Topology topology.Topology
-	// Table is the table created at start, with one tablet whose primary
-	// is the first storage node of PrimarySite and whose secondaries are
-	// the first storage node of each of SecondarySites. Default
-	// "usertable".
+	// Table is the table created at start. Default "usertable".
 	Table string
-	// PrimarySite: default the first site with storage nodes.
-	PrimarySite string
-	// SecondarySites: default every other site with storage nodes.
-	SecondarySites []string
+	// Placement places Table's tablets and replicas on the topology's
+	// storage nodes (see topology.Placement and its defaults). The zero
+	// value is Pileus's layout: one tablet, its primary the first storage
+	// node of the first site with storage nodes and one secondary at every
+	// other such site.
+	Placement topology.Placement
 	// PullInterval is how often the table's secondaries pull. Default 1m.
 	PullInterval time.Duration
 	// Push also streams every Put to the secondaries at once.
@@ -76,6 +75,7 @@ type Options struct {
 // Cluster is a running local cluster.
 type Cluster struct {
 	opts    Options
+	table   cosla.TableSpec // the table created at start
 	info    Info
 	net     *wan.Net
 	control *http.Server
@@ -122,26 +122,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if len(storageSites) == 0 {
 		return nil, fmt.Errorf("%w: %s: no site has storage nodes", topology.ErrInvalid, topo.Name)
 	}
-	if opts.PrimarySite == "" {
-		opts.PrimarySite = storageSites[0].Name
-	}
-	hasStorage := func(site string) bool {
-		return slices.ContainsFunc(storageSites, func(s topology.Site) bool { return s.Name == site })
-	}
-	if !hasStorage(opts.PrimarySite) {
-		return nil, fmt.Errorf("%w: primary site %q has no storage nodes", topology.ErrInvalid, opts.PrimarySite)
-	}
-	if opts.SecondarySites == nil {
-		for _, s := range storageSites {
-			if s.Name != opts.PrimarySite {
-				opts.SecondarySites = append(opts.SecondarySites, s.Name)
-			}
-		}
-	}
-	for _, site := range opts.SecondarySites {
-		if site == opts.PrimarySite || !hasStorage(site) {
-			return nil, fmt.Errorf("%w: secondary site %q is the primary's or has no storage nodes", topology.ErrInvalid, site)
-		}
+	table, err := tableSpec(topo, opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := claimDir(opts.Dir); err != nil {
 		return nil, err
@@ -153,10 +136,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			}
 		}
 	}
-	c := &Cluster{opts: opts, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
+	c := &Cluster{opts: opts, table: table, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
 	c.info = Info{Dir: opts.Dir, PID: os.Getpid(), Topology: topo.Name, Clients: map[string]map[string]string{},
 		Table: opts.Table, DefaultSite: topo.Sites[0].Name}
-	var err error
 	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
 		return nil, err
 	}
@@ -227,7 +209,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 			return fmt.Errorf("cluster: site %s did not start (see %s): %w", s.Name, filepath.Join(c.opts.Dir, s.Name, "serve.log"), err)
 		}
 	}
-	if err := c.createTable(ctx, storageSites); err != nil {
+	if err := c.createTable(ctx); err != nil {
 		return err
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -291,19 +273,40 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	return nil
 }
 
-func (c *Cluster) createTable(ctx context.Context, storageSites []topology.Site) error {
-	spec := cosla.TableSpec{Name: c.opts.Table, Push: c.opts.Push, PullInterval: c.opts.PullInterval}
-	tablet := cosla.TabletSpec{}
-	for _, s := range storageSites {
-		id := s.Name + "/" + s.Replicas[0]
-		if s.Name == c.opts.PrimarySite {
-			tablet.Primary = id
-		} else if slices.Contains(c.opts.SecondarySites, s.Name) {
-			tablet.Secondaries = append(tablet.Secondaries, id)
-		}
+// tableSpec places the table the cluster creates, as opts.Placement says.
+func tableSpec(topo topology.Topology, opts Options) (cosla.TableSpec, error) {
+	r := wire.Replication{Mode: wire.ModePull, Interval: opts.PullInterval}
+	if opts.Push {
+		r.Mode = wire.ModePush
 	}
-	spec.Tablets = []cosla.TabletSpec{tablet}
-	client, err := cosla.Open(ctx, cosla.Config{Site: c.opts.PrimarySite, Name: "supervisor", Nodes: c.info.Clients[c.opts.PrimarySite]})
+	l, err := topo.Layout(opts.Table, opts.Placement, r)
+	if err != nil {
+		return cosla.TableSpec{}, err
+	}
+	spec := cosla.TableSpec{Name: l.Name, Push: opts.Push, PullInterval: opts.PullInterval}
+	switch l.Partition {
+	case wire.ByRange:
+		spec.Partition = cosla.ByRange
+	case wire.ByHash:
+		spec.Partition = cosla.ByHash
+	default:
+		return cosla.TableSpec{}, fmt.Errorf("cluster: no client partition for %s", l.Partition)
+	}
+	for _, t := range l.Tablets {
+		ts := cosla.TabletSpec{Start: t.Start, Primary: string(t.Primary)}
+		for _, s := range t.Secondaries {
+			ts.Secondaries = append(ts.Secondaries, string(s))
+		}
+		spec.Tablets = append(spec.Tablets, ts)
+	}
+	return spec, nil
+}
+
+func (c *Cluster) createTable(ctx context.Context) error {
+	spec := c.table
+	// The supervisor's client sits at the first tablet's primary.
+	site, _, _ := strings.Cut(spec.Tablets[0].Primary, "/")
+	client, err := cosla.Open(ctx, cosla.Config{Site: site, Name: "supervisor", Nodes: c.info.Clients[site]})
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,113 @@ func Tables(s *Scenario, r *Result) []Table {
 	if s.wants(OutTimeline) {
 		out = append(out, adaptationTable(r))
 	}
+	if s.wants(OutOps) {
+		out = append(out, opsTable(s, r))
+		if s.Repeat > 1 {
+			out = append(out, summaryTable(s, r))
+		}
+	}
+	if s.wants(OutStaleness) {
+		out = append(out, stalenessTable(s, r))
+	}
 	return out
+}
+
+// runColumns are the columns that name a run: the sweep's point and the
+// seed when the scenario has them.
+func runColumns(s *Scenario) []string {
+	var h []string
+	if s.Sweep != nil {
+		h = append(h, s.Sweep.Param)
+	}
+	if s.Repeat > 1 {
+		h = append(h, "seed")
+	}
+	return append(h, "sla", "client", "strategy")
+}
+
+func runCells(s *Scenario, r RunResult) []string {
+	var c []string
+	if s.Sweep != nil {
+		c = append(c, r.Point)
+	}
+	if s.Repeat > 1 {
+		c = append(c, strconv.FormatUint(r.Seed, 10))
+	}
+	return append(c, r.SLA, r.Client, r.Strategy)
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// opsTable has one row per run and op label: what the driver measured.
+func opsTable(s *Scenario, r *Result) Table {
+	sessions := s.Sweep == nil || s.Sweep.Param != "sessions"
+	t := Table{Name: "ops", Title: "Operations per run: count, throughput, latency percentiles (ms) and failures",
+		Header: runColumns(s)}
+	if sessions {
+		t.Header = append(t.Header, "sessions")
+	}
+	t.Header = append(t.Header, "op", "count", "ops/s", "mean", "p50", "p95", "p99", "p99.9", "failed %")
+	for _, run := range r.Runs {
+		for _, o := range run.Ops {
+			l := o.LatencyMS
+			row := runCells(s, run)
+			if sessions {
+				row = append(row, strconv.Itoa(run.Sessions))
+			}
+			t.Rows = append(t.Rows, append(row, o.Op, strconv.FormatInt(o.Count, 10),
+				f1(o.ThroughputOpsPerS), f3(l.Mean), f3(l.P50), f3(l.P95), f3(l.P99), f3(l.P999), f2(100*o.FailureRate)))
+		}
+	}
+	t.Caption = "Latency is over the operations that succeeded; ops/s counts them per second of the run after its warmup. An op is a step of the workload: a Get or a Put, or a YCSB operation (a read-modify-write or a scan counts once)."
+	if r.Mode == "sim" {
+		t.Caption += " Times are virtual."
+	}
+	return t
+}
+
+// summaryTable sets each (point, SLA, client, strategy) over its
+// repeats: means with 95% confidence intervals.
+func summaryTable(s *Scenario, r *Result) Table {
+	var h []string
+	if s.Sweep != nil {
+		h = append(h, s.Sweep.Param)
+	}
+	t := Table{Name: "summary", Title: fmt.Sprintf("Over %d seeds: mean ± 95%% confidence interval", s.Repeat),
+		Header: append(h, "sla", "client", "strategy", "avg utility", "ops/s", "op", "p50 ms", "p95 ms", "p99 ms")}
+	pm := func(e Estimate, format func(float64) string) string { return format(e.Mean) + " ± " + format(e.CI95) }
+	for _, sm := range r.Summaries {
+		for _, o := range sm.Ops {
+			var row []string
+			if s.Sweep != nil {
+				row = append(row, sm.Point)
+			}
+			row = append(row, sm.SLA, sm.Client, sm.Strategy, pm(sm.AvgUtility, f3), pm(sm.Throughput, f1),
+				o.Op, pm(o.P50MS, f3), pm(o.P95MS, f3), pm(o.P99MS, f3))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	t.Caption = "Student's t interval over the repeats' values, each repeat a run with its own seed."
+	return t
+}
+
+// stalenessTable is the Gamma analysis of each run's trace.
+func stalenessTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "staleness", Title: "Staleness from the trace: Gamma scores (CPQ 2)",
+		Header: append(runColumns(s), "values", "positive", "positive %", "p50 ms", "p95 ms", "p99 ms", "max ms")}
+	for _, run := range r.Runs {
+		st := run.Staleness
+		if st == nil {
+			continue
+		}
+		t.Rows = append(t.Rows, append(runCells(s, run), strconv.Itoa(st.Values), strconv.Itoa(st.Positive),
+			f2(100*st.PositiveFraction), f3(st.P50MS), f3(st.P95MS), f3(st.P99MS), f3(st.MaxMS)))
+	}
+	t.Caption = "A value's Gamma score is how far its write and the reads that returned it deviate from linearizability (Golab et al.); the fraction of positive scores estimates the fraction of stale reads, and the percentiles are of the positive scores. Values read that no Put of the run wrote (the loaded ones) are not scored."
+	if r.Mode == "cluster" && len(s.Strategies)*len(s.Clients) > 1 {
+		t.Caption += " On a cluster the runs of a point go at once on the same keys, so each row covers all of them."
+	}
+	return t
 }
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
@@ -61,12 +167,12 @@ func paperCell(v float64, ok bool, format func(float64) string) string {
 func latencyTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "latency", Title: "Average Get latency (ms) per consistency and client site (Fig. 3)",
 		Header: []string{"consistency"}}
-	for _, c := range s.Clients {
+	for _, c := range s.Clients.Sites() {
 		t.Header = append(t.Header, c, c+" paper")
 	}
 	for _, v := range s.slas {
 		row := []string{v.Name}
-		for _, c := range s.Clients {
+		for _, c := range s.Clients.Sites() {
 			cell := ""
 			for _, run := range r.Runs {
 				if run.SLA == v.Name && run.Client == c {
@@ -85,7 +191,7 @@ func latencyTable(s *Scenario, r *Result) Table {
 
 func utilityTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "utility", Title: "Average delivered utility per SLA, client site and strategy (Figs 11-12)",
-		Header: []string{"sla", "client", "strategy", "avg utility", "paper"}}
+		Header: []string{"sla", "client", "strategy", "avg utility", "± stderr", "paper"}}
 	maxMet := 0
 	for _, run := range r.Runs {
 		maxMet = max(maxMet, len(run.Met))
@@ -96,7 +202,7 @@ func utilityTable(s *Scenario, r *Result) Table {
 	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets", "extra requests", "probes")
 	for _, run := range r.Runs {
 		p, ok := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
+		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), f3(run.UtilityStdErr), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
 		for i := range maxMet {
 			cell := ""
 			if i < len(run.Met) {
@@ -338,12 +444,24 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	if o.Command != "" {
 		fmt.Fprintf(&b, "- reproduce with: `%s`\n", o.Command)
 	}
-	fmt.Fprintf(&b, "- topology: %s; primary %s, secondaries %s, pull every %s", s.topo.Name, s.Table.Primary, strings.Join(s.Table.Secondaries, ", "), s.Table.PullInterval)
+	fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
+		s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
 	if s.Table.Push {
 		b.WriteString(", push")
 	}
 	w := s.Workload
-	fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, %d operations per session, ", w.Keys, w.Distribution, w.PutFraction, w.SessionOps)
+	if w.YCSB != "" {
+		fmt.Fprintf(&b, "\n- workload: YCSB %s over %d keys, ", w.YCSB, w.Keys)
+	} else {
+		fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
+	}
+	if w.ValueSize > 0 {
+		fmt.Fprintf(&b, "%d-byte values, ", w.ValueSize)
+	}
+	fmt.Fprintf(&b, "%d operations per session, ", w.SessionOps)
+	if w.Rate > 0 {
+		fmt.Fprintf(&b, "an open loop of %g operations/s per client site and strategy, ", w.Rate)
+	}
 	switch {
 	case r.Mode == "cluster":
 		d := w.Duration
@@ -356,6 +474,27 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "%s of virtual time per run (times %g)\n", w.Duration, r.Scale)
 	default:
 		fmt.Fprintf(&b, "%d operations per run (times %g)\n", w.Ops, r.Scale)
+	}
+	if w.Warmup > 0 {
+		fmt.Fprintf(&b, "- warmup: operations starting in the first %s are left out of the statistics\n", w.Warmup)
+	}
+	var clients []string
+	for _, c := range s.Clients {
+		clients = append(clients, fmt.Sprintf("%s (%d sessions)", c.Site, c.Sessions))
+	}
+	fmt.Fprintf(&b, "- clients: %s; strategies: %s\n", strings.Join(clients, ", "), strings.Join(s.Strategies, ", "))
+	if s.Sweep != nil {
+		fmt.Fprintf(&b, "- sweep: %s over %s, one row per point\n", s.Sweep.Param, strings.Join(s.Sweep.Values, ", "))
+	}
+	if s.Repeat > 1 {
+		fmt.Fprintf(&b, "- repeats: %d seeds (%d to %d), means with 95%% confidence intervals\n", s.Repeat, r.Seed, r.Seed+uint64(s.Repeat)-1)
+	}
+	if r.Mode == "sim" {
+		fmt.Fprintf(&b, "- where time goes in the simulator: %s\n", s.Sim.describe())
+	}
+	if r.Sim != nil {
+		fmt.Fprintf(&b, "- beside the cluster's, the simulator's model of it (seed %d, trace hash %s): %s\n",
+			r.Sim.Seed, r.Sim.TraceHash, s.ClusterModel().Sim.describe())
 	}
 	b.WriteString("- SLAs:\n")
 	for _, v := range s.slas {

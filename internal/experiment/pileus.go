@@ -6,9 +6,8 @@ import (
 	"github.com/cosla/cosla/internal/clientcore"
 )
 
-// PileusTables is the Pileus section 5 comparison that `cosla demo` and
-// `cosla sim pileus` run: the pileus-table1 and pileus-table2 scenarios
-// as one, both SLAs from every client site with the paper's four
+// PileusTables is the Pileus section 5 comparison that `cosla demo`
+// runs: the pileus-table1 and pileus-table2 scenarios as one, both SLAs from every client site with the paper's four
 // strategies (Pileus, Primary, Random, Closest), and the paper's numbers
 // of both.
 func PileusTables() (*Scenario, error) {

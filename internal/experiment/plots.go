@@ -3,7 +3,9 @@ package experiment
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -57,11 +59,19 @@ func Plots(s *Scenario, r *Result) ([]Figure, error) {
 			}
 		}
 		for _, base := range bases {
-			for _, c := range s.Clients {
+			for _, c := range s.Clients.Sites() {
 				if err := add(sensitivityPlot(s, r, base, c)); err != nil {
 					return nil, err
 				}
 			}
+		}
+	}
+	if s.wants(OutOps) && s.Sweep != nil {
+		if err := add(throughputPlot(s, r)); err != nil {
+			return nil, err
+		}
+		if err := add(latencyCurvePlot(s, r)); err != nil {
+			return nil, err
 		}
 	}
 	if s.wants(OutTimeline) {
@@ -125,9 +135,10 @@ func latencyPlot(s *Scenario, r *Result) (Figure, error) {
 	for _, v := range s.slas {
 		names = append(names, v.Name)
 	}
-	err := groupedBars(p, names, s.Clients, func(g, c int) float64 {
+	clients := s.Clients.Sites()
+	err := groupedBars(p, names, clients, func(g, c int) float64 {
 		for _, run := range r.Runs {
-			if run.SLA == names[g] && run.Client == s.Clients[c] {
+			if run.SLA == names[g] && run.Client == clients[c] {
 				return run.AvgLatencyMS
 			}
 		}
@@ -141,9 +152,10 @@ func utilityPlot(s *Scenario, r *Result, slaName string) (Figure, error) {
 	p.Title.Text = fmt.Sprintf("Average utility, %s SLA (Figs 11-12)", slaName)
 	p.Y.Label.Text = "average delivered utility"
 	p.Y.Min, p.Y.Max = 0, 1.35
-	err := groupedBars(p, s.Clients, s.Strategies, func(c, st int) float64 {
+	clients := s.Clients.Sites()
+	err := groupedBars(p, clients, s.Strategies, func(c, st int) float64 {
 		for _, run := range r.Runs {
-			if run.SLA == slaName && run.Client == s.Clients[c] && run.Strategy == s.Strategies[st] {
+			if run.SLA == slaName && run.Client == clients[c] && run.Strategy == s.Strategies[st] {
 				return run.AvgUtility
 			}
 		}
@@ -274,4 +286,145 @@ func addSpikes(p *plot.Plot, events []EventRecord) error {
 		p.Legend.Top = true
 	}
 	return nil
+}
+
+// pointX is a sweep value as a number for a plot's x axis: durations in
+// milliseconds.
+func pointX(v string) float64 {
+	if x, err := strconv.ParseFloat(v, 64); err == nil {
+		return x
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return ms(d)
+	}
+	return 0
+}
+
+// curveResults are the results a sweep's plots draw: the run's own, and
+// beside a cluster run the simulator's.
+func curveResults(r *Result) []*Result {
+	out := []*Result{r}
+	if r.Sim != nil {
+		out = append(out, r.Sim)
+	}
+	return out
+}
+
+// seriesName names a curve: the client site and strategy when there are
+// several, and the mode when two modes share the plot.
+func seriesName(r *Result, sm Summary, several, modes bool, suffix string) string {
+	var parts []string
+	if modes || (!several && suffix == "") {
+		parts = append(parts, r.Mode)
+	}
+	if several {
+		parts = append(parts, sm.Client+"/"+sm.Strategy)
+	}
+	if suffix != "" {
+		parts = append(parts, suffix)
+	}
+	return strings.Join(parts, " ")
+}
+
+// addCurve draws one series of a sweep's plot.
+func addCurve(p *plot.Plot, i int, name string, xys plotter.XYs) error {
+	line, points, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	line.Color, line.Dashes = plotutil.Color(i), plotutil.Dashes(i)
+	points.Color, points.Shape = plotutil.Color(i), plotutil.Shape(i)
+	p.Add(line, points)
+	p.Legend.Add(name, line, points)
+	return nil
+}
+
+// throughputPlot is each run's throughput against the swept parameter:
+// it rises, then flattens at capacity.
+func throughputPlot(s *Scenario, r *Result) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Throughput against %s", s.Sweep.Param)
+	p.X.Label.Text = s.Sweep.Param
+	p.Y.Label.Text = "successful operations per second"
+	if s.Sweep.Param == "sessions" {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	results := curveResults(r)
+	several := len(s.Clients)*len(s.Strategies) > 1
+	i := 0
+	for _, res := range results {
+		for _, key := range summaryKeys(res) {
+			var xys plotter.XYs
+			for _, sm := range res.Summaries {
+				if sm.Client == key.Client && sm.Strategy == key.Strategy && sm.SLA == key.SLA {
+					xys = append(xys, plotter.XY{X: pointX(sm.Point), Y: sm.Throughput.Mean})
+				}
+			}
+			if err := addCurve(p, i, seriesName(res, key, several, len(results) > 1, ""), xys); err != nil {
+				return Figure{}, err
+			}
+			i++
+		}
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	return Figure{Name: "capacity-throughput", Title: p.Title.Text, plot: p}, nil
+}
+
+// latencyCurvePlot is the throughput-latency curve: each op label's p95
+// against the run's throughput, one point per sweep point.
+func latencyCurvePlot(s *Scenario, r *Result) (Figure, error) {
+	p := plot.New()
+	p.Title.Text = "Latency (p95) against throughput"
+	p.X.Label.Text = "successful operations per second"
+	p.Y.Label.Text = "p95 latency (ms)"
+	results := curveResults(r)
+	several := len(s.Clients)*len(s.Strategies) > 1
+	i := 0
+	for _, res := range results {
+		for _, key := range summaryKeys(res) {
+			var labels []string
+			for _, sm := range res.Summaries {
+				if sm.Client == key.Client && sm.Strategy == key.Strategy && sm.SLA == key.SLA {
+					for _, o := range sm.Ops {
+						if !slices.Contains(labels, o.Op) {
+							labels = append(labels, o.Op)
+						}
+					}
+				}
+			}
+			for _, label := range labels {
+				var xys plotter.XYs
+				for _, sm := range res.Summaries {
+					if sm.Client != key.Client || sm.Strategy != key.Strategy || sm.SLA != key.SLA {
+						continue
+					}
+					for _, o := range sm.Ops {
+						if o.Op == label {
+							xys = append(xys, plotter.XY{X: sm.Throughput.Mean, Y: o.P95MS.Mean})
+						}
+					}
+				}
+				if err := addCurve(p, i, seriesName(res, key, several, len(results) > 1, label), xys); err != nil {
+					return Figure{}, err
+				}
+				i++
+			}
+		}
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	return Figure{Name: "capacity-latency", Title: p.Title.Text, plot: p}, nil
+}
+
+// summaryKeys are the (SLA, client, strategy) of a result's summaries,
+// in order.
+func summaryKeys(r *Result) []Summary {
+	var out []Summary
+	for _, sm := range r.Summaries {
+		if !slices.ContainsFunc(out, func(o Summary) bool {
+			return o.SLA == sm.SLA && o.Client == sm.Client && o.Strategy == sm.Strategy
+		}) {
+			out = append(out, Summary{SLA: sm.SLA, Client: sm.Client, Strategy: sm.Strategy})
+		}
+	}
+	return out
 }

@@ -3,20 +3,10 @@ package experiment
 import (
 	"math"
 	"time"
-)
 
-// getOutcome is what a run records of one Get, in the simulator or on a
-// cluster.
-type getOutcome struct {
-	// Met and Target are subSLA indexes from 0, or -1: none met, or a
-	// fixed strategy that targets none.
-	Met, Target int
-	Utility     float64
-	Site        string // site of the replica read
-	RTT         time.Duration
-	// Extra counts the requests beyond the first (a retry, a hedge).
-	Extra int
-}
+	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/wire"
+)
 
 // recorder accumulates one run's Gets into its RunResult.
 type recorder struct {
@@ -33,28 +23,33 @@ func newRecorder(r *RunResult, timeline bool) *recorder {
 	return &recorder{r: r, timeline: timeline, target: map[int]map[string]int{}}
 }
 
-// get records one Get that completed atS seconds into the run.
-func (rec *recorder) get(g getOutcome, atS float64) {
+// get records one Get; its completion is its time in the timeline.
+func (rec *recorder) get(op *driver.Op) {
 	r := rec.r
 	r.Gets++
-	r.ExtraRequests += g.Extra
-	rec.latency += g.RTT
-	if g.Target >= 0 {
-		if rec.target[g.Target] == nil {
-			rec.target[g.Target] = map[string]int{}
-		}
-		rec.target[g.Target][g.Site]++
+	r.ExtraRequests += op.Extra
+	rec.latency += op.RTT
+	site := siteOf(wire.NodeID(op.Node))
+	met, utility := op.Met, op.Utility()
+	if op.Err != nil {
+		met = -1
 	}
-	if g.Met >= 0 {
-		r.Met[g.Met]++
-		r.AvgUtility += g.Utility
-		rec.utilitySq += g.Utility * g.Utility
+	if op.Target >= 0 {
+		if rec.target[op.Target] == nil {
+			rec.target[op.Target] = map[string]int{}
+		}
+		rec.target[op.Target][site]++
+	}
+	if met >= 0 {
+		r.Met[met]++
+		r.AvgUtility += utility
+		rec.utilitySq += utility * utility
 	} else {
 		r.Unmet++
 	}
 	if rec.timeline {
-		rec.points = append(rec.points, GetPoint{AtS: atS, Utility: g.Utility, Target: g.Target + 1,
-			Node: g.Site, Met: g.Met + 1, RTTMS: ms(g.RTT)})
+		rec.points = append(rec.points, GetPoint{AtS: op.End.Seconds(), Utility: utility, Target: op.Target + 1,
+			Node: site, Met: met + 1, RTTMS: ms(op.RTT)})
 	}
 }
 
@@ -63,6 +58,9 @@ func (rec *recorder) get(g getOutcome, atS float64) {
 // timeline's adaptation analysis.
 func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, adaptGets int) {
 	r := rec.r
+	if r.Gets == 0 {
+		return
+	}
 	n := float64(r.Gets)
 	r.AvgUtility /= n
 	if r.Gets > 1 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"slices"
@@ -21,14 +20,17 @@ import (
 )
 
 // A Scenario is one experiment, read from a YAML file: the world (topology
-// and table placement), the SLAs, the workload, which client sites and
-// strategies to compare, a schedule of changes to the world, which tables
-// and plots to produce, and the paper's numbers to set ours beside. Adding
-// an experiment is writing one; the shipped ones are in presets/.
+// and table placement), the SLAs, the workload, the client sites (with
+// their sessions) and strategies to compare, a sweep over one parameter
+// and repeats over seeds, a schedule of changes to the world, which
+// tables and plots to produce, and the paper's numbers to set ours
+// beside. Adding an experiment is writing one; the shipped ones are in
+// presets/.
 //
-// In the simulator every (SLA, client site, strategy) combination runs in
-// a fresh world with the same seed, so the strategies face the same
-// workload; on a cluster (RunCluster) they run at once.
+// In the simulator every (sweep point, repeat, SLA, client site,
+// strategy) combination runs in a fresh world with its seed, so the
+// strategies face the same workload; on a cluster (RunCluster) the
+// client sites and strategies of a point run at once.
 type Scenario struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
@@ -42,18 +44,30 @@ type Scenario struct {
 	Table          TableSpec          `yaml:"table"`
 	SLAs           []SLASpec          `yaml:"slas"`
 	Workload       WorkloadSpec       `yaml:"workload"`
-	// Clients are the client sites; each must host a client. Default:
-	// every site with a client.
-	Clients []string `yaml:"clients"`
+	// Clients are the client sites, each with its number of sessions: a
+	// list of sites (one session each) or a map from site to sessions.
+	// Each site must host a client. Default: every site with a client,
+	// one session each.
+	Clients ClientSites `yaml:"clients"`
 	// Strategies default to pileus, primary, random and closest.
-	Strategies []string    `yaml:"strategies"`
-	Schedule   []EventSpec `yaml:"schedule"`
+	Strategies []string `yaml:"strategies"`
+	// Sweep runs the scenario once per value of one parameter; Repeat
+	// runs each point with Repeat seeds (the seed given, then the next
+	// ones) and reports their mean and 95% confidence interval.
+	Sweep    *SweepSpec  `yaml:"sweep"`
+	Repeat   int         `yaml:"repeat"`
+	Schedule []EventSpec `yaml:"schedule"`
 	// Outputs are the tables and plots to produce: utility (Figs 11-12),
-	// breakdown (Tables 1-2), latency (Fig. 3), timeline (Fig. 13) and
-	// sensitivity (Fig. 14). Default: utility.
+	// breakdown (Tables 1-2), latency (Fig. 3), timeline (Fig. 13),
+	// sensitivity (Fig. 14), ops (latency percentiles, throughput and
+	// failures per op and strategy; with a sweep, throughput-latency
+	// curves) and staleness (Gamma scores from the trace). Default:
+	// utility and ops.
 	Outputs []string `yaml:"outputs"`
 	// Adapt configures the timeline's adaptation analysis.
 	Adapt AdaptSpec `yaml:"adapt"`
+	// Sim says where time goes in the simulator.
+	Sim SimSpec `yaml:"sim"`
 	// Cluster says how the scenario runs on a real local cluster.
 	Cluster ClusterSpec `yaml:"cluster"`
 	// Paper holds the paper's numbers that survive in its text.
@@ -63,14 +77,24 @@ type Scenario struct {
 	slas []slaVariant
 }
 
-// TableSpec places the one-tablet table.
+// TableSpec places the table: its tablets, and the N replicas of each
+// over the replica sites (topology.Placement).
 type TableSpec struct {
-	// Primary is the site of the primary. Default: the first site with a
-	// storage node.
+	// Primary is the site of the primaries. Default: the first site with
+	// a storage node.
 	Primary string `yaml:"primary"`
-	// Secondaries are the sites of the secondaries. Default: every other
-	// site with a storage node.
+	// Secondaries are the other replica sites. Default: every other site
+	// with a storage node.
 	Secondaries []string `yaml:"secondaries"`
+	// Replicas is N, the replicas of each tablet, placed over the replica
+	// sites' storage nodes (topology.Placement). Default: one per replica
+	// site.
+	Replicas int `yaml:"replicas"`
+	// Tablets is the number of tablets. Default 1.
+	Tablets int `yaml:"tablets"`
+	// Partition says how keys map to tablets: range (split at quantiles
+	// of the workload's keys) or hash. Default range.
+	Partition string `yaml:"partition"`
 	// PullInterval is how often secondaries pull (Pileus 5.1: once a
 	// minute). Default 1m.
 	PullInterval time.Duration `yaml:"pull_interval"`
@@ -92,28 +116,132 @@ type SLASpec struct {
 	Scale   []int     `yaml:"scale"`
 }
 
-// WorkloadSpec is each client's closed loop (Pileus 5.1).
+// WorkloadSpec is what each session does: a closed loop (Pileus 5.1), or
+// an open loop at a rate.
 type WorkloadSpec struct {
 	// Keys is the number of keys, all loaded before the run. Default
 	// 10,000.
 	Keys int `yaml:"keys"`
-	// Distribution is zipfian (YCSB's scrambled zipfian, the default) or
-	// uniform.
-	Distribution string `yaml:"distribution"`
+	// Distribution of the keys: zipfian (YCSB's scrambled zipfian, the
+	// default), uniform, hotspot (HotSet of the keys take HotOps of the
+	// operations; defaults 0.2 and 0.8) or latest.
+	Distribution string  `yaml:"distribution"`
+	HotSet       float64 `yaml:"hot_set"`
+	HotOps       float64 `yaml:"hot_ops"`
 	// PutFraction is the fraction of operations that are Puts. Default
 	// (and when written as 0) 0.5: equal numbers of Puts and Gets (5.1).
 	PutFraction float64 `yaml:"put_fraction"`
 	// ReadOnly runs Gets only (a zero PutFraction means the default);
 	// PutFraction must then be unset.
 	ReadOnly bool `yaml:"read_only"`
+	// YCSB, if set, is a YCSB core workload (a-f, or a property file)
+	// whose operation mix and request distribution replace PutFraction and
+	// Distribution; Keys replaces its record count and ValueSize, if set,
+	// its value size.
+	YCSB string `yaml:"ycsb"`
+	// ValueSize is the size of the values Puts write. Default: a few
+	// bytes naming the write.
+	ValueSize int `yaml:"value_size"`
 	// SessionOps is the number of operations per session. Default 400.
 	SessionOps int `yaml:"session_ops"`
-	// Ops is the number of operations each run performs; Duration the
-	// virtual time it runs for. Exactly one is set; default Ops 8,000.
+	// Ops is the number of operations each session slot performs
+	// (sessions of a site share the count in an open loop); Duration the
+	// virtual time a run lasts. Exactly one is set; default Ops 8,000.
 	Ops      int           `yaml:"ops"`
 	Duration time.Duration `yaml:"duration"`
 	// Think is the pause after each operation. Default 0, a closed loop.
 	Think time.Duration `yaml:"think"`
+	// Rate, if positive, drives each (client site, strategy) in an open
+	// loop instead: operations arrive at Rate per second (a Poisson
+	// process), each taken by a free session; one that finds every session
+	// busy is shed and counted.
+	Rate float64 `yaml:"rate"`
+	// Warmup leaves the operations that start before it out of the
+	// statistics.
+	Warmup time.Duration `yaml:"warmup"`
+}
+
+// ClientSites are the client sites of a scenario and each one's sessions.
+// In YAML: a list of sites, one session each ([us, england]), or a map
+// from site to sessions ({us: 4, england: 1}).
+type ClientSites []ClientSite
+
+// ClientSite is a client site and its number of sessions.
+type ClientSite struct {
+	Site     string
+	Sessions int
+}
+
+// UnmarshalYAML reads a list of sites or a map from site to sessions,
+// keeping the map's order.
+func (c *ClientSites) UnmarshalYAML(n *yaml.Node) error {
+	*c = nil
+	switch n.Kind {
+	case yaml.SequenceNode:
+		var sites []string
+		if err := n.Decode(&sites); err != nil {
+			return err
+		}
+		for _, s := range sites {
+			*c = append(*c, ClientSite{Site: s, Sessions: 1})
+		}
+		return nil
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			var cs ClientSite
+			if err := n.Content[i].Decode(&cs.Site); err != nil {
+				return err
+			}
+			if err := n.Content[i+1].Decode(&cs.Sessions); err != nil {
+				return fmt.Errorf("clients: line %d: sessions of %s: %w", n.Content[i+1].Line, cs.Site, err)
+			}
+			*c = append(*c, cs)
+		}
+		return nil
+	}
+	return fmt.Errorf("clients: line %d: want a list of sites or a map from site to sessions", n.Line)
+}
+
+// Sites returns the sites, in order.
+func (c ClientSites) Sites() []string {
+	out := make([]string, len(c))
+	for i, cs := range c {
+		out[i] = cs.Site
+	}
+	return out
+}
+
+// SweepSpec is a parameter swept over values, one point each.
+type SweepSpec struct {
+	// Param is sessions (each client site's), rate (workload.rate), think
+	// (workload.think), value_size or keys.
+	Param  string   `yaml:"param"`
+	Values []string `yaml:"values"`
+}
+
+// SimSpec says where time goes in the simulator, so that throughput
+// saturates where a real server would. Unset fields take the calibrated
+// defaults of calibration.go; link bandwidths are the topology's.
+type SimSpec struct {
+	// Service is the time a storage node spends on a message of each
+	// kind (wire.Kind: get, put, probe, pull, pull-reply, push, ...),
+	// messages queueing while it is busy; kinds not listed keep their
+	// default.
+	Service map[string]time.Duration `yaml:"service"`
+	// Fsync is the time of one fsync; the synced writes of every event a
+	// node handles while an fsync runs share the next one (group commit,
+	// DESIGN.md section 2).
+	Fsync *time.Duration `yaml:"fsync"`
+	// Free turns every cost off: storage nodes are infinitely fast.
+	Free bool `yaml:"free"`
+	// Cores, if positive, makes each site one machine whose nodes, its
+	// clients included, share that many cores (sim.SetCores): a local
+	// cluster on one computer. Default: each node is a machine of its own.
+	Cores int `yaml:"cores"`
+	// Client is the CPU a client spends on each Get and Put, charged when
+	// its reply arrives; it matters when clients share cores with storage
+	// nodes. Default 0.
+	Client time.Duration `yaml:"client"`
 }
 
 // Event actions.
@@ -131,7 +259,7 @@ const (
 	targetLocal     = "local"      // the run's client site
 	targetClient    = "client"     // same as local, read better in From
 	defaultAdaptN   = 10           // consecutive Gets for "adapted"
-	defaultOps      = 8000         // operations per run
+	defaultOps      = 8000         // operations per (client site, strategy)
 	maxFactor       = 1000.0       // sanity bound on utility factors
 	maxRuns         = 1000         // sanity bound on the combinations
 	maxService      = time.Minute  // sanity bound on a slow node's service time
@@ -199,6 +327,10 @@ type ClusterSpec struct {
 	// Keys, if set, replaces workload.keys: every key is loaded with an
 	// fsynced Put at the primary before the runs.
 	Keys int `yaml:"keys"`
+	// Sim is the simulator's model of this cluster (for example the
+	// cores of this one machine), for the curves a sweep's report sets
+	// beside the cluster's; unset, the scenario's own sim section.
+	Sim *SimSpec `yaml:"sim"`
 	// Think, if longer than workload.think, is each client's pause after
 	// an operation on the cluster. The paper ran each client on a machine
 	// of its own; here all share one, and a closed loop next to its node
@@ -245,9 +377,11 @@ const (
 	OutLatency     = "latency"
 	OutTimeline    = "timeline"
 	OutSensitivity = "sensitivity"
+	OutOps         = "ops"
+	OutStaleness   = "staleness"
 )
 
-var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity}
+var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness}
 
 var knownMetrics = []string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}
 
@@ -336,326 +470,6 @@ func Parse(data []byte, defaultName string) (*Scenario, error) {
 		return nil, err
 	}
 	return &s, nil
-}
-
-func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
-}
-
-// Validate fills in defaults and checks every field; errors name the
-// field, as in slas[1].factors[0].
-func (s *Scenario) Validate() error {
-	if s.Name == "" {
-		return invalid("name", "empty")
-	}
-	// Topology.
-	switch {
-	case s.TopologyInline != nil:
-		s.topo = *s.TopologyInline
-		if s.topo.Name == "" {
-			s.topo.Name = s.Name
-		}
-	default:
-		if s.Topology == "" {
-			s.Topology = "pileus4"
-		}
-		f, ok := topology.Presets[s.Topology]
-		if !ok {
-			return invalid("topology", "unknown preset %q (known: pileus4; or give topology_inline)", s.Topology)
-		}
-		s.topo = f()
-	}
-	if err := s.topo.Validate(); err != nil {
-		return invalid("topology", "%v", err)
-	}
-	replicaSites := map[string]bool{}
-	clientSites := map[string]bool{}
-	var firstReplica string
-	for _, site := range s.topo.Sites {
-		if len(site.Replicas) > 0 {
-			replicaSites[site.Name] = true
-			if firstReplica == "" {
-				firstReplica = site.Name
-			}
-		}
-		if len(site.Clients) > 0 {
-			clientSites[site.Name] = true
-		}
-	}
-	// Table.
-	t := &s.Table
-	if t.Primary == "" {
-		t.Primary = firstReplica
-	}
-	if !replicaSites[t.Primary] {
-		return invalid("table.primary", "site %q has no storage node", t.Primary)
-	}
-	if len(t.Secondaries) == 0 {
-		for _, site := range s.topo.Sites {
-			if replicaSites[site.Name] && site.Name != t.Primary {
-				t.Secondaries = append(t.Secondaries, site.Name)
-			}
-		}
-	}
-	for i, sec := range t.Secondaries {
-		if !replicaSites[sec] || sec == t.Primary || slices.Index(t.Secondaries, sec) != i {
-			return invalid(fmt.Sprintf("table.secondaries[%d]", i), "site %q has no storage node, is the primary or is repeated", sec)
-		}
-	}
-	if t.PullInterval == 0 {
-		t.PullInterval = time.Minute
-	}
-	if t.PullInterval < 0 {
-		return invalid("table.pull_interval", "negative: %s", t.PullInterval)
-	}
-	// SLAs.
-	if len(s.SLAs) == 0 {
-		return invalid("slas", "none given")
-	}
-	s.slas = nil
-	names := map[string]bool{}
-	for i, spec := range s.SLAs {
-		field := fmt.Sprintf("slas[%d]", i)
-		if spec.SLA == "" {
-			return invalid(field+".sla", "empty: give a preset name or SLA text")
-		}
-		base, ok := sla.Preset(spec.SLA)
-		if !ok {
-			var err error
-			if base, err = sla.Parse(spec.SLA); err != nil {
-				return invalid(field+".sla", "%q is not a preset (%s) nor valid SLA text: %v", spec.SLA, strings.Join(sla.PresetNames(), ", "), err)
-			}
-		}
-		if err := base.Validate(); err != nil {
-			return invalid(field+".sla", "%v", err)
-		}
-		name := spec.Name
-		if name == "" {
-			name = spec.SLA
-		}
-		if len(spec.Factors) == 0 && len(spec.Scale) > 0 {
-			return invalid(field+".factors", "scale given without factors")
-		}
-		if len(spec.Factors) > 0 && len(spec.Scale) == 0 {
-			return invalid(field+".scale", "factors given without the subSLA ranks to scale")
-		}
-		for j, rank := range spec.Scale {
-			if rank < 1 || rank > len(base) {
-				return invalid(fmt.Sprintf("%s.scale[%d]", field, j), "subSLA rank %d outside 1..%d", rank, len(base))
-			}
-		}
-		if len(spec.Factors) == 0 {
-			if names[name] {
-				return invalid(field+".name", "%q repeated", name)
-			}
-			names[name] = true
-			s.slas = append(s.slas, slaVariant{Name: name, Base: name, SLA: base})
-			continue
-		}
-		for j, f := range spec.Factors {
-			ff := fmt.Sprintf("%s.factors[%d]", field, j)
-			if !(f > 0 && f <= maxFactor) || math.IsNaN(f) {
-				return invalid(ff, "factor %v outside (0, %v]", f, maxFactor)
-			}
-			v := slices.Clone(base)
-			for _, rank := range spec.Scale {
-				v[rank-1].Utility *= f
-			}
-			if err := v.Validate(); err != nil {
-				return invalid(ff, "scaled SLA is invalid: %v", err)
-			}
-			vn := fmt.Sprintf("%s x%g", name, f)
-			if names[vn] {
-				return invalid(ff, "variant %q repeated", vn)
-			}
-			names[vn] = true
-			s.slas = append(s.slas, slaVariant{Name: vn, Base: name, Factor: f, SLA: v})
-		}
-	}
-	// Workload.
-	w := &s.Workload
-	if w.Keys == 0 {
-		w.Keys = 10000
-	}
-	if w.Keys < 0 || w.Keys > 10_000_000 {
-		return invalid("workload.keys", "%d outside 1..10,000,000", w.Keys)
-	}
-	switch w.Distribution {
-	case "":
-		w.Distribution = "zipfian"
-	case "zipfian", "uniform":
-	default:
-		return invalid("workload.distribution", "%q: want zipfian or uniform", w.Distribution)
-	}
-	switch {
-	case w.ReadOnly && w.PutFraction != 0:
-		return invalid("workload.put_fraction", "set together with read_only")
-	case w.PutFraction == 0 && !w.ReadOnly:
-		w.PutFraction = 0.5
-	}
-	if w.PutFraction < 0 || w.PutFraction >= 1 || math.IsNaN(w.PutFraction) {
-		return invalid("workload.put_fraction", "%v outside [0, 1)", w.PutFraction)
-	}
-	if w.SessionOps == 0 {
-		w.SessionOps = 400
-	}
-	if w.SessionOps < 0 {
-		return invalid("workload.session_ops", "negative: %d", w.SessionOps)
-	}
-	switch {
-	case w.Ops < 0:
-		return invalid("workload.ops", "negative: %d", w.Ops)
-	case w.Duration < 0:
-		return invalid("workload.duration", "negative: %s", w.Duration)
-	case w.Ops > 0 && w.Duration > 0:
-		return invalid("workload.ops", "give ops or duration, not both")
-	case w.Ops == 0 && w.Duration == 0:
-		w.Ops = defaultOps
-	}
-	if w.Think < 0 || w.Think > time.Hour {
-		return invalid("workload.think", "%s outside [0, 1h]", w.Think)
-	}
-	if w.Duration > 24*time.Hour {
-		return invalid("workload.duration", "%s is over a day of virtual time", w.Duration)
-	}
-	// Clients and strategies.
-	if len(s.Clients) == 0 {
-		for _, site := range s.topo.Sites {
-			if clientSites[site.Name] {
-				s.Clients = append(s.Clients, site.Name)
-			}
-		}
-	}
-	for i, c := range s.Clients {
-		if !clientSites[c] || slices.Index(s.Clients, c) != i {
-			return invalid(fmt.Sprintf("clients[%d]", i), "site %q hosts no client or is repeated", c)
-		}
-	}
-	if len(s.Strategies) == 0 {
-		for _, st := range clientcore.Strategies {
-			s.Strategies = append(s.Strategies, st.String())
-		}
-	}
-	for i, name := range s.Strategies {
-		if _, err := parseStrategyVariant(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, primary, random or closest)", name)
-		}
-	}
-	if n := len(s.slas) * len(s.Clients) * len(s.Strategies); n > maxRuns {
-		return invalid("slas", "%d runs (SLAs x clients x strategies) exceed %d", n, maxRuns)
-	}
-	// Schedule.
-	for i := range s.Schedule {
-		if err := s.validateEvent(i); err != nil {
-			return err
-		}
-	}
-	// Outputs.
-	if len(s.Outputs) == 0 {
-		s.Outputs = []string{OutUtility}
-	}
-	for i, o := range s.Outputs {
-		if !slices.Contains(knownOutputs, o) {
-			return invalid(fmt.Sprintf("outputs[%d]", i), "%q unknown (want %s)", o, strings.Join(knownOutputs, ", "))
-		}
-	}
-	if s.wants(OutTimeline) && len(s.Schedule) == 0 {
-		return invalid("outputs", "timeline needs a schedule")
-	}
-	if err := s.Cluster.validate(); err != nil {
-		return err
-	}
-	if s.Adapt.Gets == 0 {
-		s.Adapt.Gets = defaultAdaptN
-	}
-	if s.Adapt.Gets < 0 {
-		return invalid("adapt.gets", "negative: %d", s.Adapt.Gets)
-	}
-	for i, v := range s.Paper.Values {
-		if !slices.Contains(knownMetrics, v.Metric) {
-			return invalid(fmt.Sprintf("paper.values[%d].metric", i), "%q unknown (want %s)", v.Metric, strings.Join(knownMetrics, ", "))
-		}
-	}
-	return nil
-}
-
-func (s *Scenario) validateEvent(i int) error {
-	e := &s.Schedule[i]
-	field := fmt.Sprintf("schedule[%d]", i)
-	if e.Label == "" {
-		e.Label = fmt.Sprintf("#%d", i+1)
-	}
-	if e.At < 0 {
-		return invalid(field+".at", "negative: %s", e.At)
-	}
-	if e.AfterGets < 0 {
-		return invalid(field+".after_gets", "negative: %d", e.AfterGets)
-	}
-	if e.At > 0 && e.AfterGets > 0 {
-		return invalid(field+".at", "give at or after_gets, not both")
-	}
-	if e.Action == "" && e.RTT > 0 {
-		e.Action = defaultActionID
-	}
-	if e.Action != ActionSpikes && (e.Every != 0 || e.For != (Span{}) || e.Until != 0) {
-		return invalid(field+".every", "only spikes takes every, for and until")
-	}
-	if e.Action != ActionSlow && e.Service != 0 {
-		return invalid(field+".service", "only slow takes a service time")
-	}
-	switch e.Action {
-	case ActionAddRTT, ActionSetRTT, ActionRestore, ActionPartition, ActionHeal, ActionSpikes:
-		if e.Node != "" {
-			return invalid(field+".node", "only crash, restart and slow take a node")
-		}
-		if e.From == "" {
-			e.From = targetLocal
-		}
-		if e.To == "" {
-			return invalid(field+".to", "%s needs the link's other end", e.Action)
-		}
-		for _, end := range []struct{ name, v string }{{"from", e.From}, {"to", e.To}} {
-			if !s.endpointOK(end.v) {
-				return invalid(field+"."+end.name, "%q is not a site, a node (site/name), local or primary", end.v)
-			}
-		}
-		switch e.Action {
-		case ActionAddRTT:
-			if e.RTT == 0 {
-				return invalid(field+".rtt", "add-rtt needs a non-zero rtt")
-			}
-		case ActionSetRTT:
-			if e.RTT <= 0 {
-				return invalid(field+".rtt", "set-rtt needs a positive rtt")
-			}
-		case ActionSpikes:
-			if err := s.validateSpikes(field, e); err != nil {
-				return err
-			}
-		default:
-			if e.RTT != 0 || e.Jitter != nil {
-				return invalid(field+".rtt", "%s takes no rtt or jitter", e.Action)
-			}
-		}
-		if e.Jitter != nil && (*e.Jitter < 0 || e.Action != ActionSetRTT) {
-			return invalid(field+".jitter", "only set-rtt takes a jitter, and it must not be negative")
-		}
-	case ActionCrash, ActionRestart, ActionSlow:
-		if e.From != "" || e.To != "" || e.RTT != 0 || e.Jitter != nil {
-			return invalid(field, "%s takes only node", e.Action)
-		}
-		if _, ok := s.replicaNode(e.Node); !ok {
-			return invalid(field+".node", "%q is not a storage node (site/name) or primary", e.Node)
-		}
-		if e.Service < 0 || e.Service > maxService {
-			return invalid(field+".service", "%s outside [0, %s]", e.Service, maxService)
-		}
-	case "":
-		return invalid(field+".action", "missing (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)")
-	default:
-		return invalid(field+".action", "%q unknown (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)", e.Action)
-	}
-	return nil
 }
 
 func (s *Scenario) endpointOK(v string) bool {

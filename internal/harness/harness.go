@@ -1,8 +1,8 @@
 // Package harness builds simulated cosla worlds: the storage nodes and
-// clients of a topology hosted in the simulator, with drivers that run
-// client workloads in virtual time and record what every operation did as
-// a history for the checkers. Scenario tests, randomized tests and the
-// simulated experiments are all built on it.
+// clients of a topology hosted in the simulator. Workloads run on them
+// through package driver (driver.SimTarget), which records what every
+// operation did. Scenario tests, randomized tests and the simulated
+// experiments are all built on it.
 package harness
 
 import (
@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cosla/cosla/internal/check"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/replica"
@@ -24,6 +23,13 @@ type Options struct {
 	Seed     uint64
 	Topology topology.Topology
 	Replica  replica.Options
+	// Storage and ClientNode are the simulator's model of every storage
+	// node and client node: service times and fsync cost
+	// (sim.NodeOptions). Default: infinitely fast.
+	Storage, ClientNode sim.NodeOptions
+	// Cores, if positive, makes each site one machine whose nodes share
+	// that many cores (sim.SetCores). Default: a machine per node.
+	Cores int
 	// Client options; Nodes defaults to every storage node.
 	Client clientcore.Options
 	Logger *slog.Logger
@@ -34,8 +40,6 @@ type Options struct {
 type World struct {
 	Sim      *sim.Sim
 	Topology topology.Topology
-	// History records every operation run by a Loop with Record set.
-	History []check.Op
 }
 
 // New builds the world: sites, links and started nodes.
@@ -50,10 +54,25 @@ func New(opts Options) (*World, error) {
 		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2}); err != nil {
 			return nil, err
 		}
+		if opts.Cores > 0 {
+			if err := s.SetCores(site.Name, opts.Cores); err != nil {
+				return nil, err
+			}
+		}
+		if topo.LocalBandwidth > 0 {
+			if err := s.SetBandwidth(site.Name, site.Name, topo.LocalBandwidth); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, l := range topo.Links {
 		if err := s.SetLatency(l.A, l.B, sim.Latency{Mean: l.RTT / 2, Jitter: l.Jitter}); err != nil {
 			return nil, err
+		}
+		if l.Bandwidth > 0 {
+			if err := s.SetBandwidth(l.A, l.B, l.Bandwidth); err != nil {
+				return nil, err
+			}
 		}
 	}
 	copts := opts.Client
@@ -62,14 +81,14 @@ func New(opts Options) (*World, error) {
 	}
 	for _, site := range topo.Sites {
 		for _, name := range site.Replicas {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, sim.NodeOptions{},
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.Storage,
 				func() node.Handler { return replica.New(opts.Replica) })
 			if err != nil {
 				return nil, err
 			}
 		}
 		for _, name := range site.Clients {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, sim.NodeOptions{},
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.ClientNode,
 				func() node.Handler { return clientcore.New(copts) })
 			if err != nil {
 				return nil, err
@@ -149,26 +168,4 @@ func (w *World) OpenTable(client wire.NodeID, name string) (*clientcore.Table, e
 		return nil, err
 	}
 	return t, result
-}
-
-// SingleTablet returns a layout of one tablet whose primary is the first
-// storage node of primarySite and whose secondaries are the first storage
-// node of every other site that has one.
-func SingleTablet(topo topology.Topology, name, primarySite string, r wire.Replication) (wire.Layout, error) {
-	tablet := wire.Tablet{}
-	for _, s := range topo.Sites {
-		if len(s.Replicas) == 0 {
-			continue
-		}
-		id := topology.NodeID(s.Name, s.Replicas[0])
-		if s.Name == primarySite {
-			tablet.Primary = id
-		} else {
-			tablet.Secondaries = append(tablet.Secondaries, id)
-		}
-	}
-	if tablet.Primary == "" {
-		return wire.Layout{}, fmt.Errorf("harness: site %q has no storage node to be primary", primarySite)
-	}
-	return wire.Layout{Name: name, Tablets: []wire.Tablet{tablet}, Replication: r}, nil
 }

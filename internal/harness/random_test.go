@@ -1,4 +1,4 @@
-package harness
+package harness_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/cosla/cosla/internal/check"
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/harness"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/topology"
@@ -99,7 +101,8 @@ func newRandomWorld(r *rand.Rand) randomWorld {
 	if r.IntN(2) == 0 {
 		mode = wire.ModePush
 	}
-	rw.layout = wire.Layout{Name: "t", Replication: wire.Replication{Mode: mode, Interval: time.Duration(1+r.IntN(20)) * time.Second}}
+	// A fixed ID, so that the checks know it without asking a client.
+	rw.layout = wire.Layout{Name: "t", ID: 1, Replication: wire.Replication{Mode: mode, Interval: time.Duration(1+r.IntN(20)) * time.Second}}
 	for i, start := range []string{"", "k5"} {
 		p := rw.replicas[(i+r.IntN(len(rw.replicas)))%len(rw.replicas)]
 		tb := wire.Tablet{Start: start, Primary: p}
@@ -138,7 +141,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 0))
 	rw := newRandomWorld(r)
-	w, err := New(Options{
+	w, err := harness.New(harness.Options{
 		Seed:     seed,
 		Topology: rw.topo,
 		Replica:  replica.Options{PullBatchMax: 1 + r.IntN(20)},
@@ -162,29 +165,34 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	}
 	must(t, seed, w.CreateTable(rw.clients[0], rw.layout))
 
+	// Each client node of the world is a driver group of one session at
+	// its site, ordered by site, then c1, c2: the order in which
+	// driver.SimTarget names a site's groups c1, c2.
 	const workEnd = 60 * time.Second
-	start := w.Sim.Now()
-	var loops []*Loop
-	for i, c := range rw.clients {
-		table, err := w.OpenTable(c, "t")
-		must(t, seed, err)
-		rw.layout = table.Layout() // with the ID the client chose
-		strategy := clientcore.Strategies[r.IntN(len(clientcore.Strategies))]
-		keys := 3 + r.IntN(8)
-		l := &Loop{
-			Client: c, Table: table, SLA: randomSLA(r), Strategy: strategy,
-			SessionOps: 5 + r.IntN(40), Until: start + workEnd,
-			Think:  time.Duration(r.IntN(200)) * time.Millisecond,
-			Rand:   rand.New(rand.NewPCG(seed, uint64(i+1))),
-			Record: true,
-			Get:    clientcore.GetOptions{RetryAfterMiss: r.IntN(2) == 0, HedgeCost: []float64{0, 0.01, 0.2}[r.IntN(3)]},
-			Next: func(r *rand.Rand) Step {
-				return Step{Put: r.IntN(2) == 0, Key: fmt.Sprintf("k%d", r.IntN(keys))}
-			},
+	var groups []*driver.Group
+	for _, site := range rw.topo.Sites {
+		for _, name := range site.Clients {
+			strategy := clientcore.Strategies[r.IntN(len(clientcore.Strategies))]
+			keys := 3 + r.IntN(8)
+			agreement := randomSLA(r)
+			sessionSteps := 5 + r.IntN(40)
+			think := time.Duration(r.IntN(200)) * time.Millisecond
+			get := clientcore.GetOptions{RetryAfterMiss: r.IntN(2) == 0, HedgeCost: []float64{0, 0.01, 0.2}[r.IntN(3)]}
+			groups = append(groups, &driver.Group{
+				Name: string(topology.NodeID(site.Name, name)), Site: site.Name, SessionSteps: sessionSteps,
+				Streams: []driver.Stream{{Mix: putGetMix{keys: keys}, Think: think}},
+				Rand:    rand.New(rand.NewPCG(seed, uint64(len(groups)+1))),
+				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy, Get: get},
+			})
 		}
-		must(t, seed, w.Start(l))
-		loops = append(loops, l)
 	}
+	var history []check.Op
+	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) { history = append(history, op.CheckOp()) }}
+	d, err := driver.New(&driver.SimTarget{World: w, Table: "t"}, driver.Spec{Groups: groups, Duration: workEnd, Recorder: rec})
+	must(t, seed, err)
+	defer d.Close()
+	start := w.Sim.Now()
+	d.Start(driver.SimRuntime{Sim: w.Sim})
 	scheduleFaults(t, seed, w, rw, r, start, workEnd)
 
 	// Work under faults, then heal everything and let replication settle.
@@ -206,16 +214,14 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	for w.Sim.Now() < settleEnd && converged(t, seed, w, rw) != "" {
 		must(t, seed, w.Sim.Run(w.Sim.Now()+rw.layout.Replication.Interval))
 	}
-	for _, l := range loops {
-		if !l.Finished() {
-			t.Fatalf("seed %d: loop of %s did not stop after %d operations\nreproduce: %s", seed, l.Client, l.Completed(), reproduce(seed))
-		}
-		if l.Err() != nil {
-			t.Fatalf("seed %d: loop of %s: %v\nreproduce: %s", seed, l.Client, l.Err(), reproduce(seed))
-		}
+	if !d.Done() {
+		t.Fatalf("seed %d: the driver did not stop after %d operations\nreproduce: %s", seed, len(history), reproduce(seed))
+	}
+	if d.Err() != nil {
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, d.Err(), reproduce(seed))
 	}
 
-	if vs := check.Check(w.History); len(vs) > 0 {
+	if vs := check.Check(history); len(vs) > 0 {
 		var b strings.Builder
 		for i, v := range vs {
 			if i == 10 {
@@ -224,18 +230,18 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 			}
 			fmt.Fprintf(&b, "%s\n", v)
 		}
-		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(w.History), b.String(), reproduce(seed))
+		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduce(seed))
 	}
-	checkConverged(t, seed, w, rw)
+	checkConverged(t, seed, w, rw, history)
 
 	gets := 0
-	for _, op := range w.History {
+	for _, op := range history {
 		if op.Kind == check.Get && op.OK {
 			gets++
 		}
 	}
 	if gets == 0 {
-		t.Fatalf("seed %d: no Get met a subSLA in %d operations: the run checked nothing\nreproduce: %s", seed, len(w.History), reproduce(seed))
+		t.Fatalf("seed %d: no Get met a subSLA in %d operations: the run checked nothing\nreproduce: %s", seed, len(history), reproduce(seed))
 	}
 	return randomResult{hash: w.Sim.TraceHash(), gets: gets}
 }
@@ -248,7 +254,7 @@ func randomSkew(r *rand.Rand, maxSkew time.Duration) time.Duration {
 }
 
 // scheduleFaults schedules random faults during the work period.
-func scheduleFaults(t *testing.T, seed uint64, w *World, rw randomWorld, r *rand.Rand, start, span time.Duration) {
+func scheduleFaults(t *testing.T, seed uint64, w *harness.World, rw randomWorld, r *rand.Rand, start, span time.Duration) {
 	sites := rw.topo.Sites
 	for range 3 + r.IntN(8) {
 		at := start + time.Duration(r.Int64N(int64(span)))
@@ -285,14 +291,14 @@ func scheduleFaults(t *testing.T, seed uint64, w *World, rw randomWorld, r *rand
 
 // checkConverged verifies that once faults stop every secondary holds
 // exactly its primary's versions, so no acknowledged Put was lost.
-func checkConverged(t *testing.T, seed uint64, w *World, rw randomWorld) {
+func checkConverged(t *testing.T, seed uint64, w *harness.World, rw randomWorld, history []check.Op) {
 	t.Helper()
 	if diff := converged(t, seed, w, rw); diff != "" {
 		t.Fatalf("seed %d: %s\nreproduce: %s", seed, diff, reproduce(seed))
 	}
 	// Every acknowledged Put's version, or a later one, is at the primary.
 	latest := map[string]check.Op{}
-	for _, op := range w.History {
+	for _, op := range history {
 		if op.Kind == check.Put && op.OK && latest[op.Key].TS.Less(op.TS) {
 			latest[op.Key] = op
 		}
@@ -316,7 +322,7 @@ func checkConverged(t *testing.T, seed uint64, w *World, rw randomWorld) {
 
 // converged describes the first secondary whose versions differ from its
 // primary's, or returns "" if every secondary matches.
-func converged(t *testing.T, seed uint64, w *World, rw randomWorld) string {
+func converged(t *testing.T, seed uint64, w *harness.World, rw randomWorld) string {
 	t.Helper()
 	for i, tb := range rw.layout.Tablets {
 		primary := dumpTablet(t, seed, w, rw, tb.Primary, int32(i))
@@ -329,7 +335,7 @@ func converged(t *testing.T, seed uint64, w *World, rw randomWorld) string {
 	return ""
 }
 
-func dumpTablet(t *testing.T, seed uint64, w *World, rw randomWorld, id wire.NodeID, tablet int32) string {
+func dumpTablet(t *testing.T, seed uint64, w *harness.World, rw randomWorld, id wire.NodeID, tablet int32) string {
 	t.Helper()
 	rep, err := w.Replica(id)
 	must(t, seed, err)
@@ -345,4 +351,16 @@ func must(t *testing.T, seed uint64, err error) {
 	if err != nil {
 		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduce(seed))
 	}
+}
+
+// putGetMix draws Puts and Gets, half each, of keys k0 to k<keys-1>: the
+// names that the tablets' split at "k5" divides.
+type putGetMix struct{ keys int }
+
+func (m putGetMix) Next(r *rand.Rand) (driver.Step, bool) {
+	kind := driver.Get
+	if r.IntN(2) == 0 {
+		kind = driver.Put
+	}
+	return driver.Step{Ops: []driver.Op{{Kind: kind, Key: fmt.Sprintf("k%d", r.IntN(m.keys))}}}, true
 }

@@ -215,7 +215,7 @@ func (sc *scenario) createTable(d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 	}
-	l, err := SingleTablet(sc.topo, name, primary, r)
+	l, err := sc.topo.Layout(name, sc.topo.PrimaryAt(primary), r)
 	if err != nil {
 		return "", err
 	}

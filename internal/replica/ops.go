@@ -7,19 +7,29 @@ import (
 	"github.com/cosla/cosla/internal/wire"
 )
 
-// lookup finds the tablet a request addresses and checks that key (if not
-// empty) lies in its range.
+// lookup finds the tablet a request addresses and checks, if checkKey,
+// that key lies in its range.
 func (n *Node) lookup(ref wire.TabletRef, key string, checkKey bool) (*tablet, wire.Code) {
 	tb := n.tablet(ref)
 	if tb == nil {
 		n.metrics.RequestsForNoTable++
 		return nil, wire.NoTable
 	}
-	if checkKey && (key < tb.start || (tb.end != "" && key >= tb.end)) {
+	if checkKey && !tb.holds(key) {
 		n.metrics.RequestsForWrongTablet++
 		return nil, wire.WrongTablet
 	}
 	return tb, wire.OK
+}
+
+// holds reports whether key belongs in the tablet. It does not allocate.
+func (tb *tablet) holds(key string) bool {
+	pos := key
+	if tb.partition == wire.ByHash {
+		p := wire.HashPosition(key)
+		pos = string(p[:])
+	}
+	return pos >= tb.start && (tb.end == "" || pos < tb.end)
 }
 
 // put performs a Put at the primary: assign a timestamp above both the

@@ -1,16 +1,16 @@
 // Package replica is the storage node of Pileus (Terry et al. SOSP'13,
 // sections 4.1-4.3) as a deterministic state machine.
 //
-// A Node holds replicas of tablets: key ranges of tables. For each tablet
-// one node is the primary. The primary orders every Put with a hybrid
-// logical clock timestamp, logs and applies it durably, and only then
-// acknowledges it. Secondaries receive versions in timestamp order, by a
-// periodic pull and optionally an immediate push, so each holds a prefix of
-// the tablet's history described by one high timestamp (4.3). A Get returns
-// the node's version of a key along with the version's timestamp, the
-// node's high timestamp and whether it is the primary; the node knows
-// nothing of consistency guarantees or SLAs, which are the client's
-// business (4.1).
+// A Node holds replicas of tablets: ranges of a table's keys, or of their
+// hashes (wire.Partition). For each tablet one node is the primary. The
+// primary orders every Put with a hybrid logical clock timestamp, logs and
+// applies it durably, and only then acknowledges it. Secondaries receive
+// versions in timestamp order, by a periodic pull and optionally an
+// immediate push, so each holds a prefix of the tablet's history described
+// by one high timestamp (4.3). A Get returns the node's version of a key
+// along with the version's timestamp, the node's high timestamp and whether
+// it is the primary; the node knows nothing of consistency guarantees or
+// SLAs, which are the client's business (4.1).
 //
 // Node implements node.Handler; see package node for the runtime's duties.
 package replica
@@ -116,8 +116,11 @@ type table struct {
 }
 
 type tablet struct {
-	ref         wire.TabletRef
-	start, end  string // key range; end "" means unbounded
+	ref wire.TabletRef
+	// The tablet holds the keys whose position under partition (the
+	// key, or its hash) lies in [start, end); end "" means unbounded.
+	partition   wire.Partition
+	start, end  string
 	primary     wire.NodeID
 	secondaries []wire.NodeID
 	isPrimary   bool
@@ -221,6 +224,7 @@ func (n *Node) addTable(l wire.Layout) *table {
 	for i, spec := range l.Tablets {
 		tb := &tablet{
 			ref:         wire.TabletRef{Table: l.ID, Tablet: int32(i)},
+			partition:   l.Partition,
 			start:       spec.Start,
 			primary:     spec.Primary,
 			secondaries: spec.Secondaries,

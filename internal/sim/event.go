@@ -16,6 +16,7 @@ const (
 	evArrive                      // a message reaches its node
 	evHandle                      // the node has served the message
 	evTimer                       // a node's timer fires
+	evFsync                       // a node's fsync completes (group commit)
 )
 
 type event struct {
@@ -26,7 +27,8 @@ type event struct {
 	from, to    wire.NodeID
 	msg         wire.Msg
 	timer       any
-	incarnation int // of the node the event is for; stale events are dropped
+	group       *fsyncGroup // of an evFsync
+	incarnation int         // of the node the event is for; stale events are dropped
 }
 
 // eventQueue is a min-heap ordered by (at, seq): time order, and the order
@@ -84,5 +86,5 @@ func (e *nodeEnv) After(d time.Duration, timer any) {
 }
 
 func (e *nodeEnv) Rand() *rand.Rand       { return e.node.rng }
-func (e *nodeEnv) Engine() storage.Engine { return e.node.engine }
+func (e *nodeEnv) Engine() storage.Engine { return e.node.disk }
 func (e *nodeEnv) Logger() *slog.Logger   { return e.logger }

@@ -9,6 +9,14 @@
 // service time with FIFO queueing, so a busy node saturates. Nodes crash
 // (losing volatile state and unsynced storage) and restart.
 //
+// Beyond latency, the simulator can charge for where a real server's time
+// goes, so that throughput saturates where a real server's would: a
+// service time per message kind (NodeOptions.ServiceByKind), an fsync for
+// the events that made synced writes, shared by the events that end while
+// it waits for the disk (NodeOptions.Fsync; group commit as in DESIGN.md
+// section 2), and a bandwidth per link (SetBandwidth). All are off by
+// default.
+//
 // A run is a pure function of its inputs and seed: all randomness comes
 // from generators seeded by Options.Seed, and the trace hash, a digest of
 // every event processed, is the same for the same seed.
@@ -22,6 +30,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -67,6 +76,10 @@ type link struct {
 	latency Latency
 	loss    float64
 	down    bool
+	// bandwidth in bytes per second; 0 is unlimited. busyUntil is when
+	// the last message queued on the link has left.
+	bandwidth int64
+	busyUntil time.Duration
 }
 
 // NodeOptions are the per-node parameters of the model.
@@ -74,8 +87,25 @@ type NodeOptions struct {
 	// Skew is added to the virtual time to give the node's physical clock.
 	Skew time.Duration
 	// Service is the time the node spends on each message; messages queue
-	// while it is busy. Zero means infinitely fast.
+	// while it is busy (FIFO). Zero means infinitely fast. It models a
+	// slow node; ServiceByKind models the work of each request.
 	Service Latency
+	// ServiceByKind adds, per message kind (wire.Kind), a time the node
+	// spends on each message of that kind on top of Service. Kinds not in
+	// the map cost nothing extra. Default: empty.
+	ServiceByKind map[string]Latency
+	// Fsync is the time one fsync of the node's disk takes. When it is
+	// not zero, the messages sent while handling an event (a message or a
+	// timer) that applied a batch with sync are held until an fsync
+	// covering the event completes. The disk runs one fsync at a time;
+	// events with synced writes that end while an fsync waits for the disk
+	// share it (group commit). Events without synced writes send at once.
+	// A crash before the fsync completes loses the writes and the held
+	// messages. Held messages leave when released, so they may arrive
+	// after messages the node sent later from events without synced
+	// writes, as on a real server. Zero, the default: synced writes are
+	// free and nothing is held.
+	Fsync Latency
 }
 
 type simNode struct {
@@ -85,16 +115,30 @@ type simNode struct {
 	factory     func() node.Handler
 	handler     node.Handler
 	engine      *storage.Mem
+	disk        *diskEngine // what the node's Env returns: engine, fsyncs charged
 	rng         *rand.Rand
+	costs       *rand.Rand // draws of ServiceByKind and Fsync
 	up          bool
 	incarnation int
 	busyUntil   time.Duration
 	env         *nodeEnv
+
+	// Group commit, while Fsync is set (cost.go). inEvent: an event is
+	// being handled; synced: it applied a synced batch; outbox: what it
+	// sent; fsyncs: the fsyncs not yet completed, oldest first (at most a
+	// running one and an open one).
+	inEvent bool
+	synced  bool
+	outbox  []outMsg
+	fsyncs  []*fsyncGroup
 }
 
 // Stats counts what happened in a run.
 type Stats struct {
 	Events, Sent, Delivered, Dropped, Timers, Crashes, Restarts int64
+	// Fsyncs completed, and the events whose synced writes they covered:
+	// FsyncedEvents/Fsyncs is the mean group size.
+	Fsyncs, FsyncedEvents int64
 }
 
 // Sim is a simulated world.
@@ -108,9 +152,12 @@ type Sim struct {
 	links   map[[2]string]*link
 	nodes   map[wire.NodeID]*simNode
 	lastArr map[[2]wire.NodeID]time.Duration
-	hash    hash.Hash64
-	stats   Stats
-	err     error
+	// cores holds, for a site whose nodes share a machine (SetCores),
+	// when each of its cores is next free.
+	cores map[string][]time.Duration
+	hash  hash.Hash64
+	stats Stats
+	err   error
 }
 
 // New returns an empty world.
@@ -141,6 +188,9 @@ func (s *Sim) TraceHash() uint64 { return s.hash.Sum64() }
 // Stats returns the run's counters.
 func (s *Sim) Stats() Stats { return s.stats }
 
+// costsStream distinguishes a node's stream of cost draws from its own.
+const costsStream = 0x636f737473
+
 // ErrConfig is wrapped by errors in the simulated world's configuration.
 var ErrConfig = errors.New("sim: bad configuration")
 
@@ -153,6 +203,23 @@ func (s *Sim) AddSite(name string) {
 	}
 	s.sites[name] = true
 	s.links[[2]string{name, name}] = &link{latency: Latency{Mean: 500 * time.Microsecond}}
+}
+
+// SetCores makes the nodes of a site share one machine of n cores: a
+// node still serves one message at a time, and a message's service time
+// also takes a core, the first free, so that the site's nodes together
+// serve at most n messages at once. n = 0 gives each node a machine of its
+// own again (the default).
+func (s *Sim) SetCores(site string, n int) error {
+	if !s.sites[site] || n < 0 {
+		return fmt.Errorf("%w: cores of site %q: unknown site or negative count %d", ErrConfig, site, n)
+	}
+	if s.cores == nil {
+		s.cores = map[string][]time.Duration{}
+	}
+	s.cores[site] = make([]time.Duration, n)
+	s.tracef("site %s has %d cores", site, n)
+	return nil
 }
 
 // SetLatency sets the one-way latency between two sites, both ways.
@@ -172,6 +239,19 @@ func (s *Sim) SetLoss(a, b string, p float64) error {
 // Heal.
 func (s *Sim) Partition(a, b string) error {
 	return s.updateLink(a, b, func(k *link) { k.down = true })
+}
+
+// SetBandwidth sets the bandwidth of the link between two sites, in bytes
+// per second, in each direction (a == b: the site's own link, which the
+// site's nodes share). A message occupies its direction of the link for
+// its size (wire.EnvelopeSize) divided by the bandwidth, after the
+// messages queued before it, and then travels for the link's latency.
+// 0, the default, is unlimited: messages take no time to send.
+func (s *Sim) SetBandwidth(a, b string, bytesPerSecond int64) error {
+	if bytesPerSecond < 0 {
+		return fmt.Errorf("%w: link %s-%s: negative bandwidth %d", ErrConfig, a, b, bytesPerSecond)
+	}
+	return s.updateLink(a, b, func(k *link) { k.bandwidth = bytesPerSecond })
 }
 
 // Heal restores the link between two sites.
@@ -213,6 +293,10 @@ func (s *Sim) AddNode(id wire.NodeID, site string, opts NodeOptions, factory fun
 	if _, ok := s.nodes[id]; ok {
 		return fmt.Errorf("%w: node %s added twice", ErrConfig, id)
 	}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
+	}
+	opts.ServiceByKind = maps.Clone(opts.ServiceByKind)
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	n := &simNode{
@@ -222,7 +306,9 @@ func (s *Sim) AddNode(id wire.NodeID, site string, opts NodeOptions, factory fun
 		factory: factory,
 		engine:  storage.NewMem(),
 		rng:     rand.New(rand.NewPCG(s.opts.Seed, h.Sum64())),
+		costs:   rand.New(rand.NewPCG(s.opts.Seed, h.Sum64()^costsStream)),
 	}
+	n.disk = &diskEngine{node: n}
 	s.nodes[id] = n
 	return s.start(n)
 }
@@ -276,6 +362,7 @@ func (s *Sim) Crash(id wire.NodeID) error {
 	n.engine.Crash()
 	s.stats.Crashes++
 	s.tracef("crash %s", id)
+	s.crashDisk(n)
 	return nil
 }
 
@@ -304,13 +391,45 @@ func (s *Sim) SetSkew(id wire.NodeID, skew time.Duration) error {
 	return nil
 }
 
-// SetService sets a node's service time.
+// SetService sets a node's service time (NodeOptions.Service).
 func (s *Sim) SetService(id wire.NodeID, l Latency) error {
 	n, ok := s.nodes[id]
 	if !ok {
 		return fmt.Errorf("%w: service: unknown node %s", ErrConfig, id)
 	}
+	if err := l.validate("Service"); err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
+	}
 	n.opts.Service = l
+	return nil
+}
+
+// SetServiceByKind replaces a node's per-kind service times
+// (NodeOptions.ServiceByKind). Messages already queued keep the time they
+// were charged.
+func (s *Sim) SetServiceByKind(id wire.NodeID, byKind map[string]Latency) error {
+	n, ok := s.nodes[id]
+	if !ok {
+		return fmt.Errorf("%w: service by kind: unknown node %s", ErrConfig, id)
+	}
+	if err := validateServiceByKind(byKind); err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
+	}
+	n.opts.ServiceByKind = maps.Clone(byKind)
+	return nil
+}
+
+// SetFsync sets the time of one fsync of a node's disk (NodeOptions.Fsync).
+// Fsyncs already under way keep their end.
+func (s *Sim) SetFsync(id wire.NodeID, l Latency) error {
+	n, ok := s.nodes[id]
+	if !ok {
+		return fmt.Errorf("%w: fsync: unknown node %s", ErrConfig, id)
+	}
+	if err := l.validate("Fsync"); err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
+	}
+	n.opts.Fsync = l
 	return nil
 }
 
@@ -362,7 +481,11 @@ func (s *Sim) step() {
 		}
 		s.stats.Delivered++
 		s.record(fmt.Sprintf("%s -> %s %v", ev.from, ev.to, ev.msg))
+		charged := s.beginEvent(n)
 		n.handler.Receive(ev.from, ev.msg)
+		if charged {
+			s.endEvent(n, ev.incarnation)
+		}
 	case evTimer:
 		n := s.nodes[ev.to]
 		if !n.up || n.incarnation != ev.incarnation {
@@ -370,7 +493,13 @@ func (s *Sim) step() {
 		}
 		s.stats.Timers++
 		s.record(fmt.Sprintf("timer %s %T%v", ev.to, ev.timer, ev.timer))
+		charged := s.beginEvent(n)
 		n.handler.Fire(ev.timer)
+		if charged {
+			s.endEvent(n, ev.incarnation)
+		}
+	case evFsync:
+		s.fsyncDone(ev)
 	}
 }
 
@@ -382,16 +511,39 @@ func (s *Sim) arrive(ev *event) {
 		s.drop(ev, "crashed")
 		return
 	}
-	service := n.opts.Service.sample(n.rng)
+	service := s.serviceTime(n, ev.msg)
 	start := max(s.now, n.busyUntil)
+	if cores := s.cores[n.site]; len(cores) > 0 && service > 0 {
+		// The message also needs a core of the site's machine: the one
+		// free first.
+		c := 0
+		for i, free := range cores {
+			if free < cores[c] {
+				c = i
+			}
+		}
+		start = max(start, cores[c])
+		cores[c] = start + service
+	}
 	n.busyUntil = start + service
 	ev.kind = evHandle
 	ev.at = n.busyUntil
 	s.push(ev)
 }
 
+// send is a node's Env.Send: the message goes out now, or, inside an event
+// that may make synced writes, when the event ends or its fsync completes.
 func (s *Sim) send(from *simNode, to wire.NodeID, m wire.Msg) {
 	s.stats.Sent++
+	if from.inEvent {
+		from.outbox = append(from.outbox, outMsg{to: to, m: m})
+		return
+	}
+	s.transmit(from, to, m)
+}
+
+// transmit puts a message on the network.
+func (s *Sim) transmit(from *simNode, to wire.NodeID, m wire.Msg) {
 	dst, ok := s.nodes[to]
 	if !ok {
 		s.fail(fmt.Errorf("%w: %s sent %T to unknown node %s", ErrConfig, from.id, m, to))
@@ -403,21 +555,35 @@ func (s *Sim) send(from *simNode, to wire.NodeID, m wire.Msg) {
 		return
 	}
 	ev := &event{kind: evArrive, from: from.id, to: to, msg: m, incarnation: dst.incarnation}
-	if k.down || (k.loss > 0 && s.net.Float64() < k.loss) {
+	if k.down {
+		s.drop(ev, "lost")
+		return
+	}
+	// A message sent on a link of limited bandwidth leaves after the ones
+	// queued before it and occupies the link while it is sent, even if it
+	// is then lost.
+	depart := s.now
+	if k.bandwidth > 0 {
+		depart = max(s.now, k.busyUntil) + transmission(wire.EnvelopeSize(from.id, to, m), k.bandwidth)
+		k.busyUntil = depart
+	}
+	if k.loss > 0 && s.net.Float64() < k.loss {
 		s.drop(ev, "lost")
 		return
 	}
 	// Messages between two nodes arrive in the order sent, as on a TCP
 	// connection: never before the previous one.
 	pair := [2]wire.NodeID{from.id, to}
-	ev.at = max(s.now+k.latency.sample(s.net), s.lastArr[pair])
+	ev.at = max(depart+k.latency.sample(s.net), s.lastArr[pair])
 	s.lastArr[pair] = ev.at
 	s.push(ev)
 }
 
-func (s *Sim) drop(ev *event, why string) {
+func (s *Sim) drop(ev *event, why string) { s.recordDrop(why, ev.from, ev.to, ev.msg) }
+
+func (s *Sim) recordDrop(why string, from, to wire.NodeID, m wire.Msg) {
 	s.stats.Dropped++
-	s.record(fmt.Sprintf("drop(%s) %s -> %s %v", why, ev.from, ev.to, ev.msg))
+	s.record(fmt.Sprintf("drop(%s) %s -> %s %v", why, from, to, m))
 }
 
 func (s *Sim) fail(err error) {

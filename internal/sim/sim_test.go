@@ -35,7 +35,9 @@ type firing struct {
 
 // testNode is a tiny protocol core: it records every message and timer
 // with the time it saw it and, if echo is set, answers each ProbeRequest
-// with a ProbeReply carrying the same Req.
+// with a ProbeReply carrying the same Req. It always answers a PutRequest,
+// after writing the value at the key with a synced batch, as a primary
+// does, and a GetRequest, without touching storage.
 type testNode struct {
 	env     node.Env
 	echo    bool
@@ -62,6 +64,19 @@ func (n *testNode) Receive(from wire.NodeID, m wire.Msg) {
 			n.env.Send(from, &wire.ProbeReply{Req: m.Req})
 		}
 	case *wire.ProbeReply:
+		n.got = append(n.got, arrival{at: n.now(), from: from, req: m.Req})
+	case *wire.PutRequest:
+		n.got = append(n.got, arrival{at: n.now(), from: from, req: m.Req})
+		if err := n.put(m.Key, string(m.Value), true); err != nil {
+			panic(fmt.Sprintf("testNode: put: %v", err))
+		}
+		n.env.Send(from, &wire.PutReply{Req: m.Req})
+	case *wire.PutReply:
+		n.got = append(n.got, arrival{at: n.now(), from: from, req: m.Req})
+	case *wire.GetRequest:
+		n.got = append(n.got, arrival{at: n.now(), from: from, req: m.Req})
+		n.env.Send(from, &wire.GetReply{Req: m.Req})
+	case *wire.GetReply:
 		n.got = append(n.got, arrival{at: n.now(), from: from, req: m.Req})
 	default:
 		panic(fmt.Sprintf("testNode: unexpected message %T", m))
@@ -718,6 +733,18 @@ func TestConfigErrors(t *testing.T) {
 		{"Restart unknown node", w.sim.Restart("nobody")},
 		{"SetSkew unknown node", w.sim.SetSkew("nobody", time.Second)},
 		{"SetService unknown node", w.sim.SetService("nobody", sim.Latency{})},
+		{"SetService negative", w.sim.SetService("x", sim.Latency{Mean: -time.Millisecond})},
+		{"SetServiceByKind unknown node", w.sim.SetServiceByKind("nobody", nil)},
+		{"SetServiceByKind negative", w.sim.SetServiceByKind("x", map[string]sim.Latency{"get": {Jitter: -1}})},
+		{"SetServiceByKind unknown kind", w.sim.SetServiceByKind("x", map[string]sim.Latency{"gte": {Mean: 1}})},
+		{"SetFsync unknown node", w.sim.SetFsync("nobody", sim.Latency{})},
+		{"SetFsync negative", w.sim.SetFsync("x", sim.Latency{Mean: -1})},
+		{"SetBandwidth unknown site", w.sim.SetBandwidth("a", "mars", 1000)},
+		{"SetBandwidth negative", w.sim.SetBandwidth("a", "b", -1)},
+		{"AddNode negative Service", w.sim.AddNode("n1", "a", sim.NodeOptions{Service: sim.Latency{Mean: -1}}, factory)},
+		{"AddNode negative ServiceByKind", w.sim.AddNode("n2", "a", sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"put": {Mean: -1}}}, factory)},
+		{"AddNode unknown kind", w.sim.AddNode("n3", "a", sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"Put": {Mean: 1}}}, factory)},
+		{"AddNode negative Fsync", w.sim.AddNode("n4", "a", sim.NodeOptions{Fsync: sim.Latency{Jitter: -1}}, factory)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !errors.Is(tc.err, sim.ErrConfig) {
@@ -725,8 +752,10 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := w.sim.Site("z"); ok {
-		t.Error("a node rejected for an unknown site was added")
+	for _, id := range []wire.NodeID{"z", "n1", "n2", "n3", "n4"} {
+		if _, ok := w.sim.Site(id); ok {
+			t.Errorf("node %s, rejected, was added", id)
+		}
 	}
 	if site, ok := w.sim.Site("x"); !ok || site != "a" {
 		t.Errorf("Site(x) = %q, %v; adding it twice must not move it", site, ok)
@@ -825,8 +854,11 @@ func TestTrace(t *testing.T) {
 }
 
 // scenario runs a small busy world exercising every source of randomness:
-// jitter, loss, random service times and timers set with Env.Rand.
-func scenario(t *testing.T, seed uint64) (uint64, sim.Stats, []string) {
+// jitter, loss, random service times and timers set with Env.Rand. If
+// costly is set, it also charges per-kind service times with jitter,
+// fsyncs with jitter and link bandwidth, and half the messages are Puts,
+// which make synced writes, as do some timers.
+func scenario(t *testing.T, seed uint64, costly bool) (uint64, sim.Stats, []string) {
 	t.Helper()
 	var lines []string
 	w := &world{
@@ -838,17 +870,46 @@ func scenario(t *testing.T, seed uint64) (uint64, sim.Stats, []string) {
 	w.sim.AddSite("b")
 	must(t, w.sim.SetLatency("a", "b", sim.Latency{Mean: 30 * time.Millisecond, Jitter: 10 * time.Millisecond}))
 	must(t, w.sim.SetLoss("a", "b", 0.1))
-	w.add("x", "a", sim.NodeOptions{}, true)
-	w.add("y", "b", sim.NodeOptions{Service: sim.Latency{Mean: time.Millisecond, Jitter: time.Millisecond / 2}}, true)
-	w.add("z", "b", sim.NodeOptions{}, true)
+	var xOpts, zOpts sim.NodeOptions
+	yOpts := sim.NodeOptions{Service: sim.Latency{Mean: time.Millisecond, Jitter: time.Millisecond / 2}}
+	if costly {
+		must(t, w.sim.SetBandwidth("a", "b", 200_000))
+		must(t, w.sim.SetBandwidth("b", "b", 1_000_000))
+		xOpts.Fsync = sim.Latency{Mean: 2 * time.Millisecond}
+		yOpts.ServiceByKind = map[string]sim.Latency{
+			"put":   {Mean: 2 * time.Millisecond, Jitter: time.Millisecond},
+			"probe": {Mean: 100 * time.Microsecond},
+		}
+		yOpts.Fsync = sim.Latency{Mean: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		zOpts.Fsync = sim.Latency{Mean: time.Millisecond}
+	}
+	w.add("x", "a", xOpts, true)
+	w.add("y", "b", yOpts, true)
+	w.add("z", "b", zOpts, true)
 	ids := []wire.NodeID{"x", "y", "z"}
 	req := uint64(0)
+	value := make([]byte, 1000)
 	for _, id := range ids {
 		w.node(id).onFire = func(n *testNode, _ any) {
 			req++
-			n.send(ids[n.env.Rand().IntN(len(ids))], req)
+			to := ids[n.env.Rand().IntN(len(ids))]
+			switch {
+			case !costly:
+				n.send(to, req)
+			case n.env.Rand().IntN(2) == 0:
+				n.env.Send(to, &wire.PutRequest{Req: req, Key: fmt.Sprint(req), Value: value})
+			default:
+				if n.env.Rand().IntN(4) == 0 {
+					must(t, n.put("tick", fmt.Sprint(req), true))
+				}
+				n.send(to, req)
+			}
 			if n.now() < 2*time.Second {
-				n.env.After(time.Duration(n.env.Rand().IntN(50))*time.Millisecond, "tick")
+				gap := 50 // ms
+				if costly {
+					gap = 10
+				}
+				n.env.After(time.Duration(n.env.Rand().IntN(gap))*time.Millisecond, "tick")
 			}
 		}
 		w.node(id).env.After(0, "tick")
@@ -861,8 +922,8 @@ func scenario(t *testing.T, seed uint64) (uint64, sim.Stats, []string) {
 
 func TestDeterminism(t *testing.T) {
 	const seed = 42
-	h1, st1, tr1 := scenario(t, seed)
-	h2, st2, tr2 := scenario(t, seed)
+	h1, st1, tr1 := scenario(t, seed, false)
+	h2, st2, tr2 := scenario(t, seed, false)
 	repro := fmt.Sprintf("reproduce: go test ./internal/sim -run 'TestDeterminism' -v (seed %d)", seed)
 	if st1.Delivered == 0 || st1.Dropped == 0 || st1.Timers == 0 {
 		t.Fatalf("scenario too quiet to test anything: %+v\n%s", st1, repro)
@@ -879,7 +940,7 @@ func TestDeterminism(t *testing.T) {
 	if !slices.Equal(tr1, tr2) {
 		t.Fatalf("seed %d: same hash, different traces\n%s", seed, repro)
 	}
-	h3, _, _ := scenario(t, seed+1)
+	h3, _, _ := scenario(t, seed+1, false)
 	if h3 == h1 {
 		t.Fatalf("seeds %d and %d gave the same trace hash %x\n%s", seed, seed+1, h1, repro)
 	}
@@ -937,5 +998,360 @@ func TestDeterminismJitterOnly(t *testing.T) {
 	// Same events, different times: the stats do not depend on the draws.
 	if st3 != st1 {
 		t.Fatalf("seeds %d and %d: stats %+v and %+v differ without loss\n%s", seed, seed+1, st1, st3, repro)
+	}
+}
+
+// TestTraceHashUnchanged pins the trace hashes of worlds that set none of
+// the cost options (per-kind service, fsync, bandwidth) to the values they
+// had before those options existed: a run that does not ask for the costs
+// must be event for event what it was, so that published experiment
+// numbers do not move. A change to the trace format (wire's String
+// methods, the trace lines) changes these hashes too; update them only
+// for such a change, never for a change of the model.
+func TestTraceHashUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func() uint64
+		want uint64
+	}{
+		{"scenario seed 42", func() uint64 { h, _, _ := scenario(t, 42, false); return h }, 0x481efc0857494490},
+		{"scenario seed 43", func() uint64 { h, _, _ := scenario(t, 43, false); return h }, 0x22e2f68b0559bb0c},
+		{"jitterOnly seed 5", func() uint64 { h, _ := jitterOnly(t, 5); return h }, 0x7fbc51d300e21cff},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run(); got != tc.want {
+				t.Fatalf("trace hash %#x, want %#x\nreproduce: go test ./internal/sim -run 'TestTraceHashUnchanged' -v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeterminismWithCosts(t *testing.T) {
+	const seed = 42
+	repro := fmt.Sprintf("reproduce: go test ./internal/sim -run 'TestDeterminismWithCosts' -v (seed %d)", seed)
+	h1, st1, tr1 := scenario(t, seed, true)
+	h2, st2, tr2 := scenario(t, seed, true)
+	if st1.Fsyncs == 0 || st1.FsyncedEvents <= st1.Fsyncs || st1.Dropped == 0 {
+		t.Fatalf("scenario does not exercise group commit: %+v\n%s", st1, repro)
+	}
+	if h1 != h2 || st1 != st2 || !slices.Equal(tr1, tr2) {
+		t.Fatalf("seed %d: hash %x then %x, stats %+v then %+v\n%s", seed, h1, h2, st1, st2, repro)
+	}
+	if h3, _, _ := scenario(t, seed+1, true); h3 == h1 {
+		t.Fatalf("seeds %d and %d gave the same trace hash %x\n%s", seed, seed+1, h1, repro)
+	}
+	if h0, _, _ := scenario(t, seed, false); h0 == h1 {
+		t.Fatalf("seed %d: the costs changed nothing in the trace\n%s", seed, repro)
+	}
+	t.Logf("seed %d: %+v, %.2f events per fsync", seed, st1, float64(st1.FsyncedEvents)/float64(st1.Fsyncs))
+}
+
+// msgAt is a message a test sends at a virtual time.
+type msgAt struct {
+	at       time.Duration
+	from, to wire.NodeID
+	m        wire.Msg
+}
+
+func (w *world) sendAll(msgs []msgAt) {
+	for _, s := range msgs {
+		w.at(s.at, func() { w.node(s.from).env.Send(s.to, s.m) })
+	}
+}
+
+func put(req uint64) wire.Msg {
+	return &wire.PutRequest{Req: req, Key: fmt.Sprint(req), Value: []byte("v")}
+}
+func get(req uint64) wire.Msg   { return &wire.GetRequest{Req: req} }
+func probe(req uint64) wire.Msg { return &wire.ProbeRequest{Req: req} }
+
+const (
+	us = time.Microsecond
+	ms = time.Millisecond
+)
+
+// TestServiceByKind checks per-kind service times, their sum with Service
+// and the FIFO queue they share. x sends to y at time 0 over the 0.5ms
+// local link; y handles each message when its service ends.
+func TestServiceByKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts sim.NodeOptions
+		msgs []wire.Msg
+		want []arrival // at y
+	}{
+		{
+			name: "per kind, queued",
+			opts: sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"put": {Mean: 2 * ms}, "get": {Mean: ms}}},
+			msgs: []wire.Msg{put(1), get(2), probe(3), put(4)},
+			// probe costs nothing but waits behind get.
+			want: []arrival{{2500 * us, "x", 1}, {3500 * us, "x", 2}, {3500 * us, "x", 3}, {5500 * us, "x", 4}},
+		},
+		{
+			name: "Service and ServiceByKind add up",
+			opts: sim.NodeOptions{Service: sim.Latency{Mean: ms}, ServiceByKind: map[string]sim.Latency{"get": {Mean: 3 * ms}}},
+			msgs: []wire.Msg{get(1), probe(2), get(3)},
+			want: []arrival{{4500 * us, "x", 1}, {5500 * us, "x", 2}, {9500 * us, "x", 3}},
+		},
+		{
+			name: "kinds not in the map",
+			opts: sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"pull": {Mean: time.Second}}},
+			msgs: []wire.Msg{get(1), put(2)},
+			want: []arrival{{500 * us, "x", 1}, {500 * us, "x", 2}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 1, "a")
+			w.add("x", "a", sim.NodeOptions{}, false)
+			w.add("y", "a", tc.opts, true)
+			for _, m := range tc.msgs {
+				w.sendAll([]msgAt{{0, "x", "y", m}})
+			}
+			w.run(time.Second)
+			if got := w.node("y").got; !slices.Equal(got, tc.want) {
+				t.Fatalf("y handled %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetServiceByKind(t *testing.T) {
+	w := newWorld(t, 1, "a")
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("y", "a", sim.NodeOptions{}, true)
+	byKind := map[string]sim.Latency{"get": {Mean: ms}}
+	must(t, w.sim.SetServiceByKind("y", byKind))
+	byKind["get"] = sim.Latency{Mean: time.Hour} // the sim keeps its own copy
+	w.sendAll([]msgAt{{0, "x", "y", get(1)}})
+	w.at(10*ms, func() { must(t, w.sim.SetServiceByKind("y", nil)) })
+	w.sendAll([]msgAt{{20 * ms, "x", "y", get(2)}})
+	w.run(time.Second)
+	if got, want := w.node("y").got, []arrival{{1500 * us, "x", 1}, {20500 * us, "x", 2}}; !slices.Equal(got, want) {
+		t.Fatalf("y handled %v, want %v", got, want)
+	}
+}
+
+// TestFsync checks group commit at y, which x reaches over the 0.5ms
+// local link: the times at which x receives y's replies, the fsyncs y
+// made, and which writes a crash of y keeps.
+func TestFsync(t *testing.T) {
+	const fsync = ms
+	type crash struct {
+		at      time.Duration
+		durable []string // keys y holds after the crash
+	}
+	for _, tc := range []struct {
+		name   string
+		msgs   []msgAt
+		crash  *crash
+		want   []arrival // at x
+		fsyncs int64
+		events int64
+	}{
+		{
+			name: "one synced write pays one fsync",
+			// Put at 0, handled at 0.5ms, fsync until 1.5ms, reply at 2ms.
+			msgs:   []msgAt{{0, "x", "y", put(1)}},
+			want:   []arrival{{2 * ms, "y", 1}},
+			fsyncs: 1, events: 1,
+		},
+		{
+			name: "ten puts 100us apart make two groups",
+			// Put 1 is handled at 0.5ms and its fsync runs until 1.5ms.
+			// Puts 2-10, handled from 0.6ms to 1.4ms, all wait for the
+			// disk and share the next fsync, 1.5ms to 2.5ms.
+			msgs: func() []msgAt {
+				var msgs []msgAt
+				for i := range 10 {
+					msgs = append(msgs, msgAt{time.Duration(i) * 100 * us, "x", "y", put(uint64(i + 1))})
+				}
+				return msgs
+			}(),
+			want: []arrival{
+				{2 * ms, "y", 1},
+				{3 * ms, "y", 2}, {3 * ms, "y", 3}, {3 * ms, "y", 4}, {3 * ms, "y", 5}, {3 * ms, "y", 6},
+				{3 * ms, "y", 7}, {3 * ms, "y", 8}, {3 * ms, "y", 9}, {3 * ms, "y", 10},
+			},
+			fsyncs: 2, events: 10,
+		},
+		{
+			name: "an idle disk starts the fsync at once",
+			// The second put is handled at 3.5ms, after the first fsync
+			// ended at 1.5ms.
+			msgs:   []msgAt{{0, "x", "y", put(1)}, {3 * ms, "x", "y", put(2)}},
+			want:   []arrival{{2 * ms, "y", 1}, {5 * ms, "y", 2}},
+			fsyncs: 2, events: 2,
+		},
+		{
+			name: "reads are not delayed by a running fsync",
+			// The get and the probe, handled at 0.6ms and 0.7ms during the
+			// put's fsync, are answered at once.
+			msgs:   []msgAt{{0, "x", "y", put(1)}, {100 * us, "x", "y", get(2)}, {200 * us, "x", "y", probe(3)}},
+			want:   []arrival{{1100 * us, "y", 2}, {1200 * us, "y", 3}, {2 * ms, "y", 1}},
+			fsyncs: 1, events: 1,
+		},
+		{
+			name: "messages of events with no synced write are not held",
+			// y's own probe, sent from an event with no write while its
+			// put's fsync runs, goes out at once.
+			msgs:   []msgAt{{0, "x", "y", put(1)}, {0, "x", "y", probe(2)}},
+			want:   []arrival{{1 * ms, "y", 2}, {2 * ms, "y", 1}},
+			fsyncs: 1, events: 1,
+		},
+		{
+			name: "a crash during the fsyncs drops the held replies and loses the writes",
+			// Put 1's fsync runs from 0.5 to 1.5ms, put 2's waits for it;
+			// y crashes at 1ms.
+			msgs:   []msgAt{{0, "x", "y", put(1)}, {100 * us, "x", "y", put(2)}},
+			crash:  &crash{at: ms},
+			fsyncs: 0, events: 0,
+		},
+		{
+			name: "a crash after the fsync keeps the writes",
+			// Put 1's fsync ends at 1.5ms; put 2's, which started then,
+			// would end at 2.5ms. Put 2 was written before put 1's fsync
+			// ended, so that fsync made it durable too, as a real disk
+			// may (the storage contract allows it), but its reply is
+			// lost.
+			msgs:   []msgAt{{0, "x", "y", put(1)}, {100 * us, "x", "y", put(2)}},
+			crash:  &crash{at: 2 * ms, durable: []string{"1", "2"}},
+			want:   []arrival{{2 * ms, "y", 1}},
+			fsyncs: 1, events: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 1, "a")
+			w.add("x", "a", sim.NodeOptions{}, false)
+			w.add("y", "a", sim.NodeOptions{Fsync: sim.Latency{Mean: fsync}}, true)
+			w.sendAll(tc.msgs)
+			if tc.crash != nil {
+				w.at(tc.crash.at, func() { must(t, w.sim.Crash("y")) })
+				w.at(tc.crash.at, func() { must(t, w.sim.Restart("y")) })
+			}
+			w.run(time.Second)
+			if got := w.node("x").got; !slices.Equal(got, tc.want) {
+				t.Errorf("x received %v, want %v", got, tc.want)
+			}
+			st := w.sim.Stats()
+			if st.Fsyncs != tc.fsyncs || st.FsyncedEvents != tc.events {
+				t.Errorf("Stats = %+v, want %d fsyncs covering %d events", st, tc.fsyncs, tc.events)
+			}
+			if st.Sent != st.Delivered+st.Dropped {
+				t.Errorf("Stats = %+v: messages unaccounted for", st)
+			}
+			if tc.crash == nil {
+				return
+			}
+			if want := int64(len(tc.msgs) - len(tc.want)); st.Dropped != want {
+				t.Errorf("Dropped = %d, want the %d held replies", st.Dropped, want)
+			}
+			var keys []string
+			must(t, w.node("y").env.Engine().Scan(nil, nil, func(k, _ []byte) bool {
+				keys = append(keys, string(k))
+				return true
+			}))
+			if !slices.Equal(keys, tc.crash.durable) {
+				t.Errorf("after the crash y holds %q, want %q", keys, tc.crash.durable)
+			}
+		})
+	}
+}
+
+// TestFsyncTimer checks that a timer whose handling makes a synced write
+// has its messages held too, and that a synced write outside any event (a
+// driver's call) is not charged.
+func TestFsyncTimer(t *testing.T) {
+	w := newWorld(t, 1, "a")
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("y", "a", sim.NodeOptions{Fsync: sim.Latency{Mean: ms}}, false)
+	w.node("y").onFire = func(n *testNode, _ any) {
+		must(t, n.put("k", "v", true))
+		n.send("x", 1)
+	}
+	w.at(0, func() {
+		y := w.node("y")
+		must(t, y.put("direct", "v", true))
+		y.send("x", 2)
+		y.env.After(10*ms, "tick")
+	})
+	w.run(time.Second)
+	// 2 leaves at once; 1 at the end of the timer's fsync, 11ms.
+	if got, want := w.node("x").got, []arrival{{500 * us, "y", 2}, {11500 * us, "y", 1}}; !slices.Equal(got, want) {
+		t.Fatalf("x received %v, want %v", got, want)
+	}
+	if st := w.sim.Stats(); st.Fsyncs != 1 || st.FsyncedEvents != 1 {
+		t.Fatalf("Stats = %+v, want 1 fsync of 1 event", st)
+	}
+}
+
+func TestBandwidth(t *testing.T) {
+	const (
+		latency   = 10 * ms
+		bandwidth = 1_000_000 // bytes per second
+	)
+	w := newWorld(t, 1, "a", "b")
+	must(t, w.sim.SetLatency("a", "b", sim.Latency{Mean: latency}))
+	must(t, w.sim.SetBandwidth("a", "b", bandwidth))
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("z", "a", sim.NodeOptions{}, false)
+	w.add("y", "b", sim.NodeOptions{}, false)
+	big := &wire.PutRequest{Req: 1, Key: "k", Value: make([]byte, 1_000_000)}
+	bigSize := wire.EnvelopeSize("x", "y", big)
+	small := probe(2)
+	smallSize := wire.EnvelopeSize("z", "y", small)
+	back := probe(3)
+	backSize := wire.EnvelopeSize("y", "x", back)
+	replySize := wire.EnvelopeSize("y", "x", &wire.PutReply{Req: 1})
+	w.sendAll([]msgAt{{0, "x", "y", big}, {0, "z", "y", small}, {0, "y", "x", back}})
+	w.run(10 * time.Second)
+
+	// At 1 MB/s a byte takes a microsecond.
+	bigDone := time.Duration(bigSize) * us
+	if bigDone < time.Second || bigDone > time.Second+100*us {
+		t.Fatalf("a 1 MB value makes a %d-byte message", bigSize)
+	}
+	// The probe from z shares the link a->b, so it is sent after the big
+	// message; the probe from y goes the other way, on its own.
+	if got, want := w.node("y").got, []arrival{
+		{bigDone + latency, "x", 1},
+		{bigDone + time.Duration(smallSize)*us + latency, "z", 2},
+	}; !slices.Equal(got, want) {
+		t.Errorf("y received %v, want %v", got, want)
+	}
+	// y answers the put; by then its link back is free.
+	if got, want := w.node("x").got, []arrival{
+		{time.Duration(backSize)*us + latency, "y", 3},
+		{bigDone + latency + time.Duration(replySize)*us + latency, "y", 1},
+	}; !slices.Equal(got, want) {
+		t.Errorf("x received %v, want %v", got, want)
+	}
+
+	// Unlimited again: latency only.
+	must(t, w.sim.SetBandwidth("b", "a", 0))
+	w.sendAll([]msgAt{{20 * time.Second, "x", "y", big}})
+	w.run(30 * time.Second)
+	if got := w.node("y").got[2:]; !slices.Equal(got, []arrival{{20*time.Second + latency, "x", 1}}) {
+		t.Errorf("with unlimited bandwidth y received %v, want the message at 20.010s", got)
+	}
+}
+
+func TestBandwidthLocalLink(t *testing.T) {
+	// A site's own link is shared by its nodes; FIFO per pair still holds
+	// when a small message follows a large one.
+	w := newWorld(t, 1, "a")
+	must(t, w.sim.SetBandwidth("a", "a", 1000))
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("y", "a", sim.NodeOptions{}, false)
+	m1 := &wire.PutRequest{Req: 1, Value: make([]byte, 985)}
+	m2 := probe(2)
+	s1, s2 := wire.EnvelopeSize("x", "y", m1), wire.EnvelopeSize("x", "y", m2)
+	w.sendAll([]msgAt{{0, "x", "y", m1}, {0, "x", "y", m2}})
+	w.run(10 * time.Second)
+	want := []arrival{
+		{time.Duration(s1)*ms + 500*us, "x", 1},
+		{time.Duration(s1+s2)*ms + 500*us, "x", 2},
+	}
+	if got := w.node("y").got; !slices.Equal(got, want) {
+		t.Fatalf("y received %v, want %v (sizes %d and %d bytes at 1000 B/s)", got, want, s1, s2)
 	}
 }

@@ -20,11 +20,14 @@ import (
 
 // Link is the round-trip latency between two sites. Jitter is the standard
 // deviation of each one-way delay (see sim.Latency for the distribution).
+// Bandwidth, in bytes per second each way, bounds what the link carries in
+// the simulator; 0 is unlimited.
 type Link struct {
-	A      string        `yaml:"a"`
-	B      string        `yaml:"b"`
-	RTT    time.Duration `yaml:"rtt"`
-	Jitter time.Duration `yaml:"jitter"`
+	A         string        `yaml:"a"`
+	B         string        `yaml:"b"`
+	RTT       time.Duration `yaml:"rtt"`
+	Jitter    time.Duration `yaml:"jitter"`
+	Bandwidth int64         `yaml:"bandwidth"`
 }
 
 // Site is a datacenter: the storage nodes and clients it hosts.
@@ -39,8 +42,11 @@ type Topology struct {
 	Name  string `yaml:"name"`
 	Sites []Site `yaml:"sites"`
 	Links []Link `yaml:"links"`
-	// LocalRTT is the round trip between two nodes of one site.
-	LocalRTT time.Duration `yaml:"local_rtt"`
+	// LocalRTT is the round trip between two nodes of one site, and
+	// LocalBandwidth the bandwidth between them in bytes per second each
+	// way (0: unlimited; see Link).
+	LocalRTT       time.Duration `yaml:"local_rtt"`
+	LocalBandwidth int64         `yaml:"local_bandwidth"`
 }
 
 // Load reads a topology from a YAML file and validates it:
@@ -98,8 +104,8 @@ func (t *Topology) Validate() error {
 	if len(t.Sites) == 0 {
 		return fmt.Errorf("%w: %s: no sites", ErrInvalid, t.Name)
 	}
-	if t.LocalRTT < 0 {
-		return fmt.Errorf("%w: %s: negative local RTT %s", ErrInvalid, t.Name, t.LocalRTT)
+	if t.LocalRTT < 0 || t.LocalBandwidth < 0 {
+		return fmt.Errorf("%w: %s: negative local RTT %s or bandwidth %d", ErrInvalid, t.Name, t.LocalRTT, t.LocalBandwidth)
 	}
 	seen := map[string]bool{}
 	for _, s := range t.Sites {
@@ -120,8 +126,8 @@ func (t *Topology) Validate() error {
 		if !seen[l.A] || !seen[l.B] || l.A == l.B {
 			return fmt.Errorf("%w: %s: link %s-%s names an unknown site or joins a site to itself", ErrInvalid, t.Name, l.A, l.B)
 		}
-		if l.RTT <= 0 || l.Jitter < 0 {
-			return fmt.Errorf("%w: %s: link %s-%s: RTT must be positive and jitter not negative", ErrInvalid, t.Name, l.A, l.B)
+		if l.RTT <= 0 || l.Jitter < 0 || l.Bandwidth < 0 {
+			return fmt.Errorf("%w: %s: link %s-%s: RTT must be positive, jitter and bandwidth not negative", ErrInvalid, t.Name, l.A, l.B)
 		}
 		key := sitePair(l.A, l.B)
 		if links[key] {

@@ -24,8 +24,14 @@ func codeSuffix(c Code) string {
 }
 
 func (m *CreateTableRequest) String() string {
-	return fmt.Sprintf("CreateTable(req=%d table=%s/%d tablets=%d %s/%s)",
-		m.Req, m.Layout.Name, m.Layout.ID, len(m.Layout.Tablets), m.Layout.Replication.Mode, m.Layout.Replication.Interval)
+	// A range-partitioned table, the default, says nothing, so the traces
+	// of tables made before Partition existed keep their hashes.
+	partition := ""
+	if m.Layout.Partition != ByRange {
+		partition = " by " + m.Layout.Partition.String()
+	}
+	return fmt.Sprintf("CreateTable(req=%d table=%s/%d tablets=%d%s %s/%s)",
+		m.Req, m.Layout.Name, m.Layout.ID, len(m.Layout.Tablets), partition, m.Layout.Replication.Mode, m.Layout.Replication.Interval)
 }
 
 func (m *CreateTableReply) String() string {

@@ -9,7 +9,7 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"math/bits"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
@@ -95,8 +95,119 @@ type Replication struct {
 	Interval time.Duration
 }
 
-// Tablet is one key range of a table and where it is stored. The range runs
-// from Start (inclusive) to the next tablet's Start (exclusive).
+// Partition says how a table's keys map to its tablets. Either way every
+// key has a position, and tablets split the positions into ranges: tablet i
+// holds the keys whose position lies in [Tablets[i].Start,
+// Tablets[i+1].Start), the last tablet everything from its Start on.
+type Partition uint8
+
+// Partitions.
+const (
+	// ByRange: a key's position is the key itself, so tablets are key
+	// ranges (Pileus 3: a table is split by key range into tablets).
+	ByRange Partition = iota
+	// ByHash: a key's position is HashPosition(key), the 16 lower-case hex
+	// digits of the key's FNV-1a 64-bit hash. Tablets are ranges of those,
+	// so keys are spread over tablets by hash rather than by order (but
+	// see HashPosition on keys that differ only at the end); HashStarts
+	// gives equal shares of the hash space. Beyond the paper.
+	ByHash
+)
+
+func (p Partition) String() string {
+	switch p {
+	case ByRange:
+		return "range"
+	case ByHash:
+		return "hash"
+	}
+	return fmt.Sprintf("partition(%d)", uint8(p))
+}
+
+// ParsePartition reads "range" or "hash".
+func ParsePartition(s string) (Partition, error) {
+	switch s {
+	case "range":
+		return ByRange, nil
+	case "hash":
+		return ByHash, nil
+	}
+	return 0, fmt.Errorf("%w: unknown partition %q (want range or hash)", ErrBadLayout, s)
+}
+
+// hashDigits is the length of a position under ByHash.
+const hashDigits = 16
+
+// HashPosition returns key's position under ByHash: the 16 lower-case hex
+// digits of the FNV-1a 64-bit hash of key, mixed by MurmurHash3's 64-bit
+// finalizer. It does not allocate; compare string(p[:]) with tablet
+// starts.
+//
+// FNV-1a alone carries a key's last bytes into the high bits of the hash
+// weakly, so keys that differ only at the end (user000001, user000002,
+// ...) would land on a few tablets; the finalizer (Appleby's fmix64) lets
+// every input bit reach every output bit. A stored table's tablets are
+// placed by this function: changing it moves keys between tablets.
+func HashPosition(key string) [hashDigits]byte {
+	// FNV-1a, 64 bits (the constants of hash/fnv), written out because
+	// hash/fnv allocates its state and hashes bytes, not strings.
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	h := uint64(offset64)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= prime64
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb93fe53ec64d
+	h ^= h >> 33
+	const hex = "0123456789abcdef"
+	var p [hashDigits]byte
+	for i := hashDigits - 1; i >= 0; i-- {
+		p[i] = hex[h&0xf]
+		h >>= 4
+	}
+	return p
+}
+
+// HashStarts returns the n-1 split points that give n tablets of a
+// ByHash table equal shares of the hash space: tablet 0 starts at "" and
+// tablet i at HashStarts(n)[i-1]. n below 2 gives none.
+func HashStarts(n int) []string {
+	if n < 2 {
+		return nil
+	}
+	starts := make([]string, n-1)
+	for i := range starts {
+		// floor((i+1) * 2^64 / n); the quotient fits as i+1 < n.
+		q, _ := bits.Div64(uint64(i+1), 0, uint64(n))
+		starts[i] = fmt.Sprintf("%0*x", hashDigits, q)
+	}
+	return starts
+}
+
+// IsHashPosition reports whether s is a position under ByHash, as every
+// tablet Start of a ByHash table but the first must be: exactly 16
+// lower-case hex digits.
+func IsHashPosition(s string) bool {
+	if len(s) != hashDigits {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Tablet is one range of a table's key positions (see Partition) and where
+// it is stored. The range runs from Start (inclusive) to the next tablet's
+// Start (exclusive).
 type Tablet struct {
 	Start       string
 	Primary     NodeID
@@ -113,7 +224,9 @@ type Layout struct {
 	Name string
 	// ID distinguishes this incarnation of the table from a deleted one of
 	// the same name.
-	ID          uint64
+	ID uint64
+	// Partition says how keys map to tablets. Default ByRange.
+	Partition   Partition
 	Tablets     []Tablet
 	Replication Replication
 }
@@ -132,10 +245,19 @@ func (l *Layout) Validate() error {
 	if len(l.Tablets) == 0 {
 		return fmt.Errorf("%w: table %q: no tablets", ErrBadLayout, l.Name)
 	}
+	switch l.Partition {
+	case ByRange, ByHash:
+	default:
+		return fmt.Errorf("%w: table %q: unknown partition %d", ErrBadLayout, l.Name, l.Partition)
+	}
 	if l.Tablets[0].Start != "" {
 		return fmt.Errorf("%w: table %q: the first tablet must start at the empty key", ErrBadLayout, l.Name)
 	}
 	for i, t := range l.Tablets {
+		if i > 0 && l.Partition == ByHash && !IsHashPosition(t.Start) {
+			return fmt.Errorf("%w: table %q: partitioned by hash, but tablet %d starts at %q, not at 16 lower-case hex digits",
+				ErrBadLayout, l.Name, i, t.Start)
+		}
 		if i > 0 && t.Start <= l.Tablets[i-1].Start {
 			return fmt.Errorf("%w: table %q: tablet %d starts at %q, not after tablet %d's %q",
 				ErrBadLayout, l.Name, i, t.Start, i-1, l.Tablets[i-1].Start)
@@ -162,14 +284,44 @@ func (l *Layout) Validate() error {
 	return nil
 }
 
-// TabletFor returns the index of the tablet holding key.
+// Position returns key's position (see Partition): the key itself under
+// ByRange, its HashPosition under ByHash. It allocates under ByHash;
+// TabletFor does not.
+func (l *Layout) Position(key string) string {
+	if l.Partition == ByHash {
+		p := HashPosition(key)
+		return string(p[:])
+	}
+	return key
+}
+
+// TabletFor returns the index of the tablet holding key. It does not
+// allocate.
 func (l *Layout) TabletFor(key string) int {
-	return sort.Search(len(l.Tablets), func(i int) bool { return l.Tablets[i].Start > key }) - 1
+	if l.Partition == ByHash {
+		p := HashPosition(key)
+		return tabletAt(l.Tablets, string(p[:]))
+	}
+	return tabletAt(l.Tablets, key)
+}
+
+// tabletAt returns the index of the last tablet starting at or before pos.
+func tabletAt(tablets []Tablet, pos string) int {
+	lo, hi := 0, len(tablets) // the answer's successor is in [lo, hi]
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if tablets[mid].Start > pos {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo - 1
 }
 
 // Equal reports whether two layouts are identical.
 func (l *Layout) Equal(o *Layout) bool {
-	if l.Name != o.Name || l.ID != o.ID || l.Replication != o.Replication || len(l.Tablets) != len(o.Tablets) {
+	if l.Name != o.Name || l.ID != o.ID || l.Partition != o.Partition || l.Replication != o.Replication || len(l.Tablets) != len(o.Tablets) {
 		return false
 	}
 	for i, t := range l.Tablets {

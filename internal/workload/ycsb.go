@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -490,6 +491,24 @@ func Preset(name string) (Properties, error) {
 		return Properties{}, invalid("preset %q, want one of a, b, c, d, e, f", name)
 	}
 	return ParseProperties(strings.NewReader(text))
+}
+
+// Resolve returns the core workload of that name (a-f), else reads the
+// property file at that path.
+func Resolve(spec string) (Properties, error) {
+	if p, err := Preset(spec); err == nil {
+		return p, nil
+	}
+	f, err := os.Open(spec)
+	if err != nil {
+		return Properties{}, invalid("%q is neither a core workload (a-f) nor a readable file", spec)
+	}
+	defer f.Close()
+	p, err := ParseProperties(f)
+	if err != nil {
+		return Properties{}, fmt.Errorf("%s: %w", spec, err)
+	}
+	return p, nil
 }
 
 // maxRedraws bounds the draws Workload.Next makes to find a zipfian item

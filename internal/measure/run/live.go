@@ -7,125 +7,86 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/measure"
 )
 
-// Store is a store under measurement: the methods of adapters.Store, with
-// the store's report as an Outcome (the command line adapts one to the
-// other, so this package does not depend on the external stores).
-type Store interface {
-	// Name names the store, for logs and reports.
-	Name() string
-	// Write writes value to key with a write option ("" for the default).
-	Write(ctx context.Context, key, value, option string) (Outcome, error)
-	// Read reads key with a read option; found is false when the key holds
-	// no value.
-	Read(ctx context.Context, key, option string) (value string, found bool, out Outcome, err error)
+// Cluster is a running local cosla cluster, measured through cosla's
+// client core (driver.HostTarget): the writers are client groups at
+// WriterSite, the readers (and the threads of PlacementThread) at
+// ReaderSite. Read options are SimReadOption's ("" is "eventual"); there
+// are no write options: every Put goes to the primary.
+type Cluster struct {
+	// Nodes returns the addresses a client at a site dials for each
+	// storage node (cluster.Info.NodesFor).
+	Nodes func(site string) (map[string]string, error)
+	// Table is the measured table.
+	Table                  string
+	WriterSite, ReaderSite string
 }
 
-// Outcome is what the store reported about one op.
-type Outcome struct {
-	// Consistency is the guarantee the store claims the op met, Replica
-	// the replica that served it; both may be empty.
-	Consistency string
-	Replica     string
-}
-
-// Clock gives the times of a live run in microseconds since the Unix epoch
-// (see the package doc, "Clocks").
-type Clock struct{ base time.Time }
-
-// NewClock reads CLOCK_REALTIME once; Now adds the monotonic time since.
-func NewClock() Clock { return Clock{base: time.Now()} }
-
-// NowUS is the current time in microseconds since the Unix epoch.
-func (c Clock) NowUS() int64 { return c.base.UnixMicro() + time.Since(c.base).Microseconds() }
-
-// Sink receives the ops of a run as they complete. It streams them to a
-// JSONL writer, flushed after every op so that an interrupted run loses
-// nothing, and keeps them for the caller. It is safe for concurrent use.
-type Sink struct {
-	mu       sync.Mutex
-	jw       *measure.JSONLWriter
-	ops      []measure.Op
-	progress Progress
-	err      error
-}
-
-// NewSink returns a sink streaming to w, or only keeping the ops when w is
-// nil.
-func NewSink(w io.Writer) *Sink {
-	s := &Sink{}
-	if w != nil {
-		s.jw = measure.NewJSONLWriter(w)
+// OpenCluster describes the cluster running in dir (cluster.ReadInfo),
+// its table measured from writerSite (default: the cluster's first site)
+// and readerSite (default: writerSite).
+func OpenCluster(dir, writerSite, readerSite string) (*Cluster, error) {
+	info, err := cluster.ReadInfo(dir)
+	if err != nil {
+		return nil, err
 	}
-	return s
-}
-
-// Add records one op.
-func (s *Sink) Add(op measure.Op) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ops = append(s.ops, op)
-	s.progress.add(op)
-	if s.jw != nil && s.err == nil {
-		if err := s.jw.Write(op); err != nil {
-			s.err = err
-		} else if err := s.jw.Flush(); err != nil {
-			s.err = err
+	if writerSite == "" {
+		writerSite = info.DefaultSite
+	}
+	if readerSite == "" {
+		readerSite = writerSite
+	}
+	for _, site := range []string{writerSite, readerSite} {
+		if _, err := info.NodesFor(site); err != nil {
+			return nil, err
 		}
 	}
+	return &Cluster{Nodes: info.NodesFor, Table: info.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
 }
 
-// Ops returns the ops recorded so far, in order of completion.
-func (s *Sink) Ops() []measure.Op {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]measure.Op(nil), s.ops...)
+// Name names the cluster as a store, for logs and reports.
+func (c *Cluster) Name() string { return "cosla@" + c.ReaderSite }
+
+// site is where a role's group runs.
+func (c *Cluster) site(spec RoleSpec) string {
+	if spec.Read {
+		return c.ReaderSite
+	}
+	return c.WriterSite
 }
 
-// Progress returns the counts so far.
-func (s *Sink) Progress() Progress {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.progress
-}
-
-// Err returns the first error writing the trace.
-func (s *Sink) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-// LiveOptions configures a run in real time against a store.
+// LiveOptions configures a run in real time. Exactly one of Store and
+// Cluster is set.
 type LiveOptions struct {
 	Workload Workload
-	// Store is measured by PlacementThread and PlacementThreads.
-	Store Store
-	// WriterStore, if set, is used instead by the clients that only write
-	// (a writer at another site than the readers).
-	WriterStore Store
-	// Trace receives every op as one JSONL line as soon as it completes.
-	// Optional.
+	// Store is measured through a driver.StoreTarget.
+	Store adapters.Store
+	// Cluster is measured through a driver.HostTarget.
+	Cluster *Cluster
+	// Trace receives every op as one JSONL line as soon as it completes,
+	// flushed. Optional.
 	Trace io.Writer
 	// Progress, if set, is called every ProgressEvery (default 5s) and
 	// once at the end.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 	// Spawn starts the worker process of one role (PlacementProcesses):
-	// it must run Worker with spec, startUS and a store like Store,
-	// writing the role's trace to tracePath, and exit 0. The run waits for
-	// it. Workers start their schedules together, at startUS (a second
-	// after Live starts, to give the processes time to start).
-	Spawn func(ctx context.Context, spec RoleSpec, startUS int64, tracePath string) (Process, error)
+	// it must run Worker with w (completed with the target to connect to)
+	// and exit 0. The run waits for it. Workers start their schedules
+	// together, at w.StartUS (a second after Live starts, to give the
+	// processes time to start).
+	Spawn func(ctx context.Context, w WorkerConfig) (Process, error)
 	// WorkDir holds the workers' traces (PlacementProcesses). Required
 	// then.
 	WorkDir string
@@ -136,10 +97,55 @@ type Process interface {
 	Wait() error
 }
 
+// live is what a live run drives: a store, or a cosla cluster.
+type live struct {
+	store   adapters.Store
+	cluster *Cluster
+}
+
+func (o *LiveOptions) live() (live, error) {
+	if (o.Store == nil) == (o.Cluster == nil) {
+		return live{}, errors.New("measure: a live run needs a Store or a Cluster")
+	}
+	return live{store: o.Store, cluster: o.Cluster}, nil
+}
+
+// target is the driver's target on loop; ctx bounds a store's calls.
+func (l live) target(ctx context.Context, loop *driver.Loop) driver.Target {
+	if l.cluster != nil {
+		return &driver.HostTarget{Loop: loop, Nodes: l.cluster.Nodes, Table: l.cluster.Table}
+	}
+	return &driver.StoreTarget{Loop: loop, Store: l.store, Ctx: ctx}
+}
+
+// group is a role's group: at its site with its read option's SLA on a
+// cluster.
+func (l live) group(spec RoleSpec, options []string) (*driver.Group, error) {
+	r := rand.New(rand.NewPCG(0, 0)) // drawn from by nothing: no jitter live
+	if l.cluster == nil {
+		return roleGroup(spec, "", false, r, driver.Cosla{}), nil
+	}
+	cfg, err := coslaConfig(orEventual(roleOption(spec, options)))
+	if err != nil {
+		return nil, err
+	}
+	return roleGroup(spec, l.cluster.site(spec), false, r, cfg), nil
+}
+
+// orEventual is a cosla read option, "eventual" by default.
+func orEventual(option string) string {
+	if option == "" {
+		return "eventual"
+	}
+	return option
+}
+
 // Live runs the workload in real time and returns its ops in order of
 // completion (for PlacementProcesses, the merged workers' traces in order
 // of invocation). A cancelled context ends the run early without error:
-// what was done is returned and was already streamed to Trace.
+// the driver is stopped, the ops in flight finish (a store's calls are cut
+// short and left out), and what was done is returned and was already
+// streamed to Trace.
 func Live(ctx context.Context, o LiveOptions) ([]measure.Op, error) {
 	w := o.Workload
 	w.EnsureDefaults()
@@ -149,206 +155,212 @@ func Live(ctx context.Context, o LiveOptions) ([]measure.Op, error) {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	sink := NewSink(o.Trace)
-	clock := NewClock()
-	startUS := clock.NowUS()
-	var err error
-	if w.Placement == PlacementProcesses {
-		paths := workerPaths(o.WorkDir, w.Roles())
-		stopProgress := startProgress(o.Progress, o.ProgressEvery, w.Run, clock, startUS, func() Progress { return countOps(paths) })
-		err = liveProcesses(ctx, o, w, sink, startUS+int64(workerStartDelay/time.Microsecond))
-		stopProgress()
-	} else {
-		stopProgress := startProgress(o.Progress, o.ProgressEvery, w.Run, clock, startUS, sink.Progress)
-		if o.Store == nil {
-			stopProgress()
-			return nil, errors.New("measure: Live needs a Store")
-		}
-		var count atomic.Int64
-		var wg sync.WaitGroup
-		for _, spec := range w.Roles() {
-			spec.MaxOps = w.MaxOps // in-process roles share the run's count
-			store := o.Store
-			if o.WriterStore != nil && !spec.Read {
-				store = o.WriterStore
-			}
-			wg.Go(func() { liveRole(ctx, store, spec, sink, clock, startUS, &count) })
-		}
-		wg.Wait()
-		stopProgress()
-	}
-	if err == nil {
-		err = sink.Err()
-	}
-	return sink.Ops(), err
-}
-
-// startProgress calls report every interval until the returned stop is
-// called, which reports once more.
-func startProgress(report func(Progress), every time.Duration, runName string, clock Clock, startUS int64, snapshot func() Progress) (stop func()) {
-	if report == nil {
-		return func() {}
-	}
-	snap := func() Progress {
-		p := snapshot()
-		p.Run, p.Elapsed = runName, time.Duration(clock.NowUS()-startUS)*time.Microsecond
-		return p
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				report(snap())
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		report(snap())
-	}
-}
-
-// Worker runs one role in real time against store, streaming its ops to
-// trace: the body of a worker process (PlacementProcesses). The role's
-// schedule starts at startUS on the clock (the parent's choice, so that
-// all workers share one schedule); until then the worker waits.
-func Worker(ctx context.Context, store Store, spec RoleSpec, startUS int64, trace io.Writer) ([]measure.Op, error) {
-	if spec.Client == "" || len(spec.Keys) == 0 || spec.Duration <= 0 || spec.MaxOps < 1 ||
-		(spec.Write && spec.WriteEvery <= 0) || (spec.Read && spec.ReadHz <= 0) || (!spec.Write && !spec.Read) {
-		return nil, fmt.Errorf("%w: worker spec %+v", ErrInvalidWorkload, spec)
-	}
-	sink := NewSink(trace)
-	var count atomic.Int64
-	liveRole(ctx, store, spec, sink, NewClock(), startUS, &count)
-	return sink.Ops(), sink.Err()
-}
-
-// liveRole runs one role's plan until its schedule ends, the shared count
-// reaches spec.MaxOps or ctx is done.
-func liveRole(ctx context.Context, store Store, spec RoleSpec, sink *Sink, clock Clock, startUS int64, count *atomic.Int64) {
-	p := newPlan(spec, nil)
-	c := newOpMaker(spec)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for ctx.Err() == nil {
-		now := time.Duration(clock.NowUS()-startUS) * time.Microsecond
-		s, at, ok := p.next(max(now, 0))
-		if !ok {
-			return
-		}
-		if wait := at - now; wait > 0 {
-			// Wake up every 100 ms to notice the other roles have used up
-			// the op limit.
-			for wait > 0 && count.Load() < int64(spec.MaxOps) {
-				timer.Reset(min(wait, 100*time.Millisecond))
-				select {
-				case <-ctx.Done():
-					return
-				case <-timer.C:
-				}
-				wait = at - time.Duration(clock.NowUS()-startUS)*time.Microsecond
-			}
-		}
-		if count.Add(1) > int64(spec.MaxOps) {
-			return
-		}
-		callUS := clock.NowUS()
-		op := c.start(s, callUS)
-		if s.write {
-			out, err := store.Write(ctx, s.key, op.Value, spec.WriteOption)
-			c.finish(&op, clock.NowUS(), out, err)
-		} else {
-			value, found, out, err := store.Read(ctx, s.key, spec.ReadOption)
-			if !found {
-				value = ""
-			}
-			op.Value = value
-			c.finish(&op, clock.NowUS(), out, err)
-		}
-		if ctx.Err() != nil && !op.OK {
-			return // interrupted mid-call: not a store failure
-		}
-		sink.Add(op)
-	}
-}
-
-// opMaker makes the ops of one client.
-type opMaker struct {
-	spec RoleSpec
-	seq  int
-}
-
-func newOpMaker(spec RoleSpec) *opMaker { return &opMaker{spec: spec} }
-
-// start returns the op for step s invoked at callUS; a write's value is
-// "<client>-<seq>-<call_us>", unique in the run (Wada 2: the value written
-// is the current time).
-func (c *opMaker) start(s step, callUS int64) measure.Op {
-	op := measure.Op{Run: c.spec.Run, Client: c.spec.Client, Key: s.key, CallUS: callUS}
-	if s.write {
-		c.seq++
-		op.Kind, op.Role, op.Option = measure.KindWrite, measure.RoleWriter, c.spec.WriteOption
-		op.Value = fmt.Sprintf("%s-%d-%d", c.spec.Client, c.seq, callUS)
-	} else {
-		op.Kind, op.Role, op.Option = measure.KindRead, measure.RoleReader, c.spec.ReadOption
-	}
-	return op
-}
-
-func (c *opMaker) finish(op *measure.Op, returnUS int64, out Outcome, err error) {
-	op.ReturnUS = max(returnUS, op.CallUS)
-	op.OK = err == nil
-	op.Consistency, op.Replica = out.Consistency, out.Replica
+	l, err := o.live()
 	if err != nil {
-		op.Error = err.Error()
-		if op.Kind == measure.KindRead {
-			op.Value = ""
+		return nil, err
+	}
+	if w.Placement == PlacementProcesses {
+		return liveProcesses(ctx, o, w, l)
+	}
+	roles := w.Roles()
+	groups := make([]*driver.Group, len(roles))
+	for i, spec := range roles {
+		if groups[i], err = l.group(spec, w.ReadOptions); err != nil {
+			return nil, err
 		}
 	}
+	loop := driver.NewLoop(time.Now())
+	var progress Progress
+	report := func() {
+		if o.Progress != nil {
+			p := progress
+			p.Run, p.Elapsed = w.Run, loop.Now()
+			o.Progress(p)
+		}
+	}
+	rec := &driver.Recorder{OriginUS: loop.Origin().UnixMicro(), RunOf: runsOf(roles, groups),
+		Trace: o.Trace, FlushEach: true, Keep: true,
+		OnOp: func(_ *driver.Group, op *driver.Op) { progress.add(op) }}
+	// In-process roles share the run's op limit.
+	spec := driver.Spec{Groups: groups, Duration: w.Duration, Steps: steps(w.MaxOps, len(w.Keys)), Recorder: rec}
+	every(loop, o.ProgressEvery, report)
+	err = runLive(ctx, loop, l.target(ctx, loop), spec, 0, false)
+	report()
+	return rec.Ops(), err
 }
 
-// liveProcesses starts a worker per role, waits for all of them and merges
-// their traces into sink in order of invocation.
-func liveProcesses(ctx context.Context, o LiveOptions, w Workload, sink *Sink, startUS int64) error {
+// runLive runs spec on loop against target until it is done or ctx is:
+// then it stops the driver and runs the loop until the ops in flight
+// have finished. With at set, the run's clock reads zero at origin on the
+// loop's clock (worker processes sharing one schedule); else when it
+// starts.
+func runLive(ctx context.Context, loop *driver.Loop, target driver.Target, spec driver.Spec, origin time.Duration, at bool) error {
+	d, err := driver.New(target, spec)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if at {
+		d.StartAt(loop, origin)
+	} else {
+		d.Start(loop)
+	}
+	if err := loop.Run(ctx, d.Done); err != nil {
+		d.Stop()
+		if err := loop.Run(context.Background(), d.Done); err != nil {
+			return err
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	return spec.Recorder.Flush()
+}
+
+// every calls fn on loop every period until the loop stops running.
+func every(loop *driver.Loop, period time.Duration, fn func()) {
+	var tick func()
+	tick = func() {
+		fn()
+		loop.After(period, tick)
+	}
+	loop.After(period, tick)
+}
+
+// WorkerConfig is the work of one worker process (PlacementProcesses):
+// one role against the store the parent measures.
+type WorkerConfig struct {
+	// Target names the store (Targets); Connect lists the addresses of
+	// the servers the parent started (Target.Addrs); ClusterDir is the
+	// cosla cluster's directory and Site the role's site (target cosla).
+	Target     string   `json:"target"`
+	Connect    []string `json:"connect,omitempty"`
+	ClusterDir string   `json:"cluster_dir,omitempty"`
+	Site       string   `json:"site,omitempty"`
+	Spec       RoleSpec `json:"spec"`
+	// StartUS is the Unix time in microseconds at which the schedule
+	// shared by every worker starts; TracePath the file of the role's
+	// trace.
+	StartUS   int64  `json:"start_us"`
+	TracePath string `json:"trace_path"`
+}
+
+// Worker runs one role in real time, streaming its ops to w.TracePath: the
+// body of a worker process (PlacementProcesses). It connects to the
+// target, then waits for the shared schedule to start at w.StartUS.
+func Worker(ctx context.Context, w WorkerConfig) error {
+	s := w.Spec
+	if s.Client == "" || len(s.Keys) == 0 || s.Duration <= 0 || s.MaxOps < 1 ||
+		(s.Write && s.WriteEvery <= 0) || (s.Read && s.ReadHz <= 0) || (!s.Write && !s.Read) {
+		return fmt.Errorf("%w: worker spec %+v", ErrInvalidWorkload, s)
+	}
+	if w.TracePath == "" || w.StartUS <= 0 {
+		return fmt.Errorf("%w: a worker needs a trace path and a start time", ErrInvalidWorkload)
+	}
+	t, err := LookupTarget(w.Target)
+	if err != nil {
+		return err
+	}
+	var l live
+	switch {
+	case t.kind == kindCosla:
+		if l.cluster, err = OpenCluster(w.ClusterDir, w.Site, w.Site); err != nil {
+			return err
+		}
+	case t.connect != nil:
+		if l.store, err = t.connect(ctx, w.Connect); err != nil {
+			return err
+		}
+		defer l.store.Close()
+	default:
+		return fmt.Errorf("%w: target %s cannot run in worker processes", ErrInvalidWorkload, w.Target)
+	}
+	f, err := os.Create(w.TracePath)
+	if err != nil {
+		return err
+	}
+	_, err = runRole(ctx, l, s, w.StartUS, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// runRole runs one role against l on the schedule that starts at startUS
+// (Unix microseconds), streaming its ops to trace.
+func runRole(ctx context.Context, l live, spec RoleSpec, startUS int64, trace io.Writer) ([]measure.Op, error) {
+	g, err := l.group(spec, []string{spec.ReadOption})
+	if err != nil {
+		return nil, err
+	}
+	// The loop's origin is the shared start, as a reading of this
+	// process's monotonic clock (time.UnixMicro alone has none, and the
+	// loop would then follow steps of the wall clock).
+	now := time.Now()
+	loop := driver.NewLoop(now.Add(time.UnixMicro(startUS).Sub(now)))
+	rec := &driver.Recorder{Run: spec.Run, OriginUS: startUS, Trace: trace, FlushEach: true, Keep: true}
+	err = runLive(ctx, loop, l.target(ctx, loop), driver.Spec{Groups: []*driver.Group{g}, Duration: spec.Duration,
+		Steps: steps(spec.MaxOps, len(spec.Keys)), Recorder: rec}, 0, true)
+	return rec.Ops(), err
+}
+
+// liveProcesses starts a worker per role, waits for all of them and
+// returns their traces merged in order of invocation.
+func liveProcesses(ctx context.Context, o LiveOptions, w Workload, l live) ([]measure.Op, error) {
 	if o.Spawn == nil || o.WorkDir == "" {
-		return errors.New("measure: PlacementProcesses needs Spawn and WorkDir")
+		return nil, errors.New("measure: PlacementProcesses needs Spawn and WorkDir")
 	}
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	roles := w.Roles()
 	paths := workerPaths(o.WorkDir, roles)
+	loop := driver.NewLoop(time.Now())
+	startUS := loop.Origin().Add(workerStartDelay).UnixMicro()
 	procs := make([]Process, 0, len(roles))
 	var firstErr error
 	for i, spec := range roles {
-		p, err := o.Spawn(ctx, spec, startUS, paths[i])
+		wc := WorkerConfig{Spec: spec, StartUS: startUS, TracePath: paths[i]}
+		if l.cluster != nil {
+			wc.Site = l.cluster.site(spec)
+		}
+		p, err := o.Spawn(ctx, wc)
 		if err != nil {
 			firstErr = fmt.Errorf("measure: starting worker %s: %w", spec.Client, err)
 			break
 		}
 		procs = append(procs, p)
 	}
+	// The parent's loop only waits for the workers and reports progress.
+	exited := 0
 	for i, p := range procs {
-		if err := p.Wait(); err != nil && firstErr == nil && ctx.Err() == nil {
-			firstErr = fmt.Errorf("measure: worker %s: %w", roles[i].Client, err)
+		go func() {
+			err := p.Wait()
+			loop.Post(func() {
+				exited++
+				if err != nil && firstErr == nil && ctx.Err() == nil {
+					firstErr = fmt.Errorf("measure: worker %s: %w", roles[i].Client, err)
+				}
+			})
+		}()
+	}
+	report := func() {
+		if o.Progress != nil {
+			p := countOps(paths)
+			p.Run, p.Elapsed = w.Run, loop.Now()
+			o.Progress(p)
 		}
 	}
+	every(loop, o.ProgressEvery, report)
+	if err := loop.Run(context.Background(), func() bool { return exited == len(procs) }); err != nil {
+		return nil, err
+	}
+	report()
 	merged, err := MergeTraces(paths[:len(procs)])
 	if err != nil && firstErr == nil {
 		firstErr = err
 	}
-	for _, op := range merged {
-		sink.Add(op)
-	}
-	return firstErr
+	return merged, firstErr
 }
 
 // MergeTraces reads the JSONL traces at paths (a missing file is empty)

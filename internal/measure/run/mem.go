@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cosla/cosla/internal/adapters"
 )
 
-// LagStore is an in-memory reference Store with one primary and one
+// LagStore is an in-memory reference adapters.Store with one primary and one
 // replica that applies every write Lag after the primary, in order: read
 // option "primary" (the default) sees every completed write, "replica"
 // sees the writes completed Lag ago or earlier. It is the store the
@@ -29,40 +31,46 @@ func NewLagStore(lag time.Duration) *LagStore {
 	return &LagStore{Lag: lag, versions: map[string][]lagVersion{}}
 }
 
-// Name implements Store.
+// Name implements adapters.Store.
 func (s *LagStore) Name() string { return fmt.Sprintf("mem(lag %s)", s.Lag) }
 
-// ReadOptions lists the read options.
+// ReadOptions implements adapters.Store.
 func (s *LagStore) ReadOptions() []string { return []string{"primary", "replica"} }
 
-// Write implements Store; there are no write options.
-func (s *LagStore) Write(ctx context.Context, key, value, option string) (Outcome, error) {
+// WriteOptions implements adapters.Store: there are none but the default.
+func (s *LagStore) WriteOptions() []string { return nil }
+
+// Close implements adapters.Store; it does nothing.
+func (s *LagStore) Close() error { return nil }
+
+// Write implements adapters.Store.
+func (s *LagStore) Write(ctx context.Context, key, value, option string) (adapters.Report, error) {
 	if option != "" {
-		return Outcome{}, fmt.Errorf("measure: mem store: unknown write option %q", option)
+		return adapters.Report{}, fmt.Errorf("%w: mem write option %q; there are none", adapters.ErrBadOption, option)
 	}
 	if err := ctx.Err(); err != nil {
-		return Outcome{}, err
+		return adapters.Report{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.versions[key] = append(s.versions[key], lagVersion{at: time.Now(), value: value})
-	return Outcome{Consistency: "strong", Replica: "primary"}, nil
+	return adapters.Report{Consistency: adapters.ConsistencyStrong, Replica: "primary"}, nil
 }
 
-// Read implements Store.
-func (s *LagStore) Read(ctx context.Context, key, option string) (string, bool, Outcome, error) {
+// Read implements adapters.Store.
+func (s *LagStore) Read(ctx context.Context, key, option string) (string, bool, adapters.Report, error) {
 	if err := ctx.Err(); err != nil {
-		return "", false, Outcome{}, err
+		return "", false, adapters.Report{}, err
 	}
 	cutoff := time.Now()
-	out := Outcome{Consistency: "strong", Replica: "primary"}
+	out := adapters.Report{Consistency: adapters.ConsistencyStrong, Replica: "primary"}
 	switch option {
 	case "", "primary":
 	case "replica":
 		cutoff = cutoff.Add(-s.Lag)
-		out = Outcome{Consistency: "eventual", Replica: "replica"}
+		out = adapters.Report{Consistency: adapters.ConsistencyEventual, Replica: "replica"}
 	default:
-		return "", false, Outcome{}, fmt.Errorf("measure: mem store: unknown read option %q (want primary or replica)", option)
+		return "", false, adapters.Report{}, fmt.Errorf("%w: mem read option %q; valid: primary, replica", adapters.ErrBadOption, option)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,3 +82,5 @@ func (s *LagStore) Read(ctx context.Context, key, option string) (string, bool, 
 	}
 	return "", false, out, nil
 }
+
+var _ adapters.Store = (*LagStore)(nil)

@@ -136,38 +136,36 @@ func TestWorkloadValidate(t *testing.T) {
 	}
 }
 
-// TestPlanSchedule checks the pure schedule: a write every period, reads
-// at the rate, nothing after the duration, X before Y.
-func TestPlanSchedule(t *testing.T) {
-	spec := RoleSpec{Client: "t1", Write: true, Read: true, WriteEvery: 100 * time.Millisecond, ReadHz: 50,
-		Keys: []string{"x", "y"}, Duration: time.Second, MaxOps: 1000}
-	p := newPlan(spec, nil)
-	var now time.Duration
+// TestRoleSchedule checks the roles' driver groups: a write round every
+// period, reads at the rate, nothing started after the duration, X before
+// Y and the write first when both are due.
+func TestRoleSchedule(t *testing.T) {
+	res, err := Sim(SimOptions{Seed: 5, Workload: Workload{Placement: PlacementThread, WriteEvery: 100 * time.Millisecond,
+		ReadHz: 50, ReadOptions: []string{"consistent"}, Keys: []string{"x", "y"}, Duration: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var writes, reads int
-	var keys []string
-	for {
-		s, at, ok := p.next(now)
-		if !ok {
-			break
+	var prev measure.Op
+	for i, op := range res.Ops {
+		if op.Client != "t1" || op.CallUS >= res.Ops[0].CallUS+time.Second.Microseconds()+5000 {
+			t.Fatalf("op %d: %+v", i, op)
 		}
-		if at < now {
-			t.Fatalf("step scheduled at %s, before now %s", at, now)
+		if op.Key == "y" && (prev.Key != "x" || prev.Kind != op.Kind || prev.ReturnUS > op.CallUS) {
+			t.Fatalf("op %d on y does not follow one on x: %+v after %+v", i, op, prev)
 		}
-		now = at + time.Millisecond // each op takes 1 ms
-		if s.write {
+		if op.Kind == measure.KindWrite {
 			writes++
 		} else {
 			reads++
 		}
-		if len(keys) < 4 {
-			keys = append(keys, s.key)
-		}
+		prev = op
 	}
-	if writes != 20 || reads < 90 || reads > 100 || now > spec.Duration+5*time.Millisecond {
-		t.Errorf("writes %d (want 20: 10 rounds of 2 keys), reads %d (want ~96), ended %s", writes, reads, now)
+	if writes != 20 || reads != 100 {
+		t.Errorf("writes %d (want 20: 10 rounds of 2 keys), reads %d (want 100: 50 rounds)", writes, reads)
 	}
-	if keys[0] != "x" || keys[1] != "y" {
-		t.Errorf("first steps on keys %v, want x then y", keys)
+	if res.Ops[0].Kind != measure.KindWrite {
+		t.Errorf("first op %+v, want the write", res.Ops[0])
 	}
 }
 
@@ -248,21 +246,21 @@ func TestLiveProcessesMerge(t *testing.T) {
 	ops, err := Live(context.Background(), LiveOptions{
 		Workload: Workload{Placement: PlacementProcesses, Writers: 1, Readers: 2, ReadHz: 200,
 			WriteEvery: 50 * time.Millisecond, MaxOps: 60, Duration: 5 * time.Second, ReadOptions: []string{"primary"}},
-		WorkDir: dir,
-		Spawn: func(ctx context.Context, spec RoleSpec, startUS int64, tracePath string) (Process, error) {
-			specs = append(specs, spec)
-			b, _ := json.Marshal(spec) // the spec crosses a command line
-			var got RoleSpec
+		Store: store, WorkDir: dir,
+		Spawn: func(ctx context.Context, w WorkerConfig) (Process, error) {
+			specs = append(specs, w.Spec)
+			b, _ := json.Marshal(w) // the work crosses a command line
+			var got WorkerConfig
 			if err := json.Unmarshal(b, &got); err != nil {
 				return nil, err
 			}
-			f, err := os.Create(tracePath)
+			f, err := os.Create(got.TracePath)
 			if err != nil {
 				return nil, err
 			}
 			p := fakeProcess{done: make(chan error, 1)}
 			go func() {
-				_, err := Worker(ctx, store, got, startUS, f)
+				_, err := runRole(ctx, live{store: store}, got.Spec, got.StartUS, f)
 				f.Close()
 				p.done <- err
 			}()

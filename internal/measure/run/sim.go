@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/harness"
 	"github.com/cosla/cosla/internal/measure"
 	"github.com/cosla/cosla/internal/topology"
@@ -64,7 +66,8 @@ type SimOptions struct {
 	// Replication of the measured table. Default: push, with a pull every
 	// hour (SimpleDBReplication).
 	Replication wire.Replication
-	// Trace receives every op as one JSONL line as it completes. Optional.
+	// Trace receives every op as one JSONL line as it completes (in
+	// virtual time: the driver's Recorder with OriginUS 0). Optional.
 	Trace io.Writer
 	// Progress, if set, is called every ProgressEvery of virtual time
 	// (default 30s) and at the end.
@@ -74,7 +77,8 @@ type SimOptions struct {
 
 // SimResult is a simulated run's outcome.
 type SimResult struct {
-	// Ops are in order of invocation. Times are virtual microseconds.
+	// Ops are in order of invocation. Times are virtual microseconds since
+	// the simulation began.
 	Ops  []measure.Op
 	Seed uint64
 	// TraceHash is the simulator's hash of every event of the run: the
@@ -88,27 +92,25 @@ type SimResult struct {
 // simTable is the measured table's name.
 const simTable = "measure"
 
-// Sim runs the workload in the deterministic simulator (internal/harness),
-// the clients driving clientcore directly. Placements: thread, one client
-// node per read option doing both roles in one session; threads, one
-// client node with a session per role; processes, a client node per role.
+// Sim runs the workload in the deterministic simulator: a world of
+// package harness, every role a driver group on a driver.SimTarget whose
+// sessions carry their read option's SLA and strategy. Each group is a
+// client node of its own at ClientSite (c1, c2, ...; c1 creates the
+// table), whatever the placement: thread, one node per read option doing
+// both roles in one session; threads and processes, one node per role.
 func Sim(o SimOptions) (SimResult, error) {
 	w := o.Workload
 	w.EnsureDefaults()
 	if err := w.Validate(); err != nil {
 		return SimResult{}, err
 	}
-	type readSLA struct {
-		agreement sla.SLA
-		strategy  clientcore.Strategy
-	}
-	options := map[string]readSLA{}
+	configs := map[string]driver.Cosla{}
 	for _, opt := range w.ReadOptions {
-		a, s, err := SimReadOption(opt)
+		cfg, err := coslaConfig(opt)
 		if err != nil {
 			return SimResult{}, err
 		}
-		options[opt] = readSLA{a, s}
+		configs[opt] = cfg
 	}
 	if o.Topology.Name == "" && len(o.Topology.Sites) == 0 {
 		o.Topology = SimpleDBTopology()
@@ -134,30 +136,16 @@ func Sim(o SimOptions) (SimResult, error) {
 	if o.ClientSite == "" {
 		o.ClientSite = o.PrimarySite
 	}
-	roles := w.Roles()
-	nodeOf := make([]wire.NodeID, len(roles))
-	var added []string
-	for i, r := range roles {
-		name := r.Client
-		if w.Placement == PlacementThreads {
-			name = "measure"
-		}
-		nodeOf[i] = topology.NodeID(o.ClientSite, name)
-		if len(added) == 0 || added[len(added)-1] != name {
-			added = append(added, name)
-		}
-	}
-	site := -1
-	for i := range topo.Sites {
-		if topo.Sites[i].Name == o.ClientSite {
-			site = i
-		}
-	}
+	site := slices.IndexFunc(topo.Sites, func(s topology.Site) bool { return s.Name == o.ClientSite })
 	if site < 0 {
 		return SimResult{}, fmt.Errorf("%w: client site %q is not in topology %s", ErrInvalidWorkload, o.ClientSite, topo.Name)
 	}
-	topo.Sites[site].Clients = append(topo.Sites[site].Clients, added...)
-
+	// c1 creates the table, then runs the first group (driver.SimTarget
+	// takes a node the world has as it is, and adds c2, c3, ...).
+	creator := topology.NodeID(o.ClientSite, "c1")
+	if !slices.Contains(topo.Sites[site].Clients, "c1") {
+		topo.Sites[site].Clients = append(topo.Sites[site].Clients, "c1")
+	}
 	world, err := harness.New(harness.Options{Seed: o.Seed, Topology: topo})
 	if err != nil {
 		return SimResult{}, err
@@ -165,119 +153,61 @@ func Sim(o SimOptions) (SimResult, error) {
 	fail := func(err error) (SimResult, error) {
 		return SimResult{}, fmt.Errorf("%w (seed %d)", err, o.Seed)
 	}
-	layout, err := harness.SingleTablet(topo, simTable, o.PrimarySite, o.Replication)
+	layout, err := topo.Layout(simTable, topo.PrimaryAt(o.PrimarySite), o.Replication)
 	if err != nil {
 		return fail(err)
 	}
-	if err := world.CreateTable(nodeOf[0], layout); err != nil {
+	if err := world.CreateTable(creator, layout); err != nil {
 		return fail(err)
 	}
-	tables := map[wire.NodeID]*clientcore.Table{}
-	for _, id := range nodeOf {
-		if tables[id] != nil {
-			continue
-		}
-		if tables[id], err = world.OpenTable(id, simTable); err != nil {
-			return fail(err)
-		}
-	}
 
-	sink := NewSink(o.Trace)
-	sim := world.Sim
-	start := sim.Now()
-	var issued, active int
+	roles := w.Roles()
+	groups := make([]*driver.Group, len(roles))
+	for i, spec := range roles {
+		groups[i] = roleGroup(spec, o.ClientSite, true, rand.New(rand.NewPCG(o.Seed, uint64(i)+1)),
+			configs[roleOption(spec, w.ReadOptions)])
+	}
+	var d *driver.Driver
+	var progress Progress
 	nextProgress := o.ProgressEvery
 	report := func() {
-		p := sink.Progress()
-		p.Run, p.Elapsed = w.Run, sim.Now()-start
+		p := progress
+		p.Run, p.Elapsed = w.Run, d.Now()
 		o.Progress(p)
 	}
-	var runErr error
-	for i, spec := range roles {
-		spec.MaxOps = w.MaxOps // one process: the roles share the run's count
-		client, err := world.Client(nodeOf[i])
-		if err != nil {
-			return fail(err)
-		}
-		rs := options[spec.ReadOption]
-		if !spec.Read {
-			rs = options[w.ReadOptions[0]]
-		}
-		session, err := client.BeginSession(tables[nodeOf[i]], rs.agreement, rs.strategy)
-		if err != nil {
-			return fail(err)
-		}
-		p := newPlan(spec, rand.New(rand.NewPCG(o.Seed, uint64(i)+1)))
-		maker := newOpMaker(spec)
-		getOpts := clientcore.GetOptions{SLA: rs.agreement, Strategy: rs.strategy}
-		var issue func()
-		done := func(op measure.Op) {
-			sink.Add(op)
-			if o.Progress != nil && sim.Now()-start >= nextProgress {
+	rec := &driver.Recorder{RunOf: runsOf(roles, groups), Trace: o.Trace, Keep: true,
+		OnOp: func(_ *driver.Group, op *driver.Op) {
+			progress.add(op)
+			if o.Progress != nil && d.Now() >= nextProgress {
 				nextProgress += o.ProgressEvery
 				report()
 			}
-			issue()
-		}
-		issue = func() {
-			s, at, ok := p.next(sim.Now() - start)
-			if !ok || issued >= spec.MaxOps {
-				active--
-				return
-			}
-			issued++
-			sim.At(start+at, func() {
-				op := maker.start(s, sim.Now().Microseconds())
-				var err error
-				if s.write {
-					err = client.Put(session, s.key, []byte(op.Value), func(r clientcore.PutResult, err error) {
-						maker.finish(&op, sim.Now().Microseconds(), Outcome{Replica: string(r.Node)}, err)
-						done(op)
-					})
-				} else {
-					err = client.Get(session, s.key, getOpts, func(r clientcore.GetResult, err error) {
-						if err == nil && r.Found {
-							op.Value = string(r.Value)
-						}
-						out := Outcome{Replica: string(r.Node)}
-						if r.Met >= 0 {
-							out.Consistency = r.SubSLA.Consistency.String()
-						}
-						maker.finish(&op, sim.Now().Microseconds(), out, err)
-						done(op)
-					})
-				}
-				if err != nil {
-					// Refused before sending: a client-side error that
-					// would repeat; record it and stop this role.
-					maker.finish(&op, sim.Now().Microseconds(), Outcome{}, err)
-					sink.Add(op)
-					if runErr == nil {
-						runErr = fmt.Errorf("measure: client %s: %w", spec.Client, err)
-					}
-					active--
-				}
-			})
-		}
-		active++
-		issue()
-	}
-	// Every op ends by its request timeout; the slack only guards against
-	// a stuck run.
-	limit := start + w.Duration + 5*time.Minute
-	if err := sim.RunUntil(limit, func() bool { return active == 0 }); err != nil {
+		}}
+	d, err = driver.New(&driver.SimTarget{World: world, Table: simTable}, driver.Spec{Groups: groups,
+		Duration: w.Duration, Steps: steps(w.MaxOps, len(w.Keys)), Recorder: rec})
+	if err != nil {
 		return fail(err)
 	}
-	if active > 0 && runErr == nil {
-		runErr = fmt.Errorf("measure: %d clients still busy after %s of virtual time", active, limit-start)
+	defer d.Close()
+	sim := world.Sim
+	d.Start(driver.SimRuntime{Sim: sim})
+	// Every op ends by its request timeout; the slack only guards against
+	// a stuck run.
+	limit := sim.Now() + w.Duration + 5*time.Minute
+	if err := sim.RunUntil(limit, d.Done); err != nil {
+		return fail(err)
+	}
+	runErr := d.Err()
+	if !d.Done() && runErr == nil {
+		runErr = fmt.Errorf("measure: clients still busy after %s of virtual time", d.Now())
 	}
 	if o.Progress != nil {
 		report()
 	}
-	if runErr == nil {
-		runErr = sink.Err()
+	if err := rec.Flush(); runErr == nil {
+		runErr = err
 	}
-	ops := sink.Ops()
+	ops := rec.Ops()
 	sortByCall(ops)
 	res := SimResult{Ops: ops, Seed: o.Seed, TraceHash: sim.TraceHash(), Workload: w, Topology: topo}
 	if runErr != nil {

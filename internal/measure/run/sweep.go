@@ -5,20 +5,24 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/measure"
 )
 
 // SweepOptions configures a load sweep (Wada 4.1): for each client count
-// and read option, a short run in which every client issues one request
-// every 1/ClientHz, synchronously, a read with probability ReadFraction
-// and otherwise a write, all on one key. The zero value of every field
-// but Store and Clients takes the default its comment states.
+// and read option, a short driver run of one group of that many sessions,
+// each periodic at ClientHz (staggered evenly over the period), each step
+// a read with probability ReadFraction and otherwise a write, all on one
+// key. The zero value of every field but Store or Cluster and Clients
+// takes the default its comment states.
 type SweepOptions struct {
-	Store Store
+	// Store is swept through a driver.StoreTarget, or Cluster through a
+	// driver.HostTarget from its reader site. Exactly one is set.
+	Store   adapters.Store
+	Cluster *Cluster
 	// Clients are the client counts, one point each (Wada: 100 to 2,500).
 	Clients []int
 	// ClientHz is each client's offered rate. Default 1 (Wada 4).
@@ -50,6 +54,8 @@ func SweepRun(clients int, option string) string {
 
 // LoadSweep runs the sweep and returns every op and one measure.SweepInput
 // per (count, option) point, with the offered load (clients x ClientHz).
+// A cancelled context ends it early without error, with the points done
+// (the interrupted one included).
 func LoadSweep(ctx context.Context, o SweepOptions) ([]measure.Op, []measure.SweepInput, error) {
 	if o.ClientHz == 0 {
 		o.ClientHz = 1
@@ -69,9 +75,10 @@ func LoadSweep(ctx context.Context, o SweepOptions) ([]measure.Op, []measure.Swe
 	if o.MaxOps == 0 {
 		o.MaxOps = 1_000_000
 	}
+	l := live{store: o.Store, cluster: o.Cluster}
 	switch {
-	case o.Store == nil:
-		return nil, nil, fmt.Errorf("%w: sweep needs a Store", ErrInvalidWorkload)
+	case (o.Store == nil) == (o.Cluster == nil):
+		return nil, nil, fmt.Errorf("%w: sweep needs a Store or a Cluster", ErrInvalidWorkload)
 	case len(o.Clients) == 0:
 		return nil, nil, fmt.Errorf("%w: sweep needs client counts", ErrInvalidWorkload)
 	case !(o.ClientHz > 0 && o.ClientHz <= MaxReadHz):
@@ -86,82 +93,56 @@ func LoadSweep(ctx context.Context, o SweepOptions) ([]measure.Op, []measure.Swe
 			return nil, nil, fmt.Errorf("%w: client count %d not in [1, %d]", ErrInvalidWorkload, n, MaxClients)
 		}
 	}
-	sink := NewSink(o.Trace)
+	var all []measure.Op
 	var inputs []measure.SweepInput
-	clock := NewClock()
 	for _, n := range o.Clients {
 		for _, option := range o.ReadOptions {
 			if ctx.Err() != nil {
-				return sink.Ops(), inputs, sink.Err()
+				return all, inputs, nil
 			}
-			run := SweepRun(n, option)
-			before := len(sink.Ops())
-			startUS := clock.NowUS()
-			var count atomic.Int64
-			var wg sync.WaitGroup
-			for i := range n {
-				spec := RoleSpec{Run: run, Client: fmt.Sprintf("c%d", i+1), Keys: []string{o.Key},
-					ReadOption: option, WriteOption: o.WriteOption, Duration: o.Duration, MaxOps: o.MaxOps}
-				r := rand.New(rand.NewPCG(o.Seed, uint64(n)<<32|uint64(i)))
-				wg.Go(func() { sweepClient(ctx, o, spec, r, sink, clock, startUS, &count) })
+			g := &driver.Group{Name: "c", Sessions: n, Rand: rand.New(rand.NewPCG(o.Seed, uint64(n))),
+				Streams: []driver.Stream{{Mix: readWriteMix{read: round(driver.Get, []string{o.Key}, option),
+					write: round(driver.Put, []string{o.Key}, o.WriteOption), readFraction: o.ReadFraction},
+					Every: period(o.ClientHz), Stagger: true}}}
+			if o.Cluster != nil {
+				cfg, err := coslaConfig(orEventual(option))
+				if err != nil {
+					return all, inputs, err
+				}
+				g.Site, g.Cosla = o.Cluster.ReaderSite, cfg
 			}
-			wg.Wait()
-			ops := sink.Ops()[before:]
+			loop := driver.NewLoop(time.Now())
+			p := Progress{Run: SweepRun(n, option)}
+			rec := &driver.Recorder{Run: p.Run, OriginUS: loop.Origin().UnixMicro(), Trace: o.Trace, FlushEach: true,
+				Keep: true, OnOp: func(_ *driver.Group, op *driver.Op) { p.add(op) }}
+			err := runLive(ctx, loop, l.target(ctx, loop), driver.Spec{Groups: []*driver.Group{g}, Duration: o.Duration,
+				Steps: o.MaxOps, Recorder: rec}, 0, false)
+			ops := rec.Ops()
+			all = append(all, ops...)
 			inputs = append(inputs, measure.SweepInput{Clients: n, OfferedOpsPerS: float64(n) * o.ClientHz, Ops: ops})
 			if o.Progress != nil {
-				p := Progress{Run: run, Elapsed: time.Duration(clock.NowUS()-startUS) * time.Microsecond}
-				for _, op := range ops {
-					p.add(op)
-				}
+				p.Elapsed = loop.Now()
 				o.Progress(p)
 			}
+			if err != nil {
+				return all, inputs, err
+			}
 		}
 	}
-	return sink.Ops(), inputs, sink.Err()
+	return all, inputs, nil
 }
 
-// sweepClient issues one op per period, starting at a random point of the
-// first period so that the clients do not all call at once.
-func sweepClient(ctx context.Context, o SweepOptions, spec RoleSpec, r *rand.Rand, sink *Sink, clock Clock, startUS int64, count *atomic.Int64) {
-	period := time.Duration(float64(time.Second) / o.ClientHz)
-	next := time.Duration(r.Int64N(int64(max(period, 1))))
-	maker := newOpMaker(spec)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for ctx.Err() == nil && next < spec.Duration {
-		now := time.Duration(clock.NowUS()-startUS) * time.Microsecond
-		if wait := next - now; wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-		}
-		if count.Add(1) > int64(spec.MaxOps) {
-			return
-		}
-		write := r.Float64() >= o.ReadFraction
-		op := maker.start(step{write: write, key: spec.Keys[0]}, clock.NowUS())
-		if write {
-			out, err := o.Store.Write(ctx, op.Key, op.Value, spec.WriteOption)
-			maker.finish(&op, clock.NowUS(), out, err)
-		} else {
-			value, found, out, err := o.Store.Read(ctx, op.Key, spec.ReadOption)
-			if found {
-				op.Value = value
-			}
-			maker.finish(&op, clock.NowUS(), out, err)
-		}
-		if ctx.Err() != nil && !op.OK {
-			return
-		}
-		sink.Add(op)
-		// A slow store makes a synchronous client offer less than ClientHz
-		// (Wada 4.1, Fig. 11): missed periods are skipped, not made up.
-		next += period
-		for done := time.Duration(op.ReturnUS-startUS) * time.Microsecond; next < done; {
-			next += period
-		}
+// readWriteMix draws a read with probability readFraction, else a write
+// (Wada 4.1).
+type readWriteMix struct {
+	read, write  driver.Mix
+	readFraction float64
+}
+
+// Next implements driver.Mix.
+func (m readWriteMix) Next(r *rand.Rand) (driver.Step, bool) {
+	if r.Float64() < m.readFraction {
+		return m.read.Next(r)
 	}
+	return m.write.Next(r)
 }

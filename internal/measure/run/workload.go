@@ -6,21 +6,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosla/cosla/internal/measure"
+	"github.com/cosla/cosla/internal/driver"
 )
 
 // Placement says where the roles of a run execute (Wada 2.1.1-2.1.2).
 type Placement string
 
-// The placements.
+// The placements. Each role is a driver group of one session (package
+// driver); the placement says where the groups run.
 const (
-	// PlacementThread: one client writes, then reads, in one loop.
+	// PlacementThread: one client writes, then reads, in one session.
 	PlacementThread Placement = "thread"
-	// PlacementThreads: every role in its own goroutine (in the
-	// simulator: its own session of one client node).
+	// PlacementThreads: every role a group of its own in one driver run
+	// (in the simulator: a client node of its own, like processes).
 	PlacementThreads Placement = "threads"
-	// PlacementProcesses: every role in its own child process (in the
-	// simulator: its own client node).
+	// PlacementProcesses: every role in its own child process, each
+	// running the driver with its one group (in the simulator: a client
+	// node of its own).
 	PlacementProcesses Placement = "processes"
 )
 
@@ -155,8 +157,9 @@ func (w Workload) String() string {
 		w.Placement, w.Writers, w.Readers, w.WriteEvery, w.ReadHz, w.ReadOptions, w.WriteOption, w.Keys, w.Duration, w.MaxOps)
 }
 
-// RoleSpec is one client of a run: what it does and when. It is also the
-// whole configuration of a worker process (PlacementProcesses).
+// RoleSpec is one client of a run: what it does and when, made a driver
+// group by roleGroup. It is also the work of a worker process
+// (PlacementProcesses, WorkerConfig.Spec).
 type RoleSpec struct {
 	Run    string `json:"run,omitempty"`
 	Client string `json:"client"`
@@ -172,7 +175,8 @@ type RoleSpec struct {
 	WriteOption string        `json:"write_option,omitempty"`
 	Keys        []string      `json:"keys"`
 	// Duration bounds the role's schedule; MaxOps its op count (in a
-	// worker process; in-process roles share the run's count).
+	// worker process; in-process roles share the run's count). A round of
+	// two keys is two ops (see steps).
 	Duration time.Duration `json:"duration"`
 	MaxOps   int           `json:"max_ops"`
 }
@@ -252,15 +256,15 @@ type Progress struct {
 	Failed  int
 }
 
-// counts keeps Progress up to date from ops.
-func (p *Progress) add(op measure.Op) {
+// add counts an op the driver completed.
+func (p *Progress) add(op *driver.Op) {
 	p.Ops++
-	if op.Kind == measure.KindWrite {
+	if op.Kind.Writes() {
 		p.Writes++
 	} else {
 		p.Reads++
 	}
-	if !op.OK {
+	if op.Err != nil {
 		p.Failed++
 	}
 }

@@ -167,7 +167,7 @@ func codeWire(c uint32) (wire.Code, error) {
 }
 
 func layoutPB(l wire.Layout) *Layout {
-	out := &Layout{Name: l.Name, Id: l.ID, ReplicationMode: uint32(l.Replication.Mode),
+	out := &Layout{Name: l.Name, Id: l.ID, Partition: uint32(l.Partition), ReplicationMode: uint32(l.Replication.Mode),
 		ReplicationIntervalNanos: int64(l.Replication.Interval), Tablets: make([]*Tablet, len(l.Tablets))}
 	for i, t := range l.Tablets {
 		pt := &Tablet{Start: t.Start, Primary: string(t.Primary)}
@@ -183,7 +183,13 @@ func layoutWire(l *Layout) (wire.Layout, error) {
 	if l.GetReplicationMode() > 255 {
 		return wire.Layout{}, fmt.Errorf("%w: replication mode %d", ErrMalformed, l.GetReplicationMode())
 	}
-	out := wire.Layout{Name: l.GetName(), ID: l.GetId(), Replication: wire.Replication{
+	// An unknown partition is refused here, not left to Validate: a node
+	// that read it as another partition would place keys in the wrong
+	// tablets.
+	if p := l.GetPartition(); p != uint32(wire.ByRange) && p != uint32(wire.ByHash) {
+		return wire.Layout{}, fmt.Errorf("%w: unknown partition %d", ErrMalformed, p)
+	}
+	out := wire.Layout{Name: l.GetName(), ID: l.GetId(), Partition: wire.Partition(l.GetPartition()), Replication: wire.Replication{
 		Mode:     wire.ReplicationMode(l.GetReplicationMode()),
 		Interval: time.Duration(l.GetReplicationIntervalNanos()),
 	}}

@@ -26,9 +26,19 @@ func TestRoundTrip(t *testing.T) {
 		},
 		Replication: wire.Replication{Mode: wire.ModePush, Interval: time.Minute},
 	}
+	hashed := wire.Layout{
+		Name: "usertable", ID: 43, Partition: wire.ByHash,
+		Tablets: []wire.Tablet{
+			{Start: "", Primary: "england/r1", Secondaries: []wire.NodeID{"us/r1"}},
+			{Start: wire.HashStarts(2)[0], Primary: "us/r1", Secondaries: []wire.NodeID{"england/r1"}},
+		},
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Second},
+	}
 	entries := []wire.Entry{{TS: ts, Key: "a", Value: []byte("1")}, {TS: hlc.Timestamp{WallNanos: ts.WallNanos + 1}, Key: "b", Value: []byte("2")}}
 	for _, m := range []wire.Msg{
 		&wire.CreateTableRequest{Req: 1, Layout: layout},
+		&wire.CreateTableRequest{Req: 1, Layout: hashed},
+		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: hashed},
 		&wire.CreateTableReply{Req: 2, Code: wire.TableExists},
 		&wire.DeleteTableRequest{Req: 3, Name: "usertable"},
 		&wire.DeleteTableReply{Req: 4, Code: wire.OK},
@@ -44,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 	} {
-		t.Run(fmt.Sprintf("%T", m), func(t *testing.T) {
+		t.Run(fmt.Sprint(m), func(t *testing.T) {
 			e, err := Wrap("us/c1", "england/r1", m)
 			if err != nil {
 				t.Fatal(err)
@@ -79,6 +89,8 @@ func TestUnwrapMalformed(t *testing.T) {
 		{"no message", &Envelope{From: "a", To: "b"}},
 		{"code out of range", &Envelope{Msg: &Envelope_PutReply{&PutReply{Code: 300}}}},
 		{"replication mode out of range", &Envelope{Msg: &Envelope_CreateTableRequest{&CreateTableRequest{Layout: &Layout{ReplicationMode: 1000}}}}},
+		{"unknown partition", &Envelope{Msg: &Envelope_CreateTableRequest{&CreateTableRequest{Layout: &Layout{Partition: 2}}}}},
+		{"partition out of range", &Envelope{Msg: &Envelope_TableInfoReply{&TableInfoReply{Layout: &Layout{Partition: 257}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, m, err := Unwrap(tc.e); !errors.Is(err, ErrMalformed) || m != nil {

@@ -503,8 +503,10 @@ type Layout struct {
 	Tablets                  []*Tablet              `protobuf:"bytes,3,rep,name=tablets,proto3" json:"tablets,omitempty"`
 	ReplicationMode          uint32                 `protobuf:"varint,4,opt,name=replication_mode,json=replicationMode,proto3" json:"replication_mode,omitempty"`
 	ReplicationIntervalNanos int64                  `protobuf:"varint,5,opt,name=replication_interval_nanos,json=replicationIntervalNanos,proto3" json:"replication_interval_nanos,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// wire.Partition: 0 by key range, 1 by key hash.
+	Partition     uint32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -568,6 +570,13 @@ func (x *Layout) GetReplicationMode() uint32 {
 func (x *Layout) GetReplicationIntervalNanos() int64 {
 	if x != nil {
 		return x.ReplicationIntervalNanos
+	}
+	return 0
+}
+
+func (x *Layout) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
 	}
 	return 0
 }
@@ -1605,13 +1614,14 @@ const file_wire_proto_rawDesc = "" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\tR\x05start\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\tR\aprimary\x12 \n" +
-	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\xc3\x01\n" +
+	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\xe1\x01\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12,\n" +
 	"\atablets\x18\x03 \x03(\v2\x12.cosla.wire.TabletR\atablets\x12)\n" +
 	"\x10replication_mode\x18\x04 \x01(\rR\x0freplicationMode\x12<\n" +
-	"\x1areplication_interval_nanos\x18\x05 \x01(\x03R\x18replicationIntervalNanos\"V\n" +
+	"\x1areplication_interval_nanos\x18\x05 \x01(\x03R\x18replicationIntervalNanos\x12\x1c\n" +
+	"\tpartition\x18\x06 \x01(\rR\tpartition\"V\n" +
 	"\x05Entry\x12%\n" +
 	"\x02ts\x18\x01 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cosla/cosla/internal/experiment"
+)
+
+// TestExperimentRunSim runs `cosla experiment run` in the simulator,
+// shortened: the Pileus table with the paper's utility beside ours, the
+// files of the report, the seed and trace hash, and the same results as
+// JSON.
+func TestExperimentRunSim(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCosla(t, "experiment", "run", "pileus-table2", "--scale", "0.05", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "seed 1, trace hash") || !strings.Contains(stderr, "reproduce with: cosla experiment run pileus-table2") {
+		t.Errorf("stderr gives no seed, trace hash or command:\n%s", stderr)
+	}
+	for _, want := range []string{"Average delivered utility per SLA, client site and strategy",
+		"Pileus's decisions", "Operations per run"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no table %q in\n%s", want, stdout)
+		}
+	}
+	// Pileus from India, with the paper's 0.50 beside it (Table 2).
+	var india bool
+	for line := range strings.Lines(stdout) {
+		f := strings.Fields(line)
+		india = india || len(f) > 5 && f[0] == "password-checking" && f[1] == "india" && f[2] == "pileus" && f[5] == "0.50"
+	}
+	if !india {
+		t.Errorf("no utility row for Pileus from India with the paper's 0.50:\n%s", stdout)
+	}
+	for _, f := range []string{"results.json", "report.md", "tables/utility.csv", "tables/breakdown.csv", "tables/ops.csv"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	code, stdout, stderr = runCosla(t, "experiment", "run", "pileus-table2", "--scale", "0.05", "--out", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatalf("--json: exit %d\n%s", code, stderr)
+	}
+	var res experiment.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	if res.Mode != "sim" || len(res.Runs) != 24 || len(res.Summaries) != 24 || res.Runs[0].Ops[0].Count == 0 {
+		t.Errorf("--json: mode %q, %d runs, %d summaries, ops %+v", res.Mode, len(res.Runs), len(res.Summaries), res.Runs[0].Ops)
+	}
+}
+
+// TestExperimentRunSweep runs the capacity preset in the simulator,
+// shortened: a row per sweep point and op, and the throughput-latency
+// plots.
+func TestExperimentRunSweep(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCosla(t, "experiment", "run", "capacity-lan", "--scale", "0.1", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	points := map[string]bool{}
+	for line := range strings.Lines(stdout) {
+		if f := strings.Fields(line); len(f) > 5 && f[1] == "eventual" && f[4] == "read" {
+			points[f[0]] = true
+		}
+	}
+	if len(points) != 9 {
+		t.Errorf("read rows for %d sweep points, want 9\n%s", len(points), stdout)
+	}
+	for _, f := range []string{"plots/capacity-throughput.png", "plots/capacity-latency.svg", "tables/ops.csv"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestExperimentRunBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"experiment", "run"}, "name a scenario"},
+		{[]string{"experiment", "run", "no-such-scenario"}, "neither a shipped scenario"},
+		{[]string{"experiment", "run", "capacity-lan", "--mode", "moon"}, "--mode"},
+		{[]string{"experiment", "run", "capacity-lan", "--scale", "-1"}, "--scale"},
+	} {
+		code, _, stderr := runCosla(t, tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/sla"
+)
+
+// TestMain lets the test binary stand in for `cosla serve --config FILE`,
+// the command a cluster runs once per site, so the cluster tests need no
+// built cosla binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if len(os.Args) != 4 || os.Args[2] != "--config" {
+			fmt.Fprintln(os.Stderr, "want: serve --config FILE")
+			os.Exit(2)
+		}
+		if err := serve(os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serve runs one site's storage nodes from a serve config until SIGTERM,
+// as cmd/cosla's serve does.
+func serve(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var opts server.Options
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&opts); err != nil {
+		return err
+	}
+	opts.EnsureDefaults()
+	srv, err := server.Start(opts)
+	if err != nil {
+		return err
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	<-stop
+	srv.Close()
+	return nil
+}
+
+func TestTableSpec(t *testing.T) {
+	pileus := topology.Pileus4()
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want cosla.TableSpec
+	}{
+		{"default", Options{Table: "usertable", PullInterval: time.Minute}, cosla.TableSpec{
+			Name: "usertable", PullInterval: time.Minute,
+			Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1", "india/r1"}}},
+		}},
+		{"primary in india, push", Options{Table: "t", PullInterval: time.Second, Push: true,
+			Placement: topology.Placement{Sites: []string{"india", "us"}}}, cosla.TableSpec{
+			Name: "t", Push: true, PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{{Primary: "india/r1", Secondaries: []string{"us/r1"}}},
+		}},
+		{"by hash", Options{Table: "t", PullInterval: time.Second,
+			Placement: topology.Placement{Replicas: 2, Tablets: 2, Partition: "hash"}}, cosla.TableSpec{
+			Name: "t", Partition: cosla.ByHash, PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{
+				{Primary: "england/r1", Secondaries: []string{"us/r1"}},
+				{Start: cosla.HashStarts(2)[0], Primary: "england/r1", Secondaries: []string{"us/r1"}},
+			},
+		}},
+		{"by range", Options{Table: "t", PullInterval: time.Second,
+			Placement: topology.Placement{Sites: []string{"us"}, Tablets: 2, Starts: []string{"m"}}}, cosla.TableSpec{
+			Name: "t", PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{{Primary: "us/r1"}, {Start: "m", Primary: "us/r1"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tableSpec(pileus, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tableSpec =\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStartBadPlacement checks that a placement the topology cannot hold
+// is refused before anything starts.
+func TestStartBadPlacement(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Options{Dir: dir, Topology: topology.Pileus4(),
+		Placement: topology.Placement{Sites: []string{"china"}}})
+	if !errors.Is(err, topology.ErrInvalid) {
+		t.Fatalf("Start with the primary at a client-only site: err %v, want topology.ErrInvalid", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Start left %d entries in its directory", len(entries))
+	}
+}
+
+// TestSeveralTabletsAndNodes runs a cluster of two sites with two storage
+// nodes each and a client-only site, whose table has four tablets placed
+// by hash with three replicas each, and checks that a client writes and
+// reads every key and that the status shows every tablet replica.
+func TestSeveralTabletsAndNodes(t *testing.T) {
+	topo := topology.Topology{Name: "two-by-two", LocalRTT: time.Millisecond,
+		Sites: []topology.Site{
+			{Name: "a", Replicas: []string{"r1", "r2"}},
+			{Name: "b", Replicas: []string{"r1", "r2"}},
+			{Name: "c", Clients: []string{"c1"}},
+		},
+		Links: []topology.Link{
+			{A: "a", B: "b", RTT: 4 * time.Millisecond},
+			{A: "a", B: "c", RTT: 4 * time.Millisecond},
+			{A: "b", B: "c", RTT: 4 * time.Millisecond},
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	placement := topology.Placement{Replicas: 3, Tablets: 4, Partition: "hash"}
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info := c.Info()
+	if len(info.Sites) != 2 || len(info.Sites[0].Nodes) != 2 || len(info.Sites[1].Nodes) != 2 {
+		t.Fatalf("info sites %+v, want a and b with two nodes each", info.Sites)
+	}
+	nodes, err := info.NodesFor("c")
+	if err != nil || len(nodes) != 4 {
+		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes", nodes, err)
+	}
+	client, err := cosla.Open(ctx, cosla.Config{Site: "c", Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	tbl, err := client.OpenTable(ctx, info.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := client.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 40
+	for i := range uint64(keys) {
+		if _, err := client.Put(ctx, s, workload.Key(i), []byte{byte(i)}); err != nil {
+			t.Fatalf("put %s: %v", workload.Key(i), err)
+		}
+	}
+	for i := range uint64(keys) {
+		v, res, err := client.Get(ctx, s, workload.Key(i))
+		if err != nil || !bytes.Equal(v, []byte{byte(i)}) || res.Met != 0 {
+			t.Fatalf("get %s = %v, %+v, %v; want [%d] meeting strong", workload.Key(i), v, res, err, i)
+		}
+	}
+
+	// Every tablet has one primary and two secondaries among the four
+	// nodes, and the Puts went to all four primaries.
+	st := c.Status(ctx)
+	primaries, replicas := map[int32]wire.NodeID{}, map[int32]int{}
+	var puts int64
+	for _, site := range st.Sites {
+		if !site.Up {
+			t.Fatalf("site %s is down: %s", site.Name, site.Error)
+		}
+		for _, n := range site.Serve.Nodes {
+			puts += n.Metrics.Puts
+			for _, tb := range n.Metrics.Tablets {
+				replicas[tb.Ref.Tablet]++
+				if tb.Primary {
+					primaries[tb.Ref.Tablet] = n.ID
+				}
+			}
+		}
+	}
+	want := map[int32]wire.NodeID{0: "a/r1", 1: "a/r2", 2: "a/r1", 3: "a/r2"}
+	if !reflect.DeepEqual(primaries, want) || !reflect.DeepEqual(replicas, map[int32]int{0: 3, 1: 3, 2: 3, 3: 3}) {
+		t.Errorf("status shows primaries %v and replicas per tablet %v; want %v and 3 each", primaries, replicas, want)
+	}
+	if puts != keys {
+		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
+	}
+}

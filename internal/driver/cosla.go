@@ -1,0 +1,294 @@
+package driver
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/harness"
+	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/sim"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// doCosla performs op through a client core: the one executor of both
+// cosla targets, so that a run on a cluster differs from one in the
+// simulator only in its network and clock. It runs on the core's
+// goroutine; now is the runtime's clock and finish is called once op's
+// outcome is set. A refused op (the core returned an error at once) is
+// finished before doCosla returns.
+func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOptions, op *Op, now func() time.Duration, finish func()) {
+	op.Start = now()
+	var err error
+	switch op.Kind {
+	case Put:
+		err = c.Put(s, op.Key, op.Value, func(r clientcore.PutResult, err error) {
+			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
+			op.Primary = true
+			finish()
+		})
+	case Get:
+		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
+			op.End, op.Err = now(), err
+			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
+			if r.Retried {
+				op.Extra++
+			}
+			if r.Hedged {
+				op.Extra++
+			}
+			if r.Met >= 0 {
+				op.SubSLA, op.Consistency = r.SubSLA, r.SubSLA.Consistency.String()
+			}
+			if err == nil {
+				op.Found, op.TS = r.Found, r.VersionTS
+				if r.Found {
+					op.ValueID = ValueID(r.Value)
+				}
+			}
+			finish()
+		})
+	default:
+		err = fmt.Errorf("%w: %s on cosla", ErrUnsupported, op.Kind)
+	}
+	if err != nil {
+		op.End, op.Err, op.Refused = now(), err, true
+		finish()
+	}
+}
+
+// SimTarget runs each group as a client node of a simulated world
+// (package harness): the first, second ... group of this target at a site
+// is the site's node c1, c2, .... A node the world already has (a client
+// of the topology, or one that loaded the table) is used as it is;
+// otherwise it is added with the group's client options and Node's costs.
+// Open opens Table on it, running the simulation until it is open.
+type SimTarget struct {
+	World *harness.World
+	Table string
+	// Node is the simulator's model of the client nodes it adds.
+	Node sim.NodeOptions
+
+	perSite map[string]int
+}
+
+// Open implements Target.
+func (t *SimTarget) Open(g *Group) (Client, error) {
+	if t.perSite == nil {
+		t.perSite = map[string]int{}
+	}
+	t.perSite[g.Site]++
+	id := topology.NodeID(g.Site, "c"+strconv.Itoa(t.perSite[g.Site]))
+	s := t.World.Sim
+	if _, ok := s.Handler(id); !ok {
+		opts := g.Cosla.Client
+		if len(opts.Nodes) == 0 {
+			opts.Nodes = t.World.Topology.Replicas()
+		}
+		if err := s.AddNode(id, g.Site, t.Node, func() node.Handler { return clientcore.New(opts) }); err != nil {
+			return nil, err
+		}
+	}
+	core, err := t.World.Client(id)
+	if err != nil {
+		return nil, err
+	}
+	table, err := t.World.OpenTable(id, t.Table)
+	if err != nil {
+		return nil, fmt.Errorf("open table %s at %s: %w", t.Table, id, err)
+	}
+	return &simClient{sim: s, id: id, core: core, table: table, cfg: g.Cosla}, nil
+}
+
+type simClient struct {
+	sim   *sim.Sim
+	id    wire.NodeID
+	core  *clientcore.Client
+	table *clientcore.Table
+	cfg   Cosla
+}
+
+func (c *simClient) Begin(string) (Session, error) {
+	s, err := c.core.BeginSession(c.table, c.cfg.SLA, c.cfg.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	return &simSession{c: c, s: s}, nil
+}
+
+func (c *simClient) Close() {}
+
+// Probes implements Prober.
+func (c *simClient) Probes() uint64 { return c.core.ProbesSent() }
+
+// ID is the client node's identity.
+func (c *simClient) ID() wire.NodeID { return c.id }
+
+type simSession struct {
+	c *simClient
+	s *clientcore.Session
+}
+
+func (s *simSession) Do(op *Op, done func()) {
+	inDo := true
+	doCosla(s.c.core, s.s, s.c.cfg.Get, op, s.c.sim.Now, func() {
+		if inDo {
+			s.c.sim.After(0, done)
+			return
+		}
+		done()
+	})
+	inDo = false
+}
+
+func (s *simSession) End() { s.c.core.EndSession(s.s) }
+
+// HostTarget runs each group as a client core hosted in this process
+// (package host) that talks gRPC to a real cluster: the same core and
+// executor as SimTarget.
+type HostTarget struct {
+	Loop *Loop
+	// Nodes returns, for a client site, the address a client there dials
+	// for each storage node ("site/name" -> host:port).
+	Nodes func(site string) (map[string]string, error)
+	Table string
+	// OpenTimeout bounds connecting a group's client and opening the
+	// table. Default 30s.
+	OpenTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// ParallelOpen implements ParallelTarget: each group's client is its own.
+func (t *HostTarget) ParallelOpen() {}
+
+// Open implements Target.
+func (t *HostTarget) Open(g *Group) (Client, error) {
+	peers, err := t.Nodes(g.Site)
+	if err != nil {
+		return nil, err
+	}
+	wpeers := map[wire.NodeID]string{}
+	for id, addr := range peers {
+		wpeers[wire.NodeID(id)] = addr
+	}
+	logger := t.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	timeout := t.OpenTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	opts := g.Cosla.Client
+	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
+	opts.MeasureOnOpen = true
+	c := &hostClient{loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
+	var nonce [4]byte
+	_, _ = cryptorand.Read(nonce[:])
+	c.id = topology.NodeID(g.Site, "driver-"+hex.EncodeToString(nonce[:]))
+	var hosted atomic.Pointer[host.Node]
+	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
+		if to != c.id {
+			return false
+		}
+		if n := hosted.Load(); n != nil {
+			n.Deliver(from, m)
+		}
+		return true
+	})
+	c.node, err = host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: logger})
+	if err != nil {
+		c.transport.Close()
+		return nil, err
+	}
+	hosted.Store(c.node)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c.transport.Connect(ctx)
+	opened := make(chan error, 1)
+	err = c.node.Post(func(node.Handler) {
+		c.core.OpenTable(t.Table, func(tb *clientcore.Table, err error) {
+			c.table = tb
+			opened <- err
+		})
+	})
+	if err == nil {
+		select {
+		case err = <-opened:
+		case <-ctx.Done():
+			err = fmt.Errorf("open table %s: %w", t.Table, ctx.Err())
+		}
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+type hostClient struct {
+	loop      *Loop
+	id        wire.NodeID
+	core      *clientcore.Client
+	node      *host.Node
+	transport *host.Transport
+	table     *clientcore.Table
+	cfg       Cosla
+}
+
+func (c *hostClient) Begin(string) (Session, error) {
+	var s *clientcore.Session
+	var err error
+	if derr := c.node.Do(func(node.Handler) { s, err = c.core.BeginSession(c.table, c.cfg.SLA, c.cfg.Strategy) }); derr != nil {
+		return nil, derr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &hostSession{c: c, s: s}, nil
+}
+
+func (c *hostClient) Close() {
+	c.node.Stop()
+	c.transport.Close()
+}
+
+// Probes implements Prober.
+func (c *hostClient) Probes() uint64 {
+	var n uint64
+	_ = c.node.Do(func(node.Handler) { n = c.core.ProbesSent() })
+	return n
+}
+
+type hostSession struct {
+	c *hostClient
+	s *clientcore.Session
+}
+
+// errStopped is an op's error when its client has been closed.
+var errStopped = errors.New("driver: client closed")
+
+func (s *hostSession) Do(op *Op, done func()) {
+	loop := s.c.loop
+	finish := func() { loop.Post(done) }
+	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, s.c.cfg.Get, op, loop.Now, finish) }); err != nil {
+		op.Start, op.End, op.Err = loop.Now(), loop.Now(), errStopped
+		finish()
+	}
+}
+
+func (s *hostSession) End() {
+	_ = s.c.node.Post(func(node.Handler) { s.c.core.EndSession(s.s) })
+}

@@ -1,0 +1,302 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/measure"
+	"github.com/cosla/cosla/internal/workload"
+)
+
+// A unit is the runs that go at once, in one run of the driver: in the
+// simulator one (SLA, client site, strategy), in a world of its own; on
+// a cluster every client site (or, with a schedule, one) and strategy of
+// an SLA. Both modes build units the same way and differ only in the
+// runtime and target they drive them on.
+type unit struct {
+	s     *Scenario // the point's scenario
+	point string
+	seed  uint64
+	sla   slaVariant
+	runs  []*run
+	// client is the site whose links "local" and the oracle mean.
+	client string
+	events []EventRecord
+}
+
+// run is one (client site, strategy) of a unit: its driver group and
+// what it recorded.
+type run struct {
+	r       RunResult
+	group   *driver.Group
+	rec     *recorder
+	variant strategyVariant
+}
+
+// workloadStream is the PCG stream of the operations drawn. Every run
+// draws the same operations for the same seed (common random numbers):
+// the strategies of a site, and the sites, face the same workload.
+const workloadStream = 5
+
+// timing is how a mode runs a scenario's times: the simulator as
+// written, scaled by its --scale; a cluster scaled by time_scale, with
+// longer think times and the clients' monitor scaled too.
+type timing struct {
+	cluster bool
+	// scale multiplies the workload's duration or operations (sim) or
+	// every time of the run (cluster).
+	scale float64
+}
+
+func (t timing) scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * t.scale) }
+
+// units lists the scenario's units, in order: points, repeats (seeds
+// seed, seed+1, ...), SLAs, then client sites and strategies.
+func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
+	points, err := s.pointScenarios()
+	if err != nil {
+		return nil, err
+	}
+	var out []*unit
+	for _, p := range points {
+		for rep := range s.Repeat {
+			for _, v := range p.s.slas {
+				for _, clients := range p.s.clientGroups(t.cluster) {
+					for _, strategies := range p.s.strategyGroups(t.cluster) {
+						u := &unit{s: p.s, point: p.label, seed: seed + uint64(rep), sla: v, client: clients[0].Site}
+						for _, c := range clients {
+							for _, st := range strategies {
+								r, err := u.newRun(c, st, t)
+								if err != nil {
+									return nil, err
+								}
+								u.runs = append(u.runs, r)
+							}
+						}
+						out = append(out, u)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// clientGroups are the client sites that run at once: each alone in the
+// simulator; on a cluster all together, or each alone when the scenario
+// has a schedule ("the link to the primary" depends on where the client
+// is).
+func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
+	if cluster && len(s.Schedule) == 0 {
+		return [][]ClientSite{s.Clients}
+	}
+	var out [][]ClientSite
+	for _, c := range s.Clients {
+		out = append(out, []ClientSite{c})
+	}
+	return out
+}
+
+// strategyGroups are the strategies that run at once: each alone in the
+// simulator, all together on a cluster.
+func (s *Scenario) strategyGroups(cluster bool) [][]string {
+	if cluster {
+		return [][]string{s.Strategies}
+	}
+	var out [][]string
+	for _, st := range s.Strategies {
+		out = append(out, []string{st})
+	}
+	return out
+}
+
+// newRun builds a run's driver group.
+func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
+	s := u.s
+	variant, err := parseStrategyVariant(strategy)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{variant: variant, r: RunResult{Point: u.point, Seed: u.seed, Sessions: c.Sessions,
+		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
+		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
+	r.rec = newRecorder(&r.r, len(s.Schedule) > 0)
+	mix, err := s.mix()
+	if err != nil {
+		return nil, err
+	}
+	opts := clientcore.Options{AdaptiveProbing: variant.adaptiveProbing}
+	w := s.Workload
+	think := w.Think
+	if t.cluster {
+		defaults := clientcore.Options{}.EnsureDefaults()
+		opts.ProbeInterval, opts.RTTWindow = t.scaled(defaults.ProbeInterval), t.scaled(defaults.RTTWindow)
+		think = max(think, s.Cluster.Think)
+	}
+	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: c.Sessions, SessionSteps: w.SessionOps,
+		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
+		Cosla: driver.Cosla{SLA: u.sla.SLA, Strategy: variant.strategy, Get: variant.get, Client: opts}}
+	if w.Rate > 0 {
+		r.group.Rate, r.group.Mix = w.Rate, mix
+	} else {
+		r.group.Streams = []driver.Stream{{Mix: mix, Think: think}}
+	}
+	return r, nil
+}
+
+// mix is what each run's sessions draw: a YCSB workload, or Puts with
+// probability PutFraction and Gets otherwise over the key distribution.
+func (s *Scenario) mix() (driver.Mix, error) {
+	w := s.Workload
+	if w.YCSB != "" {
+		p, err := s.ycsbProperties()
+		if err != nil {
+			return nil, err
+		}
+		wl, err := workload.New(p)
+		if err != nil {
+			return nil, err
+		}
+		return driver.YCSBMix{W: wl}, nil
+	}
+	keys, err := s.keyGenerator()
+	if err != nil {
+		return nil, err
+	}
+	return driver.NewKeyMix([]driver.Weighted{{Kind: driver.Put, Weight: w.PutFraction}, {Kind: driver.Get, Weight: 1 - w.PutFraction}},
+		keys, w.ValueSize)
+}
+
+// spec is the unit's driver run, with a recorder that hands every op to
+// its run.
+func (u *unit) spec(t timing) driver.Spec {
+	w := u.s.Workload
+	spec := driver.Spec{Recorder: &driver.Recorder{Keep: u.s.wants(OutStaleness)}}
+	switch {
+	case t.cluster && w.Duration > 0:
+		spec.Duration = t.scaled(w.Duration)
+	case t.cluster:
+		spec.Duration = t.scaled(u.s.Cluster.Duration)
+	case w.Duration > 0:
+		spec.Duration = t.scaled(w.Duration)
+	default:
+		spec.Steps = max(1, int(math.Round(float64(w.Ops)*t.scale)))
+	}
+	spec.Warmup = t.scaled(w.Warmup)
+	byGroup := map[*driver.Group]*run{}
+	for _, r := range u.runs {
+		spec.Groups = append(spec.Groups, r.group)
+		byGroup[r.group] = r
+	}
+	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
+		if op.Start < spec.Warmup {
+			return
+		}
+		r := byGroup[g]
+		switch op.Kind {
+		case driver.Get:
+			r.rec.get(op)
+		case driver.Put:
+			r.r.Puts++
+		}
+	}
+	return spec
+}
+
+// collect fills the runs' results once the driver has finished: the
+// statistics, the probes, the staleness, the utility tables.
+func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Duration) {
+	stats := rec.Stats()
+	groups := rec.Groups()
+	var staleness *Staleness
+	if u.s.wants(OutStaleness) {
+		staleness = stalenessOf(rec.Ops())
+	}
+	for i, r := range u.runs {
+		for _, st := range stats {
+			if st.Group == r.group.Name {
+				r.r.Ops = append(r.r.Ops, st)
+			}
+		}
+		r.r.ThroughputOpsPerS, r.r.Shed = groups[i].ThroughputOpsPerS, groups[i].Shed
+		if p, ok := d.Clients()[i].(driver.Prober); ok {
+			r.r.Probes = int(p.Probes())
+		}
+		r.r.Staleness = staleness
+		r.r.VirtualS = elapsed.Seconds()
+		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
+	}
+}
+
+// stalenessOf computes the Gamma scores of a trace. The runs' own clock
+// is the one clock of the trace, so no score is within clock
+// uncertainty.
+func stalenessOf(ops []measure.Op) *Staleness {
+	g := measure.Gamma(ops, measure.Config{})
+	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction,
+		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
+}
+
+// clientSites names the unit's client sites.
+func (u *unit) clientSites() []string {
+	var out []string
+	for _, r := range u.runs {
+		if !slices.Contains(out, r.r.Client) {
+			out = append(out, r.r.Client)
+		}
+	}
+	return out
+}
+
+// check reports a run that did nothing, so measured nothing.
+func (u *unit) check() error {
+	for _, r := range u.runs {
+		if r.r.Gets+r.r.Puts == 0 {
+			return fmt.Errorf("%s/%s: no operation ran", r.r.Client, r.r.Strategy)
+		}
+	}
+	return nil
+}
+
+// schedule is a unit's scheduled changes, fired on the driver's runtime:
+// each changes the network through the oracle and is recorded with the
+// oracle's best choice after it.
+type schedule struct {
+	u      *unit
+	oracle *world
+	since  func() time.Duration
+	gets   func() int
+	// progress, if set, is told of each change the schedule names.
+	progress func(string)
+	err      error
+}
+
+// fire applies one change.
+func (sc *schedule) fire(e EventSpec) {
+	desc, err := sc.oracle.apply(e)
+	if err != nil && sc.err == nil {
+		sc.err = fmt.Errorf("%s: %w", e.Label, err)
+	}
+	layout, _ := sc.u.s.layout()
+	best, choices := sc.oracle.best(sc.u.sla.SLA, layout)
+	at := sc.since().Seconds()
+	sc.u.events = append(sc.u.events, EventRecord{Label: e.Label, AtS: at, AfterGets: sc.gets(),
+		Description: desc, BestUtility: best, Best: choices, Spike: e.spike})
+	if sc.progress != nil && e.spike == 0 {
+		sc.progress(fmt.Sprintf("  %5.1fs %s: %s", at, e.Label, desc))
+	}
+}
+
+// start schedules the events given by time on rt, relative to now.
+func (sc *schedule) start(rt driver.Runtime, events []EventSpec) {
+	for _, e := range events {
+		if e.AfterGets == 0 {
+			rt.After(e.At, func() { sc.fire(e) })
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package wire_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// oneOfEach is a message of every type, in the order of wire.Kinds.
+func oneOfEach() []wire.Msg {
+	return []wire.Msg{
+		&wire.CreateTableRequest{Req: 1}, &wire.CreateTableReply{Req: 1},
+		&wire.DeleteTableRequest{Req: 1}, &wire.DeleteTableReply{Req: 1},
+		&wire.TableInfoRequest{Req: 1}, &wire.TableInfoReply{Req: 1},
+		&wire.PutRequest{Req: 1}, &wire.PutReply{Req: 1},
+		&wire.GetRequest{Req: 1}, &wire.GetReply{Req: 1},
+		&wire.ProbeRequest{Req: 1}, &wire.ProbeReply{Req: 1},
+		&wire.PullRequest{}, &wire.PullReply{},
+		&wire.Push{},
+	}
+}
+
+func TestKind(t *testing.T) {
+	msgs := oneOfEach()
+	if len(msgs) != len(wire.Kinds) {
+		t.Fatalf("%d messages, %d kinds", len(msgs), len(wire.Kinds))
+	}
+	for i, m := range msgs {
+		if got := wire.Kind(m); got != wire.Kinds[i] {
+			t.Errorf("Kind(%T) = %q, want %q", m, got, wire.Kinds[i])
+		}
+	}
+	if got := wire.Kind(nil); got != "unknown" {
+		t.Errorf("Kind(nil) = %q, want unknown", got)
+	}
+	for _, k := range wire.NodeKinds {
+		if !slices.Contains(wire.Kinds, k) {
+			t.Errorf("NodeKinds lists %q, which is not a kind", k)
+		}
+	}
+}
+
+// TestSizeNil checks that nil messages have no size and nil pointers the
+// size of an empty message, without a panic. wirepb's TestSize checks the
+// sizes against the protobuf encoding.
+func TestSizeNil(t *testing.T) {
+	if got := wire.Size(nil); got != 0 {
+		t.Errorf("Size(nil) = %d, want 0", got)
+	}
+	if got := wire.EnvelopeSize("a", "b", nil); got != 0 {
+		t.Errorf("EnvelopeSize(nil) = %d, want 0", got)
+	}
+	// Field 16, empty: a two-byte tag and a zero length.
+	if got := wire.Size((*wire.PutRequest)(nil)); got != 3 {
+		t.Errorf("Size of a nil *PutRequest = %d, want 3", got)
+	}
+	if got := wire.EnvelopeSize("a", "bc", (*wire.PutRequest)(nil)); got != 3+3+4 {
+		t.Errorf("EnvelopeSize of a nil *PutRequest = %d, want 10", got)
+	}
+}
+
+func TestSizeAndKindDoNotAllocate(t *testing.T) {
+	entries := make([]wire.Entry, 100)
+	for _, m := range append(oneOfEach(), &wire.PullReply{Entries: entries}) {
+		t.Run(fmt.Sprintf("%T", m), func(t *testing.T) {
+			if a := testing.AllocsPerRun(100, func() { _ = wire.EnvelopeSize("us/c1", "eu/r1", m) + len(wire.Kind(m)) }); a != 0 {
+				t.Errorf("%v allocations per call", a)
+			}
+		})
+	}
+}

@@ -1,0 +1,233 @@
+package wire_test
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/workload"
+)
+
+// layoutOf returns a valid layout with one tablet per start, each primary
+// at its own node.
+func layoutOf(p wire.Partition, starts ...string) wire.Layout {
+	l := wire.Layout{Name: "t", ID: 1, Partition: p, Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Second}}
+	for i, s := range starts {
+		l.Tablets = append(l.Tablets, wire.Tablet{Start: s, Primary: wire.NodeID(fmt.Sprintf("s/r%d", i))})
+	}
+	return l
+}
+
+// fmix64 is MurmurHash3's 64-bit finalizer, as Appleby publishes it.
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb93fe53ec64d
+	h ^= h >> 33
+	return h
+}
+
+func TestHashPosition(t *testing.T) {
+	for _, key := range []string{"", "a", "user000001", strings.Repeat("k", 1000)} {
+		h := fnv.New64a()
+		h.Write([]byte(key))
+		want := fmt.Sprintf("%016x", fmix64(h.Sum64()))
+		if p := wire.HashPosition(key); string(p[:]) != want {
+			t.Errorf("HashPosition(%.10q) = %s, want %s (hash/fnv, then fmix64)", key, p[:], want)
+		}
+	}
+	// FNV-1a 64 of "" is its offset basis, cbf29ce484222325, mixed.
+	if p := wire.HashPosition(""); string(p[:]) != "69c514c4188f1ac8" {
+		t.Errorf("HashPosition(\"\") = %s", p[:])
+	}
+	l := layoutOf(wire.ByHash, "")
+	if got := l.Position("a"); got != "d107528ee760f66e" {
+		t.Errorf("Position(a) by hash = %s, want d107528ee760f66e", got)
+	}
+	if l.Partition = wire.ByRange; l.Position("a") != "a" {
+		t.Errorf("Position(a) by range = %s, want a", l.Position("a"))
+	}
+}
+
+func TestHashStarts(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{0, nil},
+		{1, nil},
+		{2, []string{"8000000000000000"}},
+		{4, []string{"4000000000000000", "8000000000000000", "c000000000000000"}},
+		{3, []string{"5555555555555555", "aaaaaaaaaaaaaaaa"}},
+	} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			got := wire.HashStarts(tc.n)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("HashStarts(%d) = %q, want %q", tc.n, got, tc.want)
+			}
+		})
+	}
+	// Every count up to the placement limit gives a valid layout.
+	for _, n := range []int{5, 7, 100, 4096} {
+		l := layoutOf(wire.ByHash, append([]string{""}, wire.HashStarts(n)...)...)
+		if err := l.Validate(); err != nil || len(l.Tablets) != n {
+			t.Errorf("HashStarts(%d): %d tablets, Validate: %v", n, len(l.Tablets), err)
+		}
+	}
+}
+
+// TestHashStartsShares checks that HashStarts spreads YCSB's keys evenly:
+// each of four tablets gets a quarter of 40,000 keys, give or take 3%.
+func TestHashStartsShares(t *testing.T) {
+	l := layoutOf(wire.ByHash, append([]string{""}, wire.HashStarts(4)...)...)
+	counts := make([]int, 4)
+	const keys = 40_000
+	for i := range uint64(keys) {
+		counts[l.TabletFor(workload.Key(i))]++
+	}
+	for i, c := range counts {
+		if c < keys/4*97/100 || c > keys/4*103/100 {
+			t.Errorf("tablet %d holds %d of %d keys, want about %d (counts %v)", i, c, keys, keys/4, counts)
+		}
+	}
+}
+
+// TestHashSpreadsSimilarKeys checks that keys that differ only at the end
+// spread over hash tablets: 4,000 keys user000000..user003999 over 8
+// tablets, each within 10% of its share.
+func TestHashSpreadsSimilarKeys(t *testing.T) {
+	l := layoutOf(wire.ByHash, append([]string{""}, wire.HashStarts(8)...)...)
+	counts := make([]int, 8)
+	for i := range 4000 {
+		counts[l.TabletFor(fmt.Sprintf("user%06d", i))]++
+	}
+	for i, c := range counts {
+		if c < 450 || c > 550 {
+			t.Errorf("tablet %d holds %d of 4000 keys, want about 500 (counts %v)", i, c, counts)
+		}
+	}
+}
+
+func TestTabletFor(t *testing.T) {
+	// The positions: "a" d107528ee760f66e, "b" f4d1b6be5649b6b3, "user1"
+	// 1858f213f1b6f14d, "" 69c514c4188f1ac8.
+	for _, tc := range []struct {
+		name   string
+		layout wire.Layout
+		key    string
+		want   int
+	}{
+		{"range one tablet", layoutOf(wire.ByRange, ""), "zzz", 0},
+		{"range empty key", layoutOf(wire.ByRange, "", "m"), "", 0},
+		{"range before split", layoutOf(wire.ByRange, "", "m"), "lzz", 0},
+		{"range at split", layoutOf(wire.ByRange, "", "m"), "m", 1},
+		{"range after last", layoutOf(wire.ByRange, "", "m", "t"), "zebra", 2},
+		{"range middle", layoutOf(wire.ByRange, "", "m", "t"), "p", 1},
+		{"range ignores hash", layoutOf(wire.ByRange, "", "8000000000000000"), "a", 1},
+		{"hash one tablet", layoutOf(wire.ByHash, ""), "a", 0},
+		{"hash high half", layoutOf(wire.ByHash, "", "8000000000000000"), "a", 1},
+		{"hash low half", layoutOf(wire.ByHash, "", "8000000000000000"), "user1", 0},
+		{"hash at split", layoutOf(wire.ByHash, "", "d107528ee760f66e"), "a", 1},
+		{"hash just below split", layoutOf(wire.ByHash, "", "d107528ee760f66f"), "a", 0},
+		{"hash between splits", layoutOf(wire.ByHash, "", "d107528ee760f66e", "f4d1b6be5649b6b3"), "a", 1},
+		{"hash last", layoutOf(wire.ByHash, "", "d107528ee760f66e", "f4d1b6be5649b6b3"), "b", 2},
+		{"hash empty key", layoutOf(wire.ByHash, "", "69c514c4188f1ac8"), "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.layout.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.layout.TabletFor(tc.key); got != tc.want {
+				t.Errorf("TabletFor(%q) = %d, want %d (position %s)", tc.key, got, tc.want, tc.layout.Position(tc.key))
+			}
+		})
+	}
+}
+
+func TestTabletForDoesNotAllocate(t *testing.T) {
+	for _, p := range []wire.Partition{wire.ByRange, wire.ByHash} {
+		l := layoutOf(p, append([]string{""}, wire.HashStarts(16)...)...)
+		if n := testing.AllocsPerRun(100, func() { _ = l.TabletFor("user000042") }); n != 0 {
+			t.Errorf("TabletFor by %s: %.0f allocations, want 0", p, n)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	valid := func(p wire.Partition, starts ...string) func(*wire.Layout) {
+		return func(l *wire.Layout) { *l = layoutOf(p, starts...) }
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*wire.Layout)
+		want   string // in the error; "" for a valid layout
+	}{
+		{"range", valid(wire.ByRange, "", "m", "t"), ""},
+		{"range any key", valid(wire.ByRange, "", "M", "zz"), ""},
+		{"hash", valid(wire.ByHash, "", "4000000000000000", "c000000000000000"), ""},
+		{"hash one tablet", valid(wire.ByHash, ""), ""},
+		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
+		{"zero ID", func(l *wire.Layout) { l.ID = 0 }, "zero ID"},
+		{"no tablets", func(l *wire.Layout) { l.Tablets = nil }, "no tablets"},
+		{"unknown partition", func(l *wire.Layout) { l.Partition = 2 }, "unknown partition 2"},
+		{"first start not empty", valid(wire.ByRange, "a", "m"), "first tablet must start at the empty key"},
+		{"hash first start not empty", valid(wire.ByHash, "0000000000000000"), "first tablet must start at the empty key"},
+		{"range not ascending", valid(wire.ByRange, "", "m", "m"), `tablet 2 starts at "m", not after tablet 1's "m"`},
+		{"hash not ascending", valid(wire.ByHash, "", "c000000000000000", "4000000000000000"),
+			`tablet 2 starts at "4000000000000000", not after tablet 1's "c000000000000000"`},
+		{"hash start too short", valid(wire.ByHash, "", "8"), `partitioned by hash, but tablet 1 starts at "8", not at 16 lower-case hex digits`},
+		{"hash start too long", valid(wire.ByHash, "", "80000000000000000"), `tablet 1 starts at "80000000000000000"`},
+		{"hash start upper case", valid(wire.ByHash, "", "C000000000000000"), `tablet 1 starts at "C000000000000000", not at 16 lower-case hex digits`},
+		{"hash start not hex", valid(wire.ByHash, "", "user000000000001"), `tablet 1 starts at "user000000000001"`},
+		{"no primary", func(l *wire.Layout) { l.Tablets[0].Primary = "" }, "tablet 0 has no primary"},
+		{"node twice", func(l *wire.Layout) { l.Tablets[0].Secondaries = []wire.NodeID{l.Tablets[0].Primary} }, `tablet 0 lists node "s/r0" twice`},
+		{"unknown mode", func(l *wire.Layout) { l.Replication.Mode = 9 }, "unknown replication mode 9"},
+		{"zero interval", func(l *wire.Layout) { l.Replication.Interval = 0 }, "replication interval must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := layoutOf(wire.ByRange, "", "m")
+			tc.change(&l)
+			err := l.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want == "":
+			case !errors.Is(err, wire.ErrBadLayout):
+				t.Fatalf("Validate = %v, want an error wrapping ErrBadLayout", err)
+			case !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("Validate = %q, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEqual(t *testing.T) {
+	a := layoutOf(wire.ByRange, "", "8000000000000000")
+	b := layoutOf(wire.ByRange, "", "8000000000000000")
+	if !a.Equal(&b) {
+		t.Fatal("identical layouts not Equal")
+	}
+	b.Partition = wire.ByHash
+	if a.Equal(&b) {
+		t.Error("layouts that differ in partition are Equal")
+	}
+}
+
+func TestPartitionText(t *testing.T) {
+	for _, p := range []wire.Partition{wire.ByRange, wire.ByHash} {
+		if back, err := wire.ParsePartition(p.String()); err != nil || back != p {
+			t.Errorf("ParsePartition(%q) = %v, %v", p, back, err)
+		}
+	}
+	if _, err := wire.ParsePartition("consistent"); !errors.Is(err, wire.ErrBadLayout) {
+		t.Errorf("ParsePartition(consistent): err %v, want ErrBadLayout", err)
+	}
+	if s := wire.Partition(7).String(); s != "partition(7)" {
+		t.Errorf("Partition(7).String() = %q", s)
+	}
+}
