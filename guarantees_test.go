@@ -101,6 +101,10 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 	// twice as often as Random and Closest.
 	const seed = 1
 	clients := []string{"england", "us", "us", "india"}
+	mix, err := driver.PutGetMix(4, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var groups []*driver.Group
 	for i, site := range clients {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
@@ -112,7 +116,7 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 			strategy := []cosla.Strategy{cosla.Pileus, cosla.Pileus, cosla.Random, cosla.Closest}[r.IntN(4)]
 			groups = append(groups, &driver.Group{
 				Name: fmt.Sprintf("c%d-%d", i, n), Site: site, Sessions: 2,
-				Streams: []driver.Stream{{Mix: putGetMix{keys: 4}}},
+				Streams: []driver.Stream{{Mix: mix}},
 				Rand:    rand.New(rand.NewPCG(seed, uint64(len(slas)*i+n+len(clients)))),
 				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy},
 			})
@@ -167,15 +171,4 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 			t.Errorf("no Get met %s: the check of that guarantee checked nothing", k)
 		}
 	}
-}
-
-// putGetMix draws Puts and Gets, half each, of keys k0 to k<keys-1>.
-type putGetMix struct{ keys int }
-
-func (m putGetMix) Next(r *rand.Rand) (driver.Step, bool) {
-	kind := driver.Get
-	if r.IntN(2) == 0 {
-		kind = driver.Put
-	}
-	return driver.Step{Ops: []driver.Op{{Kind: kind, Key: fmt.Sprintf("k%d", r.IntN(m.keys))}}}, true
 }

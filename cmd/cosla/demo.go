@@ -52,15 +52,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		js, err := experiment.MarshalResult(res)
-		if err != nil {
-			return err
-		}
-		_, err = stdout.Write(js)
-		return err
+	if !*jsonOut {
+		fmt.Fprintln(stdout, "Pileus on a local cluster (real TCP, emulated WAN); paper = the paper's Tables 1-2")
+		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintln(stdout, "Pileus on a local cluster (real TCP, emulated WAN); paper = the paper's Tables 1-2")
-	fmt.Fprintln(stdout)
-	return printTables(stdout, s, res)
+	return printResult(stdout, s, res, *jsonOut)
 }

@@ -44,13 +44,14 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	mode := fs.String("mode", "sim", "where to run: sim (deterministic simulator, virtual time) or cluster (a local cluster of real processes, real time)")
 	seed := fs.Uint64("seed", 1, "seed of the run; in sim mode the same seed gives the same results.json")
 	out := fs.String("out", "", "output directory (default ./experiments/NAME-MODE-seedN)")
-	scale := fs.Float64("scale", 0, "sim: multiply the workload's operations or duration and the schedule by this (default 1);\ncluster: the time scale (default the scenario's cluster.time_scale)")
+	scale := fs.Float64("scale", 0, "sim: multiply the workload's operations or duration, its warmup and the schedule by this (default 1);\ncluster: the time scale (default the scenario's cluster.time_scale)")
 	jsonOut := fs.Bool("json", false, "print results.json on stdout instead of the tables")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--scale X] [--json]")
 		fmt.Fprintln(stderr, "\nRuns a scenario (a shipped one, see `cosla experiment list`, or a YAML file) and writes")
 		fmt.Fprintln(stderr, "results.json, tables/*.csv, plots/*.png and *.svg and report.md into --out. In cluster")
-		fmt.Fprintln(stderr, "mode the cluster's data and logs go into --out/cluster.\n\nFlags:")
+		fmt.Fprintln(stderr, "mode the cluster's data and logs go into --out/cluster, and a scenario with a sweep also")
+		fmt.Fprintln(stderr, "runs in the simulator (as its cluster.sim models the cluster) for the report's curves.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	// Accept the scenario before or after the flags.
@@ -109,7 +110,12 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %d files into %s (report.md, results.json, tables/, plots/)\n", len(files), dir)
 	fmt.Fprintf(stderr, "reproduce with: %s\n", command)
-	if *jsonOut {
+	return printResult(stdout, s, res, *jsonOut)
+}
+
+// printResult prints results.json, or with asJSON false the tables.
+func printResult(stdout io.Writer, s *experiment.Scenario, res *experiment.Result, asJSON bool) error {
+	if asJSON {
 		js, err := experiment.MarshalResult(res)
 		if err != nil {
 			return err

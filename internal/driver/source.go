@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/cosla/cosla/internal/workload"
@@ -44,15 +45,18 @@ type Weighted struct {
 // KeyMix draws single-op steps: a kind by weight and a key from a
 // distribution over n keys.
 type KeyMix struct {
+	// KeyName names key number i. Default workload.Key (YCSB's names).
+	KeyName func(i uint64) string
+
 	kinds     []Weighted // weights normalized and cumulative
 	keys      workload.Generator
 	valueSize int
 }
 
-// NewKeyMix returns a mix over the kinds of mix (weights need not sum to 1; zero
-// weights are allowed, negative ones are not) with keys drawn from keys,
-// each named by workload.Key, and Puts of valueSize bytes. A mix of one
-// kind draws no random number for the kind.
+// NewKeyMix returns a mix over the kinds of mix (weights need not sum to
+// 1; zero weights are allowed, negative ones are not) with keys drawn from
+// keys, and Puts of valueSize bytes. A mix of one kind draws no random
+// number for the kind.
 func NewKeyMix(mix []Weighted, keys workload.Generator, valueSize int) (*KeyMix, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("%w: a key mix needs a key distribution", ErrInvalid)
@@ -79,7 +83,7 @@ func NewKeyMix(mix []Weighted, keys workload.Generator, valueSize int) (*KeyMix,
 		cum[i].Weight /= sum
 	}
 	cum[len(cum)-1].Weight = 1
-	return &KeyMix{kinds: cum, keys: keys, valueSize: valueSize}, nil
+	return &KeyMix{KeyName: workload.Key, kinds: cum, keys: keys, valueSize: valueSize}, nil
 }
 
 // Next draws the kind (when there is a choice), then the key.
@@ -94,7 +98,23 @@ func (m *KeyMix) Next(r *rand.Rand) (Step, bool) {
 			}
 		}
 	}
-	return Step{Ops: []Op{{Kind: kind, Key: workload.Key(m.keys.Next(r))}}, ValueSize: m.valueSize}, true
+	return Step{Ops: []Op{{Kind: kind, Key: m.KeyName(m.keys.Next(r))}}, ValueSize: m.valueSize}, true
+}
+
+// PutGetMix is a mix of Puts and Gets, half each, of n keys named
+// prefix0, prefix1, ..., drawn uniformly: a small working set, whose
+// histories the checkers' tests read easily.
+func PutGetMix(n int, prefix string) (*KeyMix, error) {
+	keys, err := workload.NewUniform(uint64(max(n, 0)))
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewKeyMix([]Weighted{{Kind: Put, Weight: 1}, {Kind: Get, Weight: 1}}, keys, 0)
+	if err != nil {
+		return nil, err
+	}
+	m.KeyName = func(i uint64) string { return prefix + strconv.FormatUint(i, 10) }
+	return m, nil
 }
 
 // Keys returns the distribution of that name over n keys: zipfian (YCSB's

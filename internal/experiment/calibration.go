@@ -81,13 +81,14 @@ func (s SimSpec) nodeOptions() sim.NodeOptions {
 }
 
 // clientOptions are a client node's costs: Client on each reply to a Get
-// or a Put.
+// or a Put, several at once (a client's runtime handles replies on many
+// goroutines).
 func (s SimSpec) clientOptions() sim.NodeOptions {
 	if s.Client == 0 {
 		return sim.NodeOptions{}
 	}
 	l := sim.Latency{Mean: s.Client}
-	return sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"get-reply": l, "put-reply": l}}
+	return sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"get-reply": l, "put-reply": l}, Concurrent: true}
 }
 
 // describe says what the costs are, for the report.

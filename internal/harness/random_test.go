@@ -173,14 +173,15 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	for _, site := range rw.topo.Sites {
 		for _, name := range site.Clients {
 			strategy := clientcore.Strategies[r.IntN(len(clientcore.Strategies))]
-			keys := 3 + r.IntN(8)
+			mix, err := driver.PutGetMix(3+r.IntN(8), "k")
+			must(t, seed, err)
 			agreement := randomSLA(r)
 			sessionSteps := 5 + r.IntN(40)
 			think := time.Duration(r.IntN(200)) * time.Millisecond
 			get := clientcore.GetOptions{RetryAfterMiss: r.IntN(2) == 0, HedgeCost: []float64{0, 0.01, 0.2}[r.IntN(3)]}
 			groups = append(groups, &driver.Group{
 				Name: string(topology.NodeID(site.Name, name)), Site: site.Name, SessionSteps: sessionSteps,
-				Streams: []driver.Stream{{Mix: putGetMix{keys: keys}, Think: think}},
+				Streams: []driver.Stream{{Mix: mix, Think: think}},
 				Rand:    rand.New(rand.NewPCG(seed, uint64(len(groups)+1))),
 				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy, Get: get},
 			})
@@ -351,16 +352,4 @@ func must(t *testing.T, seed uint64, err error) {
 	if err != nil {
 		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduce(seed))
 	}
-}
-
-// putGetMix draws Puts and Gets, half each, of keys k0 to k<keys-1>: the
-// names that the tablets' split at "k5" divides.
-type putGetMix struct{ keys int }
-
-func (m putGetMix) Next(r *rand.Rand) (driver.Step, bool) {
-	kind := driver.Get
-	if r.IntN(2) == 0 {
-		kind = driver.Put
-	}
-	return driver.Step{Ops: []driver.Op{{Kind: kind, Key: fmt.Sprintf("k%d", r.IntN(m.keys))}}}, true
 }

@@ -106,6 +106,12 @@ type NodeOptions struct {
 	// writes, as on a real server. Zero, the default: synced writes are
 	// free and nothing is held.
 	Fsync Latency
+	// Concurrent makes the node serve each message as soon as it arrives
+	// (and its site's machine has a core free, see SetCores), several at
+	// once, rather than one at a time: a client whose runtime handles its
+	// replies on many goroutines. Messages whose service times differ
+	// may then be handled in another order than they arrived.
+	Concurrent bool
 }
 
 type simNode struct {
@@ -512,7 +518,10 @@ func (s *Sim) arrive(ev *event) {
 		return
 	}
 	service := s.serviceTime(n, ev.msg)
-	start := max(s.now, n.busyUntil)
+	start := s.now
+	if !n.opts.Concurrent {
+		start = max(start, n.busyUntil)
+	}
 	if cores := s.cores[n.site]; len(cores) > 0 && service > 0 {
 		// The message also needs a core of the site's machine: the one
 		// free first.
@@ -525,9 +534,11 @@ func (s *Sim) arrive(ev *event) {
 		start = max(start, cores[c])
 		cores[c] = start + service
 	}
-	n.busyUntil = start + service
+	if !n.opts.Concurrent {
+		n.busyUntil = start + service
+	}
 	ev.kind = evHandle
-	ev.at = n.busyUntil
+	ev.at = start + service
 	s.push(ev)
 }
 

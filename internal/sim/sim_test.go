@@ -1355,3 +1355,57 @@ func TestBandwidthLocalLink(t *testing.T) {
 		t.Fatalf("y received %v, want %v (sizes %d and %d bytes at 1000 B/s)", got, want, s1, s2)
 	}
 }
+
+// TestCores checks nodes that share a machine (SetCores) and nodes that
+// serve messages concurrently: x sends three gets at time 0, to y, z and
+// y again, each costing 1 ms of service, over the 0.5 ms local link.
+func TestCores(t *testing.T) {
+	getCost := sim.NodeOptions{ServiceByKind: map[string]sim.Latency{"get": {Mean: ms}}}
+	concurrent := getCost
+	concurrent.Concurrent = true
+	for _, tc := range []struct {
+		name  string
+		cores int
+		opts  sim.NodeOptions
+		wantY []time.Duration
+		wantZ []time.Duration
+	}{
+		// Each node its own machine: y's two queue, z's runs beside them.
+		{name: "a machine each", opts: getCost, wantY: []time.Duration{1500 * us, 2500 * us}, wantZ: []time.Duration{1500 * us}},
+		// One core for the site: the three run one after the other.
+		{name: "one core", cores: 1, opts: getCost, wantY: []time.Duration{1500 * us, 3500 * us}, wantZ: []time.Duration{2500 * us}},
+		// Two cores: y's second waits for y, not for a core.
+		{name: "two cores", cores: 2, opts: getCost, wantY: []time.Duration{1500 * us, 2500 * us}, wantZ: []time.Duration{1500 * us}},
+		// Concurrent nodes serve at once, as far as the cores allow.
+		{name: "concurrent", opts: concurrent, wantY: []time.Duration{1500 * us, 1500 * us}, wantZ: []time.Duration{1500 * us}},
+		{name: "concurrent, two cores", cores: 2, opts: concurrent, wantY: []time.Duration{1500 * us, 2500 * us}, wantZ: []time.Duration{1500 * us}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 1, "a")
+			if tc.cores > 0 {
+				must(t, w.sim.SetCores("a", tc.cores))
+			}
+			w.add("x", "a", sim.NodeOptions{}, false)
+			w.add("y", "a", tc.opts, false)
+			w.add("z", "a", tc.opts, false)
+			w.sendAll([]msgAt{{0, "x", "y", get(1)}, {0, "x", "z", get(2)}, {0, "x", "y", get(3)}})
+			w.run(time.Second)
+			for id, want := range map[wire.NodeID][]time.Duration{"y": tc.wantY, "z": tc.wantZ} {
+				var got []time.Duration
+				for _, a := range w.node(id).got {
+					got = append(got, a.at)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s handled gets at %v, want %v", id, got, want)
+				}
+			}
+		})
+	}
+	w := newWorld(t, 1, "a")
+	if err := w.sim.SetCores("mars", 2); !errors.Is(err, sim.ErrConfig) {
+		t.Errorf("cores of an unknown site: %v", err)
+	}
+	if err := w.sim.SetCores("a", -1); !errors.Is(err, sim.ErrConfig) {
+		t.Errorf("negative cores: %v", err)
+	}
+}
