@@ -186,6 +186,27 @@ func TestClusterCommands(t *testing.T) {
 	wantExit(t, coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "china", "--sla", "strong 100ms 1", "k"), exitUnmet)
 	wantExit(t, coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "nowhere", "k"), exitUsage)
 
+	// A short YCSB run from England: the load and run phases through the
+	// driver, their operations counted exactly.
+	r = coslaCmd(t, time.Minute, "bench", "--dir", dir, "--site", "england", "--sla", "eventual 1s 1",
+		"--workload", "a", "--records", "50", "--operations", "200", "--clients", "4", "--json")
+	wantExit(t, r, 0)
+	var res struct {
+		Load struct{ Operations, Errors int }
+		Run  struct {
+			Operations, Errors int
+			Stop               string
+			Kinds              []struct{ Kind string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, r.stdout)
+	}
+	if res.Load.Operations != 50 || res.Run.Operations != 200 || res.Load.Errors+res.Run.Errors != 0 ||
+		res.Run.Stop != "complete" || len(res.Run.Kinds) != 2 {
+		t.Errorf("bench: %+v; want 50 inserts, 200 reads and updates, no error", res)
+	}
+
 	wantExit(t, coslaCmd(t, time.Minute, "cluster", "link", "set", "england", "us", "--latency", "400ms", "--dir", dir), 0)
 	if rtt := linkRTT(t, dir, "england", "us"); rtt != 400 {
 		t.Fatalf("cluster status: england-us rtt_ms %v after link set --latency 400ms, want 400", rtt)

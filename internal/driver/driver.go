@@ -361,7 +361,7 @@ func (d *Driver) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
-	d.stopped = true
+	d.Stop()
 }
 
 // mayStart reports whether a step may start at now.
