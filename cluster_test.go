@@ -27,21 +27,42 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// reservePorts binds n loopback ports and returns their addresses, and a
+// function that releases port i: hold a port until its server binds it,
+// or a listener this process opens meanwhile (a WAN link's) may be given
+// it.
+func reservePorts(t *testing.T, n int) ([]string, func(i int)) {
+	t.Helper()
+	ls := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range ls {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i], addrs[i] = l, l.Addr().String()
+		t.Cleanup(func() { l.Close() })
+	}
+	return addrs, func(i int) { ls[i].Close() }
+}
+
 // testCluster starts one cosla serve process per site in this process,
 // on loopback, with no WAN emulation.
 func testCluster(t *testing.T, sites ...string) map[string]string {
 	t.Helper()
+	ports, release := reservePorts(t, len(sites))
 	addrs := map[string]string{}
-	for _, s := range sites {
-		addrs[s+"/r1"] = freeAddr(t)
+	for i, s := range sites {
+		addrs[s+"/r1"] = ports[i]
 	}
-	for _, s := range sites {
+	for i, s := range sites {
 		peers := map[wire.NodeID]string{}
 		for id, a := range addrs {
 			if id != s+"/r1" {
 				peers[wire.NodeID(id)] = a
 			}
 		}
+		release(i)
 		srv, err := server.Start(server.Options{Site: s, Listen: addrs[s+"/r1"], DataDir: t.TempDir(), Peers: peers})
 		if err != nil {
 			t.Fatal(err)

@@ -28,9 +28,10 @@ func wanCluster(t *testing.T, oneWay time.Duration, sites ...string) map[string]
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
+	ports, release := reservePorts(t, len(sites))
 	direct := map[string]string{}
-	for _, s := range sites {
-		direct[s] = freeAddr(t)
+	for i, s := range sites {
+		direct[s] = ports[i]
 	}
 	views := map[string]map[string]string{}
 	for _, from := range sites {
@@ -50,13 +51,14 @@ func wanCluster(t *testing.T, oneWay time.Duration, sites ...string) map[string]
 			views[from][to+"/r1"] = addr
 		}
 	}
-	for _, s := range sites {
+	for i, s := range sites {
 		peers := map[wire.NodeID]string{}
 		for id, a := range views[s] {
 			if id != s+"/r1" {
 				peers[wire.NodeID(id)] = a
 			}
 		}
+		release(i)
 		srv, err := server.Start(server.Options{Site: s, Listen: direct[s], DataDir: t.TempDir(), Peers: peers})
 		if err != nil {
 			t.Fatal(err)

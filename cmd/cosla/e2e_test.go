@@ -295,16 +295,21 @@ func linkRTT(t *testing.T, dir, a, b string) float64 {
 	return 0
 }
 
-// e2eFreeAddr returns a loopback address whose port was free at the time
-// of the call.
-func e2eFreeAddr(t *testing.T) string {
+// e2eFreeAddrs returns n distinct loopback addresses whose ports were
+// free at the time of the call (each held until all are chosen: one
+// released at once may be chosen again).
+func e2eFreeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // serveProc is one `cosla serve` process, restartable from its config.
@@ -484,9 +489,10 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 	t.Logf("seed %d (kill points only: process scheduling is not reproducible); rerun with: %s", seed, repro)
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	engAddr, usAddr := e2eFreeAddr(t), e2eFreeAddr(t)
-	england := newServeProc(t, "england", engAddr, e2eFreeAddr(t), t.TempDir(), map[string]string{"us/r1": usAddr})
-	us := newServeProc(t, "us", usAddr, e2eFreeAddr(t), t.TempDir(), map[string]string{"england/r1": engAddr})
+	addrs := e2eFreeAddrs(t, 4)
+	engAddr, usAddr := addrs[0], addrs[1]
+	england := newServeProc(t, "england", engAddr, addrs[2], t.TempDir(), map[string]string{"us/r1": usAddr})
+	us := newServeProc(t, "us", usAddr, addrs[3], t.TempDir(), map[string]string{"england/r1": engAddr})
 	england.start()
 	us.start()
 	nodes := map[string]string{"england/r1": engAddr, "us/r1": usAddr}
@@ -633,7 +639,7 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 	// The U.S. secondary converges. Its client is told of no reachable
 	// England node (a port nothing listens on), so that Closest cannot
 	// pick the primary, which on loopback is as near as the secondary.
-	deadAddr := e2eFreeAddr(t)
+	deadAddr := e2eFreeAddrs(t, 1)[0]
 	// (OpenTable waits for its probe of that node to time out: keep the
 	// request timeout short.)
 	usClient := openClient(ctx, t, "us", map[string]string{"england/r1": deadAddr, "us/r1": usAddr}, 2*time.Second)

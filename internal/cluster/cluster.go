@@ -165,17 +165,26 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	// Addresses: each serve process's own listeners, then one link from
 	// every site to every storage site, its own included: a client reaches
 	// the nodes of its own site over a link with the topology's LocalRTT,
-	// which a scenario may slow down too (Pileus 5.4).
+	// which a scenario may slow down too (Pileus 5.4). A serve process's
+	// ports stay reserved (bound here) until it starts: released at once,
+	// one went to a later listener of this process in about one start in
+	// a hundred, and that site never came up.
+	reserved := map[string][]net.Listener{}
+	defer func() {
+		for _, ls := range reserved {
+			closeAll(ls)
+		}
+	}()
 	for _, s := range storageSites {
-		addr, err := freeAddr()
-		if err != nil {
-			return err
+		for range 2 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			reserved[s.Name] = append(reserved[s.Name], l)
 		}
-		httpAddr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: addr, HTTP: httpAddr})
+		ls := reserved[s.Name]
+		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: ls[0].Addr().String(), HTTP: ls[1].Addr().String()})
 	}
 	for _, from := range topo.Sites {
 		nodes := map[string]string{}
@@ -200,13 +209,17 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 		c.info.Clients[from.Name] = nodes
 	}
 	for i := range c.info.Sites {
-		if err := c.spawn(&c.info.Sites[i]); err != nil {
+		site := &c.info.Sites[i]
+		closeAll(reserved[site.Name])
+		delete(reserved, site.Name)
+		if err := c.spawn(site); err != nil {
 			return err
 		}
 	}
 	for _, s := range c.info.Sites {
 		if err := waitHealthy(ctx, s.HTTP); err != nil {
-			return fmt.Errorf("cluster: site %s did not start (see %s): %w", s.Name, filepath.Join(c.opts.Dir, s.Name, "serve.log"), err)
+			log := filepath.Join(c.opts.Dir, s.Name, "serve.log")
+			return fmt.Errorf("cluster: site %s did not start: %w; the end of %s:\n%s", s.Name, err, log, logTail(log, 10))
 		}
 	}
 	if err := c.createTable(ctx); err != nil {
@@ -490,13 +503,21 @@ func stopProcess(cmd *exec.Cmd) {
 	}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// closeAll closes listeners, releasing their ports.
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		l.Close()
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+}
+
+// logTail returns the last n lines of a log file, or why it cannot.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // waitHealthy polls a process's /healthz until it answers, for at most
