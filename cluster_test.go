@@ -46,6 +46,22 @@ func reservePorts(t *testing.T, n int) ([]string, func(i int)) {
 	return addrs, func(i int) { ls[i].Close() }
 }
 
+// strongSession opens a table and begins a session whose Gets are
+// strong within 10 s.
+func strongSession(ctx context.Context, t *testing.T, c *cosla.Client, table string) *cosla.Session {
+	t.Helper()
+	tbl, err := c.OpenTable(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := c.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // testCluster starts one cosla serve process per site in this process,
 // on loopback, with no WAN emulation.
 func testCluster(t *testing.T, sites ...string) map[string]string {
@@ -86,15 +102,7 @@ func TestClientOverNetwork(t *testing.T) {
 	if err := c.CreateTable(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := c.OpenTable(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	strong, _ := sla.Parse("strong 10s 1")
-	s, err := c.BeginSession(tbl, strong)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := strongSession(ctx, t, c, "t")
 	for i := range 20 {
 		v := fmt.Sprintf("v%d", i)
 		if _, err := c.Put(ctx, s, "k", []byte(v)); err != nil {
@@ -157,15 +165,7 @@ func TestHashTable(t *testing.T) {
 	if err := c.CreateTable(ctx, bad); !errors.Is(err, cosla.ErrInvalid) {
 		t.Errorf("create a hash table split at %q: err %v, want ErrInvalid", "m", err)
 	}
-	tbl, err := c.OpenTable(ctx, "h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	strong, _ := sla.Parse("strong 10s 1")
-	s, err := c.BeginSession(tbl, strong)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := strongSession(ctx, t, c, "h")
 	for i := range 40 {
 		key := fmt.Sprintf("key-%d", i)
 		if _, err := c.Put(ctx, s, key, []byte(key)); err != nil {
