@@ -17,7 +17,7 @@ import (
 
 // freeAddr returns a loopback address with a port free at the time of the
 // call.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +31,7 @@ func freeAddr(t *testing.T) string {
 // function that releases port i: hold a port until its server binds it,
 // or a listener this process opens meanwhile (a WAN link's) may be given
 // it.
-func reservePorts(t *testing.T, n int) ([]string, func(i int)) {
+func reservePorts(t testing.TB, n int) ([]string, func(i int)) {
 	t.Helper()
 	ls := make([]net.Listener, n)
 	addrs := make([]string, n)
@@ -48,7 +48,7 @@ func reservePorts(t *testing.T, n int) ([]string, func(i int)) {
 
 // strongSession opens a table and begins a session whose Gets are
 // strong within 10 s.
-func strongSession(ctx context.Context, t *testing.T, c *cosla.Client, table string) *cosla.Session {
+func strongSession(ctx context.Context, t testing.TB, c *cosla.Client, table string) *cosla.Session {
 	t.Helper()
 	tbl, err := c.OpenTable(ctx, table)
 	if err != nil {
@@ -64,7 +64,7 @@ func strongSession(ctx context.Context, t *testing.T, c *cosla.Client, table str
 
 // testCluster starts one cosla serve process per site in this process,
 // on loopback, with no WAN emulation.
-func testCluster(t *testing.T, sites ...string) map[string]string {
+func testCluster(t testing.TB, sites ...string) map[string]string {
 	t.Helper()
 	ports, release := reservePorts(t, len(sites))
 	addrs := map[string]string{}

@@ -64,6 +64,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	pull := fs.Duration("pull-interval", time.Minute, "how often secondaries pull from the primary (Pileus 4.3)")
 	push := fs.Bool("push", false, "also push every Put to the secondaries at once")
 	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
+	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
 	sites := fs.String("sites", "", "comma-separated sites holding the table's replicas, the primaries' site first (default: every site with storage nodes)")
 	replicas := fs.Int("replicas", 0, "replicas of each tablet (default: one per site of --sites)")
@@ -95,7 +96,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push, Fresh: *fresh})
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push, Fresh: *fresh, UnsafeNoFsync: *noFsync})
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wan"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/internal/workload"
 	"github.com/cosla/cosla/sla"
@@ -206,5 +208,52 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	}
 	if puts != keys {
 		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
+	}
+}
+
+// TestOneSiteDirect runs a one-site cluster with no local round trip to
+// emulate: its clients dial the node directly, there is no link to
+// change, and the node commits a durable Put with a sync.
+func TestOneSiteDirect(t *testing.T) {
+	topo := topology.Topology{Name: "one", Sites: []topology.Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info := c.Info()
+	nodes, err := info.NodesFor("local")
+	if err != nil || nodes["local/r1"] != info.Sites[0].Addr {
+		t.Fatalf("nodes for a client at local: %v, %v; want local/r1 at the node's own address %s", nodes, err, info.Sites[0].Addr)
+	}
+	if err := c.SetLink("local", "local", wan.Settings{Latency: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "directly") {
+		t.Fatalf("SetLink on the direct local link: %v, want an error saying clients reach the node directly", err)
+	}
+	client, err := cosla.Open(ctx, cosla.Config{Site: "local", Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	tbl, err := client.OpenTable(ctx, info.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := client.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(ctx, s, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Status(ctx)
+	if len(st.Sites) != 1 || st.Sites[0].Serve == nil || len(st.Sites[0].Serve.Nodes) != 1 {
+		t.Fatalf("status %+v, want one site with one node", st)
+	}
+	// The table's creation and the Put each made synced writes.
+	if cs := st.Sites[0].Serve.Nodes[0].Commit; cs.Syncs < 1 || cs.Events < 2 {
+		t.Fatalf("commit stats %+v, want at least one sync covering the two events", cs)
 	}
 }

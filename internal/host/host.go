@@ -8,6 +8,11 @@
 // event, one event at a time, and nothing from a previous incarnation after
 // a restart. Application calls into a handler (a client's Get, a replica's
 // Metrics) go through Do, which runs them on the node's goroutine.
+//
+// A Node commits durable writes in groups (DESIGN.md section 2, "Durable
+// writes and group commit"; commit.go): a synced write made by an event
+// is applied without sync, the messages the event sends are held, and one
+// sync of the engine releases the messages of every event it covers.
 package host
 
 import (
@@ -57,6 +62,8 @@ type Node struct {
 	ready    chan struct{}
 	done     chan struct{}
 	timers   map[*time.Timer]bool
+
+	commit committer
 }
 
 type event struct {
@@ -87,10 +94,12 @@ func StartNode(opts NodeOptions) (*Node, error) {
 		done:   make(chan struct{}),
 		timers: map[*time.Timer]bool{},
 	}
+	n.commit.init(n)
 	if err := opts.Handler.Start((*env)(n)); err != nil {
 		return nil, err
 	}
 	go n.run()
+	n.commit.start()
 	return n, nil
 }
 
@@ -145,10 +154,16 @@ func (n *Node) Dropped() int64 {
 // progress to finish. Queued events are discarded; the engine stays open
 // for the caller to close.
 func (n *Node) Stop() {
+	n.halt()
+	<-n.done
+	n.commit.stop()
+}
+
+// halt stops the node without waiting for its goroutine.
+func (n *Node) halt() {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.stopped {
-		n.mu.Unlock()
-		<-n.done
 		return
 	}
 	n.stopped = true
@@ -157,9 +172,29 @@ func (n *Node) Stop() {
 	}
 	n.timers = nil
 	n.events = nil
-	n.mu.Unlock()
 	n.signal()
-	<-n.done
+}
+
+// Err returns the error that stopped the node, if a sync of its engine
+// failed; nil otherwise.
+func (n *Node) Err() error {
+	n.commit.mu.Lock()
+	defer n.commit.mu.Unlock()
+	return n.commit.err
+}
+
+// CommitStats counts a node's group commits.
+type CommitStats struct {
+	// Syncs is the syncs of the engine that released held messages, and
+	// Events the events with synced writes they covered: Events/Syncs is
+	// the mean group size.
+	Syncs  int64 `json:"syncs"`
+	Events int64 `json:"events"`
+}
+
+// CommitStats returns the node's group commit counts so far.
+func (n *Node) CommitStats() CommitStats {
+	return CommitStats{Syncs: n.commit.syncs.Load(), Events: n.commit.synced.Load()}
 }
 
 func (n *Node) post(ev event) bool {
@@ -209,6 +244,7 @@ func (n *Node) run() {
 			if n.isStopped() {
 				return
 			}
+			n.commit.beginEvent()
 			switch {
 			case ev.call != nil:
 				ev.call(h)
@@ -217,6 +253,10 @@ func (n *Node) run() {
 			default:
 				h.Fire(ev.timer)
 			}
+			n.commit.endEvent()
+		}
+		if !n.commit.flush() {
+			return
 		}
 	}
 }
@@ -235,9 +275,9 @@ func (e *env) ID() wire.NodeID                 { return e.opts.ID }
 func (e *env) Now() time.Time                  { return time.Now() }
 func (e *env) WallNanos() int64                { return time.Now().UnixNano() }
 func (e *env) Rand() *rand.Rand                { return e.rng }
-func (e *env) Engine() storage.Engine          { return e.opts.Engine }
+func (e *env) Engine() storage.Engine          { return &e.commit }
 func (e *env) Logger() *slog.Logger            { return e.opts.Logger }
-func (e *env) Send(to wire.NodeID, m wire.Msg) { e.opts.Send(e.opts.ID, to, m) }
+func (e *env) Send(to wire.NodeID, m wire.Msg) { e.commit.send(to, m) }
 
 func (e *env) After(d time.Duration, timer any) {
 	n := (*Node)(e)

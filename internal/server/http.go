@@ -44,6 +44,8 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_replica_entries_sent_total", "Versions sent to secondaries.", func(n NodeStatus) int64 { return n.Metrics.EntriesSent })
 	counter("cosla_replica_entries_applied_total", "Versions applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.EntriesApplied })
 	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
+	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
+	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })
 	counter("cosla_replica_mailbox_dropped_total", "Messages dropped at a full mailbox.", func(n NodeStatus) int64 { return n.Dropped })
 
 	fmt.Fprintf(w, "# HELP cosla_tablet_high_timestamp_seconds The replica's high timestamp.\n# TYPE cosla_tablet_high_timestamp_seconds gauge\n")

@@ -53,6 +53,11 @@ type Options struct {
 	// process dials to reach it (through the WAN emulation, on a local
 	// cluster).
 	Peers map[wire.NodeID]string `yaml:"peers"`
+	// UnsafeNoFsync turns off every fsync: Puts are acknowledged before
+	// they are durable, and a crash of the process or the machine may lose
+	// acknowledged writes. It is for measuring what durability costs (as
+	// etcd's --unsafe-no-fsync); the server warns at start.
+	UnsafeNoFsync bool `yaml:"unsafe_no_fsync"`
 	// Replica configures the storage nodes: key and value limits, pull
 	// batch size (defaults 4 KiB, 1 MiB, 1000).
 	Replica ReplicaOptions `yaml:"replica"`
@@ -194,7 +199,10 @@ func (s *Server) startNodes() error {
 			return fmt.Errorf("cosla serve: %s: %w", id, err)
 		}
 		logger := s.opts.Logger.With("node", string(id))
-		eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble")})
+		if s.opts.UnsafeNoFsync {
+			logger.Warn("cosla serve: unsafe_no_fsync is set: acknowledged writes may be lost in a crash")
+		}
+		eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
 		if err != nil {
 			return fmt.Errorf("cosla serve: %s: %w", id, err)
 		}
@@ -265,9 +273,10 @@ func (s *Server) Close() {
 
 // NodeStatus is what /status reports of one storage node.
 type NodeStatus struct {
-	ID      wire.NodeID     `json:"id"`
-	Metrics replica.Metrics `json:"metrics"`
-	Dropped int64           `json:"mailbox_dropped"`
+	ID      wire.NodeID      `json:"id"`
+	Metrics replica.Metrics  `json:"metrics"`
+	Dropped int64            `json:"mailbox_dropped"`
+	Commit  host.CommitStats `json:"commit"`
 }
 
 // Status is what /status reports of the process.
@@ -293,7 +302,7 @@ func (s *Server) Status() Status {
 		s.mu.RLock()
 		h := s.nodes[id]
 		s.mu.RUnlock()
-		ns := NodeStatus{ID: id, Dropped: h.node.Dropped()}
+		ns := NodeStatus{ID: id, Dropped: h.node.Dropped(), Commit: h.node.CommitStats()}
 		if err := h.node.Do(func(node.Handler) { ns.Metrics = h.replica.Metrics() }); err != nil {
 			continue
 		}

@@ -105,10 +105,10 @@ type fsyncGroup struct {
 // notes that the event needs an fsync; the fsync's end syncs the Mem. So a
 // crash before the fsync completes loses the group's writes, as a real
 // disk would, along with the replies that acknowledged them, which were
-// held; a crash after it keeps them. Reads see the writes at once, also
-// from events that do not write and whose replies are not held: the
-// runtime's group commit lets a reader see a write before it is durable.
-// Outside an event (a handler's Start, a driver's call) and with Fsync
+// held; a crash after it keeps them. Reads see the writes at once, but
+// what an event sends while an fsync is pending waits for the last one, as
+// in the host runtime (internal/host, commit.go): no message reveals a
+// write that a crash could take back. Outside an event (a handler's Start, a driver's call) and with Fsync
 // zero, Apply is the Mem's.
 type diskEngine struct {
 	node *simNode
@@ -160,6 +160,12 @@ func (s *Sim) endEvent(n *simNode, incarnation int) {
 		}
 	case n.synced:
 		s.groupCommit(n, out)
+	case len(n.fsyncs) > 0:
+		// Persist, then send: the event may have read writes that the
+		// node's last fsync has yet to make durable, so what it sent
+		// waits for that fsync.
+		g := n.fsyncs[len(n.fsyncs)-1]
+		g.held = append(g.held, out...)
 	default:
 		for _, o := range out {
 			s.transmit(n, o.to, o.m)

@@ -99,12 +99,12 @@ type NodeOptions struct {
 	// timer) that applied a batch with sync are held until an fsync
 	// covering the event completes. The disk runs one fsync at a time;
 	// events with synced writes that end while an fsync waits for the disk
-	// share it (group commit). Events without synced writes send at once.
+	// share it (group commit). Events without synced writes send at once
+	// if no fsync is pending, and otherwise wait for the last one (persist,
+	// then send), so a node's messages leave in the order it sent them.
 	// A crash before the fsync completes loses the writes and the held
-	// messages. Held messages leave when released, so they may arrive
-	// after messages the node sent later from events without synced
-	// writes, as on a real server. Zero, the default: synced writes are
-	// free and nothing is held.
+	// messages. Zero, the default: synced writes are free and nothing is
+	// held.
 	Fsync Latency
 	// Concurrent makes the node serve each message as soon as it arrives
 	// (and its site's machine has a core free, see SetCores), several at

@@ -1183,18 +1183,17 @@ func TestFsync(t *testing.T) {
 			fsyncs: 2, events: 2,
 		},
 		{
-			name: "reads are not delayed by a running fsync",
+			name: "reads wait for a pending fsync",
 			// The get and the probe, handled at 0.6ms and 0.7ms during the
-			// put's fsync, are answered at once.
+			// put's fsync, may have read its write: persist, then send.
 			msgs:   []msgAt{{0, "x", "y", put(1)}, {100 * us, "x", "y", get(2)}, {200 * us, "x", "y", probe(3)}},
-			want:   []arrival{{1100 * us, "y", 2}, {1200 * us, "y", 3}, {2 * ms, "y", 1}},
+			want:   []arrival{{2 * ms, "y", 1}, {2 * ms, "y", 2}, {2 * ms, "y", 3}},
 			fsyncs: 1, events: 1,
 		},
 		{
-			name: "messages of events with no synced write are not held",
-			// y's own probe, sent from an event with no write while its
-			// put's fsync runs, goes out at once.
-			msgs:   []msgAt{{0, "x", "y", put(1)}, {0, "x", "y", probe(2)}},
+			name: "messages of events with no synced write go out at once when no fsync is pending",
+			// The probe is handled before the put; the put's reply waits.
+			msgs:   []msgAt{{0, "x", "y", probe(2)}, {0, "x", "y", put(1)}},
 			want:   []arrival{{1 * ms, "y", 2}, {2 * ms, "y", 1}},
 			fsyncs: 1, events: 1,
 		},

@@ -43,6 +43,15 @@ type Engine interface {
 	Close() error
 }
 
+// Syncer is implemented by an engine that can be synced from another
+// goroutine while its owner goes on calling Get, Scan and Apply. Sync
+// makes every batch applied before the call durable, as an empty synced
+// Apply does. The host runtime syncs such an engine off the node's
+// goroutine (group commit).
+type Syncer interface {
+	Sync() error
+}
+
 // ErrClosed is returned by operations on a closed engine.
 var ErrClosed = errors.New("cosla: storage engine closed")
 

@@ -48,6 +48,11 @@ type Options struct {
 	// them to an sstable. Default: DefaultMemTableSizeBytes. Must be at
 	// least 64 KiB and below 4 GiB.
 	MemTableSizeBytes int64
+	// UnsafeNoSync makes every Apply unsynced, Sync included: a crash may
+	// lose batches that a synced Apply reported durable. It exists to
+	// measure what durability costs (`cosla serve --unsafe-no-fsync`), as
+	// etcd's --unsafe-no-fsync does; never for data that matters.
+	UnsafeNoSync bool
 
 	// Forbid positional literals, so that fields can be added.
 	_ struct{}
@@ -90,6 +95,6 @@ func (o Options) String() string {
 	if o.Logger == nil {
 		logger = "nil"
 	}
-	return fmt.Sprintf("FS=%T Logger=%s CacheSizeBytes=%d MemTableSizeBytes=%d",
-		o.FS, logger, o.CacheSizeBytes, o.MemTableSizeBytes)
+	return fmt.Sprintf("FS=%T Logger=%s CacheSizeBytes=%d MemTableSizeBytes=%d UnsafeNoSync=%t",
+		o.FS, logger, o.CacheSizeBytes, o.MemTableSizeBytes, o.UnsafeNoSync)
 }

@@ -57,8 +57,11 @@ const keyPrefix = 'u'
 // lost in practice; only a crash loses unsynced batches.
 type Engine struct {
 	db     *pebble.DB
+	noSync bool // Options.UnsafeNoSync
 	closed atomic.Bool
 }
+
+var _ storage.Syncer = (*Engine)(nil)
 
 var _ storage.Engine = (*Engine)(nil)
 
@@ -89,7 +92,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
 	}
-	return &Engine{db: db}, nil
+	return &Engine{db: db, noSync: opts.UnsafeNoSync}, nil
 }
 
 // Get implements storage.Engine.
@@ -179,6 +182,7 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 	if b != nil {
 		ops = b.Ops()
 	}
+	sync = sync && !e.noSync
 	if len(ops) == 0 && !sync {
 		return nil
 	}
@@ -229,6 +233,10 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 	}
 	return pb.Close()
 }
+
+// Sync implements storage.Syncer. It may be called concurrently with Get,
+// Scan and Apply.
+func (e *Engine) Sync() error { return e.Apply(nil, true) }
 
 // Close implements storage.Engine.
 func (e *Engine) Close() error {

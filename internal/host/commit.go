@@ -1,0 +1,254 @@
+package host
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// committer is a Node's group commit (DESIGN.md section 2), and the engine
+// its handler sees.
+//
+// Inside an event, a synced Apply applies its batch without sync and marks
+// the event dirty. Whatever an event sends waits for the event's end, and
+// then for the sync that covers every write applied before the end: the
+// event's own writes, or, for an event that wrote nothing, those of the
+// events before it whose sync has not completed. This is "persist, then
+// send": no message reveals a write that a crash could still take back,
+// not even a read's reply or a pull's answer. An event that wrote nothing,
+// with no sync outstanding, sends at once.
+//
+// After each batch of events taken from the mailbox, the events waiting
+// for a sync (next) are handed to the syncer as one group, unless a sync is
+// under way; then they wait for it, and go as one group when it completes.
+// So one sync covers every write that arrived while the previous one ran,
+// and throughput under many writers is bounded by the node's goroutine, not
+// by the disk.
+//
+// The sync runs on a goroutine of its own when the engine implements
+// storage.Syncer (Pebble), so the node goes on serving while the disk
+// works; otherwise on the node's goroutine at the end of the batch. Outside
+// events (a handler's Start) Apply is the engine's own.
+//
+// If a sync fails, the node stops: the messages waiting for it are dropped,
+// it acknowledges nothing more, and Err reports the failure. A disk that
+// failed a sync may have lost the writes it was given, and only a restart
+// (recovery from what the engine kept) tells what is left.
+type committer struct {
+	n      *Node
+	engine storage.Engine
+	syncer storage.Syncer // nil: sync inline
+
+	// Owned by the node's goroutine.
+	inEvent bool
+	dirty   bool     // the event made synced writes
+	outbox  []outMsg // what the event sent
+
+	mu       sync.Mutex
+	next     *group // events waiting for a sync that has not started
+	inflight *group // the sync under way, on the syncer
+	stopped  bool
+	err      error
+
+	wake chan struct{} // hands next to the syncer
+	quit chan struct{}
+	done chan struct{} // the syncer has returned
+
+	syncs, synced atomic.Int64
+}
+
+type outMsg struct {
+	to wire.NodeID
+	m  wire.Msg
+}
+
+// group is the events one sync covers and the messages it releases.
+type group struct {
+	events int64 // events with synced writes
+	msgs   []outMsg
+}
+
+var _ storage.Engine = (*committer)(nil)
+
+func (c *committer) init(n *Node) {
+	c.n = n
+	c.engine = n.opts.Engine
+	c.syncer, _ = n.opts.Engine.(storage.Syncer)
+	c.wake = make(chan struct{}, 1)
+	c.quit = make(chan struct{})
+	c.done = make(chan struct{})
+}
+
+// start starts the syncer goroutine, if the engine syncs concurrently.
+func (c *committer) start() {
+	if c.syncer == nil {
+		close(c.done)
+		return
+	}
+	go c.run()
+}
+
+// stop drops what waits for a sync and waits for the syncer to return.
+// The node's goroutine has returned.
+func (c *committer) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.next, c.inflight = nil, nil
+	c.mu.Unlock()
+	if c.syncer != nil {
+		select {
+		case <-c.quit:
+		default:
+			close(c.quit)
+		}
+	}
+	<-c.done
+}
+
+func (c *committer) beginEvent() {
+	c.inEvent = true
+	c.dirty = false
+}
+
+// endEvent sends what the event sent, or queues it behind the sync it
+// must wait for.
+func (c *committer) endEvent() {
+	c.inEvent = false
+	out := c.outbox
+	c.outbox = c.outbox[:0]
+	if len(out) == 0 && !c.dirty {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.stopped:
+	case c.dirty || c.next != nil:
+		if c.next == nil {
+			c.next = &group{}
+		}
+		if c.dirty {
+			c.next.events++
+		}
+		c.next.msgs = append(c.next.msgs, out...)
+	case c.inflight != nil:
+		c.inflight.msgs = append(c.inflight.msgs, out...)
+	default:
+		c.release(out)
+	}
+	clear(out)
+}
+
+// flush ends a batch of events: it hands next to the syncer, or syncs it
+// inline. It reports false if a sync failed and the node stopped.
+func (c *committer) flush() bool {
+	c.mu.Lock()
+	g := c.next
+	if g == nil || (c.syncer != nil && c.inflight != nil) {
+		c.mu.Unlock()
+		return true
+	}
+	if c.syncer != nil {
+		c.inflight, c.next = g, nil
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	c.next = nil
+	c.mu.Unlock()
+	err := c.engine.Apply(nil, true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.complete(g, err)
+}
+
+// run is the syncer: it syncs inflight, releases its messages, and goes on
+// with next if events queued up meanwhile.
+func (c *committer) run() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		g := c.inflight
+		for g != nil && !c.stopped {
+			c.mu.Unlock()
+			err := c.syncer.Sync()
+			c.mu.Lock()
+			if !c.complete(g, err) {
+				break
+			}
+			c.inflight, c.next = c.next, nil
+			g = c.inflight
+		}
+		c.mu.Unlock()
+	}
+}
+
+// complete ends group g's sync: on success it releases the group's
+// messages, in the order they were sent; on failure it stops the node.
+// c.mu is held, so that no later message overtakes them.
+func (c *committer) complete(g *group, err error) bool {
+	if c.stopped {
+		return false
+	}
+	if err != nil {
+		c.err = err
+		c.stopped = true
+		c.next, c.inflight = nil, nil
+		c.n.opts.Logger.Error("host: sync failed; the node stops and acknowledges nothing more", "node", string(c.n.opts.ID), "err", err)
+		c.n.halt()
+		return false
+	}
+	c.syncs.Add(1)
+	c.synced.Add(g.events)
+	c.release(g.msgs)
+	return true
+}
+
+func (c *committer) release(msgs []outMsg) {
+	for _, o := range msgs {
+		c.n.opts.Send(c.n.opts.ID, o.to, o.m)
+	}
+}
+
+// send is Env.Send: inside an event it keeps the message for endEvent.
+func (c *committer) send(to wire.NodeID, m wire.Msg) {
+	if !c.inEvent {
+		c.n.opts.Send(c.n.opts.ID, to, m)
+		return
+	}
+	c.outbox = append(c.outbox, outMsg{to, m})
+}
+
+// Get implements storage.Engine.
+func (c *committer) Get(key []byte) ([]byte, bool, error) { return c.engine.Get(key) }
+
+// Scan implements storage.Engine.
+func (c *committer) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	return c.engine.Scan(start, end, fn)
+}
+
+// Apply implements storage.Engine: inside an event a synced Apply is
+// deferred to the group's sync.
+func (c *committer) Apply(b *storage.Batch, sync bool) error {
+	if !sync || !c.inEvent {
+		return c.engine.Apply(b, sync)
+	}
+	if err := c.engine.Apply(b, false); err != nil {
+		return err
+	}
+	c.dirty = true
+	return nil
+}
+
+// Close implements storage.Engine.
+func (c *committer) Close() error { return c.engine.Close() }
