@@ -114,6 +114,10 @@ type Client struct {
 	node      atomic.Pointer[host.Node]
 	core      *clientcore.Client
 
+	// closed is closed by Close: calls waiting for the core give up.
+	closed    chan struct{}
+	closeOnce sync.Once
+
 	mu      sync.Mutex
 	metrics Metrics
 }
@@ -148,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		peers[wire.NodeID(id)] = addr
 	}
-	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name)}
+	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name), closed: make(chan struct{})}
 	c.core = clientcore.New(clientcore.Options{
 		Nodes:            slices.Sorted(maps.Keys(peers)),
 		RequestTimeout:   cfg.RequestTimeout,
@@ -188,18 +192,28 @@ func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
 // ID returns the client's node identity, "site/name".
 func (c *Client) ID() string { return string(c.id) }
 
-// Close disconnects the client. Outstanding operations fail with
-// ErrClosed.
+// Close disconnects the client. Operations in flight fail with ErrClosed
+// at once, and so does every later call, a second Close included.
 func (c *Client) Close() error {
-	c.node.Load().Stop()
-	c.transport.Close()
-	return nil
+	err := ErrClosed
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.node.Load().Stop()
+		c.transport.Close()
+		err = nil
+	})
+	return err
 }
 
 // call runs start on the client's goroutine and waits for the result it
-// delivers through the channel it is given, or for ctx.
+// delivers through the channel it is given, for ctx, or for Close.
 func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
 	var zero T
+	select {
+	case <-c.closed:
+		return zero, ErrClosed
+	default:
+	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
@@ -212,6 +226,8 @@ func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Cli
 		return r, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
+	case <-c.closed:
+		return zero, ErrClosed
 	}
 }
 
@@ -301,13 +317,27 @@ func (c *Client) DeleteTable(ctx context.Context, name string) error {
 	return errors.Join(cerr, err)
 }
 
-// Table is an open table.
+// Table is an open table of the client that opened it.
 type Table struct {
+	c *Client
 	t *clientcore.Table
 }
 
+// check reports ErrInvalid for a nil table or one another client opened.
+func (t *Table) check(c *Client) error {
+	if t == nil || t.t == nil || t.c != c {
+		return fmt.Errorf("%w: a nil *Table or one opened by another client", ErrInvalid)
+	}
+	return nil
+}
+
 // Name returns the table's name.
-func (t *Table) Name() string { return t.t.Name() }
+func (t *Table) Name() string {
+	if t == nil || t.t == nil {
+		return ""
+	}
+	return t.t.Name()
+}
 
 // OpenTable fetches a table's layout and probes every replica, returning
 // once each has answered or timed out, so that the first Gets choose among
@@ -326,14 +356,23 @@ func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return &Table{r.t}, nil
+	return &Table{c, r.t}, nil
 }
 
 // Session is the scope of the session guarantees: read-my-writes,
 // monotonic reads and causal consistency hold within one session (Pileus
 // 3.1). A session is used by one goroutine at a time.
 type Session struct {
+	c *Client
 	s *clientcore.Session
+}
+
+// check reports ErrInvalid for a nil session or one of another client.
+func (s *Session) check(c *Client) error {
+	if s == nil || s.s == nil || s.c != c {
+		return fmt.Errorf("%w: a nil *Session or one begun by another client", ErrInvalid)
+	}
+	return nil
 }
 
 // SessionOption changes a session's defaults.
@@ -348,6 +387,9 @@ func WithStrategy(s Strategy) SessionOption { return func(c *sessionConfig) { c.
 // BeginSession starts a session on t whose Gets use agreement unless a Get
 // says otherwise.
 func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption) (*Session, error) {
+	if err := t.check(c); err != nil {
+		return nil, err
+	}
 	cfg := sessionConfig{strategy: Pileus}
 	for _, o := range opts {
 		o(&cfg)
@@ -366,22 +408,29 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, r.err)
 	}
-	return &Session{r.s}, nil
+	return &Session{c, r.s}, nil
 }
 
 // EndSession ends a session; later operations in it fail with
 // ErrSessionEnded.
-func (c *Client) EndSession(s *Session) {
-	_, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- struct{}) {
+func (c *Client) EndSession(s *Session) error {
+	if err := s.check(c); err != nil {
+		return err
+	}
+	_, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- struct{}) {
 		core.EndSession(s.s)
 		ch <- struct{}{}
 	})
+	return err
 }
 
 // Put writes key at its tablet's primary and returns the version's
 // timestamp. When Put returns nil the version is durable at the primary.
 // On ErrTimeout or a ctx error the outcome is unknown.
 func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte) (Timestamp, error) {
+	if err := s.check(c); err != nil {
+		return Timestamp{}, err
+	}
 	type result struct {
 		r   clientcore.PutResult
 		err error
@@ -504,6 +553,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // if no subSLA was met it returns no value, a Result describing the
 // attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
+	if err := s.check(c); err != nil {
+		return nil, Result{Met: -1, Target: -1}, err
+	}
 	var o clientcore.GetOptions
 	for _, f := range opts {
 		f(&o)
@@ -562,18 +614,23 @@ func (c *Client) recordGet(r Result, err error) {
 
 // Metrics returns a snapshot of the client's counters and round-trip
 // estimates.
-func (c *Client) Metrics() Metrics {
+func (c *Client) Metrics() (Metrics, error) {
 	c.mu.Lock()
 	m := c.metrics
 	m.Met = maps.Clone(c.metrics.Met)
 	c.mu.Unlock()
-	m.RTT, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- []clientcore.RTTEstimate) {
-		ch <- core.RTTEstimates()
+	type monitor struct {
+		rtt    []clientcore.RTTEstimate
+		probes uint64
+	}
+	mon, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- monitor) {
+		ch <- monitor{core.RTTEstimates(), core.ProbesSent()}
 	})
-	m.Probes, _ = call(context.Background(), c, func(core *clientcore.Client, ch chan<- uint64) {
-		ch <- core.ProbesSent()
-	})
-	return m
+	if err != nil {
+		return Metrics{}, err
+	}
+	m.RTT, m.Probes = mon.rtt, mon.probes
+	return m, nil
 }
 
 // WritePrometheus writes the metrics in the Prometheus text exposition

@@ -123,7 +123,11 @@ func TestClientOverNetwork(t *testing.T) {
 		t.Fatalf("open unknown table: err %v, want ErrNoTable", err)
 	}
 	var b strings.Builder
-	c.Metrics().WritePrometheus(&b)
+	m, err := c.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WritePrometheus(&b)
 	for _, want := range []string{
 		`cosla_client_gets_total{sub_sla="strong 10s 1"} 20`,
 		`cosla_client_gets_total{sub_sla="none"} 1`,
@@ -232,7 +236,9 @@ func TestBadInput(t *testing.T) {
 	if _, _, err := c.Get(ctx, s, "k", cosla.WithSLA(sla.SLA{{Consistency: sla.Consistency{Kind: sla.Bounded, Bound: -time.Second}, Latency: time.Second, Utility: 1}})); !errors.Is(err, sla.ErrInvalid) {
 		t.Errorf("get with a negative bound: err %v, want sla.ErrInvalid", err)
 	}
-	c.EndSession(s)
+	if err := c.EndSession(s); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Put(ctx, s, "k", []byte("v")); !errors.Is(err, cosla.ErrSessionEnded) {
 		t.Errorf("put in an ended session: err %v, want ErrSessionEnded", err)
 	}
