@@ -2,33 +2,180 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
 	"github.com/cosla/cosla/internal/bench"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/report"
 	"github.com/cosla/cosla/internal/workload"
 )
 
+// workloadFlags are the flags that say the YCSB workload of `bench` and
+// `bench compare`.
+type workloadFlags struct {
+	name      string
+	props     stringList
+	valueSize int
+	records   uint64
+}
+
+func (wf *workloadFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&wf.name, "workload", "b", "YCSB core workload: a-f, or a workload property file")
+	fs.Var(&wf.props, "prop", "NAME=VALUE: set a workload property, as YCSB's -p does; repeatable (a write-only run: --workload a --prop readproportion=0 --prop updateproportion=1)")
+	fs.IntVar(&wf.valueSize, "value-size", 0, "bytes per value: sets fieldcount=1 and fieldlength to it (default: the workload's fieldcount*fieldlength)")
+	fs.Uint64Var(&wf.records, "records", 0, "records to load (default: the workload's recordcount)")
+}
+
+// properties resolves the workload, then applies --prop, --value-size
+// and --records in that order.
+func (wf *workloadFlags) properties() (workload.Properties, error) {
+	p, err := workload.Resolve(wf.name)
+	if err != nil {
+		return p, usagef("--workload: %v", err)
+	}
+	for _, kv := range wf.props {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, usagef("--prop %q: want NAME=VALUE", kv)
+		}
+		if err := p.Set(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
+			return p, usagef("--prop: %v", err)
+		}
+	}
+	switch {
+	case wf.valueSize < 0:
+		return p, usagef("--value-size must not be negative")
+	case wf.valueSize > 0:
+		p.FieldCount, p.FieldLength = 1, wf.valueSize
+	}
+	if wf.records > 0 {
+		p.RecordCount = wf.records
+	}
+	if err := p.Validate(); err != nil {
+		return p, usagef("--workload: %v", err)
+	}
+	return p, nil
+}
+
+// parseStrength parses a --read or --write value.
+func parseStrength(flagName, v string) (bench.Strength, error) {
+	s, err := bench.ParseStrength(v)
+	if err != nil {
+		return "", usagef("--%s %q: want weak or strong", flagName, v)
+	}
+	return s, nil
+}
+
+// flagsSet returns the names of the flags given on the command line.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// openSystems opens the named systems in order, saying so on stderr, and
+// returns them with a function that closes them all; on an error it
+// closes those it opened. An ErrInvalid of package bench is a usage
+// error.
+func openSystems(ctx context.Context, names []string, opts func(name string) bench.SystemOptions, stderr io.Writer) ([]bench.System, func(), error) {
+	var systems []bench.System
+	closeAll := func() {
+		for _, s := range slices.Backward(systems) {
+			if err := s.Close(); err != nil {
+				fmt.Fprintf(stderr, "cosla bench: stopping %s: %v\n", s.Name(), err)
+			}
+		}
+	}
+	for _, name := range names {
+		o := opts(name)
+		switch {
+		case len(o.Connect) > 0:
+			fmt.Fprintf(stderr, "cosla bench: connecting to %s at %s\n", name, strings.Join(o.Connect, ","))
+		case o.ClusterDir != "" && name == bench.SystemCosla:
+			fmt.Fprintf(stderr, "cosla bench: using the cosla cluster in %s\n", o.ClusterDir)
+		default:
+			fmt.Fprintf(stderr, "cosla bench: starting %s in %s\n", name, filepath.Join(o.Dir, name+"-*"))
+		}
+		s, err := bench.OpenSystem(ctx, name, o)
+		if errors.Is(err, bench.ErrInvalid) {
+			err = usageError{err.Error()}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		systems = append(systems, s)
+	}
+	return systems, closeAll, nil
+}
+
+// serversDir returns dir, or, when it is empty, a new temporary directory
+// that remove removes.
+func serversDir(dir string) (_ string, remove func(), err error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "cosla-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return runBenchCompare(args[1:], stdout, stderr)
+	}
 	fs := newFlags("bench", stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, true)
-	wl := fs.String("workload", "b", "YCSB core workload: a-f, or a workload property file")
+	fs.Lookup("dir").Usage = "directory of the store: of the running cluster for target cosla; for the others, where their servers start (default: a temporary directory, removed afterwards)"
+	target := fs.String("target", bench.SystemCosla, "store: "+strings.Join(bench.SystemNames(), ", "))
+	connect := fs.String("connect", "", "comma-separated addresses of the store's servers that you run, used instead of starting its own ("+connectHelp()+")")
+	read := fs.String("read", "", "read strength: weak or strong, mapped to the store's own read option (default: weak; on cosla, --sla and --strategy)")
+	write := fs.String("write", "weak", "write strength: weak or strong, mapped to the store's own write option (cosla's Puts are always durable)")
+	var wf workloadFlags
+	wf.add(fs)
 	clients := fs.Int("clients", 1, "concurrent clients")
 	duration := fs.Duration("duration", 30*time.Second, "stop the run phase after this long")
 	operations := fs.Uint64("operations", 0, "stop after this many operations (default: the workload's operationcount)")
-	records := fs.Uint64("records", 0, "records to load (default: the workload's recordcount)")
 	load := fs.Bool("load", true, "insert the records before the run phase")
 	seed := fs.Uint64("seed", 1, "seed of the operation sequence")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla bench [flags]\n\nRuns a YCSB core workload against the local cluster from one client site: reads are Gets\nunder --sla, updates and inserts are Puts. Prints latency percentiles per operation and\nthroughput; --json for machines.\n\nFlags:")
+		fmt.Fprintln(stderr, `Usage: cosla bench [flags]
+       cosla bench compare [flags]   (run "cosla bench compare -h")
+
+Runs a YCSB core workload against a store and prints latency percentiles per operation and
+throughput; --json for machines. Reads are Gets, updates and inserts Puts.
+
+--target cosla (the default) runs against the local cluster (--dir, default that of cosla
+cluster up) from one client site, its Gets under --sla and --strategy. redis, etcd and postgres
+start their servers on loopback in --dir (default: a temporary directory, removed afterwards)
+and stop them at the end, or use the servers at --connect; cosla-nofsync starts a one-site
+cluster that never fsyncs. --read and --write weak|strong pick each store's own options:
+
+  target          weak read           strong read       weak write     strong write
+  cosla           eventual (closest)  strong (primary)  durable        durable
+  cosla-nofsync   eventual (closest)  strong (primary)  no-fsync       no-fsync
+  redis           replica             primary           async          wait
+  etcd            serializable        linearizable      linearizable   linearizable
+  postgres        standby             primary           async          sync
+
+The output names the options used.
+
+Flags:`)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -37,15 +184,39 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if err := bench.CheckNames([]string{*target}); err != nil {
+		return usagef("--target: %v", err)
+	}
 	if *clients < 1 || *clients > bench.MaxClients {
 		return usagef("--clients must be between 1 and %d", bench.MaxClients)
 	}
-	props, err := workload.Resolve(*wl)
-	if err != nil {
-		return usagef("--workload: %v", err)
+	set := flagsSet(fs)
+	isCosla := *target == bench.SystemCosla || *target == bench.SystemCoslaNoFsync
+	if isCosla && *connect != "" {
+		return usagef("--connect is for %s; cosla is reached through --dir", adapters.StoreNames())
 	}
-	if *records > 0 {
-		props.RecordCount = *records
+	for _, name := range []string{"sla", "strategy", "site", "table"} {
+		if set[name] && *target != bench.SystemCosla {
+			return usagef("--%s is for target cosla", name)
+		}
+	}
+	if set["read"] && (set["sla"] || set["strategy"]) {
+		return usagef("--read replaces --sla and --strategy: give one or the other")
+	}
+	var readStrength bench.Strength
+	if *read != "" {
+		var err error
+		if readStrength, err = parseStrength("read", *read); err != nil {
+			return err
+		}
+	}
+	writeStrength, err := parseStrength("write", *write)
+	if err != nil {
+		return err
+	}
+	props, err := wf.properties()
+	if err != nil {
+		return err
 	}
 	if *operations > 0 {
 		props.OperationCount = *operations
@@ -54,32 +225,202 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--workload: %v", err)
 	}
-	tg, err := resolveTarget(&f)
+	gets, err := coslaGets(&f)
 	if err != nil {
 		return err
 	}
+	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
+	removeDir := func() {}
+	if *target == bench.SystemCosla {
+		o.ClusterDir, o.Cosla = f.dir, gets
+	} else {
+		dir := ""
+		if set["dir"] {
+			dir = f.dir
+		}
+		if o.Dir, removeDir, err = serversDir(dir); err != nil {
+			return err
+		}
+	}
+	defer removeDir()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	systems, closeAll, err := openSystems(ctx, []string{*target}, func(string) bench.SystemOptions { return o }, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
 	loop := driver.NewLoop(time.Now())
-	target := &driver.HostTarget{Loop: loop, Nodes: tg.info.NodesFor, Table: tg.table, OpenTimeout: f.timeout}
-	fmt.Fprintf(stderr, "cosla bench: workload %s, %d clients at site %s, SLA %s, strategy %s, seed %d\n",
-		*wl, *clients, tg.site, tg.agreement, tg.strategy, *seed)
-	res, err := bench.Run(ctx, loop, target, w, bench.Options{
-		Clients: *clients, Duration: *duration, Load: *load, Seed: *seed,
-		Site: tg.site, Cosla: driver.Cosla{SLA: tg.agreement, Strategy: tg.strategy},
-		ProgressInterval: 5 * time.Second,
-		Progress: func(p bench.Progress) {
-			fmt.Fprintf(stderr, "  %s %5.0fs  %d ops, %d errors, %.0f ops/s\n", p.Phase, p.Elapsed.Seconds(), p.Operations, p.Errors, p.ThroughputOpsPerS)
-		},
-	})
+	tg, opts, err := systems[0].Plan(ctx, loop, readStrength, writeStrength)
+	if err != nil {
+		return err
+	}
+	opts.Clients, opts.Duration, opts.Load, opts.Seed = *clients, *duration, *load, *seed
+	opts.ProgressInterval = 5 * time.Second
+	opts.Progress = func(p bench.Progress) { fmt.Fprintf(stderr, "  %s\n", p) }
+	at := ""
+	if opts.Site != "" {
+		at = " at site " + opts.Site
+	}
+	fmt.Fprintf(stderr, "cosla bench: workload %s, %d clients%s; %s; seed %d\n", wf.name, *clients, at, opts.Setup, *seed)
+	res, err := bench.Run(ctx, loop, tg, w, opts)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	if f.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(stdout, res)
 	}
 	return res.WriteText(stdout)
+}
+
+// connectHelp says what --connect takes for each store.
+func connectHelp() string {
+	var parts []string
+	for _, s := range adapters.Stores() {
+		parts = append(parts, s.Name+": "+s.Addrs)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func runBenchCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench compare", stderr)
+	targets := fs.String("targets", "cosla,redis,etcd", "comma-separated stores, compared in order; the ratios are the first's to each other ("+strings.Join(bench.SystemNames(), ", ")+")")
+	var wf workloadFlags
+	wf.add(fs)
+	clientList := fs.String("clients", "1", "comma-separated client counts: a table each")
+	reads := fs.String("read", "weak", "comma-separated read strengths, weak and/or strong, each run on every store at every count")
+	write := fs.String("write", "weak", "write strength of every run: weak or strong")
+	duration := fs.Duration("duration", 10*time.Second, "length of each run")
+	operations := fs.Uint64("operations", 0, "stop each run after this many operations (default: --duration alone)")
+	load := fs.Bool("load", true, "insert the records into each store before its first run")
+	seed := fs.Uint64("seed", 1, "seed of the operation sequence of every run")
+	dir := fs.String("dir", "", "directory to start the servers and cosla clusters in, a new DIR/NAME-* each (default: a temporary directory, removed afterwards)")
+	clusterDir := fs.String("cluster-dir", "", "directory of a running cosla cluster (cosla cluster up) for target cosla (default: start a one-site cluster)")
+	site := fs.String("site", "", "client site on --cluster-dir's cluster (default: its first site)")
+	table := fs.String("table", "", "table on --cluster-dir's cluster (default: the table it created)")
+	var connect stringList
+	fs.Var(&connect, "connect", "NAME=ADDRS: use the servers of store NAME that you run at the comma-separated ADDRS instead of starting them; repeatable ("+connectHelp()+")")
+	out := fs.String("out", "", "directory for report.md, report.html, "+report.BenchFileName+" and plots/ (a latency CDF per operation kind, throughput against clients)")
+	jsonOut := fs.Bool("json", false, "print the comparison as JSON instead of text")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up opening a cosla client after this long")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `Usage: cosla bench compare [flags]
+
+Runs one YCSB workload through the same driver on several stores, one run after another: for
+each --clients count, for each --read strength, each of --targets. Each store is started once
+(or reached at --connect) and stopped at the end; the records are loaded into each once. cosla
+and cosla-nofsync are one-site clusters started here (a storage node, no emulated network;
+cosla-nofsync never fsyncs), unless --cluster-dir names a running one for cosla.
+
+Prints a table per client count: a row per run with the store and the options its reads and
+writes used (see "cosla bench -h"), ops/s, p50 and p99 latency per operation kind, and the first
+target's ratio to each other at the same read strength. --json prints it all as JSON; --out
+writes a report.
+
+Flags:`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	names := splitList(*targets)
+	if len(names) == 0 {
+		return usagef("--targets names no store")
+	}
+	if err := bench.CheckNames(names); err != nil {
+		return usagef("--targets: %v", err)
+	}
+	var clients []int
+	for _, c := range splitList(*clientList) {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return usagef("--clients: %q is not a client count", c)
+		}
+		clients = append(clients, n)
+	}
+	var strengths []bench.Strength
+	for _, r := range splitList(*reads) {
+		s, err := parseStrength("read", r)
+		if err != nil {
+			return err
+		}
+		strengths = append(strengths, s)
+	}
+	writeStrength, err := parseStrength("write", *write)
+	if err != nil {
+		return err
+	}
+	props, err := wf.properties()
+	if err != nil {
+		return err
+	}
+	addrs := map[string][]string{}
+	for _, c := range connect {
+		name, list, ok := strings.Cut(c, "=")
+		switch {
+		case !ok:
+			return usagef("--connect %q: want NAME=ADDRS", c)
+		case !slices.Contains(names, name):
+			return usagef("--connect %q: %s is not among --targets", c, name)
+		case name == bench.SystemCosla || name == bench.SystemCoslaNoFsync:
+			return usagef("--connect %q: cosla is reached through --cluster-dir", c)
+		}
+		addrs[name] = splitList(list)
+	}
+	switch {
+	case *clusterDir != "" && !slices.Contains(names, bench.SystemCosla):
+		return usagef("--cluster-dir is for target cosla, which --targets lacks")
+	case (*site != "" || *table != "") && *clusterDir == "":
+		return usagef("--site and --table choose on a running cluster: give --cluster-dir")
+	}
+	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: writeStrength,
+		Duration: *duration, Operations: *operations, Load: *load, Seed: *seed, Log: stderr}
+	co.EnsureDefaults()
+	if err := co.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	serverDir, removeDir, err := serversDir(*dir)
+	if err != nil {
+		return err
+	}
+	defer removeDir()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	systems, closeAll, err := openSystems(ctx, names, func(name string) bench.SystemOptions {
+		o := bench.SystemOptions{Dir: serverDir, Connect: addrs[name], OpenTimeout: *timeout}
+		if name == bench.SystemCosla {
+			o.ClusterDir, o.Site, o.Table = *clusterDir, *site, *table
+		}
+		return o
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	c, err := bench.Compare(ctx, systems, co)
+	if err != nil && !errors.Is(err, context.Canceled) && len(c.Tables) == 0 {
+		return err
+	}
+	if len(c.Tables) > 0 && *out != "" {
+		if werr := report.WriteBench(*out, c); werr != nil {
+			return errors.Join(err, werr)
+		}
+		fmt.Fprintf(stderr, "cosla bench compare: wrote %s, %s, %s and %s\n", filepath.Join(*out, "report.md"), filepath.Join(*out, "report.html"),
+			filepath.Join(*out, report.BenchFileName), filepath.Join(*out, "plots"))
+	}
+	var perr error
+	if *jsonOut {
+		perr = printJSON(stdout, c)
+	} else {
+		perr = c.WriteText(stdout)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return perr
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -51,11 +52,10 @@ type clientSession struct {
 	site     string
 }
 
-// target is what the client flags name on a running cluster: the cluster,
-// the client's site and the addresses it dials from there, the SLA,
-// strategy and table.
+// target is what the client flags name on a running cluster: the
+// client's site and the addresses it dials from there, the SLA, strategy
+// and table.
 type target struct {
-	info      *cluster.Info
 	site      string
 	nodes     map[string]string
 	agreement sla.SLA
@@ -70,29 +70,42 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg := &target{info: info, site: f.site, strategy: cosla.Pileus, table: f.table}
+	tg := &target{site: f.site, table: f.table}
 	if tg.site == "" {
 		tg.site = info.DefaultSite
 	}
 	if tg.nodes, err = info.NodesFor(tg.site); err != nil {
 		return nil, usageError{err.Error()}
 	}
-	spec := f.slaSpec
-	if spec == "" {
-		spec = defaultGetSLA
+	gets, err := coslaGets(f)
+	if err != nil {
+		return nil, err
 	}
-	if tg.agreement, err = sla.Resolve(spec); err != nil {
-		return nil, usagef("--sla: %v", err)
-	}
-	if f.strategy != "" {
-		if tg.strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
-			return nil, usagef("--strategy: %v", err)
-		}
-	}
+	tg.agreement, tg.strategy = gets.SLA, gets.Strategy
 	if tg.table == "" {
 		tg.table = info.Table
 	}
 	return tg, nil
+}
+
+// coslaGets parses --sla and --strategy: the SLA and strategy of Gets,
+// defaultGetSLA and pileus when not given.
+func coslaGets(f *clientFlags) (driver.Cosla, error) {
+	spec := f.slaSpec
+	if spec == "" {
+		spec = defaultGetSLA
+	}
+	agreement, err := sla.Resolve(spec)
+	if err != nil {
+		return driver.Cosla{}, usagef("--sla: %v", err)
+	}
+	strategy := cosla.Pileus
+	if f.strategy != "" {
+		if strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
+			return driver.Cosla{}, usagef("--strategy: %v", err)
+		}
+	}
+	return driver.Cosla{SLA: agreement, Strategy: strategy}, nil
 }
 
 func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {

@@ -192,8 +192,9 @@ func TestClusterCommands(t *testing.T) {
 		"--workload", "a", "--records", "50", "--operations", "200", "--clients", "4", "--json")
 	wantExit(t, r, 0)
 	var res struct {
-		Load struct{ Operations, Errors int }
-		Run  struct {
+		Target, Read, Write string
+		Load                struct{ Operations, Errors int }
+		Run                 struct {
 			Operations, Errors int
 			Stop               string
 			Kinds              []struct{ Kind string }
@@ -205,6 +206,9 @@ func TestClusterCommands(t *testing.T) {
 	if res.Load.Operations != 50 || res.Run.Operations != 200 || res.Load.Errors+res.Run.Errors != 0 ||
 		res.Run.Stop != "complete" || len(res.Run.Kinds) != 2 {
 		t.Errorf("bench: %+v; want 50 inserts, 200 reads and updates, no error", res)
+	}
+	if res.Target != "cosla" || res.Read != `"eventual 1s 1" (pileus)` || res.Write != "durable" {
+		t.Errorf("bench: target %q, reads %q, writes %q; want cosla, the SLA and strategy, durable", res.Target, res.Read, res.Write)
 	}
 
 	wantExit(t, coslaCmd(t, time.Minute, "cluster", "link", "set", "england", "us", "--latency", "400ms", "--dir", dir), 0)

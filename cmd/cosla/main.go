@@ -12,8 +12,9 @@
 //	cosla put [--site S] KEY VALUE
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--json] KEY
 //	cosla session run [--site S] FILE
-//	cosla bench [--workload a-f|FILE] [--clients N] [--duration D]
-//	cosla measure run --target sim|cosla|redis|etcd|postgres --out DIR
+//	cosla bench [--target cosla|redis|etcd|postgres] [--workload a-f|FILE] [--clients N] [--duration D]
+//	cosla bench compare [--targets cosla,redis,etcd] [--workload a-f|FILE] [--clients N,...] [--out DIR]
+//	cosla measure run --target sim|cosla|redis|etcd|postgres [--connect ADDRS] --out DIR
 //	cosla measure analyze TRACE
 //	cosla measure report --out OUT DIR...
 //	cosla serve --config FILE
@@ -55,7 +56,7 @@ func commands() []command {
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
 		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
-		{"bench", "run a YCSB workload against the local cluster (bench --workload b --clients 50)", runBench},
+		{"bench", "run a YCSB workload against cosla, Redis, etcd or PostgreSQL (bench --workload b --clients 50), or compare them (bench compare)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
 		{"experiment", "run a scenario file or shipped experiment and write tables, plots and a report (experiment list, experiment run pileus-table1)", runExperiment},
 		{"measure", "measure the consistency a store delivers, Wada-style (measure run --target sim --preset simpledb --out DIR)", runMeasure},

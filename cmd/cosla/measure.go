@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
 	"github.com/cosla/cosla/internal/cluster"
 	mrun "github.com/cosla/cosla/internal/measure/run"
 	"github.com/cosla/cosla/internal/report"
@@ -38,6 +39,18 @@ func runMeasure(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return usagef("unknown subcommand %q (want run, analyze, report or worker)", args[0])
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries
+// and blanks around them: "" is no entries.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // stringList is a repeatable flag.
@@ -68,6 +81,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	writerSite := fs.String("writer-site", "", "site of the writers (target cosla; default: the cluster's first site)")
 	readerSite := fs.String("reader-site", "", "site of the readers (target cosla; default: the writers' site)")
 	lag := fs.Duration("lag", 100*time.Millisecond, "replica lag of the in-memory store (target mem)")
+	connect := fs.String("connect", "", "comma-separated addresses of "+adapters.StoreNames()+" servers you run, measured instead of servers started in DIR/servers (see Targets)")
 	sweep := fs.String("sweep", "", "comma-separated client counts: run a load sweep (Wada 4.1) instead")
 	clientHz := fs.Float64("client-hz", 1, "sweep: each client's request rate")
 	readFraction := fs.Float64("read-fraction", 0.99, "sweep: fraction of reads")
@@ -121,7 +135,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	if *keys != "" {
 		w.Keys = strings.Split(*keys, ",")
 	}
-	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out,
+	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out, Connect: splitList(*connect),
 		ClusterDir: *clusterDir, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
 		ClientHz: *clientHz, ReadFraction: *readFraction, Spawn: spawnWorker(stderr), Log: stderr,
 		Command: "cosla measure run " + strings.Join(args, " ")}
@@ -189,7 +203,7 @@ func spawnWorker(stderr io.Writer) func(context.Context, mrun.WorkerConfig) (mru
 func runMeasureWorker(args []string, stderr io.Writer) error {
 	fs := newFlags("measure worker", stderr)
 	target := fs.String("target", "", "store: cosla, redis, etcd or postgres")
-	connect := fs.String("connect", "", "comma-separated addresses of an external store's servers")
+	connect := fs.String("connect", "", "comma-separated addresses of the store's servers, as measure run --connect takes them")
 	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster")
 	site := fs.String("site", "", "site of the client")
 	specJSON := fs.String("spec", "", "the role, as JSON (mrun.RoleSpec)")
@@ -198,7 +212,7 @@ func runMeasureWorker(args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w := mrun.WorkerConfig{Target: *target, Connect: strings.Split(*connect, ","), ClusterDir: *clusterDir, Site: *site,
+	w := mrun.WorkerConfig{Target: *target, Connect: splitList(*connect), ClusterDir: *clusterDir, Site: *site,
 		StartUS: *startUS, TracePath: *tracePath}
 	if err := json.Unmarshal([]byte(*specJSON), &w.Spec); err != nil {
 		return usagef("--spec: %v", err)

@@ -1,14 +1,15 @@
-// Package adapters connects `cosla measure` to real key-value stores, so
-// that the consumer-side measurements of Wada et al. (CIDR'11, sections
-// 2-4) can be taken on stores other than cosla itself: Redis with an
-// asynchronous replica, a three-member etcd cluster, and PostgreSQL with a
-// streaming standby.
+// Package adapters connects `cosla measure` and `cosla bench` to real
+// key-value stores, so that the consumer-side measurements of Wada et al.
+// (CIDR'11, sections 2-4) and the YCSB workloads can be run on stores
+// other than cosla itself: Redis with an asynchronous replica, a
+// three-member etcd cluster, and PostgreSQL with a streaming standby.
 //
 // Each store is a Store: Write and Read take an option, the client-side
 // choice that Wada 2.1 varies ("eventual" or "consistent" reads in
 // SimpleDB), and return a Report of what the store said about the op, so
 // that the benchmark can fill measure.Op's Option, Consistency and Replica
-// fields. The options, default first:
+// fields. The options, from the weakest (the default) to the strongest,
+// which is how `cosla bench` maps its weak and strong reads and writes:
 //
 //	store     read options                write options
 //	redis     replica, primary            async, wait
@@ -40,8 +41,10 @@
 // Debian binaries, as child processes listening on loopback on free ports,
 // with their data and logs under a directory the caller gives; the Close
 // of the returned store stops them. ConnectRedis, ConnectEtcd and
-// ConnectPostgres attach to servers the user already runs. The caller's
-// duties:
+// ConnectPostgres attach to servers the user already runs. Start and
+// Connect do the same by the store's name (the registry, Stores), and a
+// store's Addrs (Remote) is what Connect takes to reach it again, from
+// another process too. The caller's duties:
 //  1. install the servers (ErrNotInstalled names the Debian package);
 //  2. give each Start its own directory and keep it until Close returns;
 //  3. call Close, even after a failed op, so that no server outlives the
@@ -73,7 +76,8 @@ type Store interface {
 	Write(ctx context.Context, key, value, option string) (Report, error)
 	// Read reads key with a read option; found is false if the key has no value.
 	Read(ctx context.Context, key, option string) (value string, found bool, rep Report, err error)
-	// ReadOptions and WriteOptions list the options the store accepts, default first.
+	// ReadOptions and WriteOptions list the options the store accepts,
+	// from the weakest, the default, to the strongest.
 	ReadOptions() []string
 	WriteOptions() []string
 	Close() error

@@ -245,8 +245,9 @@ func TestRedis(t *testing.T) {
 		readConsistency:  map[string]string{"replica": ConsistencyEventual, "primary": ConsistencyStrong},
 		writeConsistency: map[string]string{"async": ConsistencyAsync, "wait": ConsistencyReplicated},
 	}
+	checkRegistry(t, r, c)
 	t.Run("connect", func(t *testing.T) {
-		s, err := ConnectRedis(r.PrimaryAddr(), r.ReplicaAddr())
+		s, err := Connect(t.Context(), "redis", r.Addrs())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,8 +272,14 @@ func TestEtcd(t *testing.T) {
 		readConsistency:  map[string]string{"serializable": ConsistencySerializable, "linearizable": ConsistencyLinearizable},
 		writeConsistency: map[string]string{"linearizable": ConsistencyLinearizable},
 	}
+	checkRegistry(t, e, c)
 	t.Run("connect", func(t *testing.T) {
-		s, err := ConnectEtcd(t.Context(), e.Endpoints())
+		// host:port, as a user types it: Connect adds the scheme.
+		var members []string
+		for _, ep := range e.Addrs() {
+			members = append(members, hostPort(ep))
+		}
+		s, err := Connect(t.Context(), "etcd", members)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,13 +304,26 @@ func TestPostgres(t *testing.T) {
 		readConsistency:  map[string]string{"standby": ConsistencyEventual, "primary": ConsistencyStrong},
 		writeConsistency: map[string]string{"async": ConsistencyAsync, "sync": ConsistencyReplicated},
 	}
+	checkRegistry(t, pg, c)
 	t.Run("connect", func(t *testing.T) {
-		dsn := func(addr string) string { return "postgres://postgres@" + addr + "/postgres?sslmode=disable" }
-		s, err := ConnectPostgres(t.Context(), dsn(pg.PrimaryAddr()), dsn(pg.StandbyAddr()))
+		// host:port, as a user types it: Connect makes the URL.
+		s, err := Connect(t.Context(), "postgres", []string{pg.PrimaryAddr(), pg.StandbyAddr()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		testStore(t, s, c)
+	})
+	t.Run("connect-addrs", func(t *testing.T) {
+		s, err := Connect(t.Context(), "postgres", pg.Addrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.WriteOptions(); !slices.Equal(got, c.writeOptions) {
+			t.Errorf("connected by Addrs %q: WriteOptions() = %q, want %q", pg.Addrs(), got, c.writeOptions)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 	procs, dataDir := pg.procs, pg.dataDir
 	t.Run("harness", func(t *testing.T) { testStore(t, pg, c) })
@@ -311,6 +331,83 @@ func TestPostgres(t *testing.T) {
 	if dataDir != "" {
 		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("Close left the data directory %s (stat: %v)", dataDir, err)
+		}
+	}
+}
+
+// checkRegistry fails unless the registry lists s's name with the
+// options s takes.
+func checkRegistry(t *testing.T, s Store, c contract) {
+	t.Helper()
+	info, err := Lookup(s.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(info.ReadOptions, c.readOptions) || !slices.Equal(info.WriteOptions, c.writeOptions) {
+		t.Errorf("registry: %s options %q, %q; the store takes %q, %q", s.Name(), info.ReadOptions, info.WriteOptions, c.readOptions, c.writeOptions)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	var names []string
+	for _, s := range Stores() {
+		names = append(names, s.Name)
+	}
+	if want := []string{"redis", "etcd", "postgres"}; !slices.Equal(names, want) {
+		t.Errorf("Stores() names %q, want %q", names, want)
+	}
+	Stores()[0].ReadOptions[0] = "mutated"
+	if Stores()[0].ReadOptions[0] == "mutated" {
+		t.Errorf("Stores returns the registry's own slices")
+	}
+	ctx := t.Context()
+	if _, err := Lookup("oracle"); !errors.Is(err, ErrUnknownStore) || !strings.Contains(err.Error(), "redis, etcd or postgres") {
+		t.Errorf("Lookup(oracle) = %v, want ErrUnknownStore naming the stores", err)
+	}
+	if _, err := Start(ctx, "oracle", t.TempDir()); !errors.Is(err, ErrUnknownStore) {
+		t.Errorf("Start(oracle) = %v, want ErrUnknownStore", err)
+	}
+	if _, err := Connect(ctx, "oracle", []string{"127.0.0.1:1"}); !errors.Is(err, ErrUnknownStore) {
+		t.Errorf("Connect(oracle) = %v, want ErrUnknownStore", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+		want  string
+	}{
+		{"redis", nil, "PRIMARY,REPLICA"},
+		{"redis", []string{"", " "}, "PRIMARY,REPLICA"},
+		{"redis", []string{"127.0.0.1:1"}, "2 addresses"},
+		{"redis", []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, "2 addresses"},
+		{"postgres", []string{"127.0.0.1:1"}, "2 addresses"},
+		{"etcd", []string{}, "MEMBER"},
+	} {
+		if _, err := Connect(ctx, tc.name, tc.addrs); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Connect(%s, %q) = %v, want an error naming %q", tc.name, tc.addrs, err, tc.want)
+		}
+	}
+	// Empty entries are dropped: "a,b," is two addresses. ConnectRedis
+	// does not dial until the first op.
+	s, err := Connect(ctx, "redis", []string{"127.0.0.1:1", "127.0.0.1:2", ""})
+	if err != nil {
+		t.Fatalf("Connect(redis, two addresses and an empty one): %v", err)
+	}
+	if got := s.(Remote).Addrs(); !slices.Equal(got, []string{"127.0.0.1:1", "127.0.0.1:2"}) {
+		t.Errorf("Addrs() = %q", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPostgresDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5432":                    "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+		"postgres://u:p@db:5432/x":          "postgres://u:p@db:5432/x",
+		"host=db port=5432 user=u dbname=x": "host=db port=5432 user=u dbname=x",
+	} {
+		if got := postgresDSN(in); got != want {
+			t.Errorf("postgresDSN(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

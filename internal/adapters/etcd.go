@@ -40,7 +40,7 @@ type Etcd struct {
 	closeErr  error
 }
 
-var _ Store = (*Etcd)(nil)
+var _ Remote = (*Etcd)(nil)
 
 // ConnectEtcd returns a Store for an etcd cluster that the caller runs,
 // given the client URLs of its members (e.g. "http://127.0.0.1:2379"). It
@@ -141,6 +141,9 @@ func (e *Etcd) WriteOptions() []string { return slices.Clone(etcdWriteOptions) }
 
 // Endpoints are the client URLs of the members.
 func (e *Etcd) Endpoints() []string { return slices.Clone(e.endpoints) }
+
+// Addrs implements Remote: the members' client URLs.
+func (e *Etcd) Addrs() []string { return e.Endpoints() }
 
 // LeaderEndpoint is where writes go; FollowerEndpoint is where reads go.
 func (e *Etcd) LeaderEndpoint() string   { return e.leaderEndpoint }

@@ -42,6 +42,7 @@ const (
 // standby ("standby", the default) or to the primary ("primary").
 type Postgres struct {
 	primaryAddr, standbyAddr string
+	primaryDSN, standbyDSN   string
 	// async and sync are pools at the primary whose sessions start with
 	// the write option's synchronous_commit; sync is nil without a
 	// synchronous standby.
@@ -56,7 +57,7 @@ type Postgres struct {
 	closeErr  error
 }
 
-var _ Store = (*Postgres)(nil)
+var _ Remote = (*Postgres)(nil)
 
 // ConnectPostgres returns a Store for a PostgreSQL primary and one of its
 // hot standbys that the caller runs, given their connection strings (URL
@@ -86,7 +87,7 @@ func ConnectPostgres(ctx context.Context, primaryDSN, standbyDSN string) (*Postg
 // connectPostgres makes the pools, which connect on first use, and
 // offers write option "async" only.
 func connectPostgres(primaryDSN, standbyDSN string) (*Postgres, error) {
-	pg := &Postgres{writeOptions: []string{OptionPostgresAsync}}
+	pg := &Postgres{primaryDSN: primaryDSN, standbyDSN: standbyDSN, writeOptions: []string{OptionPostgresAsync}}
 	var err error
 	if pg.async, pg.primaryAddr, err = newPostgresPool(primaryDSN, "local"); err != nil {
 		return nil, err
@@ -137,6 +138,10 @@ func (pg *Postgres) WriteOptions() []string { return slices.Clone(pg.writeOption
 // PrimaryAddr and StandbyAddr are the servers' host:port addresses.
 func (pg *Postgres) PrimaryAddr() string { return pg.primaryAddr }
 func (pg *Postgres) StandbyAddr() string { return pg.standbyAddr }
+
+// Addrs implements Remote: the primary's connection string, then the
+// standby's.
+func (pg *Postgres) Addrs() []string { return []string{pg.primaryDSN, pg.standbyDSN} }
 
 // Write implements Store.
 func (pg *Postgres) Write(ctx context.Context, key, value, option string) (Report, error) {

@@ -38,7 +38,7 @@ type Redis struct {
 	closeErr  error
 }
 
-var _ Store = (*Redis)(nil)
+var _ Remote = (*Redis)(nil)
 
 // ConnectRedis returns a Store for a Redis primary and one of its
 // replicas that the caller runs, at host:port addresses. It does not
@@ -79,6 +79,9 @@ func (r *Redis) WriteOptions() []string { return slices.Clone(redisWriteOptions)
 // PrimaryAddr and ReplicaAddr are the servers' host:port addresses.
 func (r *Redis) PrimaryAddr() string { return r.primaryAddr }
 func (r *Redis) ReplicaAddr() string { return r.replicaAddr }
+
+// Addrs implements Remote: the primary's address, then the replica's.
+func (r *Redis) Addrs() []string { return []string{r.primaryAddr, r.replicaAddr} }
 
 // Write implements Store.
 func (r *Redis) Write(ctx context.Context, key, value, option string) (Report, error) {

@@ -5,6 +5,16 @@
 // is any driver.Target (a cosla cluster through driver.HostTarget, another
 // store through driver.StoreTarget).
 //
+// A System (OpenSystem) is a store by name, started on loopback or
+// reached where the user runs it: cosla (a running cluster, or a one-site
+// cluster started for the comparison), cosla-nofsync, and the stores of
+// package adapters. Its Plan maps a run's weak or strong reads and writes
+// to the store's own options (Strength) and names them in the Result's
+// Setup. Compare runs one workload on several systems, one run after
+// another, at several client counts and read strengths, and holds each
+// run's figures beside the first system's ratios to them (`cosla bench
+// compare`).
+//
 // Run's duties, in order:
 //
 //  1. Optionally load: a group of Options.Clients sessions writes records 0
@@ -84,6 +94,14 @@ type Options struct {
 	// and Cosla); other targets ignore them.
 	Site  string
 	Cosla driver.Cosla
+	// ReadOption and WriteOption are the options of every Get and Put
+	// (driver.Op.Option), for a store target (driver.StoreTarget): one of
+	// the store's read and write options (package adapters); "" is the
+	// store's default. A cosla target has none.
+	ReadOption, WriteOption string
+	// Setup names the store and what its reads and writes do there, for
+	// the Result; Run copies it. System.Plan fills it in.
+	Setup Setup
 	// Progress, if set, is called on the loop every ProgressInterval
 	// during each phase and once when the phase ends (Progress.Done). A
 	// slow callback delays the loop, and so the operations' completions.
@@ -125,8 +143,8 @@ func (o Options) Validate() error {
 
 // String renders the effective options for logging (STYLE.md habit 5).
 func (o Options) String() string {
-	return fmt.Sprintf("clients=%d operations=%d duration=%v load=%t seed=%d site=%q sla=%q strategy=%s progress_interval=%v",
-		o.Clients, o.Operations, o.Duration, o.Load, o.Seed, o.Site, o.Cosla.SLA.String(), o.Cosla.Strategy, o.ProgressInterval)
+	return fmt.Sprintf("clients=%d operations=%d duration=%v load=%t seed=%d site=%q sla=%q strategy=%s read_option=%q write_option=%q progress_interval=%v",
+		o.Clients, o.Operations, o.Duration, o.Load, o.Seed, o.Site, o.Cosla.SLA.String(), o.Cosla.Strategy, o.ReadOption, o.WriteOption, o.ProgressInterval)
 }
 
 // Progress is a snapshot of a phase in progress.
@@ -142,6 +160,11 @@ type Progress struct {
 	ThroughputOpsPerS float64
 	// Done is set on the last call of a phase.
 	Done bool
+}
+
+// String renders a progress line: "run 5s  1200 ops, 0 errors, 240 ops/s".
+func (p Progress) String() string {
+	return fmt.Sprintf("%s %5.0fs  %d ops, %d errors, %.0f ops/s", p.Phase, p.Elapsed.Seconds(), p.Operations, p.Errors, p.ThroughputOpsPerS)
 }
 
 // Run runs w against target as opts say, on loop, and returns what it
@@ -161,11 +184,11 @@ func Run(ctx context.Context, loop *driver.Loop, target driver.Target, w *worklo
 		return Result{}, err
 	}
 	props := w.Properties()
-	res := Result{Seed: opts.Seed, Clients: opts.Clients, Workload: props.String()}
+	res := Result{Setup: opts.Setup, Seed: opts.Seed, Clients: opts.Clients, Workload: props.String()}
 	r := &runner{ctx: ctx, loop: loop, target: target, opts: opts}
 
 	if opts.Load {
-		load := &driver.LoadMix{N: props.RecordCount, ValueSize: props.ValueBytes()}
+		load := r.withOptions(&driver.LoadMix{N: props.RecordCount, ValueSize: props.ValueBytes()})
 		p, err := r.phase(PhaseLoad, load, rand.New(rand.NewPCG(opts.Seed, 2)), steps(props.RecordCount), 0)
 		res.Load = &p
 		if err != nil {
@@ -174,7 +197,7 @@ func Run(ctx context.Context, loop *driver.Loop, target driver.Target, w *worklo
 	}
 	// One source for the whole sequence of operations: the draws depend
 	// on the seed alone, whatever the number of clients.
-	p, err := r.phase(PhaseRun, driver.YCSBMix{W: w}, rand.New(rand.NewPCG(opts.Seed, 0)), steps(opts.Operations), opts.Duration)
+	p, err := r.phase(PhaseRun, r.withOptions(driver.YCSBMix{W: w}), rand.New(rand.NewPCG(opts.Seed, 0)), steps(opts.Operations), opts.Duration)
 	res.Run = p
 	return res, err
 }
@@ -188,6 +211,34 @@ type runner struct {
 	loop   *driver.Loop
 	target driver.Target
 	opts   Options
+}
+
+// withOptions makes mix's Gets and Puts carry the store options, if any.
+func (r *runner) withOptions(mix driver.Mix) driver.Mix {
+	if r.opts.ReadOption == "" && r.opts.WriteOption == "" {
+		return mix
+	}
+	return optionMix{mix: mix, read: r.opts.ReadOption, write: r.opts.WriteOption}
+}
+
+// optionMix sets the option of every Get to read and of every Put to
+// write.
+type optionMix struct {
+	mix         driver.Mix
+	read, write string
+}
+
+func (m optionMix) Next(r *rand.Rand) (driver.Step, bool) {
+	s, ok := m.mix.Next(r)
+	for i := range s.Ops {
+		switch s.Ops[i].Kind {
+		case driver.Get:
+			s.Ops[i].Option = m.read
+		case driver.Put:
+			s.Ops[i].Option = m.write
+		}
+	}
+	return s, ok
 }
 
 // phase runs one phase: a group of Clients sessions in a closed loop over
@@ -270,7 +321,7 @@ func summarize(name PhaseName, elapsed time.Duration, rec *driver.Recorder) Phas
 	for _, s := range rec.Stats() {
 		p.Errors += uint64(s.Errors)
 		p.Kinds = append(p.Kinds, KindStats{Kind: s.Op, Operations: uint64(s.Count), Errors: uint64(s.Errors),
-			FirstError: s.FirstError, LatencyMS: s.LatencyMS})
+			FirstError: s.FirstError, LatencyMS: s.LatencyMS, LatencyCDF: rec.LatencyCDF(s.Group, s.Op)})
 	}
 	slices.SortStableFunc(p.Kinds, func(a, b KindStats) int {
 		return cmp.Compare(order(a.Kind), order(b.Kind))

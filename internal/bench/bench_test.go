@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,13 @@ type memStore struct {
 	values map[string]string
 	writes map[string]int // by key
 	reads  int
+	// options counts the calls by "read " or "write " and their option.
+	options map[string]int
+
+	// name, readOptions and writeOptions are what the Store methods
+	// return; default "mem" and one option, "".
+	name                      string
+	readOptions, writeOptions []string
 
 	// wait, if set, is called first by every call; an error ends the call.
 	wait func(ctx context.Context) error
@@ -34,19 +42,27 @@ type memStore struct {
 }
 
 func newMemStore() *memStore {
-	return &memStore{values: map[string]string{}, writes: map[string]int{}}
+	return &memStore{values: map[string]string{}, writes: map[string]int{}, options: map[string]int{},
+		name: "mem", readOptions: []string{""}, writeOptions: []string{""}}
 }
 
 var errInjected = errors.New("mem: injected failure")
 
-func (s *memStore) Name() string           { return "mem" }
-func (s *memStore) ReadOptions() []string  { return []string{""} }
-func (s *memStore) WriteOptions() []string { return []string{""} }
+func (s *memStore) Name() string           { return s.name }
+func (s *memStore) ReadOptions() []string  { return slices.Clone(s.readOptions) }
+func (s *memStore) WriteOptions() []string { return slices.Clone(s.writeOptions) }
 func (s *memStore) Close() error           { return nil }
+
+// optionCount returns how many calls had that option ("read replica").
+func (s *memStore) optionCount(option string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.options[option]
+}
 
 // call waits, then records the call under the lock and returns its
 // error.
-func (s *memStore) call(ctx context.Context, write bool, key, value string) (string, bool, error) {
+func (s *memStore) call(ctx context.Context, write bool, key, value, option string) (string, bool, error) {
 	if s.wait != nil {
 		if err := s.wait(ctx); err != nil {
 			return "", false, err
@@ -54,6 +70,11 @@ func (s *memStore) call(ctx context.Context, write bool, key, value string) (str
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if write {
+		s.options["write "+option]++
+	} else {
+		s.options["read "+option]++
+	}
 	old, existed := s.values[key]
 	if s.fail != nil {
 		if err := s.fail(write, key, existed); err != nil {
@@ -69,13 +90,13 @@ func (s *memStore) call(ctx context.Context, write bool, key, value string) (str
 	return "", false, nil
 }
 
-func (s *memStore) Write(ctx context.Context, key, value, _ string) (adapters.Report, error) {
-	_, _, err := s.call(ctx, true, key, value)
+func (s *memStore) Write(ctx context.Context, key, value, option string) (adapters.Report, error) {
+	_, _, err := s.call(ctx, true, key, value, option)
 	return adapters.Report{}, err
 }
 
-func (s *memStore) Read(ctx context.Context, key, _ string) (string, bool, adapters.Report, error) {
-	v, found, err := s.call(ctx, false, key, "")
+func (s *memStore) Read(ctx context.Context, key, option string) (string, bool, adapters.Report, error) {
+	v, found, err := s.call(ctx, false, key, "", option)
 	return v, found, adapters.Report{}, err
 }
 
@@ -408,10 +429,31 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
+// TestStoreOptions checks that every Get and Put, of the load too, carries
+// the store option asked for.
+func TestStoreOptions(t *testing.T) {
+	store := newMemStore()
+	res, err := run(context.Background(), store, newWorkload(t, "f"), Options{Operations: 100, Load: true, Seed: 9,
+		ReadOption: "replica", WriteOption: "wait"})
+	if err != nil {
+		t.Fatalf("Run: %v; %s", err, repro(t))
+	}
+	reads, writes := store.optionCount("read replica"), store.optionCount("write wait")
+	// Workload F: every operation reads, the read-modify-writes write too;
+	// the load writes each record once.
+	if reads != 100 || writes < 1000 || reads+writes != int(res.Run.Operations)+int(res.Load.Operations)+int(kindOps(res.Run)["read-modify-write"].Operations) {
+		t.Errorf("%d reads with option replica, %d writes with option wait; result %+v; %s", reads, writes, res.Run, repro(t))
+	}
+	if n := store.optionCount("read ") + store.optionCount("write "); n != 0 {
+		t.Errorf("%d calls without the option; %s", n, repro(t))
+	}
+}
+
 func TestResultRendering(t *testing.T) {
 	store := newMemStore()
 	store.fail = failUpdates
-	res, err := run(context.Background(), store, newWorkload(t, "f"), Options{Operations: 100, Load: true, Seed: 9})
+	res, err := run(context.Background(), store, newWorkload(t, "f"), Options{Operations: 100, Load: true, Seed: 9,
+		Setup: Setup{Target: "mem", Read: "replica", Write: "async"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,6 +463,7 @@ func TestResultRendering(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
+		"mem, reads replica, writes async",
 		"seed 9, 1 clients",
 		"load: 1000 ops in ",
 		"run: 100 ops in ",
@@ -439,7 +482,8 @@ func TestResultRendering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"throughput_ops_per_s":`, `"latency_ms":{"count":`, `"p99_9":`, `"elapsed_ms":`, `"stop":"complete"`, `"load":{`} {
+	for _, want := range []string{`"target":"mem","read":"replica","write":"async"`, `"throughput_ops_per_s":`, `"latency_ms":{"count":`,
+		`"p99_9":`, `"elapsed_ms":`, `"stop":"complete"`, `"load":{`, `"latency_cdf_ms":[{"q":0,"ms":`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b)
 		}
@@ -448,7 +492,7 @@ func TestResultRendering(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.Run.Kinds, res.Run.Kinds) || back.Run.Operations != res.Run.Operations {
+	if !reflect.DeepEqual(back.Run.Kinds, res.Run.Kinds) || back.Run.Operations != res.Run.Operations {
 		t.Errorf("JSON round trip changed the result:\n%+v\nwant\n%+v", back.Run, res.Run)
 	}
 }

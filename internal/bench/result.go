@@ -35,9 +35,37 @@ const (
 	StopError Stop = "error"
 )
 
+// Setup names what a run measured: the store, and what its reads and
+// writes are there.
+type Setup struct {
+	// Target names the store: cosla, cosla-nofsync, redis, etcd,
+	// postgres.
+	Target string `json:"target,omitempty"`
+	// Read and Write say what the run's Gets and Puts were on it: a
+	// store's read and write options (package adapters: "replica",
+	// "async"...), or, on cosla, the Gets' SLA and replica choice and the
+	// Puts' durability.
+	Read  string `json:"read,omitempty"`
+	Write string `json:"write,omitempty"`
+}
+
+// String renders the setup for a line of text: "redis, reads replica,
+// writes async".
+func (s Setup) String() string {
+	return fmt.Sprintf("%s, reads %s, writes %s", orDefault(s.Target, "target"), orDefault(s.Read, "default"), orDefault(s.Write, "default"))
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return "(" + def + ")"
+	}
+	return s
+}
+
 // Result is what Run measured. It is a plain snapshot: safe to copy, encode
 // as JSON and compare.
 type Result struct {
+	Setup
 	Seed    uint64 `json:"seed"`
 	Clients int    `json:"clients"`
 	// Workload is the effective workload, in properties-file form.
@@ -83,12 +111,18 @@ type KindStats struct {
 	// HDR histogram with three significant digits). It is zero when all
 	// failed.
 	LatencyMS driver.Latency `json:"latency_ms"`
+	// LatencyCDF is their distribution, from the same histogram
+	// (driver.Recorder.LatencyCDF); nil when all failed.
+	LatencyCDF []driver.Quantile `json:"latency_cdf_ms,omitempty"`
 }
 
 // WriteText writes r as aligned text: per phase a summary line and a table
 // with one row per operation kind, latencies in milliseconds.
 func (r Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if r.Target != "" {
+		fmt.Fprintf(tw, "%s\n", r.Setup)
+	}
 	fmt.Fprintf(tw, "seed %d, %d clients\n", r.Seed, r.Clients)
 	phases := []Phase{r.Run}
 	if r.Load != nil {

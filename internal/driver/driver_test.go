@@ -326,6 +326,25 @@ func TestStats(t *testing.T) {
 	if l := s.LatencyMS; l.Count != 90 || !near(l.P50, 6) || !near(l.Max, 10) || !near(l.Mean, 6) {
 		t.Errorf("latency %+v", l)
 	}
+	// The distribution: 2 ms at the minimum, 10 ms at the maximum, never
+	// falling; a ninth of the ops at each whole millisecond, so 6 ms at
+	// the median and 9 ms at the 80th percentile (72 of 90 take at most
+	// 9 ms).
+	cdf := rec.LatencyCDF("g", "get")
+	if len(cdf) < 3 || cdf[0].Q != 0 || !near(cdf[0].MS, 2) || cdf[len(cdf)-1].Q != 1 || !near(cdf[len(cdf)-1].MS, 10) {
+		t.Fatalf("LatencyCDF = %+v", cdf)
+	}
+	for i, p := range cdf {
+		if i > 0 && (p.Q <= cdf[i-1].Q || p.MS < cdf[i-1].MS) {
+			t.Errorf("LatencyCDF falls at %d: %+v", i, cdf)
+		}
+		if (p.Q == 0.5 && !near(p.MS, 6)) || (p.Q == 0.8 && !near(p.MS, 9)) {
+			t.Errorf("LatencyCDF point %+v", p)
+		}
+	}
+	if rec.LatencyCDF("g", "put") != nil || rec.LatencyCDF("h", "get") != nil {
+		t.Errorf("LatencyCDF of a label or group that did not run is not nil")
+	}
 	// 90 successful ops over the 550 ms after the warmup.
 	if want := 90 / 0.55; s.ThroughputOpsPerS < want-1e-9 || s.ThroughputOpsPerS > want+1e-9 {
 		t.Errorf("throughput %v, want %v", s.ThroughputOpsPerS, want)

@@ -238,6 +238,40 @@ func (r *Recorder) Groups() []GroupStats {
 
 func (r *Recorder) window(gr *groupRecord) time.Duration { return max(gr.last-r.warmup, 0) }
 
+// Quantile is a point of a latency distribution: a fraction Q of the
+// steps took at most MS milliseconds.
+type Quantile struct {
+	Q  float64 `json:"q"`
+	MS float64 `json:"ms"`
+}
+
+// cdfQuantiles are where LatencyCDF reads the distribution, in percent:
+// the body in tenths, the tail in finer steps, the minimum and maximum.
+var cdfQuantiles = []float64{0, 1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 97.5, 99, 99.5, 99.9, 99.99, 100}
+
+// LatencyCDF returns the distribution of the successful steps' latencies
+// of one step label of the group of that name, as the histogram holds it
+// (three significant digits): a point at each quantile of cdfQuantiles,
+// from the minimum (Q 0) to the maximum (Q 1). It is nil when the group
+// has no such successful step.
+func (r *Recorder) LatencyCDF(group, label string) []Quantile {
+	for _, g := range r.groups {
+		if g.Name != group {
+			continue
+		}
+		s, ok := r.byGroup[g].byLabel[label]
+		if !ok || s.latencyUS.TotalCount() == 0 {
+			return nil
+		}
+		out := make([]Quantile, len(cdfQuantiles))
+		for i, q := range cdfQuantiles {
+			out[i] = Quantile{Q: q / 100, MS: float64(s.latencyUS.ValueAtQuantile(q)) / 1000}
+		}
+		return out
+	}
+	return nil
+}
+
 func latencyOf(h *hdrhistogram.Histogram) Latency {
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	if h.TotalCount() == 0 {

@@ -1,7 +1,8 @@
-// Package report turns measured runs of `cosla measure` into a
-// side-by-side comparison: Markdown and self-contained HTML tables plus
-// PNG and SVG plots, after the tables and figures of Wada et al. (CIDR'11)
-// and the Gamma metric of Golab et al. as used by CPQ (SCDM'15, section 2).
+// Package report turns measured runs of `cosla measure` (and the
+// comparisons of `cosla bench compare`) into a side-by-side comparison:
+// Markdown and self-contained HTML tables plus PNG and SVG plots, after
+// the tables and figures of Wada et al. (CIDR'11) and the Gamma metric of
+// Golab et al. as used by CPQ (SCDM'15, section 2).
 //
 // A Run is one measurement directory: DIR/report.json holds the run's
 // name, its free-form metadata and its measure.Report (Save, Load). Write
@@ -27,6 +28,10 @@
 //
 // A section a run lacks (no inter-element data, no reads of an option, an
 // analysis that did not run) is shown as "n/a"; Write fails only on I/O.
+//
+// WriteBench writes the report of `cosla bench compare` the same way: a
+// table per client count, a latency CDF per operation kind and the
+// throughput against clients, with the comparison's JSON beside them.
 //
 // The Gamma plot is exact when a Run holds measure.GammaResult.Scores
 // (a Report straight from measure.Analyze); Scores are not part of

@@ -57,8 +57,9 @@ type chart struct {
 	series               []series
 	// nominalX names the x positions 0, 1, ... instead of numbering them.
 	nominalX []string
-	// logY draws the y axis in log scale when every y is positive.
-	logY bool
+	// logX and logY draw the x or y axis in log scale when every x or y
+	// is positive.
+	logX, logY bool
 	// yMin and yMax fix the y range when yMax > yMin.
 	yMin, yMax float64
 	// hline draws an unlabelled horizontal reference line at *hline.
@@ -66,11 +67,11 @@ type chart struct {
 }
 
 // clean drops the points plotting cannot take: non-finite ones, and
-// non-positive y on a log axis.
-func clean(xys plotter.XYs, logY bool) plotter.XYs {
+// non-positive x or y on a log axis.
+func clean(xys plotter.XYs, logX, logY bool) plotter.XYs {
 	out := xys[:0:0]
 	for _, p := range xys {
-		if finite(p.X) && finite(p.Y) && (!logY || p.Y > 0) {
+		if finite(p.X) && finite(p.Y) && (!logX || p.X > 0) && (!logY || p.Y > 0) {
 			out = append(out, p)
 		}
 	}
@@ -95,9 +96,12 @@ func render(c chart) (fig figure, err error) {
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
-	logY := c.logY
+	logX, logY := c.logX, c.logY
 	for _, s := range c.series {
 		for _, xy := range s.xys {
+			if !(xy.X > 0) {
+				logX = false
+			}
 			if !(xy.Y > 0) {
 				logY = false
 			}
@@ -105,7 +109,7 @@ func render(c chart) (fig figure, err error) {
 	}
 	drawn := 0
 	for _, s := range c.series {
-		xys := clean(s.xys, logY)
+		xys := clean(s.xys, logX, logY)
 		if len(xys) == 0 {
 			continue
 		}
@@ -140,7 +144,11 @@ func render(c chart) (fig figure, err error) {
 	if drawn == 0 {
 		p.Title.Text += " (no data)"
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-		logY = false
+		logX, logY = false, false
+	}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
@@ -151,7 +159,11 @@ func render(c chart) (fig figure, err error) {
 	}
 	// A degenerate axis (every point at one x or y) still needs a width.
 	if p.X.Min == p.X.Max {
-		p.X.Max = p.X.Min + 1
+		if logX {
+			p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+		} else {
+			p.X.Max = p.X.Min + 1
+		}
 	}
 	if p.Y.Min == p.Y.Max {
 		if logY {
@@ -173,8 +185,10 @@ func render(c chart) (fig figure, err error) {
 		p.NominalX(c.nominalX...)
 		// Room for the glyphs of the first and last positions.
 		p.X.Min, p.X.Max = -0.3, float64(len(c.nominalX))-0.7
-	} else if drawn > 0 {
+	} else if drawn > 0 && logX {
 		// Room for a step or a glyph at the largest x.
+		p.X.Max *= 1.1
+	} else if drawn > 0 {
 		p.X.Max += 0.03 * (p.X.Max - p.X.Min)
 	}
 

@@ -33,12 +33,8 @@ func Write(out string, runs []Run) error {
 		}
 		figs = append(figs, fig)
 	}
-	for _, fig := range figs {
-		for ext, data := range map[string][]byte{"png": fig.png, "svg": fig.svg} {
-			if err := writeFileAtomic(filepath.Join(out, "plots", fig.name+"."+ext), data); err != nil {
-				return err
-			}
-		}
+	if err := writeFigures(out, figs); err != nil {
+		return err
 	}
 	// A sweep plot left by an earlier report into out would pass for this
 	// one's.
@@ -53,23 +49,42 @@ func Write(out string, runs []Run) error {
 			}
 		}
 	}
-	title := "cosla measure: " + strings.Join(labels, " vs ")
-	if err := writeFileAtomic(filepath.Join(out, "report.md"), markdown(title, tabs, figs)); err != nil {
+	return writePages(out, "cosla measure: "+strings.Join(labels, " vs "), measureIntro, tabs, figs)
+}
+
+// measureIntro opens the report of Write.
+const measureIntro = "Consumer-side consistency after Wada et al. (CIDR'11) and the Gamma metric (Golab et al.; CPQ 2). " +
+	"\"n/a\" marks a figure a run does not have."
+
+// writePages writes out/report.md and out/report.html: the title, the
+// intro, the tables and the plots.
+func writePages(out, title, intro string, tabs []table, figs []figure) error {
+	if err := writeFileAtomic(filepath.Join(out, "report.md"), markdown(title, intro, tabs, figs)); err != nil {
 		return err
 	}
-	page, err := htmlPage(title, tabs, figs)
+	page, err := htmlPage(title, intro, tabs, figs)
 	if err != nil {
 		return fmt.Errorf("report: write %s: %w", filepath.Join(out, "report.html"), err)
 	}
 	return writeFileAtomic(filepath.Join(out, "report.html"), page)
 }
 
+// writeFigures writes out/plots/NAME.png and .svg of each figure.
+func writeFigures(out string, figs []figure) error {
+	for _, fig := range figs {
+		for ext, data := range map[string][]byte{"png": fig.png, "svg": fig.svg} {
+			if err := writeFileAtomic(filepath.Join(out, "plots", fig.name+"."+ext), data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // markdown renders the tables and links the PNG plots.
-func markdown(title string, tabs []table, figs []figure) []byte {
+func markdown(title, intro string, tabs []table, figs []figure) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s\n\n", markdownCell(title))
-	b.WriteString("Consumer-side consistency after Wada et al. (CIDR'11) and the Gamma metric (Golab et al.; CPQ 2). " +
-		"\"n/a\" marks a figure a run does not have.\n")
+	fmt.Fprintf(&b, "# %s\n\n%s\n", markdownCell(title), markdownCell(intro))
 	for _, t := range tabs {
 		fmt.Fprintf(&b, "\n## %s\n\n", markdownCell(t.title))
 		if t.note != "" {
@@ -143,7 +158,7 @@ figcaption, p.note { color: #555; font-size: 0.9em; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p>Consumer-side consistency after Wada et al. (CIDR'11) and the Gamma metric (Golab et al.; CPQ 2). "n/a" marks a figure a run does not have.</p>
+<p>{{.Intro}}</p>
 {{range .Tables}}
 <h2 id="{{.ID}}">{{.Title}}</h2>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
@@ -169,12 +184,12 @@ figcaption, p.note { color: #555; font-size: 0.9em; }
 
 // htmlPage renders the tables and embeds the SVG plots. html/template
 // escapes every string, so a run named "<script>" stays text.
-func htmlPage(title string, tabs []table, figs []figure) ([]byte, error) {
+func htmlPage(title, intro string, tabs []table, figs []figure) ([]byte, error) {
 	data := struct {
-		Title   string
-		Tables  []htmlTable
-		Figures []htmlFigure
-	}{Title: title}
+		Title, Intro string
+		Tables       []htmlTable
+		Figures      []htmlFigure
+	}{Title: title, Intro: intro}
 	for _, t := range tabs {
 		data.Tables = append(data.Tables, htmlTable{ID: t.id, Title: t.title, Note: t.note, Header: t.header, Rows: t.rows, Span: len(t.header)})
 	}

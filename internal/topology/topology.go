@@ -87,7 +87,7 @@ func Resolve(spec string) (Topology, error) {
 		return f(), nil
 	}
 	if _, err := os.Stat(spec); err != nil {
-		return Topology{}, fmt.Errorf("%w: %q is neither a preset (pileus4) nor a readable file", ErrInvalid, spec)
+		return Topology{}, fmt.Errorf("%w: %q is neither a preset (pileus4, local) nor a readable file", ErrInvalid, spec)
 	}
 	return Load(spec)
 }
@@ -213,5 +213,16 @@ func Pileus4() Topology {
 	}
 }
 
+// Local is one site holding one storage node and a client, with no
+// emulated network: a local round trip of 0, so that a local cluster's
+// clients dial the node directly. It is what `cosla bench compare` runs
+// cosla on beside single-machine servers of other stores.
+func Local() Topology {
+	return Topology{
+		Name:  "local",
+		Sites: []Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}},
+	}
+}
+
 // Presets maps preset names to topologies.
-var Presets = map[string]func() Topology{"pileus4": Pileus4}
+var Presets = map[string]func() Topology{"pileus4": Pileus4, "local": Local}

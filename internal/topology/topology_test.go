@@ -44,6 +44,10 @@ links:
 	if _, err := Resolve("pileus4"); err != nil {
 		t.Errorf("Resolve(pileus4): %v", err)
 	}
+	local, err := Resolve("local")
+	if err != nil || local.Validate() != nil || len(local.Sites) != 1 || len(local.Sites[0].Replicas) != 1 || local.LocalRTT != 0 {
+		t.Errorf("Resolve(local) = %+v, %v; want one site, one storage node, no local round trip", local, err)
+	}
 	if _, err := Resolve("no-such-preset"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Resolve of an unknown name: err %v, want ErrInvalid", err)
 	}

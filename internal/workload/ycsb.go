@@ -338,6 +338,18 @@ func ParseProperties(r io.Reader) (Properties, error) {
 	return p, nil
 }
 
+// Set sets one property, named as in a property file, as YCSB's client's
+// `-p name=value` does over a workload file. The error wraps ErrInvalid
+// and names the property. Set does not check p as a whole (a proportion
+// may be set to 0 before another is raised): call Validate after the last
+// Set.
+func (p *Properties) Set(name, value string) error {
+	if err := p.set(name, value); err != nil {
+		return invalid("%s = %q: %v", name, value, err)
+	}
+	return nil
+}
+
 // set parses one property value into p. Errors say what was wanted; the
 // caller adds the line and the key.
 func (p *Properties) set(key, value string) error {

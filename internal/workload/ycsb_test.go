@@ -211,6 +211,36 @@ func TestPropertiesStringRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSet overrides workload A's mix as `-p` does: write-only, 256-byte
+// values.
+func TestSet(t *testing.T) {
+	p := mustPreset(t, "a")
+	for _, kv := range [][2]string{{"readproportion", "0"}, {"updateproportion", "1"}, {"fieldcount", "1"}, {"fieldlength", "256"}} {
+		if err := p.Set(kv[0], kv[1]); err != nil {
+			t.Fatalf("Set(%s, %s): %v", kv[0], kv[1], err)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p.ReadProportion != 0 || p.UpdateProportion != 1 || p.ValueBytes() != 256 || p.RequestDistribution != RequestZipfian {
+		t.Errorf("after Set: %+v", p)
+	}
+	for _, kv := range [][2]string{{"readproprtion", "1"}, {"fieldlength", "long"}, {"insertorder", "ordered"}} {
+		err := p.Set(kv[0], kv[1])
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), kv[0]) {
+			t.Errorf("Set(%s, %s) = %v, want ErrInvalid naming the property", kv[0], kv[1], err)
+		}
+	}
+	// Set checks one value, Validate the whole.
+	if err := p.Set("updateproportion", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("all proportions 0: Validate() = %v, want ErrInvalid", err)
+	}
+}
+
 func TestParseFormat(t *testing.T) {
 	in := `
 # a comment

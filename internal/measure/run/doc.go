@@ -43,12 +43,14 @@
 // Targets (the registry) lists what `cosla measure run --target` names,
 // with its read and write options: sim runs in the simulator (Sim); mem
 // (LagStore), redis, etcd and postgres are adapters.Store values measured
-// through driver.StoreTarget; cosla is a running local cluster measured
-// through driver.HostTarget, cosla's client core over gRPC, the writers
-// a group at the writer site and the readers at the reader site, each
-// read option's SLA and strategy those of SimReadOption. Measure runs a
-// whole `cosla measure run` and is the one writer of trace.csv and
-// report.json (WriteOutputs).
+// through driver.StoreTarget, the last three from adapters' registry:
+// started on loopback for the run (adapters.Start), or reached on servers
+// the user runs (Config.Connect, adapters.Connect); cosla is a running
+// local cluster measured through driver.HostTarget, cosla's client core
+// over gRPC, the writers a group at the writer site and the readers at
+// the reader site, each read option's SLA and strategy those of
+// SimReadOption. Measure runs a whole `cosla measure run` and is the one
+// writer of trace.csv and report.json (WriteOutputs).
 //
 // # Clocks
 //

@@ -231,7 +231,7 @@ func every(loop *driver.Loop, period time.Duration, fn func()) {
 // one role against the store the parent measures.
 type WorkerConfig struct {
 	// Target names the store (Targets); Connect lists the addresses of
-	// the servers the parent started (Target.Addrs); ClusterDir is the
+	// the parent's store (adapters.Remote's Addrs); ClusterDir is the
 	// cosla cluster's directory and Site the role's site (target cosla).
 	Target     string   `json:"target"`
 	Connect    []string `json:"connect,omitempty"`
@@ -267,8 +267,8 @@ func Worker(ctx context.Context, w WorkerConfig) error {
 		if l.cluster, err = OpenCluster(w.ClusterDir, w.Site, w.Site); err != nil {
 			return err
 		}
-	case t.connect != nil:
-		if l.store, err = t.connect(ctx, w.Connect); err != nil {
+	case t.kind == kindStore:
+		if l.store, err = adapters.Connect(ctx, t.Name, w.Connect); err != nil {
 			return err
 		}
 		defer l.store.Close()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/adapters"
 	"github.com/cosla/cosla/internal/measure"
 )
 
@@ -31,6 +32,10 @@ type Config struct {
 	// Out is the directory of trace.jsonl, trace.csv and report.json, and
 	// of the servers (Out/servers) and the workers' traces (Out/workers).
 	Out string
+	// Connect, for a store of adapters' registry, lists the addresses of
+	// servers the user runs (adapters.Connect): the run measures them
+	// instead of starting its own.
+	Connect []string
 	// ClusterDir, WriterSite and ReaderSite locate a cosla cluster
 	// (OpenCluster).
 	ClusterDir, WriterSite, ReaderSite string
@@ -93,7 +98,10 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if t.Live() && c.Workload.Placement == PlacementProcesses && t.kind != kindCosla && t.connect == nil {
+	if len(c.Connect) > 0 && t.kind != kindStore {
+		return fmt.Errorf("%w: target %s has no servers to connect to (--connect is for %s)", ErrInvalidWorkload, t.Name, adapters.StoreNames())
+	}
+	if t.Live() && c.Workload.Placement == PlacementProcesses && t.kind == kindMem {
 		return fmt.Errorf("%w: target %s lives in one process: use placement thread or threads", ErrInvalidWorkload, t.Name)
 	}
 	return t.checkOptions(c.Workload.ReadOptions, c.Workload.WriteOption)
@@ -124,6 +132,9 @@ func Measure(ctx context.Context, c Config) (*ReportFile, error) {
 		"write_every": w.WriteEvery.String(), "read_hz": strconv.FormatFloat(w.ReadHz, 'g', -1, 64),
 		"keys": strings.Join(w.Keys, ","), "duration": w.Duration.String(), "max_ops": strconv.Itoa(w.MaxOps),
 		"command": c.Command, "started_at": time.Now().UTC().Format(time.RFC3339),
+	}
+	if len(c.Connect) > 0 {
+		meta["connect"] = strings.Join(c.Connect, ",")
 	}
 	progress := func(p Progress) {
 		fmt.Fprintf(c.Log, "  %8.1fs  %d ops (%d writes, %d reads, %d failed)\n", p.Elapsed.Seconds(), p.Ops, p.Writes, p.Reads, p.Failed)
@@ -177,8 +188,8 @@ func Measure(ctx context.Context, c Config) (*ReportFile, error) {
 				WorkDir: filepath.Join(c.Out, "workers")}
 			if w.Placement == PlacementProcesses && c.Spawn != nil {
 				var addrs []string
-				if l.store != nil {
-					addrs = t.addrs(l.store)
+				if r, ok := l.store.(adapters.Remote); ok {
+					addrs = r.Addrs()
 				}
 				lo.Spawn = func(ctx context.Context, wc WorkerConfig) (Process, error) {
 					wc.Target, wc.ClusterDir, wc.Connect = c.Target, c.ClusterDir, addrs
@@ -220,7 +231,7 @@ func (c *Config) open(ctx context.Context, t Target) (live, string, error) {
 		}
 		return live{cluster: cl}, cl.Name(), nil
 	}
-	s, err := t.start(ctx, serversDir(c.Out), c.Lag)
+	s, err := t.start(ctx, serversDir(c.Out), c.Connect, c.Lag)
 	if err != nil {
 		return live{}, "", err
 	}

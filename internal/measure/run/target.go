@@ -12,8 +12,9 @@ import (
 )
 
 // Target is a store `cosla measure run --target` measures: the simulator,
-// a running cosla cluster, or a store of package adapters that the run
-// starts (and stops) itself.
+// a running cosla cluster, an in-memory store, or a store of package
+// adapters' registry, whose servers the run starts (and stops) itself or
+// reaches at Config.Connect.
 type Target struct {
 	Name string
 	// About says what it is, for the help text.
@@ -24,20 +25,15 @@ type Target struct {
 	ReadOptions, WriteOptions []string
 
 	kind targetKind
-	// start starts the store, its servers in dir (see adapters: Close
-	// stops them).
-	start func(ctx context.Context, dir string, lag time.Duration) (adapters.Store, error)
-	// addrs lists the addresses a worker process dials to reach a store
-	// start returned, and connect connects to them; nil for a store that
-	// lives in one process.
-	addrs   func(adapters.Store) []string
-	connect func(ctx context.Context, addrs []string) (adapters.Store, error)
 }
 
 type targetKind int
 
 const (
+	// kindStore is a store of adapters' registry (adapters.Start,
+	// adapters.Connect), of the target's name.
 	kindStore targetKind = iota
+	kindMem
 	kindSim
 	kindCosla
 )
@@ -45,64 +41,23 @@ const (
 // coslaReadOptions are examples of SimReadOption's options.
 var coslaReadOptions = []string{"eventual", "consistent", "strong", "read-my-writes", "monotonic", "causal", "bounded(<d>)", "pileus-<preset>"}
 
-// targets is the registry of targets, in the order of the help text.
-var targets = []Target{
-	{Name: "sim", About: "the deterministic simulator (times are virtual); --preset simpledb is Wada 4.3's SimpleDB",
-		ReadOptions: coslaReadOptions, kind: kindSim},
-	{Name: "mem", About: "an in-memory store whose replica lags by --lag",
-		ReadOptions: []string{"primary", "replica"}, kind: kindStore,
-		start: func(_ context.Context, _ string, lag time.Duration) (adapters.Store, error) {
-			return NewLagStore(lag), nil
-		}},
-	{Name: "cosla", About: "a running `cosla cluster up` (--cluster-dir, --writer-site, --reader-site)",
-		ReadOptions: coslaReadOptions, kind: kindCosla},
-	{Name: "redis", About: "a Redis primary and replica started on loopback (in DIR/servers)",
-		ReadOptions:  []string{adapters.OptionRedisReplica, adapters.OptionRedisPrimary},
-		WriteOptions: []string{adapters.OptionRedisAsync, adapters.OptionRedisWait},
-		start: func(ctx context.Context, dir string, _ time.Duration) (adapters.Store, error) {
-			return adapters.StartRedis(ctx, dir)
-		},
-		addrs: func(s adapters.Store) []string {
-			r := s.(*adapters.Redis)
-			return []string{r.PrimaryAddr(), r.ReplicaAddr()}
-		},
-		connect: func(_ context.Context, addrs []string) (adapters.Store, error) {
-			if len(addrs) != 2 {
-				return nil, fmt.Errorf("%w: redis wants 2 addresses, primary and replica, not %q", ErrInvalidWorkload, addrs)
-			}
-			return adapters.ConnectRedis(addrs[0], addrs[1])
-		}},
-	{Name: "etcd", About: "a three-member etcd started on loopback (in DIR/servers)",
-		ReadOptions:  []string{adapters.OptionEtcdSerializable, adapters.OptionEtcdLinearizable},
-		WriteOptions: []string{adapters.OptionEtcdLinearizable},
-		start: func(ctx context.Context, dir string, _ time.Duration) (adapters.Store, error) {
-			return adapters.StartEtcd(ctx, dir)
-		},
-		addrs: func(s adapters.Store) []string { return s.(*adapters.Etcd).Endpoints() },
-		connect: func(ctx context.Context, addrs []string) (adapters.Store, error) {
-			if len(addrs) == 0 || addrs[0] == "" {
-				return nil, fmt.Errorf("%w: etcd wants the members' addresses", ErrInvalidWorkload)
-			}
-			return adapters.ConnectEtcd(ctx, addrs)
-		}},
-	{Name: "postgres", About: "a PostgreSQL primary and streaming standby started on loopback (in DIR/servers)",
-		ReadOptions:  []string{adapters.OptionPostgresStandby, adapters.OptionPostgresPrimary},
-		WriteOptions: []string{adapters.OptionPostgresAsync, adapters.OptionPostgresSync},
-		start: func(ctx context.Context, dir string, _ time.Duration) (adapters.Store, error) {
-			return adapters.StartPostgres(ctx, dir)
-		},
-		addrs: func(s adapters.Store) []string {
-			pg := s.(*adapters.Postgres)
-			return []string{pg.PrimaryAddr(), pg.StandbyAddr()}
-		},
-		connect: func(ctx context.Context, addrs []string) (adapters.Store, error) {
-			if len(addrs) != 2 {
-				return nil, fmt.Errorf("%w: postgres wants 2 addresses, primary and standby, not %q", ErrInvalidWorkload, addrs)
-			}
-			dsn := func(addr string) string { return "postgres://postgres@" + addr + "/postgres?sslmode=disable" }
-			return adapters.ConnectPostgres(ctx, dsn(addrs[0]), dsn(addrs[1]))
-		}},
-}
+// targets is the registry of targets, in the order of the help text: its
+// own, then adapters'.
+var targets = func() []Target {
+	ts := []Target{
+		{Name: "sim", About: "the deterministic simulator (times are virtual); --preset simpledb is Wada 4.3's SimpleDB",
+			ReadOptions: coslaReadOptions, kind: kindSim},
+		{Name: "mem", About: "an in-memory store whose replica lags by --lag",
+			ReadOptions: []string{"primary", "replica"}, kind: kindMem},
+		{Name: "cosla", About: "a running `cosla cluster up` (--cluster-dir, --writer-site, --reader-site)",
+			ReadOptions: coslaReadOptions, kind: kindCosla},
+	}
+	for _, s := range adapters.Stores() {
+		ts = append(ts, Target{Name: s.Name, About: s.About + ", in DIR/servers; or --connect " + s.Addrs,
+			ReadOptions: s.ReadOptions, WriteOptions: s.WriteOptions, kind: kindStore})
+	}
+	return ts
+}()
 
 // Targets returns the targets, in the order of the help text.
 func Targets() []Target { return slices.Clone(targets) }
@@ -145,6 +100,18 @@ func OptionsHelp(write bool) string {
 
 // Live reports whether the target runs in real time.
 func (t Target) Live() bool { return t.kind != kindSim }
+
+// start starts the store the target names, its servers in dir (see
+// adapters: Close stops them), or connects to the servers at connect.
+func (t Target) start(ctx context.Context, dir string, connect []string, lag time.Duration) (adapters.Store, error) {
+	switch {
+	case t.kind == kindMem:
+		return NewLagStore(lag), nil
+	case len(connect) > 0:
+		return adapters.Connect(ctx, t.Name, connect)
+	}
+	return adapters.Start(ctx, t.Name, dir)
+}
 
 // checkOptions reports the first option the target does not take. The
 // simulator ignores the write option (every Put goes to the primary).
