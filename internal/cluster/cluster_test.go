@@ -156,20 +156,7 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	if err != nil || len(nodes) != 4 {
 		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes", nodes, err)
 	}
-	client, err := cosla.Open(ctx, cosla.Config{Site: "c", Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	tbl, err := client.OpenTable(ctx, info.Table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	strong, _ := sla.Parse("strong 10s 1")
-	s, err := client.BeginSession(tbl, strong)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, s := strongSession(ctx, t, "c", nodes, info.Table)
 	const keys = 40
 	for i := range uint64(keys) {
 		if _, err := client.Put(ctx, s, workload.Key(i), []byte{byte(i)}); err != nil {
@@ -231,20 +218,7 @@ func TestOneSiteDirect(t *testing.T) {
 	if err := c.SetLink("local", "local", wan.Settings{Latency: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "directly") {
 		t.Fatalf("SetLink on the direct local link: %v, want an error saying clients reach the node directly", err)
 	}
-	client, err := cosla.Open(ctx, cosla.Config{Site: "local", Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	tbl, err := client.OpenTable(ctx, info.Table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	strong, _ := sla.Parse("strong 10s 1")
-	s, err := client.BeginSession(tbl, strong)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, s := strongSession(ctx, t, "local", nodes, info.Table)
 	if _, err := client.Put(ctx, s, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -256,4 +230,25 @@ func TestOneSiteDirect(t *testing.T) {
 	if cs := st.Sites[0].Serve.Nodes[0].Commit; cs.Syncs < 1 || cs.Events < 2 {
 		t.Fatalf("commit stats %+v, want at least one sync covering the two events", cs)
 	}
+}
+
+// strongSession opens a client at site and a session on table whose Gets
+// are strong within 10 s; the client closes when the test ends.
+func strongSession(ctx context.Context, t *testing.T, site string, nodes map[string]string, table string) (*cosla.Client, *cosla.Session) {
+	t.Helper()
+	client, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	tbl, err := client.OpenTable(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := client.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, s
 }
