@@ -45,7 +45,30 @@ var (
 	ErrInvalid = clientcore.ErrInvalid
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("cosla: client closed")
+	// ErrQuorumTimeout: a Put's write level was not reached before its
+	// deadline. The version is durable at the primary; errors.As with a
+	// *QuorumTimeoutError says how many replicas held it.
+	ErrQuorumTimeout = clientcore.ErrQuorumTimeout
 )
+
+// QuorumTimeoutError is the error of a Put that missed its write level:
+// the version's timestamp, the replicas it waited for and those that held
+// it when the primary answered.
+type QuorumTimeoutError = clientcore.QuorumTimeoutError
+
+// Level is a read or write level (CPQ): a number of a tablet's replicas,
+// or One, Quorum (a majority) or All.
+type Level = clientcore.Level
+
+// Levels.
+const (
+	One    = clientcore.One
+	Quorum = clientcore.Quorum
+	All    = clientcore.All
+)
+
+// ParseLevel reads "one", "quorum", "all" or a positive count.
+func ParseLevel(s string) (Level, error) { return clientcore.ParseLevel(s) }
 
 // Timestamp is a version's update timestamp: a hybrid logical clock value,
 // totally ordered.
@@ -271,6 +294,11 @@ type TableSpec struct {
 	Push bool
 	// PullInterval is how often secondaries pull. Default 1 minute.
 	PullInterval time.Duration
+	// WriteLevel is the least write level of every Put to the table.
+	// With it, a Get of r replicas of a tablet of N with r + WriteLevel
+	// > N is strong without the primary, and Pileus's selection may use
+	// such a read for a strong subSLA. Default One.
+	WriteLevel Level
 }
 
 // TabletSpec places one tablet of a table: the keys (or, under ByHash,
@@ -282,7 +310,7 @@ type TabletSpec struct {
 }
 
 func (s TableSpec) layout() wire.Layout {
-	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition),
+	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition), WriteLevel: s.WriteLevel,
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
 	if s.Push {
 		l.Replication.Mode = wire.ModePush
@@ -376,13 +404,93 @@ func (s *Session) check(c *Client) error {
 }
 
 // SessionOption changes a session's defaults.
-type SessionOption func(*sessionConfig)
+type SessionOption interface{ session(*sessionConfig) }
 
-type sessionConfig struct{ strategy Strategy }
+// GetOption changes one Get.
+type GetOption interface{ get(*clientcore.GetOptions) }
+
+// PutOption changes one Put.
+type PutOption interface{ put(*clientcore.PutOptions) }
+
+type sessionConfig struct {
+	strategy Strategy
+	policy   clientcore.Policy
+}
+
+type sessionFunc func(*sessionConfig)
+
+func (f sessionFunc) session(c *sessionConfig) { f(c) }
+
+type getFunc func(*clientcore.GetOptions)
+
+func (f getFunc) get(o *clientcore.GetOptions) { f(o) }
 
 // WithStrategy makes a session's Gets use a fixed strategy instead of
 // Pileus's selection.
-func WithStrategy(s Strategy) SessionOption { return func(c *sessionConfig) { c.strategy = s } }
+func WithStrategy(s Strategy) SessionOption {
+	return sessionFunc(func(c *sessionConfig) { c.strategy = s })
+}
+
+// LevelOption sets read or write levels or a delay (CPQ) for a session
+// (BeginSession) or for one call (Get, Put).
+type LevelOption struct {
+	read, write clientcore.Choice
+	delay       time.Duration
+	repair      bool
+}
+
+func (l LevelOption) session(c *sessionConfig) {
+	p := &c.policy
+	if l.read != (clientcore.Choice{}) {
+		p.Read = l.read
+	}
+	if l.write != (clientcore.Choice{}) {
+		p.Write = l.write
+	}
+	if l.delay != 0 {
+		p.Delay = l.delay
+	}
+	p.ReadRepair = p.ReadRepair || l.repair
+}
+
+func (l LevelOption) get(o *clientcore.GetOptions) {
+	if l.read != (clientcore.Choice{}) {
+		o.Read = l.read
+	}
+	if l.delay != 0 {
+		o.Delay = l.delay
+	}
+	o.ReadRepair = o.ReadRepair || l.repair
+}
+
+func (l LevelOption) put(o *clientcore.PutOptions) {
+	if l.write != (clientcore.Choice{}) {
+		o.Write = l.write
+	}
+}
+
+// WithReadLevel makes Gets ask r replicas and return the newest version
+// any holds. Applied to a Put it does nothing.
+func WithReadLevel(r Level) LevelOption { return LevelOption{read: clientcore.Fixed(r)} }
+
+// WithWriteLevel makes Puts wait until w replicas, the primary included,
+// hold the version. Applied to a Get it does nothing.
+func WithWriteLevel(w Level) LevelOption { return LevelOption{write: clientcore.Fixed(w)} }
+
+// WithCPQ is continuous partial quorums (CPQ 3.2): each Get and Put uses
+// level b with probability p, a otherwise.
+func WithCPQ(p float64, a, b Level) LevelOption {
+	c := clientcore.Mix(p, a, b)
+	return LevelOption{read: c, write: c}
+}
+
+// WithDelay is an artificial delay (AD, CPQ 3.2): each Get waits d before
+// it is sent, counted in its latency. Applied to a Put it does nothing.
+func WithDelay(d time.Duration) LevelOption { return LevelOption{delay: d} }
+
+// WithReadRepair makes a Get of several replicas send the newest version
+// it saw to those that answered with an older one.
+func WithReadRepair() LevelOption { return LevelOption{repair: true} }
 
 // BeginSession starts a session on t whose Gets use agreement unless a Get
 // says otherwise.
@@ -392,7 +500,10 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 	}
 	cfg := sessionConfig{strategy: Pileus}
 	for _, o := range opts {
-		o(&cfg)
+		o.session(&cfg)
+	}
+	if err := cfg.policy.Validate(); err != nil {
+		return nil, err
 	}
 	type result struct {
 		s   *clientcore.Session
@@ -400,6 +511,9 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 	}
 	r, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- result) {
 		s, err := core.BeginSession(t.t, agreement, cfg.strategy)
+		if err == nil {
+			err = s.SetPolicy(cfg.policy)
+		}
 		ch <- result{s, err}
 	})
 	if err != nil {
@@ -425,18 +539,31 @@ func (c *Client) EndSession(s *Session) error {
 }
 
 // Put writes key at its tablet's primary and returns the version's
-// timestamp. When Put returns nil the version is durable at the primary.
-// On ErrTimeout or a ctx error the outcome is unknown.
-func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte) (Timestamp, error) {
+// timestamp. When Put returns nil the version is durable at the primary
+// and at as many replicas as its write level asks (WithWriteLevel). An
+// error matching ErrQuorumTimeout says the level was not reached by ctx's
+// deadline (or the client's request timeout); the timestamp is then
+// returned too, as the version is durable at the primary. On ErrTimeout
+// or a ctx error the outcome is unknown.
+func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, opts ...PutOption) (Timestamp, error) {
 	if err := s.check(c); err != nil {
 		return Timestamp{}, err
+	}
+	var o clientcore.PutOptions
+	for _, f := range opts {
+		f.put(&o)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if o.Timeout = time.Until(deadline); o.Timeout <= 0 {
+			return Timestamp{}, context.DeadlineExceeded
+		}
 	}
 	type result struct {
 		r   clientcore.PutResult
 		err error
 	}
 	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
-		if err := core.Put(s.s, key, value, func(r clientcore.PutResult, err error) { ch <- result{r, err} }); err != nil {
+		if err := core.Put(s.s, key, value, o, func(r clientcore.PutResult, err error) { ch <- result{r, err} }); err != nil {
 			ch <- result{err: err}
 		}
 	})
@@ -452,19 +579,16 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte) 
 	return r.r.TS, err
 }
 
-// GetOption changes one Get.
-type GetOption func(*clientcore.GetOptions)
-
 // WithSLA makes one Get use agreement instead of the session's SLA.
 func WithSLA(agreement sla.SLA) GetOption {
-	return func(o *clientcore.GetOptions) { o.SLA = agreement }
+	return getFunc(func(o *clientcore.GetOptions) { o.SLA = agreement })
 }
 
 // WithRetryAfterMiss lets a Get whose reply met no subSLA ask a second node
 // that can still meet a lower subSLA in the time left (beyond Pileus; its
 // section 5.4 describes the case). Result.Retried reports it.
 func WithRetryAfterMiss() GetOption {
-	return func(o *clientcore.GetOptions) { o.RetryAfterMiss = true }
+	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = true })
 }
 
 // WithHedge lets a Pileus Get go to a second node at once when that is
@@ -472,12 +596,12 @@ func WithRetryAfterMiss() GetOption {
 // puts on an extra request (beyond Pileus; its section 6.3 suggests it).
 // Result.Hedged reports it.
 func WithHedge(cost float64) GetOption {
-	return func(o *clientcore.GetOptions) { o.HedgeCost = cost }
+	return getFunc(func(o *clientcore.GetOptions) { o.HedgeCost = cost })
 }
 
 // WithGetStrategy makes one Get use a strategy other than the session's.
 func WithGetStrategy(s Strategy) GetOption {
-	return func(o *clientcore.GetOptions) { o.Strategy = s }
+	return getFunc(func(o *clientcore.GetOptions) { o.Strategy = s })
 }
 
 // Result says what a Get delivered and how.
@@ -508,7 +632,26 @@ type Result struct {
 	// Node, a second one (WithRetryAfterMiss). Hedged: the Get went to
 	// two nodes at once and Node's reply was used (WithHedge).
 	Retried, Hedged bool
+	// Level is the number of replicas the Get asked (its read level).
+	// With more than one, Replies holds each one's answer, Node is the one
+	// whose (newest) version was returned, HighTS the largest high
+	// timestamp among them and Primary whether the primary answered;
+	// Quorum says that a strong subSLA was met without the primary
+	// because the read overlaps the table's write level (r + w > N);
+	// Repaired counts the stale replicas sent the newest version.
+	Level    int
+	Replies  []ReplicaRead
+	Quorum   bool
+	Repaired int
+	// Delay is the artificial delay the Get waited (WithDelay), counted
+	// in RTT.
+	Delay time.Duration
 }
+
+// ReplicaRead is one replica's answer to a Get of several replicas: its
+// version of the key, its high timestamp and its round trip from the
+// Get's start.
+type ReplicaRead = clientcore.ReplicaRead
 
 // Utility is the utility delivered: the met subSLA's, or zero.
 func (r Result) Utility() float64 {
@@ -538,10 +681,26 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		ExpectedUtility float64 `json:"expected_utility"`
 		Retried         bool    `json:"retried"`
 		Hedged          bool    `json:"hedged"`
+		Level           int     `json:"level"`
+		Replies         []any   `json:"replies,omitempty"`
+		Quorum          bool    `json:"quorum,omitempty"`
+		Repaired        int     `json:"repaired,omitempty"`
+		DelayMS         float64 `json:"delay_ms,omitempty"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
 		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
+		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond),
+	}
+	for _, rr := range r.Replies {
+		out.Replies = append(out.Replies, struct {
+			Node      string  `json:"node"`
+			Primary   bool    `json:"primary"`
+			Found     bool    `json:"found"`
+			VersionTS string  `json:"version_ts"`
+			HighTS    string  `json:"high_ts"`
+			RTTMS     float64 `json:"rtt_ms"`
+		}{string(rr.Node), rr.Primary, rr.Found, rr.VersionTS.String(), rr.HighTS.String(), float64(rr.RTT) / float64(time.Millisecond)})
 	}
 	if r.Met >= 0 {
 		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
@@ -558,7 +717,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	}
 	var o clientcore.GetOptions
 	for _, f := range opts {
-		f(&o)
+		f.get(&o)
 	}
 	type result struct {
 		r   clientcore.GetResult
@@ -575,7 +734,8 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged}
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
+		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay}
 	c.recordGet(res, err)
 	if err != nil {
 		res.Met = -1

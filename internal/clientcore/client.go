@@ -213,6 +213,11 @@ type Table struct {
 type tabletView struct {
 	ref      wire.TabletRef
 	replicas []*replicaState // primary first
+	// writeCount is the table's write level as a number of this tablet's
+	// replicas; quorumRead, when not zero, the fewest replicas a read
+	// needs to overlap every Put's write set (r + w > N, with w above
+	// one), which selection may use for a strong subSLA.
+	writeCount, quorumRead int
 }
 
 // Name returns the table's name.
@@ -310,6 +315,8 @@ func (c *Client) Fire(timer any) {
 		c.env.After(c.probeTick(), t)
 	case holdTimer:
 		c.finishHeld(t.g)
+	case delayTimer:
+		t.send()
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

@@ -28,6 +28,12 @@ type GetOptions struct {
 	// The Get returns a reply that meets a subSLA as soon as the other
 	// request can no longer do better.
 	HedgeCost float64
+	// Read replaces the session's read level choice when set.
+	Read Choice
+	// Delay, when positive, replaces the session's artificial delay.
+	Delay time.Duration
+	// ReadRepair turns on read repair for this Get (Policy.ReadRepair).
+	ReadRepair bool
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -64,6 +70,21 @@ type GetResult struct {
 	// Hedged is set when the Get also went to a second node at once
 	// (GetOptions.HedgeCost); Node is then the one whose reply was used.
 	Hedged bool
+	// Level is the number of replicas the Get asked (its read level).
+	// With more than one, Replies holds each one's answer in the order
+	// they came, Node is the one whose version was returned (the
+	// newest), HighTS the largest high timestamp among the replies, and
+	// Primary whether the primary was among them; Quorum says that the
+	// Get met a strong subSLA without the primary, because its read level
+	// and the table's write level overlap (r + w > N); Repaired counts the
+	// stale replicas sent the newest version (read repair).
+	Level    int
+	Replies  []ReplicaRead
+	Quorum   bool
+	Repaired int
+	// Delay is the artificial delay the Get waited before it was sent;
+	// it counts in RTT.
+	Delay time.Duration
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -74,11 +95,16 @@ func (r GetResult) Utility() float64 {
 	return r.SubSLA.Utility
 }
 
-// PutResult describes an acknowledged Put.
+// PutResult describes an acknowledged Put: its timestamp, the primary
+// that ordered it, the round trip, the write level it waited for (a
+// number of replicas) and how many replicas held it when the primary
+// answered, the primary included.
 type PutResult struct {
-	TS   hlc.Timestamp
-	Node wire.NodeID
-	RTT  time.Duration
+	TS    hlc.Timestamp
+	Node  wire.NodeID
+	RTT   time.Duration
+	Level int
+	Acks  int
 }
 
 func (c *Client) checkSession(s *Session, key string) error {
@@ -111,13 +137,45 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Strategy != 0 {
 		strategy = o.Strategy
 	}
+	read, delay := s.policy.Read, s.policy.Delay
+	if o.Read.set() {
+		read = o.Read
+	}
+	if err := read.validate(); err != nil {
+		return err
+	}
+	if o.Delay > 0 {
+		delay = o.Delay
+	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	level := read.draw(c.env.Rand())
+	if err := level.Check(len(tv.replicas)); err != nil {
+		return fmt.Errorf("%w: read %w", ErrInvalid, err)
+	}
+	r := level.Count(len(tv.replicas))
 	mins := c.minReadTimestamps(s, agreement, key)
-	res := GetResult{Met: -1, Target: -1, Strategy: strategy}
+	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
+	quorum := 0
+	if r == 1 && strategy == Pileus {
+		quorum = tv.quorumRead
+	}
 	var pick int
+	switch {
+	case r > 1:
+		if len(tv.replicas) > maxReplicas {
+			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
+		}
+		return c.startQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
+	case strategy == Pileus:
+		var useQuorum bool
+		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
+		if useQuorum {
+			res.Level = quorum
+			return c.startQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, done)
+		}
+	}
 	switch strategy {
 	case Pileus:
-		res.Target, pick, res.ExpectedUtility = selectTarget(agreement, mins, tv.replicas)
 	case Primary:
 		pick = 0
 	case Random:
@@ -133,12 +191,32 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if strategy == Pileus && o.HedgeCost > 0 {
 		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
 	}
-	c.getFrom(g, tv.replicas[pick])
-	if hedge != nil {
-		g.res.Hedged = true
-		c.getFrom(g, hedge)
-	}
+	c.after(delay, key, g.start, func() {
+		c.getFrom(g, tv.replicas[pick])
+		if hedge != nil {
+			g.res.Hedged = true
+			c.getFrom(g, hedge)
+		}
+	})
 	return nil
+}
+
+// startQuorum starts a Get of several replicas.
+func (c *Client) startQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
+	repair bool, res GetResult, done func(GetResult, error)) error {
+	q := &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
+		start: c.env.Now(), repair: repair, res: res, done: done}
+	c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+	return nil
+}
+
+// after runs send at once, or after an artificial delay (AD, CPQ 3.2).
+func (c *Client) after(delay time.Duration, key string, start time.Time, send func()) {
+	if delay <= 0 {
+		send()
+		return
+	}
+	c.env.After(delay, delayTimer{key: key, start: start, send: send})
 }
 
 // getCall is a Get in flight: what it asks for and what it has so far.
@@ -387,23 +465,47 @@ func (c *Client) retryTarget(g *getCall, missed *replicaState) *replicaState {
 	return best
 }
 
-// Put writes key in session s at the tablet's primary (Pileus 4.2). If Put
-// returns an error, done is never called; otherwise done is called exactly
-// once, later. An error passed to done leaves the outcome unknown: the Put
-// may still take effect.
-func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, error)) error {
+// Put writes key in session s at the tablet's primary (Pileus 4.2), which
+// answers once the Put's write level is reached (CPQ). If Put returns an
+// error, done is never called; otherwise done is called exactly once,
+// later. A *QuorumTimeoutError passed to done says the version is durable
+// at the primary but the write level was not reached in time; any other
+// error leaves the outcome unknown: the Put may still take effect.
+func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error)) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
 	}
 	if len(value) > c.opts.MaxValueBytes {
 		return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), c.opts.MaxValueBytes)
 	}
+	write := s.policy.Write
+	if o.Write.set() {
+		write = o.Write
+	}
+	if err := write.validate(); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
+	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	level := write.draw(c.env.Rand())
+	if err := level.Check(len(tv.replicas)); err != nil {
+		return fmt.Errorf("%w: write %w", ErrInvalid, err)
+	}
+	w := max(level.Count(len(tv.replicas)), tv.writeCount)
+	timeout := c.opts.RequestTimeout
+	if o.Timeout > 0 {
+		timeout = min(timeout, o.Timeout)
+	}
 	r := tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()
 	m := &wire.PutRequest{Req: req, Tablet: tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS}
-	c.send(r.id, m, req, c.opts.RequestTimeout, &pending{
+	if w > 1 {
+		m.W, m.Wait = int32(w), levelWait(timeout, r)
+	}
+	c.send(r.id, m, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			reply := m.(*wire.PutReply)
 			// Pileus 4.5: the monitor learns from Puts as from Gets. A
@@ -412,19 +514,25 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(PutResult, 
 			// estimate of a primary that only takes Puts until the next
 			// probe, which costs more (a client stuck on a bad first
 			// sample), so they count.
-			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent)}
-			if reply.Code != wire.OK {
+			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent), Level: w}
+			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
 				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
 				return
 			}
+			// Pileus 4.5: a Put's timestamp is a lower bound on the
+			// primary's high timestamp.
 			r.observeHigh(reply.TS, c.env.Now())
-			res.TS = reply.TS
+			res.TS, res.Acks = reply.TS, int(reply.Acks)
 			s.recordPut(key, reply.TS)
+			if reply.Code == wire.QuorumTimeout {
+				done(res, &QuorumTimeoutError{Key: key, TS: reply.TS, Level: w, Acks: res.Acks})
+				return
+			}
 			done(res, nil)
 		},
 		onTimeout: func() {
 			c.observeRTT(r, sent)
-			done(PutResult{Node: r.id}, fmt.Errorf("%w: put %q: no reply from primary %s within %s", ErrTimeout, key, r.id, c.opts.RequestTimeout))
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %q: no reply from primary %s within %s", ErrTimeout, key, r.id, timeout))
 		},
 	})
 	return nil

@@ -53,25 +53,54 @@ func pNodeSLA(r *replicaState, sub *sla.SubSLA, m minTS) float64 {
 // higher subSLA. Keeping only the closest candidate as we go, and replacing
 // it only with a strictly closer one, picks the same replica as collecting
 // the candidates and scanning them afterwards.
-func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState) (target, replica int, utility float64) {
+//
+// Beyond every anchor (DESIGN.md section 4): when quorum is not zero, a
+// read of the quorum nearest replicas is strong without the primary (the
+// table's write level overlaps it), and it is a candidate for every strong
+// subSLA. It meets the subSLA when all quorum replies come within its
+// latency, which we estimate as the product of the replicas' PNodeLat (as
+// if independent); its distance, for ties, is that of the quorum-th
+// nearest replica, the reply it waits for; on an exact tie a single
+// replica is preferred. useQuorum reports that it won;
+// replica is then -1.
+func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, quorum int) (target, replica int, utility float64, useQuorum bool) {
 	utility, target, replica = -1, -1, -1
 	var bestRTT int64
+	var buf [8]int
+	var group []int
 	for i := range agreement {
 		sub := &agreement[i]
 		for j, r := range replicas {
 			u := pNodeSLA(r, sub, mins[i]) * sub.Utility
 			switch {
 			case u > utility:
-				utility, target, replica = u, i, j
+				utility, target, replica, useQuorum = u, i, j, false
 				bestRTT = int64(r.rtt.distance())
 			case u == utility:
 				if rtt := int64(r.rtt.distance()); rtt < bestRTT {
-					replica, bestRTT = j, rtt
+					replica, bestRTT, useQuorum = j, rtt, false
 				}
 			}
 		}
+		if quorum > 0 && mins[i].primaryOnly {
+			if group == nil {
+				group = nearest(buf[:0], replicas, quorum, 0)
+			}
+			p := 1.0
+			for _, j := range group {
+				p *= replicas[j].rtt.pWithin(sub.Latency)
+			}
+			u := p * sub.Utility
+			rtt := int64(replicas[group[len(group)-1]].rtt.distance())
+			switch {
+			case u > utility:
+				utility, target, replica, useQuorum, bestRTT = u, i, -1, true, rtt
+			case u == utility && rtt < bestRTT:
+				replica, useQuorum, bestRTT = -1, true, rtt
+			}
+		}
 	}
-	return target, replica, utility
+	return target, replica, utility, useQuorum
 }
 
 // closest returns the index of the nearest replica by rttStats.distance,

@@ -160,7 +160,7 @@ func TestSelectTarget(t *testing.T) {
 		wantTarget: 0, wantNode: "near", wantUtil: 0,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			target, node, util := selectTarget(tc.agreement, tc.mins, tc.replicas)
+			target, node, util, _ := selectTarget(tc.agreement, tc.mins, tc.replicas, 0)
 			if target != tc.wantTarget || string(tc.replicas[node].id) != tc.wantNode || util != tc.wantUtil {
 				t.Fatalf("selectTarget = subSLA %d at %s with expected utility %v; want subSLA %d at %s with %v",
 					target+1, tc.replicas[node].id, util, tc.wantTarget+1, tc.wantNode, tc.wantUtil)
@@ -285,7 +285,7 @@ func BenchmarkSelectTarget(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		mins := c.minReadTimestamps(s, agreement, "k")
-		selectTarget(agreement, mins, replicas)
+		selectTarget(agreement, mins, replicas, 0)
 	}
 }
 

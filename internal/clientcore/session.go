@@ -12,12 +12,25 @@ type Session struct {
 	table    *Table
 	sla      sla.SLA
 	strategy Strategy
+	policy   Policy
 	ended    bool
 
 	putTS  map[string]hlc.Timestamp
 	readTS map[string]hlc.Timestamp
 	maxTS  hlc.Timestamp
 }
+
+// SetPolicy sets the levels and delay of the session's operations.
+func (s *Session) SetPolicy(p Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s.policy = p
+	return nil
+}
+
+// Policy returns the session's policy.
+func (s *Session) Policy() Policy { return s.policy }
 
 // SLA returns the session's default SLA.
 func (s *Session) SLA() sla.SLA { return s.sla }

@@ -60,6 +60,11 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 			for _, id := range spec.Replicas() {
 				tv.replicas = append(tv.replicas, &replicaState{id: id, primary: id == spec.Primary, rtt: c.nodeRTT(id)})
 			}
+			n := len(tv.replicas)
+			tv.writeCount = l.WriteLevel.Count(n)
+			if tv.writeCount > 1 {
+				tv.quorumRead = n - tv.writeCount + 1
+			}
 			t.tablets = append(t.tablets, tv)
 		}
 		c.tables[name] = t

@@ -34,15 +34,16 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOpti
 	var err error
 	switch op.Kind {
 	case Put:
-		err = c.Put(s, op.Key, op.Value, func(r clientcore.PutResult, err error) {
+		err = c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
-			op.Primary = true
+			op.Primary, op.Level, op.Acks = true, r.Level, r.Acks
 			finish()
 		})
 	case Get:
 		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
+			op.Level = r.Level
 			if r.Retried {
 				op.Extra++
 			}
@@ -67,6 +68,15 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOpti
 		op.End, op.Err, op.Refused = now(), err, true
 		finish()
 	}
+}
+
+// begin begins a session with the group's SLA, strategy and policy.
+func (cfg *Cosla) begin(c *clientcore.Client, t *clientcore.Table) (*clientcore.Session, error) {
+	s, err := c.BeginSession(t, cfg.SLA, cfg.Strategy)
+	if err == nil {
+		err = s.SetPolicy(cfg.Policy)
+	}
+	return s, err
 }
 
 // SimTarget runs each group as a client node of a simulated world
@@ -121,7 +131,7 @@ type simClient struct {
 }
 
 func (c *simClient) Begin(string) (Session, error) {
-	s, err := c.core.BeginSession(c.table, c.cfg.SLA, c.cfg.Strategy)
+	s, err := c.cfg.begin(c.core, c.table)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +261,7 @@ type hostClient struct {
 func (c *hostClient) Begin(string) (Session, error) {
 	var s *clientcore.Session
 	var err error
-	if derr := c.node.Do(func(node.Handler) { s, err = c.core.BeginSession(c.table, c.cfg.SLA, c.cfg.Strategy) }); derr != nil {
+	if derr := c.node.Do(func(node.Handler) { s, err = c.cfg.begin(c.core, c.table) }); derr != nil {
 		return nil, derr
 	}
 	if err != nil {

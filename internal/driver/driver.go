@@ -69,6 +69,8 @@ type Cosla struct {
 	SLA      sla.SLA
 	Strategy clientcore.Strategy
 	Get      clientcore.GetOptions
+	// Policy sets each session's read and write levels and delay (CPQ).
+	Policy clientcore.Policy
 	// Client configures the group's client core; the target fills Nodes.
 	Client clientcore.Options
 }

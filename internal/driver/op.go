@@ -112,6 +112,10 @@ type Op struct {
 	SubSLA sla.SubSLA
 	Target int
 	Extra  int
+	// Level is the number of replicas a cosla op involved: the replicas a
+	// Get asked, or those a Put waited for; Acks the replicas that held a
+	// Put when its primary answered (CPQ).
+	Level, Acks int
 }
 
 // Latency is the op's duration.

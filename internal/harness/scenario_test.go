@@ -24,13 +24,15 @@ import (
 //	world [seed=N] [probes=hide] [adaptive-probing]
 //	                                           build the world from the topology; adaptive-probing
 //	                                           sets the clients' Options.AdaptiveProbing
-//	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D]
+//	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D] [write-level=L]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
-//	put session=S key=K value=V
-//	get session=S key=K [strategy=...] [retry] [hedge=COST]
+//	put session=S key=K value=V [level=L] [timeout=D]
+//	                                           level and timeout set PutOptions.Write and Timeout
+//	get session=S key=K [strategy=...] [retry] [hedge=COST] [level=L] [repair] [delay=D]
 //	                                           body (optional): an SLA overriding the session's;
-//	                                           retry and hedge set GetOptions.RetryAfterMiss and HedgeCost
+//	                                           retry and hedge set GetOptions.RetryAfterMiss and HedgeCost,
+//	                                           level, repair and delay GetOptions.Read, ReadRepair and Delay
 //	tick D                                     run the world for D of virtual time
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
@@ -219,6 +221,13 @@ func (sc *scenario) createTable(d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if d.HasArg("write-level") {
+		var s string
+		d.ScanArgs(sc.t, "write-level", &s)
+		if l.WriteLevel, err = wire.ParseLevel(s); err != nil {
+			return "", err
+		}
+	}
 	// A fixed ID keeps traces stable.
 	l.ID = 7
 	if err := sc.world.CreateTable(wire.NodeID(client), l); err != nil {
@@ -280,13 +289,30 @@ func (sc *scenario) put(d *datadriven.TestData) (string, error) {
 	var key, value string
 	d.ScanArgs(sc.t, "key", &key)
 	d.ScanArgs(sc.t, "value", &value)
+	var o clientcore.PutOptions
+	if d.HasArg("level") {
+		if o.Write, err = scanLevel(sc.t, d); err != nil {
+			return "", err
+		}
+	}
+	if d.HasArg("timeout") {
+		var s string
+		d.ScanArgs(sc.t, "timeout", &s)
+		if o.Timeout, err = time.ParseDuration(s); err != nil {
+			return "", err
+		}
+	}
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
-		if err := c.Put(s.session, key, []byte(value), func(r clientcore.PutResult, err error) {
+		if err := c.Put(s.session, key, []byte(value), o, func(r clientcore.PutResult, err error) {
+			acks := ""
+			if r.Level > 1 {
+				acks = fmt.Sprintf(" acks=%d/%d", r.Acks, r.Level)
+			}
 			if err != nil {
-				out = fmt.Sprintf("put %s=%s: %v\n", key, value, err)
+				out = fmt.Sprintf("put %s=%s:%s %v\n", key, value, acks, err)
 			} else {
-				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s\n", key, value, r.TS, r.RTT)
+				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s%s\n", key, value, r.TS, r.RTT, acks)
 			}
 			done()
 		}); err != nil {
@@ -318,6 +344,19 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 		}
 	}
 	opts.RetryAfterMiss = d.HasArg("retry")
+	opts.ReadRepair = d.HasArg("repair")
+	if d.HasArg("level") {
+		if opts.Read, err = scanLevel(sc.t, d); err != nil {
+			return "", err
+		}
+	}
+	if d.HasArg("delay") {
+		var s string
+		d.ScanArgs(sc.t, "delay", &s)
+		if opts.Delay, err = time.ParseDuration(s); err != nil {
+			return "", err
+		}
+	}
 	if d.HasArg("hedge") {
 		d.ScanArgs(sc.t, "hedge", &opts.HedgeCost)
 	}
@@ -334,9 +373,23 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 	return out, err
 }
 
+// scanLevel reads a level= argument.
+func scanLevel(t *testing.T, d *datadriven.TestData) (clientcore.Choice, error) {
+	var s string
+	d.ScanArgs(t, "level", &s)
+	l, err := clientcore.ParseLevel(s)
+	return clientcore.Fixed(l), err
+}
+
 func formatGet(key string, r clientcore.GetResult, err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "get %s: strategy=%s", key, r.Strategy)
+	if r.Level > 1 {
+		fmt.Fprintf(&b, " level=%d", r.Level)
+	}
+	if r.Delay > 0 {
+		fmt.Fprintf(&b, " delay=%s", r.Delay)
+	}
 	if r.Target >= 0 {
 		fmt.Fprintf(&b, " target=%d expected-utility=%s", r.Target+1, strconv.FormatFloat(r.ExpectedUtility, 'f', -1, 64))
 	}
@@ -347,6 +400,19 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 		b.WriteString(" retried")
 	}
 	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
+	for _, rr := range r.Replies {
+		value := "not-found"
+		if rr.Found {
+			value = "version=" + rr.VersionTS.String()
+		}
+		fmt.Fprintf(&b, "  reply %s %s high=%s rtt=%s\n", rr.Node, value, rr.HighTS, rr.RTT)
+	}
+	if r.Quorum {
+		b.WriteString("  strong by quorum\n")
+	}
+	if r.Repaired > 0 {
+		fmt.Fprintf(&b, "  repaired %d\n", r.Repaired)
+	}
 	if err != nil {
 		fmt.Fprintf(&b, "  unmet: %v\n", err)
 		return b.String()

@@ -115,7 +115,7 @@ func BenchmarkReadPath(b *testing.B) {
 	}
 	value := make([]byte, 256)
 	if err := call(b, cn, core, func(c *clientcore.Client, done func(error)) {
-		if err := c.Put(s, "user000001", value, func(_ clientcore.PutResult, err error) { done(err) }); err != nil {
+		if err := c.Put(s, "user000001", value, clientcore.PutOptions{}, func(_ clientcore.PutResult, err error) { done(err) }); err != nil {
 			done(err)
 		}
 	}); err != nil {

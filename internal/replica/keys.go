@@ -30,6 +30,7 @@ const (
 	metaHigh      = 'h'
 	metaLast      = 'u'
 	metaTruncated = 't'
+	metaRepaired  = 'r'
 
 	tsLen     = 12
 	prefixLen = 1 + 8 + 4

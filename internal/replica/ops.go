@@ -34,8 +34,11 @@ func (tb *tablet) holds(key string) bool {
 
 // put performs a Put at the primary: assign a timestamp above both the
 // node's clock and the session's largest seen timestamp, then log and apply
-// the version in one synced batch before answering (Pileus 4.2).
-func (n *Node) put(m *wire.PutRequest) *wire.PutReply {
+// the version in one synced batch before answering (Pileus 4.2). A Put
+// whose write level (its own or the table's) is above one is pushed to
+// every secondary and answered later, by ackWaits or the wait's timer: put
+// then returns nil.
+func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 	n.metrics.Puts++
 	reply := &wire.PutReply{Req: m.Req}
 	tb, code := n.lookup(m.Tablet, m.Key, true)
@@ -46,6 +49,8 @@ func (n *Node) put(m *wire.PutRequest) *wire.PutReply {
 		reply.Code = wire.NotPrimary
 	case len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
 		reply.Code = wire.TooLarge
+	case m.W < 0 || int(m.W) > 1+len(tb.secondaries):
+		reply.Code = wire.Invalid
 	}
 	if reply.Code != wire.OK {
 		n.metrics.PutsRejected++
@@ -69,14 +74,19 @@ func (n *Node) put(m *wire.PutRequest) *wire.PutReply {
 	}
 	prev := tb.lastUpdate
 	tb.lastUpdate = ts
-	reply.TS = ts
-	if tb.mode == wire.ModePush {
+	reply.TS, reply.Acks = ts, 1
+	need := max(int(m.W), tb.writeLevel.Count(1+len(tb.secondaries)))
+	if tb.mode == wire.ModePush || need > 1 {
 		entry := wire.Entry{TS: ts, Key: m.Key, Value: m.Value}
 		for _, s := range tb.secondaries {
-			n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: entry})
+			n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: entry, Ack: need > 1})
 			n.metrics.PushesSent++
 			n.metrics.EntriesSent++
 		}
+	}
+	if need > 1 {
+		n.wait(tb, from, m, ts, need)
+		return nil
 	}
 	return reply
 }

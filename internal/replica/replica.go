@@ -83,9 +83,14 @@ type Metrics struct {
 	// Requests that named a table or tablet this node does not hold, or a
 	// key outside the addressed tablet.
 	RequestsForNoTable, RequestsForWrongTablet int64
-	StorageErrors                              int64
-	LastStorageError                           string
-	Tablets                                    []TabletStatus
+	// Write levels (CPQ): Puts that waited for more than the primary,
+	// those whose wait ran out, and the acknowledgements behind them.
+	LevelPuts, LevelTimeouts       int64
+	PushAcksSent, PushAcksReceived int64
+	RepairsApplied, RepairsIgnored int64
+	StorageErrors                  int64
+	LastStorageError               string
+	Tablets                        []TabletStatus
 }
 
 // TabletStatus describes one tablet replica.
@@ -108,6 +113,8 @@ type Node struct {
 	tables  map[string]*table
 	byID    map[uint64]*table
 	metrics Metrics
+	// lastWait numbers the Puts waiting for their write level.
+	lastWait uint64
 }
 
 type table struct {
@@ -126,6 +133,7 @@ type tablet struct {
 	isPrimary   bool
 	mode        wire.ReplicationMode
 	interval    time.Duration
+	writeLevel  wire.Level
 
 	// high is the high timestamp (Pileus 4.3). At a primary it is not
 	// used: the primary holds everything up to its current time.
@@ -139,9 +147,19 @@ type tablet struct {
 	// its log until every secondary has pulled again).
 	truncated hlc.Timestamp
 	acked     map[wire.NodeID]hlc.Timestamp
+	// waits are the Puts waiting for their write level, in timestamp
+	// order (volatile: a restarted primary has forgotten them, and their
+	// clients time out).
+	waits []*putWait
 
-	// Secondary only: a pull is outstanding.
-	pulling bool
+	// Secondary only: a pull is outstanding; ackPull: a Push that asked
+	// for an acknowledgement revealed a gap, so the pull that fills it is
+	// acknowledged with a PushAck.
+	pulling, ackPull bool
+	// repaired is the largest timestamp of a version written by read
+	// repair (durable). Versions at or below it are applied only over an
+	// older version of their key.
+	repaired hlc.Timestamp
 }
 
 // pullTimer fires a secondary's periodic pull.
@@ -202,7 +220,7 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 	for _, m := range []struct {
 		which byte
 		dst   *hlc.Timestamp
-	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}} {
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaRepaired, &tb.repaired}} {
 		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
 		if err != nil {
 			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
@@ -231,6 +249,7 @@ func (n *Node) addTable(l wire.Layout) *table {
 			isPrimary:   spec.Primary == self,
 			mode:        l.Replication.Mode,
 			interval:    l.Replication.Interval,
+			writeLevel:  l.WriteLevel,
 		}
 		if i+1 < len(l.Tablets) {
 			tb.end = l.Tablets[i+1].Start
@@ -287,7 +306,9 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		}
 		n.env.Send(from, reply)
 	case *wire.PutRequest:
-		n.env.Send(from, n.put(m))
+		if reply := n.put(from, m); reply != nil {
+			n.env.Send(from, reply)
+		}
 	case *wire.GetRequest:
 		n.env.Send(from, n.get(m))
 	case *wire.ProbeRequest:
@@ -298,6 +319,10 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		n.applyPull(m)
 	case *wire.Push:
 		n.applyPush(m)
+	case *wire.PushAck:
+		n.pushAcked(from, m)
+	case *wire.Repair:
+		n.repair(m)
 	default:
 		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 	}
@@ -313,6 +338,8 @@ func (n *Node) Fire(timer any) {
 		}
 		n.requestPull(tb)
 		n.env.After(tb.interval, t)
+	case waitTimer:
+		n.waitExpired(t)
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

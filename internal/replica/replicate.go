@@ -36,7 +36,7 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 	if isSecondary(tb, from) {
 		// Secondaries apply pulled versions with a synced write before
 		// they ask again, so Since is durable there.
-		tb.acked[from] = hlc.Max(tb.acked[from], m.Since)
+		n.noteHigh(tb, from, m.Since)
 		n.truncateLog(tb)
 	}
 	if m.Since.Less(tb.truncated) {
@@ -197,16 +197,28 @@ func (n *Node) applyPull(m *wire.PullReply) {
 				"pull reply for %s out of timestamp order: %s then %s", tb.ref, m.Entries[i-1].TS, m.Entries[i].TS)
 		}
 	}
-	for _, e := range m.Entries {
+	for i := range m.Entries {
+		e := &m.Entries[i]
 		if !m.Snapshot && !tb.high.Less(e.TS) {
 			continue
 		}
-		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
 		last = hlc.Max(last, e.TS)
+		if !m.Snapshot {
+			if skip, err := n.overRepaired(tb, e); err != nil {
+				return
+			} else if skip {
+				continue
+			}
+		}
+		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
 		applied++
 	}
 	if !n.commitReplicated(tb, &b, m.High, last) {
 		return
+	}
+	if tb.ackPull {
+		tb.ackPull = false
+		n.ackPush(tb)
 	}
 	n.metrics.EntriesApplied += int64(applied)
 	if m.Snapshot {
@@ -226,20 +238,34 @@ func (n *Node) applyPush(m *wire.Push) {
 	switch {
 	case !tb.high.Less(m.Entry.TS):
 		n.metrics.PushesIgnored++
+		if m.Ack {
+			n.ackPush(tb)
+		}
 		return
 	case m.Prev != tb.lastUpdate:
 		// A version between our last and this one has not arrived: pull
 		// rather than apply out of order.
 		n.metrics.GapsDetected++
+		tb.ackPull = tb.ackPull || m.Ack
 		if !tb.pulling {
 			n.requestPull(tb)
 		}
 		return
 	}
 	var b storage.Batch
-	b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
-	if n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS) {
-		n.metrics.EntriesApplied++
+	skip, err := n.overRepaired(tb, &m.Entry)
+	if err != nil {
+		return
+	}
+	if !skip {
+		b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
+	}
+	if !n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS) {
+		return
+	}
+	n.metrics.EntriesApplied++
+	if m.Ack {
+		n.ackPush(tb)
 	}
 }
 

@@ -57,12 +57,23 @@ func (m *TableInfoReply) String() string {
 	return fmt.Sprintf("TableInfoReply(req=%d table=%s/%d)", m.Req, m.Layout.Name, m.Layout.ID)
 }
 
+// A Put of write level one and its reply print as they did before write
+// levels existed, so that the traces of such runs keep their hashes.
+
 func (m *PutRequest) String() string {
-	return fmt.Sprintf("Put(req=%d tablet=%s key=%q value=%s min=%s)", m.Req, m.Tablet, m.Key, valueString(m.Value), m.MinTS)
+	level := ""
+	if m.W > 1 {
+		level = fmt.Sprintf(" w=%d wait=%s", m.W, m.Wait)
+	}
+	return fmt.Sprintf("Put(req=%d tablet=%s key=%q value=%s min=%s%s)", m.Req, m.Tablet, m.Key, valueString(m.Value), m.MinTS, level)
 }
 
 func (m *PutReply) String() string {
-	return fmt.Sprintf("PutReply(req=%d ts=%s%s)", m.Req, m.TS, codeSuffix(m.Code))
+	acks := ""
+	if m.Acks > 1 || m.Code == QuorumTimeout {
+		acks = fmt.Sprintf(" acks=%d", m.Acks)
+	}
+	return fmt.Sprintf("PutReply(req=%d ts=%s%s%s)", m.Req, m.TS, acks, codeSuffix(m.Code))
 }
 
 func (m *GetRequest) String() string {
@@ -124,5 +135,17 @@ func (m *PullReply) String() string {
 }
 
 func (m *Push) String() string {
-	return fmt.Sprintf("Push(tablet=%s prev=%s key=%q value=%s ts=%s)", m.Tablet, m.Prev, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS)
+	ack := ""
+	if m.Ack {
+		ack = " ack"
+	}
+	return fmt.Sprintf("Push(tablet=%s prev=%s key=%q value=%s ts=%s%s)", m.Tablet, m.Prev, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS, ack)
+}
+
+func (m *PushAck) String() string {
+	return fmt.Sprintf("PushAck(tablet=%s high=%s)", m.Tablet, m.High)
+}
+
+func (m *Repair) String() string {
+	return fmt.Sprintf("Repair(tablet=%s key=%q value=%s ts=%s)", m.Tablet, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS)
 }

@@ -16,17 +16,17 @@ var Kinds = []string{
 	"get", "get-reply",
 	"probe", "probe-reply",
 	"pull", "pull-reply",
-	"push",
+	"push", "push-ack", "repair",
 }
 
 // NodeKinds are the kinds of the messages a storage node serves: the
 // requests of clients and, from the replication protocol (Pileus 4.2), the
-// pulls a primary answers and the pull replies and pushes a secondary
-// applies. The others are replies a client receives.
+// pulls and push acknowledgements a primary handles and the pull replies,
+// pushes and read repairs a secondary applies. The others are replies a client receives.
 var NodeKinds = []string{
 	"create-table", "delete-table", "table-info",
 	"put", "get", "probe",
-	"pull", "pull-reply", "push",
+	"pull", "pull-reply", "push", "push-ack", "repair",
 }
 
 // Kind returns a short stable name of the message's type, one of Kinds,
@@ -63,6 +63,10 @@ func Kind(m Msg) string {
 		return "pull-reply"
 	case *Push:
 		return "push"
+	case *PushAck:
+		return "push-ack"
+	case *Repair:
+		return "repair"
 	}
 	return "unknown"
 }
@@ -129,12 +133,14 @@ func envelopeField(m Msg) (field, body int) {
 	case *PutRequest:
 		if m != nil {
 			body = uintField(1, m.Req) + msgField(2, refSize(m.Tablet)) + bytesField(3, len(m.Key)) +
-				bytesField(4, len(m.Value)) + tsField(5, m.MinTS)
+				bytesField(4, len(m.Value)) + tsField(5, m.MinTS) +
+				uintField(6, uint64(int64(m.W))) + uintField(7, uint64(m.Wait))
 		}
 		return 16, body
 	case *PutReply:
 		if m != nil {
-			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + tsField(3, m.TS)
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + tsField(3, m.TS) +
+				uintField(4, uint64(int64(m.Acks)))
 		}
 		return 17, body
 	case *GetRequest:
@@ -178,9 +184,19 @@ func envelopeField(m Msg) (field, body int) {
 	case *Push:
 		if m != nil {
 			body = msgField(1, refSize(m.Tablet)) + tsField(2, m.Prev) +
-				msgField(3, entrySize(&m.Entry))
+				msgField(3, entrySize(&m.Entry)) + boolField(4, m.Ack)
 		}
 		return 24, body
+	case *PushAck:
+		if m != nil {
+			body = msgField(1, refSize(m.Tablet)) + tsField(2, m.High)
+		}
+		return 25, body
+	case *Repair:
+		if m != nil {
+			body = msgField(1, refSize(m.Tablet)) + msgField(2, entrySize(&m.Entry))
+		}
+		return 26, body
 	}
 	return 0, 0
 }
@@ -188,7 +204,7 @@ func envelopeField(m Msg) (field, body int) {
 func layoutSize(l *Layout) int {
 	n := bytesField(1, len(l.Name)) + uintField(2, l.ID) +
 		uintField(4, uint64(l.Replication.Mode)) + uintField(5, uint64(l.Replication.Interval)) +
-		uintField(6, uint64(l.Partition))
+		uintField(6, uint64(l.Partition)) + uintField(7, uint64(int64(l.WriteLevel)))
 	for i := range l.Tablets {
 		t := &l.Tablets[i]
 		tn := bytesField(1, len(t.Start)) + bytesField(2, len(t.Primary))

@@ -18,7 +18,7 @@ func oneOfEach() []wire.Msg {
 		&wire.GetRequest{Req: 1}, &wire.GetReply{Req: 1},
 		&wire.ProbeRequest{Req: 1}, &wire.ProbeReply{Req: 1},
 		&wire.PullRequest{}, &wire.PullReply{},
-		&wire.Push{},
+		&wire.Push{}, &wire.PushAck{}, &wire.Repair{},
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
@@ -43,6 +45,10 @@ const (
 	StorageFailed
 	// Invalid: the request is malformed (for example an invalid layout).
 	Invalid
+	// QuorumTimeout: a Put's write level was not reached before its wait
+	// ran out. The version is durable at the primary, which reports in
+	// PutReply.Acks how many replicas held it when it answered.
+	QuorumTimeout
 )
 
 var codeNames = [...]string{
@@ -54,6 +60,7 @@ var codeNames = [...]string{
 	TooLarge:      "key or value too large",
 	StorageFailed: "storage failed",
 	Invalid:       "invalid request",
+	QuorumTimeout: "write level not reached in time",
 }
 
 func (c Code) String() string {
@@ -93,6 +100,75 @@ func (m ReplicationMode) String() string {
 type Replication struct {
 	Mode     ReplicationMode
 	Interval time.Duration
+}
+
+// Level is a read or write level, CPQ's consistency level (CPQ 1): how
+// many of a tablet's replicas an operation involves. A positive Level is a
+// count; Quorum and All stand for a count that depends on the tablet's
+// number of replicas N. The zero Level is unset, which means One.
+type Level int32
+
+// Named levels (CPQ 3.1.2: ONE, QUORUM, ALL).
+const (
+	One    Level = 1
+	Quorum Level = -1 // a majority: N/2+1
+	All    Level = -2 // every replica
+)
+
+// Count resolves the level for a tablet of n replicas. It does not check
+// that the count is at most n; Check does.
+func (l Level) Count(n int) int {
+	switch {
+	case l == Quorum:
+		return n/2 + 1
+	case l == All:
+		return n
+	case l <= 0:
+		return 1
+	}
+	return int(l)
+}
+
+// Check reports whether the level is valid for tablets of n replicas.
+func (l Level) Check(n int) error {
+	if l < All || l.Count(n) > n {
+		return fmt.Errorf("level %s needs more than the %d replicas of the tablet", l, n)
+	}
+	return nil
+}
+
+func (l Level) String() string {
+	switch l {
+	case 0:
+		return "unset"
+	case One:
+		return "one"
+	case Quorum:
+		return "quorum"
+	case All:
+		return "all"
+	}
+	if l < 0 {
+		return fmt.Sprintf("level(%d)", int32(l))
+	}
+	return fmt.Sprintf("%d", int32(l))
+}
+
+// ParseLevel reads "one", "quorum", "all" or a positive count.
+func ParseLevel(s string) (Level, error) {
+	switch strings.ToLower(s) {
+	case "one":
+		return One, nil
+	case "quorum":
+		return Quorum, nil
+	case "all":
+		return All, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("unknown level %q (want one, quorum, all or a positive number of replicas)", s)
+	}
+	return Level(n), nil
 }
 
 // Partition says how a table's keys map to its tablets. Either way every
@@ -229,6 +305,11 @@ type Layout struct {
 	Partition   Partition
 	Tablets     []Tablet
 	Replication Replication
+	// WriteLevel is the least write level of every Put to the table: the
+	// primary raises a Put's level to it. A client that knows it may
+	// read r replicas of a tablet of N with r + WriteLevel > N as a
+	// strong read (DESIGN.md section 4). Unset means One.
+	WriteLevel Level `json:",omitempty"`
 }
 
 // ErrBadLayout is wrapped by every layout validation error.
@@ -278,6 +359,11 @@ func (l *Layout) Validate() error {
 	default:
 		return fmt.Errorf("%w: table %q: unknown replication mode %d", ErrBadLayout, l.Name, l.Replication.Mode)
 	}
+	for i, t := range l.Tablets {
+		if err := l.WriteLevel.Check(1 + len(t.Secondaries)); err != nil {
+			return fmt.Errorf("%w: table %q: tablet %d: write %w", ErrBadLayout, l.Name, i, err)
+		}
+	}
 	if l.Replication.Interval <= 0 {
 		return fmt.Errorf("%w: table %q: replication interval must be positive, got %s", ErrBadLayout, l.Name, l.Replication.Interval)
 	}
@@ -321,7 +407,8 @@ func tabletAt(tablets []Tablet, pos string) int {
 
 // Equal reports whether two layouts are identical.
 func (l *Layout) Equal(o *Layout) bool {
-	if l.Name != o.Name || l.ID != o.ID || l.Partition != o.Partition || l.Replication != o.Replication || len(l.Tablets) != len(o.Tablets) {
+	if l.Name != o.Name || l.ID != o.ID || l.Partition != o.Partition || l.Replication != o.Replication ||
+		l.WriteLevel != o.WriteLevel || len(l.Tablets) != len(o.Tablets) {
 		return false
 	}
 	for i, t := range l.Tablets {
@@ -395,20 +482,31 @@ type TableInfoReply struct {
 // PutRequest writes a new version of Key at the tablet's primary. The
 // primary gives it a timestamp greater than MinTS, the largest timestamp the
 // writing session has seen, so causality crosses tablets (Pileus 4.4).
+//
+// W is the write level as a count (CPQ): the primary answers once W
+// replicas, itself included, have applied the version, pushing it to
+// every secondary at once. W of 0 or 1 answers once the primary holds it.
+// Wait bounds how long the primary waits for the others; past it the
+// reply is QuorumTimeout.
 type PutRequest struct {
 	Req    uint64
 	Tablet TabletRef
 	Key    string
 	Value  []byte
 	MinTS  hlc.Timestamp
+	W      int32
+	Wait   time.Duration
 }
 
 // PutReply answers PutRequest. TS is the version's update timestamp; the
-// version is durable at the primary when the reply is sent.
+// version is durable at the primary when the reply is sent (also with
+// QuorumTimeout). Acks is the number of replicas, the primary included,
+// known to hold the version when the primary answered.
 type PutReply struct {
 	Req  uint64
 	Code Code
 	TS   hlc.Timestamp
+	Acks int32
 }
 
 // GetRequest reads the replica's version of Key.
@@ -472,10 +570,32 @@ type PullReply struct {
 
 // Push streams one new version from a primary to a secondary. Prev is the
 // timestamp of the tablet's previous version, so the secondary can tell a
-// gap (a lost Push) from the next version in order.
+// gap (a lost Push) from the next version in order. Ack asks the
+// secondary to answer with a PushAck once it holds the version durably,
+// because a Put with a write level above one waits for it.
 type Push struct {
 	Tablet TabletRef
 	Prev   hlc.Timestamp
+	Entry  Entry
+	Ack    bool
+}
+
+// PushAck tells a primary that a secondary holds, durably, every version
+// of the tablet up to High: it answers a Push (or the pull that filled a
+// gap a Push revealed), so that the primary can count the replicas that
+// hold a Put with a write level above one (CPQ).
+type PushAck struct {
+	Tablet TabletRef
+	High   hlc.Timestamp
+}
+
+// Repair is read repair (CPQ; Cassandra's read repair): a client that
+// read several replicas sends the newest version it saw to a replica that
+// answered with an older one. The replica keeps it if it has nothing
+// newer of the key; its high timestamp does not change, since it may
+// still lack other versions below Entry.TS.
+type Repair struct {
+	Tablet TabletRef
 	Entry  Entry
 }
 
@@ -494,3 +614,5 @@ func (*ProbeReply) isMsg()         {}
 func (*PullRequest) isMsg()        {}
 func (*PullReply) isMsg()          {}
 func (*Push) isMsg()               {}
+func (*PushAck) isMsg()            {}
+func (*Repair) isMsg()             {}

@@ -231,3 +231,41 @@ func TestPartitionText(t *testing.T) {
 		t.Errorf("Partition(7).String() = %q", s)
 	}
 }
+
+func TestLevel(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		level wire.Level
+		n     int
+		count int
+		ok    bool
+	}{
+		{"one", wire.One, 3, 1, true},
+		{"QUORUM", wire.Quorum, 3, 2, true},
+		{"quorum", wire.Quorum, 4, 3, true},
+		{"quorum", wire.Quorum, 1, 1, true},
+		{"all", wire.All, 5, 5, true},
+		{"2", 2, 3, 2, true},
+		{"4", 4, 3, 4, false},
+	} {
+		l, err := wire.ParseLevel(tc.in)
+		if err != nil || l != tc.level {
+			t.Errorf("ParseLevel(%q) = %v, %v; want %v", tc.in, l, err, tc.level)
+			continue
+		}
+		if got := l.Count(tc.n); got != tc.count {
+			t.Errorf("%s.Count(%d) = %d, want %d", l, tc.n, got, tc.count)
+		}
+		if err := l.Check(tc.n); (err == nil) != tc.ok {
+			t.Errorf("%s.Check(%d) = %v, want ok %v", l, tc.n, err, tc.ok)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "two", "99999999999"} {
+		if _, err := wire.ParseLevel(bad); err == nil {
+			t.Errorf("ParseLevel(%q) succeeded", bad)
+		}
+	}
+	if got := wire.Level(0).Count(3); got != 1 {
+		t.Errorf("unset level counts %d replicas, want 1", got)
+	}
+}

@@ -30,9 +30,10 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.TableInfoReply:
 		e.Msg = &Envelope_TableInfoReply{&TableInfoReply{Req: m.Req, Code: uint32(m.Code), Layout: layoutPB(m.Layout)}}
 	case *wire.PutRequest:
-		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS)}}
+		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS),
+			W: m.W, WaitNanos: int64(m.Wait)}}
 	case *wire.PutReply:
-		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS)}}
+		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS), Acks: m.Acks}}
 	case *wire.GetRequest:
 		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key}}
 	case *wire.GetReply:
@@ -52,7 +53,11 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 		}
 		e.Msg = &Envelope_PullReply{r}
 	case *wire.Push:
-		e.Msg = &Envelope_Push{&Push{Tablet: refPB(m.Tablet), Prev: tsPB(m.Prev), Entry: entryPB(m.Entry)}}
+		e.Msg = &Envelope_Push{&Push{Tablet: refPB(m.Tablet), Prev: tsPB(m.Prev), Entry: entryPB(m.Entry), Ack: m.Ack}}
+	case *wire.PushAck:
+		e.Msg = &Envelope_PushAck{&PushAck{Tablet: refPB(m.Tablet), High: tsPB(m.High)}}
+	case *wire.Repair:
+		e.Msg = &Envelope_Repair{&Repair{Tablet: refPB(m.Tablet), Entry: entryPB(m.Entry)}}
 	default:
 		return nil, fmt.Errorf("wirepb: no encoding for %T", m)
 	}
@@ -91,12 +96,13 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = out
 	case *Envelope_PutRequest:
 		r := x.PutRequest
-		m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs())}
+		m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
+			W: r.GetW(), Wait: time.Duration(r.GetWaitNanos())}
 	case *Envelope_PutReply:
 		r := x.PutReply
 		var c wire.Code
 		if c, err = codeWire(r.GetCode()); err == nil {
-			m = &wire.PutReply{Req: r.GetReq(), Code: c, TS: tsWire(r.GetTs())}
+			m = &wire.PutReply{Req: r.GetReq(), Code: c, TS: tsWire(r.GetTs()), Acks: r.GetAcks()}
 		}
 	case *Envelope_GetRequest:
 		r := x.GetRequest
@@ -128,7 +134,11 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		out.Code, err = codeWire(r.GetCode())
 		m = out
 	case *Envelope_Push:
-		m = &wire.Push{Tablet: refWire(x.Push.GetTablet()), Prev: tsWire(x.Push.GetPrev()), Entry: entryWire(x.Push.GetEntry())}
+		m = &wire.Push{Tablet: refWire(x.Push.GetTablet()), Prev: tsWire(x.Push.GetPrev()), Entry: entryWire(x.Push.GetEntry()), Ack: x.Push.GetAck()}
+	case *Envelope_PushAck:
+		m = &wire.PushAck{Tablet: refWire(x.PushAck.GetTablet()), High: tsWire(x.PushAck.GetHigh())}
+	case *Envelope_Repair:
+		m = &wire.Repair{Tablet: refWire(x.Repair.GetTablet()), Entry: entryWire(x.Repair.GetEntry())}
 	default:
 		err = fmt.Errorf("%w: envelope from %q to %q carries no message", ErrMalformed, from, to)
 	}
@@ -167,7 +177,7 @@ func codeWire(c uint32) (wire.Code, error) {
 }
 
 func layoutPB(l wire.Layout) *Layout {
-	out := &Layout{Name: l.Name, Id: l.ID, Partition: uint32(l.Partition), ReplicationMode: uint32(l.Replication.Mode),
+	out := &Layout{Name: l.Name, Id: l.ID, Partition: uint32(l.Partition), WriteLevel: int32(l.WriteLevel), ReplicationMode: uint32(l.Replication.Mode),
 		ReplicationIntervalNanos: int64(l.Replication.Interval), Tablets: make([]*Tablet, len(l.Tablets))}
 	for i, t := range l.Tablets {
 		pt := &Tablet{Start: t.Start, Primary: string(t.Primary)}
@@ -189,7 +199,7 @@ func layoutWire(l *Layout) (wire.Layout, error) {
 	if p := l.GetPartition(); p != uint32(wire.ByRange) && p != uint32(wire.ByHash) {
 		return wire.Layout{}, fmt.Errorf("%w: unknown partition %d", ErrMalformed, p)
 	}
-	out := wire.Layout{Name: l.GetName(), ID: l.GetId(), Partition: wire.Partition(l.GetPartition()), Replication: wire.Replication{
+	out := wire.Layout{Name: l.GetName(), ID: l.GetId(), Partition: wire.Partition(l.GetPartition()), WriteLevel: wire.Level(l.GetWriteLevel()), Replication: wire.Replication{
 		Mode:     wire.ReplicationMode(l.GetReplicationMode()),
 		Interval: time.Duration(l.GetReplicationIntervalNanos()),
 	}}

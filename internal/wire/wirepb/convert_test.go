@@ -33,6 +33,7 @@ func TestRoundTrip(t *testing.T) {
 			{Start: wire.HashStarts(2)[0], Primary: "us/r1", Secondaries: []wire.NodeID{"england/r1"}},
 		},
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Second},
+		WriteLevel:  wire.All,
 	}
 	entries := []wire.Entry{{TS: ts, Key: "a", Value: []byte("1")}, {TS: hlc.Timestamp{WallNanos: ts.WallNanos + 1}, Key: "b", Value: []byte("2")}}
 	for _, m := range []wire.Msg{
@@ -46,6 +47,8 @@ func TestRoundTrip(t *testing.T) {
 		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: layout},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts},
 		&wire.PutReply{Req: 8, Code: wire.NotPrimary, TS: ts},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, W: 2, Wait: time.Second},
+		&wire.PutReply{Req: 8, Code: wire.QuorumTimeout, TS: ts, Acks: 2},
 		&wire.GetRequest{Req: 9, Tablet: ref, Key: "k"},
 		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Primary: true},
 		&wire.ProbeRequest{Req: 11, Tablet: ref},
@@ -53,6 +56,9 @@ func TestRoundTrip(t *testing.T) {
 		&wire.PullRequest{Tablet: ref, Since: ts},
 		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
+		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
+		&wire.PushAck{Tablet: ref, High: ts},
+		&wire.Repair{Tablet: ref, Entry: entries[1]},
 	} {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
 			e, err := Wrap("us/c1", "england/r1", m)

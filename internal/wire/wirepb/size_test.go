@@ -31,6 +31,8 @@ func TestSize(t *testing.T) {
 		},
 		Replication: wire.Replication{Mode: wire.ModePush, Interval: time.Minute},
 	}
+	quorum := layout
+	quorum.WriteLevel = wire.Quorum
 	hashed := layout
 	hashed.Partition = wire.ByHash
 	hashed.Tablets = []wire.Tablet{{Primary: "england/r1"}, {Start: wire.HashStarts(2)[0], Primary: "us/r1"}}
@@ -46,6 +48,7 @@ func TestSize(t *testing.T) {
 		{"create-table", &wire.CreateTableRequest{Req: 1, Layout: layout}},
 		{"create-table empty", &wire.CreateTableRequest{}},
 		{"create-table by hash", &wire.CreateTableRequest{Req: 1, Layout: hashed}},
+		{"create-table write level", &wire.CreateTableRequest{Req: 1, Layout: quorum}},
 		{"create-table-reply", &wire.CreateTableReply{Req: 2, Code: wire.TableExists}},
 		{"delete-table", &wire.DeleteTableRequest{Req: 3, Name: "usertable"}},
 		{"delete-table-reply", &wire.DeleteTableReply{Req: 4}},
@@ -53,6 +56,10 @@ func TestSize(t *testing.T) {
 		{"table-info-reply", &wire.TableInfoReply{Req: 6, Layout: layout}},
 		{"table-info-reply no table", &wire.TableInfoReply{Req: 6, Code: wire.NoTable}},
 		{"put-reply", &wire.PutReply{Req: 8, Code: wire.NotPrimary, TS: ts}},
+		{"put-reply acks", &wire.PutReply{Req: 8, Code: wire.QuorumTimeout, TS: ts, Acks: 2}},
+		{"put write level", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, W: 3, Wait: 10 * time.Second}},
+		{"push-ack", &wire.PushAck{Tablet: ref, High: ts}},
+		{"repair", &wire.Repair{Tablet: ref, Entry: wire.Entry{TS: ts, Key: "k", Value: large}}},
 		{"get", &wire.GetRequest{Req: 9, Tablet: ref, Key: "user000001"}},
 		{"get negative tablet", &wire.GetRequest{Req: 1 << 63, Tablet: wire.TabletRef{Table: 1, Tablet: -1}, Key: "k"}},
 		{"probe", &wire.ProbeRequest{Req: 11, Tablet: ref}},

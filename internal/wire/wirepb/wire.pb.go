@@ -47,6 +47,8 @@ type Envelope struct {
 	//	*Envelope_PullRequest
 	//	*Envelope_PullReply
 	//	*Envelope_Push
+	//	*Envelope_PushAck
+	//	*Envelope_Repair
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -238,6 +240,24 @@ func (x *Envelope) GetPush() *Push {
 	return nil
 }
 
+func (x *Envelope) GetPushAck() *PushAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_PushAck); ok {
+			return x.PushAck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetRepair() *Repair {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Repair); ok {
+			return x.Repair
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -302,6 +322,14 @@ type Envelope_Push struct {
 	Push *Push `protobuf:"bytes,24,opt,name=push,proto3,oneof"`
 }
 
+type Envelope_PushAck struct {
+	PushAck *PushAck `protobuf:"bytes,25,opt,name=push_ack,json=pushAck,proto3,oneof"`
+}
+
+type Envelope_Repair struct {
+	Repair *Repair `protobuf:"bytes,26,opt,name=repair,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -331,6 +359,10 @@ func (*Envelope_PullRequest) isEnvelope_Msg() {}
 func (*Envelope_PullReply) isEnvelope_Msg() {}
 
 func (*Envelope_Push) isEnvelope_Msg() {}
+
+func (*Envelope_PushAck) isEnvelope_Msg() {}
+
+func (*Envelope_Repair) isEnvelope_Msg() {}
 
 type Timestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -504,7 +536,9 @@ type Layout struct {
 	ReplicationMode          uint32                 `protobuf:"varint,4,opt,name=replication_mode,json=replicationMode,proto3" json:"replication_mode,omitempty"`
 	ReplicationIntervalNanos int64                  `protobuf:"varint,5,opt,name=replication_interval_nanos,json=replicationIntervalNanos,proto3" json:"replication_interval_nanos,omitempty"`
 	// wire.Partition: 0 by key range, 1 by key hash.
-	Partition     uint32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	Partition uint32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	// wire.Level: a count, or -1 for a quorum and -2 for all.
+	WriteLevel    int32 `protobuf:"varint,7,opt,name=write_level,json=writeLevel,proto3" json:"write_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +611,13 @@ func (x *Layout) GetReplicationIntervalNanos() int64 {
 func (x *Layout) GetPartition() uint32 {
 	if x != nil {
 		return x.Partition
+	}
+	return 0
+}
+
+func (x *Layout) GetWriteLevel() int32 {
+	if x != nil {
+		return x.WriteLevel
 	}
 	return 0
 }
@@ -968,6 +1009,8 @@ type PutRequest struct {
 	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
 	MinTs         *Timestamp             `protobuf:"bytes,5,opt,name=min_ts,json=minTs,proto3" json:"min_ts,omitempty"`
+	W             int32                  `protobuf:"varint,6,opt,name=w,proto3" json:"w,omitempty"`
+	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1037,11 +1080,26 @@ func (x *PutRequest) GetMinTs() *Timestamp {
 	return nil
 }
 
+func (x *PutRequest) GetW() int32 {
+	if x != nil {
+		return x.W
+	}
+	return 0
+}
+
+func (x *PutRequest) GetWaitNanos() int64 {
+	if x != nil {
+		return x.WaitNanos
+	}
+	return 0
+}
+
 type PutReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
 	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
 	Ts            *Timestamp             `protobuf:"bytes,3,opt,name=ts,proto3" json:"ts,omitempty"`
+	Acks          int32                  `protobuf:"varint,4,opt,name=acks,proto3" json:"acks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1095,6 +1153,13 @@ func (x *PutReply) GetTs() *Timestamp {
 		return x.Ts
 	}
 	return nil
+}
+
+func (x *PutReply) GetAcks() int32 {
+	if x != nil {
+		return x.Acks
+	}
+	return 0
 }
 
 type GetRequest struct {
@@ -1518,6 +1583,7 @@ type Push struct {
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
 	Prev          *Timestamp             `protobuf:"bytes,2,opt,name=prev,proto3" json:"prev,omitempty"`
 	Entry         *Entry                 `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
+	Ack           bool                   `protobuf:"varint,4,opt,name=ack,proto3" json:"ack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1573,13 +1639,124 @@ func (x *Push) GetEntry() *Entry {
 	return nil
 }
 
+func (x *Push) GetAck() bool {
+	if x != nil {
+		return x.Ack
+	}
+	return false
+}
+
+type PushAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	High          *Timestamp             `protobuf:"bytes,2,opt,name=high,proto3" json:"high,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushAck) Reset() {
+	*x = PushAck{}
+	mi := &file_wire_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushAck) ProtoMessage() {}
+
+func (x *PushAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
+func (*PushAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PushAck) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *PushAck) GetHigh() *Timestamp {
+	if x != nil {
+		return x.High
+	}
+	return nil
+}
+
+type Repair struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Entry         *Entry                 `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Repair) Reset() {
+	*x = Repair{}
+	mi := &file_wire_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Repair) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Repair) ProtoMessage() {}
+
+func (x *Repair) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Repair.ProtoReflect.Descriptor instead.
+func (*Repair) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Repair) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *Repair) GetEntry() *Entry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\x89\b\n" +
+	"cosla.wire\"\xe9\b\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -1602,7 +1779,9 @@ const file_wire_proto_rawDesc = "" +
 	"\fpull_request\x18\x16 \x01(\v2\x17.cosla.wire.PullRequestH\x00R\vpullRequest\x126\n" +
 	"\n" +
 	"pull_reply\x18\x17 \x01(\v2\x15.cosla.wire.PullReplyH\x00R\tpullReply\x12&\n" +
-	"\x04push\x18\x18 \x01(\v2\x10.cosla.wire.PushH\x00R\x04pushB\x05\n" +
+	"\x04push\x18\x18 \x01(\v2\x10.cosla.wire.PushH\x00R\x04push\x120\n" +
+	"\bpush_ack\x18\x19 \x01(\v2\x13.cosla.wire.PushAckH\x00R\apushAck\x12,\n" +
+	"\x06repair\x18\x1a \x01(\v2\x12.cosla.wire.RepairH\x00R\x06repairB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -1614,14 +1793,16 @@ const file_wire_proto_rawDesc = "" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\tR\x05start\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\tR\aprimary\x12 \n" +
-	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\xe1\x01\n" +
+	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\x82\x02\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12,\n" +
 	"\atablets\x18\x03 \x03(\v2\x12.cosla.wire.TabletR\atablets\x12)\n" +
 	"\x10replication_mode\x18\x04 \x01(\rR\x0freplicationMode\x12<\n" +
 	"\x1areplication_interval_nanos\x18\x05 \x01(\x03R\x18replicationIntervalNanos\x12\x1c\n" +
-	"\tpartition\x18\x06 \x01(\rR\tpartition\"V\n" +
+	"\tpartition\x18\x06 \x01(\rR\tpartition\x12\x1f\n" +
+	"\vwrite_level\x18\a \x01(\x05R\n" +
+	"writeLevel\"V\n" +
 	"\x05Entry\x12%\n" +
 	"\x02ts\x18\x01 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -1644,18 +1825,22 @@ const file_wire_proto_rawDesc = "" +
 	"\x0eTableInfoReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12*\n" +
-	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xa3\x01\n" +
+	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xd0\x01\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
 	"\x06tablet\x18\x02 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x04 \x01(\fR\x05value\x12,\n" +
-	"\x06min_ts\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\x05minTs\"W\n" +
+	"\x06min_ts\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\x05minTs\x12\f\n" +
+	"\x01w\x18\x06 \x01(\x05R\x01w\x12\x1d\n" +
+	"\n" +
+	"wait_nanos\x18\a \x01(\x03R\twaitNanos\"k\n" +
 	"\bPutReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12%\n" +
-	"\x02ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\"_\n" +
+	"\x02ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x12\n" +
+	"\x04acks\x18\x04 \x01(\x05R\x04acks\"_\n" +
 	"\n" +
 	"GetRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
@@ -1689,11 +1874,18 @@ const file_wire_proto_rawDesc = "" +
 	"\x04high\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12+\n" +
 	"\aentries\x18\x05 \x03(\v2\x11.cosla.wire.EntryR\aentries\x12\x12\n" +
 	"\x04more\x18\x06 \x01(\bR\x04more\x12\x1a\n" +
-	"\bsnapshot\x18\a \x01(\bR\bsnapshot\"\x89\x01\n" +
+	"\bsnapshot\x18\a \x01(\bR\bsnapshot\"\x9b\x01\n" +
 	"\x04Push\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04prev\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04prev\x12'\n" +
-	"\x05entry\x18\x03 \x01(\v2\x11.cosla.wire.EntryR\x05entry2@\n" +
+	"\x05entry\x18\x03 \x01(\v2\x11.cosla.wire.EntryR\x05entry\x12\x10\n" +
+	"\x03ack\x18\x04 \x01(\bR\x03ack\"c\n" +
+	"\aPushAck\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
+	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"`\n" +
+	"\x06Repair\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12'\n" +
+	"\x05entry\x18\x02 \x01(\v2\x11.cosla.wire.EntryR\x05entry2@\n" +
 	"\x04Node\x128\n" +
 	"\x06Stream\x12\x14.cosla.wire.Envelope\x1a\x14.cosla.wire.Envelope(\x010\x01B-Z+github.com/cosla/cosla/internal/wire/wirepbb\x06proto3"
 
@@ -1709,7 +1901,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -1732,6 +1924,8 @@ var file_wire_proto_goTypes = []any{
 	(*PullRequest)(nil),        // 18: cosla.wire.PullRequest
 	(*PullReply)(nil),          // 19: cosla.wire.PullReply
 	(*Push)(nil),               // 20: cosla.wire.Push
+	(*PushAck)(nil),            // 21: cosla.wire.PushAck
+	(*Repair)(nil),             // 22: cosla.wire.Repair
 }
 var file_wire_proto_depIdxs = []int32{
 	6,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
@@ -1749,34 +1943,40 @@ var file_wire_proto_depIdxs = []int32{
 	18, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
 	19, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
 	20, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	3,  // 15: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	1,  // 16: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	4,  // 17: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	4,  // 18: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	2,  // 19: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 20: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	1,  // 21: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	2,  // 22: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 23: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,  // 24: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 25: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 26: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 27: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 28: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	2,  // 29: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 30: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 31: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	5,  // 32: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	2,  // 33: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 34: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	5,  // 35: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	0,  // 36: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 37: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	37, // [37:38] is the sub-list for method output_type
-	36, // [36:37] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	21, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	22, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	3,  // 17: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	1,  // 18: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	4,  // 19: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	4,  // 20: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	2,  // 21: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 22: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	1,  // 23: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	2,  // 24: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 25: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,  // 26: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 27: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 28: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 29: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 30: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	2,  // 31: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 32: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,  // 33: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	5,  // 34: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	2,  // 35: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 36: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	5,  // 37: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	2,  // 38: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 39: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	2,  // 40: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	5,  // 41: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
+	0,  // 42: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,  // 43: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	43, // [43:44] is the sub-list for method output_type
+	42, // [42:43] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -1800,6 +2000,8 @@ func file_wire_proto_init() {
 		(*Envelope_PullRequest)(nil),
 		(*Envelope_PullReply)(nil),
 		(*Envelope_Push)(nil),
+		(*Envelope_PushAck)(nil),
+		(*Envelope_Repair)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1807,7 +2009,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,167 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// Write levels and read repair (CPQ, DESIGN.md section 4). A Put with a
+// write level w above one is pushed to every secondary at once, whatever
+// the table's replication mode, with Push.Ack set; each secondary answers
+// with a PushAck once it holds the version durably, and the primary
+// answers the Put once w replicas, itself included, hold it. A secondary's
+// high timestamp covers a prefix of the tablet's history, so one
+// timestamp per secondary, the highest it has acknowledged or pulled
+// from, tells the primary which versions it holds. Past the Put's wait
+// the primary answers QuorumTimeout with the number that do: never more.
+
+// putWait is a Put waiting for its write level.
+type putWait struct {
+	id   uint64
+	from wire.NodeID
+	req  uint64
+	ts   hlc.Timestamp
+	need int
+}
+
+// waitTimer fires when a waiting Put's wait has run out.
+type waitTimer struct {
+	ref wire.TabletRef
+	id  uint64
+}
+
+func (t waitTimer) String() string { return fmt.Sprintf("wait(%s #%d)", t.ref, t.id) }
+
+// wait parks a Put until need replicas hold ts or m.Wait runs out.
+func (n *Node) wait(tb *tablet, from wire.NodeID, m *wire.PutRequest, ts hlc.Timestamp, need int) {
+	n.metrics.LevelPuts++
+	n.lastWait++
+	w := &putWait{id: n.lastWait, from: from, req: m.Req, ts: ts, need: need}
+	tb.waits = append(tb.waits, w)
+	n.env.After(max(m.Wait, 0), waitTimer{ref: tb.ref, id: w.id})
+}
+
+// holders counts the replicas known to hold ts durably: the primary and
+// every secondary whose acknowledged high timestamp reaches it.
+func holders(tb *tablet, ts hlc.Timestamp) int {
+	count := 1
+	for _, s := range tb.secondaries {
+		if high, ok := tb.acked[s]; ok && !high.Less(ts) {
+			count++
+		}
+	}
+	return count
+}
+
+// noteHigh records that secondary s holds every version up to high
+// durably, and answers the Puts that now have their write level.
+func (n *Node) noteHigh(tb *tablet, s wire.NodeID, high hlc.Timestamp) {
+	if !isSecondary(tb, s) {
+		return
+	}
+	tb.acked[s] = hlc.Max(tb.acked[s], high)
+	kept := tb.waits[:0]
+	for _, w := range tb.waits {
+		if count := holders(tb, w.ts); count >= w.need {
+			n.env.Send(w.from, &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count)})
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(tb.waits[len(kept):])
+	tb.waits = kept
+}
+
+// pushAcked handles a secondary's PushAck at the primary.
+func (n *Node) pushAcked(from wire.NodeID, m *wire.PushAck) {
+	tb := n.tablet(m.Tablet)
+	if tb == nil || !tb.isPrimary {
+		return
+	}
+	n.metrics.PushAcksReceived++
+	n.noteHigh(tb, from, m.High)
+}
+
+// waitExpired answers a Put whose wait ran out before its write level was
+// reached, with the number of replicas that hold it.
+func (n *Node) waitExpired(t waitTimer) {
+	tb := n.tablet(t.ref)
+	if tb == nil {
+		return // the table was deleted
+	}
+	for i, w := range tb.waits {
+		if w.id != t.id {
+			continue
+		}
+		tb.waits = append(tb.waits[:i], tb.waits[i+1:]...)
+		n.metrics.LevelTimeouts++
+		n.env.Send(w.from, &wire.PutReply{Req: w.req, Code: wire.QuorumTimeout, TS: w.ts, Acks: int32(holders(tb, w.ts))})
+		return
+	}
+}
+
+// ackPush sends the primary a PushAck for everything the secondary holds.
+func (n *Node) ackPush(tb *tablet) {
+	n.metrics.PushAcksSent++
+	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
+}
+
+// repair applies read repair at a secondary: the newest version of a key
+// that a client saw at another replica. It is kept only over an older
+// version of the key. The replica's high timestamp stays: versions of
+// other keys below Entry.TS may still be missing. The repaired timestamp
+// is recorded in the same batch so that replication, which may later
+// deliver older versions of the key, does not write over it.
+func (n *Node) repair(m *wire.Repair) {
+	tb := n.tablet(m.Tablet)
+	if tb == nil || tb.isPrimary || !tb.holds(m.Entry.Key) || !tb.high.Less(m.Entry.TS) {
+		n.metrics.RepairsIgnored++
+		return
+	}
+	if newer, err := n.storedAtLeast(tb, m.Entry.Key, m.Entry.TS); err != nil || newer {
+		n.metrics.RepairsIgnored++
+		return
+	}
+	var b storage.Batch
+	b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
+	repaired := hlc.Max(tb.repaired, m.Entry.TS)
+	b.Set(metaKey(tb.ref, metaRepaired), appendTS(nil, repaired))
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		return
+	}
+	tb.repaired = repaired
+	n.metrics.RepairsApplied++
+}
+
+// storedAtLeast reports whether the replica holds a version of key with a
+// timestamp at or above ts.
+func (n *Node) storedAtLeast(tb *tablet, key string, ts hlc.Timestamp) (bool, error) {
+	v, ok, err := n.env.Engine().Get(dataKey(tb.ref, key))
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	stored, _, err := decodeVersion(v)
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	return !stored.Less(ts), nil
+}
+
+// overRepaired reports whether a replicated version must not be applied
+// because read repair already wrote a newer version of its key. Only
+// versions at or below the largest repaired timestamp need the check.
+func (n *Node) overRepaired(tb *tablet, e *wire.Entry) (bool, error) {
+	if tb.repaired.Less(e.TS) {
+		return false, nil
+	}
+	return n.storedAtLeast(tb, e.Key, e.TS)
+}
