@@ -30,6 +30,9 @@ func (m *CreateTableRequest) String() string {
 	if m.Layout.Partition != ByRange {
 		partition = " by " + m.Layout.Partition.String()
 	}
+	if m.Layout.WriteLevel != 0 {
+		partition += " write=" + m.Layout.WriteLevel.String()
+	}
 	return fmt.Sprintf("CreateTable(req=%d table=%s/%d tablets=%d%s %s/%s)",
 		m.Req, m.Layout.Name, m.Layout.ID, len(m.Layout.Tablets), partition, m.Layout.Replication.Mode, m.Layout.Replication.Interval)
 }

@@ -132,7 +132,7 @@ func (l Level) Count(n int) int {
 // Check reports whether the level is valid for tablets of n replicas.
 func (l Level) Check(n int) error {
 	if l < All || l.Count(n) > n {
-		return fmt.Errorf("level %s needs more than the %d replicas of the tablet", l, n)
+		return fmt.Errorf("level %s is more than the tablet's %d replicas", l, n)
 	}
 	return nil
 }
