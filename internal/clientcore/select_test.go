@@ -263,8 +263,66 @@ func TestRTTWindow(t *testing.T) {
 	}
 }
 
+// TestSelectTargetQuorum checks quorum candidates (DESIGN.md section 4):
+// under the password-checking SLA, a client 200 ms from the primary with
+// two secondaries near it reads a quorum of them for strong consistency
+// in 150 ms when the table's write level makes that quorum strong, and
+// falls back to what single replicas offer when it does not, or when the
+// quorum is too slow too.
+func TestSelectTargetQuorum(t *testing.T) {
+	mins := []minTS{{primaryOnly: true}, {}, {primaryOnly: true}}
+	near := func() []*replicaState {
+		return []*replicaState{
+			testReplica("primary", true, 0, ms(200), ms(210)),
+			testReplica("near1", false, 0, ms(2), ms(3)),
+			testReplica("near2", false, 0, ms(5), ms(6)),
+		}
+	}
+	far := func() []*replicaState {
+		rs := near()
+		rs[2] = testReplica("far", false, 0, ms(300), ms(320))
+		return rs
+	}
+	for _, tc := range []struct {
+		name       string
+		replicas   []*replicaState
+		quorum     int
+		wantTarget int
+		wantQuorum bool
+		wantNode   string
+		wantUtil   float64
+	}{
+		{"quorum of the two near secondaries", near(), 2, 0, true, "", 1},
+		{"no write level: eventual from the nearest", near(), 0, 1, false, "near1", 0.5},
+		{"quorum too slow: eventual from the nearest", far(), 2, 1, false, "near1", 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target, node, util, useQuorum := selectTarget(passwordChecking, mins, tc.replicas, tc.quorum)
+			gotNode := ""
+			if node >= 0 {
+				gotNode = string(tc.replicas[node].id)
+			}
+			if target != tc.wantTarget || useQuorum != tc.wantQuorum || gotNode != tc.wantNode || util != tc.wantUtil {
+				t.Fatalf("selectTarget = subSLA %d, quorum %v, node %q, utility %v; want subSLA %d, quorum %v, node %q, utility %v",
+					target, useQuorum, gotNode, util, tc.wantTarget, tc.wantQuorum, tc.wantNode, tc.wantUtil)
+			}
+		})
+	}
+	// The candidate waits for the quorum's slowest reply: near2 meets
+	// 150 ms half the time, so the quorum's expected utility halves, and
+	// near1's eventual subSLA (0.5) ties it. As in Fig. 8 the target stays
+	// the higher subSLA, and the closer candidate, near1 alone, is read.
+	rs := near()
+	rs[2] = testReplica("near2", false, 0, ms(5), ms(400))
+	if target, node, util, useQuorum := selectTarget(passwordChecking, mins, rs, 2); useQuorum || target != 0 || node != 1 || util != 0.5 {
+		t.Errorf("half-slow quorum: subSLA %d, node %d, utility %v, quorum %v; want target 0 read at near1 alone with 0.5", target, node, util, useQuorum)
+	}
+}
+
 // BenchmarkSelectTarget measures a Get's target selection with 8 replicas,
-// 4 subSLAs and a warm monitor, including the minimum read timestamps.
+// 4 subSLAs and a warm monitor, including the minimum read timestamps:
+// without quorum candidates, and with a quorum of 4 (a table whose write
+// level is 5 of 8) as a candidate for the strong subSLA.
 func BenchmarkSelectTarget(b *testing.B) {
 	agreement := sla.SLA{
 		{Consistency: sla.StrongConsistency, Latency: ms(150), Utility: 1},
@@ -282,10 +340,14 @@ func BenchmarkSelectTarget(b *testing.B) {
 		}
 		replicas = append(replicas, r)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		mins := c.minReadTimestamps(s, agreement, "k")
-		selectTarget(agreement, mins, replicas, 0)
+	for _, quorum := range []int{0, 4} {
+		b.Run(fmt.Sprintf("quorum=%d", quorum), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				mins := c.minReadTimestamps(s, agreement, "k")
+				selectTarget(agreement, mins, replicas, quorum)
+			}
+		})
 	}
 }
 
