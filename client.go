@@ -488,6 +488,15 @@ func WithCPQ(p float64, a, b Level) LevelOption {
 // it is sent, counted in its latency. Applied to a Put it does nothing.
 func WithDelay(d time.Duration) LevelOption { return LevelOption{delay: d} }
 
+// WithTuner makes a session choose its levels itself, as CPQ(p, One,
+// Quorum) with p adjusted before every Get so that reads keep a 95th
+// percentile latency within latency and return stale values at most a
+// fraction stale of the time (beyond CPQ, which leaves the tuning to
+// future work; see clientcore.Tune for how). Result.TuneP reports p.
+func WithTuner(latency time.Duration, stale float64) SessionOption {
+	return sessionFunc(func(c *sessionConfig) { c.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale} })
+}
+
 // WithReadRepair makes a Get of several replicas send the newest version
 // it saw to those that answered with an older one.
 func WithReadRepair() LevelOption { return LevelOption{repair: true} }
@@ -646,6 +655,9 @@ type Result struct {
 	// Delay is the artificial delay the Get waited (WithDelay), counted
 	// in RTT.
 	Delay time.Duration
+	// TuneP is the tuner's probability of a QUORUM read when this Get's
+	// level was drawn (WithTuner).
+	TuneP float64
 }
 
 // ReplicaRead is one replica's answer to a Get of several replicas: its
@@ -686,11 +698,12 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Quorum          bool    `json:"quorum,omitempty"`
 		Repaired        int     `json:"repaired,omitempty"`
 		DelayMS         float64 `json:"delay_ms,omitempty"`
+		TuneP           float64 `json:"tune_p,omitempty"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
 		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
-		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond),
+		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
 	}
 	for _, rr := range r.Replies {
 		out.Replies = append(out.Replies, struct {
@@ -735,7 +748,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
 		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay}
+		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP}
 	c.recordGet(res, err)
 	if err != nil {
 		res.Met = -1

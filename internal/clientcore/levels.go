@@ -125,6 +125,9 @@ type Policy struct {
 	// ReadRepair sends the newest version a Get of several replicas saw
 	// to those of them that answered with an older one.
 	ReadRepair bool
+	// Tune, when set, chooses Read and Write itself (see Tune), which
+	// must then be unset.
+	Tune Tune
 }
 
 // Validate reports the first invalid field.
@@ -137,6 +140,14 @@ func (p Policy) Validate() error {
 	}
 	if p.Delay < 0 {
 		return fmt.Errorf("%w: negative delay %s", ErrInvalid, p.Delay)
+	}
+	if p.Tune.set() {
+		if err := p.Tune.validate(); err != nil {
+			return err
+		}
+		if p.Read.set() || p.Write.set() {
+			return fmt.Errorf("%w: the tuner chooses the levels itself; set no read or write level with it", ErrInvalid)
+		}
 	}
 	return nil
 }

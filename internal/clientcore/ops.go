@@ -85,6 +85,9 @@ type GetResult struct {
 	// Delay is the artificial delay the Get waited before it was sent;
 	// it counts in RTT.
 	Delay time.Duration
+	// TuneP is the tuner's probability of QUORUM when the Get's level was
+	// drawn (Policy.Tune), zero without the tuner.
+	TuneP float64
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -137,9 +140,13 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Strategy != 0 {
 		strategy = o.Strategy
 	}
-	read, delay := s.policy.Read, s.policy.Delay
-	if o.Read.set() {
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	read, delay, tuned := s.policy.Read, s.policy.Delay, false
+	switch {
+	case o.Read.set():
 		read = o.Read
+	case s.policy.Tune.set():
+		read, tuned = Mix(s.tune.adjust(tv, s.policy.Tune), One, Quorum), true
 	}
 	if err := read.validate(); err != nil {
 		return err
@@ -147,7 +154,6 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Delay > 0 {
 		delay = o.Delay
 	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	level := read.draw(c.env.Rand())
 	if err := level.Check(len(tv.replicas)); err != nil {
 		return fmt.Errorf("%w: read %w", ErrInvalid, err)
@@ -155,6 +161,9 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	r := level.Count(len(tv.replicas))
 	mins := c.minReadTimestamps(s, agreement, key)
 	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
+	if tuned {
+		res.TuneP = read.P
+	}
 	quorum := 0
 	if r == 1 && strategy == Pileus {
 		quorum = tv.quorumRead
@@ -165,13 +174,18 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		if len(tv.replicas) > maxReplicas {
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
-		return c.startQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
+		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
+		q.tune = tuned && strategy != Primary && strategy != Random
+		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+		return nil
 	case strategy == Pileus:
 		var useQuorum bool
 		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
 		if useQuorum {
 			res.Level = quorum
-			return c.startQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, done)
+			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, done)
+			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+			return nil
 		}
 	}
 	switch strategy {
@@ -201,13 +215,11 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	return nil
 }
 
-// startQuorum starts a Get of several replicas.
-func (c *Client) startQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
-	repair bool, res GetResult, done func(GetResult, error)) error {
-	q := &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
+// newQuorum prepares a Get of several replicas.
+func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
+	repair bool, res GetResult, done func(GetResult, error)) *quorumCall {
+	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
 		start: c.env.Now(), repair: repair, res: res, done: done}
-	c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
-	return nil
 }
 
 // after runs send at once, or after an artificial delay (AD, CPQ 3.2).
@@ -479,8 +491,11 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 		return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), c.opts.MaxValueBytes)
 	}
 	write := s.policy.Write
-	if o.Write.set() {
+	switch {
+	case o.Write.set():
 		write = o.Write
+	case s.policy.Tune.set():
+		write = Mix(s.tune.p, One, Quorum)
 	}
 	if err := write.validate(); err != nil {
 		return err

@@ -21,8 +21,11 @@ type quorumCall struct {
 	targets   []*replicaState
 	start     time.Time
 	repair    bool
-	res       GetResult
-	done      func(GetResult, error)
+	// tune: the tuner drew this read, and targets[0] is the nearest
+	// replica, which a ONE read would have used.
+	tune bool
+	res  GetResult
+	done func(GetResult, error)
 	// replies holds each target's answer, by target index; answered
 	// counts them. finished is set once done has been called.
 	replies  []*wire.GetReply
@@ -132,6 +135,10 @@ func (c *Client) finishQuorum(q *quorumCall) {
 		primary = primary || reply.Primary
 	}
 	res.Primary, res.HighTS, res.VersionTS = primary, high, newest.VersionTS
+	if q.tune {
+		one := q.replies[0]
+		q.s.tune.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)))
+	}
 	strong := primary
 	if !strong && q.tv.quorumStrong(len(q.targets)) {
 		floor := hlc.Max(q.s.putTS[q.key], q.s.readTS[q.key])

@@ -13,6 +13,7 @@ type Session struct {
 	sla      sla.SLA
 	strategy Strategy
 	policy   Policy
+	tune     tuner
 	ended    bool
 
 	putTS  map[string]hlc.Timestamp
@@ -26,6 +27,7 @@ func (s *Session) SetPolicy(p Policy) error {
 		return err
 	}
 	s.policy = p
+	s.tune = tuner{p: 1}
 	return nil
 }
 

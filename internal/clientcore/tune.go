@@ -1,0 +1,102 @@
+package clientcore
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Tune is a target for the CPQ tuner, beyond the paper: CPQ 1 states the
+// goal ("reads have 95th-percentile latency at most L and return stale
+// values at most a fraction S of the time") and 5 leaves the tuning to
+// future work. A session with a Tune draws each Get's and Put's level as
+// CPQ(p, One, Quorum), the same p for both as in CPQ 3.2, and adjusts p
+// before every Get.
+//
+// Latency comes from the client's monitor: with F1 the probability that
+// the nearest replica answers within L and FQ that a quorum of the
+// nearest all do (the monitor's PNodeLat, Pileus 4.5), a read meets L
+// with probability (1-p)F1 + p FQ, which is at least 0.95 for p up to
+// (F1-0.95)/(F1-FQ). Staleness comes from the session's QUORUM reads: each
+// one shows whether the nearest replica, the one a ONE read would have
+// used, answered with an older version than the newest; s1, the share of
+// those that did, estimates the stale fraction of ONE reads, so (1-p)s1
+// is at most S for p from 1-S/s1. The tuner takes the smallest p that
+// meets both, keeping at least tuneExplore so that QUORUM reads keep
+// measuring s1 unless that would break L. When no p meets both, staleness
+// wins (our choice: an application that asked for a stale bound is
+// harmed by stale data in a way a slow read does not hide).
+type Tune struct {
+	Latency time.Duration
+	Stale   float64
+}
+
+func (t Tune) set() bool { return t != Tune{} }
+
+func (t Tune) validate() error {
+	if t.Latency <= 0 || math.IsNaN(t.Stale) || t.Stale < 0 || t.Stale > 1 {
+		return fmt.Errorf("%w: tuner target needs a positive latency and a stale fraction in [0, 1], got %s and %v", ErrInvalid, t.Latency, t.Stale)
+	}
+	return nil
+}
+
+func (t Tune) String() string { return fmt.Sprintf("cpq-tune(%s, %g)", t.Latency, t.Stale) }
+
+// Tuning constants, our choices. Until tuneWarmup QUORUM reads have been
+// seen the tuner reads at QUORUM only (p = 1): it knows nothing of s1.
+// Afterwards s1 is a running mean of the first tuneWindow reads and then
+// an exponentially weighted one of about the last tuneWindow.
+const (
+	tuneWarmup  = 20
+	tuneWindow  = 50
+	tuneExplore = 0.05
+	tunePct     = 0.95
+)
+
+// tuner is a session's tuning state.
+type tuner struct {
+	p       float64 // probability of QUORUM
+	stale   float64 // s1
+	samples int
+}
+
+// observe records whether the nearest replica of a QUORUM read was stale.
+func (t *tuner) observe(stale bool) {
+	x := 0.0
+	if stale {
+		x = 1
+	}
+	t.samples++
+	t.stale += (x - t.stale) / float64(min(t.samples, tuneWindow))
+}
+
+// adjust sets p for a read of tablet tv under target.
+func (t *tuner) adjust(tv *tabletView, target Tune) float64 {
+	var buf [8]int
+	group := nearest(buf[:0], tv.replicas, Quorum.Count(len(tv.replicas)), 0)
+	f1 := tv.replicas[group[0]].rtt.pWithin(target.Latency)
+	fq := 1.0
+	for _, j := range group {
+		fq *= tv.replicas[j].rtt.pWithin(target.Latency)
+	}
+	high := 0.0 // the largest p that keeps the read p95 within L
+	switch {
+	case fq >= tunePct:
+		high = 1
+	case f1 > tunePct:
+		high = (f1 - tunePct) / (f1 - fq)
+	}
+	low := 1.0 // the smallest p that keeps the stale fraction within S
+	if t.samples >= tuneWarmup {
+		low = 0
+		if t.stale > target.Stale {
+			low = 1 - target.Stale/t.stale
+		}
+	}
+	p := max(low, tuneExplore)
+	if p > high && low <= high {
+		p = high
+	}
+	t.p = p
+	return p
+}
