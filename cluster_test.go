@@ -66,6 +66,14 @@ func strongSession(ctx context.Context, t testing.TB, c *cosla.Client, table str
 // on loopback, with no WAN emulation.
 func testCluster(t testing.TB, sites ...string) map[string]string {
 	t.Helper()
+	addrs, _ := testServers(t, sites...)
+	return addrs
+}
+
+// testServers is testCluster that also returns each site's server.
+func testServers(t testing.TB, sites ...string) (map[string]string, map[string]*server.Server) {
+	t.Helper()
+	servers := map[string]*server.Server{}
 	ports, release := reservePorts(t, len(sites))
 	addrs := map[string]string{}
 	for i, s := range sites {
@@ -84,8 +92,9 @@ func testCluster(t testing.TB, sites ...string) map[string]string {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Close)
+		servers[s] = srv
 	}
-	return addrs
+	return addrs, servers
 }
 
 func TestClientOverNetwork(t *testing.T) {

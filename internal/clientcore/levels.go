@@ -174,17 +174,19 @@ type ReplicaRead struct {
 }
 
 // levelWait is how long the primary may wait for a Put's write level: the
-// Put's timeout less the round trip to the primary, so that a
-// QuorumTimeout reply arrives before the client gives up on the Put. With
-// no estimate of the round trip, or one above half the timeout, it is
-// half the timeout (our choice; DESIGN.md section 4 only asks that the
-// answer come by the deadline).
+// Put's timeout less a reserve for the reply to arrive before the client
+// gives up on the Put, two round trips to the primary (the request's
+// half already spent, the reply's, and as much again for jitter) plus
+// holdMargin for timers that fire late. With no estimate of the round
+// trip, or a reserve above half the timeout, it is half the timeout (our
+// choice; DESIGN.md section 4 only asks that the answer come by the
+// deadline).
 func levelWait(timeout time.Duration, r *replicaState) time.Duration {
-	rtt := r.rtt.mean()
-	if r.rtt.size == 0 || rtt > timeout/2 {
+	reserve := 2*r.rtt.mean() + holdMargin
+	if r.rtt.size == 0 || reserve > timeout/2 {
 		return timeout / 2
 	}
-	return timeout - rtt
+	return timeout - reserve
 }
 
 // nearest returns, in order of rttStats.distance, the indexes of the n

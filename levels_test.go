@@ -1,0 +1,82 @@
+package cosla_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/sla"
+)
+
+// TestLevelsOverNetwork runs write and read levels (CPQ) on three real
+// nodes over loopback TCP with Pebble: a Put at ALL is held by every
+// replica when it returns, as a read of all three shows; a level above
+// the replicas is refused; and with one node down a Put at ALL ends in
+// ErrQuorumTimeout saying that two replicas hold it, and the primary
+// serves it.
+func TestLevelsOverNetwork(t *testing.T) {
+	nodes, servers := testServers(t, "england", "us", "india")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Pulls a minute apart: only the pushes of leveled Puts replicate.
+	spec := cosla.TableSpec{Name: "t", PullInterval: time.Minute,
+		Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1", "india/r1"}}}}
+	if err := c.CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.OpenTable(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.BeginSession(tbl, sla.SLA{{Consistency: sla.EventualConsistency, Latency: 10 * time.Second, Utility: 1}},
+		cosla.WithReadLevel(cosla.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ts, err := c.Put(ctx, s, "k", []byte("v1"), cosla.WithWriteLevel(cosla.All))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, res, err := c.Get(ctx, s, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(value) != "v1" || res.Level != 3 || len(res.Replies) != 3 {
+		t.Fatalf("read of all: %q from %d replicas (%d replies), want v1 from 3", value, res.Level, len(res.Replies))
+	}
+	for _, r := range res.Replies {
+		if !r.Found || r.VersionTS != ts {
+			t.Errorf("replica %s answered version %s (found %v) after a Put at ALL with %s", r.Node, r.VersionTS, r.Found, ts)
+		}
+	}
+
+	if _, err := c.Put(ctx, s, "k", []byte("v2"), cosla.WithWriteLevel(4)); !errors.Is(err, cosla.ErrInvalid) {
+		t.Errorf("Put at level 4 of 3 replicas: %v, want ErrInvalid", err)
+	}
+
+	servers["india"].Close()
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	ts3, err := c.Put(short, s, "k", []byte("v3"), cosla.WithWriteLevel(cosla.All))
+	var qe *cosla.QuorumTimeoutError
+	if !errors.Is(err, cosla.ErrQuorumTimeout) || !errors.As(err, &qe) {
+		t.Fatalf("Put at ALL with India down: %v, want ErrQuorumTimeout", err)
+	}
+	if qe.Acks != 2 || qe.Level != 3 || qe.TS != ts3 || !ts.Less(ts3) {
+		t.Errorf("quorum timeout: %d of %d replicas, ts %s (returned %s); want 2 of 3 and a timestamp after %s", qe.Acks, qe.Level, qe.TS, ts3, ts)
+	}
+	// The version is durable at the primary: a strong read finds it.
+	strong, _ := sla.Parse("strong 10s 1")
+	value, _, err = c.Get(ctx, s, "k", cosla.WithSLA(strong), cosla.WithReadLevel(cosla.One))
+	if err != nil || string(value) != "v3" {
+		t.Errorf("strong read after the timed-out Put: %q, %v; want v3", value, err)
+	}
+}
