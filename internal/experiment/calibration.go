@@ -40,9 +40,10 @@ import (
 // about 21 µs. So: get 23 µs (the measurements' mean); put 40 µs (its
 // user time and a Get's system time; the fsync is charged apart); probe,
 // pull and pull reply the transport's 21 µs plus their core's work; push,
-// a message with no reply, about half the transport's plus applying it.
-// The jitters are our choice, about a fifth of the mean. Costs do not
-// grow with a value's size.
+// a message with no reply, about half the transport's plus applying it;
+// a read repair the same; a push acknowledgement (CPQ) half the
+// transport's, with nothing to apply. The jitters are our choice, about
+// a fifth of the mean. Costs do not grow with a value's size.
 var calibratedService = map[string]sim.Latency{
 	"get":        {Mean: 23 * time.Microsecond, Jitter: 5 * time.Microsecond},
 	"put":        {Mean: 40 * time.Microsecond, Jitter: 8 * time.Microsecond},
@@ -50,6 +51,8 @@ var calibratedService = map[string]sim.Latency{
 	"pull":       {Mean: 30 * time.Microsecond, Jitter: 6 * time.Microsecond},
 	"pull-reply": {Mean: 35 * time.Microsecond, Jitter: 7 * time.Microsecond},
 	"push":       {Mean: 13 * time.Microsecond, Jitter: 3 * time.Microsecond},
+	"push-ack":   {Mean: 10 * time.Microsecond, Jitter: 2 * time.Microsecond},
+	"repair":     {Mean: 13 * time.Microsecond, Jitter: 3 * time.Microsecond},
 }
 
 // calibratedFsync is one fsync on the reference machine: 181 µs mean
