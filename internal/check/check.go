@@ -24,6 +24,7 @@ func Check(h []Op) []Violation {
 	c.checkVersionOrder()
 	c.checkSessions()
 	c.checkRealTime()
+	c.checkQuorum()
 	c.checkCausal()
 	slices.SortStableFunc(c.vs, func(a, b Violation) int { return cmp.Compare(a.Op, b.Op) })
 	return c.vs
@@ -51,6 +52,7 @@ type opState struct {
 	pos           position // 1-based position in session order
 	pred, succ    int      // neighbours in session order, or -1
 	sessionPut    ref      // newest acked Put to the key earlier in the session (strong)
+	sessionQuorum ref      // newest acked Put to the key earlier in the session with r + w > N (quorum)
 	orderReported bool     // a version-order violation was reported for this Put
 }
 
@@ -428,6 +430,9 @@ func (c *checker) desc(i int) string {
 		fmt.Fprintf(&b, ", met %s within %s at rank %d", op.Met.Consistency, latencyString(op.Met.Latency), op.MetRank)
 	case op.Kind == Get:
 		b.WriteString(", met no subSLA")
+	}
+	if op.Level > 0 {
+		fmt.Fprintf(&b, ", level %d of %d", op.Level, op.Replicas)
 	}
 	b.WriteString(")")
 	return b.String()

@@ -48,6 +48,12 @@ func miss(session, key string, call, ret int, c sla.Consistency) Op {
 	return op
 }
 
+// level gives op a read or write level of l among n replicas.
+func level(op Op, l, n int) Op {
+	op.Level, op.Replicas = l, n
+	return op
+}
+
 var (
 	strong   = sla.StrongConsistency
 	causal   = sla.CausalConsistency
@@ -465,6 +471,88 @@ func TestCheck(t *testing.T) {
 			want: []want{{0, RuleHistory}},
 		},
 		{
+			// Put #1 was held by 2 of 3 replicas and returned at 30ms;
+			// get #2 read 2 of them from 40ms: they overlap, so it must
+			// see ts(2), whatever subSLA it reports (here eventual).
+			name: "quorum: stale read after a completed put",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 1, 3),
+				level(put("a", "k", "b", 20, 30, 2), 2, 3),
+				level(get("b", "k", "a", 40, 50, 1, eventual), 2, 3),
+			},
+			want: []want{{2, RuleQuorum}},
+		},
+		{
+			// The same, but the read of one replica need not overlap the
+			// two that held put #1 (1 + 2 = 3); nor need a Get without a
+			// level be checked.
+			name: "quorum: levels that do not overlap",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 1, 3),
+				level(put("a", "k", "b", 20, 30, 2), 2, 3),
+				level(get("b", "k", "a", 40, 50, 1, eventual), 1, 3),
+				get("b", "k", "a", 60, 70, 1, eventual),
+			},
+		},
+		{
+			// Put #1 of all three replicas binds a read of one.
+			name: "quorum: a put of all binds a read of one",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 1, 3),
+				level(put("a", "k", "b", 20, 30, 2), 3, 3),
+				level(miss("b", "k", 40, 50, mono), 1, 3),
+			},
+			want: []want{{2, RuleQuorum}},
+		},
+		{
+			// Put #1 missed its write level (a quorum timeout) or got no
+			// reply: it is indeterminate, and a quorum read may miss it.
+			// Put #2 returned at the instant get #3 was called in
+			// another session: concurrent, so it may be missed too.
+			name: "quorum: unacknowledged and concurrent puts",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 2, 3),
+				level(lostPut("a", "k", "b", 20, 30), 2, 3),
+				level(put("c", "x", "x1", 30, 40, 3), 2, 3),
+				level(miss("b", "x", 40, 50, eventual), 2, 3),
+				level(get("d", "k", "a", 40, 50, 1, eventual), 2, 3),
+			},
+		},
+		{
+			// Put #1 returned at the instant get #2 of the same session
+			// was called: it precedes the get in session order.
+			name: "quorum: put earlier in the session returning at the call instant",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 2, 3),
+				level(put("a", "k", "b", 10, 20, 2), 2, 3),
+				level(get("a", "k", "a", 20, 30, 1, eventual), 2, 3),
+			},
+			want: []want{{2, RuleQuorum}},
+		},
+		{
+			// Put #1 (20..100ms) has reached one replica when get #2
+			// reads it there; get #3, called after get #2 returned, asks
+			// two others and reads the older version. A regular register
+			// allows this new-old inversion; linearizability would not.
+			name: "quorum: new-old inversion during a put",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 2, 3),
+				level(put("a", "k", "b", 20, 100, 2), 2, 3),
+				level(get("b", "k", "b", 40, 50, 2, eventual), 2, 3),
+				level(get("c", "k", "a", 60, 70, 1, eventual), 2, 3),
+			},
+		},
+		{
+			// A strong quorum get is judged by rule strong as well.
+			name: "quorum: a stale strong quorum read breaks both rules",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 2, 3),
+				level(put("a", "k", "b", 20, 30, 2), 2, 3),
+				level(get("b", "k", "a", 40, 50, 1, strong), 2, 3),
+			},
+			want: []want{{2, RuleQuorum}, {2, RuleStrong}},
+		},
+		{
 			name: "history: malformed ops",
 			h: []Op{
 				put("a", "k", "a", 0, 10, 1),
@@ -547,6 +635,18 @@ func TestDetail(t *testing.T) {
 			wants: []string{`from get #1 (client client-B, session B, key "x", called 20ms, returned 30ms, met causal within unbounded at rank 1) which read "x1"@1.000000000,0, earlier in the same session`},
 		},
 		{
+			name: "quorum",
+			h: []Op{
+				level(put("a", "k", "v1", 0, 10, 1), 2, 3),
+				level(miss("b", "k", 20, 30, eventual), 2, 3),
+			},
+			wants: []string{
+				`quorum: get #1 (client client-b, session b, key "k", called 20ms, returned 30ms, met eventual within unbounded at rank 1, level 2 of 3) found no version`,
+				`a read of 2 of 3 replicas requires a version >= 1.000000000,0 from put #0`,
+				`ts 1.000000000,0, level 2 of 3), which 2 replicas held, which returned at 10ms, before the get was called at 20ms`,
+			},
+		},
+		{
 			name: "unacknowledged writer",
 			h: []Op{
 				lostPut("A", "x", "x1", 0, 10),
@@ -594,9 +694,14 @@ func TestRuleNames(t *testing.T) {
 // which satisfies all of them; Gets reporting eventual may return any
 // version. With probability stale, any Get may return any version instead,
 // possibly breaking its guarantee. Some Puts fail (and take effect or not), some Gets meet no
-// subSLA. Each of the sessions open at a time runs one op at a time.
+// subSLA. Each of the sessions open at a time runs one op at a time. Ops
+// have read and write levels among 3 replicas, drawn from a stream of
+// their own so that the rest of a seed's history does not depend on them;
+// a Get that reads the latest version meets rule "quorum" at any level,
+// and one that returns any version but is not stale has no level.
 func randomHistory(seed uint64, ops, keys, openSessions int, stale float64) []Op {
 	r := rand.New(rand.NewPCG(seed, 0))
+	levels := rand.New(rand.NewPCG(seed, 1))
 	type session struct {
 		id, client string
 		busyUntil  time.Duration
@@ -630,7 +735,8 @@ func randomHistory(seed uint64, ops, keys, openSessions int, stale float64) []Op
 			key = fmt.Sprintf("k%d", r.IntN(10)) // hot keys
 		}
 		op := Op{Client: s.client, Session: s.id, Key: key, Call: now,
-			Return: now + time.Duration(1+r.IntN(20))*time.Millisecond}
+			Return: now + time.Duration(1+r.IntN(20))*time.Millisecond,
+			Level:  1 + levels.IntN(3), Replicas: 3}
 		stamp := hlc.Timestamp{WallNanos: int64(now), Logical: uint32(seq)}
 		if r.IntN(2) == 0 {
 			op.Kind, op.Value = Put, fmt.Sprintf("v%d", seq)
@@ -654,6 +760,7 @@ func randomHistory(seed uint64, ops, keys, openSessions int, stale float64) []Op
 				pick = r.IntN(len(vs)+1) - 1
 				op.Met = sla.SubSLA{Consistency: eventual, Latency: time.Second, Utility: 0.5}
 				op.MetRank = 2
+				op.Level = 0
 			}
 			if op.OK && pick >= 0 {
 				op.Found, op.Value, op.TS = true, vs[pick].value, vs[pick].ts
@@ -695,6 +802,7 @@ func TestRandomStaleStrongReads(t *testing.T) {
 			for _, p := range h {
 				if p.Kind == Put && p.OK && p.Key == op.Key && (p.Return < op.Call || (p.Session == op.Session && p.Call < op.Call)) {
 					h[i].Found, h[i].Value, h[i].TS = false, "", hlc.Timestamp{}
+					h[i].Level = 0 // not a quorum read: rule "quorum" stays out of it
 					mutated = append(mutated, i)
 					break
 				}
@@ -829,6 +937,16 @@ func reference(h []Op) []want {
 		if returned(g).Less(need) {
 			out = append(out, want{g, c.Kind.String()})
 		}
+		var quorum hlc.Timestamp
+		for p, o := range h {
+			if o.Kind == Put && o.OK && o.Key == op.Key && op.Level > 0 && o.Level > 0 &&
+				op.Level+o.Level > op.Replicas && (o.Return < op.Call || earlierInSession(p, g)) {
+				quorum = hlc.Max(quorum, o.TS)
+			}
+		}
+		if returned(g).Less(quorum) {
+			out = append(out, want{g, RuleQuorum})
+		}
 	}
 	return out
 }
@@ -850,9 +968,9 @@ func TestReference(t *testing.T) {
 			perRule[w.rule]++
 		}
 	}
-	for _, k := range []sla.Kind{sla.Strong, sla.Causal, sla.Bounded, sla.ReadMyWrites, sla.Monotonic} {
-		if perRule[k.String()] == 0 {
-			t.Errorf("no %s violations in any history: the comparison checks nothing", k)
+	for _, rule := range []string{RuleStrong, RuleCausal, RuleBounded, RuleReadMyWrites, RuleMonotonic, RuleQuorum} {
+		if perRule[rule] == 0 {
+			t.Errorf("no %s violations in any history: the comparison checks nothing", rule)
 		}
 	}
 	t.Logf("violations compared: %v", perRule)
@@ -866,7 +984,7 @@ func TestLargeHistory(t *testing.T) {
 		t.Fatalf("%d violations in a correct history, first: %s", len(vs), vs[0])
 	}
 	s := Summarize(h)
-	if s.Puts+s.Gets != len(h) || s.MetGets == 0 || s.ByRank[1]+s.ByRank[2] != s.MetGets {
+	if s.Puts+s.Gets != len(h) || s.MetGets == 0 || s.ByRank[1]+s.ByRank[2] != s.MetGets || s.QuorumGets == 0 || s.QuorumGets > s.MetGets {
 		t.Fatalf("summary %+v does not add up for %d ops", s, len(h))
 	}
 }

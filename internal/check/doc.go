@@ -65,11 +65,37 @@
 // Rule "latency": an OK Get took at most the latency of the subSLA it
 // reports as met (sla.Unbounded accepts any time).
 //
+// Rule "quorum" (CPQ's partial quorums; DESIGN.md section 4) is about
+// levels, not SLAs, so it holds for every OK Get that has a Level,
+// whatever subSLA it reports as met: a Get that read r of the N replicas
+// of its key's tablet returns a version no older than that of each
+// acknowledged Put to the key with write level w, r + w > N, that
+// returned before the Get was called or is earlier in the Get's session.
+// The w replicas that held the Put's version when it was acknowledged and
+// the r the Get asked have one in common, and a replica never replaces a
+// version of a key with an older one. A Put that was not acknowledged (its
+// write level was not reached in time, or no reply came) is
+// indeterminate: its version may or may not be seen, although the
+// primary holds it.
+//
+// This is a regular register, not linearizability: two Gets that overlap
+// a Put whose version has reached only some replicas may see it, then,
+// called after the first returned, not see it (a new-old inversion), when
+// they ask different replicas. Read repair would rule that out only if a
+// Get waited until the version it returns held at a write quorum before
+// returning (the write-back phase of ABD); a cosla Get sends its repairs
+// and returns at once, so the rule asks for no more. Strong Gets are held
+// to rule "strong" besides, whether the primary or a quorum (r + w > N for
+// the table's least write level) made them strong: that rule judges the
+// version returned, not the replicas asked.
+//
 // # Cost
 //
 // With n ops and S sessions, everything but causal takes O(n log n) time
-// and O(n) space. Causal checking represents causal pasts as vector clocks
-// over sessions, persistent tries that share structure, and visits ops in
-// a topological order of session order and reads-from; it is near-linear
-// for realistic histories and O(n*S) in the worst case (see checkCausal).
+// and O(n) space; rule "quorum" takes O(n log n) times the number of
+// distinct write levels of a key, at most its N. Causal checking
+// represents causal pasts as vector clocks over sessions, persistent tries
+// that share structure, and visits ops in a topological order of session
+// order and reads-from; it is near-linear for realistic histories and
+// O(n*S) in the worst case (see checkCausal).
 package check

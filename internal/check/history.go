@@ -60,6 +60,16 @@ type Op struct {
 	// MetRank its 1-based rank in the SLA.
 	Met     sla.SubSLA
 	MetRank int
+	// Level is the number of replicas the op involved under a read or
+	// write level (CPQ; DESIGN.md section 4): for a Get, its read level r,
+	// the replicas it asked, the newest version among their answers
+	// winning; for a Put, its write level w, the replicas, the primary
+	// included, that had to hold the version before it was acknowledged.
+	// Zero means unknown: the op takes no part in rule "quorum".
+	Level int
+	// Replicas is the number N of replicas of the tablet that holds Key,
+	// or zero when unknown. Rule "quorum" reads it from Gets.
+	Replicas int
 }
 
 // Rules name what a Violation breaks. The guarantee rules equal the
@@ -73,6 +83,7 @@ const (
 	RuleReadMyWrites = "read-my-writes"
 	RuleMonotonic    = "monotonic"
 	RuleEventual     = "eventual"
+	RuleQuorum       = "quorum"
 )
 
 // Violation is one broken rule.

@@ -1,6 +1,10 @@
 package check
 
-import "github.com/cosla/cosla/sla"
+import (
+	"time"
+
+	"github.com/cosla/cosla/sla"
+)
 
 // Summary counts the operations of a history, so that a randomized test can
 // tell whether a run exercised the guarantees it meant to check.
@@ -14,11 +18,31 @@ type Summary struct {
 	ByConsistency map[sla.Kind]int
 	// ByRank counts Gets with OK per 1-based rank of the subSLA met.
 	ByRank map[int]int
+	// QuorumGets counts the Gets with OK that rule "quorum" binds to a
+	// Put: an acknowledged Put to their key whose write level overlaps
+	// their read level (r + w > N) returned before they were called.
+	QuorumGets int
 }
 
 // Summarize counts the operations of h.
 func Summarize(h []Op) Summary {
 	s := Summary{ByConsistency: make(map[sla.Kind]int), ByRank: make(map[int]int)}
+	// firstReturn[key][w] is when the first acknowledged Put to key with
+	// write level w returned.
+	firstReturn := make(map[string]map[int]time.Duration)
+	for _, op := range h {
+		if op.Kind != Put || !op.OK || op.Level <= 0 {
+			continue
+		}
+		byLevel := firstReturn[op.Key]
+		if byLevel == nil {
+			byLevel = make(map[int]time.Duration)
+			firstReturn[op.Key] = byLevel
+		}
+		if ret, ok := byLevel[op.Level]; !ok || op.Return < ret {
+			byLevel[op.Level] = op.Return
+		}
+	}
 	for _, op := range h {
 		switch op.Kind {
 		case Put:
@@ -37,6 +61,12 @@ func Summarize(h []Op) Summary {
 			}
 			s.ByConsistency[op.Met.Consistency.Kind]++
 			s.ByRank[op.MetRank]++
+			for w, ret := range firstReturn[op.Key] {
+				if quorumBound(op.Level, w, op.Replicas) && ret < op.Call {
+					s.QuorumGets++
+					break
+				}
+			}
 		}
 	}
 	return s

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -25,17 +26,20 @@ var (
 	seedsFlag = flag.Int("seeds", 200, "TestRandomized: number of seeds to run")
 )
 
-// TestRandomized runs random worlds (topologies, tables, SLAs, workloads)
-// under partitions, message loss, crashes, clock skew and latency changes,
-// and checks from the recorded history alone that every Get reported as
-// meeting a subSLA really met its guarantee and latency, that replicas
-// converge once the faults stop, and that runs are reproducible.
+// TestRandomized runs random worlds (topologies, tables, SLAs, workloads,
+// and in some worlds read and write levels) under partitions, message
+// loss, crashes, clock skew and latency changes, and checks from the
+// recorded history alone that every Get reported as meeting a subSLA
+// really met its guarantee and latency, that every Get whose read level
+// overlaps a completed Put's write level saw it, that replicas converge
+// once the faults stop, and that runs are reproducible.
 func TestRandomized(t *testing.T) {
 	first, n := uint64(1), uint64(*seedsFlag)
 	if *seedFlag != 0 {
 		first, n = *seedFlag, 1
 	}
 	t.Logf("seeds %d..%d", first, first+n-1)
+	var total randomResult
 	for seed := first; seed < first+n; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			res := runRandom(t, seed)
@@ -45,7 +49,18 @@ func TestRandomized(t *testing.T) {
 					t.Fatalf("seed %d: trace hash %x then %x\nreproduce: %s", seed, res.hash, again.hash, reproduce(seed))
 				}
 			}
+			total.gets += res.gets
+			total.quorumGets += res.quorumGets
+			total.quorumStrong += res.quorumStrong
+			total.quorumTimeouts += res.quorumTimeouts
 		})
+	}
+	t.Logf("checked gets %d, bound by a put's write level %d, strong by quorum %d; puts that missed their write level %d",
+		total.gets, total.quorumGets, total.quorumStrong, total.quorumTimeouts)
+	// Enough seeds make every kind of world; a change that stops making
+	// quorum operations would otherwise pass unnoticed.
+	if n >= 100 && !t.Failed() && (total.quorumGets == 0 || total.quorumStrong == 0 || total.quorumTimeouts == 0) {
+		t.Fatalf("%d seeds made no quorum reads bound by a put, strong reads by quorum or quorum timeouts: the CPQ checks checked nothing", n)
 	}
 }
 
@@ -56,6 +71,11 @@ func reproduce(seed uint64) string {
 type randomResult struct {
 	hash uint64
 	gets int
+	// quorumGets counts the checked Gets that rule "quorum" binds to a
+	// Put (check.Summary.QuorumGets), quorumStrong the Gets that met a
+	// strong subSLA without the primary, quorumTimeouts the Puts that
+	// missed their write level.
+	quorumGets, quorumStrong, quorumTimeouts int
 }
 
 // randomWorld describes one random run.
@@ -65,6 +85,56 @@ type randomWorld struct {
 	maxSkew  time.Duration
 	clients  []wire.NodeID
 	replicas []wire.NodeID
+	// levels: the world has read and write levels (CPQ, DESIGN.md
+	// section 4), drawn from the stream cpq.
+	levels bool
+	cpq    *rand.Rand
+}
+
+// cpqStream numbers the random stream of a world's levels. It is a stream
+// of its own, so that a world without levels is the world its seed made
+// before levels existed.
+const cpqStream = 1 << 20
+
+// randomLevels gives half the worlds levels: a table-wide write level
+// (one, quorum or all) and, in most sessions, a policy.
+func randomLevels(seed uint64, rw *randomWorld) {
+	rw.cpq = rand.New(rand.NewPCG(seed, cpqStream))
+	if rw.levels = rw.cpq.IntN(2) == 0; rw.levels {
+		rw.layout.WriteLevel = []wire.Level{wire.One, wire.Quorum, wire.All}[rw.cpq.IntN(3)]
+	}
+}
+
+// randomPolicy returns a session's policy: in a world with levels, none
+// (reads of one, writes at the table's level), or random fixed levels or
+// CPQ(p, a, b) mixes (CPQ 3.2), with or without read repair, sometimes
+// with a small artificial delay.
+func (rw *randomWorld) randomPolicy() clientcore.Policy {
+	q := rw.cpq
+	if !rw.levels || q.IntN(4) == 0 {
+		return clientcore.Policy{}
+	}
+	p := clientcore.Policy{Read: randomChoice(q), Write: randomChoice(q), ReadRepair: q.IntN(2) == 0}
+	if q.IntN(4) == 0 {
+		p.Delay = time.Duration(1+q.IntN(50)) * time.Millisecond
+	}
+	return p
+}
+
+// randomChoice returns an unset choice, a fixed level, CPQ's mix of ONE
+// and QUORUM, or a mix of any two levels. Every world has 3 or 4
+// replicas, so 2 is a level of its own beside QUORUM with 4.
+func randomChoice(q *rand.Rand) clientcore.Choice {
+	levels := []clientcore.Level{clientcore.One, 2, clientcore.Quorum, clientcore.All}
+	switch q.IntN(4) {
+	case 0:
+		return clientcore.Choice{}
+	case 1:
+		return clientcore.Fixed(levels[q.IntN(len(levels))])
+	case 2:
+		return clientcore.Mix(q.Float64(), clientcore.One, clientcore.Quorum)
+	}
+	return clientcore.Mix(q.Float64(), levels[q.IntN(len(levels))], levels[q.IntN(len(levels))])
 }
 
 func newRandomWorld(r *rand.Rand) randomWorld {
@@ -141,10 +211,12 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 0))
 	rw := newRandomWorld(r)
+	randomLevels(seed, &rw)
+	pullBatchMax := 1 + r.IntN(20)
 	w, err := harness.New(harness.Options{
 		Seed:     seed,
 		Topology: rw.topo,
-		Replica:  replica.Options{PullBatchMax: 1 + r.IntN(20)},
+		Replica:  replica.Options{PullBatchMax: pullBatchMax},
 		Client: clientcore.Options{
 			ClockUncertainty: 2 * rw.maxSkew,
 			ProbeInterval:    time.Duration(1+r.IntN(10)) * time.Second,
@@ -183,12 +255,32 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 				Name: string(topology.NodeID(site.Name, name)), Site: site.Name, SessionSteps: sessionSteps,
 				Streams: []driver.Stream{{Mix: mix, Think: think}},
 				Rand:    rand.New(rand.NewPCG(seed, uint64(len(groups)+1))),
-				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy, Get: get},
+				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy, Get: get, Policy: rw.randomPolicy()},
 			})
 		}
 	}
 	var history []check.Op
-	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) { history = append(history, op.CheckOp()) }}
+	var res randomResult
+	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {
+		if op.Start < 0 || op.End < op.Start {
+			// A timer set past the simulator's largest time wraps its
+			// clock around; the run would then go on for ever.
+			t.Fatalf("seed %d: %s %q ran from %s to %s: the simulated clock went back\nreproduce: %s",
+				seed, op.Kind, op.Key, op.Start, op.End, reproduce(seed))
+		}
+		c := op.CheckOp()
+		if op.Level > 0 {
+			// Every tablet has every replica.
+			c.Level, c.Replicas = op.Level, len(rw.replicas)
+		}
+		history = append(history, c)
+		switch {
+		case op.Kind == driver.Put && errors.Is(op.Err, clientcore.ErrQuorumTimeout):
+			res.quorumTimeouts++
+		case op.Kind == driver.Get && c.OK && c.Met.Consistency.Kind == sla.Strong && !op.Primary:
+			res.quorumStrong++
+		}
+	}}
 	d, err := driver.New(&driver.SimTarget{World: w, Table: "t"}, driver.Spec{Groups: groups, Duration: workEnd, Recorder: rec})
 	must(t, seed, err)
 	defer d.Close()
@@ -208,10 +300,19 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 		}
 	}
 	// Replication catches up at PullBatchMax versions per round trip, so a
-	// secondary cut off for long may need minutes; wait until every replica
-	// matches its primary, within a bound.
+	// secondary cut off for long may need minutes, and one that lags a
+	// busy client beside its primary from the start may need hours (seed
+	// 6187: thousands of versions, one per 400 ms round trip); wait until
+	// every replica matches its primary, within a bound: 30 minutes, and
+	// a second, more than any healed round trip, per batch of Puts.
 	must(t, seed, w.Sim.Run(w.Sim.Now()+30*time.Second+3*rw.layout.Replication.Interval))
-	settleEnd := w.Sim.Now() + 30*time.Minute
+	puts := 0
+	for _, op := range history {
+		if op.Kind == check.Put {
+			puts++
+		}
+	}
+	settleEnd := w.Sim.Now() + 30*time.Minute + time.Duration(puts/pullBatchMax+1)*time.Second
 	for w.Sim.Now() < settleEnd && converged(t, seed, w, rw) != "" {
 		must(t, seed, w.Sim.Run(w.Sim.Now()+rw.layout.Replication.Interval))
 	}
@@ -235,16 +336,12 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	}
 	checkConverged(t, seed, w, rw, history)
 
-	gets := 0
-	for _, op := range history {
-		if op.Kind == check.Get && op.OK {
-			gets++
-		}
-	}
-	if gets == 0 {
+	sum := check.Summarize(history)
+	if sum.MetGets == 0 {
 		t.Fatalf("seed %d: no Get met a subSLA in %d operations: the run checked nothing\nreproduce: %s", seed, len(history), reproduce(seed))
 	}
-	return randomResult{hash: w.Sim.TraceHash(), gets: gets}
+	res.hash, res.gets, res.quorumGets = w.Sim.TraceHash(), sum.MetGets, sum.QuorumGets
+	return res
 }
 
 func randomSkew(r *rand.Rand, maxSkew time.Duration) time.Duration {
