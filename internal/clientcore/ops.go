@@ -325,7 +325,12 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 				// before its subSLA's latency runs out.
 				if met >= 0 && (g.held == nil || met < g.held.met) {
 					g.held = &heldReply{r: r, reply: reply, met: met}
-					c.env.After(max(0, g.agreement[met].Latency-rtt-holdMargin), holdTimer{g})
+					// An unbounded subSLA never runs out: the held
+					// reply waits for the other request's answer or
+					// timeout.
+					if latency := g.agreement[met].Latency; latency != sla.Unbounded {
+						c.env.After(max(0, latency-rtt-holdMargin), holdTimer{g})
+					}
 				}
 				return
 			}

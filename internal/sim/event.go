@@ -2,6 +2,7 @@ package sim
 
 import (
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -79,9 +80,16 @@ func (e *nodeEnv) Send(to wire.NodeID, m wire.Msg) {
 	}
 }
 
+// After schedules the timer; one beyond the end of simulated time (a
+// duration near math.MaxInt64) is kept at its end rather than wrapping
+// into the past.
 func (e *nodeEnv) After(d time.Duration, timer any) {
 	if e.live() {
-		e.sim.push(&event{at: e.sim.now + max(d, 0), kind: evTimer, to: e.node.id, timer: timer, incarnation: e.incarnation})
+		at := e.sim.now + max(d, 0)
+		if at < e.sim.now {
+			at = math.MaxInt64
+		}
+		e.sim.push(&event{at: at, kind: evTimer, to: e.node.id, timer: timer, incarnation: e.incarnation})
 	}
 }
 
