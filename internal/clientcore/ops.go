@@ -34,6 +34,10 @@ type GetOptions struct {
 	Delay time.Duration
 	// ReadRepair turns on read repair for this Get (Policy.ReadRepair).
 	ReadRepair bool
+	// NoQuorum leaves quorums out of Pileus's selection even when the
+	// table's write level makes them strong: only single replicas are
+	// candidates, as in the paper.
+	NoQuorum bool
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -165,7 +169,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		res.TuneP = read.P
 	}
 	quorum := 0
-	if r == 1 && strategy == Pileus {
+	if r == 1 && strategy == Pileus && !o.NoQuorum {
 		quorum = tv.quorumRead
 	}
 	var pick int
