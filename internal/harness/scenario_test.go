@@ -29,10 +29,11 @@ import (
 //	                                           body: the SLA, a preset name or text
 //	put session=S key=K value=V [level=L] [timeout=D]
 //	                                           level and timeout set PutOptions.Write and Timeout
-//	get session=S key=K [strategy=...] [retry] [hedge=COST] [level=L] [repair] [delay=D]
+//	get session=S key=K [strategy=...] [retry] [hedge=COST] [level=L] [repair] [delay=D] [noquorum]
 //	                                           body (optional): an SLA overriding the session's;
 //	                                           retry and hedge set GetOptions.RetryAfterMiss and HedgeCost,
-//	                                           level, repair and delay GetOptions.Read, ReadRepair and Delay
+//	                                           level, repair, delay and noquorum GetOptions.Read,
+//	                                           ReadRepair, Delay and NoQuorum
 //	tick D                                     run the world for D of virtual time
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
@@ -345,6 +346,7 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 	}
 	opts.RetryAfterMiss = d.HasArg("retry")
 	opts.ReadRepair = d.HasArg("repair")
+	opts.NoQuorum = d.HasArg("noquorum")
 	if d.HasArg("level") {
 		if opts.Read, err = scanLevel(sc.t, d); err != nil {
 			return "", err
