@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ var (
 
 // TestRandomized runs random worlds (topologies, tables, SLAs, workloads,
 // and in some worlds read and write levels) under partitions, message
-// loss, crashes, clock skew and latency changes, and checks from the
+// loss, crashes, clock skew and latency changes, and in some worlds
+// duplicated messages, paused nodes and failing disks, and checks from the
 // recorded history alone that every Get reported as meeting a subSLA
 // really met its guarantee and latency, that every Get whose read level
 // overlaps a completed Put's write level saw it, that replicas converge
@@ -53,10 +55,16 @@ func TestRandomized(t *testing.T) {
 			total.quorumGets += res.quorumGets
 			total.quorumStrong += res.quorumStrong
 			total.quorumTimeouts += res.quorumTimeouts
+			total.duplicated += res.duplicated
+			total.diskErrors += res.diskErrors
 		})
 	}
 	t.Logf("checked gets %d, bound by a put's write level %d, strong by quorum %d; puts that missed their write level %d",
 		total.gets, total.quorumGets, total.quorumStrong, total.quorumTimeouts)
+	t.Logf("messages duplicated %d, disk reads and writes failed %d", total.duplicated, total.diskErrors)
+	if n >= 100 && !t.Failed() && (total.duplicated == 0 || total.diskErrors == 0) {
+		t.Fatalf("%d seeds duplicated no message or failed no disk access: the later fault kinds were not exercised", n)
+	}
 	// Enough seeds make every kind of world; a change that stops making
 	// quorum operations would otherwise pass unnoticed.
 	if n >= 100 && !t.Failed() && (total.quorumGets == 0 || total.quorumStrong == 0 || total.quorumTimeouts == 0) {
@@ -86,6 +94,9 @@ type randomResult struct {
 	// strong subSLA without the primary, quorumTimeouts the Puts that
 	// missed their write level.
 	quorumGets, quorumStrong, quorumTimeouts int
+	// duplicated and diskErrors count the simulator's injected faults
+	// (sim.Stats).
+	duplicated, diskErrors int64
 }
 
 // randomWorld describes one random run.
@@ -297,6 +308,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	start := w.Sim.Now()
 	d.Start(driver.SimRuntime{Sim: w.Sim})
 	scheduleFaults(t, seed, w, rw, r, start, workEnd)
+	scheduleMoreFaults(t, seed, w, rw, start, workEnd)
 
 	// Work under faults, then heal everything and let replication settle.
 	must(t, seed, w.Sim.Run(start+workEnd))
@@ -307,7 +319,11 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 		for _, b := range rw.topo.Sites[i:] {
 			must(t, seed, w.Sim.Heal(a.Name, b.Name))
 			must(t, seed, w.Sim.SetLoss(a.Name, b.Name, 0))
+			must(t, seed, w.Sim.SetDuplicate(a.Name, b.Name, 0))
 		}
+	}
+	for _, id := range rw.replicas {
+		must(t, seed, w.Sim.SetDiskErrors(id, 0))
 	}
 	// Replication catches up at PullBatchMax versions per round trip, so a
 	// secondary cut off for long may need minutes, and one that lags a
@@ -351,6 +367,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 		t.Fatalf("seed %d: no Get met a subSLA in %d operations: the run checked nothing\nreproduce: %s", seed, len(history), reproduce(seed))
 	}
 	res.hash, res.gets, res.quorumGets = w.Sim.TraceHash(), sum.MetGets, sum.QuorumGets
+	res.duplicated, res.diskErrors = w.Sim.Stats().Duplicated, w.Sim.Stats().DiskErrors
 	return res
 }
 
@@ -396,6 +413,43 @@ func scheduleFaults(t *testing.T, seed uint64, w *harness.World, rw randomWorld,
 		}
 	}
 }
+
+// scheduleMoreFaults gives half the worlds, drawn from a stream of their
+// own so that the other half are the worlds their seeds made before,
+// the simulator's later fault kinds: links that deliver some messages
+// twice, nodes (replicas or clients) that pause as a stopped process
+// does, and disks that fail some reads and writes.
+func scheduleMoreFaults(t *testing.T, seed uint64, w *harness.World, rw randomWorld, start, span time.Duration) {
+	r := rand.New(rand.NewPCG(seed, faultsStream))
+	if r.IntN(2) == 0 {
+		return
+	}
+	sites := rw.topo.Sites
+	nodes := append(slices.Clone(rw.replicas), rw.clients...)
+	for range 1 + r.IntN(4) {
+		at := start + time.Duration(r.Int64N(int64(span)))
+		heal := at + time.Duration(r.Int64N(int64(15*time.Second)))
+		switch r.IntN(3) {
+		case 0:
+			a, b := sites[r.IntN(len(sites))].Name, sites[r.IntN(len(sites))].Name
+			p := r.Float64() / 3
+			w.Sim.At(at, func() { must(t, seed, w.Sim.SetDuplicate(a, b, p)) })
+			w.Sim.At(heal, func() { must(t, seed, w.Sim.SetDuplicate(a, b, 0)) })
+		case 1:
+			id := nodes[r.IntN(len(nodes))]
+			d := time.Duration(r.Int64N(int64(5 * time.Second)))
+			w.Sim.At(at, func() { must(t, seed, w.Sim.Pause(id, d)) })
+		case 2:
+			id := rw.replicas[r.IntN(len(rw.replicas))]
+			p := r.Float64() / 5
+			w.Sim.At(at, func() { must(t, seed, w.Sim.SetDiskErrors(id, p)) })
+			w.Sim.At(heal, func() { must(t, seed, w.Sim.SetDiskErrors(id, 0)) })
+		}
+	}
+}
+
+// faultsStream seeds scheduleMoreFaults's draws.
+const faultsStream = 0x6661756c7473
 
 // checkConverged verifies that once faults stop every secondary holds
 // exactly its primary's versions, so no acknowledged Put was lost.

@@ -39,6 +39,10 @@ func (tb *tablet) holds(key string) bool {
 // every secondary and answered later, by ackWaits or the wait's timer: put
 // then returns nil.
 func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
+	if n.seenPut(from, m.Req) {
+		n.metrics.DuplicatePuts++
+		return nil // the original's reply answers it
+	}
 	n.metrics.Puts++
 	reply := &wire.PutReply{Req: m.Req}
 	tb, code := n.lookup(m.Tablet, m.Key, true)

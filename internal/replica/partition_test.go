@@ -82,6 +82,7 @@ func TestPartitionKeyCheck(t *testing.T) {
 			}
 			// Every tablet must get a key, or the test proves little.
 			used := map[int]bool{}
+			req := uint64(1) // a client never reuses a request ID
 			check := func(n *replica.Node, restarted bool) {
 				wrong := n.Metrics().RequestsForWrongTablet
 				for _, key := range keys {
@@ -93,7 +94,8 @@ func TestPartitionKeyCheck(t *testing.T) {
 						if i == home {
 							want = wire.OK
 						}
-						put := env.ask(t, n, &wire.PutRequest{Req: 2, Tablet: ref, Key: key, Value: []byte(key)}).(*wire.PutReply)
+						req++
+						put := env.ask(t, n, &wire.PutRequest{Req: req, Tablet: ref, Key: key, Value: []byte(key)}).(*wire.PutReply)
 						get := env.ask(t, n, &wire.GetRequest{Req: 3, Tablet: ref, Key: key}).(*wire.GetReply)
 						if put.Code != want || get.Code != want {
 							t.Errorf("restarted %v: key %q (position %s, tablet %d) at tablet %d: Put %q, Get %q; want %q",

@@ -85,7 +85,9 @@ type Metrics struct {
 	RequestsForNoTable, RequestsForWrongTablet int64
 	// Write levels (CPQ): Puts that waited for more than the primary,
 	// those whose wait ran out, and the acknowledgements behind them.
+	// DuplicatePuts counts Put requests received twice and applied once.
 	LevelPuts, LevelTimeouts       int64
+	DuplicatePuts                  int64
 	PushAcksSent, PushAcksReceived int64
 	RepairsApplied, RepairsIgnored int64
 	StorageErrors                  int64
@@ -115,6 +117,44 @@ type Node struct {
 	metrics Metrics
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
+	// recentPuts holds the last recentPutsMax Puts received, by sender
+	// and request ID; recentOrder is a ring of them, the oldest at
+	// recentNext once full (volatile).
+	recentPuts  map[putID]struct{}
+	recentOrder []putID
+	recentNext  int
+}
+
+// putID names a Put request.
+type putID struct {
+	from wire.NodeID
+	req  uint64
+}
+
+// recentPutsMax is how many Puts a node remembers to recognize a
+// duplicated request; our choice, far more than the requests a
+// retransmission could reorder.
+const recentPutsMax = 4096
+
+// seenPut reports whether the Put from with request ID req was received
+// before, and remembers it. A Put delivered twice (a retransmission below
+// the transport, or a fault the simulator injects) must not be applied
+// twice: the second version would come after Puts ordered between them
+// and take the value back.
+func (n *Node) seenPut(from wire.NodeID, req uint64) bool {
+	id := putID{from, req}
+	if _, ok := n.recentPuts[id]; ok {
+		return true
+	}
+	n.recentPuts[id] = struct{}{}
+	if len(n.recentOrder) < recentPutsMax {
+		n.recentOrder = append(n.recentOrder, id)
+		return false
+	}
+	delete(n.recentPuts, n.recentOrder[n.recentNext])
+	n.recentOrder[n.recentNext] = id
+	n.recentNext = (n.recentNext + 1) % recentPutsMax
+	return false
 }
 
 type table struct {
@@ -180,6 +220,7 @@ func (n *Node) Start(env node.Env) error {
 	n.clock = hlc.NewClock(env.WallNanos)
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
+	n.recentPuts = map[putID]struct{}{}
 	eng := env.Engine()
 	if v, ok, err := eng.Get(revealedKey); err != nil {
 		return fmt.Errorf("replica: read revealed timestamp: %w", err)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -114,14 +115,38 @@ type diskEngine struct {
 	node *simNode
 }
 
-func (d *diskEngine) Get(key []byte) ([]byte, bool, error) { return d.node.engine.Get(key) }
+// errDisk is the error of a read or write that SetDiskErrors failed.
+var errDisk = errors.New("sim: disk I/O error")
+
+// failed draws whether this read or write fails (SetDiskErrors).
+func (d *diskEngine) failed() bool {
+	n := d.node
+	if n.diskErrors == 0 || n.recovering || n.faults.Float64() >= n.diskErrors {
+		return false
+	}
+	n.env.sim.stats.DiskErrors++
+	return true
+}
+
+func (d *diskEngine) Get(key []byte) ([]byte, bool, error) {
+	if d.failed() {
+		return nil, false, errDisk
+	}
+	return d.node.engine.Get(key)
+}
 
 func (d *diskEngine) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	if d.failed() {
+		return errDisk
+	}
 	return d.node.engine.Scan(start, end, fn)
 }
 
 func (d *diskEngine) Apply(b *storage.Batch, sync bool) error {
 	n := d.node
+	if d.failed() {
+		return errDisk
+	}
 	if !sync || !n.inEvent {
 		return n.engine.Apply(b, sync)
 	}

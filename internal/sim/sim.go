@@ -7,7 +7,10 @@
 // change at any time; messages between a pair of nodes arrive in the order
 // they were sent, as over a TCP connection. Nodes have a clock skew and a
 // service time with FIFO queueing, so a busy node saturates. Nodes crash
-// (losing volatile state and unsynced storage) and restart.
+// (losing volatile state and unsynced storage) and restart. Beyond
+// crashes, a link may deliver some messages twice (SetDuplicate), a node
+// may pause and resume, as a stopped process does (Pause), and a node's
+// disk may fail reads and writes (SetDiskErrors).
 //
 // Beyond latency, the simulator can charge for where a real server's time
 // goes, so that throughput saturates where a real server's would: a
@@ -75,6 +78,7 @@ func (l Latency) sample(r *rand.Rand) time.Duration {
 type link struct {
 	latency Latency
 	loss    float64
+	dup     float64
 	down    bool
 	// bandwidth in bytes per second; 0 is unlimited. busyUntil is when
 	// the last message queued on the link has left.
@@ -128,6 +132,15 @@ type simNode struct {
 	incarnation int
 	busyUntil   time.Duration
 	env         *nodeEnv
+	// pausedUntil: the node handles nothing, message or timer, before
+	// this time (Pause).
+	pausedUntil time.Duration
+	// diskErrors is the probability that a read or write of the node's
+	// storage fails (SetDiskErrors), drawn from faults; not while the
+	// node recovers in Start.
+	diskErrors float64
+	faults     *rand.Rand
+	recovering bool
 
 	// Group commit, while Fsync is set (cost.go). inEvent: an event is
 	// being handled; synced: it applied a synced batch; outbox: what it
@@ -142,6 +155,9 @@ type simNode struct {
 // Stats counts what happened in a run.
 type Stats struct {
 	Events, Sent, Delivered, Dropped, Timers, Crashes, Restarts int64
+	// Duplicated counts the messages a link delivered twice, DiskErrors
+	// the storage reads and writes that failed.
+	Duplicated, DiskErrors int64
 	// Fsyncs completed, and the events whose synced writes they covered:
 	// FsyncedEvents/Fsyncs is the mean group size.
 	Fsyncs, FsyncedEvents int64
@@ -194,8 +210,12 @@ func (s *Sim) TraceHash() uint64 { return s.hash.Sum64() }
 // Stats returns the run's counters.
 func (s *Sim) Stats() Stats { return s.stats }
 
-// costsStream distinguishes a node's stream of cost draws from its own.
-const costsStream = 0x636f737473
+// costsStream and faultsStream distinguish a node's streams of cost and
+// disk-error draws from its own.
+const (
+	costsStream  = 0x636f737473
+	faultsStream = 0x6661756c7473
+)
 
 // ErrConfig is wrapped by errors in the simulated world's configuration.
 var ErrConfig = errors.New("sim: bad configuration")
@@ -239,6 +259,46 @@ func (s *Sim) SetLoss(a, b string, p float64) error {
 		return fmt.Errorf("%w: loss probability %v outside [0,1]", ErrConfig, p)
 	}
 	return s.updateLink(a, b, func(k *link) { k.loss = p })
+}
+
+// SetDuplicate sets the probability that a message between two sites is
+// delivered twice. The copy arrives after the original and before
+// anything sent later on the same pair of nodes, as a retransmission
+// below a connection would; handlers must treat it as idempotent.
+func (s *Sim) SetDuplicate(a, b string, p float64) error {
+	if p < 0 || p > 1 || math.IsNaN(p) {
+		return fmt.Errorf("%w: duplication probability %v outside [0,1]", ErrConfig, p)
+	}
+	return s.updateLink(a, b, func(k *link) { k.dup = p })
+}
+
+// Pause stops a node for d, as SIGSTOP stops a process: it handles no
+// message and fires no timer until d has passed, then catches up on what
+// queued meanwhile, in order. Its clock keeps running, and nothing is
+// lost.
+func (s *Sim) Pause(id wire.NodeID, d time.Duration) error {
+	n, ok := s.nodes[id]
+	if !ok || d < 0 {
+		return fmt.Errorf("%w: pause: unknown node %s or negative duration %s", ErrConfig, id, d)
+	}
+	n.pausedUntil = max(n.pausedUntil, s.now+d)
+	s.tracef("pause %s for %s", id, d)
+	return nil
+}
+
+// SetDiskErrors sets the probability that a read or write of a node's
+// storage fails with an I/O error, as a failing disk's would. A failed
+// write applies nothing. Recovery at a restart reads without errors: the
+// faults are those of a disk in service, and a node that cannot start
+// would end the run.
+func (s *Sim) SetDiskErrors(id wire.NodeID, p float64) error {
+	n, ok := s.nodes[id]
+	if !ok || p < 0 || p > 1 || math.IsNaN(p) {
+		return fmt.Errorf("%w: disk errors: unknown node %s or probability %v outside [0,1]", ErrConfig, id, p)
+	}
+	n.diskErrors = p
+	s.tracef("disk errors %s %v", id, p)
+	return nil
 }
 
 // Partition cuts the link between two sites: messages are dropped until
@@ -313,6 +373,7 @@ func (s *Sim) AddNode(id wire.NodeID, site string, opts NodeOptions, factory fun
 		engine:  storage.NewMem(),
 		rng:     rand.New(rand.NewPCG(s.opts.Seed, h.Sum64())),
 		costs:   rand.New(rand.NewPCG(s.opts.Seed, h.Sum64()^costsStream)),
+		faults:  rand.New(rand.NewPCG(s.opts.Seed, h.Sum64()^faultsStream)),
 	}
 	n.disk = &diskEngine{node: n}
 	s.nodes[id] = n
@@ -326,7 +387,10 @@ func (s *Sim) start(n *simNode) error {
 	n.env = &nodeEnv{sim: s, node: n, incarnation: n.incarnation,
 		logger: s.opts.Logger.With("node", string(n.id))}
 	n.handler = n.factory()
-	if err := n.handler.Start(n.env); err != nil {
+	n.recovering = true
+	err := n.handler.Start(n.env)
+	n.recovering = false
+	if err != nil {
 		n.up = false
 		return fmt.Errorf("sim: start node %s: %w", n.id, err)
 	}
@@ -485,6 +549,11 @@ func (s *Sim) step() {
 			s.drop(ev, "crashed")
 			return
 		}
+		if s.now < n.pausedUntil {
+			ev.at = n.pausedUntil
+			s.push(ev)
+			return
+		}
 		s.stats.Delivered++
 		s.record(fmt.Sprintf("%s -> %s %v", ev.from, ev.to, ev.msg))
 		charged := s.beginEvent(n)
@@ -495,6 +564,11 @@ func (s *Sim) step() {
 	case evTimer:
 		n := s.nodes[ev.to]
 		if !n.up || n.incarnation != ev.incarnation {
+			return
+		}
+		if s.now < n.pausedUntil {
+			ev.at = n.pausedUntil
+			s.push(ev)
 			return
 		}
 		s.stats.Timers++
@@ -588,6 +662,14 @@ func (s *Sim) transmit(from *simNode, to wire.NodeID, m wire.Msg) {
 	ev.at = max(depart+k.latency.sample(s.net), s.lastArr[pair])
 	s.lastArr[pair] = ev.at
 	s.push(ev)
+	if k.dup > 0 && s.net.Float64() < k.dup {
+		again := *ev
+		again.at = max(ev.at+k.latency.sample(s.net), s.lastArr[pair])
+		s.lastArr[pair] = again.at
+		s.stats.Duplicated++
+		s.record(fmt.Sprintf("dup %s -> %s %v", from.id, to, m))
+		s.push(&again)
+	}
 }
 
 func (s *Sim) drop(ev *event, why string) { s.recordDrop(why, ev.from, ev.to, ev.msg) }
