@@ -45,6 +45,7 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_replica_entries_applied_total", "Versions applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.EntriesApplied })
 	counter("cosla_replica_level_puts_total", "Puts that waited for a write level above one.", func(n NodeStatus) int64 { return n.Metrics.LevelPuts })
 	counter("cosla_replica_level_timeouts_total", "Puts whose write level was not reached in time.", func(n NodeStatus) int64 { return n.Metrics.LevelTimeouts })
+	counter("cosla_replica_duplicate_puts_total", "Put requests received twice and applied once.", func(n NodeStatus) int64 { return n.Metrics.DuplicatePuts })
 	counter("cosla_replica_repairs_applied_total", "Read repairs applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.RepairsApplied })
 	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
 	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
