@@ -141,6 +141,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, true)
+	f.levels.add(fs, true, true)
 	fs.Lookup("dir").Usage = "directory of the store: of the running cluster for target cosla; for the others, where their servers start (default: a temporary directory, removed afterwards)"
 	target := fs.String("target", bench.SystemCosla, "store: "+strings.Join(bench.SystemNames(), ", "))
 	connect := fs.String("connect", "", "comma-separated addresses of the store's servers that you run, used instead of starting its own ("+connectHelp()+")")
@@ -195,7 +196,7 @@ Flags:`)
 	if isCosla && *connect != "" {
 		return usagef("--connect is for %s; cosla is reached through --dir", adapters.StoreNames())
 	}
-	for _, name := range []string{"sla", "strategy", "site", "table"} {
+	for _, name := range []string{"sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair"} {
 		if set[name] && *target != bench.SystemCosla {
 			return usagef("--%s is for target cosla", name)
 		}
@@ -227,6 +228,9 @@ Flags:`)
 	}
 	gets, err := coslaGets(&f)
 	if err != nil {
+		return err
+	}
+	if gets.Policy, err = f.levels.policy(); err != nil {
 		return err
 	}
 	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}

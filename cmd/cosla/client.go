@@ -28,6 +28,8 @@ type clientFlags struct {
 	dir, site, table, slaSpec, strategy string
 	jsonOut                             bool
 	timeout                             time.Duration
+	// levels are the CPQ flags, for the commands that add them.
+	levels levelFlags
 }
 
 func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
@@ -122,7 +124,12 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		c.Close()
 		return nil, err
 	}
-	s, err := c.BeginSession(t, tg.agreement, cosla.WithStrategy(tg.strategy))
+	policy, err := f.levels.policy()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(policy), cosla.WithStrategy(tg.strategy))...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -131,7 +138,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {
-	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable.", 2, false,
+	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n--write-level replicas).", 2, false,
 		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
 			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1])
 		})
@@ -151,6 +158,7 @@ func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string
 	fs := newFlags(name, stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, withSLA)
+	f.levels.add(fs, withSLA, !withSLA)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cosla %s [flags] %s\n\n%s\n\nFlags:\n", name, operands, doc)
 		fs.PrintDefaults()
@@ -160,6 +168,9 @@ func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string
 	}
 	if fs.NArg() != nargs {
 		return usagef("want %s", operands)
+	}
+	if _, err := f.levels.policy(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -174,6 +185,13 @@ func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string
 func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string) error {
 	start := time.Now()
 	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value))
+	var qe *cosla.QuorumTimeoutError
+	if errors.As(err, &qe) && jsonOut {
+		if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
+			"error": err.Error(), "level": qe.Level, "acks": qe.Acks}); encErr != nil {
+			return encErr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
@@ -220,6 +238,22 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
 	fmt.Fprintf(w, "  from %s (%s) in %.1f ms; version %s, replica high %s\n", res.Node, role,
 		float64(res.RTT)/float64(time.Millisecond), res.VersionTS, res.HighTS)
+	if res.Level > 1 {
+		fmt.Fprintf(w, "  read %d replicas, the newest version winning:\n", res.Level)
+		for _, r := range res.Replies {
+			version := "no version"
+			if r.Found {
+				version = "version " + r.VersionTS.String()
+			}
+			fmt.Fprintf(w, "    %s: %s, high %s, %.1f ms\n", r.Node, version, r.HighTS, float64(r.RTT)/float64(time.Millisecond))
+		}
+		if res.Quorum {
+			fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
+		}
+		if res.Repaired > 0 {
+			fmt.Fprintf(w, "  read repair sent the newest version to %d stale replicas\n", res.Repaired)
+		}
+	}
 	if res.Target >= 0 {
 		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)
 	} else {
@@ -235,6 +269,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("session run", stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, true)
+	f.levels.add(fs, true, true)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: cosla session run [flags] FILE
 
@@ -256,6 +291,9 @@ Flags:`)
 	}
 	if fs.NArg() != 1 {
 		return usagef("want FILE")
+	}
+	if _, err := f.levels.policy(); err != nil {
+		return err
 	}
 	script, err := readScript(fs.Arg(0))
 	if err != nil {

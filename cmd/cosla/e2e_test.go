@@ -181,6 +181,34 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatalf("get --json: value %q, met %d, primary %t; want v1, 0, true; %s", got.Value, got.Result.Met, got.Result.Primary, r)
 	}
 
+	// Levels (CPQ): a Put at ALL is held by all three replicas when it
+	// returns, and a Get of all three sees it at each.
+	wantExit(t, coslaCmd(t, time.Minute, "put", "--dir", dir, "--write-level", "all", "levels", "v2"), 0)
+	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "us", "--sla", "eventual unbounded 1", "--read-level", "all", "--json", "levels")
+	wantExit(t, r, 0)
+	var all struct {
+		Value  string `json:"value"`
+		Result struct {
+			Level   int `json:"level"`
+			Replies []struct {
+				Node      string `json:"node"`
+				VersionTS string `json:"version_ts"`
+			} `json:"replies"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &all); err != nil {
+		t.Fatalf("get --read-level all --json: %v; %s", err, r)
+	}
+	if all.Value != "v2" || all.Result.Level != 3 || len(all.Result.Replies) != 3 {
+		t.Fatalf("get --read-level all: value %q from %d replicas (%d replies), want v2 from 3; %s", all.Value, all.Result.Level, len(all.Result.Replies), r)
+	}
+	for _, rr := range all.Result.Replies[1:] {
+		if rr.VersionTS != all.Result.Replies[0].VersionTS {
+			t.Errorf("after a Put at ALL, %s holds version %s and %s %s; %s", rr.Node, rr.VersionTS,
+				all.Result.Replies[0].Node, all.Result.Replies[0].VersionTS, r)
+		}
+	}
+
 	// China-England is 307 ms round trip in pileus4: no replica can give a
 	// strong read within 100 ms.
 	wantExit(t, coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "china", "--sla", "strong 100ms 1", "k"), exitUnmet)

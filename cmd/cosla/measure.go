@@ -85,6 +85,8 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	sweep := fs.String("sweep", "", "comma-separated client counts: run a load sweep (Wada 4.1) instead")
 	clientHz := fs.Float64("client-hz", 1, "sweep: each client's request rate")
 	readFraction := fs.Float64("read-fraction", 0.99, "sweep: fraction of reads")
+	var levels levelFlags
+	levels.add(fs, true, true)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla measure run --target T --out DIR [flags]")
 		fmt.Fprintln(stderr, "\nRuns the consistency benchmark of Wada et al. (CIDR'11): writers write a key every --write-every,")
@@ -108,6 +110,12 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 		return usagef("--target is required (%s)", mrun.TargetNames())
 	case *out == "":
 		return usagef("--out is required")
+	case levels.set() && *target != "cosla" && *target != "sim":
+		return usagef("--read-level, --write-level, --cpq, --delay and --read-repair are for targets cosla and sim")
+	}
+	policy, err := levels.policy()
+	if err != nil {
+		return err
 	}
 	w := mrun.Workload{Writers: *writers, Readers: *readers, WriteEvery: *writeEvery, ReadHz: *readHz,
 		ReadOptions: readOptions, WriteOption: *writeOption, Placement: mrun.Placement(*placement),
@@ -135,6 +143,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	if *keys != "" {
 		w.Keys = strings.Split(*keys, ",")
 	}
+	w.Policy = policy
 	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out, Connect: splitList(*connect),
 		ClusterDir: *clusterDir, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
 		ClientHz: *clientHz, ReadFraction: *readFraction, Spawn: spawnWorker(stderr), Log: stderr,

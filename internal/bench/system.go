@@ -262,9 +262,13 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 	case Strong:
 		c = coslaStrong
 	}
+	c.Policy = s.def.Policy
 	write := "durable"
 	if s.name == SystemCoslaNoFsync {
 		write = "no-fsync"
+	}
+	if p := c.Policy; p.Write != (clientcore.Choice{}) {
+		write += ", level " + p.Write.String()
 	}
 	return &driver.HostTarget{Loop: loop, Nodes: s.info.NodesFor, Table: s.table, OpenTimeout: s.openTimeout},
 		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write}}, nil
@@ -273,11 +277,20 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 // coslaReadLabel names a Gets' configuration: the consistency of an SLA
 // of one unbounded subSLA, else the SLA in quotes, then the strategy in
 // parentheses: "eventual (closest)".
+// With read levels or a delay it adds them: "eventual (closest), level
+// quorum".
 func coslaReadLabel(c driver.Cosla) string {
+	label := fmt.Sprintf("%q (%s)", c.SLA.String(), c.Strategy)
 	if len(c.SLA) == 1 && c.SLA[0].Latency == sla.Unbounded {
-		return fmt.Sprintf("%s (%s)", c.SLA[0].Consistency, c.Strategy)
+		label = fmt.Sprintf("%s (%s)", c.SLA[0].Consistency, c.Strategy)
 	}
-	return fmt.Sprintf("%q (%s)", c.SLA.String(), c.Strategy)
+	if p := c.Policy; p.Read != (clientcore.Choice{}) {
+		label += ", level " + p.Read.String()
+	}
+	if c.Policy.Delay > 0 {
+		label += ", delay " + c.Policy.Delay.String()
+	}
+	return label
 }
 
 // CheckNames reports the first name that is not a system OpenSystem

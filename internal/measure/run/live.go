@@ -125,7 +125,7 @@ func (l live) group(spec RoleSpec, options []string) (*driver.Group, error) {
 	if l.cluster == nil {
 		return roleGroup(spec, "", false, r, driver.Cosla{}), nil
 	}
-	cfg, err := coslaConfig(orEventual(roleOption(spec, options)))
+	cfg, err := coslaConfig(orEventual(roleOption(spec, options)), spec.Policy)
 	if err != nil {
 		return nil, err
 	}

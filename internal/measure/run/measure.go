@@ -168,7 +168,7 @@ func Measure(ctx context.Context, c Config) (*ReportFile, error) {
 			var inputs []measure.SweepInput
 			ops, inputs, err = LoadSweep(ctx, SweepOptions{Store: l.store, Cluster: l.cluster, Clients: c.Sweep,
 				ClientHz: c.ClientHz, ReadFraction: c.ReadFraction, ReadOptions: w.ReadOptions, WriteOption: w.WriteOption,
-				Key: w.Keys[0], Duration: w.Duration, MaxOps: w.MaxOps, Seed: c.Seed, Trace: traceFile,
+				Policy: w.Policy, Key: w.Keys[0], Duration: w.Duration, MaxOps: w.MaxOps, Seed: c.Seed, Trace: traceFile,
 				Progress: func(p Progress) {
 					fmt.Fprintf(c.Log, "  %s: %d ops, %d failed, %.1fs\n", p.Run, p.Ops, p.Failed, p.Elapsed.Seconds())
 				}})

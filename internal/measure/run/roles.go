@@ -60,13 +60,14 @@ func runsOf(roles []RoleSpec, groups []*driver.Group) func(*driver.Group) string
 
 // coslaConfig is the client configuration of a role on a cosla target,
 // simulated or live: the SLA and strategy of its read option
-// (SimReadOption) as the sessions' default and every Get's.
-func coslaConfig(option string) (driver.Cosla, error) {
+// (SimReadOption) as the sessions' default and every Get's, and the
+// sessions' levels.
+func coslaConfig(option string, policy clientcore.Policy) (driver.Cosla, error) {
 	agreement, strategy, err := SimReadOption(option)
 	if err != nil {
 		return driver.Cosla{}, err
 	}
-	return driver.Cosla{SLA: agreement, Strategy: strategy,
+	return driver.Cosla{SLA: agreement, Strategy: strategy, Policy: policy,
 		Get: clientcore.GetOptions{SLA: agreement, Strategy: strategy}}, nil
 }
 

@@ -106,7 +106,7 @@ func Sim(o SimOptions) (SimResult, error) {
 	}
 	configs := map[string]driver.Cosla{}
 	for _, opt := range w.ReadOptions {
-		cfg, err := coslaConfig(opt)
+		cfg, err := coslaConfig(opt, w.Policy)
 		if err != nil {
 			return SimResult{}, err
 		}

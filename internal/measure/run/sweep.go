@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/measure"
 )
@@ -27,6 +28,8 @@ type SweepOptions struct {
 	Clients []int
 	// ClientHz is each client's offered rate. Default 1 (Wada 4).
 	ClientHz float64
+	// Policy sets the levels of a cosla cluster's sessions.
+	Policy clientcore.Policy
 	// ReadFraction is the fraction of reads (Wada: 0.99, 0.75, 0.5).
 	// Default 0.99.
 	ReadFraction float64
@@ -105,7 +108,7 @@ func LoadSweep(ctx context.Context, o SweepOptions) ([]measure.Op, []measure.Swe
 					write: round(driver.Put, []string{o.Key}, o.WriteOption), readFraction: o.ReadFraction},
 					Every: period(o.ClientHz), Stagger: true}}}
 			if o.Cluster != nil {
-				cfg, err := coslaConfig(orEventual(option))
+				cfg, err := coslaConfig(orEventual(option), o.Policy)
 				if err != nil {
 					return all, inputs, err
 				}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/driver"
 )
 
@@ -59,6 +60,9 @@ type Workload struct {
 	ReadOptions []string `json:"read_options"`
 	// WriteOption is the option of every write. Default "".
 	WriteOption string `json:"write_option,omitempty"`
+	// Policy sets the read and write levels and delay of a cosla
+	// target's sessions (CPQ). Default: one replica each.
+	Policy clientcore.Policy `json:"policy"`
 	// Placement is where the roles run. Default PlacementThreads.
 	Placement Placement `json:"placement"`
 	// Keys are the data elements: one (Wada 2) or two, X and Y, written in
@@ -115,6 +119,9 @@ func (w *Workload) EnsureDefaults() *Workload {
 
 // Validate reports the first invalid field, by name.
 func (w *Workload) Validate() error {
+	if err := w.Policy.Validate(); err != nil {
+		return fmt.Errorf("%w: Policy: %w", ErrInvalidWorkload, err)
+	}
 	switch {
 	case w.Writers < 1 || w.Writers > MaxClients:
 		return fmt.Errorf("%w: Writers %d not in [1, %d]", ErrInvalidWorkload, w.Writers, MaxClients)
@@ -173,7 +180,9 @@ type RoleSpec struct {
 	ReadHz      float64       `json:"read_hz"`
 	ReadOption  string        `json:"read_option,omitempty"`
 	WriteOption string        `json:"write_option,omitempty"`
-	Keys        []string      `json:"keys"`
+	// Policy is the workload's Policy.
+	Policy clientcore.Policy `json:"policy"`
+	Keys   []string          `json:"keys"`
 	// Duration bounds the role's schedule; MaxOps its op count (in a
 	// worker process; in-process roles share the run's count). A round of
 	// two keys is two ops (see steps).
@@ -194,7 +203,7 @@ func (w Workload) Roles() []RoleSpec {
 		return "." + optionName(o)
 	}
 	base := RoleSpec{Run: w.Run, WriteEvery: w.WriteEvery, ReadHz: w.ReadHz, WriteOption: w.WriteOption,
-		Keys: w.Keys, Duration: w.Duration, MaxOps: w.MaxOps}
+		Policy: w.Policy, Keys: w.Keys, Duration: w.Duration, MaxOps: w.MaxOps}
 	var roles []RoleSpec
 	if w.Placement == PlacementThread {
 		for i, o := range w.ReadOptions {

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"flag"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/clientcore"
+)
+
+// levelFlags are the read and write level flags (CPQ) of the commands that
+// run cosla operations: get, put, bench and measure run.
+type levelFlags struct {
+	read, write, cpq string
+	delay            time.Duration
+	repair           bool
+}
+
+// add registers the flags; reads and writes say which the command does.
+func (l *levelFlags) add(fs *flag.FlagSet, reads, writes bool) {
+	if reads {
+		fs.StringVar(&l.read, "read-level", "", "replicas each Get asks, the newest version winning: one, quorum, all or a number (default one)")
+		fs.DurationVar(&l.delay, "delay", 0, "artificial delay before each Get, counted in its latency (CPQ's AD)")
+		fs.BoolVar(&l.repair, "read-repair", false, "send the newest version a Get of several replicas saw to those that answered with an older one")
+	}
+	if writes {
+		fs.StringVar(&l.write, "write-level", "", "replicas that must hold each Put before it returns, the primary included: one, quorum, all or a number (default one)")
+	}
+	if reads && writes {
+		fs.StringVar(&l.cpq, "cpq", "", "continuous partial quorums: each Get and Put uses QUORUM with probability `P`, ONE otherwise (not with --read-level or --write-level)")
+	} else {
+		fs.StringVar(&l.cpq, "cpq", "", "continuous partial quorums: each operation uses QUORUM with probability `P`, ONE otherwise (not with --read-level or --write-level)")
+	}
+}
+
+// set reports whether any level flag was given.
+func (l *levelFlags) set() bool {
+	return l.read != "" || l.write != "" || l.cpq != "" || l.delay != 0 || l.repair
+}
+
+// policy checks the flags and returns the sessions' policy.
+func (l *levelFlags) policy() (clientcore.Policy, error) {
+	var p clientcore.Policy
+	if l.cpq != "" {
+		if l.read != "" || l.write != "" {
+			return p, usagef("--cpq mixes ONE and QUORUM itself: give it without --read-level and --write-level")
+		}
+		prob, err := strconv.ParseFloat(l.cpq, 64)
+		if err != nil || math.IsNaN(prob) || prob < 0 || prob > 1 {
+			return p, usagef("--cpq: %q is not a probability in [0, 1]", l.cpq)
+		}
+		p.Read = clientcore.Mix(prob, clientcore.One, clientcore.Quorum)
+		p.Write = p.Read
+	}
+	for _, f := range []struct {
+		name, value string
+		dst         *clientcore.Choice
+	}{{"read-level", l.read, &p.Read}, {"write-level", l.write, &p.Write}} {
+		if f.value == "" {
+			continue
+		}
+		level, err := clientcore.ParseLevel(f.value)
+		if err != nil {
+			return p, usagef("--%s: %v", f.name, err)
+		}
+		*f.dst = clientcore.Fixed(level)
+	}
+	if l.delay < 0 {
+		return p, usagef("--delay must not be negative, got %s", l.delay)
+	}
+	p.Delay, p.ReadRepair = l.delay, l.repair
+	return p, nil
+}
+
+// sessionOptions returns the policy as options of the public client.
+func sessionOptions(p clientcore.Policy) []cosla.SessionOption {
+	var opts []cosla.SessionOption
+	switch {
+	case p.Read.P > 0:
+		opts = append(opts, cosla.WithCPQ(p.Read.P, p.Read.A, p.Read.B))
+	default:
+		if p.Read.A != 0 {
+			opts = append(opts, cosla.WithReadLevel(p.Read.A))
+		}
+		if p.Write.A != 0 {
+			opts = append(opts, cosla.WithWriteLevel(p.Write.A))
+		}
+	}
+	if p.Delay > 0 {
+		opts = append(opts, cosla.WithDelay(p.Delay))
+	}
+	if p.ReadRepair {
+		opts = append(opts, cosla.WithReadRepair())
+	}
+	return opts
+}
