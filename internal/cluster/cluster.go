@@ -61,6 +61,8 @@ type Options struct {
 	PullInterval time.Duration
 	// Push also streams every Put to the secondaries at once.
 	Push bool
+	// WriteLevel is the table's least write level (cosla.TableSpec).
+	WriteLevel wire.Level
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
@@ -200,7 +202,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 				}
 				continue
 			}
-			settings := wan.Settings{Latency: topo.LocalRTT / 2}
+			settings := wan.Settings{Latency: topo.LocalRTT / 2, Jitter: topo.LocalJitter}
 			if from.Name != to.Name {
 				l, _ := topo.Link(from.Name, to.Name)
 				settings = wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}
@@ -307,7 +309,7 @@ func tableSpec(topo topology.Topology, opts Options) (cosla.TableSpec, error) {
 	if err != nil {
 		return cosla.TableSpec{}, err
 	}
-	spec := cosla.TableSpec{Name: l.Name, Push: opts.Push, PullInterval: opts.PullInterval}
+	spec := cosla.TableSpec{Name: l.Name, Push: opts.Push, PullInterval: opts.PullInterval, WriteLevel: opts.WriteLevel}
 	switch l.Partition {
 	case wire.ByRange:
 		spec.Partition = cosla.ByRange

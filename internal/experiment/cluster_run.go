@@ -43,6 +43,9 @@ func (c *ClusterSpec) validate() error {
 	if c.Think < 0 || c.Think > time.Hour {
 		return invalid("cluster.think", "%s outside [0, 1h]", c.Think)
 	}
+	if !(c.Rate >= 0 && c.Rate <= maxRate) {
+		return invalid("cluster.rate", "%v outside [0, %g]", c.Rate, maxRate)
+	}
 	return nil
 }
 
@@ -101,7 +104,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	pull := t.scaled(s.Table.PullInterval)
 	progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
 	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: s.topo, Placement: placement,
-		PullInterval: pull, Push: s.Table.Push, Fresh: true, Binary: o.Binary, Logger: o.Logger})
+		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // the link between sites a and b (a == b: within a site).
 func (s *Scenario) topologyLink(a, b string) (rtt, jitter time.Duration) {
 	if a == b {
-		return s.topo.LocalRTT, 0
+		return s.topo.LocalRTT, s.topo.LocalJitter
 	}
 	l, _ := s.topo.Link(a, b)
 	return l.RTT, l.Jitter
@@ -74,6 +74,7 @@ func newWorld(s *Scenario, net network, client string) *world {
 		down: map[[2]string]bool{}, crashed: map[string]bool{}, service: map[string]time.Duration{}}
 	for _, st := range s.topo.Sites {
 		o.rtt[pair(st.Name, st.Name)] = s.topo.LocalRTT
+		o.jitter[pair(st.Name, st.Name)] = s.topo.LocalJitter
 	}
 	for _, l := range s.topo.Links {
 		o.rtt[pair(l.A, l.B)] = l.RTT

@@ -161,6 +161,10 @@ type Staleness struct {
 	Values           int     `json:"values"`
 	Positive         int     `json:"positive"`
 	PositiveFraction float64 `json:"positive_fraction"`
+	// PositiveOver2MSFraction counts only the scores of 2 ms or more, as
+	// CPQ 3.1.3 did to stay above its hosts' clock-synchronization
+	// uncertainty.
+	PositiveOver2MSFraction float64 `json:"positive_over_2ms_fraction"`
 	// P50MS ... MaxMS are percentiles of the positive scores.
 	P50MS float64 `json:"p50_ms"`
 	P95MS float64 `json:"p95_ms"`

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -100,6 +103,11 @@ type TableSpec struct {
 	PullInterval time.Duration `yaml:"pull_interval"`
 	// Push also streams each Put to the secondaries at once.
 	Push bool `yaml:"push"`
+	// WriteLevel is the least write level of every Put (one, quorum,
+	// all or a number; wire.Layout.WriteLevel): with it a read of r of N
+	// replicas with r + w > N is strong, and Pileus may read such a
+	// quorum for a strong subSLA. Default one.
+	WriteLevel string `yaml:"write_level"`
 }
 
 // SLASpec is one SLA of the experiment.
@@ -337,6 +345,9 @@ type ClusterSpec struct {
 	// (England's, 1 ms from the primary) runs hundreds of fsynced Puts a
 	// second and slows every other client's round trips.
 	Think time.Duration `yaml:"think"`
+	// Rate, if set, replaces workload.rate on the cluster: the load this
+	// machine's cores can offer beside the nodes they also run.
+	Rate float64 `yaml:"rate"`
 }
 
 // AdaptSpec configures the adaptation analysis of a timeline.
@@ -379,9 +390,10 @@ const (
 	OutSensitivity = "sensitivity"
 	OutOps         = "ops"
 	OutStaleness   = "staleness"
+	OutLevels      = "levels"
 )
 
-var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness}
+var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels}
 
 var knownMetrics = []string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}
 
@@ -531,6 +543,8 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 type strategyVariant struct {
 	strategy clientcore.Strategy
 	get      clientcore.GetOptions
+	// policy sets the sessions' read and write levels (CPQ).
+	policy clientcore.Policy
 	// adaptiveProbing sets clientcore.Options.AdaptiveProbing on the
 	// run's client.
 	adaptiveProbing bool
@@ -544,6 +558,9 @@ type strategyVariant struct {
 // probing (clientcore.Options.AdaptiveProbing, Pileus 6.1); options
 // combine, as in "pileus+retry+probe".
 func parseStrategyVariant(name string) (strategyVariant, error) {
+	if v, ok, err := parseLevelStrategy(name); ok || err != nil {
+		return v, err
+	}
 	base, options, _ := strings.Cut(name, "+")
 	strategy, err := clientcore.ParseStrategy(base)
 	if err != nil {
@@ -559,8 +576,10 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 			v.get.HedgeCost = hedgeCost
 		case option == "probe" && (strategy == clientcore.Pileus || strategy == clientcore.Closest):
 			v.adaptiveProbing = true
+		case option == "noquorum" && strategy == clientcore.Pileus:
+			v.get.NoQuorum = true
 		default:
-			return strategyVariant{}, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, closest+probe)", clientcore.ErrInvalid, option, base)
+			return strategyVariant{}, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", clientcore.ErrInvalid, option, base)
 		}
 	}
 	return v, nil
@@ -571,3 +590,72 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 // application; 0.1 hedges when a second node adds a tenth of the top
 // subSLA's utility.
 const hedgeCost = 0.1
+
+// parseLevelStrategy reads the strategies of CPQ 3.2, which choose how
+// many replicas each operation involves: "one-one", "one-quo", "quo-one" and "quo-quo"
+// (read level, then write level, as CPQ Fig. 1 names them); "cpq(P)",
+// QUORUM with probability P and ONE otherwise, for reads and writes
+// alike; "ad(D)", ONE reads and writes with every read delayed by D; and
+// beyond the paper "cpq-tune(L,S)", the tuner keeping read p95 within L
+// and the stale share within S (clientcore.Tune). ok is false for other
+// names.
+//
+// Their reads ask replicas at random (clientcore.Random). In CPQ's
+// Cassandra a client's coordinator, the node it is connected to, picks
+// the replicas: itself for the half of the keys it holds, else others
+// (CPQ digest 5, our reading of Cassandra 2.0). In one LAN site every
+// replica is about as near as another, and asking the nearest would send
+// every ONE read to whichever node the monitor ranks first, often the
+// primary: random replicas are the closer model.
+func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
+	v.strategy = clientcore.Random
+	levels := map[string]clientcore.Level{"one": clientcore.One, "quo": clientcore.Quorum}
+	if r, w, found := strings.Cut(name, "-"); found && levels[r] != 0 && levels[w] != 0 {
+		v.policy.Read, v.policy.Write = clientcore.Fixed(levels[r]), clientcore.Fixed(levels[w])
+		return v, true, nil
+	}
+	fn, arg, found := strings.Cut(name, "(")
+	if !found || !strings.HasSuffix(arg, ")") {
+		return v, false, nil
+	}
+	arg = strings.TrimSuffix(arg, ")")
+	bad := func(want string) error {
+		return fmt.Errorf("%w: strategy %q: want %s", clientcore.ErrInvalid, name, want)
+	}
+	switch fn {
+	case "cpq":
+		p, perr := strconv.ParseFloat(arg, 64)
+		if perr != nil || math.IsNaN(p) || p < 0 || p > 1 {
+			return v, true, bad("cpq(P) with P in [0, 1]")
+		}
+		v.policy.Read = clientcore.Mix(p, clientcore.One, clientcore.Quorum)
+		v.policy.Write = v.policy.Read
+	case "ad":
+		d, derr := time.ParseDuration(arg)
+		if derr != nil || d < 0 {
+			return v, true, bad("ad(D) with a duration D of 0 or more")
+		}
+		v.policy.Read, v.policy.Write = clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One)
+		v.policy.Delay = d
+	case "cpq-tune":
+		l, s, _ := strings.Cut(arg, ",")
+		latency, lerr := time.ParseDuration(strings.TrimSpace(l))
+		stale, serr := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		v.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale}
+		if lerr != nil || serr != nil || v.policy.Validate() != nil {
+			return v, true, bad("cpq-tune(L,S) with a positive latency L and a stale fraction S in [0, 1]")
+		}
+	default:
+		return v, false, nil
+	}
+	return v, true, nil
+}
+
+// writeLevel is the table's write level; validate checked it.
+func (s *Scenario) writeLevel() wire.Level {
+	if s.Table.WriteLevel == "" {
+		return 0
+	}
+	l, _ := wire.ParseLevel(s.Table.WriteLevel)
+	return l
+}

@@ -262,7 +262,7 @@ func TestPresetsList(t *testing.T) {
 			t.Errorf("%s: no description", p.Name)
 		}
 	}
-	want := "capacity-lan pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2 pileus-volatile"
+	want := "capacity-lan cpq-fig1-hotspot cpq-fig1 cpq-fig2 cpq-fig3 pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2 pileus-volatile"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("presets %q, want %q", got, want)
 	}
@@ -283,6 +283,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"increasing", "slas: [{sla: password-checking, scale: [2], factors: [3]}]\n", "slas[0].factors[0]"},
 		{"client", base + "clients: [us, mars]\n", "clients[1]"},
 		{"strategy", base + "strategies: [pileus, nearest]\n", "strategies[1]"},
+		{"cpq probability", base + "strategies: [cpq(1.5)]\n", "strategies[0]"},
+		{"ad delay", base + "strategies: [one-one, ad(-1ms)]\n", "strategies[1]"},
+		{"tuner target", base + "strategies: [cpq-tune(0s, 0.1)]\n", "strategies[0]"},
+		{"write level", base + "table: {write_level: 5}\n", "table.write_level"},
 		{"ops and duration", base + "workload: {ops: 10, duration: 1m}\n", "workload.ops"},
 		{"put fraction", base + "workload: {put_fraction: 1.5}\n", "workload.put_fraction"},
 		{"event action", base + "schedule: [{at: 1s, action: explode}]\n", "schedule[0].action"},

@@ -37,6 +37,13 @@ var sweepParams = map[string]func(s *Scenario, v string) error{
 		s.Workload.Keys, err = strconv.Atoi(v)
 		return err
 	},
+	// strategy runs each point with one strategy, alone also on a
+	// cluster (where a point's strategies otherwise run at once on the
+	// same keys): a sweep of CPQ's p or AD's delay.
+	"strategy": func(s *Scenario, v string) error {
+		s.Strategies = []string{v}
+		return nil
+	},
 }
 
 func sweepParamNames() []string { return slices.Sorted(maps.Keys(sweepParams)) }

@@ -223,7 +223,21 @@ func (s *Scenario) layout() (wire.Layout, error) {
 	if err != nil {
 		return wire.Layout{}, err
 	}
-	return s.topo.Layout(tableName, p, s.replication())
+	l, err := s.topo.Layout(tableName, p, s.replication())
+	if err != nil {
+		return l, err
+	}
+	if s.Table.WriteLevel != "" {
+		if l.WriteLevel, err = wire.ParseLevel(s.Table.WriteLevel); err != nil {
+			return l, invalid("table.write_level", "%v", err)
+		}
+		check := l
+		check.ID = 1 // Validate wants one; the table gets its own when created
+		if err := check.Validate(); err != nil {
+			return l, invalid("table.write_level", "%v", err)
+		}
+	}
+	return l, nil
 }
 
 // tableName names the table every run uses, as YCSB does.
@@ -389,7 +403,7 @@ func (s *Scenario) validateClients() error {
 func (s *Scenario) validateStrategies() error {
 	for i, name := range s.Strategies {
 		if _, err := parseStrategyVariant(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, primary, random or closest)", name)
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, one-one, one-quo, quo-one, quo-quo, cpq(P), ad(D) or cpq-tune(L,S))", name)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()); n > maxRuns {

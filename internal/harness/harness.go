@@ -51,7 +51,7 @@ func New(opts Options) (*World, error) {
 	s := sim.New(sim.Options{Seed: opts.Seed, Logger: opts.Logger, Trace: opts.Trace})
 	for _, site := range topo.Sites {
 		s.AddSite(site.Name)
-		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2}); err != nil {
+		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2, Jitter: topo.LocalJitter}); err != nil {
 			return nil, err
 		}
 		if opts.Cores > 0 {

@@ -47,6 +47,9 @@ type Topology struct {
 	// way (0: unlimited; see Link).
 	LocalRTT       time.Duration `yaml:"local_rtt"`
 	LocalBandwidth int64         `yaml:"local_bandwidth"`
+	// LocalJitter is the one-way jitter within a site, as Link.Jitter.
+	// Default 0.
+	LocalJitter time.Duration `yaml:"local_jitter"`
 }
 
 // Load reads a topology from a YAML file and validates it:
@@ -104,8 +107,8 @@ func (t *Topology) Validate() error {
 	if len(t.Sites) == 0 {
 		return fmt.Errorf("%w: %s: no sites", ErrInvalid, t.Name)
 	}
-	if t.LocalRTT < 0 || t.LocalBandwidth < 0 {
-		return fmt.Errorf("%w: %s: negative local RTT %s or bandwidth %d", ErrInvalid, t.Name, t.LocalRTT, t.LocalBandwidth)
+	if t.LocalRTT < 0 || t.LocalBandwidth < 0 || t.LocalJitter < 0 {
+		return fmt.Errorf("%w: %s: negative local RTT %s, jitter %s or bandwidth %d", ErrInvalid, t.Name, t.LocalRTT, t.LocalJitter, t.LocalBandwidth)
 	}
 	seen := map[string]bool{}
 	for _, s := range t.Sites {
