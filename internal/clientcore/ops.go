@@ -179,7 +179,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
 		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
-		q.tune = tuned && strategy != Primary && strategy != Random
+		q.tune = tuned && strategy != Primary
 		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 		return nil
 	case strategy == Pileus:
@@ -223,7 +223,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
 	repair bool, res GetResult, done func(GetResult, error)) *quorumCall {
 	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
-		start: c.env.Now(), repair: repair, res: res, done: done}
+		start: c.env.Now(), startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
 }
 
 // after runs send at once, or after an artificial delay (AD, CPQ 3.2).

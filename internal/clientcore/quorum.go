@@ -20,9 +20,10 @@ type quorumCall struct {
 	tv        *tabletView
 	targets   []*replicaState
 	start     time.Time
+	startWall int64 // the client's clock at start, in Unix nanoseconds
 	repair    bool
-	// tune: the tuner drew this read, and targets[0] is the nearest
-	// replica, which a ONE read would have used.
+	// tune: the tuner drew this read, and targets[0] is the replica a
+	// ONE read would have used (the nearest, or one at random).
 	tune bool
 	res  GetResult
 	done func(GetResult, error)
@@ -136,8 +137,12 @@ func (c *Client) finishQuorum(q *quorumCall) {
 	}
 	res.Primary, res.HighTS, res.VersionTS = primary, high, newest.VersionTS
 	if q.tune {
-		one := q.replies[0]
-		q.s.tune.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)))
+		// The ONE read would have been stale only if the newer version's
+		// Put had completed before the read began (CPQ 2's Gamma counts
+		// no other): a version ordered more than a round trip to the
+		// primary before the read began almost surely had.
+		one, settled := q.replies[0], hlc.FromTime(q.startWall-int64(q.tv.replicas[0].rtt.mean()))
+		q.s.tune.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)) && !settled.Less(newest.VersionTS))
 	}
 	strong := primary
 	if !strong && q.tv.quorumStrong(len(q.targets)) {

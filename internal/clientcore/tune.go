@@ -18,10 +18,12 @@ import (
 // nearest all do (the monitor's PNodeLat, Pileus 4.5), a read meets L
 // with probability (1-p)F1 + p FQ, which is at least 0.95 for p up to
 // (F1-0.95)/(F1-FQ). Staleness comes from the session's QUORUM reads: each
-// one shows whether the nearest replica, the one a ONE read would have
-// used, answered with an older version than the newest; s1, the share of
-// those that did, estimates the stale fraction of ONE reads, so (1-p)s1
-// is at most S for p from 1-S/s1. The tuner takes the smallest p that
+// one shows whether the replica a ONE read would have used answered with
+// an older version than the newest, when the newest was ordered more than
+// a round trip to the primary before the read began (so its Put had
+// almost surely completed: a read that misses a Put still in flight is
+// not stale); s1, the share of those that did, estimates the stale
+// fraction of ONE reads, so (1-p)s1 is at most S for p from 1-S/s1. The tuner takes the smallest p that
 // meets both, keeping at least tuneExplore so that QUORUM reads keep
 // measuring s1 unless that would break L. When no p meets both, staleness
 // wins (our choice: an application that asked for a stale bound is

@@ -36,6 +36,10 @@ type run struct {
 	group   *driver.Group
 	rec     *recorder
 	variant strategyVariant
+	// wops are the run's ops for the windows output, judged from
+	// windowFrom (the warmup's end) on.
+	wops       []windowOp
+	windowFrom time.Duration
 }
 
 // workloadStream is the PCG stream of the operations drawn. Every run
@@ -197,11 +201,18 @@ func (u *unit) spec(t timing) driver.Spec {
 		spec.Groups = append(spec.Groups, r.group)
 		byGroup[r.group] = r
 	}
+	windows := u.s.wants(OutWindows)
+	for _, r := range u.runs {
+		r.windowFrom = spec.Warmup
+	}
 	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
+		r := byGroup[g]
+		if windows {
+			r.wops = append(r.wops, newWindowOp(op))
+		}
 		if op.Start < spec.Warmup {
 			return
 		}
-		r := byGroup[g]
 		switch op.Kind {
 		case driver.Get:
 			r.rec.get(op)
@@ -232,6 +243,10 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 			r.r.Probes = int(p.Probes())
 		}
 		r.r.Staleness = staleness
+		if u.s.wants(OutWindows) {
+			w := windowsOf(r.wops, r.windowFrom, *u.s.Targets)
+			r.r.Windows = &w
+		}
 		r.r.VirtualS = elapsed.Seconds()
 		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
 	}

@@ -57,6 +57,9 @@ func Tables(s *Scenario, r *Result) []Table {
 	if s.wants(OutLevels) {
 		out = append(out, levelsTable(s, r))
 	}
+	if s.wants(OutWindows) {
+		out = append(out, windowsTable(s, r))
+	}
 	return out
 }
 

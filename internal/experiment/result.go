@@ -75,6 +75,9 @@ type RunResult struct {
 	// output). On a cluster the runs of a point share keys, so it covers
 	// all of them.
 	Staleness *Staleness `json:"staleness,omitempty"`
+	// Windows judges the run window by window against the scenario's
+	// targets (windows output).
+	Windows *Windows `json:"windows,omitempty"`
 	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
 	Breakdown []BreakdownRow `json:"breakdown,omitempty"`
 	// Events are the scheduled changes as applied; Timeline is every Get

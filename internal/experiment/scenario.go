@@ -69,6 +69,8 @@ type Scenario struct {
 	Outputs []string `yaml:"outputs"`
 	// Adapt configures the timeline's adaptation analysis.
 	Adapt AdaptSpec `yaml:"adapt"`
+	// Targets is what the windows output judges runs by.
+	Targets *TargetsSpec `yaml:"targets"`
 	// Sim says where time goes in the simulator.
 	Sim SimSpec `yaml:"sim"`
 	// Cluster says how the scenario runs on a real local cluster.
@@ -391,9 +393,10 @@ const (
 	OutOps         = "ops"
 	OutStaleness   = "staleness"
 	OutLevels      = "levels"
+	OutWindows     = "windows"
 )
 
-var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels}
+var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels, OutWindows}
 
 var knownMetrics = []string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}
 

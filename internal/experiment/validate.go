@@ -430,6 +430,14 @@ func (s *Scenario) validateOutputs() error {
 	if s.wants(OutTimeline) && len(s.Schedule) == 0 {
 		return invalid("outputs", "timeline needs a schedule")
 	}
+	if s.wants(OutWindows) && s.Targets == nil {
+		return invalid("targets", "the windows output needs targets")
+	}
+	if s.Targets != nil {
+		if err := s.Targets.validate(); err != nil {
+			return err
+		}
+	}
 	if s.Adapt.Gets < 0 {
 		return invalid("adapt.gets", "negative: %d", s.Adapt.Gets)
 	}
