@@ -23,10 +23,14 @@ import (
 // a round trip to the primary before the read began (so its Put had
 // almost surely completed: a read that misses a Put still in flight is
 // not stale); s1, the share of those that did, estimates the stale
-// fraction of ONE reads, so (1-p)s1 is at most S for p from 1-S/s1. The tuner takes the smallest p that
-// meets both, keeping at least tuneExplore so that QUORUM reads keep
-// measuring s1 unless that would break L. When no p meets both, staleness
-// wins (our choice: an application that asked for a stale bound is
+// fraction of ONE reads, so (1-p)s1 is at most S for p from 1-S/s1.
+//
+// The tuner takes the middle of the range of p that meets both, so that
+// the noise of a short window has room on either side (the smallest such
+// p met the average target but missed it in half the windows of
+// cpq-tuner), and at least tuneExplore, so that QUORUM reads keep
+// measuring s1, unless that would break L. When no p meets both,
+// staleness wins (our choice: an application that asked for a stale bound is
 // harmed by stale data in a way a slow read does not hide).
 type Tune struct {
 	Latency time.Duration
@@ -95,9 +99,12 @@ func (t *tuner) adjust(tv *tabletView, target Tune) float64 {
 			low = 1 - target.Stale/t.stale
 		}
 	}
-	p := max(low, tuneExplore)
-	if p > high && low <= high {
-		p = high
+	p := low
+	if low <= high {
+		p = (low + high) / 2
+		if p < tuneExplore && tuneExplore <= high {
+			p = tuneExplore
+		}
 	}
 	t.p = p
 	return p
