@@ -34,6 +34,16 @@ func (e *partitionEnv) Rand() *rand.Rand               { return e.rng }
 func (e *partitionEnv) Engine() storage.Engine         { return e.engine }
 func (e *partitionEnv) Logger() *slog.Logger           { return slog.New(slog.DiscardHandler) }
 
+// start starts a node over the env's engine, as after a restart.
+func (e *partitionEnv) start(t *testing.T) *replica.Node {
+	t.Helper()
+	n := replica.New(replica.Options{})
+	if err := n.Start(e); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // ask delivers m to n and returns the one reply.
 func (e *partitionEnv) ask(t *testing.T, n *replica.Node, m wire.Msg) wire.Msg {
 	t.Helper()
@@ -65,13 +75,7 @@ func TestPartitionKeyCheck(t *testing.T) {
 				layout.Tablets = append(layout.Tablets, wire.Tablet{Start: s, Primary: "s/r1"})
 			}
 			env := &partitionEnv{wall: 1_700_000_000 * int64(time.Second), engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}
-			start := func() *replica.Node {
-				n := replica.New(replica.Options{})
-				if err := n.Start(env); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
+			start := func() *replica.Node { return env.start(t) }
 			n := start()
 			if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}); r.(*wire.CreateTableReply).Code != wire.OK {
 				t.Fatalf("CreateTable: %v", r)

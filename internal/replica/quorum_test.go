@@ -17,16 +17,8 @@ import (
 // replica holds is ignored; and the high timestamp moves only with
 // replication.
 func TestRepairKeepsNewest(t *testing.T) {
-	eng := storage.NewMem()
-	env := &partitionEnv{engine: eng, rng: rand.New(rand.NewPCG(1, 2))}
-	start := func() *replica.Node {
-		n := replica.New(replica.Options{})
-		if err := n.Start(env); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	n := start()
+	env := &partitionEnv{engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}
+	n := env.start(t)
 	layout := wire.Layout{Name: "t", ID: 9, Tablets: []wire.Tablet{{Primary: "p/r1", Secondaries: []wire.NodeID{"s/r1"}}},
 		Replication: wire.Replication{Mode: wire.ModePush, Interval: time.Minute}}
 	if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}).(*wire.CreateTableReply); r.Code != wire.OK {
@@ -54,7 +46,7 @@ func TestRepairKeepsNewest(t *testing.T) {
 		t.Fatalf("after an older pull: %q, high %s; want v5, high %s", r.Value, r.HighTS, ts(3))
 	}
 	// After a restart, an older push is still not applied over it.
-	n = start()
+	n = env.start(t)
 	n.Receive("p/r1", &wire.Push{Tablet: ref, Prev: ts(2), Entry: wire.Entry{TS: ts(4), Key: "k", Value: []byte("v4")}})
 	if r := get(n); string(r.Value) != "v5" || r.HighTS != ts(4) {
 		t.Fatalf("after restart and an older push: %q, high %s; want v5, high %s", r.Value, r.HighTS, ts(4))
