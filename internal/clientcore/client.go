@@ -239,6 +239,9 @@ type Client struct {
 	mins []minTS
 	// probesSent counts the probes sent since New.
 	probesSent uint64
+	// tuners are the CPQ tuners of the client's sessions, one per
+	// target: sessions with the same target share their samples.
+	tuners map[Tune]*tuner
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -265,6 +268,7 @@ func (c *Client) Start(env node.Env) error {
 	c.pending = map[uint64]*pending{}
 	c.tables = map[string]*Table{}
 	c.rtt = map[wire.NodeID]*rttStats{}
+	c.tuners = map[Tune]*tuner{}
 	env.After(c.probeTick(), probeTimer{})
 	return nil
 }

@@ -145,12 +145,14 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		strategy = o.Strategy
 	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
-	read, delay, tuned := s.policy.Read, s.policy.Delay, false
+	read, delay := s.policy.Read, s.policy.Delay
+	var tn *tuner
 	switch {
 	case o.Read.set():
 		read = o.Read
 	case s.policy.Tune.set():
-		read, tuned = Mix(s.tune.adjust(tv, s.policy.Tune), One, Quorum), true
+		tn = c.tunerFor(s.policy.Tune)
+		read = Mix(tn.adjust(tv, s.policy.Tune), One, Quorum)
 	}
 	if err := read.validate(); err != nil {
 		return err
@@ -165,7 +167,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	r := level.Count(len(tv.replicas))
 	mins := c.minReadTimestamps(s, agreement, key)
 	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
-	if tuned {
+	if tn != nil {
 		res.TuneP = read.P
 	}
 	quorum := 0
@@ -179,7 +181,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
 		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
-		q.tune = tuned && strategy != Primary
+		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
 		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 		return nil
 	case strategy == Pileus:
@@ -204,7 +206,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
 	}
 	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
-		retry: o.RetryAfterMiss, start: c.env.Now(), res: res, done: done}
+		retry: o.RetryAfterMiss, tuner: tn, start: c.env.Now(), res: res, done: done}
 	var hedge *replicaState
 	if strategy == Pileus && o.HedgeCost > 0 {
 		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
@@ -242,7 +244,8 @@ type getCall struct {
 	agreement sla.SLA
 	mins      []minTS // c.mins is scratch space; this is the Get's own copy
 	tv        *tabletView
-	retry     bool // retry after a miss, if not done yet
+	retry     bool   // retry after a miss, if not done yet
+	tuner     *tuner // the tuner that drew the Get's level, told its latency
 	start     time.Time
 	res       GetResult
 	done      func(GetResult, error)
@@ -284,6 +287,9 @@ func (t holdTimer) String() string {
 func (g *getCall) finish(err error) {
 	if !g.finished {
 		g.finished = true
+		if g.tuner != nil {
+			g.tuner.readDone(1, g.res.RTT)
+		}
 		g.done(g.res, err)
 	}
 }
@@ -504,7 +510,7 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 	case o.Write.set():
 		write = o.Write
 	case s.policy.Tune.set():
-		write = Mix(s.tune.p, One, Quorum)
+		write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
 	}
 	if err := write.validate(); err != nil {
 		return err

@@ -22,11 +22,13 @@ type quorumCall struct {
 	start     time.Time
 	startWall int64 // the client's clock at start, in Unix nanoseconds
 	repair    bool
-	// tune: the tuner drew this read, and targets[0] is the replica a
-	// ONE read would have used (the nearest, or one at random).
-	tune bool
-	res  GetResult
-	done func(GetResult, error)
+	// tuner drew this read's level (nil if none); sampleOne: targets[0]
+	// is the replica a ONE read would have used (the nearest, or one at
+	// random), so the read samples its staleness for the tuner.
+	tuner     *tuner
+	sampleOne bool
+	res       GetResult
+	done      func(GetResult, error)
 	// replies holds each target's answer, by target index; answered
 	// counts them. finished is set once done has been called.
 	replies  []*wire.GetReply
@@ -112,6 +114,9 @@ func (q *quorumCall) fail(c *Client, r *replicaState, err error) {
 	q.finished = true
 	q.res.Node, q.res.Primary = r.id, r.primary
 	q.res.RTT = c.env.Now().Sub(q.start)
+	if q.tuner != nil {
+		q.tuner.readDone(len(q.targets), q.res.RTT)
+	}
 	q.done(q.res, err)
 }
 
@@ -136,13 +141,16 @@ func (c *Client) finishQuorum(q *quorumCall) {
 		primary = primary || reply.Primary
 	}
 	res.Primary, res.HighTS, res.VersionTS = primary, high, newest.VersionTS
-	if q.tune {
+	if q.tuner != nil {
+		q.tuner.readDone(len(q.targets), res.RTT)
+	}
+	if q.sampleOne {
 		// The ONE read would have been stale only if the newer version's
 		// Put had completed before the read began (CPQ 2's Gamma counts
 		// no other): a version ordered more than a round trip to the
 		// primary before the read began almost surely had.
 		one, settled := q.replies[0], hlc.FromTime(q.startWall-int64(q.tv.replicas[0].rtt.mean()))
-		q.s.tune.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)) && !settled.Less(newest.VersionTS))
+		q.tuner.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)) && !settled.Less(newest.VersionTS))
 	}
 	strong := primary
 	if !strong && q.tv.quorumStrong(len(q.targets)) {

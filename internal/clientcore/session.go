@@ -13,7 +13,6 @@ type Session struct {
 	sla      sla.SLA
 	strategy Strategy
 	policy   Policy
-	tune     tuner
 	ended    bool
 
 	putTS  map[string]hlc.Timestamp
@@ -27,7 +26,6 @@ func (s *Session) SetPolicy(p Policy) error {
 		return err
 	}
 	s.policy = p
-	s.tune = tuner{p: 1}
 	return nil
 }
 

@@ -13,11 +13,16 @@ import (
 // CPQ(p, One, Quorum), the same p for both as in CPQ 3.2, and adjusts p
 // before every Get.
 //
-// Latency comes from the client's monitor: with F1 the probability that
-// the nearest replica answers within L and FQ that a quorum of the
-// nearest all do (the monitor's PNodeLat, Pileus 4.5), a read meets L
-// with probability (1-p)F1 + p FQ, which is at least 0.95 for p up to
-// (F1-0.95)/(F1-FQ). Staleness comes from the session's QUORUM reads: each
+// Latency: with F1 the probability that a ONE read answers within L and
+// FQ that a QUORUM read does, a read meets L with probability (1-p)F1 +
+// p FQ, which is at least 0.95 for p up to (F1-0.95)/(F1-FQ). F1 and FQ
+// are the shares of the session's last tuneLatencies reads of each level
+// that took at most L; until tuneWarmup reads of a level have been seen,
+// they come from the client's monitor (the nearest replica's PNodeLat,
+// and the product over a quorum of the nearest; Pileus 4.5). The
+// monitor's samples include Puts' round trips, fsync and all, which
+// makes it the more pessimistic of the two: on cpq-tuner it kept p low
+// enough to miss the staleness target in most windows. Staleness comes from the session's QUORUM reads: each
 // one shows whether the replica a ONE read would have used answered with
 // an older version than the newest, when the newest was ordered more than
 // a round trip to the primary before the read began (so its Put had
@@ -57,13 +62,70 @@ const (
 	tuneWindow  = 50
 	tuneExplore = 0.05
 	tunePct     = 0.95
+	// tuneLatencies is how many recent reads of each level the latency
+	// estimate keeps.
+	tuneLatencies = 200
 )
 
-// tuner is a session's tuning state.
+// tunerFor returns the client's tuner of a target. The sessions of one
+// client with the same target share it, so that it learns from all their
+// reads (the sessions of a client share its replicas and network).
+func (c *Client) tunerFor(target Tune) *tuner {
+	tn, ok := c.tuners[target]
+	if !ok {
+		tn = &tuner{p: 1}
+		c.tuners[target] = tn
+	}
+	return tn
+}
+
+// tuner is a tuning state.
 type tuner struct {
 	p       float64 // probability of QUORUM
 	stale   float64 // s1
 	samples int
+	// one and quorum are the latencies of the session's recent reads at
+	// each level, the oldest overwritten first.
+	one, quorum latencies
+}
+
+// latencies is a ring of recent read latencies.
+type latencies struct {
+	ring []time.Duration
+	next int
+}
+
+func (l *latencies) add(d time.Duration) {
+	if len(l.ring) < tuneLatencies {
+		l.ring = append(l.ring, d)
+		return
+	}
+	l.ring[l.next] = d
+	l.next = (l.next + 1) % tuneLatencies
+}
+
+// within is the share of the latencies at most d, and whether there are
+// enough of them to say.
+func (l *latencies) within(d time.Duration) (float64, bool) {
+	if len(l.ring) < tuneWarmup {
+		return 0, false
+	}
+	n := 0
+	for _, x := range l.ring {
+		if x <= d {
+			n++
+		}
+	}
+	return float64(n) / float64(len(l.ring)), true
+}
+
+// readDone records a tuned read's latency at its level.
+func (t *tuner) readDone(level int, d time.Duration) {
+	if level > 1 {
+		t.quorum.add(d)
+	} else {
+		t.one.add(d)
+	}
 }
 
 // observe records whether the nearest replica of a QUORUM read was stale.
@@ -80,10 +142,16 @@ func (t *tuner) observe(stale bool) {
 func (t *tuner) adjust(tv *tabletView, target Tune) float64 {
 	var buf [8]int
 	group := nearest(buf[:0], tv.replicas, Quorum.Count(len(tv.replicas)), 0)
-	f1 := tv.replicas[group[0]].rtt.pWithin(target.Latency)
-	fq := 1.0
-	for _, j := range group {
-		fq *= tv.replicas[j].rtt.pWithin(target.Latency)
+	f1, ok := t.one.within(target.Latency)
+	if !ok {
+		f1 = tv.replicas[group[0]].rtt.pWithin(target.Latency)
+	}
+	fq, ok := t.quorum.within(target.Latency)
+	if !ok {
+		fq = 1
+		for _, j := range group {
+			fq *= tv.replicas[j].rtt.pWithin(target.Latency)
+		}
 	}
 	high := 0.0 // the largest p that keeps the read p95 within L
 	switch {
