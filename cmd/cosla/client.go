@@ -138,7 +138,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {
-	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n--write-level replicas).", 2, false,
+	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n--write-level replicas; if they do not all hold it within --timeout, says how many do and\nexits 1).", 2, false,
 		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
 			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1])
 		})
@@ -185,12 +185,16 @@ func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string
 func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string) error {
 	start := time.Now()
 	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value))
-	var qe *cosla.QuorumTimeoutError
-	if errors.As(err, &qe) && jsonOut {
-		if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
-			"error": err.Error(), "level": qe.Level, "acks": qe.Acks}); encErr != nil {
-			return encErr
+	if qe := (*cosla.QuorumTimeoutError)(nil); errors.As(err, &qe) {
+		// The error names the key, the version and how many replicas of
+		// the level hold it; unlike other failures, the outcome is known.
+		if jsonOut {
+			if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
+				"error": err.Error(), "level": qe.Level, "acks": qe.Acks}); encErr != nil {
+				return encErr
+			}
 		}
+		return fmt.Errorf("%w; the version is durable at the primary and may still reach more", err)
 	}
 	if err != nil {
 		return fmt.Errorf("put %q: %w", key, err)

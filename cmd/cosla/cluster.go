@@ -71,6 +71,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	tablets := fs.Int("tablets", 1, "number of tablets")
 	partition := fs.String("partition", "range", "how keys map to tablets: range or hash")
 	starts := fs.String("starts", "", "comma-separated split points of a range-partitioned table of several tablets (--tablets minus one, ascending)")
+	writeLevel := fs.String("write-level", "", "least write level of every Put to the table (CPQ): one, quorum, all or a number; a Get of r of N replicas with r + w > N is then strong without the primary; a table kept from a previous run keeps its level (--fresh to change it) (default one)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -90,13 +91,24 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	}
 	placement := topology.Placement{Sites: commaList(*sites), Replicas: *replicas, Tablets: *tablets,
 		Partition: *partition, Starts: commaList(*starts)}
-	if _, err := t.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: *pull}); err != nil {
+	layout, err := t.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: *pull})
+	if err != nil {
 		return usagef("%v", err)
+	}
+	level, err := parseLevelFlag("write-level", *writeLevel)
+	if err != nil {
+		return err
+	}
+	for _, tablet := range layout.Tablets {
+		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
+			return usagef("--write-level: %v", err)
+		}
 	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push, Fresh: *fresh, UnsafeNoFsync: *noFsync})
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push,
+			WriteLevel: level, Fresh: *fresh, UnsafeNoFsync: *noFsync})
 		if err != nil {
 			return err
 		}

@@ -8,10 +8,14 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/wire"
 )
 
 // levelFlags are the read and write level flags (CPQ) of the commands that
-// run cosla operations: get, put, bench and measure run.
+// run cosla operations: get, put, session run, bench and measure run.
+// --cpq P is CPQ 3.2's policy, QUORUM with probability P and ONE otherwise,
+// for reads and writes alike; it chooses both levels itself, so it is an
+// error with --read-level or --write-level rather than a silent override.
 type levelFlags struct {
 	read, write, cpq string
 	delay            time.Duration
@@ -61,9 +65,9 @@ func (l *levelFlags) policy() (clientcore.Policy, error) {
 		if f.value == "" {
 			continue
 		}
-		level, err := clientcore.ParseLevel(f.value)
+		level, err := parseLevelFlag(f.name, f.value)
 		if err != nil {
-			return p, usagef("--%s: %v", f.name, err)
+			return p, err
 		}
 		*f.dst = clientcore.Fixed(level)
 	}
@@ -72,6 +76,19 @@ func (l *levelFlags) policy() (clientcore.Policy, error) {
 	}
 	p.Delay, p.ReadRepair = l.delay, l.repair
 	return p, nil
+}
+
+// parseLevelFlag reads the level given to flag --name: one, quorum, all
+// or a number; "" is unset (zero).
+func parseLevelFlag(name, value string) (clientcore.Level, error) {
+	if value == "" {
+		return 0, nil
+	}
+	level, err := wire.ParseLevel(value)
+	if err != nil {
+		return 0, usagef("--%s: %v", name, err)
+	}
+	return level, nil
 }
 
 // sessionOptions returns the policy as options of the public client.
