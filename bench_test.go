@@ -15,10 +15,10 @@ import (
 // to its return: the read path end to end (client API, client core, gRPC
 // stream, server, replica, Pebble, and back).
 func BenchmarkGet(b *testing.B) {
-	nodes := testCluster(b, "england")
+	n := testCluster(b, "england")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
+	c, err := cosla.Open(ctx, n.config("england"))
 	if err != nil {
 		b.Fatal(err)
 	}

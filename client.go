@@ -3,6 +3,7 @@ package cosla
 import (
 	"context"
 	cryptorand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/host"
@@ -120,6 +122,14 @@ type Config struct {
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB.
 	MaxKeyBytes, MaxValueBytes int
+	// TLS secures the connections to the nodes: mutual TLS with a client
+	// certificate of the cluster's authority (ClusterTLS reads the one
+	// `cosla cluster up` writes; LoadTLS reads any). The client checks
+	// that each node presents its site's node certificate. Required
+	// unless Insecure.
+	TLS *tls.Config
+	// Insecure connects without TLS, to nodes started with insecure.
+	Insecure bool
 	// ConnectTimeout bounds how long Open waits for connections to the
 	// nodes; nodes not reached by then are dialed again when used.
 	// Default 5s.
@@ -154,6 +164,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: Config.Nodes must list the storage nodes and their addresses", ErrInvalid)
 	}
+	switch {
+	case cfg.TLS == nil && !cfg.Insecure:
+		return nil, fmt.Errorf("%w: Config.TLS is required (cosla.ClusterTLS(dir) reads a local cluster's certificates), or set Config.Insecure for nodes that run without TLS", ErrInvalid)
+	case cfg.TLS != nil && cfg.Insecure:
+		return nil, fmt.Errorf("%w: Config.TLS and Config.Insecure: choose one", ErrInvalid)
+	}
 	if cfg.Name == "" {
 		var b [4]byte
 		_, _ = cryptorand.Read(b[:])
@@ -187,7 +203,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		MaxValueBytes:    cfg.MaxValueBytes,
 		MeasureOnOpen:    true,
 	})
-	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, Logger: cfg.Logger}, c.deliver)
+	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
 	if err != nil {
 		c.transport.Close()
@@ -200,6 +216,18 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c.transport.Connect(warm)
 	cancel()
 	return c, nil
+}
+
+// LoadTLS reads a client certificate, its key and the cluster's
+// certificate authority (PEM files) into a Config.TLS.
+func LoadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	return certs.Load(certs.Files{Cert: certFile, Key: keyFile, CA: caFile})
+}
+
+// ClusterTLS reads the client certificate of the local cluster in dir
+// (`cosla cluster up --dir DIR`) into a Config.TLS.
+func ClusterTLS(dir string) (*tls.Config, error) {
+	return certs.Load(certs.ClientFiles(certs.ClusterDir(dir)))
 }
 
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {

@@ -2,6 +2,7 @@ package cosla_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
@@ -62,17 +64,47 @@ func strongSession(ctx context.Context, t testing.TB, c *cosla.Client, table str
 	return s
 }
 
-// testCluster starts one cosla serve process per site in this process,
-// on loopback, with no WAN emulation.
-func testCluster(t testing.TB, sites ...string) map[string]string {
+// testNet is a test cluster as its clients see it: the addresses a client
+// at each site dials, and the client certificate of the cluster's
+// authority.
+type testNet struct {
+	views map[string]map[string]string
+	tls   *tls.Config
+}
+
+// config returns a client's configuration at site.
+func (n testNet) config(site string) cosla.Config {
+	return cosla.Config{Site: site, Nodes: n.views[site], TLS: n.tls}
+}
+
+// testCerts writes a certificate authority, a node certificate for each
+// site and a client certificate into a temporary directory, as `cosla
+// cluster up` does, and returns the directory and the client's TLS.
+func testCerts(t testing.TB, sites ...string) (string, *tls.Config) {
 	t.Helper()
-	addrs, _ := testServers(t, sites...)
-	return addrs
+	dir := t.TempDir()
+	if err := certs.Ensure(dir, sites); err != nil {
+		t.Fatal(err)
+	}
+	client, err := cosla.LoadTLS(certs.ClientFiles(dir).Cert, certs.ClientFiles(dir).Key, certs.ClientFiles(dir).CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, client
+}
+
+// testCluster starts one cosla serve process per site in this process,
+// on loopback, with no WAN emulation and with mutual TLS.
+func testCluster(t testing.TB, sites ...string) testNet {
+	t.Helper()
+	n, _ := testServers(t, sites...)
+	return n
 }
 
 // testServers is testCluster that also returns each site's server.
-func testServers(t testing.TB, sites ...string) (map[string]string, map[string]*server.Server) {
+func testServers(t testing.TB, sites ...string) (testNet, map[string]*server.Server) {
 	t.Helper()
+	certDir, clientTLS := testCerts(t, sites...)
 	servers := map[string]*server.Server{}
 	ports, release := reservePorts(t, len(sites))
 	addrs := map[string]string{}
@@ -87,21 +119,26 @@ func testServers(t testing.TB, sites ...string) (map[string]string, map[string]*
 			}
 		}
 		release(i)
-		srv, err := server.Start(server.Options{Site: s, Listen: addrs[s+"/r1"], DataDir: t.TempDir(), Peers: peers})
+		srv, err := server.Start(server.Options{Site: s, Listen: addrs[s+"/r1"], DataDir: t.TempDir(), Peers: peers,
+			TLS: server.TLSFiles(certs.NodeFiles(certDir, s))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Close)
 		servers[s] = srv
 	}
-	return addrs, servers
+	n := testNet{views: map[string]map[string]string{}, tls: clientTLS}
+	for _, s := range sites {
+		n.views[s] = addrs
+	}
+	return n, servers
 }
 
 func TestClientOverNetwork(t *testing.T) {
-	nodes := testCluster(t, "england", "us")
+	n := testCluster(t, "england", "us")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+	c, err := cosla.Open(ctx, n.config("us"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +190,10 @@ func TestClientOverNetwork(t *testing.T) {
 // primaries alternating between two sites, and checks that every key is
 // written and read back through the tablet its hash picks.
 func TestHashTable(t *testing.T) {
-	nodes := testCluster(t, "england", "us")
+	n := testCluster(t, "england", "us")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+	c, err := cosla.Open(ctx, n.config("us"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,10 +237,12 @@ func TestHashTable(t *testing.T) {
 // TestBadInput checks that bad requests get clear, typed errors and that
 // the servers keep working after them.
 func TestBadInput(t *testing.T) {
-	nodes := testCluster(t, "england", "us")
+	n := testCluster(t, "england", "us")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, RequestTimeout: 2 * time.Second})
+	cfg := n.config("england")
+	cfg.RequestTimeout = 2 * time.Second
+	c, err := cosla.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +303,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// A node nobody can reach: a client that knows only a dead address
 	// gets a timeout, not a hang.
-	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": freeAddr(t)},
+	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": freeAddr(t)}, TLS: n.tls,
 		RequestTimeout: time.Second, ConnectTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,12 @@
 // A client runs at a site (Config.Site) and reaches the storage nodes at
 // the addresses Config.Nodes gives; on a local cluster made by
 // `cosla cluster up`, those addresses pass through the emulated wide-area
-// links of the client's site. Sessions scope the session guarantees:
+// links of the client's site. Connections are mutual TLS with a client
+// certificate of the cluster's authority (ClusterTLS reads a local
+// cluster's). Sessions scope the session guarantees:
 //
-//	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+//	tlsConfig, err := cosla.ClusterTLS(dir)
+//	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes, TLS: tlsConfig})
 //	t, err := c.OpenTable(ctx, "usertable")
 //	agreement, _ := sla.Parse("read-my-writes 300ms 1; eventual 300ms 0.5")
 //	s, err := c.BeginSession(t, agreement)

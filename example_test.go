@@ -26,7 +26,7 @@ func startExampleServer() (map[string]string, func()) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	srv, err := server.Start(server.Options{Site: "england", Listen: addr, DataDir: dir})
+	srv, err := server.Start(server.Options{Site: "england", Listen: addr, DataDir: dir, Insecure: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +37,9 @@ func startExampleServer() (map[string]string, func()) {
 // creates and opens a one-tablet table there.
 func openExampleTable(ctx context.Context, name string) (*cosla.Client, *cosla.Table, func()) {
 	nodes, stop := startExampleServer()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
+	// The example's server runs without TLS; a cluster that `cosla
+	// cluster up` started takes Config.TLS from cosla.ClusterTLS(dir).
+	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, Insecure: true})
 	if err != nil {
 		log.Fatal(err)
 	}

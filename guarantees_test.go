@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/check"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/server"
@@ -21,8 +22,9 @@ import (
 // between sites emulated: every site reaches another through a link that
 // delays each direction by oneWay. It returns, per site, the addresses a
 // client there dials.
-func wanCluster(t *testing.T, oneWay time.Duration, sites ...string) map[string]map[string]string {
+func wanCluster(t *testing.T, oneWay time.Duration, sites ...string) testNet {
 	t.Helper()
+	certDir, clientTLS := testCerts(t, sites...)
 	n, err := wan.NewNet(wan.Options{Jitter: oneWay / 10})
 	if err != nil {
 		t.Fatal(err)
@@ -59,13 +61,14 @@ func wanCluster(t *testing.T, oneWay time.Duration, sites ...string) map[string]
 			}
 		}
 		release(i)
-		srv, err := server.Start(server.Options{Site: s, Listen: direct[s], DataDir: t.TempDir(), Peers: peers})
+		srv, err := server.Start(server.Options{Site: s, Listen: direct[s], DataDir: t.TempDir(), Peers: peers,
+			TLS: server.TLSFiles(certs.NodeFiles(certDir, s))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Close)
 	}
-	return views
+	return testNet{views: views, tls: clientTLS}
 }
 
 // TestGuaranteesOverNetwork runs sessions with SLAs over all six
@@ -77,10 +80,10 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for a few seconds")
 	}
-	views := wanCluster(t, 15*time.Millisecond, "england", "us", "india")
+	n := wanCluster(t, 15*time.Millisecond, "england", "us", "india")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: views["england"]})
+	admin, err := cosla.Open(ctx, n.config("england"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +128,8 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 		}
 	}
 	loop := driver.NewLoop(time.Now())
-	target := &driver.HostTarget{Loop: loop, Table: "t", Nodes: func(site string) (map[string]string, error) {
-		if v, ok := views[site]; ok {
+	target := &driver.HostTarget{Loop: loop, Table: "t", TLS: n.tls, Nodes: func(site string) (map[string]string, error) {
+		if v, ok := n.views[site]; ok {
 			return v, nil
 		}
 		return nil, fmt.Errorf("no site %q", site)

@@ -17,10 +17,10 @@ import (
 // ErrQuorumTimeout saying that two replicas hold it, and the primary
 // serves it.
 func TestLevelsOverNetwork(t *testing.T) {
-	nodes, servers := testServers(t, "england", "us", "india")
+	n, servers := testServers(t, "england", "us", "india")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: nodes})
+	c, err := cosla.Open(ctx, n.config("us"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -16,17 +15,15 @@ import (
 // whose contexts have no deadline wait for a node that stopped answering:
 // every one returns ErrClosed, and so does every call after Close.
 func TestCloseWithOperationsInFlight(t *testing.T) {
-	addr := freeAddr(t)
-	srv, err := server.Start(server.Options{Site: "england", Listen: addr, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	n, servers := testServers(t, "england")
+	srv := servers["england"]
 	ctx := context.Background()
 	open, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	// Requests never time out on their own: only Close can end them.
-	c, err := cosla.Open(open, cosla.Config{Site: "england", Nodes: map[string]string{"england/r1": addr}, RequestTimeout: time.Hour})
+	cfg := n.config("england")
+	cfg.RequestTimeout = time.Hour
+	c, err := cosla.Open(open, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +84,11 @@ func TestCloseWithOperationsInFlight(t *testing.T) {
 // TestForeignHandles passes nil, zero and another client's tables and
 // sessions: each call returns ErrInvalid, never panics.
 func TestForeignHandles(t *testing.T) {
-	nodes := testCluster(t, "england")
+	n := testCluster(t, "england")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	open := func() *cosla.Client {
-		c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes})
+		c, err := cosla.Open(ctx, n.config("england"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,8 +58,8 @@ type clientSession struct {
 // client's site and the addresses it dials from there, the SLA, strategy
 // and table.
 type target struct {
+	config    cosla.Config // the client's, from the cluster
 	site      string
-	nodes     map[string]string
 	agreement sla.SLA
 	strategy  cosla.Strategy
 	table     string
@@ -76,8 +76,11 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if tg.site == "" {
 		tg.site = info.DefaultSite
 	}
-	if tg.nodes, err = info.NodesFor(tg.site); err != nil {
+	if _, err := info.NodesFor(tg.site); err != nil {
 		return nil, usageError{err.Error()}
+	}
+	if tg.config, err = info.ClientConfig(tg.site); err != nil {
+		return nil, err
 	}
 	gets, err := coslaGets(f)
 	if err != nil {
@@ -115,7 +118,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cosla.Open(ctx, cosla.Config{Site: tg.site, Nodes: tg.nodes})
+	c, err := cosla.Open(ctx, tg.config)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -64,6 +65,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	pull := fs.Duration("pull-interval", time.Minute, "how often secondaries pull from the primary (Pileus 4.3)")
 	push := fs.Bool("push", false, "also push every Put to the secondaries at once")
 	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
+	insecure := fs.Bool("insecure", false, "run without TLS: any process that reaches a node's port may send it anything (by default a CA and node and client certificates are written to DIR/tls and every connection is mutual TLS)")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
 	sites := fs.String("sites", "", "comma-separated sites holding the table's replicas, the primaries' site first (default: every site with storage nodes)")
@@ -108,7 +110,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push,
-			WriteLevel: level, Fresh: *fresh, UnsafeNoFsync: *noFsync})
+			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync})
 		if err != nil {
 			return err
 		}
@@ -184,6 +186,11 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "table %q; client sites: %s\n", in.Table, strings.Join(in.ClientSites(), ", "))
+	if in.Insecure {
+		fmt.Fprintln(w, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
+	} else {
+		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (clients use client.pem)\n", certs.ClusterDir(in.Dir))
+	}
 	fmt.Fprintf(w, "try: cosla put cart book; cosla get --site %s --sla shopping-cart cart\n", in.ClientSites()[0])
 }
 

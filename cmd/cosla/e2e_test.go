@@ -360,7 +360,9 @@ type serveProc struct {
 func newServeProc(t *testing.T, site, listen, httpListen, dir string, peers map[string]string) *serveProc {
 	t.Helper()
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "site: %s\nnodes: [r1]\nlisten: %s\nhttp_listen: %s\ndata_dir: %s\npeers:\n", site, listen, httpListen, filepath.Join(dir, "data"))
+	// Without TLS: these tests are about durability; TestClusterCommands
+	// runs a cluster with TLS.
+	fmt.Fprintf(&cfg, "site: %s\nnodes: [r1]\nlisten: %s\nhttp_listen: %s\ndata_dir: %s\ninsecure: true\npeers:\n", site, listen, httpListen, filepath.Join(dir, "data"))
 	for id, addr := range peers {
 		fmt.Fprintf(&cfg, "  %s: %s\n", id, addr)
 	}
@@ -533,7 +535,7 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 	defer cancel()
 	// A short request timeout: Puts in flight at a kill fail in 2 s rather
 	// than 10.
-	writer, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, RequestTimeout: 2 * time.Second})
+	writer, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, Insecure: true, RequestTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -722,7 +724,7 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 
 func openClient(ctx context.Context, t *testing.T, site string, nodes map[string]string, requestTimeout time.Duration) *cosla.Client {
 	t.Helper()
-	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes, RequestTimeout: requestTimeout, ConnectTimeout: time.Second})
+	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes, Insecure: true, RequestTimeout: requestTimeout, ConnectTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

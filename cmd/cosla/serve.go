@@ -18,11 +18,18 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	config := fs.String("config", "", "YAML file of server options (required); see internal/server.Options")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	tlsCert := fs.String("tls-cert", "", "the site's node certificate (PEM); overrides the config's tls.cert")
+	tlsKey := fs.String("tls-key", "", "the node certificate's key (PEM); overrides tls.key")
+	tlsCA := fs.String("tls-ca", "", "the cluster's certificate authority (PEM); overrides tls.ca")
+	insecure := fs.Bool("insecure", false, "run without TLS (warns at start): any process that reaches the port may send anything")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla serve --config FILE")
 		fmt.Fprintln(stderr, "\nHosts one site's storage nodes until interrupted. The config names the site, the nodes,")
 		fmt.Fprintln(stderr, "the listen addresses, the data directory and the addresses of the other sites' nodes:")
-		fmt.Fprintln(stderr, "\n  site: england\n  nodes: [r1]\n  listen: 127.0.0.1:7100\n  http_listen: 127.0.0.1:7180\n  data_dir: /var/lib/cosla/england\n  peers:\n    us/r1: 127.0.0.1:7200")
+		fmt.Fprintln(stderr, "\n  site: england\n  nodes: [r1]\n  listen: 127.0.0.1:7100\n  http_listen: 127.0.0.1:7180\n  data_dir: /var/lib/cosla/england\n  tls: {cert: node-england.pem, key: node-england-key.pem, ca: ca.pem}\n  peers:\n    us/r1: 127.0.0.1:7200")
+		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
+		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only (cosla cluster up writes")
+		fmt.Fprintln(stderr, "them; see internal/certs).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -36,7 +43,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
 	}
-	opts, err := loadServeConfig(*config)
+	opts, err := loadServeConfig(*config, func(o *server.Options) {
+		for _, f := range []struct{ flag, dst *string }{{tlsCert, &o.TLS.Cert}, {tlsKey, &o.TLS.Key}, {tlsCA, &o.TLS.CA}} {
+			if *f.flag != "" {
+				*f.dst = *f.flag
+			}
+		}
+		if *insecure {
+			o.Insecure, o.TLS = true, server.TLSFiles{}
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -54,8 +70,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 }
 
 // loadServeConfig reads server options from a YAML file, rejecting
-// unknown fields so that a typo is not silently ignored.
-func loadServeConfig(path string) (server.Options, error) {
+// unknown fields so that a typo is not silently ignored, and applies the
+// flags' overrides before validating them.
+func loadServeConfig(path string, override func(*server.Options)) (server.Options, error) {
 	var opts server.Options
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -66,6 +83,7 @@ func loadServeConfig(path string) (server.Options, error) {
 	if err := dec.Decode(&opts); err != nil {
 		return opts, fmt.Errorf("%s: %w", path, err)
 	}
+	override(&opts)
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return opts, fmt.Errorf("%s: %w", path, err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,6 +186,7 @@ func pickOption(options []string, s Strength) string {
 type coslaSystem struct {
 	name        string
 	info        *cluster.Info
+	tls         *tls.Config
 	site, table string
 	def         driver.Cosla
 	openTimeout time.Duration
@@ -238,6 +240,10 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 	if _, err := s.info.NodesFor(s.site); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %s: %w", ErrInvalid, name, err), s.Close())
 	}
+	var err error
+	if s.tls, err = s.info.ClientTLS(); err != nil {
+		return nil, errors.Join(fmt.Errorf("bench: %s: %w", name, err), s.Close())
+	}
 	return s, nil
 }
 
@@ -270,7 +276,7 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 	if p := c.Policy; p.Write != (clientcore.Choice{}) {
 		write += ", level " + p.Write.String()
 	}
-	return &driver.HostTarget{Loop: loop, Nodes: s.info.NodesFor, Table: s.table, OpenTimeout: s.openTimeout},
+	return &driver.HostTarget{Loop: loop, Nodes: s.info.NodesFor, TLS: s.tls, Table: s.table, OpenTimeout: s.openTimeout},
 		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write}}, nil
 }
 

@@ -36,6 +36,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
@@ -63,6 +64,12 @@ type Options struct {
 	Push bool
 	// WriteLevel is the table's least write level (cosla.TableSpec).
 	WriteLevel wire.Level
+	// Insecure runs the cluster without TLS; each site warns at start.
+	// Otherwise Start writes a certificate authority, a node certificate
+	// per site and a client certificate into certs.ClusterDir(Dir),
+	// keeping those of a previous run, and every connection is mutual
+	// TLS.
+	Insecure bool
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
@@ -143,7 +150,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: opts, table: table, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
 	c.info = Info{Dir: opts.Dir, PID: os.Getpid(), Topology: topo.Name, Clients: map[string]map[string]string{},
-		Table: opts.Table, DefaultSite: topo.Sites[0].Name}
+		Table: opts.Table, DefaultSite: topo.Sites[0].Name, Insecure: opts.Insecure}
+	if !opts.Insecure {
+		var sites []string
+		for _, s := range storageSites {
+			sites = append(sites, s.Name)
+		}
+		if err := certs.Ensure(certs.ClusterDir(opts.Dir), sites); err != nil {
+			return nil, fmt.Errorf("cluster: certificates: %w", err)
+		}
+	}
 	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
 		return nil, err
 	}
@@ -268,7 +284,10 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		}
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP,
-		DataDir: filepath.Join(dir, "data"), Peers: peers, UnsafeNoFsync: c.opts.UnsafeNoFsync}
+		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync}
+	if !c.opts.Insecure {
+		cfg.TLS = server.TLSFiles(certs.NodeFiles(certs.ClusterDir(c.opts.Dir), s.Name))
+	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
@@ -332,7 +351,12 @@ func (c *Cluster) createTable(ctx context.Context) error {
 	spec := c.table
 	// The supervisor's client sits at the first tablet's primary.
 	site, _, _ := strings.Cut(spec.Tablets[0].Primary, "/")
-	client, err := cosla.Open(ctx, cosla.Config{Site: site, Name: "supervisor", Nodes: c.info.Clients[site]})
+	cfg, err := c.info.ClientConfig(site)
+	if err != nil {
+		return err
+	}
+	cfg.Name = "supervisor"
+	client, err := cosla.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -55,6 +57,7 @@ func serve(path string) error {
 	if err := dec.Decode(&opts); err != nil {
 		return err
 	}
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	opts.EnsureDefaults()
 	srv, err := server.Start(opts)
 	if err != nil {
@@ -156,7 +159,7 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	if err != nil || len(nodes) != 4 {
 		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes", nodes, err)
 	}
-	client, s := strongSession(ctx, t, "c", nodes, info.Table)
+	client, s := strongSession(ctx, t, "c", info)
 	const keys = 40
 	for i := range uint64(keys) {
 		if _, err := client.Put(ctx, s, workload.Key(i), []byte{byte(i)}); err != nil {
@@ -200,17 +203,21 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 
 // TestOneSiteDirect runs a one-site cluster with no local round trip to
 // emulate: its clients dial the node directly, there is no link to
-// change, and the node commits a durable Put with a sync.
+// change, and the node commits a durable Put with a sync. It runs without
+// TLS, and the site warns of it.
 func TestOneSiteDirect(t *testing.T) {
 	topo := topology.Topology{Name: "one", Sites: []topology.Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true})
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	info := c.Info()
+	if log := logTail(filepath.Join(info.Dir, "local", "serve.log"), 50); !strings.Contains(log, "insecure is set: TLS is off") {
+		t.Errorf("the insecure site did not warn; its log:\n%s", log)
+	}
 	nodes, err := info.NodesFor("local")
 	if err != nil || nodes["local/r1"] != info.Sites[0].Addr {
 		t.Fatalf("nodes for a client at local: %v, %v; want local/r1 at the node's own address %s", nodes, err, info.Sites[0].Addr)
@@ -218,7 +225,7 @@ func TestOneSiteDirect(t *testing.T) {
 	if err := c.SetLink("local", "local", wan.Settings{Latency: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "directly") {
 		t.Fatalf("SetLink on the direct local link: %v, want an error saying clients reach the node directly", err)
 	}
-	client, s := strongSession(ctx, t, "local", nodes, info.Table)
+	client, s := strongSession(ctx, t, "local", info)
 	if _, err := client.Put(ctx, s, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +241,18 @@ func TestOneSiteDirect(t *testing.T) {
 
 // strongSession opens a client at site and a session on table whose Gets
 // are strong within 10 s; the client closes when the test ends.
-func strongSession(ctx context.Context, t *testing.T, site string, nodes map[string]string, table string) (*cosla.Client, *cosla.Session) {
+func strongSession(ctx context.Context, t *testing.T, site string, info Info) (*cosla.Client, *cosla.Session) {
 	t.Helper()
-	client, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes})
+	cfg, err := info.ClientConfig(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := cosla.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	tbl, err := client.OpenTable(ctx, table)
+	tbl, err := client.OpenTable(ctx, info.Table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 )
 
 // InfoFile is the name, in the cluster directory, of the file that
@@ -35,6 +39,9 @@ type Info struct {
 	// first site of the topology: the CLI's defaults.
 	Table       string `json:"table"`
 	DefaultSite string `json:"default_site"`
+	// Insecure: the cluster runs without TLS. Otherwise its authority and
+	// certificates are in certs.ClusterDir(Dir).
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // SiteInfo is one cosla serve process.
@@ -59,6 +66,30 @@ func (in *Info) NodesFor(site string) (map[string]string, error) {
 		return nil, fmt.Errorf("cosla: unknown site %q (this cluster has %v)", site, in.ClientSites())
 	}
 	return nodes, nil
+}
+
+// ClientTLS returns what a client of the cluster secures its connections
+// with: the cluster's client certificate, or nil if the cluster runs
+// without TLS.
+func (in *Info) ClientTLS() (*tls.Config, error) {
+	if in.Insecure {
+		return nil, nil
+	}
+	return certs.Load(certs.ClientFiles(certs.ClusterDir(in.Dir)))
+}
+
+// ClientConfig returns the configuration of a public client at site: the
+// node addresses from there, and TLS.
+func (in *Info) ClientConfig(site string) (cosla.Config, error) {
+	nodes, err := in.NodesFor(site)
+	if err != nil {
+		return cosla.Config{}, err
+	}
+	tlsConfig, err := in.ClientTLS()
+	if err != nil {
+		return cosla.Config{}, err
+	}
+	return cosla.Config{Site: site, Nodes: nodes, TLS: tlsConfig, Insecure: tlsConfig == nil}, nil
 }
 
 // ReadInfo reads the description of the cluster running in dir.

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	cryptorand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -173,6 +174,9 @@ type HostTarget struct {
 	// Nodes returns, for a client site, the address a client there dials
 	// for each storage node ("site/name" -> host:port).
 	Nodes func(site string) (map[string]string, error)
+	// TLS secures the connections (cluster.Info.ClientTLS); nil dials in
+	// plain text, for a cluster run without TLS.
+	TLS   *tls.Config
 	Table string
 	// OpenTimeout bounds connecting a group's client and opening the
 	// table. Default 30s.
@@ -209,7 +213,7 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	_, _ = cryptorand.Read(nonce[:])
 	c.id = topology.NodeID(g.Site, "driver-"+hex.EncodeToString(nonce[:]))
 	var hosted atomic.Pointer[host.Node]
-	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
+	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, TLS: t.TLS, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
 		if to != c.id {
 			return false
 		}

@@ -138,9 +138,13 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 // loadCluster writes every key once through 8 sessions at the loader's
 // site.
 func loadCluster(ctx context.Context, s *Scenario, info cluster.Info) error {
+	tlsConfig, err := info.ClientTLS()
+	if err != nil {
+		return err
+	}
 	loop := driver.NewLoop(time.Now())
 	rec := &driver.Recorder{}
-	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, Table: info.Table},
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table},
 		driver.Spec{Groups: []*driver.Group{s.loadGroup(s.loaderSite(), 8, clientcore.Options{})}, Steps: s.Workload.Keys, Recorder: rec})
 	if err != nil {
 		return err
@@ -171,9 +175,13 @@ func runClusterUnit(ctx context.Context, u *unit, t timing, c *cluster.Cluster, 
 			err = fmt.Errorf("give the links back their settings: %w", rerr)
 		}
 	}()
+	tlsConfig, err := info.ClientTLS()
+	if err != nil {
+		return err
+	}
 	loop := driver.NewLoop(time.Now())
 	spec := u.spec(t)
-	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, Table: info.Table}, spec)
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table}, spec)
 	if err != nil {
 		return err
 	}

@@ -2,17 +2,24 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	grpcpeer "google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/internal/wire/wirepb"
 )
@@ -23,6 +30,13 @@ type TransportOptions struct {
 	// process dials to reach them. Nodes not listed are reached over the
 	// stream they last sent from (clients, which do not listen).
 	Peers map[wire.NodeID]string
+	// TLS, if set, secures the streams this transport dials (package
+	// certs builds it); each dial expects the certificate of the peer's
+	// site, so ServerName is left empty here. Nil dials in plain text.
+	// The streams others open are secured by the gRPC server's
+	// credentials; the transport checks the role of each one's
+	// certificate either way.
+	TLS *tls.Config
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
 	// protocols tolerate loss. Default 65536.
@@ -46,9 +60,10 @@ func (o *TransportOptions) ensureDefaults() {
 	}
 }
 
-// TransportStats counts envelopes.
+// TransportStats counts envelopes. Refused counts streams ended because
+// the peer's certificate did not allow what it sent.
 type TransportStats struct {
-	Sent, Received, Dropped, Unroutable, Malformed int64
+	Sent, Received, Dropped, Unroutable, Malformed, Refused int64
 }
 
 // Transport carries messages between the nodes of this process and those
@@ -72,7 +87,7 @@ type Transport struct {
 	inbound  map[*queue]bool        // the write queues of streams others opened
 	closed   bool
 
-	sent, received, dropped, unroutable, malformed atomic.Int64
+	sent, received, dropped, unroutable, malformed, refused atomic.Int64
 }
 
 // NewTransport returns a transport that hands every message addressed to
@@ -93,7 +108,7 @@ func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
 // Stats returns the transport's counters.
 func (t *Transport) Stats() TransportStats {
 	return TransportStats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
-		Unroutable: t.unroutable.Load(), Malformed: t.malformed.Load()}
+		Unroutable: t.unroutable.Load(), Malformed: t.malformed.Load(), Refused: t.refused.Load()}
 }
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
@@ -114,7 +129,7 @@ func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	}
 	var q *queue
 	if addr, ok := t.opts.Peers[to]; ok {
-		q = t.peerLocked(addr).q
+		q = t.peerLocked(addr, to).q
 	} else if q, ok = t.reverse[to]; !ok {
 		t.unroutable.Add(1)
 		return
@@ -141,11 +156,13 @@ func (t *Transport) Close() {
 	t.wg.Wait()
 }
 
-// peerLocked returns the outbound peer for addr, starting its dialer.
-func (t *Transport) peerLocked(addr string) *peer {
+// peerLocked returns the outbound peer for addr, where node lives,
+// starting its dialer.
+func (t *Transport) peerLocked(addr string, node wire.NodeID) *peer {
 	p, ok := t.outbound[addr]
 	if !ok {
-		p = &peer{addr: addr, q: newQueue(t.opts.QueueMax), ready: make(chan struct{})}
+		site, _, _ := strings.Cut(string(node), "/")
+		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax), ready: make(chan struct{})}
 		t.outbound[addr] = p
 		t.wg.Add(1)
 		go t.runPeer(p)
@@ -155,6 +172,7 @@ func (t *Transport) peerLocked(addr string) *peer {
 
 type peer struct {
 	addr  string
+	site  string // the site of the nodes at addr (one process per site)
 	q     *queue
 	ready chan struct{} // closed once the first attempt to open a stream is over
 }
@@ -168,8 +186,8 @@ func (t *Transport) Connect(ctx context.Context) {
 	t.mu.Lock()
 	var waits []chan struct{}
 	if !t.closed {
-		for _, addr := range t.opts.Peers {
-			waits = append(waits, t.peerLocked(addr).ready)
+		for id, addr := range t.opts.Peers {
+			waits = append(waits, t.peerLocked(addr, id).ready)
 		}
 	}
 	t.mu.Unlock()
@@ -186,7 +204,15 @@ func (t *Transport) Connect(ctx context.Context) {
 // to send, and delivers what the peer sends back on it.
 func (t *Transport) runPeer(p *peer) {
 	defer t.wg.Done()
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, role := insecure.NewCredentials(), certs.Role("")
+	if t.opts.TLS != nil {
+		// The peer must prove it is p.site's node: only a node
+		// certificate names a site and may authenticate a server.
+		cfg := t.opts.TLS.Clone()
+		cfg.ServerName = p.site
+		creds, role = credentials.NewTLS(cfg), certs.Node
+	}
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
 		p.q.close()
@@ -213,7 +239,7 @@ func (t *Transport) runPeer(p *peer) {
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
-				t.receive(stream, nil)
+				_ = t.receive(stream, nil, sender{role: role, name: p.site})
 				cancel()
 			}()
 			err = t.write(ctx, stream.Send, p.q)
@@ -237,6 +263,12 @@ func (t *Transport) runPeer(p *peer) {
 // delivered here, and envelopes for the nodes that sent from it (clients,
 // which have no address of their own) go back on it.
 func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
+	who, err := streamSender(stream.Context())
+	if err != nil {
+		t.refused.Add(1)
+		t.opts.Logger.Warn("host: refused a stream", "err", err)
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
 	q := newQueue(t.opts.QueueMax)
 	t.mu.Lock()
 	if t.closed {
@@ -253,7 +285,7 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 		_ = t.write(ctx, stream.Send, q)
 		cancel()
 	}()
-	err := t.receive(stream, q)
+	err = t.receive(stream, q, who)
 	q.close()
 	t.mu.Lock()
 	delete(t.inbound, q)
@@ -266,11 +298,56 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	return err
 }
 
-// receive delivers envelopes from a stream until it ends. If back is not
-// nil, it becomes the route to every sender that has no peer address.
+// sender is who is at the other end of a stream, as its certificate says:
+// a role and, for a node, its site. The zero sender (no TLS) may send
+// anything.
+type sender struct {
+	role certs.Role
+	name string
+}
+
+// streamSender returns the sender of a stream others opened, from the
+// certificate its TLS handshake verified.
+func streamSender(ctx context.Context) (sender, error) {
+	p, ok := grpcpeer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return sender{}, nil
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return sender{}, nil
+	}
+	role, name, err := certs.PeerRole(info.State)
+	if err != nil {
+		return sender{}, fmt.Errorf("host: stream from %s: %w", p.Addr, err)
+	}
+	return sender{role: role, name: name}, nil
+}
+
+// allows reports why the sender may not send m as from, or nil: a client
+// certificate sends only client requests, and a node's speaks only for
+// its own site's nodes.
+func (s sender) allows(from wire.NodeID, m wire.Msg) error {
+	switch s.role {
+	case certs.Client:
+		if !wire.FromClient(m) {
+			return fmt.Errorf("a client certificate sent %T as %s, a message only storage nodes send", m, from)
+		}
+	case certs.Node:
+		if site, _, _ := strings.Cut(string(from), "/"); site != s.name {
+			return fmt.Errorf("the node certificate of site %q sent %T as %s", s.name, m, from)
+		}
+	}
+	return nil
+}
+
+// receive delivers envelopes from a stream until it ends, or until the
+// sender sends what its certificate does not allow, which ends the stream.
+// If back is not nil, it becomes the route to every sender that has no
+// peer address.
 func (t *Transport) receive(stream interface {
 	Recv() (*wirepb.Envelope, error)
-}, back *queue) error {
+}, back *queue, who sender) error {
 	for {
 		e, err := stream.Recv()
 		if err != nil {
@@ -284,6 +361,11 @@ func (t *Transport) receive(stream interface {
 			t.malformed.Add(1)
 			t.opts.Logger.Warn("host: malformed message", "from", e.GetFrom(), "err", err)
 			continue
+		}
+		if err := who.allows(from, m); err != nil {
+			t.refused.Add(1)
+			t.opts.Logger.Warn("host: refused a message; closing the stream", "from", from, "to", to, "err", err)
+			return status.Error(codes.PermissionDenied, err.Error())
 		}
 		if back != nil {
 			if _, ok := t.opts.Peers[from]; !ok {

@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/host"
 	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/replica"
@@ -44,7 +47,9 @@ type Options struct {
 	// and clients connect to, e.g. "127.0.0.1:7100". Required.
 	Listen string `yaml:"listen"`
 	// HTTPListen is the address of the HTTP listener for /metrics,
-	// /healthz and /status. Default: none.
+	// /healthz and /status; an address without a host (":7180") listens
+	// on loopback only. It is plain HTTP: expose it beyond the machine
+	// by naming a host. Default: none.
 	HTTPListen string `yaml:"http_listen"`
 	// DataDir holds one Pebble store per node, in DataDir/<node name>.
 	// Required.
@@ -53,6 +58,16 @@ type Options struct {
 	// process dials to reach it (through the WAN emulation, on a local
 	// cluster).
 	Peers map[wire.NodeID]string `yaml:"peers"`
+	// TLS names the site's node certificate, its key and the cluster's
+	// certificate authority (package certs; `cosla cluster up` writes
+	// them). Every connection, to and from this process, is mutual TLS:
+	// other sites must present node certificates, clients client
+	// certificates, which may send client requests only. Required unless
+	// Insecure.
+	TLS TLSFiles `yaml:"tls"`
+	// Insecure turns TLS off: any process that reaches the port may send
+	// anything, replication included. The server warns at start.
+	Insecure bool `yaml:"insecure"`
 	// UnsafeNoFsync turns off every fsync: Puts are acknowledged before
 	// they are durable, and a crash of the process or the machine may lose
 	// acknowledged writes. It is for measuring what durability costs (as
@@ -63,6 +78,14 @@ type Options struct {
 	Replica ReplicaOptions `yaml:"replica"`
 	// Logger receives the process's logs. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
+}
+
+// TLSFiles are PEM files: a certificate, its key and the authority that
+// signs the cluster's certificates.
+type TLSFiles struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	CA   string `yaml:"ca"`
 }
 
 // ReplicaOptions are the settable fields of replica.Options.
@@ -94,6 +117,10 @@ func (o *Options) Validate() error {
 		return bad("listen: an address is required, e.g. 127.0.0.1:7100")
 	case o.DataDir == "":
 		return bad("data_dir: a directory is required")
+	case o.Insecure && o.TLS != TLSFiles{}:
+		return bad("tls and insecure: choose one")
+	case !o.Insecure && (o.TLS.Cert == "" || o.TLS.Key == "" || o.TLS.CA == ""):
+		return bad("tls: cert, key and ca are required (cosla cluster up writes them), or set insecure to run without TLS")
 	}
 	seen := map[string]bool{}
 	for _, n := range o.Nodes {
@@ -151,7 +178,11 @@ func Start(opts Options) (*Server, error) {
 	log.Info("cosla serve: starting", "site", opts.Site, "nodes", opts.Nodes, "listen", opts.Listen,
 		"http_listen", opts.HTTPListen, "data_dir", opts.DataDir, "peers", len(opts.Peers))
 	s := &Server{opts: opts, nodes: map[wire.NodeID]*hosted{}, started: time.Now()}
-	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, Logger: log}, s.deliver)
+	serverOpts, tlsConfig, err := transportSecurity(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig, Logger: log}, s.deliver)
 	if err := s.startNodes(); err != nil {
 		s.Close()
 		return nil, err
@@ -162,7 +193,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("cosla serve: listen: %w", err)
 	}
 	s.listener = lis
-	s.grpc = grpc.NewServer()
+	s.grpc = grpc.NewServer(serverOpts...)
 	s.transport.Register(s.grpc)
 	s.wg.Add(1)
 	go func() {
@@ -172,7 +203,7 @@ func Start(opts Options) (*Server, error) {
 		}
 	}()
 	if opts.HTTPListen != "" {
-		hl, err := net.Listen("tcp", opts.HTTPListen)
+		hl, err := net.Listen("tcp", loopbackUnlessNamed(opts.HTTPListen))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("cosla serve: http listen: %w", err)
@@ -189,6 +220,29 @@ func Start(opts Options) (*Server, error) {
 	}
 	log.Info("cosla serve: ready", "addr", lis.Addr().String(), "http", s.httpAddr)
 	return s, nil
+}
+
+// transportSecurity returns the gRPC server's credentials and the
+// transport's dialing config: mutual TLS from opts.TLS, or nothing if
+// opts.Insecure, with a warning.
+func transportSecurity(opts Options) ([]grpc.ServerOption, *tls.Config, error) {
+	if opts.Insecure {
+		opts.Logger.Warn("cosla serve: insecure is set: TLS is off, and any process that reaches " + opts.Listen + " may send replication messages")
+		return nil, nil, nil
+	}
+	cfg, err := certs.Load(certs.Files(opts.TLS))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cosla serve: %w", err)
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, cfg, nil
+}
+
+// loopbackUnlessNamed puts an address without a host on loopback.
+func loopbackUnlessNamed(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 func (s *Server) startNodes() error {

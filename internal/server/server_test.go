@@ -17,7 +17,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
-	good := Options{Site: "england", Listen: "127.0.0.1:0", DataDir: "/tmp/x"}
+	good := Options{Site: "england", Listen: "127.0.0.1:0", DataDir: "/tmp/x", Insecure: true}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*Options)
@@ -31,6 +31,9 @@ func TestValidate(t *testing.T) {
 		{"peer without site", func(o *Options) { o.Peers = map[wire.NodeID]string{"r1": "127.0.0.1:1"} }, "peers"},
 		{"peer at own site", func(o *Options) { o.Peers = map[wire.NodeID]string{"england/r2": "127.0.0.1:1"} }, "peers"},
 		{"negative key limit", func(o *Options) { o.Replica.MaxKeyBytes = -1 }, "replica"},
+		{"neither tls nor insecure", func(o *Options) { o.Insecure = false }, "tls"},
+		{"tls without ca", func(o *Options) { o.Insecure, o.TLS = false, TLSFiles{Cert: "c.pem", Key: "k.pem"} }, "tls"},
+		{"tls and insecure", func(o *Options) { o.TLS = TLSFiles{Cert: "c.pem", Key: "k.pem", CA: "ca.pem"} }, "insecure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
@@ -50,7 +53,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestHTTPEndpoints(t *testing.T) {
-	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir()})
+	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +82,7 @@ func TestStartErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := Start(Options{Site: "england", Listen: l.Addr().String(), DataDir: t.TempDir()}); err == nil {
+	if _, err := Start(Options{Site: "england", Listen: l.Addr().String(), DataDir: t.TempDir(), Insecure: true}); err == nil {
 		t.Fatal("Start on a port in use succeeded")
 	}
 }
@@ -101,7 +104,7 @@ func TestWritePrometheusLag(t *testing.T) {
 // used to hold the server's lock while it waited for that event, and the
 // send needs the same lock to find its node: Close never returned.
 func TestCloseWhileANodeSends(t *testing.T) {
-	srv, err := Start(Options{Site: "england", Nodes: []string{"r1", "r2"}, Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	srv, err := Start(Options{Site: "england", Nodes: []string{"r1", "r2"}, Listen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -616,3 +616,15 @@ func (*PullReply) isMsg()          {}
 func (*Push) isMsg()               {}
 func (*PushAck) isMsg()            {}
 func (*Repair) isMsg()             {}
+
+// FromClient reports whether clients send m: the requests of the client
+// protocol, and the read repair a quorum Get sends (CPQ). Everything else
+// (replication, and replies) only storage nodes send, and a node refuses
+// it from a peer holding a client certificate.
+func FromClient(m Msg) bool {
+	switch m.(type) {
+	case *CreateTableRequest, *DeleteTableRequest, *TableInfoRequest, *PutRequest, *GetRequest, *ProbeRequest, *Repair:
+		return true
+	}
+	return false
+}

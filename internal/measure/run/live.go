@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type Cluster struct {
 	// Nodes returns the addresses a client at a site dials for each
 	// storage node (cluster.Info.NodesFor).
 	Nodes func(site string) (map[string]string, error)
+	// TLS secures the connections (cluster.Info.ClientTLS).
+	TLS *tls.Config
 	// Table is the measured table.
 	Table                  string
 	WriterSite, ReaderSite string
@@ -52,7 +55,11 @@ func OpenCluster(dir, writerSite, readerSite string) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	return &Cluster{Nodes: info.NodesFor, Table: info.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
+	tlsConfig, err := info.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
 }
 
 // Name names the cluster as a store, for logs and reports.
@@ -113,7 +120,7 @@ func (o *LiveOptions) live() (live, error) {
 // target is the driver's target on loop; ctx bounds a store's calls.
 func (l live) target(ctx context.Context, loop *driver.Loop) driver.Target {
 	if l.cluster != nil {
-		return &driver.HostTarget{Loop: loop, Nodes: l.cluster.Nodes, Table: l.cluster.Table}
+		return &driver.HostTarget{Loop: loop, Nodes: l.cluster.Nodes, TLS: l.cluster.TLS, Table: l.cluster.Table}
 	}
 	return &driver.StoreTarget{Loop: loop, Store: l.store, Ctx: ctx}
 }
