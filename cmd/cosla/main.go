@@ -22,6 +22,7 @@
 //	cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--json]
 //	cosla sla show NAME|FILE|TEXT
 //	cosla sla check FILE
+//	cosla chaos [--faults all|kill,partition,pause] [--kills N] [--puts N] [--duration D] [--json]
 //
 // Run "cosla help" for details.
 package main
@@ -61,6 +62,7 @@ func commands() []command {
 		{"experiment", "run a scenario file or shipped experiment and write tables, plots and a report (experiment list, experiment run pileus-table1)", runExperiment},
 		{"measure", "measure the consistency a store delivers, Wada-style (measure run --target sim --preset simpledb --out DIR)", runMeasure},
 		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
+		{"chaos", "kill, partition and pause a local cluster's sites under load, then check for lost Puts, convergence and the guarantees (chaos --faults all --kills 10)", runChaos},
 	}
 }
 
