@@ -51,6 +51,12 @@ var (
 	// deadline. The version is durable at the primary; errors.As with a
 	// *QuorumTimeoutError says how many replicas held it.
 	ErrQuorumTimeout = clientcore.ErrQuorumTimeout
+	// ErrOverloaded: the node's mailbox was full, or held as many
+	// requests of this client as a node takes from one client; the
+	// request was not carried out. Try again later.
+	ErrOverloaded = clientcore.ErrOverloaded
+	// ErrTooManySessions: Config.MaxSessions sessions are open.
+	ErrTooManySessions = clientcore.ErrTooManySessions
 )
 
 // QuorumTimeoutError is the error of a Put that missed its write level:
@@ -122,6 +128,8 @@ type Config struct {
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB.
 	MaxKeyBytes, MaxValueBytes int
+	// MaxSessions bounds the sessions open at once. Default 10000.
+	MaxSessions int
 	// TLS secures the connections to the nodes: mutual TLS with a client
 	// certificate of the cluster's authority (ClusterTLS reads the one
 	// `cosla cluster up` writes; LoadTLS reads any). The client checks
@@ -201,6 +209,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		ClockUncertainty: cfg.ClockUncertainty,
 		MaxKeyBytes:      cfg.MaxKeyBytes,
 		MaxValueBytes:    cfg.MaxValueBytes,
+		MaxSessions:      cfg.MaxSessions,
 		MeasureOnOpen:    true,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
@@ -549,7 +558,9 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 	r, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- result) {
 		s, err := core.BeginSession(t.t, agreement, cfg.strategy)
 		if err == nil {
-			err = s.SetPolicy(cfg.policy)
+			if err = s.SetPolicy(cfg.policy); err != nil {
+				core.EndSession(s)
+			}
 		}
 		ch <- result{s, err}
 	})

@@ -129,3 +129,49 @@ func TestForeignHandles(t *testing.T) {
 		t.Fatalf("Put in a's own session: %v", err)
 	}
 }
+
+// TestSessionLimit: beyond Config.MaxSessions open sessions BeginSession
+// fails with ErrTooManySessions; ending one makes room.
+func TestSessionLimit(t *testing.T) {
+	n := testCluster(t, "england")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := n.config("england")
+	cfg.MaxSessions = 2
+	c, err := cosla.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.CreateTable(ctx, cosla.TableSpec{Name: "t", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := c.OpenTable(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventual, _ := sla.Parse("eventual 1s 1")
+	var open []*cosla.Session
+	for range 2 {
+		s, err := c.BeginSession(tbl, eventual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, s)
+	}
+	if _, err := c.BeginSession(tbl, eventual); !errors.Is(err, cosla.ErrTooManySessions) {
+		t.Fatalf("a third session: %v, want ErrTooManySessions", err)
+	}
+	if err := c.EndSession(open[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndSession(open[0]); err != nil { // ending twice frees one place only
+		t.Fatal(err)
+	}
+	if _, err := c.BeginSession(tbl, eventual); err != nil {
+		t.Fatalf("a session after ending one: %v", err)
+	}
+	if _, err := c.BeginSession(tbl, eventual); !errors.Is(err, cosla.ErrTooManySessions) {
+		t.Fatalf("a third session again: %v, want ErrTooManySessions", err)
+	}
+}

@@ -28,14 +28,16 @@ import (
 // Errors returned to callbacks. They carry the "cosla:" prefix because the
 // public package returns them unchanged.
 var (
-	ErrSLAUnmet      = errors.New("cosla: no subSLA of the SLA was met")
-	ErrNoTable       = errors.New("cosla: no such table")
-	ErrTableExists   = errors.New("cosla: table exists with a different layout")
-	ErrTooLarge      = errors.New("cosla: key or value too large")
-	ErrTimeout       = errors.New("cosla: request timed out")
-	ErrSessionEnded  = errors.New("cosla: session ended")
-	ErrStorageFailed = errors.New("cosla: replica storage failed")
-	ErrInvalid       = errors.New("cosla: invalid request")
+	ErrSLAUnmet        = errors.New("cosla: no subSLA of the SLA was met")
+	ErrNoTable         = errors.New("cosla: no such table")
+	ErrTableExists     = errors.New("cosla: table exists with a different layout")
+	ErrTooLarge        = errors.New("cosla: key or value too large")
+	ErrTimeout         = errors.New("cosla: request timed out")
+	ErrSessionEnded    = errors.New("cosla: session ended")
+	ErrStorageFailed   = errors.New("cosla: replica storage failed")
+	ErrInvalid         = errors.New("cosla: invalid request")
+	ErrOverloaded      = errors.New("cosla: node overloaded")
+	ErrTooManySessions = errors.New("cosla: too many open sessions")
 )
 
 // codeError maps a reply code to an error.
@@ -51,6 +53,8 @@ func codeError(c wire.Code) error {
 		return ErrTooLarge
 	case wire.StorageFailed:
 		return ErrStorageFailed
+	case wire.Overloaded:
+		return ErrOverloaded
 	}
 	return fmt.Errorf("%w: replica answered %q", ErrInvalid, c)
 }
@@ -140,6 +144,9 @@ type Options struct {
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB, as on the replicas.
 	MaxKeyBytes, MaxValueBytes int
+	// MaxSessions bounds the sessions open at once; BeginSession beyond
+	// it fails with ErrTooManySessions. Default 10000.
+	MaxSessions int
 }
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
@@ -167,6 +174,9 @@ func (o Options) EnsureDefaults() Options {
 	}
 	if o.MaxKeyBytes == 0 {
 		o.MaxKeyBytes = 4 << 10
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = 10_000
 	}
 	if o.MaxValueBytes == 0 {
 		o.MaxValueBytes = 1 << 20
@@ -197,6 +207,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.ProbeTimeout must be positive and at most RequestTimeout, got %s", o.ProbeTimeout)
 	case o.ClockUncertainty < 0:
 		return fmt.Errorf("clientcore: Options.ClockUncertainty must not be negative, got %s", o.ClockUncertainty)
+	case o.MaxSessions < 0:
+		return fmt.Errorf("clientcore: Options.MaxSessions must not be negative, got %d", o.MaxSessions)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
 		return fmt.Errorf("clientcore: Options.MaxKeyBytes and MaxValueBytes must be positive, got %d and %d", o.MaxKeyBytes, o.MaxValueBytes)
 	}
@@ -242,6 +254,8 @@ type Client struct {
 	// tuners are the CPQ tuners of the client's sessions, one per
 	// target: sessions with the same target share their samples.
 	tuners map[Tune]*tuner
+	// sessions counts the open sessions, for MaxSessions.
+	sessions int
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -375,6 +389,10 @@ func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session,
 	if strategy == 0 || int(strategy) >= len(strategyNames) {
 		return nil, fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
 	}
+	if c.sessions >= c.opts.MaxSessions {
+		return nil, fmt.Errorf("%w: %d are open (Options.MaxSessions); end some first", ErrTooManySessions, c.sessions)
+	}
+	c.sessions++
 	return &Session{
 		table:    t,
 		sla:      s,
@@ -386,4 +404,9 @@ func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session,
 
 // EndSession ends a session; later operations in it fail with
 // ErrSessionEnded.
-func (c *Client) EndSession(s *Session) { s.ended = true }
+func (c *Client) EndSession(s *Session) {
+	if !s.ended {
+		s.ended = true
+		c.sessions--
+	}
+}

@@ -39,10 +39,15 @@ type NodeOptions struct {
 	Engine  storage.Engine
 	// Send carries the node's messages; usually Transport.Send.
 	Send func(from, to wire.NodeID, m wire.Msg)
-	// MailboxMax bounds the messages waiting for the node; beyond it
-	// incoming messages are dropped, as by an overloaded network. Timers
-	// and calls are never dropped. Default 65536.
-	MailboxMax int
+	// MailboxMax bounds the messages waiting for the node, MailboxBytes
+	// their size (wire.EnvelopeSize), and SenderMax the client requests
+	// (wire.FromClient) of one sender among them, so that one client
+	// flooding the node cannot fill its mailbox for the others. Beyond
+	// them Deliver refuses the message: for a node's message it is lost,
+	// as in an overloaded network; a refused client request is answered
+	// wire.Overloaded by the server. Timers and calls are never refused.
+	// Defaults 65536, 64 MiB and 1024.
+	MailboxMax, MailboxBytes, SenderMax int
 	// Logger is the node's logger. Default: discard.
 	Logger *slog.Logger
 	// Seed seeds the node's random source. Default: random.
@@ -56,7 +61,9 @@ type Node struct {
 
 	mu       sync.Mutex
 	events   []event
-	messages int // events that are messages, for MailboxMax
+	messages int                 // events that are messages, for MailboxMax
+	bytes    int                 // their size, for MailboxBytes
+	requests map[wire.NodeID]int // client requests by sender, for SenderMax
 	dropped  int64
 	stopped  bool
 	ready    chan struct{}
@@ -69,6 +76,7 @@ type Node struct {
 type event struct {
 	from  wire.NodeID
 	msg   wire.Msg
+	size  int // of msg, for MailboxBytes
 	timer any
 	call  func(node.Handler)
 }
@@ -79,6 +87,12 @@ func StartNode(opts NodeOptions) (*Node, error) {
 	if opts.MailboxMax == 0 {
 		opts.MailboxMax = 1 << 16
 	}
+	if opts.MailboxBytes == 0 {
+		opts.MailboxBytes = 64 << 20
+	}
+	if opts.SenderMax == 0 {
+		opts.SenderMax = 1024
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -88,11 +102,12 @@ func StartNode(opts NodeOptions) (*Node, error) {
 		opts.Seed = binary.LittleEndian.Uint64(b[:])
 	}
 	n := &Node{
-		opts:   opts,
-		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),
-		ready:  make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		timers: map[*time.Timer]bool{},
+		opts:     opts,
+		rng:      rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),
+		ready:    make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		timers:   map[*time.Timer]bool{},
+		requests: map[wire.NodeID]int{},
 	}
 	n.commit.init(n)
 	if err := opts.Handler.Start((*env)(n)); err != nil {
@@ -107,16 +122,24 @@ func StartNode(opts NodeOptions) (*Node, error) {
 func (n *Node) ID() wire.NodeID { return n.opts.ID }
 
 // Deliver queues a message for the node. It reports false if the message
-// was dropped because the node stopped or its mailbox is full.
+// was dropped because the node stopped or its mailbox is full (see
+// NodeOptions.MailboxMax).
 func (n *Node) Deliver(from wire.NodeID, m wire.Msg) bool {
+	size := wire.EnvelopeSize(from, n.opts.ID, m)
+	request := wire.FromClient(m)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.stopped || n.messages >= n.opts.MailboxMax {
+	full := n.messages >= n.opts.MailboxMax || n.bytes+size > n.opts.MailboxBytes
+	if n.stopped || full || (request && n.requests[from] >= n.opts.SenderMax) {
 		n.dropped++
 		return false
 	}
 	n.messages++
-	n.pushLocked(event{from: from, msg: m})
+	n.bytes += size
+	if request {
+		n.requests[from]++
+	}
+	n.pushLocked(event{from: from, msg: m, size: size})
 	return true
 }
 
@@ -231,8 +254,15 @@ func (n *Node) run() {
 		batch := n.events
 		n.events = nil
 		for _, ev := range batch {
-			if ev.msg != nil {
-				n.messages--
+			if ev.msg == nil {
+				continue
+			}
+			n.messages--
+			n.bytes -= ev.size
+			if wire.FromClient(ev.msg) {
+				if n.requests[ev.from]--; n.requests[ev.from] == 0 {
+					delete(n.requests, ev.from)
+				}
 			}
 		}
 		n.mu.Unlock()

@@ -90,3 +90,49 @@ func TestStopped(t *testing.T) {
 	}
 	n.Stop() // a second Stop returns
 }
+
+// TestMailboxLimits: while the node is busy, one client's requests stop
+// at SenderMax and another client's still get in; node messages are not
+// counted per sender but stop at MailboxBytes; once the node has taken
+// them, the client gets in again.
+func TestMailboxLimits(t *testing.T) {
+	h := &counter{fired: make(chan any, 4)}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), SenderMax: 3, MailboxBytes: 5000,
+		Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	block := make(chan struct{})
+	if err := n.Post(func(node.Handler) { <-block }); err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(from wire.NodeID, m wire.Msg, times int) (accepted int) {
+		for range times {
+			if n.Deliver(from, m) {
+				accepted++
+			}
+		}
+		return accepted
+	}
+	get := &wire.GetRequest{Key: "k"}
+	if got := deliver("us/c1", get, 5); got != 3 {
+		t.Errorf("c1's requests accepted: %d of 5, want 3 (SenderMax)", got)
+	}
+	if got := deliver("us/c2", get, 1); got != 1 {
+		t.Errorf("c2's request accepted: %d, want 1", got)
+	}
+	push := &wire.Push{Entry: wire.Entry{Key: "k", Value: make([]byte, 1000)}}
+	size := wire.EnvelopeSize("us/r1", "s/n", push)
+	want := (5000 - 4*wire.EnvelopeSize("us/c1", "s/n", get)) / size
+	if got := deliver("us/r1", push, 10); got != want {
+		t.Errorf("pushes of %d bytes accepted: %d, want %d (MailboxBytes)", size, got, want)
+	}
+	close(block)
+	if err := n.Do(func(node.Handler) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliver("us/c1", get, 1); got != 1 {
+		t.Errorf("c1's request after the node took the others: accepted %d, want 1", got)
+	}
+}

@@ -37,6 +37,11 @@ type TransportOptions struct {
 	// credentials; the transport checks the role of each one's
 	// certificate either way.
 	TLS *tls.Config
+	// MaxMessageBytes bounds an envelope's encoding, sent or received;
+	// gRPC refuses a larger one, ending its stream. It must cover the
+	// largest message the nodes send (replica.Options.MessageBytesMax).
+	// Default 16 MiB.
+	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
 	// protocols tolerate loss. Default 65536.
@@ -49,6 +54,9 @@ type TransportOptions struct {
 }
 
 func (o *TransportOptions) ensureDefaults() {
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = 16 << 20
+	}
 	if o.QueueMax == 0 {
 		o.QueueMax = 1 << 16
 	}
@@ -104,6 +112,12 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 // Register adds the transport's service to a gRPC server, so other
 // processes can open streams to it.
 func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
+
+// ServerOptions are the options the gRPC server Register is given must
+// have: the message size limit.
+func (t *Transport) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes)}
+}
 
 // Stats returns the transport's counters.
 func (t *Transport) Stats() TransportStats {
@@ -212,7 +226,8 @@ func (t *Transport) runPeer(p *peer) {
 		cfg.ServerName = p.site
 		creds, role = credentials.NewTLS(cfg), certs.Node
 	}
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes)))
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
 		p.q.close()

@@ -33,9 +33,20 @@ type Options struct {
 	MaxKeyBytes int
 	// MaxValueBytes is the largest value a Put may write. Default 1 MiB.
 	MaxValueBytes int
-	// PullBatchMax is the most versions one pull reply carries; a secondary
-	// that is further behind pulls again at once. Default 1000.
-	PullBatchMax int
+	// PullBatchMax is the most versions one pull reply carries, and
+	// PullBatchBytes the most bytes of keys and values beyond its first
+	// version; a secondary that is further behind pulls again at once.
+	// Defaults 1000 and 4 MiB.
+	PullBatchMax, PullBatchBytes int
+}
+
+// MessageBytesMax is the size of the largest message a node with these
+// options sends or takes: a pull reply of PullBatchBytes with a largest
+// version beyond it, and room for the rest of the reply. The gRPC layer
+// refuses anything larger. Call it on options with defaults.
+func (o Options) MessageBytesMax() int {
+	const overhead = 64 << 10 // timestamps, tags and the envelope's names
+	return o.PullBatchBytes + o.MaxKeyBytes + o.MaxValueBytes + overhead
 }
 
 // EnsureDefaults returns a copy of o with unset fields given their defaults.
@@ -49,6 +60,9 @@ func (o Options) EnsureDefaults() Options {
 	if o.PullBatchMax == 0 {
 		o.PullBatchMax = 1000
 	}
+	if o.PullBatchBytes == 0 {
+		o.PullBatchBytes = 4 << 20
+	}
 	return o
 }
 
@@ -61,6 +75,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("replica: Options.MaxValueBytes must be positive, got %d", o.MaxValueBytes)
 	case o.PullBatchMax < 0:
 		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
+	case o.PullBatchBytes < 0:
+		return fmt.Errorf("replica: Options.PullBatchBytes must be positive, got %d", o.PullBatchBytes)
 	}
 	return nil
 }

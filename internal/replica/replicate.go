@@ -46,11 +46,16 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 	start := logKey(tb.ref, m.Since)
 	start = append(start, 0) // strictly after Since
 	var scanErr error
+	batchBytes := 0
 	err := eng.Scan(start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) bool {
-		if len(reply.Entries) == n.opts.PullBatchMax {
+		// The batch ends at PullBatchMax versions, or before the version
+		// that would take it past PullBatchBytes: a reply never outgrows
+		// the transport's message limit (Options.MessageBytesMax).
+		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+len(v) > n.opts.PullBatchBytes) {
 			reply.More = true
 			return false
 		}
+		batchBytes += len(v)
 		ts, err := decodeTS(k[prefixLen:])
 		if err != nil {
 			scanErr = err

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -74,10 +75,23 @@ type Options struct {
 	// etcd's --unsafe-no-fsync); the server warns at start.
 	UnsafeNoFsync bool `yaml:"unsafe_no_fsync"`
 	// Replica configures the storage nodes: key and value limits, pull
-	// batch size (defaults 4 KiB, 1 MiB, 1000).
+	// batch size and bytes (defaults 4 KiB, 1 MiB, 1000, 4 MiB). The
+	// gRPC message limit follows from them (replica.MessageBytesMax).
 	Replica ReplicaOptions `yaml:"replica"`
+	// Mailbox bounds what waits for each node (host.NodeOptions).
+	Mailbox MailboxOptions `yaml:"mailbox"`
 	// Logger receives the process's logs. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
+}
+
+// MailboxOptions bound the messages waiting for a node: their number,
+// their bytes, and the requests of one client among them. A client request
+// beyond them is answered at once with wire.Overloaded (ErrOverloaded at
+// the client). Defaults 65536, 64 MiB and 1024 (host.NodeOptions).
+type MailboxOptions struct {
+	Messages  int `yaml:"messages"`
+	Bytes     int `yaml:"bytes"`
+	PerClient int `yaml:"per_client"`
 }
 
 // TLSFiles are PEM files: a certificate, its key and the authority that
@@ -90,9 +104,10 @@ type TLSFiles struct {
 
 // ReplicaOptions are the settable fields of replica.Options.
 type ReplicaOptions struct {
-	MaxKeyBytes   int `yaml:"max_key_bytes"`
-	MaxValueBytes int `yaml:"max_value_bytes"`
-	PullBatchMax  int `yaml:"pull_batch_max"`
+	MaxKeyBytes    int `yaml:"max_key_bytes"`
+	MaxValueBytes  int `yaml:"max_value_bytes"`
+	PullBatchMax   int `yaml:"pull_batch_max"`
+	PullBatchBytes int `yaml:"pull_batch_bytes"`
 }
 
 // EnsureDefaults fills in unset fields.
@@ -117,6 +132,8 @@ func (o *Options) Validate() error {
 		return bad("listen: an address is required, e.g. 127.0.0.1:7100")
 	case o.DataDir == "":
 		return bad("data_dir: a directory is required")
+	case o.Mailbox.Messages < 0 || o.Mailbox.Bytes < 0 || o.Mailbox.PerClient < 0:
+		return bad("mailbox: messages, bytes and per_client must not be negative")
 	case o.Insecure && o.TLS != TLSFiles{}:
 		return bad("tls and insecure: choose one")
 	case !o.Insecure && (o.TLS.Cert == "" || o.TLS.Key == "" || o.TLS.CA == ""):
@@ -155,6 +172,9 @@ type Server struct {
 	httpAddr  string
 	started   time.Time
 
+	// overloaded counts client requests refused at a full mailbox.
+	overloaded atomic.Int64
+
 	mu      sync.RWMutex
 	nodes   map[wire.NodeID]*hosted
 	closing bool
@@ -182,7 +202,9 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig, Logger: log}, s.deliver)
+	replicaOpts := replica.Options(opts.Replica).EnsureDefaults()
+	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig,
+		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log}, s.deliver)
 	if err := s.startNodes(); err != nil {
 		s.Close()
 		return nil, err
@@ -193,7 +215,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("cosla serve: listen: %w", err)
 	}
 	s.listener = lis
-	s.grpc = grpc.NewServer(serverOpts...)
+	s.grpc = grpc.NewServer(append(serverOpts, s.transport.ServerOptions()...)...)
 	s.transport.Register(s.grpc)
 	s.wg.Add(1)
 	go func() {
@@ -261,7 +283,8 @@ func (s *Server) startNodes() error {
 			return fmt.Errorf("cosla serve: %s: %w", id, err)
 		}
 		rep := replica.New(replica.Options(s.opts.Replica))
-		n, err := host.StartNode(host.NodeOptions{ID: id, Handler: rep, Engine: eng, Send: s.transport.Send, Logger: logger})
+		n, err := host.StartNode(host.NodeOptions{ID: id, Handler: rep, Engine: eng, Send: s.transport.Send, Logger: logger,
+			MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
 		if err != nil {
 			eng.Close()
 			return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
@@ -281,7 +304,21 @@ func (s *Server) deliver(from, to wire.NodeID, m wire.Msg) bool {
 	if !ok {
 		return false
 	}
-	h.node.Deliver(from, m)
+	if !h.node.Deliver(from, m) {
+		// A full mailbox, or a node stopped by a storage failure: answer
+		// a client at once rather than leave it to time out, so that it
+		// can back off or go elsewhere.
+		code := wire.Overloaded
+		if h.node.Err() != nil {
+			code = wire.StorageFailed
+		}
+		if reply := wire.Refusal(m, code); reply != nil {
+			if code == wire.Overloaded {
+				s.overloaded.Add(1)
+			}
+			s.transport.Send(to, from, reply)
+		}
+	}
 	return true
 }
 
@@ -340,11 +377,13 @@ type Status struct {
 	UptimeSec float64             `json:"uptime_sec"`
 	Nodes     []NodeStatus        `json:"nodes"`
 	Transport host.TransportStats `json:"transport"`
+	// Overloaded counts client requests answered wire.Overloaded.
+	Overloaded int64 `json:"overloaded"`
 }
 
 // Status returns a snapshot of every node's metrics and tablets.
 func (s *Server) Status() Status {
-	st := Status{Site: s.opts.Site, Addr: s.Addr(), UptimeSec: time.Since(s.started).Seconds(), Transport: s.transport.Stats()}
+	st := Status{Site: s.opts.Site, Addr: s.Addr(), UptimeSec: time.Since(s.started).Seconds(), Transport: s.transport.Stats(), Overloaded: s.overloaded.Load()}
 	s.mu.RLock()
 	ids := make([]wire.NodeID, 0, len(s.nodes))
 	for id := range s.nodes {

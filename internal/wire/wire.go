@@ -49,6 +49,9 @@ const (
 	// ran out. The version is durable at the primary, which reports in
 	// PutReply.Acks how many replicas held it when it answered.
 	QuorumTimeout
+	// Overloaded: the node's mailbox was full, or held as many requests
+	// of this client as it takes; nothing was done. Try again later.
+	Overloaded
 )
 
 var codeNames = [...]string{
@@ -61,6 +64,7 @@ var codeNames = [...]string{
 	StorageFailed: "storage failed",
 	Invalid:       "invalid request",
 	QuorumTimeout: "write level not reached in time",
+	Overloaded:    "node overloaded",
 }
 
 func (c Code) String() string {
@@ -627,4 +631,25 @@ func FromClient(m Msg) bool {
 		return true
 	}
 	return false
+}
+
+// Refusal returns the reply that refuses the client request m with code,
+// or nil if m is not a request that is answered (wire.FromClient; Repair
+// has no answer).
+func Refusal(m Msg, code Code) Msg {
+	switch m := m.(type) {
+	case *CreateTableRequest:
+		return &CreateTableReply{Req: m.Req, Code: code}
+	case *DeleteTableRequest:
+		return &DeleteTableReply{Req: m.Req, Code: code}
+	case *TableInfoRequest:
+		return &TableInfoReply{Req: m.Req, Code: code}
+	case *PutRequest:
+		return &PutReply{Req: m.Req, Code: code}
+	case *GetRequest:
+		return &GetReply{Req: m.Req, Code: code}
+	case *ProbeRequest:
+		return &ProbeReply{Req: m.Req, Code: code}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,29 @@ func TestLevel(t *testing.T) {
 	}
 	if got := wire.Level(0).Count(3); got != 1 {
 		t.Errorf("unset level counts %d replicas, want 1", got)
+	}
+}
+
+// TestRefusal: every client request that is answered has a refusal with
+// its request number and the code; other messages have none.
+func TestRefusal(t *testing.T) {
+	for _, m := range []wire.Msg{&wire.CreateTableRequest{Req: 7}, &wire.DeleteTableRequest{Req: 7}, &wire.TableInfoRequest{Req: 7},
+		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7}} {
+		r := wire.Refusal(m, wire.Overloaded)
+		if r == nil || !wire.FromClient(m) {
+			t.Fatalf("%T: refusal %v, from a client %v", m, r, wire.FromClient(m))
+		}
+		v := reflect.ValueOf(r).Elem()
+		if c := v.FieldByName("Code").Interface().(wire.Code); c != wire.Overloaded {
+			t.Errorf("%T: refusal code %v", m, c)
+		}
+		if req := v.FieldByName("Req").Uint(); req != 7 {
+			t.Errorf("%T: refusal answers request %d, want 7", m, req)
+		}
+	}
+	for _, m := range []wire.Msg{&wire.Repair{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{}} {
+		if r := wire.Refusal(m, wire.Overloaded); r != nil {
+			t.Errorf("%T: refusal %v, want none", m, r)
+		}
 	}
 }
