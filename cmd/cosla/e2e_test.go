@@ -162,6 +162,14 @@ func TestClusterCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "china") {
 		t.Errorf("cluster up does not list the client site china:\n%s", r.stdout)
 	}
+	// Every connection below is mutual TLS, with the certificates cluster
+	// up wrote; the sites' configs name them.
+	if !strings.Contains(r.stdout, "mutual TLS: CA and certificates in "+filepath.Join(dir, "tls")) {
+		t.Errorf("cluster up does not say it runs with TLS:\n%s", r.stdout)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(dir, "england", "serve.yaml")); err != nil || !strings.Contains(string(cfg), "node-england.pem") || strings.Contains(string(cfg), "insecure: true") {
+		t.Errorf("england's serve config does not name its node certificate (%v):\n%s", err, cfg)
+	}
 
 	wantExit(t, coslaCmd(t, time.Minute, "put", "--dir", dir, "k", "v1"), 0)
 
