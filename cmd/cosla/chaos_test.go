@@ -40,10 +40,11 @@ type chaosReport struct {
 	Violations     int            `json:"violations"`
 	MetByGuarantee map[string]int `json:"met_by_guarantee"`
 	Clients        []struct {
-		Name    string `json:"name"`
-		Ops     int    `json:"ops"`
-		Failed  int    `json:"failed"`
-		Windows []struct {
+		Name          string  `json:"name"`
+		Ops           int     `json:"ops"`
+		Failed        int     `json:"failed"`
+		AfterHealMaxS float64 `json:"after_heal_max_s"`
+		Windows       []struct {
 			StartS float64 `json:"start_s"`
 			EndS   float64 `json:"end_s"`
 		} `json:"windows"`
@@ -94,7 +95,8 @@ func TestChaos(t *testing.T) {
 		for _, w := range c.Windows {
 			unavailable += w.EndS - w.StartS
 		}
-		t.Logf("  client %-20s %6d ops, %4d failed, %3d unavailability windows, %.1fs in all", c.Name, c.Ops, c.Failed, len(c.Windows), unavailable)
+		t.Logf("  client %-20s %6d ops, %4d failed, %3d unavailability windows, %.1fs in all, up to %.1fs past a heal",
+			c.Name, c.Ops, c.Failed, len(c.Windows), unavailable, c.AfterHealMaxS)
 	}
 	switch {
 	case rep.Lost != 0 || rep.Unverified != 0:

@@ -321,6 +321,7 @@ func (r *run) finish(rep *Report) {
 			c.Windows = append(c.Windows, win)
 			c.UnavailableS += win.EndS - win.StartS
 			c.LongestS = max(c.LongestS, win.EndS-win.StartS)
+			c.AfterHealMaxS = max(c.AfterHealMaxS, afterHeal(rep.Faults, win.EndS))
 		}
 		rep.Clients = append(rep.Clients, c)
 	}

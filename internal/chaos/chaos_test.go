@@ -67,6 +67,21 @@ func TestBlame(t *testing.T) {
 	}
 }
 
+func TestAfterHeal(t *testing.T) {
+	events := []Event{{StartS: 10, EndS: 11}, {StartS: 20, EndS: 22}}
+	for _, tc := range []struct{ end, want float64 }{
+		{5, 0},      // before any fault
+		{10.5, 0},   // during the first
+		{13, 2},     // 2 s after the first healed
+		{21, 0},     // during the second: the first is over, but not the second
+		{25.5, 3.5}, // after the second
+	} {
+		if got := afterHeal(events, tc.end); got != tc.want {
+			t.Errorf("afterHeal(end %v) = %v, want %v", tc.end, got, tc.want)
+		}
+	}
+}
+
 func TestParseFaults(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -122,7 +122,9 @@ type Options struct {
 	// unbounded subSLA. Default 2s.
 	RequestTimeout time.Duration
 	// ConvergeTimeout bounds the wait, after the faults, for every
-	// secondary to hold the primary's version of every key written.
+	// secondary to hold the primary's version of every key written: no
+	// round of reads of the keys still behind begins after it (a round
+	// begun ends when its reads have, each within RequestTimeout).
 	// Default 1m plus 3 pull intervals.
 	ConvergeTimeout time.Duration
 

@@ -67,10 +67,13 @@ type Report struct {
 	// version of every key written; ConvergeS is how long the check took,
 	// from the end of the reads at the primary: a bound on how long the
 	// secondaries took to converge. Behind counts, per site, the keys
-	// still behind when the wait ended.
-	Converged bool           `json:"converged"`
-	ConvergeS float64        `json:"converge_s"`
-	Behind    map[string]int `json:"behind,omitempty"`
+	// still behind when the wait ended, by why: "older" (the secondary
+	// served an older version, or none), "newer" (than the primary's),
+	// "elsewhere" (another site's node answered), "failed" (the read
+	// did), "unread".
+	Converged bool                      `json:"converged"`
+	ConvergeS float64                   `json:"converge_s"`
+	Behind    map[string]map[string]int `json:"behind,omitempty"`
 
 	// CheckedOps is the size of the history checked (the final reads at
 	// the primary included), Violations the rules it breaks (package
@@ -128,6 +131,11 @@ type Client struct {
 	Windows      []Window `json:"windows"`
 	UnavailableS float64  `json:"unavailable_s"`
 	LongestS     float64  `json:"longest_s"`
+	// AfterHealMaxS is the longest a window outlasted the faults: its
+	// end less the end of the last fault begun before it ended. It is at
+	// least the timeout of an op sent just before a heal; much more says
+	// the client was slow to find the healed cluster again.
+	AfterHealMaxS float64 `json:"after_heal_max_s"`
 }
 
 // Window is a stretch of time in which every operation a client finished
@@ -218,6 +226,21 @@ func blame(events []Event, start, end float64) []string {
 	return out
 }
 
+// afterHeal returns how long a window ending at end outlasted the last
+// fault begun before then, or 0 if none had begun.
+func afterHeal(events []Event, end float64) float64 {
+	last := -1.0
+	for _, e := range events {
+		if e.StartS <= end {
+			last = max(last, e.EndS)
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	return max(0, end-last)
+}
+
 func seconds(d time.Duration) float64 { return d.Seconds() }
 
 // WriteText prints the report for people; windowsMax bounds the windows
@@ -251,7 +274,16 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		if r.Converged {
 			fmt.Fprintf(w, "  replicas:   converged: every secondary serves the primary's version of every key (checked in %.1fs)\n", r.ConvergeS)
 		} else {
-			fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %v\n", r.ConvergeS, r.Behind)
+			var sites []string
+			for _, site := range slices.Sorted(maps.Keys(r.Behind)) {
+				n, why := 0, []string{}
+				for _, k := range slices.Sorted(maps.Keys(r.Behind[site])) {
+					n += r.Behind[site][k]
+					why = append(why, fmt.Sprintf("%s %d", k, r.Behind[site][k]))
+				}
+				sites = append(sites, fmt.Sprintf("%s %d (%s)", site, n, strings.Join(why, ", ")))
+			}
+			fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %s\n", r.ConvergeS, strings.Join(sites, "; "))
 		}
 		var met []string
 		for _, k := range sla.Kinds {
@@ -269,8 +301,8 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		for _, cause := range slices.Sorted(maps.Keys(c.Errors)) {
 			causes = append(causes, fmt.Sprintf("%s %d", cause, c.Errors[cause]))
 		}
-		fmt.Fprintf(w, "    %-22s %d of %d ops failed (%s); %d windows, %.1fs in all, longest %.1fs\n",
-			c.Name, c.Failed, c.Ops, strings.Join(causes, ", "), len(c.Windows), c.UnavailableS, c.LongestS)
+		fmt.Fprintf(w, "    %-22s %d of %d ops failed (%s); %d windows, %.1fs in all, longest %.1fs, up to %.1fs past a heal\n",
+			c.Name, c.Failed, c.Ops, strings.Join(causes, ", "), len(c.Windows), c.UnavailableS, c.LongestS, c.AfterHealMaxS)
 		longest := slices.Clone(c.Windows)
 		slices.SortStableFunc(longest, func(a, b Window) int { return cmp.Compare(b.EndS-b.StartS, a.EndS-a.StartS) })
 		for i, win := range longest {

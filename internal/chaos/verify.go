@@ -123,6 +123,9 @@ func (r *run) converge(ctx context.Context, rep *Report, keys []string, final ma
 	if err != nil {
 		return err
 	}
+	// A round of reads runs to its end, each read within its request
+	// timeout: a slow read is not a secondary behind. ConvergeTimeout
+	// bounds the rounds begun.
 	start := time.Now()
 	deadline, cancel := context.WithTimeout(ctx, o.ConvergeTimeout)
 	defer cancel()
@@ -137,6 +140,11 @@ func (r *run) converge(ctx context.Context, rep *Report, keys []string, final ma
 		}
 		return n
 	}
+	// why[site][key] is why the key was behind at the site when last
+	// read: "older" (or not found), "newer" (than the primary's: a bug),
+	// "elsewhere" (served by another site's node), "failed"; a key with
+	// no entry was not read.
+	why := map[string]map[string]string{}
 	for round := 1; left() > 0 && deadline.Err() == nil; round++ {
 		if round > 1 {
 			// The secondaries pull every PullInterval: give them one.
@@ -151,41 +159,57 @@ func (r *run) converge(ctx context.Context, rep *Report, keys []string, final ma
 			}
 			o.Progress(fmt.Sprintf("%6.1fs  convergence round %d: reading %d keys at %s", r.loop.Now().Seconds(), round, len(behind[site]), site))
 			wg.Go(func() {
-				still := map[string]bool{}
-				for _, k := range behind[site] {
-					still[k] = true
-				}
-				err := r.reads(deadline, fmt.Sprintf("converge-%s-%d", site, round), site, behind[site], eventual, clientcore.Closest, func(op *driver.Op) {
+				seen := map[string]string{}
+				err := r.reads(ctx, fmt.Sprintf("converge-%s-%d", site, round), site, behind[site], eventual, clientcore.Closest, func(op *driver.Op) {
 					want := final[op.Key]
-					if op.Err == nil && siteOf(wire.NodeID(op.Node)) == site && op.Found == want.found && op.TS == want.ts {
-						delete(still, op.Key)
+					switch {
+					case op.Err != nil:
+						seen[op.Key] = "failed"
+					case siteOf(wire.NodeID(op.Node)) != site:
+						seen[op.Key] = "elsewhere"
+					case op.Found == want.found && op.TS == want.ts:
+						seen[op.Key] = ""
+					case !op.Found || (want.found && op.TS.Less(want.ts)):
+						seen[op.Key] = "older"
+					default:
+						seen[op.Key] = "newer"
 					}
 				})
-				ks := slices.DeleteFunc(slices.Clone(behind[site]), func(k string) bool { return !still[k] })
+				ks := slices.DeleteFunc(slices.Clone(behind[site]), func(k string) bool { w, ok := seen[k]; return ok && w == "" })
 				mu.Lock()
 				defer mu.Unlock()
 				behind[site] = ks
-				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				why[site] = seen
+				if err != nil {
 					errs = append(errs, fmt.Errorf("chaos: read the keys at %s: %w", site, err))
 				}
 			})
 		}
 		wg.Wait()
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
 	}
-	if ctx.Err() != nil {
-		return errInterrupted
-	}
 	rep.ConvergeS = time.Since(start).Seconds()
 	rep.Converged = left() == 0
 	if !rep.Converged {
-		rep.Behind = map[string]int{}
+		rep.Behind = map[string]map[string]int{}
 		for site, ks := range behind {
-			if len(ks) > 0 {
-				rep.Behind[site] = len(ks)
+			if len(ks) == 0 {
+				continue
 			}
+			counts := map[string]int{}
+			for _, k := range ks {
+				w, ok := why[site][k]
+				if !ok {
+					w = "unread"
+				}
+				counts[w]++
+			}
+			rep.Behind[site] = counts
 		}
 	}
 	return nil
