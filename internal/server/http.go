@@ -77,4 +77,6 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	}{{"sent", tr.Sent}, {"received", tr.Received}, {"dropped", tr.Dropped}, {"unroutable", tr.Unroutable}, {"malformed", tr.Malformed}} {
 		fmt.Fprintf(w, "cosla_transport_messages_total{outcome=%q} %d\n", c.what, c.n)
 	}
+	fmt.Fprintf(w, "# HELP cosla_transport_refused_total Streams ended for a message the sender's certificate does not allow.\n# TYPE cosla_transport_refused_total counter\ncosla_transport_refused_total %d\n", tr.Refused)
+	fmt.Fprintf(w, "# HELP cosla_overloaded_total Client requests answered overloaded at a full mailbox.\n# TYPE cosla_overloaded_total counter\ncosla_overloaded_total %d\n", st.Overloaded)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +76,10 @@ func TestOverloaded(t *testing.T) {
 	release.Do(func() { close(block) })
 	if r, ok := recv().(*wire.TableInfoReply); !ok || r.Req != 1 || r.Code != wire.NoTable {
 		t.Fatalf("second answer %v, want request 1 served: no table", r)
+	}
+	var metrics strings.Builder
+	WritePrometheus(&metrics, srv.Status(), time.Now())
+	if !strings.Contains(metrics.String(), "cosla_overloaded_total 1\n") {
+		t.Errorf("metrics lack cosla_overloaded_total 1:\n%s", metrics.String())
 	}
 }

@@ -139,6 +139,11 @@ func TestTLSRoles(t *testing.T) {
 		})
 	}
 
+	var metrics strings.Builder
+	WritePrometheus(&metrics, srv.Status(), time.Now())
+	if !strings.Contains(metrics.String(), "cosla_transport_refused_total 4\n") {
+		t.Errorf("metrics lack cosla_transport_refused_total 4:\n%s", metrics.String())
+	}
 	// The node certificate of us, speaking for its own node, is served.
 	if _, err := exchange(t, srv.Addr(), holder(t, certs.NodeFiles(dir, "us")), "us/r1", &wire.ProbeRequest{Req: 2, Tablet: wire.TabletRef{Table: 1}}); err != nil {
 		t.Fatalf("a probe from us/r1 under us's node certificate: %v", err)
