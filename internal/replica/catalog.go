@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/cosla/cosla/internal/storage"
@@ -38,6 +39,26 @@ func (n *Node) createTable(l wire.Layout) wire.Code {
 	}
 	n.addTable(l)
 	return wire.OK
+}
+
+// decodeCatalogEntry reads the layout stored under catalogKey(name): one
+// that createTable could have written, valid and of that name. Anything
+// else is corrupt: a layout that does not validate breaks what the node
+// assumes of it (a replication interval of zero panics drawing the first
+// pull's phase), and a table stored under another name's key could never
+// be deleted.
+func decodeCatalogEntry(name string, v []byte) (wire.Layout, error) {
+	var l wire.Layout
+	if err := json.Unmarshal(v, &l); err != nil {
+		return l, fmt.Errorf("%w: catalog entry %q: %v", errCorrupt, name, err)
+	}
+	if l.Name != name {
+		return l, fmt.Errorf("%w: catalog entry %q holds table %q", errCorrupt, name, l.Name)
+	}
+	if err := l.Validate(); err != nil {
+		return l, fmt.Errorf("%w: catalog entry %q: %w", errCorrupt, name, err)
+	}
+	return l, nil
 }
 
 // deleteTable drops the table and every version, log record and metadata

@@ -16,7 +16,6 @@
 package replica
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -248,17 +247,22 @@ func (n *Node) Start(env node.Env) error {
 		n.clock.Update(revealed)
 	}
 	var layouts []wire.Layout
-	err := eng.Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(_, v []byte) bool {
+	var catalogErr error
+	ids := map[uint64]bool{}
+	err := eng.Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) bool {
 		var l wire.Layout
-		if err := json.Unmarshal(v, &l); err != nil {
-			layouts = nil
-			return false
+		if l, catalogErr = decodeCatalogEntry(string(k[1:]), v); catalogErr == nil && ids[l.ID] {
+			catalogErr = fmt.Errorf("%w: catalog entry %q: table ID %d is taken", errCorrupt, l.Name, l.ID)
 		}
+		ids[l.ID] = true
 		layouts = append(layouts, l)
-		return true
+		return catalogErr == nil
 	})
 	if err != nil {
 		return fmt.Errorf("replica: read catalog: %w", err)
+	}
+	if catalogErr != nil {
+		return catalogErr
 	}
 	for _, l := range layouts {
 		t := n.addTable(l)
