@@ -65,21 +65,32 @@ type Topology struct {
 //	  - {a: china, b: england, rtt: 307ms}
 //	  - {a: china, b: us, rtt: 160ms}
 func Load(path string) (Topology, error) {
-	var t Topology
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return t, err
+		return Topology{}, err
 	}
+	t, err := Parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err != nil {
+		return t, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse reads a topology from YAML as Load does, rejecting unknown fields,
+// and validates it. defaultName names it if the YAML does not. Errors wrap
+// ErrInvalid.
+func Parse(data []byte, defaultName string) (Topology, error) {
+	var t Topology
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&t); err != nil {
-		return t, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+		return t, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if t.Name == "" {
-		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		t.Name = defaultName
 	}
 	if err := t.Validate(); err != nil {
-		return t, fmt.Errorf("%s: %w", path, err)
+		return t, err
 	}
 	return t, nil
 }
