@@ -69,9 +69,10 @@ func (o *TransportOptions) ensureDefaults() {
 }
 
 // TransportStats counts envelopes. Refused counts streams ended because
-// the peer's certificate did not allow what it sent.
+// the peer's certificate did not allow what it sent, TooLarge messages
+// not sent for being over MaxMessageBytes.
 type TransportStats struct {
-	Sent, Received, Dropped, Unroutable, Malformed, Refused int64
+	Sent, Received, Dropped, Unroutable, Malformed, Refused, TooLarge int64
 }
 
 // Transport carries messages between the nodes of this process and those
@@ -95,7 +96,7 @@ type Transport struct {
 	inbound  map[*queue]bool        // the write queues of streams others opened
 	closed   bool
 
-	sent, received, dropped, unroutable, malformed, refused atomic.Int64
+	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
 }
 
 // NewTransport returns a transport that hands every message addressed to
@@ -122,13 +123,21 @@ func (t *Transport) ServerOptions() []grpc.ServerOption {
 // Stats returns the transport's counters.
 func (t *Transport) Stats() TransportStats {
 	return TransportStats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
-		Unroutable: t.unroutable.Load(), Malformed: t.malformed.Load(), Refused: t.refused.Load()}
+		Unroutable: t.unroutable.Load(), Malformed: t.malformed.Load(), Refused: t.refused.Load(), TooLarge: t.tooLarge.Load()}
 }
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
 func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	if t.deliver(from, to, m) {
 		return // a node of this process
+	}
+	if size := wire.EnvelopeSize(from, to, m); size > t.opts.MaxMessageBytes {
+		// gRPC would refuse it and break the stream, losing everything
+		// queued behind it, again at every retry: drop it alone, loudly.
+		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
+			"type", fmt.Sprintf("%T", m), "bytes", size, "limit", t.opts.MaxMessageBytes)
+		t.tooLarge.Add(1)
+		return
 	}
 	e, err := wirepb.Wrap(from, to, m)
 	if err != nil {

@@ -74,7 +74,7 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	for _, c := range []struct {
 		what string
 		n    int64
-	}{{"sent", tr.Sent}, {"received", tr.Received}, {"dropped", tr.Dropped}, {"unroutable", tr.Unroutable}, {"malformed", tr.Malformed}} {
+	}{{"sent", tr.Sent}, {"received", tr.Received}, {"dropped", tr.Dropped}, {"unroutable", tr.Unroutable}, {"malformed", tr.Malformed}, {"too_large", tr.TooLarge}} {
 		fmt.Fprintf(w, "cosla_transport_messages_total{outcome=%q} %d\n", c.what, c.n)
 	}
 	fmt.Fprintf(w, "# HELP cosla_transport_refused_total Streams ended for a message the sender's certificate does not allow.\n# TYPE cosla_transport_refused_total counter\ncosla_transport_refused_total %d\n", tr.Refused)
