@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"time"
+
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/invariants"
 	"github.com/cosla/cosla/internal/storage"
@@ -54,6 +56,12 @@ func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 	case len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
 		reply.Code = wire.TooLarge
 	case m.W < 0 || int(m.W) > 1+len(tb.secondaries):
+		reply.Code = wire.Invalid
+	case m.MinTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
+		// The session's minimum would drag this clock, and every later
+		// timestamp, that far ahead (to the end of time, where it cannot
+		// go on): no node issued it.
+		n.env.Logger().Warn("replica: Put refused: its session minimum is far ahead of this clock", "from", from, "min_ts", m.MinTS)
 		reply.Code = wire.Invalid
 	}
 	if reply.Code != wire.OK {
@@ -136,3 +144,9 @@ func (n *Node) high(tb *tablet) (hlc.Timestamp, bool) {
 	}
 	return n.clock.Now(), true
 }
+
+// maxClockLead is how far ahead of a node's physical clock a Put's
+// session minimum (a timestamp the client learned from another node) may
+// be: generous for clocks kept by NTP, our choice. A stored timestamp that
+// close to the end of time is corrupt.
+const maxClockLead = time.Minute

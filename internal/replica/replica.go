@@ -17,6 +17,7 @@ package replica
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
@@ -272,6 +273,11 @@ func (n *Node) Start(env node.Env) error {
 			}
 			n.clock.Update(tb.lastUpdate)
 		}
+	}
+	if last := n.clock.Last(); last.WallNanos > math.MaxInt64-int64(maxClockLead) {
+		// The clock could not go on from there (hlc.Clock.Now would
+		// wrap): no real clock stamped it.
+		return fmt.Errorf("%w: a stored timestamp, %s, is at the end of time", errCorrupt, last)
 	}
 	return nil
 }
