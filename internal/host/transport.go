@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -235,7 +236,13 @@ func (t *Transport) runPeer(p *peer) {
 		cfg.ServerName = p.site
 		creds, role = credentials.NewTLS(cfg), certs.Node
 	}
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds),
+	// gRPC's default reconnect backoff grows to two minutes over a long
+	// outage; a peer that came back then stayed unreachable for half a
+	// minute after a partition healed (found by cosla chaos). Reconnect
+	// at least every second.
+	reconnect := grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
+		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes)))
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
