@@ -171,6 +171,12 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 		}
 	}
 	t.Logf("%d operations checked; Gets meeting each guarantee: %v", len(history), met)
+	if raceEnabled {
+		// The race detector slows every operation several times over,
+		// past the 20 ms of most subSLAs: the history is still checked,
+		// but which guarantees it exercises is left to the plain run.
+		return
+	}
 	for _, k := range sla.Kinds {
 		if met[k] == 0 {
 			t.Errorf("no Get met %s: the check of that guarantee checked nothing", k)
