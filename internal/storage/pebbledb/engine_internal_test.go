@@ -55,8 +55,8 @@ func TestEmptyKeyFlush(t *testing.T) {
 
 // TestInjectedFaults checks that filesystem errors reach the caller as
 // errors, not panics: at Open, and on reads of sstables by Get and Scan.
-// Write and sync errors on the WAL are not tested: Pebble treats them as
-// fatal (Logger.Fatalf, which panics here).
+// A read error fails the call, not the engine. Write and sync errors on
+// the WAL, and failed flushes, fail the engine: see failure_test.go.
 func TestInjectedFaults(t *testing.T) {
 	t.Run("Open", func(t *testing.T) {
 		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {

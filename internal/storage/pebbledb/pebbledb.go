@@ -11,8 +11,9 @@
 // cores.
 //
 // Durability maps onto Pebble's write-ahead log. Every batch goes to the
-// WAL; a synced Apply commits with pebble.Sync, which syncs the WAL up to
-// and including its batch, and so every batch committed before it. An
+// WAL; a synced Apply commits with pebble.Sync and waits for the sync of
+// the WAL up to and including its batch, and so every batch committed
+// before it. An
 // empty synced Apply writes a LogData record with pebble.Sync, because
 // Pebble skips empty batches without touching the WAL. After a crash Pebble
 // replays the WAL up to its first torn or missing record, which is a
@@ -24,6 +25,10 @@
 // writes a columnar sstable data block whose only key is empty (see
 // TestEmptyKeyFlush). The prefix also leaves the other first bytes free
 // for the engine's own metadata, should it need any.
+//
+// A disk that fails a write or sync of the WAL, or a flush (EIO, ENOSPC),
+// fails the engine for good, where Pebble would panic or retry without
+// end: see Engine.Err and guardFS.
 package pebbledb
 
 import (
@@ -31,7 +36,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -55,10 +63,68 @@ const keyPrefix = 'u'
 // Close does not sync, as the contract says, but Pebble's Close writes out
 // the WAL's buffered tail and syncs it, so after a clean Close nothing is
 // lost in practice; only a crash loses unsynced batches.
+//
+// An engine fails, and Err reports why, when a write or sync of its WAL
+// fails or the disk fails a flush (see Err). From then on every Get,
+// Scan, Apply and Sync returns that error, which wraps ErrFailed.
 type Engine struct {
 	db     *pebble.DB
 	noSync bool // Options.UnsafeNoSync
+	logger *slog.Logger
 	closed atomic.Bool
+
+	// commitMu lets one goroutine at a time into Pebble's commit
+	// pipeline. Pebble panics on a failed WAL write with the pipeline's
+	// mutex held; a second committer inside would then wait on it forever,
+	// where with commitMu it waits for the first to fail the engine and
+	// then returns the failure. A synced Apply holds commitMu only to
+	// enqueue its batch, not for the fsync, so Sync on the host's syncer
+	// goroutine does not hold up the node's unsynced Applies.
+	commitMu sync.Mutex
+	fail     failure
+	// closing is closed when Close releases the store: a failed engine's
+	// guardFS holds back file creation until then.
+	closing chan struct{}
+
+	backgroundErrors atomic.Int64
+}
+
+// backgroundErrorsLogged is how many of Pebble's background errors an
+// engine logs; our choice.
+const backgroundErrorsLogged = 10
+
+// ErrFailed is wrapped by every error of an engine that has failed: its
+// disk failed a write, a sync or a flush. The engine refuses every
+// operation from then on; opening the store again (a restart) recovers
+// what the disk kept, and every batch whose synced Apply succeeded is in
+// it.
+var ErrFailed = errors.New("cosla: pebbledb: store failed; restart to recover what was synced")
+
+// failure is an engine's sticky error.
+type failure struct {
+	err  atomic.Pointer[error]
+	done chan struct{} // closed when err is set
+	// wedged: Pebble panicked inside its commit pipeline and may hold
+	// its locks, so Close must not call into it.
+	wedged atomic.Bool
+}
+
+func (f *failure) get() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// set records cause as the failure unless there is one already, and
+// returns the failure. It reports whether cause was the first.
+func (f *failure) set(cause error) (error, bool) {
+	err := fmt.Errorf("%w: %w", ErrFailed, cause)
+	if f.err.CompareAndSwap(nil, &err) {
+		close(f.done)
+		return err, true
+	}
+	return f.get(), false
 }
 
 var _ storage.Syncer = (*Engine)(nil)
@@ -73,15 +139,42 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	opts.Logger.Info("pebbledb: opening", "dir", dir, "options", opts.String())
+	e := &Engine{noSync: opts.UnsafeNoSync, logger: opts.Logger, fail: failure{done: make(chan struct{})}, closing: make(chan struct{})}
 	cache := pebble.NewCache(opts.CacheSizeBytes)
 	// The store takes its own reference to the cache; ours goes when Open
 	// returns.
 	defer cache.Unref()
 	popts := &pebble.Options{
-		FS:           opts.FS,
+		FS: guardFS{FS: opts.FS, fail: func(err error) { e.failed(err) },
+			failed: e.fail.done, closing: e.closing, failure: e.Err},
 		Cache:        cache,
 		MemTableSize: uint64(opts.MemTableSizeBytes),
 		Logger:       slogLogger{opts.Logger},
+		EventListener: &pebble.EventListener{
+			// A flush that the filesystem failed (ENOSPC, EIO) has met a
+			// full or failing disk. Pebble would retry it, at once and
+			// without end, while writes pile up in memtables until they
+			// stall, the node hung with nothing said; the engine fails
+			// instead, so that the node stops and reports why. Other
+			// background errors (compactions, table statistics) Pebble
+			// logs and retries.
+			FlushEnd: func(info pebble.FlushInfo) {
+				var errno syscall.Errno
+				if errors.As(info.Err, &errno) {
+					e.failed(fmt.Errorf("flush: %w", info.Err))
+				}
+			},
+			// Pebble's default listener logs every background error; a
+			// failed flush it retries at once, each time, and would fill
+			// the log (on the disk that is full).
+			BackgroundError: func(err error) {
+				if n := e.backgroundErrors.Add(1); n <= backgroundErrorsLogged {
+					// err.Error(): slog would format Pebble's errors with
+					// %+v, stack traces and all.
+					opts.Logger.Error("pebble: background error", "err", err.Error(), "count", n, "logged_max", backgroundErrorsLogged)
+				}
+			},
+		},
 		// Pin the on-disk format instead of taking Pebble's oldest
 		// supported one, so that a new store gets the current format and an
 		// upgrade of Pebble does not change it silently. Raising it later
@@ -92,13 +185,50 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
 	}
-	return &Engine{db: db, noSync: opts.UnsafeNoSync}, nil
+	e.db = db
+	// A flush that failed while Open replayed the WAL failed the engine.
+	// (Pebble reports it in the EventListener, not always as Open's error.)
+	if err := e.Err(); err != nil {
+		close(e.closing)
+		_ = db.Close()
+		return nil, fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+// Err returns the error that failed the engine, which wraps ErrFailed, or
+// nil. The engine fails for good when Pebble reports that a write or sync
+// of its WAL failed (it would panic; the engine turns the panic into this
+// error), when a synced Apply's WAL sync fails, and when the filesystem
+// fails a flush. A failed sync may have lost any write not yet synced,
+// and Pebble's own state after one is undefined, so no later operation
+// may succeed: after a failed fsync a retried one can report success
+// for data the disk dropped.
+func (e *Engine) Err() error { return e.fail.get() }
+
+// Failed returns a channel that is closed when the engine fails, so that
+// its owner can stop at once rather than at its next operation.
+func (e *Engine) Failed() <-chan struct{} { return e.fail.done }
+
+// failed records cause as the engine's failure, logging the first one, and
+// returns the failure.
+func (e *Engine) failed(cause error) error {
+	err, first := e.fail.set(cause)
+	if first {
+		e.logger.Error("pebbledb: the store failed and refuses every operation from now on; restart to recover what was synced", "err", err)
+	}
+	return err
 }
 
 // Get implements storage.Engine.
 func (e *Engine) Get(key []byte) ([]byte, bool, error) {
 	if e.closed.Load() {
 		return nil, false, storage.ErrClosed
+	}
+	// A failed engine's memtables may hold writes the disk never got;
+	// reading them would reveal what a restart will not have.
+	if err := e.Err(); err != nil {
+		return nil, false, err
 	}
 	v, closer, err := e.db.Get(prefixed(key))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -123,6 +253,9 @@ func (e *Engine) Get(key []byte) ([]byte, bool, error) {
 func (e *Engine) Scan(start, end []byte, fn func(key, value []byte) bool) (err error) {
 	if e.closed.Load() {
 		return storage.ErrClosed
+	}
+	if err := e.Err(); err != nil {
+		return err
 	}
 	if end != nil && bytes.Compare(start, end) >= 0 {
 		return nil
@@ -178,6 +311,9 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 	if e.closed.Load() {
 		return storage.ErrClosed
 	}
+	if err := e.Err(); err != nil {
+		return err
+	}
 	var ops []storage.Op
 	if b != nil {
 		ops = b.Ops()
@@ -185,10 +321,6 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 	sync = sync && !e.noSync
 	if len(ops) == 0 && !sync {
 		return nil
-	}
-	wo := pebble.NoSync
-	if sync {
-		wo = pebble.Sync
 	}
 	pb := e.db.NewBatch()
 	for _, op := range ops {
@@ -226,25 +358,88 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 		invariants.Check(pb.Count() == uint32(len(ops)),
 			"pebbledb: pebble batch holds %d ops, storage batch %d", pb.Count(), len(ops))
 	}
-	if err := e.db.Apply(pb, wo); err != nil {
+	if err := e.commit(pb, sync); err != nil {
 		// Pebble does not reuse a batch whose commit failed; leave it to
 		// the garbage collector.
-		return fmt.Errorf("cosla: pebbledb: apply: %w", err)
+		return err
+	}
+	if sync {
+		// The batch is in the WAL and the memtable; wait for the WAL's
+		// sync outside commitMu. Pebble's sync errors come back here, not
+		// as a panic.
+		if err := pb.SyncWait(); err != nil {
+			return e.failed(fmt.Errorf("sync: %w", err))
+		}
 	}
 	return pb.Close()
+}
+
+// commit hands pb to Pebble's commit pipeline; with sync, it returns once
+// pb is queued for the WAL's sync, which pb.SyncWait then waits for.
+//
+// Pebble treats a failed WAL write as fatal: it panics inside the
+// pipeline (commitWrite), or calls Logger.Fatalf, which panics too
+// (slogLogger). Both happen on this goroutine; commit turns them into the
+// engine's failure instead of letting them end the process, and every
+// node with it.
+func (e *Engine) commit(pb *pebble.Batch, sync bool) (err error) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	// Another committer may have failed the engine while this one waited.
+	if err := e.Err(); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.fail.wedged.Store(true)
+			e.logger.Error("pebbledb: pebble panicked in commit", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			cause, ok := r.(error)
+			if !ok {
+				cause = fmt.Errorf("%v", r)
+			}
+			err = e.failed(fmt.Errorf("commit: pebble panicked: %w", cause))
+		}
+	}()
+	if sync {
+		err = e.db.ApplyNoSyncWait(pb, pebble.Sync)
+	} else {
+		err = e.db.Apply(pb, pebble.NoSync)
+	}
+	if err != nil {
+		// Pebble returns an error, rather than panicking, only for a batch
+		// it refuses before committing it: the store is intact.
+		return fmt.Errorf("cosla: pebbledb: apply: %w", err)
+	}
+	return nil
 }
 
 // Sync implements storage.Syncer. It may be called concurrently with Get,
 // Scan and Apply.
 func (e *Engine) Sync() error { return e.Apply(nil, true) }
 
-// Close implements storage.Engine.
+// Close implements storage.Engine. Closing a failed engine returns its
+// failure. Pebble's Close takes its commit pipeline's locks, which a
+// failed engine may never get back: Pebble panicked holding them, or a
+// commit waits in a write stall for a flush that fails. Close then leaves
+// the store open (its goroutines and file lock go with the process)
+// rather than hang.
 func (e *Engine) Close() error {
 	if !e.closed.CompareAndSwap(false, true) {
 		return storage.ErrClosed
 	}
+	failure := e.Err()
+	if failure != nil {
+		if e.fail.wedged.Load() || !e.commitMu.TryLock() {
+			return fmt.Errorf("cosla: pebbledb: close: left open: %w", failure)
+		}
+		defer e.commitMu.Unlock()
+	}
+	close(e.closing)
 	if err := e.db.Close(); err != nil {
-		return fmt.Errorf("cosla: pebbledb: close: %w", err)
+		return fmt.Errorf("cosla: pebbledb: close: %w", errors.Join(err, failure))
+	}
+	if failure != nil {
+		return fmt.Errorf("cosla: pebbledb: close: %w", failure)
 	}
 	return nil
 }
@@ -282,8 +477,11 @@ func (l slogLogger) Errorf(format string, args ...any) {
 
 // Fatalf logs and panics. Pebble calls it on failures it cannot recover
 // from, a failed WAL write or sync among them, and expects it not to
-// return; its default logger exits the process. A panic lets a test or the
-// node's supervisor see what happened.
+// return; its default logger exits the process. On a goroutine committing
+// a batch, Engine.commit recovers the panic and fails the engine. On one of
+// Pebble's own (a failed MANIFEST write in a flush or compaction) nothing
+// recovers it and the process ends, as with Pebble's default logger: what
+// was synced is on disk for the restart.
 func (l slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.logger.Error(msg, "component", "pebble", "fatal", true)
