@@ -32,19 +32,29 @@ import (
 // works; otherwise on the node's goroutine at the end of the batch. Outside
 // events (a handler's Start) Apply is the engine's own.
 //
-// If a sync fails, the node stops: the messages waiting for it are dropped,
-// it acknowledges nothing more, and Err reports the failure. A disk that
+// If a sync fails, or an engine that can fail as a whole (failer) says it
+// has, the node stops: the messages waiting for a sync are dropped, it
+// acknowledges nothing more, and Err reports the failure. A disk that
 // failed a sync may have lost the writes it was given, and only a restart
 // (recovery from what the engine kept) tells what is left.
+//
+// An event whose read or write of the engine failed waits for a sync too,
+// even if it wrote nothing. The handler answers such an event with an
+// error code and goes on, which suits an operation that failed alone; but
+// an engine that failed as a whole (pebbledb's, after its disk failed a
+// flush) fails the sync as well, and then the node stops and says why
+// instead of serving errors while nothing reports it.
 type committer struct {
 	n      *Node
 	engine storage.Engine
 	syncer storage.Syncer // nil: sync inline
+	failer failer         // nil: the engine does not say
 
 	// Owned by the node's goroutine.
-	inEvent bool
-	dirty   bool     // the event made synced writes
-	outbox  []outMsg // what the event sent
+	inEvent  bool
+	dirty    bool     // the event made synced writes
+	storeErr bool     // an engine call of the event failed
+	outbox   []outMsg // what the event sent
 
 	mu       sync.Mutex
 	next     *group // events waiting for a sync that has not started
@@ -57,6 +67,17 @@ type committer struct {
 	done chan struct{} // the syncer has returned
 
 	syncs, synced atomic.Int64
+}
+
+// failer is implemented by an engine that can fail as a whole, and then
+// refuses every operation (pebbledb's, when its disk fails). Failed is
+// closed when it has; Err says why. The node stops then, even if it is
+// idle: nothing it could do would succeed, and Err tells the operator.
+// The syncer goroutine watches it, so an engine that syncs inline is not
+// watched.
+type failer interface {
+	Failed() <-chan struct{}
+	Err() error
 }
 
 type outMsg struct {
@@ -76,6 +97,7 @@ func (c *committer) init(n *Node) {
 	c.n = n
 	c.engine = n.opts.Engine
 	c.syncer, _ = n.opts.Engine.(storage.Syncer)
+	c.failer, _ = n.opts.Engine.(failer)
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
 	c.done = make(chan struct{})
@@ -110,6 +132,7 @@ func (c *committer) stop() {
 func (c *committer) beginEvent() {
 	c.inEvent = true
 	c.dirty = false
+	c.storeErr = false
 }
 
 // endEvent sends what the event sent, or queues it behind the sync it
@@ -118,14 +141,14 @@ func (c *committer) endEvent() {
 	c.inEvent = false
 	out := c.outbox
 	c.outbox = c.outbox[:0]
-	if len(out) == 0 && !c.dirty {
+	if len(out) == 0 && !c.dirty && !c.storeErr {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.stopped:
-	case c.dirty || c.next != nil:
+	case c.dirty || c.storeErr || c.next != nil:
 		if c.next == nil {
 			c.next = &group{}
 		}
@@ -171,9 +194,20 @@ func (c *committer) flush() bool {
 // with next if events queued up meanwhile.
 func (c *committer) run() {
 	defer close(c.done)
+	var failed <-chan struct{}
+	if c.failer != nil {
+		failed = c.failer.Failed()
+	}
 	for {
 		select {
 		case <-c.quit:
+			return
+		case <-failed:
+			c.mu.Lock()
+			if !c.stopped {
+				c.failLocked("storage failed", c.failer.Err())
+			}
+			c.mu.Unlock()
 			return
 		case <-c.wake:
 		}
@@ -201,17 +235,23 @@ func (c *committer) complete(g *group, err error) bool {
 		return false
 	}
 	if err != nil {
-		c.err = err
-		c.stopped = true
-		c.next, c.inflight = nil, nil
-		c.n.opts.Logger.Error("host: sync failed; the node stops and acknowledges nothing more", "node", string(c.n.opts.ID), "err", err)
-		c.n.halt()
+		c.failLocked("sync failed", err)
 		return false
 	}
 	c.syncs.Add(1)
 	c.synced.Add(g.events)
 	c.release(g.msgs)
 	return true
+}
+
+// failLocked stops the node for err, dropping what waits for a sync.
+// c.mu is held.
+func (c *committer) failLocked(what string, err error) {
+	c.err = err
+	c.stopped = true
+	c.next, c.inflight = nil, nil
+	c.n.opts.Logger.Error("host: "+what+"; the node stops and acknowledges nothing more", "node", string(c.n.opts.ID), "err", err)
+	c.n.halt()
 }
 
 func (c *committer) release(msgs []outMsg) {
@@ -230,24 +270,38 @@ func (c *committer) send(to wire.NodeID, m wire.Msg) {
 }
 
 // Get implements storage.Engine.
-func (c *committer) Get(key []byte) ([]byte, bool, error) { return c.engine.Get(key) }
+func (c *committer) Get(key []byte) ([]byte, bool, error) {
+	v, ok, err := c.engine.Get(key)
+	c.noteErr(err)
+	return v, ok, err
+}
 
 // Scan implements storage.Engine.
 func (c *committer) Scan(start, end []byte, fn func(key, value []byte) bool) error {
-	return c.engine.Scan(start, end, fn)
+	err := c.engine.Scan(start, end, fn)
+	c.noteErr(err)
+	return err
 }
 
 // Apply implements storage.Engine: inside an event a synced Apply is
 // deferred to the group's sync.
 func (c *committer) Apply(b *storage.Batch, sync bool) error {
-	if !sync || !c.inEvent {
+	if !c.inEvent {
 		return c.engine.Apply(b, sync)
 	}
 	if err := c.engine.Apply(b, false); err != nil {
+		c.noteErr(err)
 		return err
 	}
-	c.dirty = true
+	c.dirty = c.dirty || sync
 	return nil
+}
+
+// noteErr makes the event wait for a sync if err is an engine error.
+func (c *committer) noteErr(err error) {
+	if err != nil && c.inEvent {
+		c.storeErr = true
+	}
 }
 
 // Close implements storage.Engine.
