@@ -4,14 +4,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
+
+	"github.com/cosla/cosla/internal/wire"
 )
 
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
+		failures := s.failures()
+		if len(failures) == 0 {
+			fmt.Fprintln(w, "ok")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, f := range failures {
+			fmt.Fprintf(w, "%s failed: %v\n", f.id, f.err)
+		}
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -22,8 +34,57 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		WritePrometheus(w, s.Status(), time.Now())
+		writeNodeFailed(w, s.nodeIDs(), s.failures())
 	})
 	return mux
+}
+
+// nodeFailure is a node that stopped because its storage failed.
+type nodeFailure struct {
+	id  wire.NodeID
+	err error
+}
+
+// failures returns the nodes of the process that have stopped because
+// their storage failed, in ID order, with the error: the node's (a sync
+// that failed, host.Node.Err), or its engine's if the node has not
+// noticed yet (pebbledb.Engine.Err). Such a node acknowledges nothing and
+// serves nothing until the process restarts; its status and counters are
+// missing from /status and /metrics, which ask the node.
+func (s *Server) failures() []nodeFailure {
+	var out []nodeFailure
+	for _, id := range s.nodeIDs() {
+		s.mu.RLock()
+		h := s.nodes[id]
+		s.mu.RUnlock()
+		err := h.node.Err()
+		if err == nil {
+			err = h.engine.Err()
+		}
+		if err != nil {
+			out = append(out, nodeFailure{id, err})
+		}
+	}
+	return out
+}
+
+func (s *Server) nodeIDs() []wire.NodeID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.nodes))
+}
+
+// writeNodeFailed writes the gauge cosla_node_failed: 1 for each node in
+// failed, 0 for the other nodes of ids.
+func writeNodeFailed(w io.Writer, ids []wire.NodeID, failed []nodeFailure) {
+	fmt.Fprintf(w, "# HELP cosla_node_failed Whether the node stopped because its storage failed (a sync, a WAL write, a flush); /healthz says why.\n# TYPE cosla_node_failed gauge\n")
+	for _, id := range ids {
+		v := 0
+		if slices.ContainsFunc(failed, func(f nodeFailure) bool { return f.id == id }) {
+			v = 1
+		}
+		fmt.Fprintf(w, "cosla_node_failed{node=%q} %d\n", id, v)
+	}
 }
 
 // WritePrometheus writes a status snapshot in the Prometheus text
