@@ -102,6 +102,16 @@ func wantFailed(t *testing.T, e *Engine, err error, cause error) {
 	}
 }
 
+// setSynced writes k0..k(n-1) with values v0..v(n-1), each synced.
+func setSynced(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	for i := range n {
+		if err := set(t, e, true, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func set(t *testing.T, e *Engine, sync bool, key, value string) error {
 	t.Helper()
 	var b storage.Batch
@@ -132,11 +142,7 @@ func TestSyncEIO(t *testing.T) {
 				return nil
 			})
 			const synced = 10
-			for i := range synced {
-				if err := set(t, s.e, true, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			setSynced(t, s.e, synced)
 			s.faults.On()
 			err := set(t, s.e, true, "lost", "x")
 			wantFailed(t, s.e, err, syscall.EIO)
@@ -157,11 +163,7 @@ func TestWALWriteENOSPC(t *testing.T) {
 		return nil
 	})
 	const synced = 10
-	for i := range synced {
-		if err := set(t, s.e, true, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setSynced(t, s.e, synced)
 	s.faults.On()
 	// 64 KiB of unsynced batches fill two 32 KiB WAL blocks, which
 	// Pebble's WAL writer writes out on its own goroutine: the first write
@@ -221,11 +223,7 @@ func TestFlushENOSPC(t *testing.T) {
 		return nil
 	})
 	const synced = 10
-	for i := range synced {
-		if err := set(t, s.e, true, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setSynced(t, s.e, synced)
 	s.faults.On()
 	if _, err := s.e.db.AsyncFlush(); err != nil {
 		t.Fatal(err)
