@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/host"
@@ -237,6 +238,25 @@ func LoadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 // (`cosla cluster up --dir DIR`) into a Config.TLS.
 func ClusterTLS(dir string) (*tls.Config, error) {
 	return certs.Load(certs.ClientFiles(certs.ClusterDir(dir)))
+}
+
+// LoadConfig reads a client config file, as `cosla cluster plan` writes
+// for a cluster whose sites run on their own hosts: the client's site,
+// every node's address and the client certificate (package
+// internal/clientfile describes the format). Set the other fields of the
+// Config it returns as you need.
+func LoadConfig(path string) (Config, error) {
+	f, err := clientfile.Load(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Site: f.Site, Nodes: f.Nodes, Insecure: f.Insecure}
+	if !f.Insecure {
+		if cfg.TLS, err = certs.Load(f.TLS); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return cfg, nil
 }
 
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {

@@ -103,6 +103,8 @@ func openSystems(ctx context.Context, names []string, opts func(name string) ben
 		switch {
 		case len(o.Connect) > 0:
 			fmt.Fprintf(stderr, "cosla bench: connecting to %s at %s\n", name, strings.Join(o.Connect, ","))
+		case o.ClientConfig != "" && name == bench.SystemCosla:
+			fmt.Fprintf(stderr, "cosla bench: using the cosla cluster of %s\n", o.ClientConfig)
 		case o.ClusterDir != "" && name == bench.SystemCosla:
 			fmt.Fprintf(stderr, "cosla bench: using the cosla cluster in %s\n", o.ClusterDir)
 		default:
@@ -162,7 +164,8 @@ Runs a YCSB core workload against a store and prints latency percentiles per ope
 throughput; --json for machines. Reads are Gets, updates and inserts Puts.
 
 --target cosla (the default) runs against the local cluster (--dir, default that of cosla
-cluster up) from one client site, its Gets under --sla and --strategy. redis, etcd and postgres
+cluster up), or a cluster on several hosts (--config, see cosla cluster plan), from one client
+site, its Gets under --sla and --strategy. redis, etcd and postgres
 start their servers on loopback in --dir (default: a temporary directory, removed afterwards)
 and stop them at the end, or use the servers at --connect; cosla-nofsync starts a one-site
 cluster that never fsyncs. --read and --write weak|strong pick each store's own options:
@@ -194,9 +197,9 @@ Flags:`)
 	set := flagsSet(fs)
 	isCosla := *target == bench.SystemCosla || *target == bench.SystemCoslaNoFsync
 	if isCosla && *connect != "" {
-		return usagef("--connect is for %s; cosla is reached through --dir", adapters.StoreNames())
+		return usagef("--connect is for %s; cosla is reached through --dir or --config", adapters.StoreNames())
 	}
-	for _, name := range []string{"sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair"} {
+	for _, name := range []string{"config", "sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair"} {
 		if set[name] && *target != bench.SystemCosla {
 			return usagef("--%s is for target cosla", name)
 		}
@@ -236,7 +239,7 @@ Flags:`)
 	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
 	removeDir := func() {}
 	if *target == bench.SystemCosla {
-		o.ClusterDir, o.Cosla = f.dir, gets
+		o.ClusterDir, o.ClientConfig, o.Cosla = f.dir, f.config, gets
 	} else {
 		dir := ""
 		if set["dir"] {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/sla"
@@ -25,7 +27,7 @@ const defaultGetSLA = "strong 5s 1; eventual unbounded 0.5"
 
 // clientFlags are the flags every command that talks to a cluster takes.
 type clientFlags struct {
-	dir, site, table, slaSpec, strategy string
+	dir, config, site, table, slaSpec, strategy string
 	jsonOut                             bool
 	timeout                             time.Duration
 	// levels are the CPQ flags, for the commands that add them.
@@ -34,6 +36,7 @@ type clientFlags struct {
 
 func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
 	fs.StringVar(&f.dir, "dir", cluster.DefaultDir(), "directory of the local cluster (see cosla cluster up)")
+	fs.StringVar(&f.config, "config", "", "client config file of a cluster on several hosts (see cosla cluster plan), instead of --dir")
 	fs.StringVar(&f.site, "site", "", "site the client runs at (default: the cluster's first site)")
 	fs.StringVar(&f.table, "table", "", "table (default: the table the cluster created)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
@@ -65,31 +68,43 @@ type target struct {
 	table     string
 }
 
-// resolveTarget reads the cluster in f.dir and checks the flags against
-// it, filling in the defaults.
+// resolveTarget reads the cluster in f.dir, or the client config file
+// f.config, and checks the flags against it, filling in the defaults.
 func resolveTarget(f *clientFlags) (*target, error) {
-	info, err := cluster.ReadInfo(f.dir)
-	if err != nil {
-		return nil, err
-	}
 	tg := &target{site: f.site, table: f.table}
-	if tg.site == "" {
-		tg.site = info.DefaultSite
-	}
-	if _, err := info.NodesFor(tg.site); err != nil {
-		return nil, usageError{err.Error()}
-	}
-	if tg.config, err = info.ClientConfig(tg.site); err != nil {
-		return nil, err
+	if f.config != "" {
+		file, err := clientfile.Load(f.config)
+		if err != nil {
+			return nil, err
+		}
+		if tg.config, err = cosla.LoadConfig(f.config); err != nil {
+			return nil, err
+		}
+		tg.site = cmp.Or(tg.site, file.Site)
+		tg.config.Site = tg.site
+		tg.table = cmp.Or(tg.table, file.Table)
+		if tg.table == "" {
+			return nil, usagef("--table: %s names no table; give one", f.config)
+		}
+	} else {
+		info, err := cluster.ReadInfo(f.dir)
+		if err != nil {
+			return nil, err
+		}
+		tg.site = cmp.Or(tg.site, info.DefaultSite)
+		if _, err := info.NodesFor(tg.site); err != nil {
+			return nil, usageError{err.Error()}
+		}
+		if tg.config, err = info.ClientConfig(tg.site); err != nil {
+			return nil, err
+		}
+		tg.table = cmp.Or(tg.table, info.Table)
 	}
 	gets, err := coslaGets(f)
 	if err != nil {
 		return nil, err
 	}
 	tg.agreement, tg.strategy = gets.SLA, gets.Strategy
-	if tg.table == "" {
-		tg.table = info.Table
-	}
 	return tg, nil
 }
 

@@ -19,12 +19,11 @@ import (
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/topology"
-	"github.com/cosla/cosla/internal/wire"
 )
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: up, down, status or link set")
+		return usagef("want a subcommand: up, down, status, link set, plan or init")
 	}
 	switch args[0] {
 	case "up":
@@ -33,13 +32,17 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		return runClusterDown(args[1:], stdout, stderr)
 	case "status":
 		return runClusterStatus(args[1:], stdout, stderr)
+	case "plan":
+		return runClusterPlan(args[1:], stdout, stderr)
+	case "init":
+		return runClusterInit(args[1:], stdout, stderr)
 	case "link":
 		if len(args) < 2 || args[1] != "set" {
 			return usagef("want: cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]")
 		}
 		return runClusterLink(args[2:], stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want up, down, status or link set)", args[0])
+	return usagef("unknown subcommand %q (want up, down, status, link set, plan or init)", args[0])
 }
 
 // topologyFlags choose a topology: a preset or a file.
@@ -62,18 +65,12 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	var topo topologyFlags
 	topo.add(fs)
 	dir := fs.String("dir", cluster.DefaultDir(), "directory for the cluster's data, configs and logs")
-	pull := fs.Duration("pull-interval", time.Minute, "how often secondaries pull from the primary (Pileus 4.3)")
-	push := fs.Bool("push", false, "also push every Put to the secondaries at once")
+	var table tableFlags
+	table.add(fs)
 	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
 	insecure := fs.Bool("insecure", false, "run without TLS: any process that reaches a node's port may send it anything (by default a CA and node and client certificates are written to DIR/tls and every connection is mutual TLS)")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
-	sites := fs.String("sites", "", "comma-separated sites holding the table's replicas, the primaries' site first (default: every site with storage nodes)")
-	replicas := fs.Int("replicas", 0, "replicas of each tablet (default: one per site of --sites)")
-	tablets := fs.Int("tablets", 1, "number of tablets")
-	partition := fs.String("partition", "range", "how keys map to tablets: range or hash")
-	starts := fs.String("starts", "", "comma-separated split points of a range-partitioned table of several tablets (--tablets minus one, ascending)")
-	writeLevel := fs.String("write-level", "", "least write level of every Put to the table (CPQ): one, quorum, all or a number; a Get of r of N replicas with r + w > N is then strong without the primary; a table kept from a previous run keeps its level (--fresh to change it) (default one)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -88,28 +85,14 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if *pull <= 0 {
-		return usagef("--pull-interval must be positive")
-	}
-	placement := topology.Placement{Sites: commaList(*sites), Replicas: *replicas, Tablets: *tablets,
-		Partition: *partition, Starts: commaList(*starts)}
-	layout, err := t.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: *pull})
-	if err != nil {
-		return usagef("%v", err)
-	}
-	level, err := parseLevelFlag("write-level", *writeLevel)
+	placement, level, err := table.resolve(t)
 	if err != nil {
 		return err
-	}
-	for _, tablet := range layout.Tablets {
-		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
-			return usagef("--write-level: %v", err)
-		}
 	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: *pull, Push: *push,
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: table.pull, Push: table.push,
 			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync})
 		if err != nil {
 			return err

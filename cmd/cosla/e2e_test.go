@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,9 +100,18 @@ func (r e2eResult) String() string {
 // not finish in time.
 func coslaCmd(t *testing.T, limit time.Duration, args ...string) e2eResult {
 	t.Helper()
+	return runCommand(t, limit, nil, args)
+}
+
+// runCommand runs the binary with args, behind the words of prefix (such
+// as "ip netns exec NS"), as coslaCmd does.
+func runCommand(t *testing.T, limit time.Duration, prefix, args []string) e2eResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, coslaBinary(t), args...)
+	argv := append(slices.Clone(prefix), coslaBinary(t))
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
@@ -70,8 +71,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 }
 
 // loadServeConfig reads server options from a YAML file, rejecting
-// unknown fields so that a typo is not silently ignored, and applies the
-// flags' overrides before validating them.
+// unknown fields so that a typo is not silently ignored, makes its
+// relative paths relative to the file's directory, and applies the flags'
+// overrides (relative to the working directory, as flags are) before
+// validating them.
 func loadServeConfig(path string, override func(*server.Options)) (server.Options, error) {
 	var opts server.Options
 	data, err := os.ReadFile(path)
@@ -82,6 +85,13 @@ func loadServeConfig(path string, override func(*server.Options)) (server.Option
 	dec.KnownFields(true)
 	if err := dec.Decode(&opts); err != nil {
 		return opts, fmt.Errorf("%s: %w", path, err)
+	}
+	// Paths relative to the file's directory: a host's directory from
+	// `cosla cluster plan` works wherever it is copied.
+	for _, p := range []*string{&opts.DataDir, &opts.TLS.Cert, &opts.TLS.Key, &opts.TLS.CA} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(filepath.Dir(path), *p)
+		}
 	}
 	override(&opts)
 	opts.EnsureDefaults()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/topology"
@@ -93,8 +96,11 @@ type SystemOptions struct {
 	// and Table are its client site and table, by default the cluster's
 	// first site and the table it created. cosla-nofsync always starts
 	// its own.
-	ClusterDir  string
-	Site, Table string
+	ClusterDir string
+	// ClientConfig is the client config file of a cosla cluster on
+	// several hosts (package clientfile), used as ClusterDir is.
+	ClientConfig string
+	Site, Table  string
 	// Cosla is the SLA and strategy of cosla's Gets in a run that asks
 	// for no read strength. Default: those of Weak.
 	Cosla driver.Cosla
@@ -184,8 +190,9 @@ func pickOption(options []string, s Strength) string {
 
 // coslaSystem is a cosla cluster, reached from one client site.
 type coslaSystem struct {
-	name        string
-	info        *cluster.Info
+	name string
+	// nodes are the node addresses a client at a site dials.
+	nodes       func(site string) (map[string]string, error)
 	tls         *tls.Config
 	site, table string
 	def         driver.Cosla
@@ -209,13 +216,34 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 	if len(s.def.SLA) == 0 {
 		s.def = coslaWeak
 	}
-	if name == SystemCosla && o.ClusterDir != "" {
+	var err error
+	switch {
+	case name == SystemCosla && o.ClientConfig != "":
+		f, err := clientfile.Load(o.ClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		if !f.Insecure {
+			if s.tls, err = certs.Load(f.TLS); err != nil {
+				return nil, fmt.Errorf("bench: %s: %s: %w", name, o.ClientConfig, err)
+			}
+		}
+		s.site, s.table = cmp.Or(s.site, f.Site), cmp.Or(s.table, f.Table)
+		s.nodes = func(string) (map[string]string, error) { return f.Nodes, nil }
+		if s.table == "" {
+			return nil, fmt.Errorf("%w: %s: %s names no table", ErrInvalid, name, o.ClientConfig)
+		}
+		return s, nil
+	case name == SystemCosla && o.ClusterDir != "":
 		info, err := cluster.ReadInfo(o.ClusterDir)
 		if err != nil {
 			return nil, err
 		}
-		s.info = info
-	} else {
+		s.nodes, s.site, s.table = info.NodesFor, cmp.Or(s.site, info.DefaultSite), cmp.Or(s.table, info.Table)
+		if s.tls, err = info.ClientTLS(); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", name, err)
+		}
+	default:
 		if o.Site != "" || o.Table != "" {
 			return nil, fmt.Errorf("%w: %s: a site and a table are chosen on a running cluster only", ErrInvalid, name)
 		}
@@ -229,20 +257,13 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 			return nil, fmt.Errorf("bench: starting %s: %w", name, err)
 		}
 		info := c.Info()
-		s.cluster, s.info = c, &info
+		s.cluster, s.nodes, s.site, s.table = c, info.NodesFor, info.DefaultSite, info.Table
+		if s.tls, err = info.ClientTLS(); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: %s: %w", name, err), s.Close())
+		}
 	}
-	if s.site == "" {
-		s.site = s.info.DefaultSite
-	}
-	if s.table == "" {
-		s.table = s.info.Table
-	}
-	if _, err := s.info.NodesFor(s.site); err != nil {
+	if _, err = s.nodes(s.site); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %s: %w", ErrInvalid, name, err), s.Close())
-	}
-	var err error
-	if s.tls, err = s.info.ClientTLS(); err != nil {
-		return nil, errors.Join(fmt.Errorf("bench: %s: %w", name, err), s.Close())
 	}
 	return s, nil
 }
@@ -276,7 +297,7 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 	if p := c.Policy; p.Write != (clientcore.Choice{}) {
 		write += ", level " + p.Write.String()
 	}
-	return &driver.HostTarget{Loop: loop, Nodes: s.info.NodesFor, TLS: s.tls, Table: s.table, OpenTimeout: s.openTimeout},
+	return &driver.HostTarget{Loop: loop, Nodes: s.nodes, TLS: s.tls, Table: s.table, OpenTimeout: s.openTimeout},
 		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write}}, nil
 }
 

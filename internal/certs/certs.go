@@ -50,9 +50,13 @@ var ErrNoRole = errors.New("cosla: certificate carries no cosla role")
 const validity = 10 * 365 * 24 * time.Hour
 
 // Files are the PEM files of one holder: its certificate, its key and the
-// authority that signed every certificate of the cluster.
+// authority that signed every certificate of the cluster. In a config
+// file (a client's, package clientfile) they are the fields cert, key and
+// ca.
 type Files struct {
-	Cert, Key, CA string
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	CA   string `yaml:"ca"`
 }
 
 // ClusterDir is where a local cluster in dir (package cluster) keeps its

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// TestPlan plans pileus4 on three hosts, two sites sharing one, and reads
+// back what a host and a client get.
+func TestPlan(t *testing.T) {
+	dir := t.TempDir()
+	topo := topology.Pileus4()
+	res, err := Plan(PlanOptions{Dir: dir, Topology: topo, Push: true, WriteLevel: wire.Quorum,
+		Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.1:7200"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hosts) != 3 {
+		t.Fatalf("planned %d hosts, want 3: %+v", len(res.Hosts), res.Hosts)
+	}
+
+	// india's serve config: its own address, every other node at its
+	// host's, TLS files copied beside it, data in the host's directory.
+	var opts server.Options
+	data, err := os.ReadFile(filepath.Join(dir, "hosts", "india", "serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &opts); err != nil {
+		t.Fatal(err)
+	}
+	wantPeers := map[wire.NodeID]string{"england/r1": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100"}
+	if opts.Site != "india" || opts.Listen != "10.0.0.1:7200" || opts.HTTPListen != "127.0.0.1:7280" || opts.DataDir != "data" ||
+		!reflect.DeepEqual(opts.Peers, wantPeers) {
+		t.Errorf("india's serve config: %+v; want listen 10.0.0.1:7200, http 127.0.0.1:7280, data_dir data, peers %v", opts, wantPeers)
+	}
+	if opts.TLS != (server.TLSFiles{Cert: "node-india.pem", Key: "node-india-key.pem", CA: "ca.pem"}) {
+		t.Errorf("india's tls: %+v", opts.TLS)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "hosts", "india", "node-india-key.pem")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("india's key: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hosts", "india", "ca-key.pem")); err == nil {
+		t.Error("the authority's key was copied to a host")
+	}
+	if script, err := os.ReadFile(res.Hosts[2].Start); err != nil || !strings.Contains(string(script), "serve --config serve.yaml") {
+		t.Errorf("start.sh: %v\n%s", err, script)
+	}
+
+	// The client: every node's address, its certificate, the table.
+	f, err := clientfile.Load(res.ClientConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNodes := map[string]string{"england/r1": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100", "india/r1": "10.0.0.1:7200"}
+	if f.Site != "england" || f.Table != "usertable" || !reflect.DeepEqual(f.Nodes, wantNodes) {
+		t.Errorf("client config: site %s, table %s, nodes %v; want england, usertable, %v", f.Site, f.Table, f.Nodes, wantNodes)
+	}
+	if f.TLS.CA != filepath.Join(res.ClientDir, "ca.pem") {
+		t.Errorf("client tls ca %s: not resolved against the file's directory", f.TLS.CA)
+	}
+	if _, err := certs.Load(f.TLS); err != nil {
+		t.Errorf("client certificate: %v", err)
+	}
+	spec, err := TableSpec(*f.Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tableSpec(topo, Options{Table: "usertable", PullInterval: f.Create.PullInterval, Push: true, WriteLevel: wire.Quorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(spec, want) {
+		t.Errorf("table to create: %+v; want %+v", spec, want)
+	}
+
+	// Planning again keeps the authority.
+	ca, _ := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
+	if _, err := Plan(PlanOptions{Dir: dir, Topology: topo, Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.4"}}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "hosts", "us", "ca.pem")); string(again) != string(ca) {
+		t.Error("planning again made a new authority")
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	all := map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.3"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for site, addr := range all {
+			m[site] = addr
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		hosts map[string]string
+		want  string
+	}{
+		{"missing site", with("india", ""), "site india has storage nodes but no host"},
+		{"unknown site", with("mars", "10.0.0.9"), "--host mars: no such site"},
+		{"client-only site", with("china", "10.0.0.9"), "--host china: the site has no storage nodes"},
+		{"same address", with("us", "10.0.0.1"), "would both listen on 10.0.0.1:7100"},
+		{"http port of another site", with("us", "10.0.0.1:7180"), "would both listen on 10.0.0.1:7180"},
+		{"bad port", with("us", "10.0.0.2:x"), "want a port"},
+		{"no host", with("us", ":7100"), "want the host's address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Plan(PlanOptions{Dir: t.TempDir(), Topology: topology.Pileus4(), Hosts: tc.hosts, Insecure: true})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Plan: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
