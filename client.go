@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/host"
 	"github.com/cosla/cosla/internal/node"

@@ -28,8 +28,8 @@ const defaultGetSLA = "strong 5s 1; eventual unbounded 0.5"
 // clientFlags are the flags every command that talks to a cluster takes.
 type clientFlags struct {
 	dir, config, site, table, slaSpec, strategy string
-	jsonOut                             bool
-	timeout                             time.Duration
+	jsonOut                                     bool
+	timeout                                     time.Duration
 	// levels are the CPQ flags, for the commands that add them.
 	levels levelFlags
 }

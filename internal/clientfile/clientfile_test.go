@@ -14,7 +14,7 @@ func TestWriteLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "client.yaml")
 	in := File{Site: "china", Table: "usertable", Nodes: map[string]string{"england/r1": "10.0.0.1:7100"},
-		TLS: certs.Files{Cert: "client.pem", Key: "client-key.pem", CA: "/etc/cosla/ca.pem"},
+		TLS:    certs.Files{Cert: "client.pem", Key: "client-key.pem", CA: "/etc/cosla/ca.pem"},
 		Create: &Table{Name: "usertable", Partition: "range", Tablets: []Tablet{{Primary: "england/r1"}}}}
 	if err := Write(path, in); err != nil {
 		t.Fatal(err)
