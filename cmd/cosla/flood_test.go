@@ -5,15 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/workload"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -23,13 +24,13 @@ var floodDuration = flag.Duration("flood.duration", 3*time.Second, "how long Tes
 // flood: the peak resident set of its `cosla serve` process.
 const floodRSSMax = 512 << 20
 
-// TestFlood floods one `cosla serve` process with 200 clients, each
-// running 4 sessions of Puts of 1 KiB and Gets as fast as they can, for
-// -flood.duration (and at most 5,000 operations a session). The node must
-// keep answering (every failure is ErrOverloaded or ErrTimeout, most
-// operations succeed), stay under floodRSSMax, and serve normally
-// afterwards. It logs the throughput of one client before and after, and
-// of all during.
+// TestFlood floods one `cosla serve` process through the driver: 200
+// clients (a group each), each running 4 sessions of Puts of 1 KiB and
+// Gets back to back, for -flood.duration (and at most 5,000 steps a
+// session). The node must keep answering (every failure is ErrOverloaded
+// or ErrTimeout, most operations succeed), stay under floodRSSMax, and
+// serve normally afterwards. It logs the throughput of one client of 8
+// sessions before and after, and of all during.
 func TestFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a node for seconds")
@@ -41,105 +42,79 @@ func TestFlood(t *testing.T) {
 	defer cancel()
 	nodes := map[string]string{"england/r1": addrs[0]}
 	admin := openClient(ctx, t, "england", nodes, 10*time.Second)
-	defer admin.Close()
 	if err := admin.CreateTable(ctx, cosla.TableSpec{Name: "t", Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventual := sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}}
-	value := []byte(strings.Repeat("v", 1024))
-	// run does ops Puts and Gets (alternating) in a session of c, until
-	// ops or the deadline, and counts them.
-	run := func(c *cosla.Client, id string, ops int, deadline time.Time, done, failed *atomic.Int64) error {
-		tbl, err := c.OpenTable(ctx, "t")
-		if err != nil {
-			return err
-		}
-		s, err := c.BeginSession(tbl, eventual)
-		if err != nil {
-			return err
-		}
-		defer c.EndSession(s)
-		for i := 0; i < ops && time.Now().Before(deadline); i++ {
-			key := id + "-" + strconv.Itoa(i%50)
-			if i%2 == 0 {
-				_, err = c.Put(ctx, s, key, value)
-			} else {
-				_, _, err = c.Get(ctx, s, key)
-			}
-			switch {
-			case err == nil:
-				done.Add(1)
-			case errors.Is(err, cosla.ErrOverloaded) || errors.Is(err, cosla.ErrTimeout):
-				failed.Add(1)
-			default:
-				return fmt.Errorf("%s: %w", id, err)
-			}
-		}
-		return nil
+	admin.Close()
+	keys, err := workload.NewUniform(50)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// measure runs 8 sessions of one client for 2,000 operations and
-	// returns its operations per second.
-	measure := func(phase string) float64 {
-		var done, failed atomic.Int64
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Go(func() {
-				if err := run(admin, fmt.Sprintf("%s%d", phase, i), 250, start.Add(time.Minute), &done, &failed); err != nil {
-					t.Error(err)
+	mix, err := driver.NewKeyMix([]driver.Weighted{{Kind: driver.Put, Weight: 1}, {Kind: driver.Get, Weight: 1}}, keys, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventual := sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}}
+	// run runs clients groups of sessions each, for at most steps steps
+	// or duration, and returns the operations done, those refused as
+	// overloaded or timed out, and the operations done per second.
+	run := func(phase string, clients, sessions, steps int, duration time.Duration) (done, failed int, perS float64) {
+		loop := driver.NewLoop(time.Now())
+		target := &driver.HostTarget{Loop: loop, Table: "t", Nodes: func(string) (map[string]string, error) { return nodes, nil }}
+		var groups []*driver.Group
+		for i := range clients {
+			groups = append(groups, &driver.Group{Name: fmt.Sprintf("%s%d", phase, i), Site: "england", Sessions: sessions,
+				Streams: []driver.Stream{{Mix: mix}}, Rand: rand.New(rand.NewPCG(1, uint64(i))),
+				Cosla: driver.Cosla{SLA: eventual, Strategy: cosla.Closest}})
+		}
+		other := 0
+		rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {
+			switch {
+			case op.Err == nil:
+				done++
+			case errors.Is(op.Err, cosla.ErrOverloaded) || errors.Is(op.Err, cosla.ErrTimeout):
+				failed++
+			default:
+				if other++; other <= 10 {
+					t.Errorf("%s: %s %s %q: %v", phase, op.Session, op.Kind, op.Key, op.Err)
 				}
-			})
+			}
+		}}
+		d, err := driver.New(target, driver.Spec{Groups: groups, Steps: steps, Duration: duration, Recorder: rec})
+		if err != nil {
+			t.Fatal(err)
 		}
-		wg.Wait()
-		if failed.Load() > 0 || done.Load() != 2000 {
-			t.Errorf("%s the flood: %d of 2000 operations done, %d failed", phase, done.Load(), failed.Load())
+		defer d.Close()
+		start := time.Now()
+		d.Start(loop)
+		if err := loop.Run(ctx, d.Done); err != nil {
+			t.Fatalf("%s: %v", phase, err)
 		}
-		return float64(done.Load()) / time.Since(start).Seconds()
+		if err := d.Err(); err != nil {
+			t.Fatalf("%s: %v", phase, err)
+		}
+		return done, failed, float64(done) / time.Since(start).Seconds()
+	}
+	measure := func(phase string) float64 {
+		done, failed, perS := run(phase, 1, 8, 2000, time.Minute)
+		if failed > 0 || done != 2000 {
+			t.Errorf("%s the flood: %d of 2000 operations done, %d failed", phase, done, failed)
+		}
+		return perS
 	}
 	before := measure("before")
 
 	const clients, sessions = 200, 4
-	flooders := make([]*cosla.Client, clients)
-	var opening sync.WaitGroup
-	for i := range flooders {
-		opening.Go(func() {
-			c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, Insecure: true})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			flooders[i] = c
-			t.Cleanup(func() { _ = c.Close() })
-		})
-	}
-	opening.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	var done, failed atomic.Int64
-	start := time.Now()
-	deadline := start.Add(*floodDuration)
-	var wg sync.WaitGroup
-	for i, c := range flooders {
-		for j := range sessions {
-			wg.Go(func() {
-				if err := run(c, fmt.Sprintf("c%d.%d", i, j), 5000, deadline, &done, &failed); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	during := float64(done.Load()) / time.Since(start).Seconds()
-	if done.Load() < 10*failed.Load() || done.Load() == 0 {
-		t.Errorf("during the flood: %d operations done, %d refused or timed out; want most done", done.Load(), failed.Load())
+	done, failed, during := run("flood", clients, sessions, clients*sessions*5000, *floodDuration)
+	if done < 10*failed || done == 0 {
+		t.Errorf("during the flood: %d operations done, %d refused or timed out; want most done", done, failed)
 	}
 	after := measure("after")
 
 	peak := peakRSS(t, p.cmd.Process.Pid)
 	t.Logf("flood of %d clients x %d sessions for %v: %d operations done (%.0f/s), %d overloaded or timed out; "+
 		"one client before %.0f ops/s, after %.0f ops/s; node peak RSS %d MiB (bound %d MiB)",
-		clients, sessions, *floodDuration, done.Load(), during, failed.Load(), before, after, peak>>20, floodRSSMax>>20)
+		clients, sessions, *floodDuration, done, during, failed, before, after, peak>>20, floodRSSMax>>20)
 	if peak > floodRSSMax {
 		t.Errorf("the node's peak RSS %d MiB passes the bound of %d MiB", peak>>20, floodRSSMax>>20)
 	}
