@@ -25,6 +25,7 @@ var purePackages = []string{
 	"internal/clientcore",
 	"internal/sim",
 	"internal/causal",
+	"internal/dcon",
 	"internal/hlc",
 	"internal/wire",
 	"internal/node",
