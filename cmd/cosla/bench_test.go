@@ -145,8 +145,8 @@ func TestBenchStores(t *testing.T) {
 		target, read, write string
 		want                bench.Setup
 	}{
-		{"redis", "strong", "strong", bench.Setup{Target: "redis", Read: "primary", Write: "wait"}},
-		{"etcd", "weak", "strong", bench.Setup{Target: "etcd", Read: "serializable", Write: "linearizable"}},
+		{"redis", "strong", "strong", bench.Setup{Target: "redis", Read: "primary", Write: "wait", Transport: "plaintext"}},
+		{"etcd", "weak", "strong", bench.Setup{Target: "etcd", Read: "serializable", Write: "linearizable", Transport: "plaintext"}},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			res := benchJSON(t, append([]string{"--target", tc.target, "--read", tc.read, "--write", tc.write}, common...)...)
@@ -164,7 +164,7 @@ func TestBenchStores(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCosla(t, "bench", "--target", "redis", "--dir", dir, "--workload", "c", "--records", "20", "--operations", "50")
 	skipUnlessInstalled(t, code, stderr)
-	if code != 0 || !strings.Contains(stdout, "redis, reads replica, writes async\n") || !strings.Contains(stdout, "run: 50 ops in ") {
+	if code != 0 || !strings.Contains(stdout, "redis, reads replica, writes async, plaintext\n") || !strings.Contains(stdout, "run: 50 ops in ") {
 		t.Errorf("bench --target redis: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if m, err := filepath.Glob(filepath.Join(dir, "redis-*", "redis-1", "primary.log")); err != nil || len(m) != 1 {
@@ -208,7 +208,7 @@ func TestBenchConnect(t *testing.T) {
 	addrs := strings.Join(r.Addrs(), ",")
 	res := benchJSON(t, "--target", "redis", "--connect", addrs, "--workload", "a", "--records", "30", "--operations", "100", "--read", "strong")
 	checkRun(t, res, 30, 100)
-	if res.Setup != (bench.Setup{Target: "redis", Read: "primary", Write: "async"}) {
+	if res.Setup != (bench.Setup{Target: "redis", Read: "primary", Write: "async", Transport: "plaintext"}) {
 		t.Errorf("setup %+v", res.Setup)
 	}
 	ctx := t.Context()
@@ -282,12 +282,12 @@ func TestBenchCompare(t *testing.T) {
 		t.Fatalf("tables %+v, want one for 1 client and one for 2", c.Tables)
 	}
 	want := []bench.Setup{
-		{Target: "cosla", Read: "eventual (closest)", Write: "durable"},
-		{Target: "redis", Read: "replica", Write: "async"},
-		{Target: "etcd", Read: "serializable", Write: "linearizable"},
-		{Target: "cosla", Read: "strong (primary)", Write: "durable"},
-		{Target: "redis", Read: "primary", Write: "async"},
-		{Target: "etcd", Read: "linearizable", Write: "linearizable"},
+		{Target: "cosla", Read: "eventual (closest)", Write: "durable", Transport: "plaintext"},
+		{Target: "redis", Read: "replica", Write: "async", Transport: "plaintext"},
+		{Target: "etcd", Read: "serializable", Write: "linearizable", Transport: "plaintext"},
+		{Target: "cosla", Read: "strong (primary)", Write: "durable", Transport: "plaintext"},
+		{Target: "redis", Read: "primary", Write: "async", Transport: "plaintext"},
+		{Target: "etcd", Read: "linearizable", Write: "linearizable", Transport: "plaintext"},
 	}
 	for _, tab := range c.Tables {
 		if len(tab.Rows) != len(want) {

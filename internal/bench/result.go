@@ -47,12 +47,18 @@ type Setup struct {
 	// Puts' durability.
 	Read  string `json:"read,omitempty"`
 	Write string `json:"write,omitempty"`
+	// Transport is "plaintext" or "TLS": how the clients reach the store.
+	Transport string `json:"transport,omitempty"`
 }
 
 // String renders the setup for a line of text: "redis, reads replica,
-// writes async".
+// writes async, plaintext".
 func (s Setup) String() string {
-	return fmt.Sprintf("%s, reads %s, writes %s", orDefault(s.Target, "target"), orDefault(s.Read, "default"), orDefault(s.Write, "default"))
+	text := fmt.Sprintf("%s, reads %s, writes %s", orDefault(s.Target, "target"), orDefault(s.Read, "default"), orDefault(s.Write, "default"))
+	if s.Transport != "" {
+		text += ", " + s.Transport
+	}
+	return text
 }
 
 func orDefault(s, def string) string {

@@ -175,7 +175,7 @@ func (s storeSystem) Close() error { return s.store.Close() }
 func (s storeSystem) Plan(ctx context.Context, loop *driver.Loop, read, write Strength) (driver.Target, Options, error) {
 	r, w := pickOption(s.store.ReadOptions(), read), pickOption(s.store.WriteOptions(), write)
 	return &driver.StoreTarget{Loop: loop, Store: s.store, Ctx: ctx},
-		Options{ReadOption: r, WriteOption: w, Setup: Setup{Target: s.store.Name(), Read: r, Write: w}}, nil
+		Options{ReadOption: r, WriteOption: w, Setup: Setup{Target: s.store.Name(), Read: r, Write: w, Transport: "plaintext"}}, nil
 }
 
 func pickOption(options []string, s Strength) string {
@@ -251,7 +251,10 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 		if err != nil {
 			return nil, err
 		}
-		c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Topology: topology.Local(), Fresh: true,
+		// In plain text, as the other stores are reached: a comparison
+		// on one machine measures the stores, not TLS. A running cluster
+		// (ClusterDir, ClientConfig) is reached as it runs.
+		c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Topology: topology.Local(), Fresh: true, Insecure: true,
 			UnsafeNoFsync: name == SystemCoslaNoFsync, Binary: o.Binary, Logger: o.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("bench: starting %s: %w", name, err)
@@ -297,8 +300,12 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 	if p := c.Policy; p.Write != (clientcore.Choice{}) {
 		write += ", level " + p.Write.String()
 	}
+	transport := "TLS"
+	if s.tls == nil {
+		transport = "plaintext"
+	}
 	return &driver.HostTarget{Loop: loop, Nodes: s.nodes, TLS: s.tls, Table: s.table, OpenTimeout: s.openTimeout},
-		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write}}, nil
+		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write, Transport: transport}}, nil
 }
 
 // coslaReadLabel names a Gets' configuration: the consistency of an SLA
