@@ -168,6 +168,11 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\t%d\n", s.Name, strings.Join(s.Nodes, ","), s.Addr, s.HTTP, s.PID)
 	}
 	tw.Flush()
+	if len(in.Sites) > 0 {
+		// Every site serves the page and shows the whole cluster on it
+		// (status_peers): one address is enough to print.
+		fmt.Fprintf(w, "status page: http://%s/\n", in.Sites[0].HTTP)
+	}
 	fmt.Fprintf(w, "table %q; client sites: %s\n", in.Table, strings.Join(in.ClientSites(), ", "))
 	if in.Insecure {
 		fmt.Fprintln(w, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")

@@ -172,6 +172,10 @@ func TestClusterCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "china") {
 		t.Errorf("cluster up does not list the client site china:\n%s", r.stdout)
 	}
+	// It prints its first site's status page, which answers.
+	if in, err := cluster.ReadInfo(dir); err != nil || !strings.Contains(r.stdout, "status page: http://"+in.Sites[0].HTTP+"/\n") || !httpOK("http://"+in.Sites[0].HTTP+"/") {
+		t.Errorf("cluster up does not print a status page that answers (%v):\n%s", err, r.stdout)
+	}
 	// Every connection below is mutual TLS, with the certificates cluster
 	// up wrote; the sites' configs name them.
 	if !strings.Contains(r.stdout, "mutual TLS: CA and certificates in "+filepath.Join(dir, "tls")) {

@@ -283,7 +283,17 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 			peers[wire.NodeID(id)] = addr
 		}
 	}
-	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP,
+	// Every other site's HTTP address, so that each site's status page
+	// shows the whole cluster. The supervisor and the sites share the
+	// machine's loopback, so no emulated link delays these fetches: the
+	// page shows the WAN in the round trips the nodes measure instead.
+	statusPeers := map[string]string{}
+	for _, o := range c.info.Sites {
+		if o.Name != s.Name {
+			statusPeers[o.Name] = o.HTTP
+		}
+	}
+	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
 		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync}
 	if !c.opts.Insecure {
 		cfg.TLS = server.TLSFiles(certs.NodeFiles(certs.ClusterDir(c.opts.Dir), s.Name))

@@ -91,6 +91,9 @@ func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 	if tb.mode == wire.ModePush || need > 1 {
 		entry := wire.Entry{TS: ts, Key: m.Key, Value: m.Value}
 		for _, s := range tb.secondaries {
+			if need > 1 {
+				n.timePushSent(tb, s, ts)
+			}
 			n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: entry, Ack: need > 1})
 			n.metrics.PushesSent++
 			n.metrics.EntriesSent++

@@ -82,6 +82,7 @@ func (n *Node) pushAcked(from wire.NodeID, m *wire.PushAck) {
 		return
 	}
 	n.metrics.PushAcksReceived++
+	n.timePushAck(tb, from, m.High)
 	n.noteHigh(tb, from, m.High)
 }
 

@@ -109,6 +109,10 @@ type Metrics struct {
 	StorageErrors                  int64
 	LastStorageError               string
 	Tablets                        []TabletStatus
+	// Links are the smoothed round trips to the peers the node replicates
+	// with, sorted by peer (see LinkStatus): a secondary's to its
+	// primaries, a primary's to the secondaries that acknowledge pushes.
+	Links []LinkStatus
 }
 
 // TabletStatus describes one tablet replica.
@@ -131,6 +135,8 @@ type Node struct {
 	tables  map[string]*table
 	byID    map[uint64]*table
 	metrics Metrics
+	// links holds the round trip to each replication peer (volatile).
+	links map[wire.NodeID]*linkRTT
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
 	// recentPuts holds the last recentPutsMax Puts received, by sender
@@ -212,6 +218,14 @@ type tablet struct {
 	// for an acknowledgement revealed a gap, so the pull that fills it is
 	// acknowledged with a PushAck.
 	pulling, ackPull bool
+	// Secondary only, volatile: the pull being timed (rtt.go), its Since
+	// and when it was sent, and whether it was sent again unanswered.
+	pullTimed, pullResent bool
+	pullSince             hlc.Timestamp
+	pullSent              time.Time
+	// Primary only, volatile: the pushes with Ack set that each secondary
+	// has not acknowledged yet, oldest first, timed (rtt.go).
+	pushTimed map[wire.NodeID][]timedPush
 	// repaired is the largest timestamp of a version written by read
 	// repair (durable). Versions at or below it are applied only over an
 	// older version of their key.
@@ -237,6 +251,7 @@ func (n *Node) Start(env node.Env) error {
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
 	n.recentPuts = map[putID]struct{}{}
+	n.links = map[wire.NodeID]*linkRTT{}
 	eng := env.Engine()
 	if v, ok, err := eng.Get(revealedKey); err != nil {
 		return fmt.Errorf("replica: read revealed timestamp: %w", err)
@@ -330,6 +345,7 @@ func (n *Node) addTable(l wire.Layout) *table {
 		}
 		if tb.isPrimary {
 			tb.acked = map[wire.NodeID]hlc.Timestamp{}
+			tb.pushTimed = map[wire.NodeID][]timedPush{}
 		} else {
 			// A random phase keeps the secondaries of many tablets from
 			// pulling in lockstep.
@@ -356,6 +372,7 @@ func (n *Node) Metrics() Metrics {
 		}
 	}
 	sortTabletStatus(m.Tablets)
+	m.Links = n.linkStatus()
 	return m
 }
 
@@ -383,7 +400,7 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.PullRequest:
 		n.env.Send(from, n.servePull(from, m))
 	case *wire.PullReply:
-		n.applyPull(m)
+		n.applyPull(from, m)
 	case *wire.Push:
 		n.applyPush(m)
 	case *wire.PushAck:

@@ -17,6 +17,7 @@ import (
 
 func (n *Node) requestPull(tb *tablet) {
 	tb.pulling = true
+	n.timePullSent(tb, tb.high)
 	n.env.Send(tb.primary, &wire.PullRequest{Tablet: tb.ref, Since: tb.high})
 }
 
@@ -165,11 +166,12 @@ func (n *Node) snapshot(tb *tablet, reply *wire.PullReply) *wire.PullReply {
 
 // applyPull applies a pull reply at a secondary: the versions in
 // (our high, reply.High], in timestamp order, in one synced batch.
-func (n *Node) applyPull(m *wire.PullReply) {
+func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 	tb := n.tablet(m.Tablet)
 	if tb == nil || tb.isPrimary {
 		return
 	}
+	n.timePullReply(tb, from, m)
 	tb.pulling = false
 	if m.Code != wire.OK {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)

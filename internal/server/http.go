@@ -31,6 +31,8 @@ func (s *Server) httpHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s.Status())
 	})
+	mux.HandleFunc("GET /{$}", s.servePage)
+	mux.HandleFunc("GET /cluster", s.serveCluster)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		WritePrometheus(w, s.Status(), time.Now())
@@ -128,6 +130,18 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 			}
 			lag := float64(now.UnixNano()-t.High.WallNanos) / 1e9
 			fmt.Fprintf(w, "cosla_tablet_replication_lag_seconds{node=%q,table=%q,tablet=\"%d\"} %.6f\n", n.ID, t.Table, t.Ref.Tablet, lag)
+		}
+	}
+	fmt.Fprintf(w, "# HELP cosla_link_rtt_seconds The node's smoothed round trip to a replication peer (RFC 6298 SRTT over pulls and acknowledged pushes, the peer's fsync included).\n# TYPE cosla_link_rtt_seconds gauge\n")
+	for _, n := range st.Nodes {
+		for _, l := range n.Metrics.Links {
+			fmt.Fprintf(w, "cosla_link_rtt_seconds{node=%q,peer=%q} %.6f\n", n.ID, l.Peer, l.RTT.Seconds())
+		}
+	}
+	fmt.Fprintf(w, "# HELP cosla_link_rtt_samples_total Round trips to a replication peer that the node measured.\n# TYPE cosla_link_rtt_samples_total counter\n")
+	for _, n := range st.Nodes {
+		for _, l := range n.Metrics.Links {
+			fmt.Fprintf(w, "cosla_link_rtt_samples_total{node=%q,peer=%q} %d\n", n.ID, l.Peer, l.Samples)
 		}
 	}
 	tr := st.Transport

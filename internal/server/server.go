@@ -2,8 +2,9 @@
 // process. Each node is the pure replica of package replica, run by
 // package host on its own goroutine, with its data in Pebble on disk (a Put
 // is fsynced before it is acknowledged) and its messages on gRPC streams.
-// The process also serves /metrics (Prometheus text format), /healthz and
-// /status over HTTP.
+// The process also serves, over HTTP, a status page at / (page.html), the
+// JSON behind it at /cluster, /metrics (Prometheus text format), /healthz
+// and /status.
 package server
 
 import (
@@ -47,11 +48,17 @@ type Options struct {
 	// Listen is the TCP address of the gRPC listener that other processes
 	// and clients connect to, e.g. "127.0.0.1:7100". Required.
 	Listen string `yaml:"listen"`
-	// HTTPListen is the address of the HTTP listener for /metrics,
-	// /healthz and /status; an address without a host (":7180") listens
-	// on loopback only. It is plain HTTP: expose it beyond the machine
-	// by naming a host. Default: none.
+	// HTTPListen is the address of the HTTP listener for the status page
+	// (/), /cluster, /metrics, /healthz and /status; an address without a
+	// host (":7180") listens on loopback only. It is plain HTTP: expose it
+	// beyond the machine by naming a host. Default: none.
 	HTTPListen string `yaml:"http_listen"`
+	// StatusPeers maps other sites to their processes' HTTP addresses
+	// (host:port): /cluster, and so the status page, shows their /status
+	// beside this process's, fetched when asked with a short timeout
+	// (peerStatusTimeout). `cosla cluster up` fills it with every other
+	// site. Default: none, the page shows this site only.
+	StatusPeers map[string]string `yaml:"status_peers"`
 	// DataDir holds one Pebble store per node, in DataDir/<node name>.
 	// Required.
 	DataDir string `yaml:"data_dir"`
@@ -155,6 +162,14 @@ func (o *Options) Validate() error {
 			return bad("peers: %q is at this process's own site", id)
 		}
 	}
+	for site, addr := range o.StatusPeers {
+		if _, _, err := net.SplitHostPort(addr); site == "" || strings.Contains(site, "/") || err != nil {
+			return bad("status_peers: %q -> %q: want site -> host:port", site, addr)
+		}
+		if site == o.Site {
+			return bad("status_peers: %q is this process's own site", site)
+		}
+	}
 	ro := replica.Options(o.Replica)
 	if err := ro.Validate(); err != nil {
 		return bad("replica: %v", err)
@@ -174,6 +189,11 @@ type Server struct {
 
 	// overloaded counts client requests refused at a full mailbox.
 	overloaded atomic.Int64
+	// recent keeps the process's last log records at warn level and
+	// above, for Status.
+	recent *recentLog
+	// peerClient fetches the status peers' /status for /cluster.
+	peerClient *http.Client
 
 	mu      sync.RWMutex
 	nodes   map[wire.NodeID]*hosted
@@ -194,10 +214,16 @@ func Start(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	// Every logger of the process derives from opts.Logger: wrapped here,
+	// before anything logs, the ring sees the nodes', the transport's and
+	// Pebble's warnings too.
+	recent := &recentLog{}
+	opts.Logger = slog.New(newTeeHandler(opts.Logger.Handler(), recent))
 	log := opts.Logger
 	log.Info("cosla serve: starting", "site", opts.Site, "nodes", opts.Nodes, "listen", opts.Listen,
-		"http_listen", opts.HTTPListen, "data_dir", opts.DataDir, "peers", len(opts.Peers))
-	s := &Server{opts: opts, nodes: map[wire.NodeID]*hosted{}, started: time.Now()}
+		"http_listen", opts.HTTPListen, "data_dir", opts.DataDir, "peers", len(opts.Peers), "status_peers", len(opts.StatusPeers))
+	s := &Server{opts: opts, nodes: map[wire.NodeID]*hosted{}, started: time.Now(), recent: recent,
+		peerClient: &http.Client{Timeout: peerStatusTimeout}}
 	serverOpts, tlsConfig, err := transportSecurity(opts)
 	if err != nil {
 		return nil, err
@@ -342,6 +368,7 @@ func (s *Server) Close() {
 		_ = s.http.Shutdown(ctx)
 		cancel()
 	}
+	s.peerClient.CloseIdleConnections()
 	if s.grpc != nil {
 		s.grpc.Stop()
 	}
@@ -372,18 +399,27 @@ type NodeStatus struct {
 
 // Status is what /status reports of the process.
 type Status struct {
-	Site      string              `json:"site"`
-	Addr      string              `json:"addr"`
+	Site string `json:"site"`
+	Addr string `json:"addr"`
+	// Time is when the snapshot was taken, by the process's clock: the
+	// "now" that a secondary's staleness (now minus its high timestamp)
+	// and the operation rates between two snapshots are taken from.
+	Time      time.Time           `json:"time"`
 	UptimeSec float64             `json:"uptime_sec"`
 	Nodes     []NodeStatus        `json:"nodes"`
 	Transport host.TransportStats `json:"transport"`
 	// Overloaded counts client requests answered wire.Overloaded.
 	Overloaded int64 `json:"overloaded"`
+	// RecentErrors are the process's last log records at warn level and
+	// above (at most recentErrorsMax), oldest first.
+	RecentErrors []LogRecord `json:"recent_errors"`
 }
 
 // Status returns a snapshot of every node's metrics and tablets.
 func (s *Server) Status() Status {
-	st := Status{Site: s.opts.Site, Addr: s.Addr(), UptimeSec: time.Since(s.started).Seconds(), Transport: s.transport.Stats(), Overloaded: s.overloaded.Load()}
+	now := time.Now()
+	st := Status{Site: s.opts.Site, Addr: s.Addr(), Time: now, UptimeSec: now.Sub(s.started).Seconds(), Transport: s.transport.Stats(),
+		Overloaded: s.overloaded.Load(), RecentErrors: s.recent.snapshot()}
 	s.mu.RLock()
 	ids := make([]wire.NodeID, 0, len(s.nodes))
 	for id := range s.nodes {

@@ -34,6 +34,8 @@ func TestValidate(t *testing.T) {
 		{"neither tls nor insecure", func(o *Options) { o.Insecure = false }, "tls"},
 		{"tls without ca", func(o *Options) { o.Insecure, o.TLS = false, TLSFiles{Cert: "c.pem", Key: "k.pem"} }, "tls"},
 		{"tls and insecure", func(o *Options) { o.TLS = TLSFiles{Cert: "c.pem", Key: "k.pem", CA: "ca.pem"} }, "insecure"},
+		{"status peer without port", func(o *Options) { o.StatusPeers = map[string]string{"us": "127.0.0.1"} }, "status_peers"},
+		{"status peer at own site", func(o *Options) { o.StatusPeers = map[string]string{"england": "127.0.0.1:7180"} }, "status_peers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
