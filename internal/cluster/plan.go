@@ -210,6 +210,14 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		for _, n := range other.Nodes {
 			cfg.Peers[wire.NodeID(other.Site+"/"+n)] = other.Addr
 		}
+		// The status page shows the sites whose HTTP it can reach: on
+		// loopback, only its own.
+		if opts.HTTPPublic {
+			if cfg.StatusPeers == nil {
+				cfg.StatusPeers = map[string]string{}
+			}
+			cfg.StatusPeers[other.Site] = other.HTTP
+		}
 	}
 	if !opts.Insecure {
 		files, err := copyTLS(certs.NodeFiles(res.TLSDir, h.Site), h.Dir)

@@ -85,10 +85,26 @@ func TestPlan(t *testing.T) {
 		t.Errorf("table to create: %+v; want %+v", spec, want)
 	}
 
-	// Planning again keeps the authority.
+	if len(opts.StatusPeers) != 0 {
+		t.Errorf("status peers %v with HTTP on loopback", opts.StatusPeers)
+	}
+
+	// Planning again keeps the authority; with HTTP on the hosts'
+	// addresses, each status page names the other sites'.
 	ca, _ := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
-	if _, err := Plan(PlanOptions{Dir: dir, Topology: topo, Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.4"}}); err != nil {
+	if _, err := Plan(PlanOptions{Dir: dir, Topology: topo, HTTPPublic: true, Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.4"}}); err != nil {
 		t.Fatal(err)
+	}
+	var us server.Options
+	data, err = os.ReadFile(filepath.Join(dir, "hosts", "us", "serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &us); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"england": "10.0.0.1:7180", "india": "10.0.0.4:7180"}; us.HTTPListen != "10.0.0.2:7180" || !reflect.DeepEqual(us.StatusPeers, want) {
+		t.Errorf("us with --http-public: http %s, status peers %v; want 10.0.0.2:7180 and %v", us.HTTPListen, us.StatusPeers, want)
 	}
 	if again, _ := os.ReadFile(filepath.Join(dir, "hosts", "us", "ca.pem")); string(again) != string(ca) {
 		t.Error("planning again made a new authority")
