@@ -320,11 +320,11 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		return fmt.Errorf("cluster: start site %s: %w", s.Name, err)
 	}
 	logFile.Close()
-	s.PID = cmd.Process.Pid
 	c.mu.Lock()
+	s.PID = cmd.Process.Pid
 	c.procs[s.Name] = cmd
 	c.mu.Unlock()
-	c.opts.Logger.Info("cluster: started site", "site", s.Name, "pid", s.PID, "addr", s.Addr)
+	c.opts.Logger.Info("cluster: started site", "site", s.Name, "pid", cmd.Process.Pid, "addr", s.Addr)
 	return nil
 }
 
@@ -385,7 +385,13 @@ func (c *Cluster) createTable(ctx context.Context) error {
 }
 
 // Info returns the description the cluster wrote to its directory.
-func (c *Cluster) Info() Info { return c.info }
+func (c *Cluster) Info() Info {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in := c.info
+	in.Sites = slices.Clone(c.info.Sites)
+	return in
+}
 
 // SetLink changes the emulated link between two sites, both ways.
 func (c *Cluster) SetLink(a, b string, s wan.Settings) error {
@@ -444,6 +450,8 @@ func (c *Cluster) Restart(ctx context.Context, site string) error {
 	if err := waitHealthy(ctx, c.info.Sites[i].HTTP); err != nil {
 		return fmt.Errorf("cluster: site %s did not restart: %w", site, err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return writeInfo(&c.info)
 }
 
@@ -477,7 +485,11 @@ type Status struct {
 // timestamps.
 func (c *Cluster) Status(ctx context.Context) Status {
 	st := Status{Dir: c.opts.Dir, Topology: c.info.Topology}
-	for _, s := range c.info.Sites {
+	// A restart writes a site's PID while the control API asks.
+	c.mu.Lock()
+	sites := slices.Clone(c.info.Sites)
+	c.mu.Unlock()
+	for _, s := range sites {
 		ss := SiteStatus{Name: s.Name, PID: s.PID}
 		var serve server.Status
 		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {

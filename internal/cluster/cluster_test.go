@@ -237,6 +237,32 @@ func TestOneSiteDirect(t *testing.T) {
 	if cs := st.Sites[0].Serve.Nodes[0].Commit; cs.Syncs < 1 || cs.Events < 2 {
 		t.Fatalf("commit stats %+v, want at least one sync covering the two events", cs)
 	}
+
+	// A crash and a restart while the status is asked for, as the
+	// control API may be: the race detector watches the site's PID.
+	if err := c.Crash("local"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := make(chan error, 1)
+	go func() { restarted <- c.Restart(ctx, "local") }()
+	for asking := true; asking; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatal(err)
+			}
+			asking = false
+		default:
+			c.Status(ctx)
+			c.Info()
+		}
+	}
+	if pid := c.Info().Sites[0].PID; pid == info.Sites[0].PID || pid == 0 {
+		t.Errorf("after the restart the site's PID is %d, before %d", pid, info.Sites[0].PID)
+	}
+	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
+		t.Errorf("after the restart: Get = %q, %v; want the acknowledged v", v, err)
+	}
 }
 
 // strongSession opens a client at site and a session on table whose Gets
