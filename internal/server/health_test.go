@@ -81,10 +81,23 @@ func TestHealthReportsFailedNode(t *testing.T) {
 	if strings.Contains(body, "england/r1") {
 		t.Errorf("/healthz names the healthy node: %q", body)
 	}
+	// /status keeps the node, saying why it stopped.
+	var failed *NodeStatus
+	for _, n := range srv.Status().Nodes {
+		if n.ID == id {
+			failed = &n
+		}
+	}
+	if failed == nil || !strings.Contains(failed.Failed, "input/output error") {
+		t.Errorf("/status after the failure: %+v; want england/r9 with its error", failed)
+	}
 	_, metrics := get("/metrics")
 	for _, want := range []string{`cosla_node_failed{node="england/r1"} 0`, `cosla_node_failed{node="england/r9"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 		}
+	}
+	if strings.Contains(metrics, `cosla_replica_puts_total{node="england/r9"}`) {
+		t.Errorf("/metrics reports counters of the failed node:\n%s", metrics)
 	}
 }

@@ -96,7 +96,11 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter := func(name, help string, value func(NodeStatus) int64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
 		for _, n := range st.Nodes {
-			fmt.Fprintf(w, "%s{node=%q} %d\n", name, n.ID, value(n))
+			// A failed node's counters are unknown, not zero: a series
+			// that fell to zero would read as a reset.
+			if n.Failed == "" {
+				fmt.Fprintf(w, "%s{node=%q} %d\n", name, n.ID, value(n))
+			}
 		}
 	}
 	counter("cosla_replica_puts_total", "Puts received.", func(n NodeStatus) int64 { return n.Metrics.Puts })

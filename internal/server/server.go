@@ -8,6 +8,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -395,6 +396,9 @@ type NodeStatus struct {
 	Metrics replica.Metrics  `json:"metrics"`
 	Dropped int64            `json:"mailbox_dropped"`
 	Commit  host.CommitStats `json:"commit"`
+	// Failed says why the node stopped, when its storage failed; its
+	// Metrics are then empty (it answers nothing until a restart).
+	Failed string `json:"failed,omitempty"`
 }
 
 // Status is what /status reports of the process.
@@ -433,7 +437,7 @@ func (s *Server) Status() Status {
 		s.mu.RUnlock()
 		ns := NodeStatus{ID: id, Dropped: h.node.Dropped(), Commit: h.node.CommitStats()}
 		if err := h.node.Do(func(node.Handler) { ns.Metrics = h.replica.Metrics() }); err != nil {
-			continue
+			ns.Failed = cmp.Or(h.node.Err(), h.engine.Err(), err).Error()
 		}
 		st.Nodes = append(st.Nodes, ns)
 	}
