@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -143,6 +142,9 @@ type Config struct {
 	// nodes; nodes not reached by then are dialed again when used.
 	// Default 5s.
 	ConnectTimeout time.Duration
+	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
+	// share of recent Gets that met each subSLA. Default 1m.
+	SLAWindow time.Duration
 	// Logger receives the client's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -159,9 +161,6 @@ type Client struct {
 	// closed is closed by Close: calls waiting for the core give up.
 	closed    chan struct{}
 	closeOnce sync.Once
-
-	mu      sync.Mutex
-	metrics Metrics
 }
 
 // Open connects a client to every node, waiting at most
@@ -211,6 +210,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		MaxKeyBytes:      cfg.MaxKeyBytes,
 		MaxValueBytes:    cfg.MaxValueBytes,
 		MaxSessions:      cfg.MaxSessions,
+		SLAWindow:        cfg.SLAWindow,
 		MeasureOnOpen:    true,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
@@ -638,12 +638,6 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, 
 	if err == nil {
 		err = r.err
 	}
-	c.mu.Lock()
-	c.metrics.Puts++
-	if err != nil {
-		c.metrics.PutErrors++
-	}
-	c.mu.Unlock()
 	return r.r.TS, err
 }
 
@@ -717,6 +711,13 @@ type Result struct {
 	// TuneP is the tuner's probability of a QUORUM read when this Get's
 	// level was drawn (WithTuner).
 	TuneP float64
+	// Staleness is the client's estimate, when the reply came, of how far
+	// the replica read (with several, the freshest) trailed the tablet's
+	// primary: zero for the primary, else the client's clock (or a newer
+	// high timestamp seen of the tablet) less HighTS; see
+	// ReplicaEstimate. It is zero, and unknown, while HighTS is: no reply
+	// came, or the replica has yet to receive anything of the tablet.
+	Staleness time.Duration
 }
 
 // ReplicaRead is one replica's answer to a Get of several replicas: its
@@ -737,27 +738,28 @@ func (r Result) Utility() float64 {
 // "seconds.nanoseconds,logical".
 func (r Result) MarshalJSON() ([]byte, error) {
 	out := struct {
-		Met             int     `json:"met"`
-		SubSLA          string  `json:"sub_sla,omitempty"`
-		Consistency     string  `json:"consistency,omitempty"`
-		Utility         float64 `json:"utility"`
-		Found           bool    `json:"found"`
-		RTTMS           float64 `json:"rtt_ms"`
-		Node            string  `json:"node"`
-		Primary         bool    `json:"primary"`
-		VersionTS       string  `json:"version_ts"`
-		HighTS          string  `json:"high_ts"`
-		Strategy        string  `json:"strategy"`
-		Target          int     `json:"target"`
-		ExpectedUtility float64 `json:"expected_utility"`
-		Retried         bool    `json:"retried"`
-		Hedged          bool    `json:"hedged"`
-		Level           int     `json:"level"`
-		Replies         []any   `json:"replies,omitempty"`
-		Quorum          bool    `json:"quorum,omitempty"`
-		Repaired        int     `json:"repaired,omitempty"`
-		DelayMS         float64 `json:"delay_ms,omitempty"`
-		TuneP           float64 `json:"tune_p,omitempty"`
+		Met             int      `json:"met"`
+		SubSLA          string   `json:"sub_sla,omitempty"`
+		Consistency     string   `json:"consistency,omitempty"`
+		Utility         float64  `json:"utility"`
+		Found           bool     `json:"found"`
+		RTTMS           float64  `json:"rtt_ms"`
+		Node            string   `json:"node"`
+		Primary         bool     `json:"primary"`
+		VersionTS       string   `json:"version_ts"`
+		HighTS          string   `json:"high_ts"`
+		Strategy        string   `json:"strategy"`
+		Target          int      `json:"target"`
+		ExpectedUtility float64  `json:"expected_utility"`
+		Retried         bool     `json:"retried"`
+		Hedged          bool     `json:"hedged"`
+		Level           int      `json:"level"`
+		Replies         []any    `json:"replies,omitempty"`
+		Quorum          bool     `json:"quorum,omitempty"`
+		Repaired        int      `json:"repaired,omitempty"`
+		DelayMS         float64  `json:"delay_ms,omitempty"`
+		TuneP           float64  `json:"tune_p,omitempty"`
+		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
@@ -776,6 +778,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if r.Met >= 0 {
 		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
+	}
+	if !r.HighTS.IsZero() {
+		ms := float64(r.Staleness) / float64(time.Millisecond)
+		out.StalenessMS = &ms
 	}
 	return json.Marshal(out)
 }
@@ -807,78 +813,11 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
 		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP}
-	c.recordGet(res, err)
+		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
+		Staleness: g.Staleness}
 	if err != nil {
 		res.Met = -1
 		return nil, res, err
 	}
 	return g.Value, res, nil
-}
-
-// Metrics counts a client's operations and what its Gets delivered.
-type Metrics struct {
-	Puts, PutErrors int64
-	Gets            int64
-	// Met counts Gets by the subSLA they met, keyed by its text form
-	// ("read-my-writes 300ms 1"); Unmet counts Gets that met none.
-	Met   map[string]int64
-	Unmet int64
-	// RTT is the monitor's round-trip estimate per node.
-	RTT []clientcore.RTTEstimate
-	// Probes counts the monitor's probes sent (Pileus 4.5).
-	Probes uint64
-}
-
-func (c *Client) recordGet(r Result, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.metrics.Gets++
-	if err != nil || r.Met < 0 {
-		c.metrics.Unmet++
-		return
-	}
-	if c.metrics.Met == nil {
-		c.metrics.Met = map[string]int64{}
-	}
-	c.metrics.Met[r.SubSLA.String()]++
-}
-
-// Metrics returns a snapshot of the client's counters and round-trip
-// estimates.
-func (c *Client) Metrics() (Metrics, error) {
-	c.mu.Lock()
-	m := c.metrics
-	m.Met = maps.Clone(c.metrics.Met)
-	c.mu.Unlock()
-	type monitor struct {
-		rtt    []clientcore.RTTEstimate
-		probes uint64
-	}
-	mon, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- monitor) {
-		ch <- monitor{core.RTTEstimates(), core.ProbesSent()}
-	})
-	if err != nil {
-		return Metrics{}, err
-	}
-	m.RTT, m.Probes = mon.rtt, mon.probes
-	return m, nil
-}
-
-// WritePrometheus writes the metrics in the Prometheus text exposition
-// format. SLA outcomes and round-trip estimates are the client's to
-// report: a storage node never sees the SLA of the Gets it serves.
-func (m Metrics) WritePrometheus(w io.Writer) {
-	fmt.Fprintf(w, "# HELP cosla_client_puts_total Puts issued, and those that failed.\n# TYPE cosla_client_puts_total counter\n")
-	fmt.Fprintf(w, "cosla_client_puts_total{outcome=\"ok\"} %d\ncosla_client_puts_total{outcome=\"error\"} %d\n", m.Puts-m.PutErrors, m.PutErrors)
-	fmt.Fprintf(w, "# HELP cosla_client_gets_total Gets by the subSLA they met.\n# TYPE cosla_client_gets_total counter\n")
-	for _, sub := range slices.Sorted(maps.Keys(m.Met)) {
-		fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=%q} %d\n", sub, m.Met[sub])
-	}
-	fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=\"none\"} %d\n", m.Unmet)
-	fmt.Fprintf(w, "# HELP cosla_client_rtt_seconds The monitor's mean round trip per node (Pileus 4.5).\n# TYPE cosla_client_rtt_seconds gauge\n")
-	for _, r := range m.RTT {
-		fmt.Fprintf(w, "cosla_client_rtt_seconds{node=%q,samples=\"%d\"} %.6f\n", r.Node, r.Samples, r.Mean.Seconds())
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_probes_total Probes the monitor sent (Pileus 4.5).\n# TYPE cosla_client_probes_total counter\ncosla_client_probes_total %d\n", m.Probes)
 }

@@ -156,6 +156,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	operations := fs.Uint64("operations", 0, "stop after this many operations (default: the workload's operationcount)")
 	load := fs.Bool("load", true, "insert the records before the run phase")
 	seed := fs.Uint64("seed", 1, "seed of the operation sequence")
+	metricsListen := fs.String("metrics-listen", "", "serve the cosla client's Prometheus metrics (SLA shares, RTT and staleness per replica) at http://ADDR/metrics during the run; an ADDR without a host (:9464) is on loopback")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: cosla bench [flags]
        cosla bench compare [flags]   (run "cosla bench compare -h")
@@ -198,6 +199,9 @@ Flags:`)
 	isCosla := *target == bench.SystemCosla || *target == bench.SystemCoslaNoFsync
 	if isCosla && *connect != "" {
 		return usagef("--connect is for %s; cosla is reached through --dir or --config", adapters.StoreNames())
+	}
+	if !isCosla && *metricsListen != "" {
+		return usagef("--metrics-listen serves a cosla client's metrics: it is for targets %s and %s", bench.SystemCosla, bench.SystemCoslaNoFsync)
 	}
 	for _, name := range []string{"config", "sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair"} {
 		if set[name] && *target != bench.SystemCosla {
@@ -262,6 +266,14 @@ Flags:`)
 	tg, opts, err := systems[0].Plan(ctx, loop, readStrength, writeStrength)
 	if err != nil {
 		return err
+	}
+	if *metricsListen != "" {
+		addr, stop, err := bench.ServeMetrics(*metricsListen, tg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(stderr, "cosla bench: client metrics at http://%s/metrics\n", addr)
 	}
 	opts.Clients, opts.Duration, opts.Load, opts.Seed = *clients, *duration, *load, *seed
 	opts.ProgressInterval = 5 * time.Second

@@ -66,6 +66,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"no clients", []string{"bench", "--target", "redis", "--clients", "0"}},
 		{"stray argument", []string{"bench", "--target", "redis", "extra"}},
 		{"bad sla", []string{"bench", "--sla", "sometimes", "--dir", dir}},
+		{"metrics-listen for redis", []string{"bench", "--target", "redis", "--metrics-listen", ":0"}},
 
 		{"compare unknown target", []string{"bench", "compare", "--targets", "cosla,oracle"}},
 		{"compare target twice", []string{"bench", "compare", "--targets", "redis,etcd,redis"}},

@@ -260,6 +260,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
 	fmt.Fprintf(w, "  from %s (%s) in %.1f ms; version %s, replica high %s\n", res.Node, role,
 		float64(res.RTT)/float64(time.Millisecond), res.VersionTS, res.HighTS)
+	if !res.Primary && !res.HighTS.IsZero() {
+		fmt.Fprintf(w, "  estimated staleness %.1f ms behind the primary\n", float64(res.Staleness)/float64(time.Millisecond))
+	}
 	if res.Level > 1 {
 		fmt.Fprintf(w, "  read %d replicas, the newest version winning:\n", res.Level)
 		for _, r := range res.Replies {

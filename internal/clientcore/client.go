@@ -147,6 +147,10 @@ type Options struct {
 	// MaxSessions bounds the sessions open at once; BeginSession beyond
 	// it fails with ErrTooManySessions. Default 10000.
 	MaxSessions int
+	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
+	// share of recent Gets that met each subSLA, in slaWindowBuckets
+	// steps. Default 1m.
+	SLAWindow time.Duration
 }
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
@@ -181,6 +185,9 @@ func (o Options) EnsureDefaults() Options {
 	if o.MaxValueBytes == 0 {
 		o.MaxValueBytes = 1 << 20
 	}
+	if o.SLAWindow == 0 {
+		o.SLAWindow = time.Minute
+	}
 	return o
 }
 
@@ -209,6 +216,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.ClockUncertainty must not be negative, got %s", o.ClockUncertainty)
 	case o.MaxSessions < 0:
 		return fmt.Errorf("clientcore: Options.MaxSessions must not be negative, got %d", o.MaxSessions)
+	case o.SLAWindow <= 0:
+		return fmt.Errorf("clientcore: Options.SLAWindow must be positive, got %s", o.SLAWindow)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
 		return fmt.Errorf("clientcore: Options.MaxKeyBytes and MaxValueBytes must be positive, got %d and %d", o.MaxKeyBytes, o.MaxValueBytes)
 	}
@@ -256,6 +265,13 @@ type Client struct {
 	tuners map[Tune]*tuner
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
+	// started is when Start ran: the SLA window's buckets count from it.
+	started time.Time
+	// Counters of Metrics: Puts and Gets carried out, Gets by the subSLA
+	// met (its text form), and per SLA (slas, in the order first seen).
+	puts, putErrors, gets, unmet int64
+	met                          map[string]int64
+	slas                         []*slaRecord
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -283,6 +299,9 @@ func (c *Client) Start(env node.Env) error {
 	c.tables = map[string]*Table{}
 	c.rtt = map[wire.NodeID]*rttStats{}
 	c.tuners = map[Tune]*tuner{}
+	c.started = env.Now()
+	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
+	c.met, c.slas = nil, nil
 	env.After(c.probeTick(), probeTimer{})
 	return nil
 }
@@ -298,8 +317,39 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	if !ok || p.to != "" && p.to != from {
 		return // a late reply to a request that timed out
 	}
+	if !answers(p.request, m) {
+		// A node that answers a Get with a PutReply is broken or hostile;
+		// the request waits for its real answer or its timeout.
+		c.env.Logger().Warn("clientcore: a reply of the wrong kind", "from", from, "request", fmt.Sprintf("%T", p.request), "reply", fmt.Sprintf("%T", m))
+		return
+	}
 	delete(c.pending, req)
 	p.onReply(from, m)
+}
+
+// answers says whether reply is of the kind that answers request.
+func answers(request, reply wire.Msg) bool {
+	switch request.(type) {
+	case *wire.CreateTableRequest:
+		_, ok := reply.(*wire.CreateTableReply)
+		return ok
+	case *wire.DeleteTableRequest:
+		_, ok := reply.(*wire.DeleteTableReply)
+		return ok
+	case *wire.TableInfoRequest:
+		_, ok := reply.(*wire.TableInfoReply)
+		return ok
+	case *wire.PutRequest:
+		_, ok := reply.(*wire.PutReply)
+		return ok
+	case *wire.GetRequest:
+		_, ok := reply.(*wire.GetReply)
+		return ok
+	case *wire.ProbeRequest:
+		_, ok := reply.(*wire.ProbeReply)
+		return ok
+	}
+	return false
 }
 
 func replyReq(m wire.Msg) (uint64, bool) {
@@ -343,14 +393,16 @@ func (c *Client) Fire(timer any) {
 // pending is an outstanding request. to is the node it went to, or "" for
 // requests that accept a reply from any node.
 type pending struct {
-	to        wire.NodeID
+	to wire.NodeID
+	// request is what was sent: only a reply of its kind answers it.
+	request   wire.Msg
 	onReply   func(from wire.NodeID, m wire.Msg)
 	onTimeout func()
 }
 
 // send sends a request and registers its continuation, with a timeout.
 func (c *Client) send(to wire.NodeID, m wire.Msg, req uint64, timeout time.Duration, p *pending) {
-	p.to = to
+	p.to, p.request = to, m
 	c.pending[req] = p
 	c.env.After(timeout, timeoutTimer{req})
 	c.env.Send(to, m)

@@ -101,8 +101,11 @@ type replicaState struct {
 	primary bool
 	rtt     *rttStats // shared by all tablets on the node
 	// high is the largest high timestamp the node has reported for this
-	// tablet (Pileus 4.5).
-	high hlc.Timestamp
+	// tablet (Pileus 4.5); heard is when it last reported one, and lag
+	// the replica's staleness then (see staleness).
+	high  hlc.Timestamp
+	heard time.Time
+	lag   time.Duration
 	// lastContact is when the client last heard from this replica; the
 	// monitor probes replicas it has not heard from for a while.
 	lastContact time.Time
@@ -119,10 +122,12 @@ type replicaState struct {
 	shiftSent time.Time
 }
 
-// observeHigh records a high timestamp reported by the replica.
-func (r *replicaState) observeHigh(ts hlc.Timestamp, at time.Time) {
+// observeHigh records a high timestamp reported by replica r of tv, and
+// the replica's staleness as of the report.
+func (c *Client) observeHigh(tv *tabletView, r *replicaState, ts hlc.Timestamp) {
 	r.high = hlc.Max(r.high, ts)
-	r.lastContact = at
+	r.lastContact, r.heard = c.env.Now(), c.env.Now()
+	r.lag = staleness(tv, r.high, r.primary, c.env.WallNanos())
 }
 
 // Adaptive probing, beyond the paper. Pileus 6.1: "If the latency to a
@@ -212,9 +217,10 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 // (Pileus 4.5; under Options.AdaptiveProbing, 6.1).
 func (c *Client) ProbesSent() uint64 { return c.probesSent }
 
-// RTTEstimate is the monitor's view of one node's round-trip time.
+// RTTEstimate is the monitor's view of one node's round-trip time: the
+// mean of the samples in its window (Pileus 4.5).
 type RTTEstimate struct {
-	Node    wire.NodeID
+	Node    string
 	Mean    time.Duration
 	Samples int
 }
@@ -225,7 +231,7 @@ func (c *Client) RTTEstimates() []RTTEstimate {
 	out := make([]RTTEstimate, 0, len(c.rtt))
 	for _, id := range sortedKeys(c.rtt) {
 		s := c.rtt[id]
-		out = append(out, RTTEstimate{Node: id, Mean: s.mean(), Samples: s.size})
+		out = append(out, RTTEstimate{Node: string(id), Mean: s.mean(), Samples: s.size})
 	}
 	return out
 }

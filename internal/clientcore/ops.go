@@ -92,6 +92,12 @@ type GetResult struct {
 	// TuneP is the tuner's probability of QUORUM when the Get's level was
 	// drawn (Policy.Tune), zero without the tuner.
 	TuneP float64
+	// Staleness is the client's estimate, when the reply came, of how far
+	// the replica read (with several, the freshest) trailed the tablet's
+	// primary: ReplicaEstimate.Staleness for HighTS. It is zero when the
+	// primary answered, and while HighTS is zero (no reply came, or the
+	// replica has received nothing of the tablet).
+	Staleness time.Duration
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -145,6 +151,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		strategy = o.Strategy
 	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	done = c.countGet(agreement, tv, done)
 	read, delay := s.policy.Read, s.policy.Delay
 	var tn *tuner
 	switch {
@@ -219,6 +226,20 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		}
 	})
 	return nil
+}
+
+// countGet wraps a Get's done: it estimates the staleness of what was
+// read and counts the Get's outcome under agreement for Metrics.
+func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult, error)) func(GetResult, error) {
+	return func(r GetResult, err error) {
+		r.Staleness = staleness(tv, r.HighTS, r.Primary, c.env.WallNanos())
+		met := r.Met
+		if err != nil {
+			met = -1
+		}
+		c.recordGet(agreement, met)
+		done(r, err)
+	}
 }
 
 // newQuorum prepares a Get of several replicas.
@@ -315,7 +336,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 			reply := m.(*wire.GetReply)
 			c.observeRTT(r, sent)
 			if reply.Code == wire.OK {
-				r.observeHigh(reply.HighTS, c.env.Now())
+				c.observeHigh(g.tv, r, reply.HighTS)
 			}
 			if g.finished {
 				return // the other request of a hedged Get answered first
@@ -519,6 +540,7 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 		return fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
 	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	done = c.countPut(done)
 	level := write.draw(c.env.Rand())
 	if err := level.Check(len(tv.replicas)); err != nil {
 		return fmt.Errorf("%w: write %w", ErrInvalid, err)
@@ -551,7 +573,7 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 			}
 			// Pileus 4.5: a Put's timestamp is a lower bound on the
 			// primary's high timestamp.
-			r.observeHigh(reply.TS, c.env.Now())
+			c.observeHigh(tv, r, reply.TS)
 			res.TS, res.Acks = reply.TS, int(reply.Acks)
 			s.recordPut(key, reply.TS)
 			if reply.Code == wire.QuorumTimeout {
@@ -568,11 +590,22 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 	return nil
 }
 
+// countPut wraps a Put's done to count its outcome for Metrics.
+func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
+	return func(r PutResult, err error) {
+		c.puts++
+		if err != nil {
+			c.putErrors++
+		}
+		done(r, err)
+	}
+}
+
 // probe asks a replica for its high timestamp, measuring the round trip.
 // finished, if not nil, is called when the probe is answered or times out;
 // a probe already in flight is not repeated, and then finished is not
 // called.
-func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
+func (c *Client) probe(tv *tabletView, r *replicaState, finished func()) {
 	if r.probing {
 		return
 	}
@@ -580,13 +613,13 @@ func (c *Client) probe(ref wire.TabletRef, r *replicaState, finished func()) {
 	c.probesSent++
 	sent := c.env.Now()
 	req := c.newReq()
-	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: ref}, req, c.opts.ProbeTimeout, &pending{
+	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: tv.ref}, req, c.opts.ProbeTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
 			mean, measured := r.rtt.mean(), r.rtt.size > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
-				r.observeHigh(reply.HighTS, c.env.Now())
+				c.observeHigh(tv, r, reply.HighTS)
 			}
 			if finished != nil {
 				finished()
@@ -617,7 +650,7 @@ func (c *Client) probeIdle() {
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
 				if now.Sub(r.lastContact) >= c.probeInterval(r) {
-					c.probe(t.tablets[i].ref, r, nil)
+					c.probe(&t.tablets[i], r, nil)
 				}
 			}
 		}

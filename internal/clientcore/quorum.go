@@ -79,7 +79,7 @@ func (c *Client) getQuorum(q *quorumCall) {
 				reply := m.(*wire.GetReply)
 				c.observeRTT(r, sent)
 				if reply.Code == wire.OK {
-					r.observeHigh(reply.HighTS, c.env.Now())
+					c.observeHigh(q.tv, r, reply.HighTS)
 				}
 				if q.finished {
 					return
@@ -145,12 +145,7 @@ func (c *Client) finishQuorum(q *quorumCall) {
 		q.tuner.readDone(len(q.targets), res.RTT)
 	}
 	if q.sampleOne {
-		// The ONE read would have been stale only if the newer version's
-		// Put had completed before the read began (CPQ 2's Gamma counts
-		// no other): a version ordered more than a round trip to the
-		// primary before the read began almost surely had.
-		one, settled := q.replies[0], hlc.FromTime(q.startWall-int64(q.tv.replicas[0].rtt.mean()))
-		q.tuner.observe(newest.Found && (!one.Found || one.VersionTS.Less(newest.VersionTS)) && !settled.Less(newest.VersionTS))
+		q.tuner.sample(q)
 	}
 	strong := primary
 	if !strong && q.tv.quorumStrong(len(q.targets)) {

@@ -83,7 +83,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 			for _, r := range t.tablets[i].replicas {
 				if !r.probing {
 					outstanding++
-					c.probe(t.tablets[i].ref, r, finished)
+					c.probe(&t.tablets[i], r, finished)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -182,6 +183,29 @@ type HostTarget struct {
 	// table. Default 30s.
 	OpenTimeout time.Duration
 	Logger      *slog.Logger
+
+	// open holds the groups' clients that are open, in the order opened,
+	// for Metrics.
+	mu   sync.Mutex
+	open []*hostClient
+}
+
+// Metrics returns a snapshot of the client core of each group open on
+// the target, in the order they were opened (clientcore.Client.Metrics,
+// taken on the core's goroutine): none between runs. It may be called
+// from any goroutine.
+func (t *HostTarget) Metrics() []clientcore.Metrics {
+	t.mu.Lock()
+	open := slices.Clone(t.open)
+	t.mu.Unlock()
+	var out []clientcore.Metrics
+	for _, c := range open {
+		var m clientcore.Metrics
+		if err := c.node.Do(func(node.Handler) { m = c.core.Metrics() }); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ParallelOpen implements ParallelTarget: each group's client is its own.
@@ -208,7 +232,7 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	opts := g.Cosla.Client
 	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
 	opts.MeasureOnOpen = true
-	c := &hostClient{loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
+	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])
 	c.id = topology.NodeID(g.Site, "driver-"+hex.EncodeToString(nonce[:]))
@@ -249,10 +273,14 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 		c.Close()
 		return nil, err
 	}
+	t.mu.Lock()
+	t.open = append(t.open, c)
+	t.mu.Unlock()
 	return c, nil
 }
 
 type hostClient struct {
+	target    *HostTarget
 	loop      *Loop
 	id        wire.NodeID
 	core      *clientcore.Client
@@ -275,6 +303,10 @@ func (c *hostClient) Begin(string) (Session, error) {
 }
 
 func (c *hostClient) Close() {
+	t := c.target
+	t.mu.Lock()
+	t.open = slices.DeleteFunc(t.open, func(o *hostClient) bool { return o == c })
+	t.mu.Unlock()
 	c.node.Stop()
 	c.transport.Close()
 }
