@@ -94,3 +94,32 @@ func ExampleClient_Get_unmet() {
 	fmt.Println(value == nil, res.Met, errors.Is(err, cosla.ErrSLAUnmet))
 	// Output: true -1 true
 }
+
+// A client of a cluster whose sites run on their own hosts reads its
+// configuration from the file `cosla cluster plan` wrote: the client's
+// site, every node's address and the client certificate. (No Output: it
+// needs such a cluster.)
+func ExampleLoadConfig() {
+	ctx := context.Background()
+	cfg, err := cosla.LoadConfig("plan/client/client.yaml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.Site = "china" // where this client runs, if not the file's site
+	c, err := cosla.Open(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	table, err := c.OpenTable(ctx, "usertable")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cart, _ := sla.Preset("shopping-cart")
+	s, err := c.BeginSession(table, cart)
+	if err != nil {
+		log.Fatal(err)
+	}
+	value, result, err := c.Get(ctx, s, "cart")
+	fmt.Println(string(value), result.SubSLA, err)
+}
