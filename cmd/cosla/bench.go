@@ -318,6 +318,7 @@ func runBenchCompare(args []string, stdout, stderr io.Writer) error {
 	clusterDir := fs.String("cluster-dir", "", "directory of a running cosla cluster (cosla cluster up) for target cosla (default: start a one-site cluster)")
 	site := fs.String("site", "", "client site on --cluster-dir's cluster (default: its first site)")
 	table := fs.String("table", "", "table on --cluster-dir's cluster (default: the table it created)")
+	config := fs.String("config", "", "client config file of a running cosla cluster on several hosts (see cosla cluster plan), instead of --cluster-dir")
 	var connect stringList
 	fs.Var(&connect, "connect", "NAME=ADDRS: use the servers of store NAME that you run at the comma-separated ADDRS instead of starting them; repeatable ("+connectHelp()+")")
 	out := fs.String("out", "", "directory for report.md, report.html, "+report.BenchFileName+" and plots/ (a latency CDF per operation kind, throughput against clients)")
@@ -330,7 +331,7 @@ Runs one YCSB workload through the same driver on several stores, one run after 
 each --clients count, for each --read strength, each of --targets. Each store is started once
 (or reached at --connect) and stopped at the end; the records are loaded into each once. cosla
 and cosla-nofsync are one-site clusters started here (a storage node, no emulated network;
-cosla-nofsync never fsyncs), unless --cluster-dir names a running one for cosla.
+cosla-nofsync never fsyncs), unless --cluster-dir (or --config) names a running one for cosla.
 
 Prints a table per client count: a row per run with the store and the options its reads and
 writes used (see "cosla bench -h"), ops/s, p50 and p99 latency per operation kind, and the first
@@ -386,15 +387,17 @@ Flags:`)
 		case !slices.Contains(names, name):
 			return usagef("--connect %q: %s is not among --targets", c, name)
 		case name == bench.SystemCosla || name == bench.SystemCoslaNoFsync:
-			return usagef("--connect %q: cosla is reached through --cluster-dir", c)
+			return usagef("--connect %q: cosla is reached through --cluster-dir or --config", c)
 		}
 		addrs[name] = splitList(list)
 	}
 	switch {
-	case *clusterDir != "" && !slices.Contains(names, bench.SystemCosla):
-		return usagef("--cluster-dir is for target cosla, which --targets lacks")
-	case (*site != "" || *table != "") && *clusterDir == "":
-		return usagef("--site and --table choose on a running cluster: give --cluster-dir")
+	case (*clusterDir != "" || *config != "") && !slices.Contains(names, bench.SystemCosla):
+		return usagef("--cluster-dir and --config are for target cosla, which --targets lacks")
+	case *clusterDir != "" && *config != "":
+		return usagef("--cluster-dir or --config: give one")
+	case (*site != "" || *table != "") && *clusterDir == "" && *config == "":
+		return usagef("--site and --table choose on a running cluster: give --cluster-dir or --config")
 	}
 	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: writeStrength,
 		Duration: *duration, Operations: *operations, Load: *load, Seed: *seed, Log: stderr}
@@ -413,7 +416,7 @@ Flags:`)
 	systems, closeAll, err := openSystems(ctx, names, func(name string) bench.SystemOptions {
 		o := bench.SystemOptions{Dir: serverDir, Connect: addrs[name], OpenTimeout: *timeout}
 		if name == bench.SystemCosla {
-			o.ClusterDir, o.Site, o.Table = *clusterDir, *site, *table
+			o.ClusterDir, o.ClientConfig, o.Site, o.Table = *clusterDir, *config, *site, *table
 		}
 		return o
 	}, stderr)

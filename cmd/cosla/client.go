@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/sla"
@@ -71,34 +70,16 @@ type target struct {
 // resolveTarget reads the cluster in f.dir, or the client config file
 // f.config, and checks the flags against it, filling in the defaults.
 func resolveTarget(f *clientFlags) (*target, error) {
-	tg := &target{site: f.site, table: f.table}
-	if f.config != "" {
-		file, err := clientfile.Load(f.config)
-		if err != nil {
-			return nil, err
-		}
-		if tg.config, err = cosla.LoadConfig(f.config); err != nil {
-			return nil, err
-		}
-		tg.site = cmp.Or(tg.site, file.Site)
-		tg.config.Site = tg.site
-		tg.table = cmp.Or(tg.table, file.Table)
-		if tg.table == "" {
-			return nil, usagef("--table: %s names no table; give one", f.config)
-		}
-	} else {
-		info, err := cluster.ReadInfo(f.dir)
-		if err != nil {
-			return nil, err
-		}
-		tg.site = cmp.Or(tg.site, info.DefaultSite)
-		if _, err := info.NodesFor(tg.site); err != nil {
-			return nil, usageError{err.Error()}
-		}
-		if tg.config, err = info.ClientConfig(tg.site); err != nil {
-			return nil, err
-		}
-		tg.table = cmp.Or(tg.table, info.Table)
+	a, err := cluster.Reach(f.dir, f.config)
+	if err != nil {
+		return nil, err
+	}
+	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table)}
+	if tg.table == "" {
+		return nil, usagef("--table: %s names no table; give one", f.config)
+	}
+	if tg.config, err = a.Config(tg.site); err != nil {
+		return nil, usageError{err.Error()}
 	}
 	gets, err := coslaGets(f)
 	if err != nil {

@@ -122,6 +122,28 @@ func TestSeveralHosts(t *testing.T) {
 		t.Fatalf("bench: %d operations, %d errors; want 400 and 0; %s", res.Run.Operations, res.Run.Errors, r)
 	}
 	t.Logf("china: bench workload a, 4 clients: %d operations, %d errors", res.Run.Operations, res.Run.Errors)
+
+	// The consistency benchmark, its writer at england and its reader at
+	// india in worker processes that read the same config.
+	out := t.TempDir()
+	r = inClient(3*time.Minute, "measure", "run", "--target", "cosla", "--config", config, "--writer-site", "england", "--reader-site", "india",
+		"--placement", "processes", "--duration", "3s", "--write-every", "500ms", "--read-hz", "20", "--out", out, "--json")
+	wantExit(t, r, 0)
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &summary); err != nil {
+		t.Fatalf("measure run --json: %v; %s", err, r)
+	}
+	reads := 0.0
+	for k, v := range summary {
+		if n, ok := v.(float64); ok && strings.HasPrefix(k, "reads_") {
+			reads += n
+		}
+	}
+	if reads == 0 {
+		t.Fatalf("measure run: no reads analysed; %s", r)
+	}
+	t.Logf("measure run, the writer at england and the reader at india in worker processes: %.0f reads analysed, read-your-writes violations %v, monotonic-read violations %v",
+		reads, summary["ryw_violation_fraction"], summary["mr_violation_fraction"])
 }
 
 // startSite starts a site's serve process and waits until it says it

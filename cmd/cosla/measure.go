@@ -78,6 +78,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory for trace.jsonl, trace.csv and report.json (required)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary instead of the text report")
 	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster (target cosla)")
+	config := fs.String("config", "", "client config file of a cluster on several hosts (target cosla; see cosla cluster plan), instead of --cluster-dir")
 	writerSite := fs.String("writer-site", "", "site of the writers (target cosla; default: the cluster's first site)")
 	readerSite := fs.String("reader-site", "", "site of the readers (target cosla; default: the writers' site)")
 	lag := fs.Duration("lag", 100*time.Millisecond, "replica lag of the in-memory store (target mem)")
@@ -145,7 +146,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	}
 	w.Policy = policy
 	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out, Connect: splitList(*connect),
-		ClusterDir: *clusterDir, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
+		ClusterDir: *clusterDir, ClientConfig: *config, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
 		ClientHz: *clientHz, ReadFraction: *readFraction, Spawn: spawnWorker(stderr), Log: stderr,
 		Command: "cosla measure run " + strings.Join(args, " ")}
 	if *sweep != "" {
@@ -194,7 +195,7 @@ func spawnWorker(stderr io.Writer) func(context.Context, mrun.WorkerConfig) (mru
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, self, "measure", "worker", "--target", w.Target, "--cluster-dir", w.ClusterDir,
+		cmd := exec.CommandContext(ctx, self, "measure", "worker", "--target", w.Target, "--cluster-dir", w.ClusterDir, "--config", w.ClientConfig,
 			"--site", w.Site, "--connect", strings.Join(w.Connect, ","), "--spec", string(specJSON),
 			"--start-us", strconv.FormatInt(w.StartUS, 10), "--trace", w.TracePath)
 		cmd.Stderr = stderr
@@ -214,6 +215,7 @@ func runMeasureWorker(args []string, stderr io.Writer) error {
 	target := fs.String("target", "", "store: cosla, redis, etcd or postgres")
 	connect := fs.String("connect", "", "comma-separated addresses of the store's servers, as measure run --connect takes them")
 	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster")
+	config := fs.String("config", "", "client config file of a cluster on several hosts, instead of --cluster-dir")
 	site := fs.String("site", "", "site of the client")
 	specJSON := fs.String("spec", "", "the role, as JSON (mrun.RoleSpec)")
 	startUS := fs.Int64("start-us", 0, "CLOCK_REALTIME microseconds at which the run's schedule starts")
@@ -221,7 +223,7 @@ func runMeasureWorker(args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w := mrun.WorkerConfig{Target: *target, Connect: splitList(*connect), ClusterDir: *clusterDir, Site: *site,
+	w := mrun.WorkerConfig{Target: *target, Connect: splitList(*connect), ClusterDir: *clusterDir, ClientConfig: *config, Site: *site,
 		StartUS: *startUS, TracePath: *tracePath}
 	if err := json.Unmarshal([]byte(*specJSON), &w.Spec); err != nil {
 		return usagef("--spec: %v", err)

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/adapters"
-	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
-	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/topology"
@@ -216,32 +214,15 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 	if len(s.def.SLA) == 0 {
 		s.def = coslaWeak
 	}
-	var err error
 	switch {
-	case name == SystemCosla && o.ClientConfig != "":
-		f, err := clientfile.Load(o.ClientConfig)
+	case name == SystemCosla && (o.ClientConfig != "" || o.ClusterDir != ""):
+		a, err := cluster.Reach(o.ClusterDir, o.ClientConfig)
 		if err != nil {
 			return nil, err
 		}
-		if !f.Insecure {
-			if s.tls, err = certs.Load(f.TLS); err != nil {
-				return nil, fmt.Errorf("bench: %s: %s: %w", name, o.ClientConfig, err)
-			}
-		}
-		s.site, s.table = cmp.Or(s.site, f.Site), cmp.Or(s.table, f.Table)
-		s.nodes = func(string) (map[string]string, error) { return f.Nodes, nil }
+		s.nodes, s.tls, s.site, s.table = a.Nodes, a.TLS, cmp.Or(s.site, a.DefaultSite), cmp.Or(s.table, a.Table)
 		if s.table == "" {
 			return nil, fmt.Errorf("%w: %s: %s names no table", ErrInvalid, name, o.ClientConfig)
-		}
-		return s, nil
-	case name == SystemCosla && o.ClusterDir != "":
-		info, err := cluster.ReadInfo(o.ClusterDir)
-		if err != nil {
-			return nil, err
-		}
-		s.nodes, s.site, s.table = info.NodesFor, cmp.Or(s.site, info.DefaultSite), cmp.Or(s.table, info.Table)
-		if s.tls, err = info.ClientTLS(); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", name, err)
 		}
 	default:
 		if o.Site != "" || o.Table != "" {
@@ -259,13 +240,15 @@ func openCosla(ctx context.Context, name string, o SystemOptions) (System, error
 		if err != nil {
 			return nil, fmt.Errorf("bench: starting %s: %w", name, err)
 		}
+		s.cluster = c
 		info := c.Info()
-		s.cluster, s.nodes, s.site, s.table = c, info.NodesFor, info.DefaultSite, info.Table
-		if s.tls, err = info.ClientTLS(); err != nil {
+		a, err := info.Access()
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("bench: %s: %w", name, err), s.Close())
 		}
+		s.nodes, s.tls, s.site, s.table = a.Nodes, a.TLS, a.DefaultSite, a.Table
 	}
-	if _, err = s.nodes(s.site); err != nil {
+	if _, err := s.nodes(s.site); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %s: %w", ErrInvalid, name, err), s.Close())
 	}
 	return s, nil

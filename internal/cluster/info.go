@@ -12,6 +12,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/clientfile"
 )
 
 // InfoFile is the name, in the cluster directory, of the file that
@@ -81,15 +82,68 @@ func (in *Info) ClientTLS() (*tls.Config, error) {
 // ClientConfig returns the configuration of a public client at site: the
 // node addresses from there, and TLS.
 func (in *Info) ClientConfig(site string) (cosla.Config, error) {
-	nodes, err := in.NodesFor(site)
+	a, err := in.Access()
 	if err != nil {
 		return cosla.Config{}, err
 	}
+	return a.Config(site)
+}
+
+// Access is how a client reaches a cluster: a local one (`cluster up`)
+// or one on several hosts (`cluster plan`'s client config file).
+type Access struct {
+	// Nodes returns the node addresses a client at site dials.
+	Nodes func(site string) (map[string]string, error)
+	// TLS is the client's certificate, nil for a cluster without TLS.
+	TLS *tls.Config
+	// DefaultSite and Table are the CLI's defaults: where a client runs
+	// and the table it uses unless told otherwise ("" if the config file
+	// names none).
+	DefaultSite, Table string
+}
+
+// Reach returns how to reach the cluster that the client config file
+// config describes (package clientfile), or, when config is "", the
+// local cluster running in dir. Every site's clients dial a planned
+// cluster's nodes at the same addresses.
+func Reach(dir, config string) (Access, error) {
+	if config != "" {
+		f, err := clientfile.Load(config)
+		if err != nil {
+			return Access{}, err
+		}
+		a := Access{DefaultSite: f.Site, Table: f.Table,
+			Nodes: func(string) (map[string]string, error) { return maps.Clone(f.Nodes), nil }}
+		if !f.Insecure {
+			if a.TLS, err = certs.Load(f.TLS); err != nil {
+				return Access{}, fmt.Errorf("%s: %w", config, err)
+			}
+		}
+		return a, nil
+	}
+	in, err := ReadInfo(dir)
+	if err != nil {
+		return Access{}, err
+	}
+	return in.Access()
+}
+
+// Access returns how a client reaches the cluster.
+func (in *Info) Access() (Access, error) {
 	tlsConfig, err := in.ClientTLS()
 	if err != nil {
+		return Access{}, err
+	}
+	return Access{Nodes: in.NodesFor, TLS: tlsConfig, DefaultSite: in.DefaultSite, Table: in.Table}, nil
+}
+
+// Config returns the configuration of a public client at site.
+func (a Access) Config(site string) (cosla.Config, error) {
+	nodes, err := a.Nodes(site)
+	if err != nil {
 		return cosla.Config{}, err
 	}
-	return cosla.Config{Site: site, Nodes: nodes, TLS: tlsConfig, Insecure: tlsConfig == nil}, nil
+	return cosla.Config{Site: site, Nodes: nodes, TLS: a.TLS, Insecure: a.TLS == nil}, nil
 }
 
 // ReadInfo reads the description of the cluster running in dir.

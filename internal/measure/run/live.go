@@ -36,30 +36,26 @@ type Cluster struct {
 	WriterSite, ReaderSite string
 }
 
-// OpenCluster describes the cluster running in dir (cluster.ReadInfo),
-// its table measured from writerSite (default: the cluster's first site)
-// and readerSite (default: writerSite).
-func OpenCluster(dir, writerSite, readerSite string) (*Cluster, error) {
-	info, err := cluster.ReadInfo(dir)
+// OpenCluster describes the cosla cluster of the client config file
+// config, or else the one running in dir (cluster.Reach), its table
+// measured from writerSite (default: the cluster's first site) and
+// readerSite (default: writerSite).
+func OpenCluster(dir, config, writerSite, readerSite string) (*Cluster, error) {
+	a, err := cluster.Reach(dir, config)
 	if err != nil {
 		return nil, err
 	}
-	if writerSite == "" {
-		writerSite = info.DefaultSite
-	}
-	if readerSite == "" {
-		readerSite = writerSite
-	}
+	writerSite = cmp.Or(writerSite, a.DefaultSite)
+	readerSite = cmp.Or(readerSite, writerSite)
 	for _, site := range []string{writerSite, readerSite} {
-		if _, err := info.NodesFor(site); err != nil {
+		if _, err := a.Nodes(site); err != nil {
 			return nil, err
 		}
 	}
-	tlsConfig, err := info.ClientTLS()
-	if err != nil {
-		return nil, err
+	if a.Table == "" {
+		return nil, fmt.Errorf("cosla measure: %s names no table", config)
 	}
-	return &Cluster{Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
+	return &Cluster{Nodes: a.Nodes, TLS: a.TLS, Table: a.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
 }
 
 // Name names the cluster as a store, for logs and reports.
@@ -239,11 +235,13 @@ func every(loop *driver.Loop, period time.Duration, fn func()) {
 type WorkerConfig struct {
 	// Target names the store (Targets); Connect lists the addresses of
 	// the parent's store (adapters.Remote's Addrs); ClusterDir is the
-	// cosla cluster's directory and Site the role's site (target cosla).
-	Target     string   `json:"target"`
-	Connect    []string `json:"connect,omitempty"`
-	ClusterDir string   `json:"cluster_dir,omitempty"`
-	Site       string   `json:"site,omitempty"`
+	// cosla cluster's directory, or ClientConfig its client config file,
+	// and Site the role's site (target cosla).
+	Target       string   `json:"target"`
+	Connect      []string `json:"connect,omitempty"`
+	ClusterDir   string   `json:"cluster_dir,omitempty"`
+	ClientConfig string   `json:"client_config,omitempty"`
+	Site         string   `json:"site,omitempty"`
 	Spec       RoleSpec `json:"spec"`
 	// StartUS is the Unix time in microseconds at which the schedule
 	// shared by every worker starts; TracePath the file of the role's
@@ -271,7 +269,7 @@ func Worker(ctx context.Context, w WorkerConfig) error {
 	var l live
 	switch {
 	case t.kind == kindCosla:
-		if l.cluster, err = OpenCluster(w.ClusterDir, w.Site, w.Site); err != nil {
+		if l.cluster, err = OpenCluster(w.ClusterDir, w.ClientConfig, w.Site, w.Site); err != nil {
 			return err
 		}
 	case t.kind == kindStore:

@@ -36,9 +36,9 @@ type Config struct {
 	// servers the user runs (adapters.Connect): the run measures them
 	// instead of starting its own.
 	Connect []string
-	// ClusterDir, WriterSite and ReaderSite locate a cosla cluster
-	// (OpenCluster).
-	ClusterDir, WriterSite, ReaderSite string
+	// ClusterDir or ClientConfig, WriterSite and ReaderSite locate a
+	// cosla cluster (OpenCluster).
+	ClusterDir, ClientConfig, WriterSite, ReaderSite string
 	// Lag is the replica lag of target mem.
 	Lag time.Duration
 	// Sweep, if set, runs a load sweep over these client counts instead
@@ -192,7 +192,7 @@ func Measure(ctx context.Context, c Config) (*ReportFile, error) {
 					addrs = r.Addrs()
 				}
 				lo.Spawn = func(ctx context.Context, wc WorkerConfig) (Process, error) {
-					wc.Target, wc.ClusterDir, wc.Connect = c.Target, c.ClusterDir, addrs
+					wc.Target, wc.ClusterDir, wc.ClientConfig, wc.Connect = c.Target, c.ClusterDir, c.ClientConfig, addrs
 					return c.Spawn(ctx, wc)
 				}
 			}
@@ -225,7 +225,7 @@ func Measure(ctx context.Context, c Config) (*ReportFile, error) {
 // open starts or connects to a live target, and names it.
 func (c *Config) open(ctx context.Context, t Target) (live, string, error) {
 	if t.kind == kindCosla {
-		cl, err := OpenCluster(c.ClusterDir, c.WriterSite, c.ReaderSite)
+		cl, err := OpenCluster(c.ClusterDir, c.ClientConfig, c.WriterSite, c.ReaderSite)
 		if err != nil {
 			return live{}, "", err
 		}
