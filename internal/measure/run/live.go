@@ -242,7 +242,7 @@ type WorkerConfig struct {
 	ClusterDir   string   `json:"cluster_dir,omitempty"`
 	ClientConfig string   `json:"client_config,omitempty"`
 	Site         string   `json:"site,omitempty"`
-	Spec       RoleSpec `json:"spec"`
+	Spec         RoleSpec `json:"spec"`
 	// StartUS is the Unix time in microseconds at which the schedule
 	// shared by every worker starts; TracePath the file of the role's
 	// trace.
