@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
@@ -21,9 +22,10 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide] [adaptive-probing]
+//	world [seed=N] [probes=hide] [adaptive-probing] [pull-batch-max=N]
 //	                                           build the world from the topology; adaptive-probing
-//	                                           sets the clients' Options.AdaptiveProbing
+//	                                           sets the clients' Options.AdaptiveProbing,
+//	                                           pull-batch-max the nodes' replica.Options.PullBatchMax
 //	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D] [write-level=L]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
@@ -38,6 +40,7 @@ import (
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
 //	crash NODE | restart NODE
+//	wipe NODE                                  crash a node and lose its storage (sim.Wipe)
 //	skew NODE D                                set a node's clock skew
 //	status NODE                                a storage node's tablets and high timestamps
 //	monitor NODE                               a client's probes sent and round-trip estimates
@@ -84,7 +87,11 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(sc.t, "seed", &seed)
 		}
 		sc.hideProbes = d.HasArg("probes")
-		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record,
+		var ropts replica.Options
+		if d.HasArg("pull-batch-max") {
+			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
+		}
+		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record, Replica: ropts,
 			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing")}})
 	case "create-table":
 		outcome, err = sc.createTable(d)
@@ -112,6 +119,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		err = sc.world.Sim.Crash(wire.NodeID(d.CmdArgs[0].Key))
 	case "restart":
 		err = sc.world.Sim.Restart(wire.NodeID(d.CmdArgs[0].Key))
+	case "wipe":
+		err = sc.world.Sim.Wipe(wire.NodeID(d.CmdArgs[0].Key))
 	case "skew":
 		var dur time.Duration
 		if dur, err = time.ParseDuration(d.CmdArgs[1].Key); err == nil {

@@ -315,7 +315,11 @@ func exercise(n *Node, env *fuzzEnv) map[wire.TabletRef]map[string]fuzzPut {
 			}
 			entry := wire.Entry{TS: next(2), Key: tb.start, Value: []byte("pulled")}
 			ask(tb.primary, &wire.PullReply{Tablet: ref, Since: tb.high, High: next(3), Entries: []wire.Entry{entry}, More: true})
-			ask(tb.primary, &wire.PullReply{Tablet: ref, Since: tb.truncated, High: next(5), Entries: []wire.Entry{entry}, Snapshot: true})
+			// A snapshot in two chunks, from the high the replica has now.
+			snap := next(5)
+			ask(tb.primary, &wire.PullReply{Tablet: ref, Since: tb.high, High: snap, Entries: []wire.Entry{entry}, More: true, Snapshot: true, SnapshotLast: entry.Key})
+			ask(tb.primary, &wire.PullReply{Tablet: ref, High: snap, Entries: []wire.Entry{{TS: snap, Key: entry.Key + "z", Value: []byte("snap")}},
+				Snapshot: true, InSnapshot: true, SnapshotAfter: entry.Key, SnapshotLast: entry.Key + "z"})
 			ask(tb.primary, &wire.Push{Tablet: ref, Prev: tb.lastUpdate, Entry: wire.Entry{TS: next(7), Key: "k", Value: []byte("pushed")}, Ack: true})
 			ask(fuzzClient, &wire.Repair{Tablet: ref, Entry: wire.Entry{TS: next(11), Key: "k", Value: []byte("repaired")}})
 		}

@@ -90,12 +90,15 @@ type Metrics struct {
 	PutsRejected int64
 	// Replication traffic: versions sent by a primary in pull replies and
 	// pushes, and versions applied by a secondary.
-	EntriesSent, EntriesApplied     int64
-	PushesSent, PushesIgnored       int64
-	GapsDetected                    int64 // pushes that arrived out of order
-	PullRepliesDiscarded            int64 // stale or duplicate pull replies
-	SnapshotsSent, SnapshotsApplied int64
-	LogEntriesTruncated             int64
+	EntriesSent, EntriesApplied int64
+	PushesSent, PushesIgnored   int64
+	GapsDetected                int64 // pushes that arrived out of order
+	PullRepliesDiscarded        int64 // stale or duplicate pull replies
+	// Snapshots (wire.PullReply) a primary started and a secondary
+	// completed, and their chunks sent and applied.
+	SnapshotsSent, SnapshotsApplied           int64
+	SnapshotChunksSent, SnapshotChunksApplied int64
+	LogEntriesTruncated                       int64
 	// Requests that named a table or tablet this node does not hold, or a
 	// key outside the addressed tablet.
 	RequestsForNoTable, RequestsForWrongTablet int64
@@ -209,6 +212,9 @@ type tablet struct {
 	// its log until every secondary has pulled again).
 	truncated hlc.Timestamp
 	acked     map[wire.NodeID]hlc.Timestamp
+	// Primary only, volatile: the high timestamp of the snapshot each
+	// secondary is being sent, until it pulls from the log again.
+	snapshots map[wire.NodeID]hlc.Timestamp
 	// waits are the Puts waiting for their write level, in timestamp
 	// order (volatile: a restarted primary has forgotten them, and their
 	// clients time out).
@@ -227,9 +233,12 @@ type tablet struct {
 	// has not acknowledged yet, oldest first, timed (rtt.go).
 	pushTimed map[wire.NodeID][]timedPush
 	// repaired is the largest timestamp of a version written by read
-	// repair (durable). Versions at or below it are applied only over an
-	// older version of their key.
+	// repair, or by a snapshot chunk above the snapshot's high timestamp
+	// (durable). Versions at or below it are applied only over an older
+	// version of their key.
 	repaired hlc.Timestamp
+	// Secondary only: the snapshot being received, or nil (volatile).
+	snap *snapshotProgress
 }
 
 // pullTimer fires a secondary's periodic pull.
@@ -345,6 +354,7 @@ func (n *Node) addTable(l wire.Layout) *table {
 		}
 		if tb.isPrimary {
 			tb.acked = map[wire.NodeID]hlc.Timestamp{}
+			tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
 			tb.pushTimed = map[wire.NodeID][]timedPush{}
 		} else {
 			// A random phase keeps the secondaries of many tablets from

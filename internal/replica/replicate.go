@@ -14,11 +14,40 @@ import (
 // every new version at once, tagged with the timestamp of the version
 // before it, so that a secondary applies pushes strictly in order and
 // repairs a gap with a pull.
+//
+// A secondary that lost its storage pulls from before the primary's log
+// truncation point, and receives a snapshot instead, in chunks no larger
+// than an ordinary pull reply (wire.PullReply): the latest version of
+// each key, in key order, with the snapshot's high timestamp S, the
+// primary's time when it served the first chunk. A chunk served later
+// reads each of its keys at or after S, so once the secondary has every
+// chunk it holds every version up to S, and versions newer than S besides;
+// it takes S as its high timestamp only then, and guards the newer ones
+// as read repair guards its versions (tablet.repaired), so that the
+// versions after S that it pulls next do not take a key back.
 
 func (n *Node) requestPull(tb *tablet) {
 	tb.pulling = true
 	n.timePullSent(tb, tb.high)
-	n.env.Send(tb.primary, &wire.PullRequest{Tablet: tb.ref, Since: tb.high})
+	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
+	if tb.snap != nil {
+		m.InSnapshot, m.SnapshotHigh, m.SnapshotAfter = true, tb.snap.high, tb.snap.last
+	}
+	n.env.Send(tb.primary, m)
+}
+
+// snapshotProgress is how far a secondary has got in receiving a snapshot
+// (volatile: a secondary that restarts pulls from its high timestamp,
+// zero, and is sent a new snapshot).
+type snapshotProgress struct {
+	// high is the snapshot's high timestamp, S.
+	high hlc.Timestamp
+	// last is the last key applied; the next chunk starts after it.
+	last string
+	// lastUpdate is the latest timestamp at or below S among the versions
+	// the chunks carried: the tablet's last update once the snapshot is
+	// complete.
+	lastUpdate hlc.Timestamp
 }
 
 // servePull answers a secondary's pull at the primary.
@@ -36,13 +65,22 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 	n.metrics.PullsServed++
 	if isSecondary(tb, from) {
 		// Secondaries apply pulled versions with a synced write before
-		// they ask again, so Since is durable there.
+		// they ask again, so Since is durable there. A secondary's high
+		// timestamp goes back only when it loses its storage (a pull
+		// duplicated and delivered late says so too, wrongly, until the
+		// next one): it no longer holds what it acknowledged. It stops
+		// counting toward write levels, and the log is kept from Since
+		// on, so that the pull after its snapshot finds it.
+		if acked, ok := tb.acked[from]; ok && m.Since.Less(acked) {
+			tb.acked[from] = m.Since
+		}
 		n.noteHigh(tb, from, m.Since)
 		n.truncateLog(tb)
 	}
-	if m.Since.Less(tb.truncated) {
-		return n.snapshot(tb, reply)
+	if m.InSnapshot || m.Since.Less(tb.truncated) {
+		return n.snapshot(tb, from, m, reply)
 	}
+	delete(tb.snapshots, from)
 	eng := n.env.Engine()
 	start := logKey(tb.ref, m.Since)
 	start = append(start, 0) // strictly after Since
@@ -135,31 +173,74 @@ func (n *Node) truncateLog(tb *tablet) {
 	tb.truncated = upTo
 }
 
-// snapshot fills reply with every key's latest version as of now.
-func (n *Node) snapshot(tb *tablet, reply *wire.PullReply) *wire.PullReply {
+// snapshot fills reply with a chunk of a snapshot (wire.PullReply): the
+// latest version of each key after the request's cursor, or, for a new
+// snapshot, from the first key, with a high timestamp of now. The chunk
+// ends as a log pull's batch does.
+func (n *Node) snapshot(tb *tablet, from wire.NodeID, m *wire.PullRequest, reply *wire.PullReply) *wire.PullReply {
+	usable := func(high hlc.Timestamp) bool {
+		// The log must hold every version after the snapshot's high
+		// timestamp, for the secondary to pull on from there once it has
+		// the snapshot, and this primary must have revealed it (it did
+		// not, if its storage was lost).
+		return !high.Less(tb.truncated) && !n.clock.Last().Less(high)
+	}
+	high, resume := m.SnapshotHigh, m.InSnapshot && usable(m.SnapshotHigh)
 	prefix := tabletPrefix(spaceData, tb.ref)
+	start := prefix
+	switch prev, ok := tb.snapshots[from]; {
+	case resume:
+		start = append(dataKey(tb.ref, m.SnapshotAfter), 0) // strictly after
+		reply.InSnapshot, reply.SnapshotAfter = true, m.SnapshotAfter
+		reply.SnapshotLast = m.SnapshotAfter
+	case ok && usable(prev) && !m.InSnapshot:
+		// The secondary asked again before the first chunk reached it
+		// (its pull timer fired) or it restarted: serve the snapshot it
+		// may be receiving from the start again, which it ignores if so,
+		// rather than a new one it would start over with.
+		high = prev
+	default:
+		var err error
+		if high, err = n.reveal(); err != nil {
+			return &wire.PullReply{Tablet: reply.Tablet, Since: reply.Since, Code: wire.StorageFailed}
+		}
+		if isSecondary(tb, from) {
+			tb.snapshots[from] = high
+		}
+		n.metrics.SnapshotsSent++
+	}
 	var scanErr error
-	err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, v []byte) bool {
+	batchBytes := 0
+	err := n.env.Engine().Scan(start, prefixEnd(prefix), func(k, v []byte) bool {
+		key := k[prefixLen:]
+		// As servePull's batch: PullBatchMax versions, or PullBatchBytes
+		// of keys and values past the first.
+		size := len(key) + len(v) - tsLen
+		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+size > n.opts.PullBatchBytes) {
+			reply.More = true
+			return false
+		}
+		batchBytes += size
 		ts, value, err := decodeVersion(v)
 		if err != nil {
 			scanErr = err
 			return false
 		}
-		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: string(k[prefixLen:]), Value: append([]byte(nil), value...)})
+		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: string(key), Value: append([]byte(nil), value...)})
 		return true
 	})
 	if err == nil {
 		err = scanErr
 	}
-	if err == nil {
-		reply.High, err = n.reveal()
-	}
 	if err != nil {
 		n.storageError(err)
 		return &wire.PullReply{Tablet: reply.Tablet, Since: reply.Since, Code: wire.StorageFailed}
 	}
-	reply.Snapshot = true
-	n.metrics.SnapshotsSent++
+	if len(reply.Entries) > 0 {
+		reply.SnapshotLast = reply.Entries[len(reply.Entries)-1].Key
+	}
+	reply.High, reply.Snapshot = high, true
+	n.metrics.SnapshotChunksSent++
 	n.metrics.EntriesSent += int64(len(reply.Entries))
 	return reply
 }
@@ -177,45 +258,37 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)
 		return
 	}
+	if m.Snapshot {
+		n.applySnapshot(tb, m)
+		return
+	}
 	// The reply covers (m.Since, m.High]. Our high only grows, so it is at
-	// least m.Since; if it already reaches m.High the reply is stale.
-	if !tb.high.Less(m.High) || (!m.Snapshot && tb.high.Less(m.Since)) {
+	// least m.Since; if it already reaches m.High the reply is stale. While
+	// a snapshot is being received only its chunks are applied: the high
+	// timestamp stays until the snapshot is complete.
+	if !tb.high.Less(m.High) || tb.high.Less(m.Since) || tb.snap != nil {
 		n.metrics.PullRepliesDiscarded++
 		return
 	}
 	var b storage.Batch
 	last := tb.lastUpdate
-	if m.Snapshot {
-		prefix := tabletPrefix(spaceData, tb.ref)
-		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
-			n.storageError(err)
-			return
-		}
-		last = hlc.Timestamp{}
-	}
 	applied := 0
 	if invariants.Enabled {
 		for i := 1; i < len(m.Entries); i++ {
-			invariants.Check(m.Entries[i-1].TS.Less(m.Entries[i].TS) || m.Snapshot,
+			invariants.Check(m.Entries[i-1].TS.Less(m.Entries[i].TS),
 				"pull reply for %s out of timestamp order: %s then %s", tb.ref, m.Entries[i-1].TS, m.Entries[i].TS)
 		}
 	}
 	for i := range m.Entries {
 		e := &m.Entries[i]
-		if !m.Snapshot && !tb.high.Less(e.TS) {
+		if !tb.high.Less(e.TS) {
 			continue
 		}
 		last = hlc.Max(last, e.TS)
-		if !m.Snapshot {
-			if skip, err := n.overRepaired(tb, e); err != nil {
-				return
-			} else if skip {
-				continue
-			}
+		if skip, err := n.overRepaired(tb, e); err != nil {
+			return
+		} else if skip {
+			continue
 		}
 		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
 		applied++
@@ -228,12 +301,120 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 		n.ackPush(tb)
 	}
 	n.metrics.EntriesApplied += int64(applied)
-	if m.Snapshot {
-		n.metrics.SnapshotsApplied++
-	}
 	if m.More {
 		n.requestPull(tb)
 	}
+}
+
+// applySnapshot applies a snapshot chunk at a secondary, in one synced
+// batch. The first chunk replaces the tablet's versions; the last one
+// sets the high timestamp to the snapshot's, and the secondary pulls on
+// from there at once. A chunk that does not continue the snapshot in
+// progress is stale and dropped, but for a first chunk newer than it: the
+// primary started over.
+func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
+	first := !m.InSnapshot
+	var stale bool
+	if first {
+		// A first chunk answers a pull from our high timestamp (as it is
+		// during a snapshot, zero). A pull from an older one, duplicated
+		// and delivered late, has its answer dropped here rather than
+		// replace a tablet that needs no snapshot.
+		stale = m.Since != tb.high || !tb.high.Less(m.High) || (tb.snap != nil && !tb.snap.high.Less(m.High))
+	} else {
+		stale = tb.snap == nil || tb.snap.high != m.High || tb.snap.last != m.SnapshotAfter
+	}
+	if stale {
+		n.metrics.PullRepliesDiscarded++
+		return
+	}
+	if invariants.Enabled {
+		for i := 1; i < len(m.Entries); i++ {
+			invariants.Check(m.Entries[i-1].Key < m.Entries[i].Key,
+				"snapshot chunk for %s out of key order: %q then %q", tb.ref, m.Entries[i-1].Key, m.Entries[i].Key)
+		}
+		if !first && len(m.Entries) > 0 {
+			invariants.Check(m.SnapshotAfter < m.Entries[0].Key,
+				"snapshot chunk for %s starts at %q, not after %q", tb.ref, m.Entries[0].Key, m.SnapshotAfter)
+		}
+	}
+	var b storage.Batch
+	var next snapshotProgress
+	repaired := tb.repaired
+	if first {
+		prefix := tabletPrefix(spaceData, tb.ref)
+		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
+			b.Delete(k)
+			return true
+		})
+		if err != nil {
+			n.storageError(err)
+			return
+		}
+		next.high = m.High
+		// The versions read repair wrote are gone with the rest.
+		repaired = hlc.Timestamp{}
+	} else {
+		next = *tb.snap
+	}
+	applied := 0
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if m.High.Less(e.TS) {
+			// Newer than the snapshot: like a version read repair
+			// wrote, it must not be replaced by an older version of its
+			// key, which the pull after the snapshot may bring.
+			repaired = hlc.Max(repaired, e.TS)
+		} else {
+			next.lastUpdate = hlc.Max(next.lastUpdate, e.TS)
+		}
+		if !first {
+			// Read repair may have written a newer version since the
+			// first chunk.
+			if skip, err := n.overRepaired(tb, e); err != nil {
+				return
+			} else if skip {
+				continue
+			}
+		}
+		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
+		applied++
+	}
+	next.last = m.SnapshotLast
+	if first || repaired != tb.repaired {
+		b.Set(metaKey(tb.ref, metaRepaired), appendTS(nil, repaired))
+	}
+	if !m.More {
+		// Complete: every key's latest version as of S, or a newer one.
+		if !n.commitReplicated(tb, &b, m.High, next.lastUpdate) {
+			return
+		}
+		tb.repaired, tb.snap = repaired, nil
+		n.metrics.SnapshotChunksApplied++
+		n.metrics.SnapshotsApplied++
+		n.metrics.EntriesApplied += int64(applied)
+		n.requestPull(tb)
+		return
+	}
+	if first && (!tb.high.IsZero() || !tb.lastUpdate.IsZero()) {
+		// A replica behind the log (restored from an old copy) no longer
+		// holds what its high timestamp promised; until the snapshot is
+		// complete it promises nothing. The high timestamp goes back
+		// here only, as it would have had the storage been lost.
+		b.Set(metaKey(tb.ref, metaHigh), appendTS(nil, hlc.Timestamp{}))
+		b.Set(metaKey(tb.ref, metaLast), appendTS(nil, hlc.Timestamp{}))
+	}
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		return
+	}
+	if first {
+		tb.high, tb.lastUpdate = hlc.Timestamp{}, hlc.Timestamp{}
+	}
+	tb.repaired, tb.snap = repaired, &next
+	n.metrics.SnapshotChunksApplied++
+	n.metrics.EntriesApplied += int64(applied)
+	n.requestPull(tb)
 }
 
 // applyPush applies a pushed version if it is the next one in order.
@@ -243,6 +424,15 @@ func (n *Node) applyPush(m *wire.Push) {
 		return
 	}
 	switch {
+	case tb.snap != nil:
+		// A snapshot is being received; the pull after it brings this
+		// version, and answers the acknowledgement asked for.
+		n.metrics.PushesIgnored++
+		tb.ackPull = tb.ackPull || m.Ack
+		if !tb.pulling {
+			n.requestPull(tb)
+		}
+		return
 	case !tb.high.Less(m.Entry.TS):
 		n.metrics.PushesIgnored++
 		if m.Ack {

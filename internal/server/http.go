@@ -114,6 +114,8 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_replica_level_timeouts_total", "Puts whose write level was not reached in time.", func(n NodeStatus) int64 { return n.Metrics.LevelTimeouts })
 	counter("cosla_replica_duplicate_puts_total", "Put requests received twice and applied once.", func(n NodeStatus) int64 { return n.Metrics.DuplicatePuts })
 	counter("cosla_replica_repairs_applied_total", "Read repairs applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.RepairsApplied })
+	counter("cosla_replica_snapshot_chunks_sent_total", "Snapshot chunks sent as a primary to secondaries that lost their storage.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksSent })
+	counter("cosla_replica_snapshot_chunks_applied_total", "Snapshot chunks applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksApplied })
 	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
 	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
 	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })

@@ -7,10 +7,11 @@
 // change at any time; messages between a pair of nodes arrive in the order
 // they were sent, as over a TCP connection. Nodes have a clock skew and a
 // service time with FIFO queueing, so a busy node saturates. Nodes crash
-// (losing volatile state and unsynced storage) and restart. Beyond
-// crashes, a link may deliver some messages twice (SetDuplicate), a node
-// may pause and resume, as a stopped process does (Pause), and a node's
-// disk may fail reads and writes (SetDiskErrors).
+// (losing volatile state and unsynced storage) and restart, or lose their
+// storage whole (Wipe). Beyond crashes, a link may deliver some messages
+// twice (SetDuplicate), a node may pause and resume, as a stopped process
+// does (Pause), and a node's disk may fail reads and writes
+// (SetDiskErrors).
 //
 // Beyond latency, the simulator can charge for where a real server's time
 // goes, so that throughput saturates where a real server's would: a
@@ -433,6 +434,22 @@ func (s *Sim) Crash(id wire.NodeID) error {
 	s.stats.Crashes++
 	s.tracef("crash %s", id)
 	s.crashDisk(n)
+	return nil
+}
+
+// Wipe crashes a node, if it is up, and replaces its storage with an
+// empty one, as a disk lost and swapped: Restart then starts it holding
+// nothing, not even its tables.
+func (s *Sim) Wipe(id wire.NodeID) error {
+	n, ok := s.nodes[id]
+	if !ok {
+		return fmt.Errorf("%w: wipe: unknown node %s", ErrConfig, id)
+	}
+	if err := s.Crash(id); err != nil {
+		return err
+	}
+	n.engine = storage.NewMem()
+	s.tracef("wipe %s", id)
 	return nil
 }
 

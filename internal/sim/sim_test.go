@@ -620,6 +620,23 @@ func TestCrashRestart(t *testing.T) {
 	}
 }
 
+// TestWipe: a wiped node restarts over empty storage, synced writes
+// gone, and is crashed first if it is up.
+func TestWipe(t *testing.T) {
+	w := newWorld(t, 1, "x")
+	w.add("b", "x", sim.NodeOptions{}, true)
+	w.at(0, func() { must(t, w.node("b").put("synced", "1", true)) })
+	w.at(time.Millisecond, func() { must(t, w.sim.Wipe("b")) })
+	w.at(2*time.Millisecond, func() { must(t, w.sim.Restart("b")) })
+	w.run(time.Second)
+	if v, ok, err := w.node("b").env.Engine().Get([]byte("synced")); err != nil || ok {
+		t.Errorf("after a wipe Get(synced) = %q, %v, %v; want it lost", v, ok, err)
+	}
+	if st := w.sim.Stats(); st.Crashes != 1 || st.Restarts != 1 {
+		t.Errorf("Stats = %+v, want 1 crash and 1 restart", st)
+	}
+}
+
 func TestCrashDropsQueuedMessages(t *testing.T) {
 	// A message that reached the node but waits in its service queue dies
 	// with the node, and the restarted node does not wait behind it.
@@ -731,6 +748,7 @@ func TestConfigErrors(t *testing.T) {
 		{"Heal unknown site", w.sim.Heal("a", "mars")},
 		{"Crash unknown node", w.sim.Crash("nobody")},
 		{"Restart unknown node", w.sim.Restart("nobody")},
+		{"Wipe unknown node", w.sim.Wipe("nobody")},
 		{"SetSkew unknown node", w.sim.SetSkew("nobody", time.Second)},
 		{"SetService unknown node", w.sim.SetService("nobody", sim.Latency{})},
 		{"SetService negative", w.sim.SetService("x", sim.Latency{Mean: -time.Millisecond})},

@@ -113,6 +113,9 @@ func (m *ProbeReply) String() string {
 }
 
 func (m *PullRequest) String() string {
+	if m.InSnapshot {
+		return fmt.Sprintf("Pull(tablet=%s since=%s snapshot=%s after=%q)", m.Tablet, m.Since, m.SnapshotHigh, m.SnapshotAfter)
+	}
 	return fmt.Sprintf("Pull(tablet=%s since=%s)", m.Tablet, m.Since)
 }
 
@@ -131,6 +134,12 @@ func (m *PullReply) String() string {
 	}
 	if m.Snapshot {
 		b.WriteString(" snapshot")
+	}
+	if m.InSnapshot {
+		fmt.Fprintf(&b, " after=%q", m.SnapshotAfter)
+	}
+	if m.Snapshot {
+		fmt.Fprintf(&b, " last=%q", m.SnapshotLast)
 	}
 	b.WriteString(codeSuffix(m.Code))
 	b.WriteString(")")

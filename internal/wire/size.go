@@ -168,14 +168,19 @@ func envelopeField(m Msg) (field, body int) {
 		return 21, body
 	case *PullRequest:
 		if m != nil {
-			body = msgField(1, refSize(m.Tablet)) + tsField(2, m.Since)
+			body = msgField(1, refSize(m.Tablet)) + tsField(2, m.Since) +
+				boolField(3, m.InSnapshot) + bytesField(5, len(m.SnapshotAfter))
+			if !m.SnapshotHigh.IsZero() {
+				body += tsField(4, m.SnapshotHigh) // left out when zero
+			}
 		}
 		return 22, body
 	case *PullReply:
 		if m != nil {
 			body = msgField(1, refSize(m.Tablet)) + uintField(2, uint64(m.Code)) +
 				tsField(3, m.Since) + tsField(4, m.High) +
-				boolField(6, m.More) + boolField(7, m.Snapshot)
+				boolField(6, m.More) + boolField(7, m.Snapshot) + boolField(8, m.InSnapshot) +
+				bytesField(9, len(m.SnapshotAfter)) + bytesField(10, len(m.SnapshotLast))
 			for i := range m.Entries {
 				body += msgField(5, entrySize(&m.Entries[i]))
 			}
@@ -226,7 +231,8 @@ func refSize(r TabletRef) int {
 	return uintField(1, r.Table) + uintField(2, uint64(int64(r.Tablet)))
 }
 
-// tsField is a Timestamp submessage, which Wrap always sets.
+// tsField is a Timestamp submessage, which Wrap always sets (but for
+// PullRequest.SnapshotHigh, set only when not zero).
 func tsField(field int, t hlc.Timestamp) int {
 	return msgField(field, uintField(1, uint64(t.WallNanos))+uintField(2, uint64(t.Logical)))
 }

@@ -548,9 +548,17 @@ type ProbeReply struct {
 }
 
 // PullRequest asks a primary for the versions after Since.
+//
+// A secondary receiving a snapshot (see PullReply) asks for its next
+// chunk with InSnapshot set: SnapshotHigh is the snapshot's high
+// timestamp, from its first chunk, and SnapshotAfter the last key the
+// secondary has applied; the primary goes on with the keys after it.
 type PullRequest struct {
-	Tablet TabletRef
-	Since  hlc.Timestamp
+	Tablet        TabletRef
+	Since         hlc.Timestamp
+	InSnapshot    bool
+	SnapshotHigh  hlc.Timestamp
+	SnapshotAfter string
 }
 
 // PullReply carries, in timestamp order, every version of the tablet with a
@@ -559,9 +567,19 @@ type PullRequest struct {
 // otherwise High is the timestamp of the last entry and More is true.
 //
 // When the primary has already discarded log entries after Since (the
-// secondary lost its storage), it sends a Snapshot instead: Entries then
-// hold the latest version of every key as of High, and the secondary
-// replaces its copy of the tablet with them.
+// secondary lost its storage), it sends a Snapshot instead, in chunks that
+// each stay within the batch limits of an ordinary reply. A snapshot has
+// a high timestamp S, the primary's time when it started, which every
+// chunk carries as High. A chunk holds, in key order, the latest version
+// of each key after SnapshotAfter (of every key from the first, on the
+// first chunk, which has InSnapshot unset) up to SnapshotLast, read when
+// the chunk was served: at or above its latest version as of S, perhaps
+// newer. More says that keys remain. The first chunk replaces the
+// secondary's copy of the tablet; once it has applied the last one it
+// holds every version up to S and takes S as its high timestamp.
+// Since, InSnapshot and SnapshotAfter repeat the request's, so that the
+// secondary can tell a chunk that continues its snapshot, or starts one
+// from its current high timestamp, from a stale one.
 type PullReply struct {
 	Tablet   TabletRef
 	Code     Code
@@ -570,6 +588,9 @@ type PullReply struct {
 	Entries  []Entry
 	More     bool
 	Snapshot bool
+	// Snapshot chunks only.
+	InSnapshot                  bool
+	SnapshotAfter, SnapshotLast string
 }
 
 // Push streams one new version from a primary to a secondary. Prev is the

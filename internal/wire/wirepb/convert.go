@@ -44,10 +44,16 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.ProbeReply:
 		e.Msg = &Envelope_ProbeReply{&ProbeReply{Req: m.Req, Code: uint32(m.Code), HighTs: tsPB(m.HighTS), Primary: m.Primary}}
 	case *wire.PullRequest:
-		e.Msg = &Envelope_PullRequest{&PullRequest{Tablet: refPB(m.Tablet), Since: tsPB(m.Since)}}
+		r := &PullRequest{Tablet: refPB(m.Tablet), Since: tsPB(m.Since), InSnapshot: m.InSnapshot, SnapshotAfter: m.SnapshotAfter}
+		if !m.SnapshotHigh.IsZero() {
+			// Left out of ordinary pulls, which keep their size.
+			r.SnapshotHigh = tsPB(m.SnapshotHigh)
+		}
+		e.Msg = &Envelope_PullRequest{r}
 	case *wire.PullReply:
 		r := &PullReply{Tablet: refPB(m.Tablet), Code: uint32(m.Code), Since: tsPB(m.Since), High: tsPB(m.High),
-			More: m.More, Snapshot: m.Snapshot, Entries: make([]*Entry, len(m.Entries))}
+			More: m.More, Snapshot: m.Snapshot, InSnapshot: m.InSnapshot, SnapshotAfter: m.SnapshotAfter, SnapshotLast: m.SnapshotLast,
+			Entries: make([]*Entry, len(m.Entries))}
 		for i, en := range m.Entries {
 			r.Entries[i] = entryPB(en)
 		}
@@ -123,11 +129,14 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 			m = &wire.ProbeReply{Req: r.GetReq(), Code: c, HighTS: tsWire(r.GetHighTs()), Primary: r.GetPrimary()}
 		}
 	case *Envelope_PullRequest:
-		m = &wire.PullRequest{Tablet: refWire(x.PullRequest.GetTablet()), Since: tsWire(x.PullRequest.GetSince())}
+		r := x.PullRequest
+		m = &wire.PullRequest{Tablet: refWire(r.GetTablet()), Since: tsWire(r.GetSince()),
+			InSnapshot: r.GetInSnapshot(), SnapshotHigh: tsWire(r.GetSnapshotHigh()), SnapshotAfter: r.GetSnapshotAfter()}
 	case *Envelope_PullReply:
 		r := x.PullReply
 		out := &wire.PullReply{Tablet: refWire(r.GetTablet()), Since: tsWire(r.GetSince()), High: tsWire(r.GetHigh()),
-			More: r.GetMore(), Snapshot: r.GetSnapshot(), Entries: make([]wire.Entry, len(r.GetEntries()))}
+			More: r.GetMore(), Snapshot: r.GetSnapshot(), InSnapshot: r.GetInSnapshot(), SnapshotAfter: r.GetSnapshotAfter(),
+			SnapshotLast: r.GetSnapshotLast(), Entries: make([]wire.Entry, len(r.GetEntries()))}
 		for i, en := range r.GetEntries() {
 			out.Entries[i] = entryWire(en)
 		}

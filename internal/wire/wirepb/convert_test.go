@@ -54,7 +54,11 @@ func TestRoundTrip(t *testing.T) {
 		&wire.ProbeRequest{Req: 11, Tablet: ref},
 		&wire.ProbeReply{Req: 12, Code: wire.OK, HighTS: ts, Primary: true},
 		&wire.PullRequest{Tablet: ref, Since: ts},
-		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true, SnapshotLast: "b"},
+		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: "b"},
+		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts}, // after the empty key
+		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, Snapshot: true, InSnapshot: true, SnapshotAfter: "a", SnapshotLast: "b"},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},

@@ -125,6 +125,8 @@ func fuzzSeeds() []wire.Msg {
 		&wire.ProbeReply{Req: 12, Code: wire.OK, HighTS: ts, Primary: true},
 		&wire.PullRequest{Tablet: ref, Since: ts},
 		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true},
+		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: "a"},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, More: true, Snapshot: true, InSnapshot: true, SnapshotAfter: "\x00", SnapshotLast: "b"},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
 		&wire.Repair{Tablet: ref, Entry: entries[1]},

@@ -68,6 +68,11 @@ func TestSize(t *testing.T) {
 		{"pull-reply empty", &wire.PullReply{Tablet: ref, Since: ts, High: ts}},
 		{"pull-reply 1000 entries", &wire.PullReply{Tablet: ref, Since: ts, High: ts, Entries: many, More: true, Snapshot: true}},
 		{"pull-reply negative time", &wire.PullReply{Since: hlc.Timestamp{WallNanos: -1}, Entries: []wire.Entry{{}}}},
+		{"pull snapshot chunk", &wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: "user000999"}},
+		{"pull snapshot after the empty key", &wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts}},
+		{"pull snapshot at time zero", &wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotAfter: "k"}},
+		{"pull-reply snapshot chunk", &wire.PullReply{Tablet: ref, High: ts, Entries: many[:10], More: true, Snapshot: true,
+			InSnapshot: true, SnapshotAfter: "user000000", SnapshotLast: "user000010"}},
 	}
 	for _, v := range []struct {
 		name  string

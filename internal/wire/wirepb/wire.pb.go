@@ -1435,9 +1435,14 @@ func (x *ProbeReply) GetPrimary() bool {
 }
 
 type PullRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
-	Since         *Timestamp             `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tablet *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Since  *Timestamp             `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	// A snapshot's next chunk: its high timestamp, absent if zero, and the
+	// key to go on after.
+	InSnapshot    bool       `protobuf:"varint,3,opt,name=in_snapshot,json=inSnapshot,proto3" json:"in_snapshot,omitempty"`
+	SnapshotHigh  *Timestamp `protobuf:"bytes,4,opt,name=snapshot_high,json=snapshotHigh,proto3" json:"snapshot_high,omitempty"`
+	SnapshotAfter string     `protobuf:"bytes,5,opt,name=snapshot_after,json=snapshotAfter,proto3" json:"snapshot_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1486,6 +1491,27 @@ func (x *PullRequest) GetSince() *Timestamp {
 	return nil
 }
 
+func (x *PullRequest) GetInSnapshot() bool {
+	if x != nil {
+		return x.InSnapshot
+	}
+	return false
+}
+
+func (x *PullRequest) GetSnapshotHigh() *Timestamp {
+	if x != nil {
+		return x.SnapshotHigh
+	}
+	return nil
+}
+
+func (x *PullRequest) GetSnapshotAfter() string {
+	if x != nil {
+		return x.SnapshotAfter
+	}
+	return ""
+}
+
 type PullReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -1495,6 +1521,9 @@ type PullReply struct {
 	Entries       []*Entry               `protobuf:"bytes,5,rep,name=entries,proto3" json:"entries,omitempty"`
 	More          bool                   `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
 	Snapshot      bool                   `protobuf:"varint,7,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	InSnapshot    bool                   `protobuf:"varint,8,opt,name=in_snapshot,json=inSnapshot,proto3" json:"in_snapshot,omitempty"`
+	SnapshotAfter string                 `protobuf:"bytes,9,opt,name=snapshot_after,json=snapshotAfter,proto3" json:"snapshot_after,omitempty"`
+	SnapshotLast  string                 `protobuf:"bytes,10,opt,name=snapshot_last,json=snapshotLast,proto3" json:"snapshot_last,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1576,6 +1605,27 @@ func (x *PullReply) GetSnapshot() bool {
 		return x.Snapshot
 	}
 	return false
+}
+
+func (x *PullReply) GetInSnapshot() bool {
+	if x != nil {
+		return x.InSnapshot
+	}
+	return false
+}
+
+func (x *PullReply) GetSnapshotAfter() string {
+	if x != nil {
+		return x.SnapshotAfter
+	}
+	return ""
+}
+
+func (x *PullReply) GetSnapshotLast() string {
+	if x != nil {
+		return x.SnapshotLast
+	}
+	return ""
 }
 
 type Push struct {
@@ -1863,10 +1913,14 @@ const file_wire_proto_rawDesc = "" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12.\n" +
 	"\ahigh_ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x06highTs\x12\x18\n" +
-	"\aprimary\x18\x04 \x01(\bR\aprimary\"i\n" +
+	"\aprimary\x18\x04 \x01(\bR\aprimary\"\xed\x01\n" +
 	"\vPullRequest\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12+\n" +
-	"\x05since\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x05since\"\x83\x02\n" +
+	"\x05since\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x05since\x12\x1f\n" +
+	"\vin_snapshot\x18\x03 \x01(\bR\n" +
+	"inSnapshot\x12:\n" +
+	"\rsnapshot_high\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\fsnapshotHigh\x12%\n" +
+	"\x0esnapshot_after\x18\x05 \x01(\tR\rsnapshotAfter\"\xf0\x02\n" +
 	"\tPullReply\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12+\n" +
@@ -1874,7 +1928,12 @@ const file_wire_proto_rawDesc = "" +
 	"\x04high\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12+\n" +
 	"\aentries\x18\x05 \x03(\v2\x11.cosla.wire.EntryR\aentries\x12\x12\n" +
 	"\x04more\x18\x06 \x01(\bR\x04more\x12\x1a\n" +
-	"\bsnapshot\x18\a \x01(\bR\bsnapshot\"\x9b\x01\n" +
+	"\bsnapshot\x18\a \x01(\bR\bsnapshot\x12\x1f\n" +
+	"\vin_snapshot\x18\b \x01(\bR\n" +
+	"inSnapshot\x12%\n" +
+	"\x0esnapshot_after\x18\t \x01(\tR\rsnapshotAfter\x12#\n" +
+	"\rsnapshot_last\x18\n" +
+	" \x01(\tR\fsnapshotLast\"\x9b\x01\n" +
 	"\x04Push\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04prev\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04prev\x12'\n" +
@@ -1959,24 +2018,25 @@ var file_wire_proto_depIdxs = []int32{
 	1,  // 28: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
 	2,  // 29: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
 	1,  // 30: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	2,  // 31: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 32: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 33: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	5,  // 34: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	2,  // 35: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 36: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	5,  // 37: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	2,  // 38: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 39: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	2,  // 40: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	5,  // 41: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
-	0,  // 42: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 43: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	43, // [43:44] is the sub-list for method output_type
-	42, // [42:43] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	1,  // 31: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	2,  // 32: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 33: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,  // 34: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	5,  // 35: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	2,  // 36: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 37: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	5,  // 38: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	2,  // 39: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 40: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	2,  // 41: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	5,  // 42: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
+	0,  // 43: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,  // 44: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	44, // [44:45] is the sub-list for method output_type
+	43, // [43:44] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
