@@ -309,7 +309,7 @@ func (g *getCall) finish(err error) {
 	if !g.finished {
 		g.finished = true
 		if g.tuner != nil {
-			g.tuner.readDone(1, g.res.RTT)
+			g.tuner.readDone(g.res)
 		}
 		g.done(g.res, err)
 	}

@@ -115,7 +115,7 @@ func (q *quorumCall) fail(c *Client, r *replicaState, err error) {
 	q.res.Node, q.res.Primary = r.id, r.primary
 	q.res.RTT = c.env.Now().Sub(q.start)
 	if q.tuner != nil {
-		q.tuner.readDone(len(q.targets), q.res.RTT)
+		q.tuner.readDone(q.res)
 	}
 	q.done(q.res, err)
 }
@@ -142,7 +142,7 @@ func (c *Client) finishQuorum(q *quorumCall) {
 	}
 	res.Primary, res.HighTS, res.VersionTS = primary, high, newest.VersionTS
 	if q.tuner != nil {
-		q.tuner.readDone(len(q.targets), res.RTT)
+		q.tuner.readDone(*res)
 	}
 	if q.sampleOne {
 		q.tuner.sample(q)

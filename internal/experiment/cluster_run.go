@@ -84,6 +84,9 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 			return nil, fmt.Errorf("%w: schedule event %s: after_gets counts one client's Gets, but on a cluster the strategies run at once; use at", ErrInvalid, e.Label)
 		}
 	}
+	for _, c := range clusterCaveats(s) {
+		progress(c)
+	}
 	t := timing{cluster: true, scale: s.Cluster.TimeScale}
 	if s.Cluster.Keys > 0 {
 		c := *s
@@ -298,6 +301,27 @@ func (n *clusterNetwork) setService(node string, d time.Duration) error {
 		errs = append(errs, n.apply(other.Name, site, n.settings(other.Name, site)))
 	}
 	return errors.Join(errs...)
+}
+
+// pause is not emulated: the nodes of a site share one process, which
+// a signal would stop whole. RunCluster says so before the runs.
+func (n *clusterNetwork) pause(string, time.Duration) error { return nil }
+
+// clusterCaveats says which of the schedule's changes a local cluster
+// makes differently from the simulator.
+func clusterCaveats(s *Scenario) []string {
+	var out []string
+	for _, e := range s.Schedule {
+		switch e.Action {
+		case ActionStalls, ActionPause:
+			out = append(out, fmt.Sprintf("schedule %s: %s not emulated on a cluster (a site's nodes share one process)", e.Label, e.Action))
+		case ActionAddRTT, ActionSetRTT, ActionRestore, ActionSpikes:
+			if a, b := s.site(e.From, ""), s.site(e.To, ""); a == b && a != "" && !s.hasNodes(a, true) {
+				out = append(out, fmt.Sprintf("schedule %s: the link within site %s changes nothing on a cluster (its nodes talk inside one process, and it has no clients)", e.Label, a))
+			}
+		}
+	}
+	return out
 }
 
 func (n *clusterNetwork) partition(a, b string) error { return n.cut(a, b, true) }

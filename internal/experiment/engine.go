@@ -37,9 +37,10 @@ type run struct {
 	rec     *recorder
 	variant strategyVariant
 	// wops are the run's ops for the windows output, judged from
-	// windowFrom (the warmup's end) on.
+	// windowFrom (the warmup's end) on by targets (the mode's).
 	wops       []windowOp
 	windowFrom time.Duration
+	targets    TargetsSpec
 }
 
 // workloadStream is the PCG stream of the operations drawn. Every run
@@ -126,7 +127,14 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{variant: variant, r: RunResult{Point: u.point, Seed: u.seed, Sessions: c.Sessions,
+	var targets TargetsSpec
+	if s.Targets != nil {
+		targets = s.targetsFor(t.cluster)
+	}
+	if variant.scenarioTargets {
+		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
+	}
+	r := &run{variant: variant, targets: targets, r: RunResult{Point: u.point, Seed: u.seed, Sessions: c.Sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
 		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
 	r.rec = newRecorder(&r.r, len(s.Schedule) > 0)
@@ -244,7 +252,7 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		}
 		r.r.Staleness = staleness
 		if u.s.wants(OutWindows) {
-			w := windowsOf(r.wops, r.windowFrom, *u.s.Targets)
+			w := windowsOf(r.wops, r.windowFrom, r.targets)
 			r.r.Windows = &w
 		}
 		r.r.VirtualS = elapsed.Seconds()
@@ -308,6 +316,11 @@ func (sc *schedule) fire(e EventSpec) {
 	desc, err := sc.oracle.apply(e)
 	if err != nil && sc.err == nil {
 		sc.err = fmt.Errorf("%s: %w", e.Label, err)
+	}
+	if e.stall {
+		// Hundreds a run: the stalls event is in the schedule, its pauses
+		// are not recorded one by one.
+		return
 	}
 	layout, _ := sc.u.s.layout()
 	best, choices := sc.oracle.best(sc.u.sla.SLA, layout)

@@ -42,6 +42,8 @@ type network interface {
 	// setService sets the time a storage node spends on each request,
 	// beyond what it spends anyway.
 	setService(node string, d time.Duration) error
+	// pause stops a storage node for d; it then handles what queued.
+	pause(node string, d time.Duration) error
 }
 
 // world is the oracle's view of the network for one run: the configured
@@ -96,6 +98,11 @@ func (o *world) apply(e EventSpec) (string, error) {
 		return "restart " + id, o.net.restart(id)
 	case ActionSpikes:
 		return "", fmt.Errorf("experiment: spikes event %s applied whole: expand the schedule first (expandSchedule)", e.Label)
+	case ActionStalls:
+		return "", fmt.Errorf("experiment: stalls event %s applied whole: expand the schedule first (expandSchedule)", e.Label)
+	case ActionPause:
+		id, _ := o.s.replicaNode(e.Node)
+		return fmt.Sprintf("pause %s for %s", id, e.For.Min), o.net.pause(id, e.For.Min)
 	case ActionSlow:
 		id, _ := o.s.replicaNode(e.Node)
 		o.service[id] = e.Service

@@ -58,7 +58,10 @@ func Tables(s *Scenario, r *Result) []Table {
 		out = append(out, levelsTable(s, r))
 	}
 	if s.wants(OutWindows) {
-		out = append(out, windowsTable(s, r))
+		out = append(out, windowsTable(s, r), windowsEachTable(s, r))
+		if s.Repeat > 1 {
+			out = append(out, windowsMeanTable(s, r))
+		}
 	}
 	return out
 }

@@ -265,6 +265,8 @@ const (
 	ActionRestart   = "restart"    // restart Node
 	ActionSpikes    = "spikes"     // random latency spikes on the link (see expandSchedule)
 	ActionSlow      = "slow"       // set Node's service time per request
+	ActionStalls    = "stalls"     // random stalls of storage nodes (see expandSchedule)
+	ActionPause     = "pause"      // stop Node for For (SIGSTOP), then let it catch up
 	targetPrimary   = "primary"    // the table's primary site or node
 	targetLocal     = "local"      // the run's client site
 	targetClient    = "client"     // same as local, read better in From
@@ -297,7 +299,8 @@ type EventSpec struct {
 	RTT  time.Duration `yaml:"rtt"`
 	// Jitter is the one-way jitter for set-rtt; unset keeps the link's.
 	Jitter *time.Duration `yaml:"jitter"`
-	// Node is the node to crash, restart or slow: a node ID or "primary".
+	// Node is the node to crash, restart, slow or pause: a node ID or
+	// "primary". A stalls event without one stalls every storage node.
 	Node string `yaml:"node"`
 	// Service is slow's time the node spends on each request, queueing
 	// the requests behind (sim.NodeOptions.Service); 0s makes it fast
@@ -312,6 +315,15 @@ type EventSpec struct {
 	// pairs (expandSchedule), the same for every strategy; the
 	// adaptation analysis leaves the spikes out, and its oracle judges
 	// by the round trips without them.
+	//
+	// A stalls event stops storage nodes now and then from At until
+	// Until, as a garbage collector's pauses do (CPQ 5 cites [12] on
+	// Cassandra's): Node, or each storage node of the topology apart,
+	// pauses for a time drawn from For at exponential gaps of mean Every,
+	// handling nothing meanwhile and then what queued, in order
+	// (sim.Sim.Pause). Each run expands it into pause events, the same
+	// for every strategy, which the adaptation analysis leaves out. A
+	// pause event stops Node for For (one duration).
 	Every time.Duration `yaml:"every"`
 	For   Span          `yaml:"for"`
 	Until time.Duration `yaml:"until"`
@@ -319,6 +331,8 @@ type EventSpec struct {
 	// spike is +1 for the add-rtt that starts a spike of a spikes event,
 	// -1 for the one that ends it, 0 for the schedule's own events.
 	spike int
+	// stall marks a pause drawn for a stalls event.
+	stall bool
 }
 
 // ClusterSpec says how a scenario runs on a real local cluster (--mode
@@ -350,6 +364,11 @@ type ClusterSpec struct {
 	// Rate, if set, replaces workload.rate on the cluster: the load this
 	// machine's cores can offer beside the nodes they also run.
 	Rate float64 `yaml:"rate"`
+	// Targets, if set, replace targets on the cluster, whose round trips
+	// (real processes and loopback TCP on a shared machine) are not the
+	// simulator's: the windows output judges by them there, and the
+	// strategy cpq-tune (without arguments) aims at them.
+	Targets *TargetsSpec `yaml:"targets"`
 }
 
 // AdaptSpec configures the adaptation analysis of a timeline.
@@ -551,6 +570,9 @@ type strategyVariant struct {
 	// adaptiveProbing sets clientcore.Options.AdaptiveProbing on the
 	// run's client.
 	adaptiveProbing bool
+	// scenarioTargets: the strategy is cpq-tune without arguments, whose
+	// target is the scenario's (targets, or on a cluster cluster.targets).
+	scenarioTargets bool
 }
 
 // parseStrategyVariant reads a strategy name with its options, beyond the
@@ -600,7 +622,8 @@ const hedgeCost = 0.1
 // QUORUM with probability P and ONE otherwise, for reads and writes
 // alike; "ad(D)", ONE reads and writes with every read delayed by D; and
 // beyond the paper "cpq-tune(L,S)", the tuner keeping read p95 within L
-// and the stale share within S (clientcore.Tune). ok is false for other
+// and the stale share within S (clientcore.Tune), or "cpq-tune" alone,
+// the tuner aiming at the scenario's targets. ok is false for other
 // names.
 //
 // Their reads ask replicas at random (clientcore.Random). In CPQ's
@@ -615,6 +638,10 @@ func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 	levels := map[string]clientcore.Level{"one": clientcore.One, "quo": clientcore.Quorum}
 	if r, w, found := strings.Cut(name, "-"); found && levels[r] != 0 && levels[w] != 0 {
 		v.policy.Read, v.policy.Write = clientcore.Fixed(levels[r]), clientcore.Fixed(levels[w])
+		return v, true, nil
+	}
+	if name == "cpq-tune" {
+		v.scenarioTargets = true
 		return v, true, nil
 	}
 	fn, arg, found := strings.Cut(name, "(")

@@ -50,8 +50,13 @@ func (r Span) String() string {
 // spikes do not change the operations drawn.
 const spikeStream = 0x5b1ce
 
-// maxSpikes bounds the spikes one spikes event makes in a run.
+// maxSpikes bounds the spikes one spikes event makes in a run, and the
+// pauses of one node that a stalls event makes.
 const maxSpikes = 10_000
+
+// stallStream is the first PCG stream of the pauses of schedule event i
+// at the topology's storage node j (stallStream + i<<16 + j).
+const stallStream = 0x57a11 << 20
 
 // expandSchedule returns the events of one run of s with this seed and
 // scale: the schedule with At, AfterGets and each spikes event's times
@@ -61,7 +66,10 @@ const maxSpikes = 10_000
 // end; the gaps from the start of the spiky period, and from one spike's
 // end to the next one's start, are exponential with mean Every, the
 // spikes last a uniform draw from For, and the last one is cut short at
-// Until. The events are sorted by At (those fired by a Get count, whose
+// Until. Likewise each stalls event is replaced by pause events, one
+// sequence per node it stalls: exponential gaps of mean Every between
+// one pause's end and the next one's start, lengths drawn from For. The
+// events are sorted by At (those fired by a Get count, whose
 // At is 0, first).
 //
 // The result depends on (s, seed, scale) alone, so every strategy's run,
@@ -74,6 +82,10 @@ func expandSchedule(s *Scenario, seed uint64, scale float64) []EventSpec {
 		if e.AfterGets > 0 {
 			e.AfterGets = max(1, int(math.Round(float64(e.AfterGets)*scale)))
 			out = append(out, e)
+			continue
+		}
+		if e.Action == ActionStalls {
+			out = append(out, expandStalls(s, e, i, seed, at)...)
 			continue
 		}
 		if e.Action != ActionSpikes {
@@ -100,6 +112,37 @@ func expandSchedule(s *Scenario, seed uint64, scale float64) []EventSpec {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b EventSpec) int { return cmp.Compare(a.At, b.At) })
+	return out
+}
+
+// expandStalls draws the pauses of stalls event e, the i-th of the
+// schedule.
+func expandStalls(s *Scenario, e EventSpec, i int, seed uint64, at func(time.Duration) time.Duration) []EventSpec {
+	var nodes []string
+	if e.Node != "" {
+		id, _ := s.replicaNode(e.Node)
+		nodes = append(nodes, id)
+	} else {
+		for _, id := range s.topo.Replicas() {
+			nodes = append(nodes, string(id))
+		}
+	}
+	var out []EventSpec
+	for j, id := range nodes {
+		rng := rand.New(rand.NewPCG(seed, stallStream+uint64(i)<<16+uint64(j)))
+		t := e.At
+		for range maxSpikes {
+			t += time.Duration(rng.ExpFloat64() * float64(e.Every))
+			if t >= e.Until {
+				break
+			}
+			length := e.For.Min + time.Duration(rng.Float64()*float64(e.For.Max-e.For.Min))
+			length = min(length, e.Until-t)
+			out = append(out, EventSpec{Label: e.Label, At: at(t), Action: ActionPause, Node: id,
+				For: Span{Min: at(length), Max: at(length)}, stall: true})
+			t += length
+		}
+	}
 	return out
 }
 
@@ -133,8 +176,35 @@ func (s *Scenario) validateSpikes(field string, e *EventSpec) error {
 	return nil
 }
 
+// validateStalls checks a stalls event's own fields and fills in Until.
+func (s *Scenario) validateStalls(field string, e *EventSpec) error {
+	if e.AfterGets > 0 {
+		return invalid(field+".after_gets", "stalls start at a time (at), not after a number of Gets")
+	}
+	if e.Every <= 0 {
+		return invalid(field+".every", "stalls need a positive every, the mean gap between a node's pauses")
+	}
+	if e.For.Min <= 0 || e.For.Max < e.For.Min || e.For.Max > maxService {
+		return invalid(field+".for", "%s: stalls need a positive duration or [min, max] with min <= max <= %s", e.For, maxService)
+	}
+	if e.Until == 0 {
+		e.Until = s.Workload.Duration
+	}
+	if e.Until == 0 {
+		return invalid(field+".until", "stalls need until when the workload runs by ops")
+	}
+	if e.Until <= e.At {
+		return invalid(field+".until", "%s is not after at (%s)", e.Until, e.At)
+	}
+	if n := (e.Until - e.At) / e.Every; n > maxSpikes {
+		return invalid(field+".every", "%s between %s and %s makes about %d pauses per node, over %d", e.Every, e.At, e.Until, n, maxSpikes)
+	}
+	return nil
+}
+
 // scheduled returns the events that the schedule names, without the
-// spikes of spikes events: the adaptation analysis is theirs alone.
+// spikes of spikes events: the adaptation analysis is theirs alone. (The
+// pauses of stalls events are not recorded at all.)
 func scheduled(events []EventRecord) []EventRecord {
 	return slices.DeleteFunc(slices.Clone(events), func(e EventRecord) bool { return e.Spike != 0 })
 }

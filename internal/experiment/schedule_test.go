@@ -167,3 +167,89 @@ outputs: [utility, timeline]
 		t.Errorf("%d Gets under 150 ms before the primary turned slow, %d after; want some of each", fast, slow)
 	}
 }
+
+// TestExpandStalls checks the stalls expansion: per node, pauses within
+// [at, until] that never overlap, lengths drawn from for, a function of
+// the seed; a stalls event with a node stalls that node alone, and the
+// pauses are left out of the events recorded.
+func TestExpandStalls(t *testing.T) {
+	s, err := Parse([]byte(`
+slas: [{sla: password-checking}]
+clients: [us]
+strategies: [primary]
+workload: {keys: 100, duration: 2m, think: 100ms}
+schedule:
+  - {label: gc, at: 10s, action: stalls, every: 1s, for: [20ms, 80ms], until: 1m}
+  - {label: one, at: 1m, action: stalls, node: primary, every: 2s, for: 100ms}
+outputs: [utility, timeline]
+`), "stalls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := expandSchedule(s, testSeed, 1)
+	if again := expandSchedule(s, testSeed, 1); !slices.Equal(eventTimes(events), eventTimes(again)) {
+		t.Fatalf("seed %d: two expansions differ", testSeed)
+	}
+	if other := expandSchedule(s, testSeed+1, 1); slices.Equal(eventTimes(events), eventTimes(other)) {
+		t.Errorf("seeds %d and %d give the same pauses", testSeed, testSeed+1)
+	}
+	end := map[string]time.Duration{} // each node's last pause's end
+	count := map[string]int{}
+	for _, e := range events {
+		if e.Action != ActionPause || !e.stall || e.For.Min != e.For.Max {
+			t.Fatalf("event %+v, want a pause of one length drawn for a stalls event", e)
+		}
+		if e.Label == "one" && e.Node != "england/r1" {
+			t.Errorf("stalls of the primary pause %s", e.Node)
+		}
+		from, until, lo, hi := 10*time.Second, time.Minute, 20*time.Millisecond, 80*time.Millisecond
+		if e.Label == "one" {
+			from, until, lo, hi = time.Minute, 2*time.Minute, 100*time.Millisecond, 100*time.Millisecond
+		}
+		if e.At < from || e.At+e.For.Min > until || e.For.Min < lo || e.For.Min > hi {
+			t.Errorf("%s: pause of %s at %s, outside %s..%s or %s..%s long", e.Label, e.Node, e.At, from, until, lo, hi)
+		}
+		if e.At < end[e.Node] {
+			t.Errorf("%s: pause of %s at %s overlaps the one before, ending at %s", e.Label, e.Node, e.At, end[e.Node])
+		}
+		end[e.Node] = e.At + e.For.Min
+		count[e.Label+" "+e.Node]++
+	}
+	// 50 s of gaps of 1 s (and pauses of 50 ms) at each of the 3 storage
+	// nodes: about 48 each; 60 s of gaps of 2 s at the primary: about 29.
+	if len(count) != 4 {
+		t.Errorf("pauses at %v, want every storage node's for gc and the primary's for one", count)
+	}
+	for k, n := range count {
+		if want := 48; k == "one england/r1" {
+			want = 29
+			if n < want/2 || n > 2*want {
+				t.Errorf("%s: %d pauses, want about %d", k, n, want)
+			}
+		} else if n < want/2 || n > 2*want {
+			t.Errorf("%s: %d pauses, want about %d", k, n, want)
+		}
+	}
+	r, err := Run(s, RunOptions{Seed: testSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.Runs[0]
+	if n := len(run.Events); n != 0 {
+		t.Errorf("%d events recorded, want none: the pauses are not recorded one by one", n)
+	}
+	// Gets at the primary take 147 ms, give or take the link's jitter,
+	// and up to a pause more once the stalls begin.
+	var held int
+	for _, g := range run.Timeline {
+		switch {
+		case g.AtS < 10 && g.RTTMS > 155:
+			t.Errorf("Get at %.1f s took %.1f ms before the stalls", g.AtS, g.RTTMS)
+		case g.AtS > 10 && g.RTTMS > 160:
+			held++
+		}
+	}
+	if held == 0 {
+		t.Errorf("no Get held by a pause")
+	}
+}

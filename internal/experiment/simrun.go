@@ -212,6 +212,9 @@ func (n simNetwork) partition(a, b string) error { return n.sim.Partition(a, b) 
 func (n simNetwork) heal(a, b string) error      { return n.sim.Heal(a, b) }
 func (n simNetwork) crash(node string) error     { return n.sim.Crash(wire.NodeID(node)) }
 func (n simNetwork) restart(node string) error   { return n.sim.Restart(wire.NodeID(node)) }
+func (n simNetwork) pause(node string, d time.Duration) error {
+	return n.sim.Pause(wire.NodeID(node), d)
+}
 
 // setService sets the time a node spends on every request beyond its
 // calibrated service time.

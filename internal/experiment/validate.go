@@ -167,7 +167,7 @@ func (s *Scenario) defaults() {
 				e.From = targetLocal
 			}
 		}
-		if e.Action == ActionSpikes && e.Until == 0 {
+		if (e.Action == ActionSpikes || e.Action == ActionStalls) && e.Until == 0 {
 			e.Until = w.Duration
 		}
 	}
@@ -402,8 +402,12 @@ func (s *Scenario) validateClients() error {
 
 func (s *Scenario) validateStrategies() error {
 	for i, name := range s.Strategies {
-		if _, err := parseStrategyVariant(name); err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, one-one, one-quo, quo-one, quo-quo, cpq(P), ad(D) or cpq-tune(L,S))", name)
+		v, err := parseStrategyVariant(name)
+		if err != nil || slices.Index(s.Strategies, name) != i {
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, one-one, one-quo, quo-one, quo-quo, cpq(P), ad(D), cpq-tune(L,S) or cpq-tune)", name)
+		}
+		if v.scenarioTargets && s.Targets == nil {
+			return invalid(fmt.Sprintf("strategies[%d]", i), "cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()); n > maxRuns {
@@ -434,7 +438,15 @@ func (s *Scenario) validateOutputs() error {
 		return invalid("targets", "the windows output needs targets")
 	}
 	if s.Targets != nil {
-		if err := s.Targets.validate(); err != nil {
+		if err := s.Targets.validate("targets"); err != nil {
+			return err
+		}
+	}
+	if s.Cluster.Targets != nil {
+		if s.Targets == nil {
+			return invalid("cluster.targets", "set targets too: the simulator's")
+		}
+		if err := s.Cluster.Targets.validate("cluster.targets"); err != nil {
 			return err
 		}
 	}
@@ -528,8 +540,11 @@ func (s *Scenario) validateEvent(i int) error {
 	if e.At > 0 && e.AfterGets > 0 {
 		return invalid(field+".at", "give at or after_gets, not both")
 	}
-	if e.Action != ActionSpikes && (e.Every != 0 || e.For != (Span{}) || e.Until != 0) {
-		return invalid(field+".every", "only spikes takes every, for and until")
+	if e.Action != ActionSpikes && e.Action != ActionStalls && (e.Every != 0 || e.Until != 0) {
+		return invalid(field+".every", "only spikes and stalls take every and until")
+	}
+	if e.Action != ActionSpikes && e.Action != ActionStalls && e.Action != ActionPause && e.For != (Span{}) {
+		return invalid(field+".for", "only spikes, stalls and pause take for")
 	}
 	if e.Action != ActionSlow && e.Service != 0 {
 		return invalid(field+".service", "only slow takes a service time")
@@ -568,20 +583,30 @@ func (s *Scenario) validateEvent(i int) error {
 		if e.Jitter != nil && (*e.Jitter < 0 || e.Action != ActionSetRTT) {
 			return invalid(field+".jitter", "only set-rtt takes a jitter, and it must not be negative")
 		}
-	case ActionCrash, ActionRestart, ActionSlow:
+	case ActionCrash, ActionRestart, ActionSlow, ActionStalls, ActionPause:
 		if e.From != "" || e.To != "" || e.RTT != 0 || e.Jitter != nil {
 			return invalid(field, "%s takes only node", e.Action)
 		}
-		if _, ok := s.replicaNode(e.Node); !ok {
+		switch e.Action {
+		case ActionStalls:
+			if err := s.validateStalls(field, e); err != nil {
+				return err
+			}
+		case ActionPause:
+			if e.For.Min <= 0 || e.For.Max != e.For.Min || e.For.Min > maxService {
+				return invalid(field+".for", "%s: pause needs one positive duration up to %s", e.For, maxService)
+			}
+		}
+		if _, ok := s.replicaNode(e.Node); !ok && (e.Action != ActionStalls || e.Node != "") {
 			return invalid(field+".node", "%q is not a storage node (site/name) or primary", e.Node)
 		}
 		if e.Service < 0 || e.Service > maxService {
 			return invalid(field+".service", "%s outside [0, %s]", e.Service, maxService)
 		}
 	case "":
-		return invalid(field+".action", "missing (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)")
+		return invalid(field+".action", "missing (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart, slow, stalls or pause)")
 	default:
-		return invalid(field+".action", "%q unknown (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart or slow)", e.Action)
+		return invalid(field+".action", "%q unknown (want add-rtt, set-rtt, restore, partition, heal, spikes, crash, restart, slow, stalls or pause)", e.Action)
 	}
 	return nil
 }
