@@ -71,6 +71,12 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, quo
 	for i := range agreement {
 		sub := &agreement[i]
 		for j, r := range replicas {
+			// A replica that cannot reach the best so far even on time
+			// is passed over without looking at its round trips: PNodeLat
+			// is at most 1, so u is at most PNodeCons times the utility.
+			if pNodeCons(r, mins[i])*sub.Utility < utility {
+				continue
+			}
 			u := pNodeSLA(r, sub, mins[i]) * sub.Utility
 			switch {
 			case u > utility:
