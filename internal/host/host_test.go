@@ -52,10 +52,13 @@ func TestDeliverAndDo(t *testing.T) {
 
 func TestMailboxBound(t *testing.T) {
 	n, _ := startCounter(t, 2)
-	block := make(chan struct{})
-	if err := n.Post(func(node.Handler) { <-block }); err != nil {
+	started, block := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(started); <-block }); err != nil {
 		t.Fatal(err)
 	}
+	// Once the node runs the blocking function it has taken its batch
+	// from the mailbox (a batch taken later could hold the first probe).
+	<-started
 	// The node is busy: the mailbox takes two messages and drops the rest.
 	accepted := 0
 	for range 5 {
