@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,15 +16,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/sla"
 )
 
 var statusPagePNG = flag.String("statuspage.png", "", "TestStatusPage: also save the screenshot of the status page, taken under load, to this file (docs/status-page.png for the README)")
@@ -174,9 +177,9 @@ func TestStatusPage(t *testing.T) {
 		}
 	}
 
-	// Wait, for at most a minute, until every secondary has measured its
-	// round trip to its primary (the first pull's is left out) and holds
-	// every Put.
+	// Ask until every secondary has measured its round trip to its
+	// primary (the first pull's is left out) and holds every Put: at most
+	// fetchesMax times, each a round trip to every site.
 	fetch := func() server.ClusterView {
 		t.Helper()
 		var v server.ClusterView
@@ -202,15 +205,10 @@ func TestStatusPage(t *testing.T) {
 		}
 		return nil
 	}
-	wait, cancelWait := context.WithTimeout(ctx, time.Minute)
-	defer cancelWait()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for err := ready(fetch()); err != nil; err = ready(fetch()) {
-		select {
-		case <-wait.Done():
-			t.Fatalf("the secondaries did not catch up and measure their links within a minute: %v", err)
-		case <-tick.C:
+	const fetchesMax = 100_000
+	for i, err := 0, ready(fetch()); err != nil; i, err = i+1, ready(fetch()) {
+		if i == fetchesMax {
+			t.Fatalf("the secondaries did not catch up and measure their links in %d fetches: %v", fetchesMax, err)
 		}
 	}
 
@@ -219,33 +217,12 @@ func TestStatusPage(t *testing.T) {
 	after := fetch()
 	checkStatusPage(t, dom, before, after)
 
-	// The screenshot, under load from two sites, so that the rates move.
-	load, stopLoad := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, site := range []string{"england", "us"} {
-		client, s := strongSession(ctx, t, site, info)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := uint64(0); load.Err() == nil; i++ {
-				key := workload.Key(i % keys)
-				var err error
-				if site == "england" {
-					_, err = client.Put(load, s, key, []byte{byte(i)})
-				} else {
-					_, _, err = client.Get(load, s, key)
-				}
-				if err != nil && load.Err() == nil {
-					t.Errorf("load at %s: %v", site, err)
-					return
-				}
-			}
-		}()
-	}
+	// The screenshot, under load from two sites through the driver (Puts
+	// at england, Gets at us), so that the rates move.
 	shot := filepath.Join(t.TempDir(), "status-page.png")
-	runChromium(ctx, t, chromium, append(chromiumFlags(t.TempDir()), "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars"), page)
-	stopLoad()
-	wg.Wait()
+	loadDuring(ctx, t, info, keys, func() {
+		runChromium(ctx, t, chromium, append(chromiumFlags(t.TempDir()), "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars"), page)
+	})
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -431,5 +408,64 @@ func checkStatusPage(t *testing.T, dom string, before, after server.ClusterView)
 		if lo := len(site.Status.RecentErrors); shown < max(lo, 1) {
 			t.Errorf("site %s: %d recent errors shown, /status had %d", site.Site, shown, lo)
 		}
+	}
+}
+
+// loadDuring runs Puts at england and Gets at us on keys keys, one
+// session each, through the driver, and calls during once the load runs;
+// the load stops when during returns.
+func loadDuring(ctx context.Context, t *testing.T, info Info, keys uint64, during func()) {
+	t.Helper()
+	a, err := info.Access()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uniform, err := workload.NewUniform(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	var groups []*driver.Group
+	for i, g := range []struct {
+		site string
+		kind driver.Kind
+	}{{"england", driver.Put}, {"us", driver.Get}} {
+		mix, err := driver.NewKeyMix([]driver.Weighted{{Kind: g.kind, Weight: 1}}, uniform, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups = append(groups, &driver.Group{Name: g.site, Site: g.site, Streams: []driver.Stream{{Mix: mix}},
+			Rand: rand.New(rand.NewPCG(1, uint64(i))), Cosla: driver.Cosla{SLA: strong, Strategy: cosla.Pileus}})
+	}
+	loop := driver.NewLoop(time.Now())
+	// during starts once the load runs: after its first opsWarm ops.
+	const opsWarm = 50
+	ops, warm := 0, make(chan struct{})
+	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {
+		if ops++; ops == opsWarm {
+			close(warm)
+		}
+		if op.Err != nil && !errors.Is(op.Err, context.Canceled) {
+			t.Errorf("load: %s %s: %v", op.Session, op.Kind, op.Err)
+		}
+	}}
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: a.Nodes, TLS: a.TLS, Table: info.Table},
+		driver.Spec{Groups: groups, Duration: 10 * time.Minute, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Start(loop)
+	ran := make(chan error, 1)
+	go func() { ran <- loop.Run(ctx, d.Done) }()
+	select {
+	case <-warm:
+	case err := <-ran:
+		t.Fatalf("the load stopped before %d ops: %v, %v", opsWarm, err, d.Err())
+	}
+	during()
+	loop.Post(d.Stop)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
 	}
 }
