@@ -134,21 +134,30 @@ func testServers(t testing.TB, sites ...string) (testNet, map[string]*server.Ser
 	return n, servers
 }
 
-func TestClientOverNetwork(t *testing.T) {
-	n := testCluster(t, "england", "us")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// pushTable opens a client at us on n's england and us nodes and creates
+// table t, its primary at england and a secondary at us, pushed to at
+// once; it returns the client, closed when the test ends, and a strong
+// session on the table.
+func pushTable(ctx context.Context, t *testing.T, n testNet) (*cosla.Client, *cosla.Session) {
+	t.Helper()
 	c, err := cosla.Open(ctx, n.config("us"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	spec := cosla.TableSpec{Name: "t", Push: true, PullInterval: time.Second,
 		Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1"}}}}
 	if err := c.CreateTable(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	s := strongSession(ctx, t, c, "t")
+	return c, strongSession(ctx, t, c, "t")
+}
+
+func TestClientOverNetwork(t *testing.T) {
+	n := testCluster(t, "england", "us")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, s := pushTable(ctx, t, n)
 	for i := range 20 {
 		v := fmt.Sprintf("v%d", i)
 		if _, err := c.Put(ctx, s, "k", []byte(v)); err != nil {

@@ -78,17 +78,7 @@ func TestMetricsStaleness(t *testing.T) {
 	n := testCluster(t, "england", "us")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := cosla.Open(ctx, n.config("us"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	spec := cosla.TableSpec{Name: "t", Push: true, PullInterval: time.Second,
-		Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1"}}}}
-	if err := c.CreateTable(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	s := strongSession(ctx, t, c, "t")
+	c, s := pushTable(ctx, t, n)
 	if _, err := c.Put(ctx, s, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
