@@ -57,6 +57,10 @@ var (
 	ErrOverloaded = clientcore.ErrOverloaded
 	// ErrTooManySessions: Config.MaxSessions sessions are open.
 	ErrTooManySessions = clientcore.ErrTooManySessions
+	// ErrNull: a bounded Get found writes of the key pending at its
+	// replica and a bound too short to apply even one (dConssandra's
+	// NULL); it returns no value. Result.Pending says how many.
+	ErrNull = clientcore.ErrNull
 )
 
 // QuorumTimeoutError is the error of a Put that missed its write level:
@@ -618,8 +622,12 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, 
 		return Timestamp{}, err
 	}
 	var o clientcore.PutOptions
+	var report *WriteResult
 	for _, f := range opts {
 		f.put(&o)
+		if w, ok := f.(writeResultOption); ok {
+			report = w.r
+		}
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		if o.Timeout = time.Until(deadline); o.Timeout <= 0 {
@@ -638,7 +646,135 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, 
 	if err == nil {
 		err = r.err
 	}
+	if report != nil {
+		*report = writeResult(r.r)
+	}
 	return r.r.TS, err
+}
+
+// Bound is how long an operation may take (dConssandra; DESIGN.md
+// section 4): Immediate, Unbounded, or a positive duration (Within).
+type Bound = wire.Bound
+
+// The bounds that are not durations: Immediate answers a Put once the
+// receiving replica holds it durably, and a Get at once with what the
+// replica holds; Unbounded answers a Put once every replica has applied
+// it, and a Get once its replica holds every write the primary ordered
+// before it.
+const (
+	Immediate = wire.Immediate
+	Unbounded = wire.Unbounded
+)
+
+// Within returns the bound of a duration. A zero or negative duration is
+// refused by WithBound: Immediate is the bound for an answer without
+// waiting.
+func Within(d time.Duration) Bound {
+	if d < 0 {
+		return clientcore.NegativeBound
+	}
+	return Bound(d)
+}
+
+// BoundOption is a bound on a Put, a Get or a ReadTestWrite.
+type BoundOption struct{ b Bound }
+
+// WithBound makes a Put a staged write and a Get a bounded read
+// (dConssandra). A bounded Put goes to the nearest replica, which
+// answers within the bound with how far the write got (WithWriteResult);
+// a write answered before the primary ordered it stays pending in the
+// session, whose Gets under read-my-writes, monotonic or causal return
+// it. A bounded Get goes to the nearest replica, which applies the
+// pending writes it can within the bound and then reads (Result.Applied,
+// Result.Pending; ErrNull when it could apply none of the key's).
+func WithBound(b Bound) BoundOption {
+	if b == 0 {
+		b = clientcore.ZeroBound
+	}
+	return BoundOption{b}
+}
+
+func (o BoundOption) put(p *clientcore.PutOptions) { p.Bound = o.b }
+func (o BoundOption) get(g *clientcore.GetOptions) { g.Bound = o.b }
+
+// Stage is how far a bounded write got: received (durable at the
+// receiving replica), transmitted (sent on to the primary), coordinated
+// (ordered by the primary: it has its timestamp) or executed (applied at
+// every replica).
+type Stage = wire.Stage
+
+// The stages of a write.
+const (
+	Received    = wire.Received
+	Transmitted = wire.Transmitted
+	Coordinated = wire.Coordinated
+	Executed    = wire.Executed
+)
+
+// WriteResult says how far a Put or ReadTestWrite got.
+type WriteResult struct {
+	// TS is the version's timestamp, zero before Coordinated.
+	TS Timestamp
+	// Node is the replica that took the write: the primary, or with a
+	// bound the receiving replica. RTT is the round trip.
+	Node string
+	RTT  time.Duration
+	// Stage is how far the write got (bounded writes only), and WriteID
+	// its number at Node, by which a pending write is later resolved to
+	// its timestamp. Holders are the replicas known to have applied it.
+	Stage   Stage
+	WriteID uint64
+	Holders []string
+	// Tested is a ReadTestWrite's outcome: whether the test held, or
+	// that the bound ran out before the primary evaluated it.
+	Tested Outcome
+	// Acks is the number of replicas that held the write when it was
+	// answered (write levels).
+	Acks int
+}
+
+// Outcome is what a ReadTestWrite's test found.
+type Outcome = wire.Outcome
+
+// Test outcomes.
+const (
+	NotEvaluated = wire.NotEvaluated
+	Held         = wire.Held
+	Failed       = wire.Failed
+)
+
+type putFunc func(*clientcore.PutOptions)
+
+func (f putFunc) put(o *clientcore.PutOptions) { f(o) }
+
+// WithWriteResult has a Put fill *r with how far the write got.
+func WithWriteResult(r *WriteResult) PutOption { return writeResultOption{r} }
+
+type writeResultOption struct{ r *WriteResult }
+
+func (writeResultOption) put(*clientcore.PutOptions) {}
+
+func writeResult(p clientcore.PutResult) WriteResult {
+	w := WriteResult{TS: p.TS, Node: string(p.Node), RTT: p.RTT, Stage: p.Stage, WriteID: p.WriteID, Tested: p.Tested, Acks: p.Acks}
+	for _, h := range p.Holders {
+		w.Holders = append(w.Holders, string(h))
+	}
+	return w
+}
+
+// ReadTestWrite writes value to writeKey only if testKey's value is
+// expect (nil: if testKey has no value) when the tablet's primary orders
+// the write, in timestamp order with every other write of the tablet
+// (dConssandra 2). Both keys must lie in one tablet. With WithBound the
+// nearest replica takes it as a staged write and the result may say the
+// bound ran out before the test was evaluated (NotEvaluated); without,
+// it goes to the primary.
+func (c *Client) ReadTestWrite(ctx context.Context, s *Session, testKey string, expect []byte, writeKey string, value []byte, opts ...PutOption) (WriteResult, error) {
+	var w WriteResult
+	test := &wire.Test{Key: testKey, Found: expect != nil, Value: expect}
+	opts = append(opts, putFunc(func(o *clientcore.PutOptions) { o.Test = test }), WithWriteResult(&w))
+	_, err := c.Put(ctx, s, writeKey, value, opts...)
+	return w, err
 }
 
 // WithSLA makes one Get use agreement instead of the session's SLA.
@@ -718,6 +854,17 @@ type Result struct {
 	// ReplicaEstimate. It is zero, and unknown, while HighTS is: no reply
 	// came, or the replica has yet to receive anything of the tablet.
 	Staleness time.Duration
+	// A bounded Get (WithBound) reports its Bound, the pending writes
+	// its replica Applied within it and those still Pending, and Null
+	// when it could apply none of the key's (ErrNull). Its bound is its
+	// contract: it returns the value read whether or not a subSLA was
+	// met, and Met says which, if any. FromSession says that the value
+	// is the session's own pending write, on any Get.
+	Bound       Bound
+	Applied     int
+	Pending     int
+	Null        bool
+	FromSession bool
 }
 
 // ReplicaRead is one replica's answer to a Get of several replicas: its
@@ -760,11 +907,20 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		DelayMS         float64  `json:"delay_ms,omitempty"`
 		TuneP           float64  `json:"tune_p,omitempty"`
 		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
+		Bound           string   `json:"bound,omitempty"`
+		Applied         *int     `json:"applied,omitempty"`
+		Pending         *int     `json:"pending,omitempty"`
+		Null            bool     `json:"null,omitempty"`
+		FromSession     bool     `json:"from_session,omitempty"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
 		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
 		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
+		Null: r.Null, FromSession: r.FromSession,
+	}
+	if r.Bound != wire.NoBound {
+		out.Bound, out.Applied, out.Pending = r.Bound.String(), &r.Applied, &r.Pending
 	}
 	for _, rr := range r.Replies {
 		out.Replies = append(out.Replies, struct {
@@ -814,7 +970,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
 		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
 		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
-		Staleness: g.Staleness}
+		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
 	if err != nil {
 		res.Met = -1
 		return nil, res, err

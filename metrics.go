@@ -24,6 +24,10 @@ type Metrics struct {
 	// anything was sent (a bad argument, an ended session, a closed
 	// client) is not counted.
 	Puts, PutErrors int64
+	// Pending counts the sessions' bounded Puts (WithBound) answered
+	// before the primary ordered them and not yet resolved to a
+	// timestamp; Refused those the primary later refused.
+	Pending, Refused int64
 	// Gets counts the Gets the client carried out. Met counts them by the
 	// subSLA they met, keyed by its text form ("read-my-writes 300ms 1");
 	// Unmet counts those that met none, failed and timed-out Gets
@@ -108,6 +112,8 @@ func (c *Client) Metrics() (Metrics, error) {
 func (m Metrics) WritePrometheus(w io.Writer) {
 	fmt.Fprintf(w, "# HELP cosla_client_puts_total Puts issued, and those that failed.\n# TYPE cosla_client_puts_total counter\n")
 	fmt.Fprintf(w, "cosla_client_puts_total{outcome=\"ok\"} %d\ncosla_client_puts_total{outcome=\"error\"} %d\n", m.Puts-m.PutErrors, m.PutErrors)
+	fmt.Fprintf(w, "# HELP cosla_client_pending_writes Bounded Puts answered before their primary ordered them, not yet given a timestamp.\n# TYPE cosla_client_pending_writes gauge\ncosla_client_pending_writes %d\n", m.Pending)
+	fmt.Fprintf(w, "# HELP cosla_client_refused_writes_total Bounded Puts answered before their primary ordered them, which it then refused.\n# TYPE cosla_client_refused_writes_total counter\ncosla_client_refused_writes_total %d\n", m.Refused)
 	fmt.Fprintf(w, "# HELP cosla_client_gets_total Gets by the subSLA they met.\n# TYPE cosla_client_gets_total counter\n")
 	for _, sub := range slices.Sorted(maps.Keys(m.Met)) {
 		fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=%q} %d\n", sub, m.Met[sub])

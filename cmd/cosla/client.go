@@ -31,6 +31,8 @@ type clientFlags struct {
 	timeout                                     time.Duration
 	// levels are the CPQ flags, for the commands that add them.
 	levels levelFlags
+	// bound is --bound, for put, get and rtw (parseBound reads it).
+	bound string
 }
 
 func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
@@ -137,39 +139,94 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {
-	return runOneOp("put", "KEY VALUE", "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n--write-level replicas; if they do not all hold it within --timeout, says how many do and\nexits 1).", 2, false,
-		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
-			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1])
-		})
+	return runOneOp(opCommand{
+		name: "put", operands: constOperands("KEY VALUE"), levels: true,
+		doc: "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n" +
+			"--write-level replicas; if they do not all hold it within --timeout, says how many do and\n" +
+			"exits 1). With --bound it is a staged write (dConssandra): the nearest replica takes it and\n" +
+			"answers within the bound with the stage it reached.",
+		boundDoc: "staged write: the nearest replica answers within `B` with the stage reached: immediate (once it holds the write durably), unbounded (once every replica has applied it) or a duration such as 50ms; not with --write-level or --cpq",
+		op: func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, opArgs []string) error {
+			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1], bound)
+		},
+	}, args, stderr)
 }
 
 func runGet(args []string, stdout, stderr io.Writer) error {
-	return runOneOp("get", "KEY", "Reads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.", 1, true,
-		args, stderr, func(ctx context.Context, cs *clientSession, f *clientFlags, opArgs []string) error {
-			return cs.get(ctx, stdout, f.jsonOut, opArgs[0], nil)
-		})
+	return runOneOp(opCommand{
+		name: "get", operands: constOperands("KEY"), reads: true, levels: true,
+		doc: "Reads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.\n" +
+			"With --bound it is a bounded read (dConssandra): the nearest replica applies what pending\n" +
+			"writes it can within the bound, then reads.",
+		boundDoc: "bounded read: the nearest replica applies the pending writes it can within `B`, then reads: immediate (at once), unbounded (every write the primary ordered before the read) or a duration such as 50ms; not with --strategy or the level flags",
+		op: func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, opArgs []string) error {
+			return cs.get(ctx, stdout, f.jsonOut, opArgs[0], nil, bound)
+		},
+	}, args, stderr)
 }
+
+// opCommand is a command that runs one operation in a session: put, get
+// or rtw.
+type opCommand struct {
+	name, doc string
+	// operands returns the operands the command wants, as the usage line
+	// names them, once its own flags are parsed; their count is checked.
+	operands func() string
+	// reads: the command reads, and takes --sla, --strategy and (with
+	// levels) the read level flags; else, with levels, the write level
+	// flags.
+	reads, levels bool
+	// boundDoc is the help of --bound; flags adds the command's own.
+	boundDoc string
+	flags    func(*flag.FlagSet)
+	// op runs the operation; bound is --bound, zero without it.
+	op func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, operands []string) error
+}
+
+func constOperands(s string) func() string { return func() string { return s } }
 
 // runOneOp parses a one-operation command line, opens a session and runs
 // the operation in it.
-func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string, stderr io.Writer,
-	op func(context.Context, *clientSession, *clientFlags, []string) error) error {
-	fs := newFlags(name, stderr)
+func runOneOp(c opCommand, args []string, stderr io.Writer) error {
+	fs := newFlags(c.name, stderr)
 	var f clientFlags
-	addClientFlags(fs, &f, withSLA)
-	f.levels.add(fs, withSLA, !withSLA)
+	addClientFlags(fs, &f, c.reads)
+	if c.levels {
+		f.levels.add(fs, c.reads, !c.reads)
+	}
+	fs.StringVar(&f.bound, "bound", "", c.boundDoc)
+	if c.flags != nil {
+		c.flags(fs)
+	}
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cosla %s [flags] %s\n\n%s\n\nFlags:\n", name, operands, doc)
+		fmt.Fprintf(stderr, "Usage: cosla %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.operands(), c.doc)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != nargs {
-		return usagef("want %s", operands)
+	if want := c.operands(); fs.NArg() != len(strings.Fields(want)) {
+		return usagef("want %s", want)
 	}
 	if _, err := f.levels.policy(); err != nil {
 		return err
+	}
+	bound, err := parseBound(f.bound)
+	if err != nil {
+		return err
+	}
+	if bound != 0 {
+		// A bounded operation goes to the nearest replica alone and is
+		// answered by the bound: the flags that choose replicas or wait
+		// for more of them would be ignored, so they are refused.
+		strategy := false
+		fs.Visit(func(fl *flag.Flag) { strategy = strategy || fl.Name == "strategy" })
+		switch {
+		case f.levels.set():
+			return usagef("--bound goes to the nearest replica alone: not with --read-level, --write-level, --cpq, --delay or --read-repair")
+		case strategy:
+			return usagef("--bound goes to the nearest replica: not with --strategy")
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -178,12 +235,41 @@ func runOneOp(name, operands, doc string, nargs int, withSLA bool, args []string
 		return err
 	}
 	defer cs.client.Close()
-	return op(ctx, cs, &f, fs.Args())
+	return c.op(ctx, cs, &f, bound, fs.Args())
 }
 
-func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string) error {
+// parseBound reads --bound: immediate, unbounded or a positive Go
+// duration; "" is no bound, the zero Bound. A zero duration is refused,
+// as cosla.WithBound refuses it: an answer without waiting is immediate.
+func parseBound(s string) (cosla.Bound, error) {
+	switch strings.ToLower(s) {
+	case "":
+		return 0, nil
+	case "immediate":
+		return cosla.Immediate, nil
+	case "unbounded":
+		return cosla.Unbounded, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, usagef("--bound %q: want immediate, unbounded or a duration such as 50ms", s)
+	case d == 0:
+		return 0, usagef("--bound %s: a zero bound is refused; for an answer without waiting give --bound immediate", s)
+	case d < 0:
+		return 0, usagef("--bound %s: a bound must be positive; give immediate, unbounded or a duration such as 50ms", s)
+	}
+	return cosla.Within(d), nil
+}
+
+func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string, bound cosla.Bound) error {
 	start := time.Now()
-	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value))
+	var wr cosla.WriteResult
+	opts := []cosla.PutOption{cosla.WithWriteResult(&wr)}
+	if bound != 0 {
+		opts = append(opts, cosla.WithBound(bound))
+	}
+	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value), opts...)
 	if qe := (*cosla.QuorumTimeoutError)(nil); errors.As(err, &qe) {
 		// The error names the key, the version and how many replicas of
 		// the level hold it; unlike other failures, the outcome is known.
@@ -198,27 +284,104 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 	if err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
+	latency := time.Since(start)
 	if jsonOut {
-		return json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
-			"latency_ms": float64(time.Since(start)) / float64(time.Millisecond)})
+		out := map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
+		if bound != 0 {
+			addWriteFields(out, wr, bound)
+		}
+		return json.NewEncoder(w).Encode(out)
 	}
-	fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, float64(time.Since(start))/float64(time.Millisecond), cs.site)
+	if bound == 0 {
+		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, milliseconds(latency), cs.site)
+		return nil
+	}
+	fmt.Fprintf(w, "put %s: %s (bound %s, %.1f ms from %s)\n", key, stagedText(wr), bound, milliseconds(latency), cs.site)
+	printHolders(w, wr)
 	return nil
 }
 
-func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA) error {
+// stagedText says how far a bounded write got: its stage, the replica
+// that took it and its number there, and its version once the primary
+// ordered it.
+func stagedText(wr cosla.WriteResult) string {
+	var b strings.Builder
+	b.WriteString(wr.Stage.String())
+	if wr.WriteID != 0 {
+		fmt.Fprintf(&b, " via %s as write %d", wr.Node, wr.WriteID)
+	} else {
+		// The primary took it: it ordered the write at once.
+		fmt.Fprintf(&b, " at %s", wr.Node)
+	}
+	switch {
+	case !wr.TS.IsZero():
+		fmt.Fprintf(&b, ", version %s", wr.TS)
+	case wr.Tested == cosla.Failed:
+		b.WriteString(", nothing written")
+	default:
+		b.WriteString(", no version yet")
+	}
+	return b.String()
+}
+
+// printHolders prints the replicas known to hold a bounded write, or that
+// none is known to yet.
+func printHolders(w io.Writer, wr cosla.WriteResult) {
+	switch {
+	case len(wr.Holders) > 0:
+		fmt.Fprintf(w, "  applied at %s\n", strings.Join(wr.Holders, ", "))
+	case wr.Stage < cosla.Coordinated:
+		fmt.Fprintf(w, "  durable at %s; the primary has yet to order it\n", wr.Node)
+	}
+}
+
+// addWriteFields adds a WriteResult to a command's JSON output: the node
+// that took the write, its round trip, the replicas that held it when
+// answered (acks) and its timestamp ("ts", left out while it has none);
+// with a bound, also the bound, the stage reached, the write's number at
+// the node and the replicas known to have applied it.
+func addWriteFields(out map[string]any, wr cosla.WriteResult, bound cosla.Bound) {
+	out["node"], out["rtt_ms"], out["acks"] = wr.Node, milliseconds(wr.RTT), wr.Acks
+	if wr.TS.IsZero() {
+		delete(out, "ts")
+	} else {
+		out["ts"] = wr.TS.String()
+	}
+	if bound == 0 {
+		return
+	}
+	holders := wr.Holders
+	if holders == nil {
+		holders = []string{}
+	}
+	out["bound"], out["stage"], out["write_id"], out["holders"] = bound.String(), wr.Stage.String(), wr.WriteID, holders
+}
+
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA, bound cosla.Bound) error {
 	agreement := cs.sla
 	var opts []cosla.GetOption
 	if override != nil {
 		agreement = override
 		opts = append(opts, cosla.WithSLA(override))
 	}
+	if bound != 0 {
+		opts = append(opts, cosla.WithBound(bound))
+	}
 	value, res, err := cs.client.Get(ctx, cs.session, key, opts...)
+	// A bounded Get returns what its replica read even when that meets
+	// no subSLA; the command still exits 3 for it, as it says it does.
+	delivered := err == nil
+	if delivered && res.Met < 0 {
+		err = fmt.Errorf("%w: the bounded read returned what %s held", cosla.ErrSLAUnmet, res.Node)
+	}
 	if jsonOut {
 		out := map[string]any{"op": "get", "key": key, "site": cs.site, "sla": agreement.String(), "result": res}
-		if err == nil {
+		if delivered {
 			out["value"] = string(value)
-		} else {
+		}
+		if err != nil {
 			out["error"] = err.Error()
 		}
 		if encErr := json.NewEncoder(w).Encode(out); encErr != nil {
@@ -226,11 +389,14 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		}
 		return err
 	}
-	if err != nil {
+	if !delivered && !errors.Is(err, cosla.ErrNull) {
 		return fmt.Errorf("get %q: %w", key, err)
 	}
 	shown := strconv.Quote(string(value))
-	if !res.Found {
+	switch {
+	case res.Null:
+		shown = "(null)"
+	case !res.Found:
 		shown = "(not found)"
 	}
 	role := "secondary"
@@ -238,11 +404,34 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		role = "primary"
 	}
 	fmt.Fprintf(w, "%s = %s\n", key, shown)
-	fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
-	fmt.Fprintf(w, "  from %s (%s) in %.1f ms; version %s, replica high %s\n", res.Node, role,
-		float64(res.RTT)/float64(time.Millisecond), res.VersionTS, res.HighTS)
+	if res.Met >= 0 {
+		fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
+	} else {
+		fmt.Fprintf(w, "  met none of the %d subSLAs of %q\n", len(agreement), agreement)
+	}
+	if res.FromSession {
+		fmt.Fprintf(w, "  the session's own write through %s, which the primary has yet to order\n", res.Node)
+	} else {
+		version := "version " + res.VersionTS.String()
+		if res.Null {
+			version = "no version read"
+		}
+		fmt.Fprintf(w, "  from %s (%s) in %.1f ms; %s, replica high %s\n", res.Node, role,
+			milliseconds(res.RTT), version, res.HighTS)
+	}
 	if !res.Primary && !res.HighTS.IsZero() {
-		fmt.Fprintf(w, "  estimated staleness %.1f ms behind the primary\n", float64(res.Staleness)/float64(time.Millisecond))
+		fmt.Fprintf(w, "  estimated staleness %.1f ms behind the primary\n", milliseconds(res.Staleness))
+	}
+	if bound != 0 {
+		fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,
+			res.Applied, plural(res.Applied, "write", "writes"), res.Node, res.Pending)
+		if res.Null {
+			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", key)
+		}
+		if err != nil {
+			return fmt.Errorf("get %q: %w", key, err)
+		}
+		return nil
 	}
 	if res.Level > 1 {
 		fmt.Fprintf(w, "  read %d replicas, the newest version winning:\n", res.Level)
@@ -251,7 +440,7 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 			if r.Found {
 				version = "version " + r.VersionTS.String()
 			}
-			fmt.Fprintf(w, "    %s: %s, high %s, %.1f ms\n", r.Node, version, r.HighTS, float64(r.RTT)/float64(time.Millisecond))
+			fmt.Fprintf(w, "    %s: %s, high %s, %.1f ms\n", r.Node, version, r.HighTS, milliseconds(r.RTT))
 		}
 		if res.Quorum {
 			fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
@@ -265,7 +454,14 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	} else {
 		fmt.Fprintf(w, "  strategy %s\n", res.Strategy)
 	}
-	return nil
+	return err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func runSession(args []string, stdout, stderr io.Writer) error {
@@ -316,9 +512,9 @@ Flags:`)
 	for _, st := range script {
 		switch st.op {
 		case "put":
-			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], st.args[1])
+			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], st.args[1], 0)
 		case "get":
-			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], st.sla)
+			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], st.sla, 0)
 		case "sleep":
 			select {
 			case <-time.After(st.sleep):

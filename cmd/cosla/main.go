@@ -9,8 +9,9 @@
 //	cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]
 //	cosla cluster status|down [--dir DIR]
 //	cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]
-//	cosla put [--site S] KEY VALUE
-//	cosla get [--site S] [--sla SLA] [--strategy S] [--json] KEY
+//	cosla put [--site S] [--bound B] KEY VALUE
+//	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
+//	cosla rtw [--site S] [--bound B] [--json] TESTKEY EXPECT WRITEKEY VALUE
 //	cosla session run [--site S] FILE
 //	cosla bench [--target cosla|redis|etcd|postgres] [--workload a-f|FILE] [--clients N] [--duration D]
 //	cosla bench compare [--targets cosla,redis,etcd] [--workload a-f|FILE] [--clients N,...] [--out DIR]
@@ -56,6 +57,7 @@ func commands() []command {
 		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set)", runCluster},
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
+		{"rtw", "write a key only if a key holds a given value, or none (rtw [--bound B] TESTKEY EXPECT WRITEKEY VALUE)", runRTW},
 		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
 		{"bench", "run a YCSB workload against cosla, Redis, etcd or PostgreSQL (bench --workload b --clients 50), or compare them (bench compare)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},

@@ -33,6 +33,7 @@ var (
 	ErrTableExists     = errors.New("cosla: table exists with a different layout")
 	ErrTooLarge        = errors.New("cosla: key or value too large")
 	ErrTimeout         = errors.New("cosla: request timed out")
+	ErrNull            = errors.New("cosla: writes pending and the bound too short to apply one")
 	ErrSessionEnded    = errors.New("cosla: session ended")
 	ErrStorageFailed   = errors.New("cosla: replica storage failed")
 	ErrInvalid         = errors.New("cosla: invalid request")
@@ -263,6 +264,10 @@ type Client struct {
 	// tuners are the CPQ tuners of the client's sessions, one per
 	// target: sessions with the same target share their samples.
 	tuners map[Tune]*tuner
+	// staged maps the pending writes of every session to it
+	// (bounded.go); refusedWrites counts those the primary refused.
+	staged        map[stagedID]*Session
+	refusedWrites int64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
 	// started is when Start ran: the SLA window's buckets count from it.
@@ -299,6 +304,7 @@ func (c *Client) Start(env node.Env) error {
 	c.tables = map[string]*Table{}
 	c.rtt = map[wire.NodeID]*rttStats{}
 	c.tuners = map[Tune]*tuner{}
+	c.staged = map[stagedID]*Session{}
 	c.started = env.Now()
 	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
 	c.met, c.slas = nil, nil
@@ -308,6 +314,10 @@ func (c *Client) Start(env node.Env) error {
 
 // Receive handles a reply from a storage node.
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
+	if m, ok := m.(*wire.Resolved); ok {
+		c.resolved(from, m)
+		return
+	}
 	req, ok := replyReq(m)
 	if !ok {
 		c.env.Logger().Warn("clientcore: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
@@ -460,5 +470,10 @@ func (c *Client) EndSession(s *Session) {
 	if !s.ended {
 		s.ended = true
 		c.sessions--
+	}
+	for id, owner := range c.staged {
+		if owner == s {
+			delete(c.staged, id)
+		}
 	}
 }

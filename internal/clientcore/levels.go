@@ -160,6 +160,14 @@ type PutOptions struct {
 	// RequestTimeout): a write level not reached by then ends in
 	// ErrQuorumTimeout.
 	Timeout time.Duration
+	// Bound, when not wire.NoBound, makes the Put a staged write that
+	// the nearest replica takes and answers within the bound
+	// (dConssandra; see bounded.go). Write levels do not apply to it.
+	Bound wire.Bound
+	// Test makes the Put a ReadTestWrite (dConssandra 2): it writes only
+	// if the test key holds the expected value when the primary orders
+	// it. Without a bound it goes to the primary like any Put.
+	Test *wire.Test
 }
 
 // ReplicaRead is one replica's answer to a Get of several replicas.

@@ -19,6 +19,10 @@ type Metrics struct {
 	// failed (a missed write level included). A Put refused at once (a
 	// value too large, an ended session) is not counted.
 	Puts, PutErrors int64
+	// Pending counts the sessions' bounded Puts answered before the
+	// primary ordered them and not yet resolved to a timestamp
+	// (bounded.go); Refused those the primary later refused.
+	Pending, Refused int64
 	// Gets counts the Gets the client carried out. Met counts them by the
 	// subSLA they met, keyed by its text form ("read-my-writes 300ms 1");
 	// Unmet counts those that met none, failed and timed-out Gets
@@ -256,7 +260,7 @@ func staleness(tv *tabletView, high hlc.Timestamp, primary bool, nowWall int64) 
 // monitor, with the SLA window and the replicas' ages as of the client's
 // clock.
 func (c *Client) Metrics() Metrics {
-	m := Metrics{Puts: c.puts, PutErrors: c.putErrors, Gets: c.gets, Unmet: c.unmet,
+	m := Metrics{Puts: c.puts, PutErrors: c.putErrors, Pending: int64(len(c.staged)), Refused: c.refusedWrites, Gets: c.gets, Unmet: c.unmet,
 		SLAs: c.slaStats(c.env.Now()), SLAWindow: c.opts.SLAWindow, RTT: c.RTTEstimates(), Probes: c.probesSent}
 	m.Met = maps.Clone(c.met)
 	now := c.env.Now()

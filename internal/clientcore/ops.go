@@ -38,6 +38,10 @@ type GetOptions struct {
 	// table's write level makes them strong: only single replicas are
 	// candidates, as in the paper.
 	NoQuorum bool
+	// Bound, when not wire.NoBound, makes the Get a bounded read
+	// (dConssandra; see bounded.go): it goes to one replica, which
+	// brings in what writes it can within the bound before it reads.
+	Bound wire.Bound
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -98,6 +102,16 @@ type GetResult struct {
 	// primary answered, and while HighTS is zero (no reply came, or the
 	// replica has received nothing of the tablet).
 	Staleness time.Duration
+	// A bounded read (GetOptions.Bound) reports its Bound, the writes
+	// the replica Applied within it and those still Pending, and Null
+	// when writes of the key were pending and the bound did not allow
+	// even one (the error is then ErrNull). FromSession says the value is
+	// the session's own pending write (see bounded.go), on any Get.
+	Bound       wire.Bound
+	Applied     int
+	Pending     int
+	Null        bool
+	FromSession bool
 }
 
 // Utility returns the utility delivered: the met subSLA's, or zero.
@@ -112,12 +126,22 @@ func (r GetResult) Utility() float64 {
 // that ordered it, the round trip, the write level it waited for (a
 // number of replicas) and how many replicas held it when the primary
 // answered, the primary included.
+//
+// A bounded Put (PutOptions.Bound) also reports its Bound, the Stage the
+// write reached, its WriteID at Node (the replica that received it), and
+// the Holders known to have applied it; TS is zero before Coordinated. A
+// ReadTestWrite reports whether its test held (Tested).
 type PutResult struct {
-	TS    hlc.Timestamp
-	Node  wire.NodeID
-	RTT   time.Duration
-	Level int
-	Acks  int
+	TS      hlc.Timestamp
+	Node    wire.NodeID
+	RTT     time.Duration
+	Level   int
+	Acks    int
+	Bound   wire.Bound
+	Stage   wire.Stage
+	WriteID uint64
+	Holders []wire.NodeID
+	Tested  wire.Outcome
 }
 
 func (c *Client) checkSession(s *Session, key string) error {
@@ -163,6 +187,17 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 	}
 	if err := read.validate(); err != nil {
 		return err
+	}
+	if err := checkBound(o.Bound); err != nil {
+		return err
+	}
+	res0 := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}
+	if c.fromSession(s, key, agreement, res0, done) {
+		return nil
+	}
+	if o.Bound != wire.NoBound {
+		c.getBounded(s, tv, key, agreement, o, done)
+		return nil
 	}
 	if o.Delay > 0 {
 		delay = o.Delay
@@ -539,17 +574,32 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 	if o.Timeout < 0 {
 		return fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
 	}
+	if err := checkBound(o.Bound); err != nil {
+		return err
+	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	done = c.countPut(done)
+	timeout := c.opts.RequestTimeout
+	if o.Timeout > 0 {
+		timeout = min(timeout, o.Timeout)
+	}
+	if o.Test != nil {
+		if len(o.Test.Key) > c.opts.MaxKeyBytes {
+			return fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
+		}
+		if s.table.layout.TabletFor(o.Test.Key) != s.table.layout.TabletFor(key) {
+			return fmt.Errorf("%w: read-test-write keys %q and %q lie in different tablets", ErrInvalid, o.Test.Key, key)
+		}
+	}
+	if o.Bound != wire.NoBound || o.Test != nil {
+		c.putBounded(s, tv, key, value, o, timeout, done)
+		return nil
+	}
 	level := write.draw(c.env.Rand())
 	if err := level.Check(len(tv.replicas)); err != nil {
 		return fmt.Errorf("%w: write %w", ErrInvalid, err)
 	}
 	w := max(level.Count(len(tv.replicas)), tv.writeCount)
-	timeout := c.opts.RequestTimeout
-	if o.Timeout > 0 {
-		timeout = min(timeout, o.Timeout)
-	}
 	r := tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()

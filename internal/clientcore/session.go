@@ -18,6 +18,9 @@ type Session struct {
 	putTS  map[string]hlc.Timestamp
 	readTS map[string]hlc.Timestamp
 	maxTS  hlc.Timestamp
+	// pending are the session's bounded Puts not yet ordered by the
+	// primary, oldest first (bounded.go).
+	pending []*pendingWrite
 }
 
 // SetPolicy sets the levels and delay of the session's operations.

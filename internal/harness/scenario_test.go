@@ -130,6 +130,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		outcome, err = sc.status(wire.NodeID(d.CmdArgs[0].Key))
 	case "monitor":
 		outcome, err = sc.monitor(wire.NodeID(d.CmdArgs[0].Key))
+	case "versions":
+		outcome, err = sc.versions(wire.NodeID(d.CmdArgs[0].Key))
 	default:
 		err = fmt.Errorf("unknown command %q", d.Cmd)
 	}
@@ -312,6 +314,18 @@ func (sc *scenario) put(d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 	}
+	if o.Bound, err = scanBound(sc.t, d); err != nil {
+		return "", err
+	}
+	if d.HasArg("test-key") {
+		o.Test = &wire.Test{}
+		d.ScanArgs(sc.t, "test-key", &o.Test.Key)
+		if d.HasArg("test-value") {
+			var v string
+			d.ScanArgs(sc.t, "test-value", &v)
+			o.Test.Found, o.Test.Value = true, []byte(v)
+		}
+	}
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
 		if err := c.Put(s.session, key, []byte(value), o, func(r clientcore.PutResult, err error) {
@@ -319,10 +333,23 @@ func (sc *scenario) put(d *datadriven.TestData) (string, error) {
 			if r.Level > 1 {
 				acks = fmt.Sprintf(" acks=%d/%d", r.Acks, r.Level)
 			}
+			staged := ""
+			if r.Stage != 0 {
+				staged = fmt.Sprintf(" stage=%s node=%s", r.Stage, r.Node)
+				if r.WriteID != 0 {
+					staged += fmt.Sprintf(" write=%d", r.WriteID)
+				}
+				if len(r.Holders) > 0 {
+					staged += fmt.Sprintf(" holders=%v", r.Holders)
+				}
+			}
+			if o.Test != nil {
+				staged += " test " + r.Tested.String()
+			}
 			if err != nil {
-				out = fmt.Sprintf("put %s=%s:%s %v\n", key, value, acks, err)
+				out = fmt.Sprintf("put %s=%s:%s%s %v\n", key, value, acks, staged, err)
 			} else {
-				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s%s\n", key, value, r.TS, r.RTT, acks)
+				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s%s%s\n", key, value, r.TS, r.RTT, acks, staged)
 			}
 			done()
 		}); err != nil {
@@ -371,6 +398,9 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 	if d.HasArg("hedge") {
 		d.ScanArgs(sc.t, "hedge", &opts.HedgeCost)
 	}
+	if opts.Bound, err = scanBound(sc.t, d); err != nil {
+		return "", err
+	}
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
 		if err := c.Get(s.session, key, opts, func(r clientcore.GetResult, err error) {
@@ -382,6 +412,23 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 		}
 	})
 	return out, err
+}
+
+// scanBound reads a bound= argument: immediate, unbounded or a duration.
+func scanBound(t *testing.T, d *datadriven.TestData) (wire.Bound, error) {
+	if !d.HasArg("bound") {
+		return wire.NoBound, nil
+	}
+	var s string
+	d.ScanArgs(t, "bound", &s)
+	switch s {
+	case "immediate":
+		return wire.Immediate, nil
+	case "unbounded":
+		return wire.Unbounded, nil
+	}
+	dur, err := time.ParseDuration(s)
+	return wire.Bound(dur), err
 }
 
 // scanLevel reads a level= argument.
@@ -406,6 +453,15 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	}
 	if r.Hedged {
 		b.WriteString(" hedged")
+	}
+	if r.Bound != wire.NoBound {
+		fmt.Fprintf(&b, " bound=%s applied=%d pending=%d", r.Bound, r.Applied, r.Pending)
+	}
+	if r.Null {
+		b.WriteString(" null")
+	}
+	if r.FromSession {
+		b.WriteString(" from-session")
 	}
 	if r.Retried {
 		b.WriteString(" retried")
@@ -461,6 +517,26 @@ func (sc *scenario) status(id wire.NodeID) (string, error) {
 			role = "primary"
 		}
 		fmt.Fprintf(&b, "%s tablet %s %s high=%s last-update=%s\n", t.Table, t.Ref, role, t.High, t.LastUpdate)
+	}
+	return b.String(), nil
+}
+
+// versions prints a node's versions of the scenario's tablet (ID 7) and
+// its staged-write counters.
+func (sc *scenario) versions(id wire.NodeID) (string, error) {
+	r, err := sc.world.Replica(id)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, e := range r.Versions(wire.TabletRef{Table: 7}) {
+		fmt.Fprintf(&b, "%s=%q ts=%s\n", e.Key, e.Value, e.TS)
+	}
+	m := r.Metrics()
+	fmt.Fprintf(&b, "staged puts %d, forwards sent %d resent %d ordered %d duplicate %d out-of-order %d, deadlines %d, null reads %d\n",
+		m.StagedPuts, m.ForwardsSent, m.ForwardResends, m.ForwardsOrdered, m.DuplicateForwards, m.ForwardsOutOfOrder, m.Deadlines, m.NullReads)
+	for _, c := range m.Costs {
+		fmt.Fprintf(&b, "cost of %s toward %s: %s + %s per write, %d samples, warm %t\n", c.Step, c.Primary, c.Fixed, c.PerWrite, c.Samples, c.Warm)
 	}
 	return b.String(), nil
 }

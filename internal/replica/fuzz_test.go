@@ -251,6 +251,12 @@ func fuzzSeedEngines(tb testing.TB) []storage.Engine {
 				Entries: []wire.Entry{{TS: ts(3), Key: "n", Value: []byte("n")}, {TS: ts(7), Key: "o"}}})
 			n.Receive(fuzzPrimary, &wire.Push{Tablet: ref, Prev: ts(7), Entry: wire.Entry{TS: ts(12), Key: "p", Value: []byte("p")}, Ack: true})
 			n.Receive(fuzzClient, &wire.Repair{Tablet: ref, Entry: wire.Entry{TS: ts(20), Key: "q", Value: []byte("q")}})
+			// Staged writes (stage.go): a staging record where the node
+			// is a secondary, a receiver's record where it is primary.
+			n.Receive(fuzzClient, &wire.PutRequest{Req: uint64(30 + j), Tablet: ref, Key: "r", Value: []byte("r"), Bound: wire.Immediate})
+			n.Receive(fuzzClient, &wire.PutRequest{Req: uint64(40 + j), Tablet: ref, Key: "s", Value: []byte("s"), Bound: wire.Immediate,
+				Test: &wire.Test{Key: "r", Found: true, Value: []byte("r")}})
+			n.Receive(fuzzSecondary, &wire.Forward{Tablet: ref, Seq: 1, Key: "t", Value: []byte("t")})
 		}
 		out = append(out, eng)
 	}

@@ -15,7 +15,10 @@ import (
 //	g r                                 -> largest timestamp revealed to secondaries
 //	d <table id><tablet> <key>          -> timestamp + value (tablet store, Pileus 4.3)
 //	l <table id><tablet> <timestamp>    -> key + value (the primary's update log)
-//	m <table id><tablet> h|u|t          -> high, last update, log truncation point
+//	m <table id><tablet> h|u|t|r|f      -> high, last update, log truncation point,
+//	                                       largest repaired timestamp, staged writes ordered
+//	s <table id><tablet> <seq>          -> a staged write (receiver, stage.go)
+//	o <table id><tablet> <node>         -> a receiver's writes ordered (primary, stage.go)
 //
 // Table IDs and tablet indexes are fixed-width big-endian so that one
 // tablet's keys are contiguous; timestamps are encoded so that byte order is
@@ -26,11 +29,14 @@ const (
 	spaceData    = 'd'
 	spaceLog     = 'l'
 	spaceMeta    = 'm'
+	spaceStage   = 's'
+	spaceOrigin  = 'o'
 
 	metaHigh      = 'h'
 	metaLast      = 'u'
 	metaTruncated = 't'
 	metaRepaired  = 'r'
+	metaForwarded = 'f'
 
 	tsLen     = 12
 	prefixLen = 1 + 8 + 4

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/invariants"
-	"github.com/cosla/cosla/internal/storage"
 	"github.com/cosla/cosla/internal/wire"
 )
 
@@ -51,63 +50,66 @@ func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 	switch {
 	case code != wire.OK:
 		reply.Code = code
-	case !tb.isPrimary:
+	case m.Bound == wire.NoBound && !tb.isPrimary:
 		reply.Code = wire.NotPrimary
-	case len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
-		reply.Code = wire.TooLarge
-	case m.W < 0 || int(m.W) > 1+len(tb.secondaries):
-		reply.Code = wire.Invalid
-	case m.MinTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
-		// The session's minimum would drag this clock, and every later
-		// timestamp, that far ahead (to the end of time, where it cannot
-		// go on): no node issued it.
-		n.env.Logger().Warn("replica: Put refused: its session minimum is far ahead of this clock", "from", from, "min_ts", m.MinTS)
-		reply.Code = wire.Invalid
+	default:
+		reply.Code = n.checkPut(tb, m)
 	}
 	if reply.Code != wire.OK {
 		n.metrics.PutsRejected++
 		return reply
 	}
-	n.clock.Update(m.MinTS)
-	ts := n.clock.Now()
-	if invariants.Enabled {
-		invariants.Check(tb.lastUpdate.Less(ts) && m.MinTS.Less(ts),
-			"put timestamp %s not above last update %s and session minimum %s", ts, tb.lastUpdate, m.MinTS)
-	}
-	var b storage.Batch
-	b.Set(logKey(tb.ref, ts), encodeLogRecord(m.Key, m.Value))
-	b.Set(dataKey(tb.ref, m.Key), encodeVersion(ts, m.Value))
-	b.Set(metaKey(tb.ref, metaLast), appendTS(nil, ts))
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
-		n.metrics.PutsRejected++
-		reply.Code = wire.StorageFailed
-		return reply
+	if m.Bound != wire.NoBound {
+		n.stagedPut(from, tb, m)
+		return nil
 	}
 	prev := tb.lastUpdate
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, nil)
+	reply.Code, reply.Tested = code, tested
+	if code != wire.OK {
+		n.metrics.PutsRejected++
+		return reply
+	}
+	if ts.IsZero() {
+		return reply // a test that failed: nothing written
+	}
+	if invariants.Enabled {
+		invariants.Check(prev.Less(ts) && m.MinTS.Less(ts),
+			"put timestamp %s not above last update %s and session minimum %s", ts, prev, m.MinTS)
+	}
 	tb.lastUpdate = ts
 	reply.TS, reply.Acks = ts, 1
 	need := max(int(m.W), tb.writeLevel.Count(1+len(tb.secondaries)))
-	if tb.mode == wire.ModePush || need > 1 {
-		entry := wire.Entry{TS: ts, Key: m.Key, Value: m.Value}
-		for _, s := range tb.secondaries {
-			if need > 1 {
-				n.timePushSent(tb, s, ts)
-			}
-			n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: entry, Ack: need > 1})
-			n.metrics.PushesSent++
-			n.metrics.EntriesSent++
-		}
-	}
+	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
 	if need > 1 {
-		n.wait(tb, from, m, ts, need)
+		n.metrics.LevelPuts++
+		n.parkWait(tb, &putWait{from: from, req: m.Req, ts: ts, need: need}, max(m.Wait, 0))
 		return nil
 	}
 	return reply
 }
 
-func (n *Node) get(m *wire.GetRequest) *wire.GetReply {
+// serveGet answers a Get, or starts a bounded one.
+func (n *Node) serveGet(from wire.NodeID, m *wire.GetRequest) {
 	n.metrics.Gets++
+	tb, code := n.lookup(m.Tablet, m.Key, true)
+	switch {
+	case code != wire.OK:
+	case !m.Bound.Valid() || m.Budget < 0:
+		code = wire.Invalid
+	case m.Bound != wire.NoBound:
+		n.boundedGet(from, tb, m)
+		return
+	}
+	if code != wire.OK {
+		n.env.Send(from, &wire.GetReply{Req: m.Req, Code: code})
+		return
+	}
+	n.env.Send(from, n.get(m))
+}
+
+// get reads the replica's version of the key.
+func (n *Node) get(m *wire.GetRequest) *wire.GetReply {
 	reply := &wire.GetReply{Req: m.Req}
 	tb, code := n.lookup(m.Tablet, m.Key, true)
 	if code != wire.OK {

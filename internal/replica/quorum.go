@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/storage"
@@ -18,13 +19,19 @@ import (
 // from, tells the primary which versions it holds. Past the Put's wait
 // the primary answers QuorumTimeout with the number that do: never more.
 
-// putWait is a Put waiting for its write level.
+// putWait is a Put waiting for its write level: a client's Put, a
+// staged Put the primary took itself (staged: its reply says the
+// stage), or a receiver's staged write (forward: its sequence number),
+// answered with a second ForwardAck.
 type putWait struct {
-	id   uint64
-	from wire.NodeID
-	req  uint64
-	ts   hlc.Timestamp
-	need int
+	id      uint64
+	from    wire.NodeID
+	req     uint64
+	ts      hlc.Timestamp
+	need    int
+	staged  bool
+	forward uint64
+	at      time.Time // when a staged Put was ordered (for its cost)
 }
 
 // waitTimer fires when a waiting Put's wait has run out.
@@ -35,13 +42,33 @@ type waitTimer struct {
 
 func (t waitTimer) String() string { return fmt.Sprintf("wait(%s #%d)", t.ref, t.id) }
 
-// wait parks a Put until need replicas hold ts or m.Wait runs out.
-func (n *Node) wait(tb *tablet, from wire.NodeID, m *wire.PutRequest, ts hlc.Timestamp, need int) {
-	n.metrics.LevelPuts++
+// parkWait parks w until w.need replicas hold w.ts or wait runs out;
+// a negative wait never does.
+func (n *Node) parkWait(tb *tablet, w *putWait, wait time.Duration) {
 	n.lastWait++
-	w := &putWait{id: n.lastWait, from: from, req: m.Req, ts: ts, need: need}
+	w.id = n.lastWait
 	tb.waits = append(tb.waits, w)
-	n.env.After(max(m.Wait, 0), waitTimer{ref: tb.ref, id: w.id})
+	if wait >= 0 {
+		n.env.After(wait, waitTimer{ref: tb.ref, id: w.id})
+	}
+}
+
+// answerWait answers a waiting Put with the replicas holding it.
+func (n *Node) answerWait(tb *tablet, w *putWait, code wire.Code) {
+	count := holders(tb, w.ts)
+	switch {
+	case w.forward != 0:
+		n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
+	case w.staged:
+		stage := wire.Coordinated
+		if count == 1+len(tb.secondaries) {
+			stage = wire.Executed
+			n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+		}
+		n.env.Send(w.from, &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count), Stage: stage, Holders: holderIDs(tb, w.ts, n.env.ID())})
+	default:
+		n.env.Send(w.from, &wire.PutReply{Req: w.req, Code: code, TS: w.ts, Acks: int32(count)})
+	}
 }
 
 // holders counts the replicas known to hold ts durably: the primary and
@@ -65,8 +92,8 @@ func (n *Node) noteHigh(tb *tablet, s wire.NodeID, high hlc.Timestamp) {
 	tb.acked[s] = hlc.Max(tb.acked[s], high)
 	kept := tb.waits[:0]
 	for _, w := range tb.waits {
-		if count := holders(tb, w.ts); count >= w.need {
-			n.env.Send(w.from, &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count)})
+		if holders(tb, w.ts) >= w.need {
+			n.answerWait(tb, w, wire.OK)
 			continue
 		}
 		kept = append(kept, w)
@@ -99,7 +126,7 @@ func (n *Node) waitExpired(t waitTimer) {
 		}
 		tb.waits = append(tb.waits[:i], tb.waits[i+1:]...)
 		n.metrics.LevelTimeouts++
-		n.env.Send(w.from, &wire.PutReply{Req: w.req, Code: wire.QuorumTimeout, TS: w.ts, Acks: int32(holders(tb, w.ts))})
+		n.answerWait(tb, w, wire.QuorumTimeout)
 		return
 	}
 }

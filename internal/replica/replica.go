@@ -109,13 +109,39 @@ type Metrics struct {
 	DuplicatePuts                  int64
 	PushAcksSent, PushAcksReceived int64
 	RepairsApplied, RepairsIgnored int64
-	StorageErrors                  int64
-	LastStorageError               string
-	Tablets                        []TabletStatus
+	// Staged writes and bounded reads (dConssandra): Puts and Gets with
+	// a bound; staged writes forwarded, sent again after forwardResend,
+	// and acknowledged, at a receiver; forwarded writes ordered,
+	// delivered again, and dropped for arriving out of order, at a
+	// primary; bounded operations answered by their deadline timer;
+	// reads answered with the paper's NULL; planner decisions.
+	StagedPuts, BoundedGets            int64
+	ForwardsSent, ForwardResends       int64
+	ForwardAcksReceived                int64
+	ForwardsOrdered, DuplicateForwards int64
+	ForwardsOutOfOrder                 int64
+	Deadlines, NullReads, Decisions    int64
+	StorageErrors                      int64
+	LastStorageError                   string
+	Tablets                            []TabletStatus
 	// Links are the smoothed round trips to the peers the node replicates
 	// with, sorted by peer (see LinkStatus): a secondary's to its
 	// primaries, a primary's to the secondaries that acknowledge pushes.
 	Links []LinkStatus
+	// Costs are the learned costs of the planned steps (dConssandra
+	// 5-B), per primary and step, sorted.
+	Costs []StepCost
+}
+
+// StepCost is a node's learned cost of one step toward one primary:
+// Fixed + PerWrite*x for x writes, from Samples timings; the planner
+// uses it once Warm (dcon.WarmSamples).
+type StepCost struct {
+	Primary         wire.NodeID
+	Step            string
+	Fixed, PerWrite time.Duration
+	Samples         int
+	Warm            bool
 }
 
 // TabletStatus describes one tablet replica.
@@ -148,6 +174,14 @@ type Node struct {
 	recentPuts  map[putID]struct{}
 	recentOrder []putID
 	recentNext  int
+	// started is when the node started, the origin of its cost fits'
+	// clock; costs are the fits toward each primary (volatile: a
+	// restarted node warms up again, dConssandra 2-C); decisions are
+	// the planner's recent inputs, a ring.
+	started      time.Time
+	costs        map[wire.NodeID]*stepCosts
+	decisions    []Decision
+	decisionNext int
 }
 
 // putID names a Put request.
@@ -239,6 +273,31 @@ type tablet struct {
 	repaired hlc.Timestamp
 	// Secondary only: the snapshot being received, or nil (volatile).
 	snap *snapshotProgress
+
+	// Receiver of staged writes (stage.go), any replica but the
+	// primary: the writes not yet ordered, in sequence order (durable);
+	// the last sequence number given; what the primary has acknowledged
+	// (durable); whether the resend timer is set and a ForwardAck came
+	// since; the Puts and Gets waiting (volatile).
+	staged          []*stagedWrite
+	stagedLast      uint64
+	forwarded       origin
+	forwardTimer    bool
+	forwardProgress bool
+	boundedPuts     []*boundedPut
+	boundedReads    []*boundedRead
+	// Primary only: what it has ordered of each receiver (durable,
+	// cached here).
+	origins map[wire.NodeID]origin
+	// Secondary only, volatile: known is the largest update timestamp
+	// heard of (from pushes, also those not applied); applied counts the
+	// versions applied; pullsSent numbers the pulls sent, pullsDone is
+	// the number of the last one whose reply left nothing more to pull,
+	// and pullAgain asks for one more pull after the outstanding one.
+	known                hlc.Timestamp
+	applied              int64
+	pullsSent, pullsDone uint64
+	pullAgain            bool
 }
 
 // pullTimer fires a secondary's periodic pull.
@@ -261,6 +320,8 @@ func (n *Node) Start(env node.Env) error {
 	n.byID = map[uint64]*table{}
 	n.recentPuts = map[putID]struct{}{}
 	n.links = map[wire.NodeID]*linkRTT{}
+	n.costs = map[wire.NodeID]*stepCosts{}
+	n.started = env.Now()
 	eng := env.Engine()
 	if v, ok, err := eng.Get(revealedKey); err != nil {
 		return fmt.Errorf("replica: read revealed timestamp: %w", err)
@@ -294,6 +355,11 @@ func (n *Node) Start(env node.Env) error {
 		for _, tb := range t.tablets {
 			if err := n.loadTabletMeta(tb); err != nil {
 				return err
+			}
+			if !tb.isPrimary {
+				if err := n.loadStaged(tb); err != nil {
+					return err
+				}
 			}
 			n.clock.Update(tb.lastUpdate)
 		}
@@ -356,6 +422,7 @@ func (n *Node) addTable(l wire.Layout) *table {
 			tb.acked = map[wire.NodeID]hlc.Timestamp{}
 			tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
 			tb.pushTimed = map[wire.NodeID][]timedPush{}
+			tb.origins = map[wire.NodeID]origin{}
 		} else {
 			// A random phase keeps the secondaries of many tablets from
 			// pulling in lockstep.
@@ -383,6 +450,7 @@ func (n *Node) Metrics() Metrics {
 	}
 	sortTabletStatus(m.Tablets)
 	m.Links = n.linkStatus()
+	m.Costs = n.costStatus()
 	return m
 }
 
@@ -404,7 +472,7 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 			n.env.Send(from, reply)
 		}
 	case *wire.GetRequest:
-		n.env.Send(from, n.get(m))
+		n.serveGet(from, m)
 	case *wire.ProbeRequest:
 		n.env.Send(from, n.probe(m))
 	case *wire.PullRequest:
@@ -417,6 +485,10 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		n.pushAcked(from, m)
 	case *wire.Repair:
 		n.repair(m)
+	case *wire.Forward:
+		n.forwarded(from, m)
+	case *wire.ForwardAck:
+		n.forwardAcked(from, m)
 	default:
 		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 	}
@@ -434,6 +506,10 @@ func (n *Node) Fire(timer any) {
 		n.env.After(tb.interval, t)
 	case waitTimer:
 		n.waitExpired(t)
+	case deadlineTimer:
+		n.deadlineFired(t)
+	case forwardTimer:
+		n.forwardTimerFired(t)
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

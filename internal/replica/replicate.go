@@ -28,6 +28,7 @@ import (
 
 func (n *Node) requestPull(tb *tablet) {
 	tb.pulling = true
+	tb.pullsSent++
 	n.timePullSent(tb, tb.high)
 	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
 	if tb.snap != nil {
@@ -254,6 +255,16 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 	}
 	n.timePullReply(tb, from, m)
 	tb.pulling = false
+	n.applyPullReply(tb, m)
+	if tb.pullAgain && !tb.pulling {
+		tb.pullAgain = false
+		n.requestPull(tb)
+	}
+	n.advanceReads(tb)
+}
+
+// applyPullReply applies a pull reply's versions or snapshot chunk.
+func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 	if m.Code != wire.OK {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)
 		return
@@ -268,6 +279,10 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 	// timestamp stays until the snapshot is complete.
 	if !tb.high.Less(m.High) || tb.high.Less(m.Since) || tb.snap != nil {
 		n.metrics.PullRepliesDiscarded++
+		if !m.More && tb.snap == nil && !tb.high.Less(m.High) {
+			// Pushes brought everything the reply had: caught up.
+			tb.pullsDone = tb.pullsSent
+		}
 		return
 	}
 	var b storage.Batch
@@ -301,9 +316,12 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 		n.ackPush(tb)
 	}
 	n.metrics.EntriesApplied += int64(applied)
+	tb.applied += int64(applied)
 	if m.More {
 		n.requestPull(tb)
+		return
 	}
+	tb.pullsDone = tb.pullsSent
 }
 
 // applySnapshot applies a snapshot chunk at a secondary, in one synced
@@ -393,6 +411,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 		n.metrics.SnapshotChunksApplied++
 		n.metrics.SnapshotsApplied++
 		n.metrics.EntriesApplied += int64(applied)
+		tb.applied += int64(applied)
 		n.requestPull(tb)
 		return
 	}
@@ -423,6 +442,7 @@ func (n *Node) applyPush(m *wire.Push) {
 	if tb == nil || tb.isPrimary {
 		return
 	}
+	tb.known = hlc.Max(tb.known, m.Entry.TS)
 	switch {
 	case tb.snap != nil:
 		// A snapshot is being received; the pull after it brings this
@@ -461,6 +481,7 @@ func (n *Node) applyPush(m *wire.Push) {
 		return
 	}
 	n.metrics.EntriesApplied++
+	tb.applied++
 	if m.Ack {
 		n.ackPush(tb)
 	}

@@ -119,7 +119,13 @@ func (n *Node) timePullReply(tb *tablet, from wire.NodeID, m *wire.PullReply) {
 	}
 	tb.pullTimed = false
 	if !tb.pullResent {
-		n.sampleRTT(from, n.env.Now().Sub(tb.pullSent))
+		rtt := n.env.Now().Sub(tb.pullSent)
+		n.sampleRTT(from, rtt)
+		if !m.Snapshot {
+			// dConssandra's acquisition: a pull round for the writes
+			// it brings.
+			n.costsFor(from).acquire.Add(n.elapsed(), len(m.Entries), rtt)
+		}
 	}
 }
 

@@ -116,6 +116,11 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_replica_repairs_applied_total", "Read repairs applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.RepairsApplied })
 	counter("cosla_replica_snapshot_chunks_sent_total", "Snapshot chunks sent as a primary to secondaries that lost their storage.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksSent })
 	counter("cosla_replica_snapshot_chunks_applied_total", "Snapshot chunks applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksApplied })
+	counter("cosla_replica_staged_puts_total", "Puts with a bound (dConssandra) taken as the receiver.", func(n NodeStatus) int64 { return n.Metrics.StagedPuts })
+	counter("cosla_replica_bounded_gets_total", "Gets with a bound served.", func(n NodeStatus) int64 { return n.Metrics.BoundedGets })
+	counter("cosla_replica_deadlines_total", "Bounded operations answered by their deadline timer.", func(n NodeStatus) int64 { return n.Metrics.Deadlines })
+	counter("cosla_replica_null_reads_total", "Bounded Gets answered NULL: writes of the key pending, none could be applied in time.", func(n NodeStatus) int64 { return n.Metrics.NullReads })
+	counter("cosla_replica_forward_resends_total", "Times a receiver sent its unacknowledged staged writes again.", func(n NodeStatus) int64 { return n.Metrics.ForwardResends })
 	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
 	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
 	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })
@@ -148,6 +153,13 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	for _, n := range st.Nodes {
 		for _, l := range n.Metrics.Links {
 			fmt.Fprintf(w, "cosla_link_rtt_samples_total{node=%q,peer=%q} %d\n", n.ID, l.Peer, l.Samples)
+		}
+	}
+	fmt.Fprintf(w, "# HELP cosla_step_cost_seconds A node's learned cost of a planned step toward a primary (dConssandra 5-B): fixed + per_write * writes.\n# TYPE cosla_step_cost_seconds gauge\n")
+	for _, n := range st.Nodes {
+		for _, c := range n.Metrics.Costs {
+			fmt.Fprintf(w, "cosla_step_cost_seconds{node=%q,primary=%q,step=%q,part=\"fixed\"} %.6f\n", n.ID, c.Primary, c.Step, c.Fixed.Seconds())
+			fmt.Fprintf(w, "cosla_step_cost_seconds{node=%q,primary=%q,step=%q,part=\"per_write\"} %.9f\n", n.ID, c.Primary, c.Step, c.PerWrite.Seconds())
 		}
 	}
 	tr := st.Transport

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The String methods give each message a compact one-line form for traces:
@@ -61,14 +62,62 @@ func (m *TableInfoReply) String() string {
 }
 
 // A Put of write level one and its reply print as they did before write
-// levels existed, so that the traces of such runs keep their hashes.
+// levels existed, so that the traces of such runs keep their hashes; so
+// do Puts and Gets without a bound (the fields of staged writes and
+// bounded reads print only when set).
 
 func (m *PutRequest) String() string {
 	level := ""
 	if m.W > 1 {
 		level = fmt.Sprintf(" w=%d wait=%s", m.W, m.Wait)
 	}
-	return fmt.Sprintf("Put(req=%d tablet=%s key=%q value=%s min=%s%s)", m.Req, m.Tablet, m.Key, valueString(m.Value), m.MinTS, level)
+	return fmt.Sprintf("Put(req=%d tablet=%s key=%q value=%s min=%s%s%s%s)", m.Req, m.Tablet, m.Key, valueString(m.Value), m.MinTS, level,
+		boundSuffix(m.Bound, m.Budget), testSuffix(m.Test))
+}
+
+// boundSuffix prints a bounded operation's bound and budget, each only
+// when set.
+func boundSuffix(b Bound, budget time.Duration) string {
+	s := ""
+	if b != NoBound {
+		s = " bound=" + b.String()
+	}
+	if budget != 0 {
+		s += " budget=" + budget.String()
+	}
+	return s
+}
+
+// testSuffix prints a ReadTestWrite's test: test=k=="v", or test=k==absent
+// for a test that the key has no value.
+func testSuffix(t *Test) string {
+	if t == nil {
+		return ""
+	}
+	if !t.Found {
+		return fmt.Sprintf(" test=%s==absent", t.Key)
+	}
+	return fmt.Sprintf(" test=%s==%s", t.Key, valueString(t.Value))
+}
+
+// stagedSuffix prints what a staged write's reply or acknowledgement
+// adds, each part only when set: holders=[a b] and tested=held.
+func stagedSuffix(holders []NodeID, tested Outcome) string {
+	var b strings.Builder
+	if len(holders) > 0 {
+		b.WriteString(" holders=[")
+		for i, h := range holders {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(string(h))
+		}
+		b.WriteByte(']')
+	}
+	if tested != NotEvaluated {
+		b.WriteString(" tested=" + tested.String())
+	}
+	return b.String()
 }
 
 func (m *PutReply) String() string {
@@ -76,11 +125,18 @@ func (m *PutReply) String() string {
 	if m.Acks > 1 || m.Code == QuorumTimeout {
 		acks = fmt.Sprintf(" acks=%d", m.Acks)
 	}
-	return fmt.Sprintf("PutReply(req=%d ts=%s%s%s)", m.Req, m.TS, acks, codeSuffix(m.Code))
+	staged := ""
+	if m.Stage != 0 {
+		staged = " stage=" + m.Stage.String()
+	}
+	if m.WriteID != 0 {
+		staged += fmt.Sprintf(" write=%d", m.WriteID)
+	}
+	return fmt.Sprintf("PutReply(req=%d ts=%s%s%s%s%s)", m.Req, m.TS, acks, staged, stagedSuffix(m.Holders, m.Tested), codeSuffix(m.Code))
 }
 
 func (m *GetRequest) String() string {
-	return fmt.Sprintf("Get(req=%d tablet=%s key=%q)", m.Req, m.Tablet, m.Key)
+	return fmt.Sprintf("Get(req=%d tablet=%s key=%q%s)", m.Req, m.Tablet, m.Key, boundSuffix(m.Bound, m.Budget))
 }
 
 func (m *GetReply) String() string {
@@ -88,12 +144,18 @@ func (m *GetReply) String() string {
 	fmt.Fprintf(&b, "GetReply(req=%d", m.Req)
 	if m.Found {
 		fmt.Fprintf(&b, " value=%s version=%s", valueString(m.Value), m.VersionTS)
-	} else if m.Code == OK {
+	} else if m.Code == OK && !m.Null {
 		b.WriteString(" not-found")
 	}
 	fmt.Fprintf(&b, " high=%s", m.HighTS)
 	if m.Primary {
 		b.WriteString(" primary")
+	}
+	if m.Applied != 0 || m.Pending != 0 {
+		fmt.Fprintf(&b, " applied=%d pending=%d", m.Applied, m.Pending)
+	}
+	if m.Null {
+		b.WriteString(" null")
 	}
 	b.WriteString(codeSuffix(m.Code))
 	b.WriteString(")")
@@ -160,4 +222,25 @@ func (m *PushAck) String() string {
 
 func (m *Repair) String() string {
 	return fmt.Sprintf("Repair(tablet=%s key=%q value=%s ts=%s)", m.Tablet, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS)
+}
+
+func (m *Forward) String() string {
+	level := ""
+	if m.W > 1 {
+		level = fmt.Sprintf(" w=%d wait=%s", m.W, m.Wait)
+	}
+	return fmt.Sprintf("Forward(tablet=%s seq=%d key=%q value=%s min=%s%s%s)", m.Tablet, m.Seq, m.Key, valueString(m.Value), m.MinTS, level,
+		testSuffix(m.Test))
+}
+
+func (m *ForwardAck) String() string {
+	acks := ""
+	if m.Acks != 0 {
+		acks = fmt.Sprintf(" acks=%d", m.Acks)
+	}
+	return fmt.Sprintf("ForwardAck(tablet=%s seq=%d ts=%s%s%s%s)", m.Tablet, m.Seq, m.TS, acks, stagedSuffix(m.Holders, m.Tested), codeSuffix(m.Code))
+}
+
+func (m *Resolved) String() string {
+	return fmt.Sprintf("Resolved(tablet=%s write=%d ts=%s%s)", m.Tablet, m.WriteID, m.TS, codeSuffix(m.Code))
 }

@@ -17,16 +17,21 @@ var Kinds = []string{
 	"probe", "probe-reply",
 	"pull", "pull-reply",
 	"push", "push-ack", "repair",
+	"forward", "forward-ack", "resolved",
 }
 
 // NodeKinds are the kinds of the messages a storage node serves: the
 // requests of clients and, from the replication protocol (Pileus 4.2), the
 // pulls and push acknowledgements a primary handles and the pull replies,
-// pushes and read repairs a secondary applies. The others are replies a client receives.
+// pushes and read repairs a secondary applies, and from staged writes
+// (dConssandra 3) the forwards a primary orders and the acknowledgements
+// the receiving replica takes. The others are replies, and the Resolved
+// notices of staged writes, that a client receives.
 var NodeKinds = []string{
 	"create-table", "delete-table", "table-info",
 	"put", "get", "probe",
 	"pull", "pull-reply", "push", "push-ack", "repair",
+	"forward", "forward-ack",
 }
 
 // Kind returns a short stable name of the message's type, one of Kinds,
@@ -67,6 +72,12 @@ func Kind(m Msg) string {
 		return "push-ack"
 	case *Repair:
 		return "repair"
+	case *Forward:
+		return "forward"
+	case *ForwardAck:
+		return "forward-ack"
+	case *Resolved:
+		return "resolved"
 	}
 	return "unknown"
 }
@@ -134,25 +145,29 @@ func envelopeField(m Msg) (field, body int) {
 		if m != nil {
 			body = uintField(1, m.Req) + msgField(2, refSize(m.Tablet)) + bytesField(3, len(m.Key)) +
 				bytesField(4, len(m.Value)) + tsField(5, m.MinTS) +
-				uintField(6, uint64(int64(m.W))) + uintField(7, uint64(m.Wait))
+				uintField(6, uint64(int64(m.W))) + uintField(7, uint64(m.Wait)) +
+				uintField(8, uint64(m.Bound)) + uintField(9, uint64(m.Budget)) + testField(10, m.Test)
 		}
 		return 16, body
 	case *PutReply:
 		if m != nil {
 			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + tsField(3, m.TS) +
-				uintField(4, uint64(int64(m.Acks)))
+				uintField(4, uint64(int64(m.Acks))) + uintField(5, uint64(m.Stage)) +
+				uintField(6, m.WriteID) + nodesField(7, m.Holders) + uintField(8, uint64(m.Tested))
 		}
 		return 17, body
 	case *GetRequest:
 		if m != nil {
-			body = uintField(1, m.Req) + msgField(2, refSize(m.Tablet)) + bytesField(3, len(m.Key))
+			body = uintField(1, m.Req) + msgField(2, refSize(m.Tablet)) + bytesField(3, len(m.Key)) +
+				uintField(4, uint64(m.Bound)) + uintField(5, uint64(m.Budget))
 		}
 		return 18, body
 	case *GetReply:
 		if m != nil {
 			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + boolField(3, m.Found) +
 				bytesField(4, len(m.Value)) + tsField(5, m.VersionTS) +
-				tsField(6, m.HighTS) + boolField(7, m.Primary)
+				tsField(6, m.HighTS) + boolField(7, m.Primary) +
+				uintField(8, uint64(int64(m.Applied))) + uintField(9, uint64(int64(m.Pending))) + boolField(10, m.Null)
 		}
 		return 19, body
 	case *ProbeRequest:
@@ -202,6 +217,26 @@ func envelopeField(m Msg) (field, body int) {
 			body = msgField(1, refSize(m.Tablet)) + msgField(2, entrySize(&m.Entry))
 		}
 		return 26, body
+	case *Forward:
+		if m != nil {
+			body = msgField(1, refSize(m.Tablet)) + uintField(2, m.Seq) + bytesField(3, len(m.Key)) +
+				bytesField(4, len(m.Value)) + tsField(5, m.MinTS) +
+				uintField(6, uint64(int64(m.W))) + uintField(7, uint64(m.Wait)) + testField(8, m.Test)
+		}
+		return 27, body
+	case *ForwardAck:
+		if m != nil {
+			body = msgField(1, refSize(m.Tablet)) + uintField(2, m.Seq) + uintField(3, uint64(m.Code)) +
+				tsField(4, m.TS) + uintField(5, uint64(int64(m.Acks))) + nodesField(6, m.Holders) +
+				uintField(7, uint64(m.Tested))
+		}
+		return 28, body
+	case *Resolved:
+		if m != nil {
+			body = msgField(1, refSize(m.Tablet)) + uintField(2, m.WriteID) + uintField(3, uint64(m.Code)) +
+				tsField(4, m.TS)
+		}
+		return 29, body
 	}
 	return 0, 0
 }
@@ -217,6 +252,24 @@ func layoutSize(l *Layout) int {
 			tn += msgField(3, len(s)) // a repeated string keeps empty elements
 		}
 		n += msgField(3, tn)
+	}
+	return n
+}
+
+// testField is a ReadTestWrite's Test submessage, absent when nil.
+func testField(field int, t *Test) int {
+	if t == nil {
+		return 0
+	}
+	return msgField(field, bytesField(1, len(t.Key))+boolField(2, t.Found)+bytesField(3, len(t.Value)))
+}
+
+// nodesField is a repeated string of node IDs, which keeps empty
+// elements.
+func nodesField(field int, nodes []NodeID) int {
+	n := 0
+	for _, id := range nodes {
+		n += msgField(field, len(id))
 	}
 	return n
 }
@@ -238,7 +291,8 @@ func tsField(field int, t hlc.Timestamp) int {
 }
 
 // The helpers below size proto3 fields: scalars at their zero value and
-// empty strings are left out; submessages are always present.
+// empty strings are left out; submessages are always present (callers
+// leave out the optional ones, as testField does).
 
 func varintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 

@@ -19,6 +19,7 @@ func oneOfEach() []wire.Msg {
 		&wire.ProbeRequest{Req: 1}, &wire.ProbeReply{Req: 1},
 		&wire.PullRequest{}, &wire.PullReply{},
 		&wire.Push{}, &wire.PushAck{}, &wire.Repair{},
+		&wire.Forward{}, &wire.ForwardAck{}, &wire.Resolved{},
 	}
 }
 
@@ -38,6 +39,15 @@ func TestKind(t *testing.T) {
 	for _, k := range wire.NodeKinds {
 		if !slices.Contains(wire.Kinds, k) {
 			t.Errorf("NodeKinds lists %q, which is not a kind", k)
+		}
+	}
+	// What a storage node serves: every client request, and every message
+	// that neither clients send nor clients receive.
+	clientBound := []string{"create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved"}
+	for _, m := range msgs {
+		k := wire.Kind(m)
+		if want := wire.FromClient(m) || !slices.Contains(clientBound, k); slices.Contains(wire.NodeKinds, k) != want {
+			t.Errorf("%q in NodeKinds: %v, want %v", k, !want, want)
 		}
 	}
 }

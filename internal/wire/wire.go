@@ -9,6 +9,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -492,6 +493,21 @@ type TableInfoReply struct {
 // every secondary at once. W of 0 or 1 answers once the primary holds it.
 // Wait bounds how long the primary waits for the others; past it the
 // reply is QuorumTimeout.
+//
+// Bound, when not NoBound, makes the Put a staged write (dConssandra,
+// DESIGN.md section 4): any replica of the tablet may take it. It makes
+// the write durable in its staging space (reception), forwards it to the
+// primary (transmission), which orders it (coordination) and pushes it
+// (execution), and answers with the stage reached once the stages its
+// planner chose are done, or once Budget has passed since the request
+// arrived: the bound less the client's round-trip estimate, so that the
+// answer reaches the client by the bound. W and Wait are not used with a
+// bound.
+//
+// Test, when set, makes the Put a ReadTestWrite (dConssandra 2): the
+// primary writes only if Test.Key's value, at the write's place in the
+// tablet's order, is Test.Value (Test.Found false: if Test.Key has no
+// value). Test.Key lies in the same tablet as Key.
 type PutRequest struct {
 	Req    uint64
 	Tablet TabletRef
@@ -500,29 +516,141 @@ type PutRequest struct {
 	MinTS  hlc.Timestamp
 	W      int32
 	Wait   time.Duration
+	Bound  Bound
+	Budget time.Duration
+	Test   *Test
+}
+
+// Test is the test of a ReadTestWrite.
+type Test struct {
+	Key   string
+	Found bool
+	Value []byte
+}
+
+// Bound is how long an operation may take (dConssandra 2): NoBound (the
+// Pileus and CPQ paths), Immediate (reception only), Unbounded (a write
+// is coordinated and applied at every replica before the answer; a read
+// sees every write coordinated before it), or a positive duration.
+type Bound int64
+
+// The bounds that are not durations.
+const (
+	NoBound   Bound = 0
+	Immediate Bound = -1
+	Unbounded Bound = math.MaxInt64
+)
+
+// Duration returns a positive bound as a duration.
+func (b Bound) Duration() time.Duration { return time.Duration(b) }
+
+func (b Bound) String() string {
+	switch b {
+	case NoBound:
+		return "none"
+	case Immediate:
+		return "immediate"
+	case Unbounded:
+		return "unbounded"
+	}
+	return time.Duration(b).String()
+}
+
+// Valid reports whether b is one of the bounds above.
+func (b Bound) Valid() bool { return b >= Immediate }
+
+// Stage is how far a staged write got (dConssandra 3, DESIGN.md section
+// 4), each stage implying the ones before it.
+type Stage uint8
+
+// The stages of a write.
+const (
+	// Received: durable in the receiving replica's staging space.
+	Received Stage = 1 + iota
+	// Transmitted: forwarded to the primary, not yet ordered.
+	Transmitted
+	// Coordinated: ordered by the primary, which holds it durably: the
+	// write has its timestamp.
+	Coordinated
+	// Executed: applied at every replica.
+	Executed
+)
+
+var stageNames = [...]string{Received: "received", Transmitted: "transmitted", Coordinated: "coordinated", Executed: "executed"}
+
+func (s Stage) String() string {
+	if s > 0 && int(s) < len(stageNames) {
+		return stageNames[s]
+	}
+	return fmt.Sprintf("stage(%d)", uint8(s))
+}
+
+// Outcome is what a ReadTestWrite's test found.
+type Outcome uint8
+
+// Test outcomes.
+const (
+	// NotEvaluated: the primary had not ordered the write when the
+	// answer was sent.
+	NotEvaluated Outcome = iota
+	// Held: the test held and the value was written.
+	Held
+	// Failed: the test failed and nothing was written.
+	Failed
+)
+
+func (o Outcome) String() string {
+	if o > Failed {
+		return fmt.Sprintf("outcome(%d)", uint8(o))
+	}
+	return [...]string{"not evaluated", "held", "failed"}[o]
 }
 
 // PutReply answers PutRequest. TS is the version's update timestamp; the
 // version is durable at the primary when the reply is sent (also with
 // QuorumTimeout). Acks is the number of replicas, the primary included,
 // known to hold the version when the primary answered.
+//
+// A staged write's reply (PutRequest.Bound) also says how far it got:
+// Stage, and WriteID, the receiving node's number for the write within
+// the tablet, which a later Resolved ties to its timestamp. TS is set
+// from Coordinated on; Holders lists the replicas known to have applied
+// it, and Tested is a ReadTestWrite's outcome.
 type PutReply struct {
-	Req  uint64
-	Code Code
-	TS   hlc.Timestamp
-	Acks int32
+	Req     uint64
+	Code    Code
+	TS      hlc.Timestamp
+	Acks    int32
+	Stage   Stage
+	WriteID uint64
+	Holders []NodeID
+	Tested  Outcome
 }
 
 // GetRequest reads the replica's version of Key.
+//
+// Bound, when not NoBound, makes the Get a bounded read (dConssandra 2):
+// within Budget the node first brings in writes it lacks (acquisition:
+// a secondary pulls from the primary; staged writes are waited for
+// until the primary has ordered them), then reads. Unbounded reads every
+// write the primary ordered before the Get arrived.
 type GetRequest struct {
 	Req    uint64
 	Tablet TabletRef
 	Key    string
+	Bound  Bound
+	Budget time.Duration
 }
 
 // GetReply answers GetRequest with the stored version (Found is false if the
 // key has none) and the replica's high timestamp: the replica holds every
 // version of the tablet with a timestamp at or below HighTS (Pileus 4.3).
+//
+// A bounded read also reports Applied, the writes it brought in within
+// its budget, and Pending, those it knew of and could not (at least one
+// when the count is unknown). Null is the paper's NULL: writes of the
+// key were pending and the budget did not allow even one; no version is
+// returned.
 type GetReply struct {
 	Req       uint64
 	Code      Code
@@ -531,6 +659,9 @@ type GetReply struct {
 	VersionTS hlc.Timestamp
 	HighTS    hlc.Timestamp
 	Primary   bool
+	Applied   int32
+	Pending   int32
+	Null      bool
 }
 
 // ProbeRequest asks a replica for its high timestamp (Pileus 4.5).
@@ -614,6 +745,48 @@ type PushAck struct {
 	High   hlc.Timestamp
 }
 
+// Forward carries a staged write from the replica that received it to
+// the tablet's primary (transmission, dConssandra 3). Seq is the
+// receiver's number for the write in the tablet; a receiver forwards its
+// writes in Seq order, and the primary orders each exactly once, in that
+// order. W asks the primary to send a second ForwardAck once W replicas
+// hold the write, or once Wait has passed.
+type Forward struct {
+	Tablet TabletRef
+	Seq    uint64
+	Key    string
+	Value  []byte
+	MinTS  hlc.Timestamp
+	W      int32
+	Wait   time.Duration
+	Test   *Test
+}
+
+// ForwardAck tells a receiver that the primary has ordered its writes up
+// to Seq: TS is Seq's timestamp (an earlier write's is below it). Acks
+// and Holders count and name the replicas holding Seq when it was sent.
+// Code is not OK if the primary refused Seq; Tested is a ReadTestWrite's
+// outcome.
+type ForwardAck struct {
+	Tablet  TabletRef
+	Seq     uint64
+	Code    Code
+	TS      hlc.Timestamp
+	Acks    int32
+	Holders []NodeID
+	Tested  Outcome
+}
+
+// Resolved tells the client that wrote a staged write, after its reply,
+// the timestamp the primary gave it (TS; the write was refused if Code
+// is not OK). WriteID is PutReply.WriteID at the node that sends it.
+type Resolved struct {
+	Tablet  TabletRef
+	WriteID uint64
+	Code    Code
+	TS      hlc.Timestamp
+}
+
 // Repair is read repair (CPQ; Cassandra's read repair): a client that
 // read several replicas sends the newest version it saw to a replica that
 // answered with an older one. The replica keeps it if it has nothing
@@ -641,6 +814,9 @@ func (*PullReply) isMsg()          {}
 func (*Push) isMsg()               {}
 func (*PushAck) isMsg()            {}
 func (*Repair) isMsg()             {}
+func (*Forward) isMsg()            {}
+func (*ForwardAck) isMsg()         {}
+func (*Resolved) isMsg()           {}
 
 // FromClient reports whether clients send m: the requests of the client
 // protocol, and the read repair a quorum Get sends (CPQ). Everything else

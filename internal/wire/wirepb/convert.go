@@ -31,14 +31,17 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 		e.Msg = &Envelope_TableInfoReply{&TableInfoReply{Req: m.Req, Code: uint32(m.Code), Layout: layoutPB(m.Layout)}}
 	case *wire.PutRequest:
 		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS),
-			W: m.W, WaitNanos: int64(m.Wait)}}
+			W: m.W, WaitNanos: int64(m.Wait), Bound: int64(m.Bound), BudgetNanos: int64(m.Budget), Test: testPB(m.Test)}}
 	case *wire.PutReply:
-		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS), Acks: m.Acks}}
+		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS), Acks: m.Acks,
+			Stage: uint32(m.Stage), WriteId: m.WriteID, Holders: holdersPB(m.Holders), Tested: uint32(m.Tested)}}
 	case *wire.GetRequest:
-		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key}}
+		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key,
+			Bound: int64(m.Bound), BudgetNanos: int64(m.Budget)}}
 	case *wire.GetReply:
 		e.Msg = &Envelope_GetReply{&GetReply{Req: m.Req, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
-			VersionTs: tsPB(m.VersionTS), HighTs: tsPB(m.HighTS), Primary: m.Primary}}
+			VersionTs: tsPB(m.VersionTS), HighTs: tsPB(m.HighTS), Primary: m.Primary,
+			Applied: m.Applied, Pending: m.Pending, Null: m.Null}}
 	case *wire.ProbeRequest:
 		e.Msg = &Envelope_ProbeRequest{&ProbeRequest{Req: m.Req, Tablet: refPB(m.Tablet)}}
 	case *wire.ProbeReply:
@@ -64,6 +67,14 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 		e.Msg = &Envelope_PushAck{&PushAck{Tablet: refPB(m.Tablet), High: tsPB(m.High)}}
 	case *wire.Repair:
 		e.Msg = &Envelope_Repair{&Repair{Tablet: refPB(m.Tablet), Entry: entryPB(m.Entry)}}
+	case *wire.Forward:
+		e.Msg = &Envelope_Forward{&Forward{Tablet: refPB(m.Tablet), Seq: m.Seq, Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS),
+			W: m.W, WaitNanos: int64(m.Wait), Test: testPB(m.Test)}}
+	case *wire.ForwardAck:
+		e.Msg = &Envelope_ForwardAck{&ForwardAck{Tablet: refPB(m.Tablet), Seq: m.Seq, Code: uint32(m.Code), Ts: tsPB(m.TS),
+			Acks: m.Acks, Holders: holdersPB(m.Holders), Tested: uint32(m.Tested)}}
+	case *wire.Resolved:
+		e.Msg = &Envelope_Resolved{&Resolved{Tablet: refPB(m.Tablet), WriteId: m.WriteID, Code: uint32(m.Code), Ts: tsPB(m.TS)}}
 	default:
 		return nil, fmt.Errorf("wirepb: no encoding for %T", m)
 	}
@@ -102,23 +113,33 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = out
 	case *Envelope_PutRequest:
 		r := x.PutRequest
-		m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
-			W: r.GetW(), Wait: time.Duration(r.GetWaitNanos())}
+		var b wire.Bound
+		if b, err = boundWire(r.GetBound()); err == nil {
+			m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
+				W: r.GetW(), Wait: time.Duration(r.GetWaitNanos()), Bound: b, Budget: time.Duration(r.GetBudgetNanos()), Test: testWire(r.GetTest())}
+		}
 	case *Envelope_PutReply:
 		r := x.PutReply
-		var c wire.Code
-		if c, err = codeWire(r.GetCode()); err == nil {
-			m = &wire.PutReply{Req: r.GetReq(), Code: c, TS: tsWire(r.GetTs()), Acks: r.GetAcks()}
+		out := &wire.PutReply{Req: r.GetReq(), TS: tsWire(r.GetTs()), Acks: r.GetAcks(), WriteID: r.GetWriteId(), Holders: holdersWire(r.GetHolders())}
+		if out.Code, err = codeWire(r.GetCode()); err == nil {
+			if out.Stage, err = stageWire(r.GetStage()); err == nil {
+				out.Tested, err = outcomeWire(r.GetTested())
+			}
 		}
+		m = out
 	case *Envelope_GetRequest:
 		r := x.GetRequest
-		m = &wire.GetRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey()}
+		var b wire.Bound
+		if b, err = boundWire(r.GetBound()); err == nil {
+			m = &wire.GetRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Bound: b, Budget: time.Duration(r.GetBudgetNanos())}
+		}
 	case *Envelope_GetReply:
 		r := x.GetReply
 		var c wire.Code
 		if c, err = codeWire(r.GetCode()); err == nil {
 			m = &wire.GetReply{Req: r.GetReq(), Code: c, Found: r.GetFound(), Value: r.GetValue(),
-				VersionTS: tsWire(r.GetVersionTs()), HighTS: tsWire(r.GetHighTs()), Primary: r.GetPrimary()}
+				VersionTS: tsWire(r.GetVersionTs()), HighTS: tsWire(r.GetHighTs()), Primary: r.GetPrimary(),
+				Applied: r.GetApplied(), Pending: r.GetPending(), Null: r.GetNull()}
 		}
 	case *Envelope_ProbeRequest:
 		m = &wire.ProbeRequest{Req: x.ProbeRequest.GetReq(), Tablet: refWire(x.ProbeRequest.GetTablet())}
@@ -148,6 +169,23 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = &wire.PushAck{Tablet: refWire(x.PushAck.GetTablet()), High: tsWire(x.PushAck.GetHigh())}
 	case *Envelope_Repair:
 		m = &wire.Repair{Tablet: refWire(x.Repair.GetTablet()), Entry: entryWire(x.Repair.GetEntry())}
+	case *Envelope_Forward:
+		r := x.Forward
+		m = &wire.Forward{Tablet: refWire(r.GetTablet()), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
+			W: r.GetW(), Wait: time.Duration(r.GetWaitNanos()), Test: testWire(r.GetTest())}
+	case *Envelope_ForwardAck:
+		r := x.ForwardAck
+		out := &wire.ForwardAck{Tablet: refWire(r.GetTablet()), Seq: r.GetSeq(), TS: tsWire(r.GetTs()), Acks: r.GetAcks(), Holders: holdersWire(r.GetHolders())}
+		if out.Code, err = codeWire(r.GetCode()); err == nil {
+			out.Tested, err = outcomeWire(r.GetTested())
+		}
+		m = out
+	case *Envelope_Resolved:
+		r := x.Resolved
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.Resolved{Tablet: refWire(r.GetTablet()), WriteID: r.GetWriteId(), Code: c, TS: tsWire(r.GetTs())}
+		}
 	default:
 		err = fmt.Errorf("%w: envelope from %q to %q carries no message", ErrMalformed, from, to)
 	}
@@ -183,6 +221,62 @@ func codeWire(c uint32) (wire.Code, error) {
 		return 0, fmt.Errorf("%w: reply code %d", ErrMalformed, c)
 	}
 	return wire.Code(c), nil
+}
+
+// boundWire range-checks a bound: below Immediate no bound is defined.
+func boundWire(b int64) (wire.Bound, error) {
+	if !wire.Bound(b).Valid() {
+		return 0, fmt.Errorf("%w: bound %d", ErrMalformed, b)
+	}
+	return wire.Bound(b), nil
+}
+
+// stageWire range-checks a staged write's stage: 0 (none) to Executed.
+func stageWire(s uint32) (wire.Stage, error) {
+	if s > uint32(wire.Executed) {
+		return 0, fmt.Errorf("%w: stage %d", ErrMalformed, s)
+	}
+	return wire.Stage(s), nil
+}
+
+// outcomeWire range-checks a ReadTestWrite's outcome.
+func outcomeWire(o uint32) (wire.Outcome, error) {
+	if o > uint32(wire.Failed) {
+		return 0, fmt.Errorf("%w: test outcome %d", ErrMalformed, o)
+	}
+	return wire.Outcome(o), nil
+}
+
+// testPB encodes a ReadTestWrite's test; nil, a plain write, stays absent.
+func testPB(t *wire.Test) *Test {
+	if t == nil {
+		return nil
+	}
+	return &Test{Key: t.Key, Found: t.Found, Value: t.Value}
+}
+
+func testWire(t *Test) *wire.Test {
+	if t == nil {
+		return nil
+	}
+	return &wire.Test{Key: t.GetKey(), Found: t.GetFound(), Value: t.GetValue()}
+}
+
+func holdersPB(h []wire.NodeID) []string {
+	var out []string
+	for _, n := range h {
+		out = append(out, string(n))
+	}
+	return out
+}
+
+// holdersWire decodes a list of nodes; none is nil.
+func holdersWire(h []string) []wire.NodeID {
+	var out []wire.NodeID
+	for _, n := range h {
+		out = append(out, wire.NodeID(n))
+	}
+	return out
 }
 
 func layoutPB(l wire.Layout) *Layout {

@@ -63,6 +63,26 @@ func TestRoundTrip(t *testing.T) {
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
 		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		// Staged writes (dConssandra) and bounded reads.
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Immediate},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Unbounded, Budget: -time.Millisecond,
+			Test: &wire.Test{Key: "j", Found: true, Value: []byte("w")}},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Test: &wire.Test{}}, // k must have no value
+		&wire.PutReply{Req: 8, Stage: wire.Received, WriteID: 3},
+		&wire.PutReply{Req: 8, TS: ts, Acks: 3, Stage: wire.Executed, WriteID: 1 << 63, Holders: []wire.NodeID{"england/r1", "us/r1", ""}, Tested: wire.Held},
+		&wire.PutReply{Req: 8, TS: ts, Stage: wire.Coordinated, WriteID: 4, Tested: wire.Failed},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Immediate},
+		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Applied: 2, Pending: 1},
+		&wire.GetReply{Req: 10, Code: wire.OK, HighTS: ts, Pending: -1, Null: true},
+		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts},
+		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
+		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts},
+		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts, Acks: 2, Holders: []wire.NodeID{"england/r1", "us/r1"}, Tested: wire.Failed},
+		&wire.ForwardAck{Tablet: ref, Seq: 6, Code: wire.TooLarge, TS: ts},
+		&wire.Resolved{Tablet: ref, WriteID: 3, TS: ts},
+		&wire.Resolved{Tablet: ref, WriteID: 3, Code: wire.StorageFailed, TS: ts},
 	} {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
 			e, err := Wrap("us/c1", "england/r1", m)
@@ -101,6 +121,16 @@ func TestUnwrapMalformed(t *testing.T) {
 		{"replication mode out of range", &Envelope{Msg: &Envelope_CreateTableRequest{&CreateTableRequest{Layout: &Layout{ReplicationMode: 1000}}}}},
 		{"unknown partition", &Envelope{Msg: &Envelope_CreateTableRequest{&CreateTableRequest{Layout: &Layout{Partition: 2}}}}},
 		{"partition out of range", &Envelope{Msg: &Envelope_TableInfoReply{&TableInfoReply{Layout: &Layout{Partition: 257}}}}},
+		{"put bound below immediate", &Envelope{Msg: &Envelope_PutRequest{&PutRequest{Bound: -2}}}},
+		{"get bound below immediate", &Envelope{Msg: &Envelope_GetRequest{&GetRequest{Bound: -1 << 63}}}},
+		{"stage above executed", &Envelope{Msg: &Envelope_PutReply{&PutReply{Stage: uint32(wire.Executed) + 1}}}},
+		{"stage out of range", &Envelope{Msg: &Envelope_PutReply{&PutReply{Stage: 256 + uint32(wire.Received)}}}},
+		{"put outcome above failed", &Envelope{Msg: &Envelope_PutReply{&PutReply{Stage: uint32(wire.Coordinated), Tested: uint32(wire.Failed) + 1}}}},
+		{"get-reply code out of range", &Envelope{Msg: &Envelope_GetReply{&GetReply{Code: 256}}}},
+		{"forward-ack code out of range", &Envelope{Msg: &Envelope_ForwardAck{&ForwardAck{Code: 1 << 20}}}},
+		{"forward-ack outcome above failed", &Envelope{Msg: &Envelope_ForwardAck{&ForwardAck{Tested: 3}}}},
+		{"forward-ack outcome out of range", &Envelope{Msg: &Envelope_ForwardAck{&ForwardAck{Tested: 256 + uint32(wire.Held)}}}},
+		{"resolved code out of range", &Envelope{Msg: &Envelope_Resolved{&Resolved{Code: 300}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, m, err := Unwrap(tc.e); !errors.Is(err, ErrMalformed) || m != nil {

@@ -130,6 +130,15 @@ func fuzzSeeds() []wire.Msg {
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
 		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond,
+			Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Test: &wire.Test{}},
+		&wire.PutReply{Req: 8, TS: ts, Acks: 3, Stage: wire.Executed, WriteID: 3, Holders: []wire.NodeID{"england/r1", "us/r1", ""}, Tested: wire.Held},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Unbounded, Budget: time.Second},
+		&wire.GetReply{Req: 10, Code: wire.OK, HighTS: ts, Applied: 2, Pending: 1, Null: true},
+		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Value: []byte("u")}},
+		&wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.QuorumTimeout, TS: ts, Acks: 2, Holders: []wire.NodeID{"england/r1", "us/r1"}, Tested: wire.Failed},
+		&wire.Resolved{Tablet: ref, WriteID: 3, Code: wire.StorageFailed, TS: ts},
 	}
 }
 
@@ -153,10 +162,24 @@ func emptyValuesNil(m wire.Msg) wire.Msg {
 		return v
 	}
 	entry := func(e wire.Entry) wire.Entry { e.Value = value(e.Value); return e }
+	test := func(t *wire.Test) *wire.Test {
+		if t == nil {
+			return nil
+		}
+		c := *t
+		c.Value = value(c.Value)
+		return &c
+	}
 	switch m := m.(type) {
 	case *wire.PutRequest:
 		c := *m
 		c.Value = value(c.Value)
+		c.Test = test(c.Test)
+		return &c
+	case *wire.Forward:
+		c := *m
+		c.Value = value(c.Value)
+		c.Test = test(c.Test)
 		return &c
 	case *wire.GetReply:
 		c := *m

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
@@ -16,7 +17,8 @@ import (
 // TestSize checks wire.Size and wire.EnvelopeSize, which the simulator
 // charges link bandwidth by, against the size of the envelope Wrap
 // builds, for every message type with small and 4 KiB values, zero and
-// extreme fields, and a pull reply with many entries. The sizes are
+// extreme fields, and a pull reply with many entries; every field of
+// wire.proto is set in at least one case. The sizes are
 // computed field by field and should be exact; the test allows what the
 // simulator can live with, 10% or 16 bytes.
 func TestSize(t *testing.T) {
@@ -73,6 +75,38 @@ func TestSize(t *testing.T) {
 		{"pull snapshot at time zero", &wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotAfter: "k"}},
 		{"pull-reply snapshot chunk", &wire.PullReply{Tablet: ref, High: ts, Entries: many[:10], More: true, Snapshot: true,
 			InSnapshot: true, SnapshotAfter: "user000000", SnapshotLast: "user000010"}},
+		{"delete-table-reply failed", &wire.DeleteTableReply{Req: 4, Code: wire.StorageFailed}},
+		{"get-reply no table", &wire.GetReply{Req: 10, Code: wire.NoTable}},
+		{"probe-reply wrong tablet", &wire.ProbeReply{Req: 12, Code: wire.WrongTablet}},
+		{"pull-reply no table", &wire.PullReply{Tablet: ref, Code: wire.NoTable}},
+		{"push ack", &wire.Push{Tablet: ref, Prev: ts, Entry: wire.Entry{TS: ts, Key: "k", Value: small}, Ack: true}},
+		// Staged writes and bounded reads (dConssandra).
+		{"put bounded", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond}},
+		{"put immediate", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Budget: -time.Millisecond}},
+		{"put unbounded", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Unbounded}},
+		{"put read-test-write", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: small, MinTS: ts, Bound: wire.Unbounded, Budget: time.Second,
+			Test: &wire.Test{Key: "user000001", Found: true, Value: large}}},
+		{"put empty test", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Test: &wire.Test{}}},
+		{"put-reply received", &wire.PutReply{Req: 8, Stage: wire.Received, WriteID: 3}},
+		{"put-reply executed", &wire.PutReply{Req: 8, TS: ts, Acks: 3, Stage: wire.Executed, WriteID: 1 << 63,
+			Holders: []wire.NodeID{"england/r1", "us/r1", "", wire.NodeID(strings.Repeat("n", 200))}, Tested: wire.Held}},
+		{"put-reply test failed", &wire.PutReply{Req: 8, TS: ts, Stage: wire.Coordinated, WriteID: 4, Tested: wire.Failed}},
+		{"get bounded", &wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond}},
+		{"get immediate", &wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Immediate, Budget: -1}},
+		{"get unbounded", &wire.GetRequest{Req: 9, Tablet: ref, Key: "k", Bound: wire.Unbounded, Budget: time.Second}},
+		{"get-reply bounded", &wire.GetReply{Req: 10, Found: true, Value: small, VersionTS: ts, HighTS: ts, Applied: 2, Pending: 1}},
+		{"get-reply null", &wire.GetReply{Req: 10, HighTS: ts, Applied: -1, Pending: 1 << 30, Null: true}},
+		{"forward", &wire.Forward{Tablet: ref, Seq: 5, Key: "user000001", Value: large, MinTS: ts}},
+		{"forward empty", &wire.Forward{}},
+		{"forward read-test-write", &wire.Forward{Tablet: wire.TabletRef{Table: 1, Tablet: -1}, Seq: 1 << 63, Key: "k", Value: small, MinTS: ts,
+			W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: small}}},
+		{"forward-ack", &wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts}},
+		{"forward-ack empty", &wire.ForwardAck{}},
+		{"forward-ack holders", &wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.QuorumTimeout, TS: ts, Acks: 2,
+			Holders: []wire.NodeID{"england/r1", "", "us/r1"}, Tested: wire.Failed}},
+		{"resolved", &wire.Resolved{Tablet: ref, WriteID: 3, TS: ts}},
+		{"resolved empty", &wire.Resolved{}},
+		{"resolved refused", &wire.Resolved{Tablet: ref, WriteID: 1 << 40, Code: wire.StorageFailed, TS: hlc.Timestamp{WallNanos: -1}}},
 	}
 	for _, v := range []struct {
 		name  string
@@ -86,8 +120,12 @@ func TestSize(t *testing.T) {
 		)
 	}
 	seen := map[string]bool{}
+	populated := map[protoreflect.FullName]bool{}
 	for _, tc := range cases {
 		seen[wire.Kind(tc.m)] = true
+		if e, err := Wrap("us/c1", "england/r1", tc.m); err == nil {
+			populatedFields(e.ProtoReflect(), populated)
+		}
 		for _, addr := range [][2]wire.NodeID{{"", ""}, {"us/c1", "england/r1"}, {wire.NodeID(strings.Repeat("n", 200)), "x"}} {
 			t.Run(fmt.Sprintf("%s %s->%s", tc.name, addr[0], addr[1]), func(t *testing.T) {
 				e, err := Wrap(addr[0], addr[1], tc.m)
@@ -116,4 +154,46 @@ func TestSize(t *testing.T) {
 			t.Errorf("no case of kind %q", k)
 		}
 	}
+	// Every field of the schema is sized with a value that is not its
+	// zero value (which the encoding leaves out) at least once.
+	for _, f := range schemaFields((&Envelope{}).ProtoReflect().Descriptor(), nil, map[protoreflect.FullName]bool{}) {
+		if !populated[f] {
+			t.Errorf("no case sets %s", f)
+		}
+	}
+}
+
+// populatedFields adds to set the fields of m and of its submessages that
+// the encoding carries: those not at their zero value.
+func populatedFields(m protoreflect.Message, set map[protoreflect.FullName]bool) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		set[fd.FullName()] = true
+		switch {
+		case fd.Message() == nil:
+		case fd.IsList():
+			for i := 0; i < v.List().Len(); i++ {
+				populatedFields(v.List().Get(i).Message(), set)
+			}
+		default:
+			populatedFields(v.Message(), set)
+		}
+		return true
+	})
+}
+
+// schemaFields appends to out the fields of md and of every message it
+// reaches.
+func schemaFields(md protoreflect.MessageDescriptor, out []protoreflect.FullName, visited map[protoreflect.FullName]bool) []protoreflect.FullName {
+	if visited[md.FullName()] {
+		return out
+	}
+	visited[md.FullName()] = true
+	for i := 0; i < md.Fields().Len(); i++ {
+		fd := md.Fields().Get(i)
+		out = append(out, fd.FullName())
+		if fd.Message() != nil {
+			out = schemaFields(fd.Message(), out, visited)
+		}
+	}
+	return out
 }

@@ -49,6 +49,9 @@ type Envelope struct {
 	//	*Envelope_Push
 	//	*Envelope_PushAck
 	//	*Envelope_Repair
+	//	*Envelope_Forward
+	//	*Envelope_ForwardAck
+	//	*Envelope_Resolved
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -258,6 +261,33 @@ func (x *Envelope) GetRepair() *Repair {
 	return nil
 }
 
+func (x *Envelope) GetForward() *Forward {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Forward); ok {
+			return x.Forward
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetForwardAck() *ForwardAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_ForwardAck); ok {
+			return x.ForwardAck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetResolved() *Resolved {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Resolved); ok {
+			return x.Resolved
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -330,6 +360,18 @@ type Envelope_Repair struct {
 	Repair *Repair `protobuf:"bytes,26,opt,name=repair,proto3,oneof"`
 }
 
+type Envelope_Forward struct {
+	Forward *Forward `protobuf:"bytes,27,opt,name=forward,proto3,oneof"`
+}
+
+type Envelope_ForwardAck struct {
+	ForwardAck *ForwardAck `protobuf:"bytes,28,opt,name=forward_ack,json=forwardAck,proto3,oneof"`
+}
+
+type Envelope_Resolved struct {
+	Resolved *Resolved `protobuf:"bytes,29,opt,name=resolved,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -363,6 +405,12 @@ func (*Envelope_Push) isEnvelope_Msg() {}
 func (*Envelope_PushAck) isEnvelope_Msg() {}
 
 func (*Envelope_Repair) isEnvelope_Msg() {}
+
+func (*Envelope_Forward) isEnvelope_Msg() {}
+
+func (*Envelope_ForwardAck) isEnvelope_Msg() {}
+
+func (*Envelope_Resolved) isEnvelope_Msg() {}
 
 type Timestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1003,14 +1051,20 @@ func (x *TableInfoReply) GetLayout() *Layout {
 }
 
 type PutRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
-	Tablet        *TabletRef             `protobuf:"bytes,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
-	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
-	MinTs         *Timestamp             `protobuf:"bytes,5,opt,name=min_ts,json=minTs,proto3" json:"min_ts,omitempty"`
-	W             int32                  `protobuf:"varint,6,opt,name=w,proto3" json:"w,omitempty"`
-	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Req       uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Tablet    *TabletRef             `protobuf:"bytes,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Key       string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Value     []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	MinTs     *Timestamp             `protobuf:"bytes,5,opt,name=min_ts,json=minTs,proto3" json:"min_ts,omitempty"`
+	W         int32                  `protobuf:"varint,6,opt,name=w,proto3" json:"w,omitempty"`
+	WaitNanos int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
+	// wire.Bound: 0 none, -1 immediate, a duration in nanoseconds, or the
+	// largest int64 for unbounded.
+	Bound       int64 `protobuf:"varint,8,opt,name=bound,proto3" json:"bound,omitempty"`
+	BudgetNanos int64 `protobuf:"varint,9,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
+	// A ReadTestWrite's test; absent for a plain Put.
+	Test          *Test `protobuf:"bytes,10,opt,name=test,proto3" json:"test,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1094,19 +1148,107 @@ func (x *PutRequest) GetWaitNanos() int64 {
 	return 0
 }
 
-type PutReply struct {
+func (x *PutRequest) GetBound() int64 {
+	if x != nil {
+		return x.Bound
+	}
+	return 0
+}
+
+func (x *PutRequest) GetBudgetNanos() int64 {
+	if x != nil {
+		return x.BudgetNanos
+	}
+	return 0
+}
+
+func (x *PutRequest) GetTest() *Test {
+	if x != nil {
+		return x.Test
+	}
+	return nil
+}
+
+// The test of a ReadTestWrite (wire.Test).
+type Test struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
-	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
-	Ts            *Timestamp             `protobuf:"bytes,3,opt,name=ts,proto3" json:"ts,omitempty"`
-	Acks          int32                  `protobuf:"varint,4,opt,name=acks,proto3" json:"acks,omitempty"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Found         bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Test) Reset() {
+	*x = Test{}
+	mi := &file_wire_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Test) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Test) ProtoMessage() {}
+
+func (x *Test) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Test.ProtoReflect.Descriptor instead.
+func (*Test) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Test) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Test) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *Test) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type PutReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Req   uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code  uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Ts    *Timestamp             `protobuf:"bytes,3,opt,name=ts,proto3" json:"ts,omitempty"`
+	Acks  int32                  `protobuf:"varint,4,opt,name=acks,proto3" json:"acks,omitempty"`
+	// wire.Stage: 0 for a Put without a bound, 1 received to 4 executed.
+	Stage   uint32   `protobuf:"varint,5,opt,name=stage,proto3" json:"stage,omitempty"`
+	WriteId uint64   `protobuf:"varint,6,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	Holders []string `protobuf:"bytes,7,rep,name=holders,proto3" json:"holders,omitempty"`
+	// wire.Outcome: 0 not evaluated, 1 held, 2 failed.
+	Tested        uint32 `protobuf:"varint,8,opt,name=tested,proto3" json:"tested,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1260,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1273,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{13}
+	return file_wire_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutReply) GetReq() uint64 {
@@ -1162,18 +1304,48 @@ func (x *PutReply) GetAcks() int32 {
 	return 0
 }
 
+func (x *PutReply) GetStage() uint32 {
+	if x != nil {
+		return x.Stage
+	}
+	return 0
+}
+
+func (x *PutReply) GetWriteId() uint64 {
+	if x != nil {
+		return x.WriteId
+	}
+	return 0
+}
+
+func (x *PutReply) GetHolders() []string {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *PutReply) GetTested() uint32 {
+	if x != nil {
+		return x.Tested
+	}
+	return 0
+}
+
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
 	Tablet        *TabletRef             `protobuf:"bytes,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
 	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Bound         int64                  `protobuf:"varint,4,opt,name=bound,proto3" json:"bound,omitempty"`
+	BudgetNanos   int64                  `protobuf:"varint,5,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1357,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1370,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{14}
+	return file_wire_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetRequest) GetReq() uint64 {
@@ -1222,6 +1394,20 @@ func (x *GetRequest) GetKey() string {
 	return ""
 }
 
+func (x *GetRequest) GetBound() int64 {
+	if x != nil {
+		return x.Bound
+	}
+	return 0
+}
+
+func (x *GetRequest) GetBudgetNanos() int64 {
+	if x != nil {
+		return x.BudgetNanos
+	}
+	return 0
+}
+
 type GetReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1231,13 +1417,16 @@ type GetReply struct {
 	VersionTs     *Timestamp             `protobuf:"bytes,5,opt,name=version_ts,json=versionTs,proto3" json:"version_ts,omitempty"`
 	HighTs        *Timestamp             `protobuf:"bytes,6,opt,name=high_ts,json=highTs,proto3" json:"high_ts,omitempty"`
 	Primary       bool                   `protobuf:"varint,7,opt,name=primary,proto3" json:"primary,omitempty"`
+	Applied       int32                  `protobuf:"varint,8,opt,name=applied,proto3" json:"applied,omitempty"`
+	Pending       int32                  `protobuf:"varint,9,opt,name=pending,proto3" json:"pending,omitempty"`
+	Null          bool                   `protobuf:"varint,10,opt,name=null,proto3" json:"null,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1438,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1451,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{15}
+	return file_wire_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetReply) GetReq() uint64 {
@@ -1314,6 +1503,27 @@ func (x *GetReply) GetPrimary() bool {
 	return false
 }
 
+func (x *GetReply) GetApplied() int32 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *GetReply) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *GetReply) GetNull() bool {
+	if x != nil {
+		return x.Null
+	}
+	return false
+}
+
 type ProbeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1324,7 +1534,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1546,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1559,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{16}
+	return file_wire_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProbeRequest) GetReq() uint64 {
@@ -1378,7 +1588,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1600,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1613,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{17}
+	return file_wire_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProbeReply) GetReq() uint64 {
@@ -1449,7 +1659,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1671,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1684,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{18}
+	return file_wire_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PullRequest) GetTablet() *TabletRef {
@@ -1530,7 +1740,7 @@ type PullReply struct {
 
 func (x *PullReply) Reset() {
 	*x = PullReply{}
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1752,7 @@ func (x *PullReply) String() string {
 func (*PullReply) ProtoMessage() {}
 
 func (x *PullReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1765,7 @@ func (x *PullReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullReply.ProtoReflect.Descriptor instead.
 func (*PullReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{19}
+	return file_wire_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PullReply) GetTablet() *TabletRef {
@@ -1640,7 +1850,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1862,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1875,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{20}
+	return file_wire_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -1706,7 +1916,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1928,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1941,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -1758,7 +1968,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1980,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1993,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{22}
+	return file_wire_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -1800,13 +2010,274 @@ func (x *Repair) GetEntry() *Entry {
 	return nil
 }
 
+type Forward struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	MinTs         *Timestamp             `protobuf:"bytes,5,opt,name=min_ts,json=minTs,proto3" json:"min_ts,omitempty"`
+	W             int32                  `protobuf:"varint,6,opt,name=w,proto3" json:"w,omitempty"`
+	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
+	Test          *Test                  `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Forward) Reset() {
+	*x = Forward{}
+	mi := &file_wire_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Forward) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Forward) ProtoMessage() {}
+
+func (x *Forward) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Forward.ProtoReflect.Descriptor instead.
+func (*Forward) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Forward) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *Forward) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Forward) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Forward) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Forward) GetMinTs() *Timestamp {
+	if x != nil {
+		return x.MinTs
+	}
+	return nil
+}
+
+func (x *Forward) GetW() int32 {
+	if x != nil {
+		return x.W
+	}
+	return 0
+}
+
+func (x *Forward) GetWaitNanos() int64 {
+	if x != nil {
+		return x.WaitNanos
+	}
+	return 0
+}
+
+func (x *Forward) GetTest() *Test {
+	if x != nil {
+		return x.Test
+	}
+	return nil
+}
+
+type ForwardAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Code          uint32                 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Ts            *Timestamp             `protobuf:"bytes,4,opt,name=ts,proto3" json:"ts,omitempty"`
+	Acks          int32                  `protobuf:"varint,5,opt,name=acks,proto3" json:"acks,omitempty"`
+	Holders       []string               `protobuf:"bytes,6,rep,name=holders,proto3" json:"holders,omitempty"`
+	Tested        uint32                 `protobuf:"varint,7,opt,name=tested,proto3" json:"tested,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardAck) Reset() {
+	*x = ForwardAck{}
+	mi := &file_wire_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardAck) ProtoMessage() {}
+
+func (x *ForwardAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
+func (*ForwardAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ForwardAck) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *ForwardAck) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ForwardAck) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ForwardAck) GetTs() *Timestamp {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
+func (x *ForwardAck) GetAcks() int32 {
+	if x != nil {
+		return x.Acks
+	}
+	return 0
+}
+
+func (x *ForwardAck) GetHolders() []string {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *ForwardAck) GetTested() uint32 {
+	if x != nil {
+		return x.Tested
+	}
+	return 0
+}
+
+type Resolved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	WriteId       uint64                 `protobuf:"varint,2,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	Code          uint32                 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Ts            *Timestamp             `protobuf:"bytes,4,opt,name=ts,proto3" json:"ts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resolved) Reset() {
+	*x = Resolved{}
+	mi := &file_wire_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resolved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resolved) ProtoMessage() {}
+
+func (x *Resolved) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
+func (*Resolved) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Resolved) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *Resolved) GetWriteId() uint64 {
+	if x != nil {
+		return x.WriteId
+	}
+	return 0
+}
+
+func (x *Resolved) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *Resolved) GetTs() *Timestamp {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\xe9\b\n" +
+	"cosla.wire\"\x89\n" +
+	"\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -1831,7 +2302,11 @@ const file_wire_proto_rawDesc = "" +
 	"pull_reply\x18\x17 \x01(\v2\x15.cosla.wire.PullReplyH\x00R\tpullReply\x12&\n" +
 	"\x04push\x18\x18 \x01(\v2\x10.cosla.wire.PushH\x00R\x04push\x120\n" +
 	"\bpush_ack\x18\x19 \x01(\v2\x13.cosla.wire.PushAckH\x00R\apushAck\x12,\n" +
-	"\x06repair\x18\x1a \x01(\v2\x12.cosla.wire.RepairH\x00R\x06repairB\x05\n" +
+	"\x06repair\x18\x1a \x01(\v2\x12.cosla.wire.RepairH\x00R\x06repair\x12/\n" +
+	"\aforward\x18\x1b \x01(\v2\x13.cosla.wire.ForwardH\x00R\aforward\x129\n" +
+	"\vforward_ack\x18\x1c \x01(\v2\x16.cosla.wire.ForwardAckH\x00R\n" +
+	"forwardAck\x122\n" +
+	"\bresolved\x18\x1d \x01(\v2\x14.cosla.wire.ResolvedH\x00R\bresolvedB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -1875,7 +2350,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x0eTableInfoReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12*\n" +
-	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xd0\x01\n" +
+	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xaf\x02\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
@@ -1885,17 +2360,31 @@ const file_wire_proto_rawDesc = "" +
 	"\x06min_ts\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\x05minTs\x12\f\n" +
 	"\x01w\x18\x06 \x01(\x05R\x01w\x12\x1d\n" +
 	"\n" +
-	"wait_nanos\x18\a \x01(\x03R\twaitNanos\"k\n" +
+	"wait_nanos\x18\a \x01(\x03R\twaitNanos\x12\x14\n" +
+	"\x05bound\x18\b \x01(\x03R\x05bound\x12!\n" +
+	"\fbudget_nanos\x18\t \x01(\x03R\vbudgetNanos\x12$\n" +
+	"\x04test\x18\n" +
+	" \x01(\v2\x10.cosla.wire.TestR\x04test\"D\n" +
+	"\x04Test\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xce\x01\n" +
 	"\bPutReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12%\n" +
 	"\x02ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x12\n" +
-	"\x04acks\x18\x04 \x01(\x05R\x04acks\"_\n" +
+	"\x04acks\x18\x04 \x01(\x05R\x04acks\x12\x14\n" +
+	"\x05stage\x18\x05 \x01(\rR\x05stage\x12\x19\n" +
+	"\bwrite_id\x18\x06 \x01(\x04R\awriteId\x12\x18\n" +
+	"\aholders\x18\a \x03(\tR\aholders\x12\x16\n" +
+	"\x06tested\x18\b \x01(\rR\x06tested\"\x98\x01\n" +
 	"\n" +
 	"GetRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
 	"\x06tablet\x18\x02 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\tR\x03key\"\xdc\x01\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05bound\x18\x04 \x01(\x03R\x05bound\x12!\n" +
+	"\fbudget_nanos\x18\x05 \x01(\x03R\vbudgetNanos\"\xa4\x02\n" +
 	"\bGetReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
@@ -1904,7 +2393,11 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"version_ts\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\tversionTs\x12.\n" +
 	"\ahigh_ts\x18\x06 \x01(\v2\x15.cosla.wire.TimestampR\x06highTs\x12\x18\n" +
-	"\aprimary\x18\a \x01(\bR\aprimary\"O\n" +
+	"\aprimary\x18\a \x01(\bR\aprimary\x12\x18\n" +
+	"\aapplied\x18\b \x01(\x05R\aapplied\x12\x18\n" +
+	"\apending\x18\t \x01(\x05R\apending\x12\x12\n" +
+	"\x04null\x18\n" +
+	" \x01(\bR\x04null\"O\n" +
 	"\fProbeRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
 	"\x06tablet\x18\x02 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\"|\n" +
@@ -1944,7 +2437,31 @@ const file_wire_proto_rawDesc = "" +
 	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"`\n" +
 	"\x06Repair\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12'\n" +
-	"\x05entry\x18\x02 \x01(\v2\x11.cosla.wire.EntryR\x05entry2@\n" +
+	"\x05entry\x18\x02 \x01(\v2\x11.cosla.wire.EntryR\x05entry\"\xf3\x01\n" +
+	"\aForward\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12,\n" +
+	"\x06min_ts\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\x05minTs\x12\f\n" +
+	"\x01w\x18\x06 \x01(\x05R\x01w\x12\x1d\n" +
+	"\n" +
+	"wait_nanos\x18\a \x01(\x03R\twaitNanos\x12$\n" +
+	"\x04test\x18\b \x01(\v2\x10.cosla.wire.TestR\x04test\"\xce\x01\n" +
+	"\n" +
+	"ForwardAck\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\rR\x04code\x12%\n" +
+	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x12\n" +
+	"\x04acks\x18\x05 \x01(\x05R\x04acks\x12\x18\n" +
+	"\aholders\x18\x06 \x03(\tR\aholders\x12\x16\n" +
+	"\x06tested\x18\a \x01(\rR\x06tested\"\x8f\x01\n" +
+	"\bResolved\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x19\n" +
+	"\bwrite_id\x18\x02 \x01(\x04R\awriteId\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\rR\x04code\x12%\n" +
+	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02ts2@\n" +
 	"\x04Node\x128\n" +
 	"\x06Stream\x12\x14.cosla.wire.Envelope\x1a\x14.cosla.wire.Envelope(\x010\x01B-Z+github.com/cosla/cosla/internal/wire/wirepbb\x06proto3"
 
@@ -1960,7 +2477,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -1975,16 +2492,20 @@ var file_wire_proto_goTypes = []any{
 	(*TableInfoRequest)(nil),   // 10: cosla.wire.TableInfoRequest
 	(*TableInfoReply)(nil),     // 11: cosla.wire.TableInfoReply
 	(*PutRequest)(nil),         // 12: cosla.wire.PutRequest
-	(*PutReply)(nil),           // 13: cosla.wire.PutReply
-	(*GetRequest)(nil),         // 14: cosla.wire.GetRequest
-	(*GetReply)(nil),           // 15: cosla.wire.GetReply
-	(*ProbeRequest)(nil),       // 16: cosla.wire.ProbeRequest
-	(*ProbeReply)(nil),         // 17: cosla.wire.ProbeReply
-	(*PullRequest)(nil),        // 18: cosla.wire.PullRequest
-	(*PullReply)(nil),          // 19: cosla.wire.PullReply
-	(*Push)(nil),               // 20: cosla.wire.Push
-	(*PushAck)(nil),            // 21: cosla.wire.PushAck
-	(*Repair)(nil),             // 22: cosla.wire.Repair
+	(*Test)(nil),               // 13: cosla.wire.Test
+	(*PutReply)(nil),           // 14: cosla.wire.PutReply
+	(*GetRequest)(nil),         // 15: cosla.wire.GetRequest
+	(*GetReply)(nil),           // 16: cosla.wire.GetReply
+	(*ProbeRequest)(nil),       // 17: cosla.wire.ProbeRequest
+	(*ProbeReply)(nil),         // 18: cosla.wire.ProbeReply
+	(*PullRequest)(nil),        // 19: cosla.wire.PullRequest
+	(*PullReply)(nil),          // 20: cosla.wire.PullReply
+	(*Push)(nil),               // 21: cosla.wire.Push
+	(*PushAck)(nil),            // 22: cosla.wire.PushAck
+	(*Repair)(nil),             // 23: cosla.wire.Repair
+	(*Forward)(nil),            // 24: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 25: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 26: cosla.wire.Resolved
 }
 var file_wire_proto_depIdxs = []int32{
 	6,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
@@ -1994,49 +2515,60 @@ var file_wire_proto_depIdxs = []int32{
 	10, // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
 	11, // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
 	12, // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
-	13, // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
-	14, // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
-	15, // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
-	16, // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
-	17, // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
-	18, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
-	19, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	20, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	21, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	22, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	3,  // 17: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	1,  // 18: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	4,  // 19: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	4,  // 20: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	2,  // 21: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 22: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	1,  // 23: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	2,  // 24: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 25: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,  // 26: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 27: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 28: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 29: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 30: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,  // 31: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	2,  // 32: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 33: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 34: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	5,  // 35: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	2,  // 36: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 37: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	5,  // 38: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	2,  // 39: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 40: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	2,  // 41: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	5,  // 42: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
-	0,  // 43: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 44: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	44, // [44:45] is the sub-list for method output_type
-	43, // [43:44] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	14, // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
+	15, // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
+	16, // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
+	17, // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
+	18, // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
+	19, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
+	20, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
+	21, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	22, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	23, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	24, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	25, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	26, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	3,  // 20: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	1,  // 21: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	4,  // 22: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	4,  // 23: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	2,  // 24: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 25: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	13, // 26: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,  // 27: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	2,  // 28: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 29: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,  // 30: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 31: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 32: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 33: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 34: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,  // 35: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	2,  // 36: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 37: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,  // 38: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	5,  // 39: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	2,  // 40: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 41: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	5,  // 42: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	2,  // 43: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 44: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	2,  // 45: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	5,  // 46: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
+	2,  // 47: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 48: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	13, // 49: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	2,  // 50: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 51: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	2,  // 52: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 53: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	0,  // 54: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,  // 55: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	55, // [55:56] is the sub-list for method output_type
+	54, // [54:55] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -2062,6 +2594,9 @@ func file_wire_proto_init() {
 		(*Envelope_Push)(nil),
 		(*Envelope_PushAck)(nil),
 		(*Envelope_Repair)(nil),
+		(*Envelope_Forward)(nil),
+		(*Envelope_ForwardAck)(nil),
+		(*Envelope_Resolved)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2069,7 +2604,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

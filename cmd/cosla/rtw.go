@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/cosla/cosla"
+)
+
+func runRTW(args []string, stdout, stderr io.Writer) error {
+	var expectAbsent bool
+	return runOneOp(opCommand{
+		name: "rtw",
+		operands: func() string {
+			if expectAbsent {
+				return "TESTKEY WRITEKEY VALUE"
+			}
+			return "TESTKEY EXPECT WRITEKEY VALUE"
+		},
+		doc: "Read-test-write (dConssandra 2): writes VALUE to WRITEKEY only if TESTKEY's value is EXPECT\n" +
+			"(with --expect-absent and no EXPECT: only if TESTKEY has no value) when the tablet's primary\n" +
+			"orders the write. Both keys must lie in one tablet. Without --bound it goes to the primary;\n" +
+			"with it, the nearest replica takes it as a staged write, and the bound may run out before\n" +
+			"the primary evaluates the test. Prints whether the test held, failed or was not evaluated;\n" +
+			"exits 0 when it held and 1 when it failed or was not evaluated.",
+		boundDoc: "staged write: the nearest replica answers within `B` with the stage reached and, once the primary has ordered it, the test's outcome: immediate, unbounded or a duration such as 50ms (default: at the primary)",
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&expectAbsent, "expect-absent", false, "the test is that TESTKEY has no value (give no EXPECT)")
+		},
+		op: func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, operands []string) error {
+			testKey, rest := operands[0], operands[1:]
+			var expect []byte // nil: TESTKEY must have no value
+			if !expectAbsent {
+				expect, rest = []byte(rest[0]), rest[1:]
+			}
+			return cs.rtw(ctx, stdout, f.jsonOut, testKey, expect, rest[0], rest[1], bound)
+		},
+	}, args, stderr)
+}
+
+// rtw runs one ReadTestWrite and prints its outcome. It returns an error
+// unless the test held: the write was then not made, or not yet known
+// to be.
+func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, testKey string, expect []byte, writeKey, value string, bound cosla.Bound) error {
+	start := time.Now()
+	var opts []cosla.PutOption
+	if bound != 0 {
+		opts = append(opts, cosla.WithBound(bound))
+	}
+	wr, err := cs.client.ReadTestWrite(ctx, cs.session, testKey, expect, writeKey, []byte(value), opts...)
+	if err != nil {
+		return fmt.Errorf("rtw %q: %w", writeKey, err)
+	}
+	latency := time.Since(start)
+	test := testKey + " absent"
+	if expect != nil {
+		test = testKey + " = " + strconv.Quote(string(expect))
+	}
+	var outcome error
+	switch {
+	case wr.Tested == cosla.Held:
+	case wr.Tested == cosla.Failed:
+		outcome = fmt.Errorf("test %s failed: %s not written", test, writeKey)
+	case bound != 0:
+		outcome = fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, writeKey)
+	default:
+		// The primary evaluates the test of a write without a bound before
+		// it answers; no outcome means it did not see the test at all.
+		outcome = fmt.Errorf("test %s: the primary %s answered without an outcome; %s may have been written regardless of the test", test, wr.Node, writeKey)
+	}
+	if jsonOut {
+		out := map[string]any{"op": "rtw", "test_key": testKey, "key": writeKey, "site": cs.site,
+			"test": wr.Tested.String(), "latency_ms": milliseconds(latency)}
+		if expect == nil {
+			out["expect_absent"] = true
+		} else {
+			out["expect"] = string(expect)
+		}
+		addWriteFields(out, wr, bound)
+		if encErr := json.NewEncoder(w).Encode(out); encErr != nil {
+			return encErr
+		}
+		return outcome
+	}
+	switch wr.Tested {
+	case cosla.Held:
+		fmt.Fprintf(w, "test %s: held; wrote %s = %s\n", test, writeKey, strconv.Quote(value))
+	case cosla.Failed:
+		fmt.Fprintf(w, "test %s: failed; %s not written\n", test, writeKey)
+	case cosla.NotEvaluated:
+		if bound == 0 {
+			fmt.Fprintf(w, "test %s: no outcome from the primary\n", test)
+			break
+		}
+		fmt.Fprintf(w, "test %s: not evaluated within the bound; the primary writes %s only if the test holds when it orders the write\n", test, writeKey)
+	}
+	if bound == 0 {
+		// At the primary, which evaluated the test and ordered the write.
+		version := "nothing written"
+		if !wr.TS.IsZero() {
+			version = "version " + wr.TS.String()
+		}
+		fmt.Fprintf(w, "  at %s, %s (%.1f ms from %s)\n", wr.Node, version, milliseconds(latency), cs.site)
+		return outcome
+	}
+	fmt.Fprintf(w, "  %s (bound %s, %.1f ms from %s)\n", stagedText(wr), bound, milliseconds(latency), cs.site)
+	printHolders(w, wr)
+	return outcome
+}

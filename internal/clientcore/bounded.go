@@ -1,0 +1,285 @@
+package clientcore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// Bounded operations (dConssandra; DESIGN.md section 4). A Put with a
+// bound goes to the nearest replica by the monitor, or to the replica
+// holding the session's pending writes of the tablet, so that they reach
+// the primary in the order the session wrote them. The node answers
+// within the bound with the stage the write reached. A write answered
+// before the primary ordered it is pending: the session keeps its key,
+// value and write ID, and the node later sends its timestamp
+// (wire.Resolved).
+//
+// A Get of a key the session has a pending write of, under an SLA with a
+// read-my-writes, monotonic or causal subSLA, returns the session's
+// newest pending value and meets the first such subSLA: a replica may
+// not hold the write yet, and the session must not go back behind it.
+// Strong and bounded-staleness subSLAs are not met by a pending value,
+// which has no timestamp yet: a Get under them alone asks the replicas.
+
+// pendingWrite is a write of the session answered before the primary
+// ordered it.
+type pendingWrite struct {
+	tablet  int
+	node    wire.NodeID
+	id      uint64
+	key     string
+	value   []byte
+	read    bool // a Get returned it
+	waiting bool // its Put is still unanswered (never pending then)
+}
+
+// stagedID names a pending write at the client.
+type stagedID struct {
+	node   wire.NodeID
+	tablet wire.TabletRef
+	id     uint64
+}
+
+// ZeroBound and NegativeBound stand for a bound of zero or negative
+// duration given by the caller: usage errors, since Immediate is how to
+// ask for reception only.
+const (
+	ZeroBound     wire.Bound = -2
+	NegativeBound wire.Bound = -3
+)
+
+// checkBound rejects a bound that is none of the valid ones.
+func checkBound(b wire.Bound) error {
+	switch b {
+	case ZeroBound:
+		return fmt.Errorf("%w: a bound of zero: give Immediate for an answer after reception only", ErrInvalid)
+	case NegativeBound:
+		return fmt.Errorf("%w: a negative bound: give Immediate, Unbounded or a positive duration", ErrInvalid)
+	}
+	if !b.Valid() {
+		return fmt.Errorf("%w: bound %d: give Immediate, Unbounded or a positive duration", ErrInvalid, int64(b))
+	}
+	return nil
+}
+
+// receiver picks the replica a bounded operation goes to.
+func (c *Client) receiver(s *Session, tv *tabletView, tablet int) *replicaState {
+	for _, p := range s.pending {
+		if p.tablet == tablet {
+			for _, r := range tv.replicas {
+				if r.id == p.node {
+					return r
+				}
+			}
+		}
+	}
+	return tv.replicas[closest(tv.replicas)]
+}
+
+// budget is the time a node may spend on a bounded operation: the bound
+// less the round trip the client expects (dConssandra Alg. 1's
+// t_r - C_P, the reply's transfer).
+func budget(b wire.Bound, r *replicaState) time.Duration {
+	switch b {
+	case wire.Immediate, wire.Unbounded:
+		return 0 // not used: no planning
+	}
+	return max(b.Duration()-r.rtt.mean(), 0)
+}
+
+// putBounded sends a Put with a bound, or a ReadTestWrite.
+func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte, o PutOptions, timeout time.Duration, done func(PutResult, error)) {
+	tablet := s.table.layout.TabletFor(key)
+	r := tv.replicas[0]
+	if o.Bound != wire.NoBound {
+		r = c.receiver(s, tv, tablet)
+	}
+	sent := c.env.Now()
+	req := c.newReq()
+	m := &wire.PutRequest{Req: req, Tablet: tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS,
+		Bound: o.Bound, Budget: budget(o.Bound, r), Test: o.Test}
+	if o.Bound != wire.NoBound && o.Bound != wire.Unbounded {
+		// The node answers by the bound; past it and the round trip, and
+		// some slack for a busy node, the client stops waiting.
+		timeout = min(timeout, boundTimeout(o.Bound, r))
+	}
+	// Until its answer, the write is in the session's queue of the
+	// tablet, so that the session's next bounded Puts go to the same
+	// replica; it is not returned by Gets.
+	slot := &pendingWrite{tablet: tablet, node: r.id, key: key, value: m.Value, waiting: true}
+	if o.Bound != wire.NoBound {
+		s.pending = append(s.pending, slot)
+	}
+	// A ReadTestWrite's write may not happen: it is never pending.
+	conditional := o.Test != nil
+	c.send(r.id, m, req, timeout, &pending{
+		onReply: func(_ wire.NodeID, msg wire.Msg) {
+			reply := msg.(*wire.PutReply)
+			res := PutResult{Node: r.id, RTT: c.boundedRTT(r, sent, o.Bound), Level: 1, Acks: int(reply.Acks),
+				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
+			s.dropPending(slot)
+			if reply.Code != wire.OK {
+				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
+				return
+			}
+			if !reply.TS.IsZero() {
+				c.observeHigh(tv, r, reply.TS)
+				s.recordPut(key, reply.TS)
+			} else if reply.Stage != 0 && reply.Stage < wire.Coordinated && !conditional {
+				slot.id, slot.waiting = reply.WriteID, false
+				s.pending = append(s.pending, slot)
+				c.staged[stagedID{r.id, tv.ref, reply.WriteID}] = s
+			}
+			done(res, nil)
+		},
+		onTimeout: func() {
+			c.boundedRTT(r, sent, o.Bound)
+			s.dropPending(slot)
+			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
+		},
+	})
+}
+
+// boundTimeout is how long a client waits for a bounded operation.
+func boundTimeout(b wire.Bound, r *replicaState) time.Duration {
+	return max(b.Duration(), 0) + 2*r.rtt.mean() + boundSlack
+}
+
+// boundedRTT returns a bounded operation's round trip. Only an Immediate
+// one is a sample for the monitor: the others wait at the node for work
+// the bound allows, which says nothing of the network.
+func (c *Client) boundedRTT(r *replicaState, sent time.Time, b wire.Bound) time.Duration {
+	if b == wire.Immediate {
+		return c.observeRTT(r, sent)
+	}
+	r.lastContact = c.env.Now()
+	return c.env.Now().Sub(sent)
+}
+
+// boundSlack is how long past a bound and its round trip a client waits
+// for a bounded operation's answer before giving up (our choice: a
+// node's deadline timer can be late by a busy mailbox and a disk sync).
+const boundSlack = 250 * time.Millisecond
+
+// resolved takes a node's report that a pending write was ordered.
+func (c *Client) resolved(from wire.NodeID, m *wire.Resolved) {
+	id := stagedID{from, m.Tablet, m.WriteID}
+	s, ok := c.staged[id]
+	if !ok {
+		return
+	}
+	delete(c.staged, id)
+	for _, p := range s.pending {
+		if p.node != from || p.id != m.WriteID || p.waiting || s.table.tablets[p.tablet].ref != m.Tablet {
+			continue
+		}
+		s.dropPending(p)
+		if m.Code != wire.OK {
+			c.refusedWrites++
+			c.env.Logger().Warn("clientcore: a staged write was refused by the primary", "key", p.key, "node", from, "code", m.Code)
+			return
+		}
+		s.recordPut(p.key, m.TS)
+		if p.read {
+			s.recordRead(p.key, m.TS)
+		}
+		return
+	}
+}
+
+// dropPending removes p from the session's pending writes.
+func (s *Session) dropPending(p *pendingWrite) {
+	if i := slices.Index(s.pending, p); i >= 0 {
+		s.pending = slices.Delete(s.pending, i, i+1)
+	}
+}
+
+// pendingValue returns the session's newest pending value of key.
+func (s *Session) pendingValue(key string) *pendingWrite {
+	for i := len(s.pending) - 1; i >= 0; i-- {
+		if p := s.pending[i]; !p.waiting && p.key == key {
+			return p
+		}
+	}
+	return nil
+}
+
+// sessionMeets returns the first subSLA a pending value meets, or -1.
+func sessionMeets(agreement sla.SLA) int {
+	for i, sub := range agreement {
+		switch sub.Consistency.Kind {
+		case sla.ReadMyWrites, sla.Monotonic, sla.Causal:
+			return i
+		}
+	}
+	return -1
+}
+
+// fromSession answers a Get from the session's pending write of key, if
+// it has one and the SLA lets it (see the top of this file).
+func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetResult, done func(GetResult, error)) bool {
+	p := s.pendingValue(key)
+	if p == nil {
+		return false
+	}
+	met := sessionMeets(agreement)
+	if met < 0 {
+		return false
+	}
+	p.read = true
+	res.Value, res.Found, res.Met, res.SubSLA, res.FromSession = slices.Clone(p.value), true, met, agreement[met], true
+	res.Node = p.node
+	// done is called later, never from within Get.
+	c.env.After(0, delayTimer{key: key, start: c.env.Now(), send: func() { done(res, nil) }})
+	return true
+}
+
+// getBounded sends a Get with a bound to the receiver of the session's
+// pending writes of the tablet, or the nearest replica.
+func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sla.SLA, o GetOptions, done func(GetResult, error)) {
+	r := c.receiver(s, tv, s.table.layout.TabletFor(key))
+	sent := c.env.Now()
+	req := c.newReq()
+	m := &wire.GetRequest{Req: req, Tablet: tv.ref, Key: key, Bound: o.Bound, Budget: budget(o.Bound, r)}
+	timeout := c.opts.RequestTimeout
+	if o.Bound != wire.Unbounded {
+		timeout = min(timeout, boundTimeout(o.Bound, r))
+	}
+	res := GetResult{Met: -1, Target: -1, Strategy: Closest, Level: 1, Node: r.id, Bound: o.Bound}
+	c.send(r.id, m, req, timeout, &pending{
+		onReply: func(_ wire.NodeID, msg wire.Msg) {
+			reply := msg.(*wire.GetReply)
+			res.RTT = c.boundedRTT(r, sent, o.Bound)
+			if reply.Code != wire.OK {
+				done(res, fmt.Errorf("get %q at %s: %w", key, r.id, codeError(reply.Code)))
+				return
+			}
+			c.observeHigh(tv, r, reply.HighTS)
+			res.Primary, res.HighTS, res.Applied, res.Pending, res.Null = reply.Primary, reply.HighTS, int(reply.Applied), int(reply.Pending), reply.Null
+			if c.fromSession(s, key, agreement, res, done) {
+				return
+			}
+			if reply.Null {
+				done(res, fmt.Errorf("%w: get %q at %s: %d pending, none could be applied within %s", ErrNull, key, r.id, reply.Pending, o.Bound))
+				return
+			}
+			res.Value, res.Found, res.VersionTS = reply.Value, reply.Found, reply.VersionTS
+			if res.Found {
+				s.recordRead(key, reply.VersionTS)
+			}
+			res.Met = metSubSLA(agreement, c.minReadTimestamps(s, agreement, key), int64(res.RTT), reply.HighTS, reply.Primary)
+			if res.Met >= 0 {
+				res.SubSLA = agreement[res.Met]
+			}
+			done(res, nil)
+		},
+		onTimeout: func() {
+			c.boundedRTT(r, sent, o.Bound)
+			done(res, fmt.Errorf("%w: get %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
+		},
+	})
+}
