@@ -36,6 +36,7 @@ type opState struct {
 
 	// Puts.
 	acked      bool          // OK with a positive timestamp
+	pending    bool          // OK and Pending: ordered after it returned
 	tsKnown    bool          // ts is the version timestamp of the Put
 	ts         hlc.Timestamp // when tsKnown
 	revealedBy int           // the Get whose TS revealed an unacknowledged Put's ts, or -1
@@ -92,6 +93,12 @@ func (c *checker) checkOps() {
 			c.report(i, RuleHistory, "%s returned at %s, before it was called at %s", c.desc(i), op.Return, op.Call)
 		}
 		switch {
+		case op.Kind == Put && op.OK && op.Pending:
+			// Its timestamp, when known, is the one it took effect with.
+			st.pending = true
+			if positive(op.TS) {
+				st.acked, st.tsKnown, st.ts = true, true, op.TS
+			}
 		case op.Kind == Put && op.OK:
 			if positive(op.TS) {
 				st.acked, st.tsKnown, st.ts = true, true, op.TS
@@ -180,6 +187,15 @@ func (c *checker) resolveReads() {
 			st.readsFrom = false // an edge from the future would make a cycle
 			c.report(i, RuleHistory, "%s read %q, but %s writing it was called only after the get returned",
 				c.desc(i), op.Value, c.desc(st.writer))
+		}
+		if op.FromSession {
+			// The client's own copy: no replica's timestamp to compare.
+			if !wst.pending || w.Session != op.Session || w.Call > op.Call {
+				c.report(i, RuleHistory, "%s returned %q from its session's pending writes, but %s is not a pending put earlier in the session",
+					c.desc(i), op.Value, c.desc(st.writer))
+			}
+			st.ret, st.retKnown = wst.ts, wst.tsKnown
+			continue
 		}
 		switch {
 		case wst.acked && op.TS != wst.ts:
@@ -281,7 +297,10 @@ func (c *checker) checkVersionOrder() {
 		puts = slices.DeleteFunc(puts, func(i int) bool { return c.h[i].Return < c.h[i].Call })
 		byCall := slices.Clone(puts)
 		slices.SortStableFunc(byCall, func(a, b int) int { return cmp.Compare(c.h[a].Call, c.h[b].Call) })
-		byReturn := slices.Clone(puts)
+		// A pending Put took effect at some time after it returned, which
+		// the history does not record: it binds the Puts called after it
+		// in session order only (checkSessions), not in real time.
+		byReturn := slices.DeleteFunc(slices.Clone(puts), func(i int) bool { return c.st[i].pending })
 		slices.SortStableFunc(byReturn, func(a, b int) int { return cmp.Compare(c.h[a].Return, c.h[b].Return) })
 		var newest ref // newest Put that returned before the current one was called
 		j := 0
@@ -301,10 +320,23 @@ func (c *checker) checkVersionOrder() {
 // checkSessions walks each session in order to check read-my-writes and
 // monotonic reads, and the order of the session's own Puts (Pileus 3.2,
 // 4.4: the session state is the Puts it made and the versions it read).
+//
+// A pending Put whose timestamp is unknown is, for its own session, the
+// newest version of its key until the session's next Put to the key
+// (DESIGN.md section 4: the session returns its pending writes and never
+// goes back behind them): until then a read-my-writes or causal Get of
+// the key in the session must return it, and so must a monotonic one once
+// a Get of the session returned it. No other session can be held to it.
 func (c *checker) checkSessions() {
 	for _, ops := range c.sessions {
-		puts := make(map[string]ref)  // newest acked Put per key so far
-		reads := make(map[string]ref) // newest version read per key so far
+		puts := make(map[string]ref)    // newest acked Put per key so far
+		settled := make(map[string]ref) // the same, of the Puts not pending
+		reads := make(map[string]ref)   // newest version read per key so far
+		last := make(map[string]int)    // the session's last OK Put per key
+		// unknown: the last OK Put per key, when it is pending with an
+		// unknown timestamp; unknownRead: that Put, once a Get returned it.
+		unknown := make(map[string]int)
+		unknownRead := make(map[string]int)
 		for _, i := range ops {
 			op, st := c.h[i], &c.st[i]
 			switch {
@@ -316,7 +348,26 @@ func (c *checker) checkSessions() {
 					st.orderReported = true
 				}
 				puts[op.Key] = maxRef(prev, ref{ts: st.ts, op: i})
-			case op.Kind == Get && op.OK && st.retKnown:
+				if !st.pending {
+					settled[op.Key] = maxRef(settled[op.Key], ref{ts: st.ts, op: i})
+				}
+				last[op.Key] = i
+				delete(unknown, op.Key)
+				delete(unknownRead, op.Key)
+			case op.Kind == Put && st.pending:
+				last[op.Key] = i
+				unknown[op.Key] = i
+				delete(unknownRead, op.Key)
+			case op.Kind == Get && op.OK:
+				if st.checked {
+					c.checkUnknown(i, op.Met.Consistency.Kind, unknown, unknownRead, last)
+				}
+				if p, ok := unknown[op.Key]; ok && st.writer == p {
+					unknownRead[op.Key] = p
+				}
+				if !st.retKnown {
+					break
+				}
 				if st.checked {
 					switch op.Met.Consistency.Kind {
 					case sla.ReadMyWrites:
@@ -328,12 +379,42 @@ func (c *checker) checkSessions() {
 							c.reportStale(i, need, "earlier in the same session")
 						}
 					case sla.Strong:
-						st.sessionPut = puts[op.Key]
+						// A pending Put binds strong Gets only once
+						// ordered, which the history does not record.
+						st.sessionPut = settled[op.Key]
 					}
 				}
 				reads[op.Key] = maxRef(reads[op.Key], ref{ts: st.ret, op: i})
 			}
 		}
+	}
+}
+
+// checkUnknown checks Get i, which reports meeting a guarantee of kind,
+// against its session's pending Puts of unknown timestamp (see
+// checkSessions). unknown, unknownRead and last are the session's state
+// before the Get.
+func (c *checker) checkUnknown(i int, kind sla.Kind, unknown, unknownRead, last map[string]int) {
+	op, st := c.h[i], &c.st[i]
+	var need int
+	var ok bool
+	switch kind {
+	case sla.ReadMyWrites, sla.Causal:
+		need, ok = unknown[op.Key]
+		// Returning an older pending Put of the session, whose timestamp
+		// is unknown, goes back behind the session's later Put.
+		if w := st.writer; !ok && w >= 0 && c.st[w].pending && !c.st[w].tsKnown && c.h[w].Session == op.Session {
+			if l, has := last[op.Key]; has && l != w {
+				c.report(i, kind.String(), "%s %s, but %s requires the session's newest put to the key, %s",
+					c.desc(i), c.readDesc(i), op.Met.Consistency, c.desc(l))
+			}
+		}
+	case sla.Monotonic:
+		need, ok = unknownRead[op.Key]
+	}
+	if ok && st.writer != need {
+		c.report(i, kind.String(), "%s %s, but %s requires %s, whose timestamp is unknown and which is the newest version of the key for the session",
+			c.desc(i), c.readDesc(i), op.Met.Consistency, c.desc(need))
 	}
 }
 
@@ -346,7 +427,7 @@ func (c *checker) checkRealTime() {
 		newest []ref // newest[k] is the newest of puts[:k+1]
 	}
 	byKey := make(map[string]*keyPuts)
-	for _, puts := range c.putsByKey(func(st *opState) bool { return st.acked }) {
+	for _, puts := range c.putsByKey(func(st *opState) bool { return st.acked && !st.pending }) {
 		slices.SortStableFunc(puts, func(a, b int) int { return cmp.Compare(c.h[a].Return, c.h[b].Return) })
 		kp := &keyPuts{puts: puts, newest: make([]ref, len(puts))}
 		var newest ref
@@ -420,6 +501,10 @@ func (c *checker) desc(i int) string {
 	}
 	fmt.Fprintf(&b, ", called %s, returned %s", op.Call, op.Return)
 	switch {
+	case op.Kind == Put && op.OK && op.Pending && positive(op.TS):
+		fmt.Fprintf(&b, ", pending, ts %s", op.TS)
+	case op.Kind == Put && op.OK && op.Pending:
+		b.WriteString(", pending, ts unknown")
 	case op.Kind == Put && op.OK:
 		fmt.Fprintf(&b, ", ts %s", op.TS)
 	case op.Kind == Put && i < len(c.st) && c.st[i].revealedBy >= 0:
@@ -428,6 +513,9 @@ func (c *checker) desc(i int) string {
 		b.WriteString(", unacknowledged")
 	case op.Kind == Get && op.OK:
 		fmt.Fprintf(&b, ", met %s within %s at rank %d", op.Met.Consistency, latencyString(op.Met.Latency), op.MetRank)
+		if op.FromSession {
+			b.WriteString(", from the session")
+		}
 	case op.Kind == Get:
 		b.WriteString(", met no subSLA")
 	}
@@ -444,6 +532,10 @@ func (c *checker) readDesc(i int) string {
 	switch {
 	case !op.Found:
 		return "found no version"
+	case op.FromSession && st.retKnown:
+		return fmt.Sprintf("read %q@%s from its session's pending writes", op.Value, st.ret)
+	case op.FromSession:
+		return fmt.Sprintf("read %q, of unknown timestamp, from its session's pending writes", op.Value)
 	case st.ret != op.TS:
 		return fmt.Sprintf("read %q@%s (reported as @%s)", op.Value, st.ret, op.TS)
 	}

@@ -48,6 +48,25 @@ func miss(session, key string, call, ret int, c sla.Consistency) Op {
 	return op
 }
 
+// pendingPut is a Put acknowledged before its primary ordered it, which
+// took effect at ts(t), or at an unknown timestamp when t is 0.
+func pendingPut(session, key, value string, call, ret int, t int64) Op {
+	op := put(session, key, value, call, ret, t)
+	op.Pending = true
+	if t == 0 {
+		op.TS = hlc.Timestamp{}
+	}
+	return op
+}
+
+// fromSession is a Get that returned its session's pending write value
+// and reports meeting c.
+func fromSession(session, key, value string, call, ret int, c sla.Consistency) Op {
+	op := get(session, key, value, call, ret, 0, c)
+	op.TS, op.FromSession = hlc.Timestamp{}, true
+	return op
+}
+
 // level gives op a read or write level of l among n replicas.
 func level(op Op, l, n int) Op {
 	op.Level, op.Replicas = l, n
@@ -553,6 +572,127 @@ func TestCheck(t *testing.T) {
 			want: []want{{2, RuleQuorum}, {2, RuleStrong}},
 		},
 		{
+			// A pending put is acknowledged without a timestamp; its
+			// session reads it back from its own copy, and once it is
+			// ordered at ts(2), from a replica.
+			name: "pending: read back from the session, then from a replica",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 2),
+				fromSession("a", "k", "b", 40, 40, rmw),
+				fromSession("a", "k", "b", 50, 50, mono),
+				get("a", "k", "b", 60, 70, 2, causal),
+				pendingPut("a", "k", "c", 80, 90, 0), // never resolved
+				fromSession("a", "k", "c", 100, 100, rmw),
+			},
+		},
+		{
+			// Pending put #1 took effect at ts(2): a later read-my-writes
+			// get of the session must not return ts(1).
+			name: "pending: read-my-writes after a pending put of known timestamp",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 2),
+				get("a", "k", "a", 40, 50, 1, rmw),
+			},
+			want: []want{{2, RuleReadMyWrites}},
+		},
+		{
+			// Pending put #1's timestamp is unknown: for session a it is
+			// the newest version of k until a's next put to k, put #4.
+			// Get #2 misses it under read-my-writes, get #3 under causal;
+			// get #5 returns put #4 as it must.
+			name: "pending: unknown timestamp is the session's newest write",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 0),
+				get("a", "k", "a", 40, 50, 1, rmw),
+				get("a", "k", "a", 60, 70, 1, causal),
+				put("a", "k", "c", 80, 90, 3),
+				get("a", "k", "c", 100, 110, 3, rmw),
+				get("b", "k", "a", 120, 130, 1, rmw), // another session: not bound
+			},
+			want: []want{{2, RuleReadMyWrites}, {3, RuleCausal}},
+		},
+		{
+			// After put #2, session a's newest write of k is ts(3); get #3
+			// goes back to its older pending put #1, whose timestamp is
+			// unknown, from its own copy.
+			name: "pending: the session's own copy after a later put",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 0),
+				put("a", "k", "c", 40, 50, 3),
+				fromSession("a", "k", "b", 60, 60, rmw),
+			},
+			want: []want{{3, RuleReadMyWrites}},
+		},
+		{
+			// Monotonic reads: having read pending put #1 of unknown
+			// timestamp, session a must not read the older ts(1).
+			name: "pending: monotonic after reading an unknown timestamp",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 0),
+				get("a", "k", "a", 40, 50, 1, mono), // nothing read yet: fine
+				fromSession("a", "k", "b", 60, 60, eventual),
+				get("a", "k", "a", 70, 80, 1, mono),
+			},
+			want: []want{{4, RuleMonotonic}},
+		},
+		{
+			// The session's own copy must be a pending put of the session
+			// called before the get: not another session's (#2, which is
+			// also older than b's own put #1), not an acknowledged one
+			// (#4).
+			name: "pending: from the session, but not the session's pending put",
+			h: []Op{
+				pendingPut("a", "k", "a", 0, 10, 1),
+				put("b", "k", "b", 20, 30, 2),
+				fromSession("b", "k", "a", 40, 40, rmw),
+				put("b", "x", "x", 50, 60, 3),
+				fromSession("b", "x", "x", 70, 70, rmw),
+			},
+			want: []want{{2, RuleHistory}, {2, RuleReadMyWrites}, {4, RuleHistory}},
+		},
+		{
+			// A pending put takes effect after it returned, at a time the
+			// history does not record: strong get #2 need not see it, and
+			// neither need put #3, called after it returned, follow it;
+			// but put #4, called after put #3 returned, must follow that.
+			name: "pending: not bound in real time",
+			h: []Op{
+				put("a", "k", "a", 0, 10, 1),
+				pendingPut("a", "k", "b", 20, 30, 5),
+				get("b", "k", "a", 40, 50, 1, strong),
+				put("b", "k", "c", 60, 70, 4),
+				pendingPut("c", "k", "d", 80, 90, 3),
+			},
+			want: []want{{4, RuleHistory}},
+		},
+		{
+			// Session a's pending put #0 was ordered after its later put
+			// #1: the version order goes against session order.
+			name: "pending: ordered after a later put of the session",
+			h: []Op{
+				pendingPut("a", "k", "a", 0, 10, 2),
+				put("a", "k", "b", 20, 30, 1),
+			},
+			want: []want{{1, RuleHistory}},
+		},
+		{
+			// x1, pending in session A, precedes y2 in session A; C reads
+			// y2, then misses x1 (ts(1)): causal.
+			name: "pending: in the causal past",
+			h: []Op{
+				pendingPut("A", "x", "x1", 0, 10, 1),
+				put("A", "y", "y2", 20, 30, 2),
+				get("C", "y", "y2", 40, 50, 2, causal),
+				miss("C", "x", 60, 70, causal),
+			},
+			want: []want{{3, RuleCausal}},
+		},
+		{
 			name: "history: malformed ops",
 			h: []Op{
 				put("a", "k", "a", 0, 10, 1),
@@ -644,6 +784,30 @@ func TestDetail(t *testing.T) {
 				`quorum: get #1 (client client-b, session b, key "k", called 20ms, returned 30ms, met eventual within unbounded at rank 1, level 2 of 3) found no version`,
 				`a read of 2 of 3 replicas requires a version >= 1.000000000,0 from put #0`,
 				`ts 1.000000000,0, level 2 of 3), which 2 replicas held, which returned at 10ms, before the get was called at 20ms`,
+			},
+		},
+		{
+			name: "pending",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				pendingPut("a", "k", "v2", 20, 30, 0),
+				get("a", "k", "v1", 40, 50, 1, rmw),
+			},
+			wants: []string{
+				`read-my-writes: get #2 (client client-a, session a, key "k", called 40ms, returned 50ms, met read-my-writes within unbounded at rank 1) read "v1"@1.000000000,0`,
+				`requires put #1 (client client-a, session a, key "k", value "v2", called 20ms, returned 30ms, pending, ts unknown), whose timestamp is unknown`,
+			},
+		},
+		{
+			name: "from the session",
+			h: []Op{
+				pendingPut("a", "k", "v1", 0, 10, 2),
+				put("a", "k", "v2", 20, 30, 3),
+				fromSession("a", "k", "v1", 40, 40, rmw),
+			},
+			wants: []string{
+				`met read-my-writes within unbounded at rank 1, from the session) read "v1"@2.000000000,0 from its session's pending writes`,
+				`requires a version >= 3.000000000,0 from put #1`,
 			},
 		},
 		{
@@ -783,6 +947,39 @@ func TestRandomHistoriesPass(t *testing.T) {
 		h := randomHistory(seed, 2000, 300, 30, 0)
 		if vs := Check(h); len(vs) > 0 {
 			t.Fatalf("seed %d: %d violations in a correct history, first: %s", seed, len(vs), vs[0])
+		}
+	}
+}
+
+// TestRandomPendingHistoriesPass makes a third of the acknowledged Puts
+// of correct histories pending, with their timestamps known, and the Gets
+// that read one of their own session's pending Puts return it from the
+// session: that binds no Get more, so the histories stay correct.
+func TestRandomPendingHistoriesPass(t *testing.T) {
+	for seed := range uint64(10) {
+		h := randomHistory(seed, 2000, 300, 30, 0)
+		r := rand.New(rand.NewPCG(seed, 2))
+		writer := make(map[string]int)
+		for i := range h {
+			if op := &h[i]; op.Kind == Put && op.OK && r.IntN(3) == 0 {
+				op.Pending, op.Level = true, 0
+				writer[op.Value] = i
+			}
+		}
+		sessionGets := 0
+		for i := range h {
+			op := &h[i]
+			w, ok := writer[op.Value]
+			if op.Kind == Get && op.OK && op.Found && ok && h[w].Session == op.Session && h[w].Call < op.Call {
+				op.FromSession, op.TS, op.Level = true, hlc.Timestamp{}, 0
+				sessionGets++
+			}
+		}
+		if vs := Check(h); len(vs) > 0 {
+			t.Fatalf("seed %d: %d violations in a correct history, first: %s", seed, len(vs), vs[0])
+		}
+		if s := Summarize(h); s.PendingPuts == 0 || s.SessionGets != sessionGets || sessionGets == 0 {
+			t.Fatalf("seed %d: summary counts %d pending puts and %d gets from the session, want some and %d", seed, s.PendingPuts, s.SessionGets, sessionGets)
 		}
 	}
 }

@@ -20,17 +20,40 @@
 // timestamp of the version a Get returned is that of its Put, and the zero
 // timestamp when it found no version.
 //
+// # Pending writes
+//
+// A staged write answered before the tablet's primary ordered it
+// (dConssandra; DESIGN.md section 4) is a pending Put: acknowledged, so it
+// takes effect, but with a timestamp its client learns later, if at all.
+// Op.TS is the timestamp it took effect with when that is known (the
+// randomized test reads it from the primary's order), zero otherwise. A
+// pending Put of known timestamp counts as an acknowledged Put for the
+// session rules and causal, and for "history" as the later of two Puts;
+// it binds no Get under strong, bounded or "quorum", and no Put in real
+// time as the earlier of two, since it took effect at some time after it
+// returned that the history does not record (a strong Get sees the writes
+// coordinated before it: DESIGN.md section 4). A pending Put of unknown
+// timestamp is, for its own session, the newest version of its key until
+// the session's next Put to the key: a read-my-writes or causal Get of the
+// key in that span must return it, and so must a monotonic one once a Get
+// of the session has returned it; a read-my-writes or causal Get that
+// returns it after the session's next Put to the key goes back. A Get
+// FromSession returns a pending Put of its own session without asking a
+// replica; the version it returned is that Put's.
+//
 // # Rules
 //
 // Rule "history" (the history must be possible at all):
 //   - every op has a known Kind and Return >= Call;
-//   - Put values are unique; acknowledged Puts have timestamps after zero;
+//   - Put values are unique; acknowledged Puts that are not pending have
+//     timestamps after zero;
 //     versions of a key have distinct timestamps;
 //   - an acknowledged Put called after another acknowledged Put to the same
 //     key returned, or later in the same session, has the larger timestamp;
 //   - a Found Get returns a value written to its key by a Put called no
 //     later than the Get returned, with that Put's timestamp (or the one
-//     other Gets saw, for an unacknowledged Put);
+//     other Gets saw, for an unacknowledged Put); a Get FromSession
+//     returns a pending Put earlier in its own session;
 //   - a session issues one op at a time, all for one client;
 //   - session order and reads-from have no cycle;
 //   - an OK Get reports a valid subSLA and a rank >= 1.

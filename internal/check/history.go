@@ -60,6 +60,17 @@ type Op struct {
 	// MetRank its 1-based rank in the SLA.
 	Met     sla.SubSLA
 	MetRank int
+	// Pending reports, for an OK Put, that it was acknowledged before the
+	// tablet's primary ordered it: a staged write answered at stage
+	// received or transmitted (dConssandra; DESIGN.md section 4). It is
+	// durable and takes effect once, but its client learns its timestamp
+	// only later, if at all. TS is then the timestamp it took effect
+	// with, or zero when that is unknown.
+	Pending bool
+	// FromSession reports, for an OK Get, that the value is one of its
+	// session's pending Puts, returned without asking a replica: TS is
+	// zero and the version returned is that Put's.
+	FromSession bool
 	// Level is the number of replicas the op involved under a read or
 	// write level (CPQ; DESIGN.md section 4): for a Get, its read level r,
 	// the replicas it asked, the newest version among their answers

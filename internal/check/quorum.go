@@ -29,7 +29,7 @@ func (c *checker) checkQuorum() {
 		var levels []*levelPuts
 		for _, p := range puts {
 			w := c.h[p].Level
-			if w <= 0 {
+			if w <= 0 || c.st[p].pending {
 				continue
 			}
 			k := slices.IndexFunc(levels, func(lp *levelPuts) bool { return lp.w == w })
@@ -96,7 +96,7 @@ func (c *checker) quorumSessionPuts() {
 		for _, i := range ops {
 			op, st := c.h[i], &c.st[i]
 			switch {
-			case op.Kind == Put && st.acked && op.Level > 0:
+			case op.Kind == Put && st.acked && !st.pending && op.Level > 0:
 				if puts == nil {
 					puts = make(map[string][]levelRef)
 				}

@@ -22,6 +22,10 @@ type Summary struct {
 	// Put: an acknowledged Put to their key whose write level overlaps
 	// their read level (r + w > N) returned before they were called.
 	QuorumGets int
+	// PendingPuts counts the Puts with OK and Pending, SessionGets the
+	// Gets with OK that returned their session's pending write
+	// (FromSession).
+	PendingPuts, SessionGets int
 }
 
 // Summarize counts the operations of h.
@@ -31,7 +35,7 @@ func Summarize(h []Op) Summary {
 	// write level w returned.
 	firstReturn := make(map[string]map[int]time.Duration)
 	for _, op := range h {
-		if op.Kind != Put || !op.OK || op.Level <= 0 {
+		if op.Kind != Put || !op.OK || op.Pending || op.Level <= 0 {
 			continue
 		}
 		byLevel := firstReturn[op.Key]
@@ -50,12 +54,18 @@ func Summarize(h []Op) Summary {
 			if op.OK {
 				s.AckedPuts++
 			}
+			if op.OK && op.Pending {
+				s.PendingPuts++
+			}
 		case Get:
 			s.Gets++
 			if !op.OK {
 				continue
 			}
 			s.MetGets++
+			if op.FromSession {
+				s.SessionGets++
+			}
 			if !op.Found {
 				s.NotFound++
 			}

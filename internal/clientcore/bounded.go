@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -23,7 +24,19 @@ import (
 // newest pending value and meets the first such subSLA: a replica may
 // not hold the write yet, and the session must not go back behind it.
 // Strong and bounded-staleness subSLAs are not met by a pending value,
-// which has no timestamp yet: a Get under them alone asks the replicas.
+// which has no timestamp yet: a Get under them alone asks the replicas,
+// as does one under eventual alone.
+//
+// Session order is kept by holding operations back (held, in the
+// session's order, until they may go or their time runs out):
+//   - a Put waits until no pending write of the session could be ordered
+//     after it: a bounded Put may go with pending writes of its tablet
+//     at its receiver, which orders its writes in the order it took
+//     them; any other Put waits for every pending write to be ordered;
+//   - once a Get has read a replica while the session had a pending
+//     write, whether that write is newer than what was read, or than a
+//     write of its key causally before it, is unknown until the write is
+//     ordered: the next Gets of its key wait for that.
 
 // pendingWrite is a write of the session answered before the primary
 // ordered it.
@@ -35,6 +48,102 @@ type pendingWrite struct {
 	value   []byte
 	read    bool // a Get returned it
 	waiting bool // its Put is still unanswered (never pending then)
+	req     uint64
+	// readSince: a Get of the session read a replica since (see above).
+	readSince bool
+}
+
+// heldOp is an operation waiting for the session's pending writes.
+type heldOp struct {
+	clear      func() bool
+	send, fail func()
+	gone       bool
+}
+
+// heldTimer ends a held operation's wait.
+type heldTimer struct {
+	s  *Session
+	op *heldOp
+	id uint64
+}
+
+func (t heldTimer) String() string { return fmt.Sprintf("held(#%d)", t.id) }
+
+// hold queues an operation behind the session's held ones; it is sent
+// once clear and first in the queue, or fails after timeout.
+func (c *Client) hold(s *Session, key string, timeout time.Duration, clear func() bool, send, fail func()) {
+	op := &heldOp{clear: clear, send: send, fail: fail}
+	s.held = append(s.held, op)
+	c.lastHeld++
+	c.env.After(timeout, heldTimer{s: s, op: op, id: c.lastHeld})
+	c.release(s)
+}
+
+// release sends the held operations at the head of the queue that may go.
+func (c *Client) release(s *Session) {
+	for len(s.held) > 0 && s.held[0].clear() {
+		op := s.held[0]
+		s.held = s.held[1:]
+		op.gone = true
+		op.send()
+	}
+}
+
+func (c *Client) heldExpired(t heldTimer) {
+	if t.op.gone {
+		return
+	}
+	t.op.gone = true
+	if i := slices.Index(t.s.held, t.op); i >= 0 {
+		t.s.held = slices.Delete(t.s.held, i, i+1)
+	}
+	t.op.fail()
+	c.release(t.s)
+}
+
+// putClear reports whether a Put of key may go now (see above).
+func (c *Client) putClear(s *Session, tv *tabletView, key string, o PutOptions) bool {
+	if o.Bound == wire.NoBound {
+		return len(s.pending) == 0
+	}
+	tablet := s.table.layout.TabletFor(key)
+	r := c.receiver(s, tv, tablet)
+	for _, p := range s.pending {
+		if p.tablet != tablet || p.node != r.id {
+			return false
+		}
+	}
+	return true
+}
+
+// getClear reports whether a Get of key may go now (see above).
+func (s *Session) getClear(key string) bool {
+	for _, p := range s.pending {
+		if p.key == key && p.readSince {
+			return false
+		}
+	}
+	return true
+}
+
+// supersede resolves the session's pending writes that a write at the
+// same receiver and tablet, now ordered at ts, was taken after: the
+// receiver has them ordered before it, so ts bounds their timestamps
+// from above, which keeps the session guarantees that use them.
+func (c *Client) supersede(s *Session, w *pendingWrite, ts hlc.Timestamp) {
+	for _, p := range slices.Clone(s.pending) {
+		if p == w || p.waiting || p.tablet != w.tablet || p.node != w.node || p.req > w.req {
+			continue
+		}
+		tv := &s.table.tablets[p.tablet]
+		delete(c.staged, stagedID{p.node, tv.ref, p.id})
+		s.dropPending(p)
+		s.recordPut(p.key, ts)
+		if p.read {
+			s.recordRead(p.key, ts)
+		}
+	}
+	c.release(s)
 }
 
 // stagedID names a pending write at the client.
@@ -110,7 +219,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 	// Until its answer, the write is in the session's queue of the
 	// tablet, so that the session's next bounded Puts go to the same
 	// replica; it is not returned by Gets.
-	slot := &pendingWrite{tablet: tablet, node: r.id, key: key, value: m.Value, waiting: true}
+	slot := &pendingWrite{tablet: tablet, node: r.id, key: key, value: m.Value, waiting: true, req: req}
 	if o.Bound != wire.NoBound {
 		s.pending = append(s.pending, slot)
 	}
@@ -118,6 +227,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 	conditional := o.Test != nil
 	c.send(r.id, m, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, msg wire.Msg) {
+			defer c.release(s)
 			reply := msg.(*wire.PutReply)
 			res := PutResult{Node: r.id, RTT: c.boundedRTT(r, sent, o.Bound), Level: 1, Acks: int(reply.Acks),
 				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
@@ -129,6 +239,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 			if !reply.TS.IsZero() {
 				c.observeHigh(tv, r, reply.TS)
 				s.recordPut(key, reply.TS)
+				c.supersede(s, slot, reply.TS)
 			} else if reply.Stage != 0 && reply.Stage < wire.Coordinated && !conditional {
 				slot.id, slot.waiting = reply.WriteID, false
 				s.pending = append(s.pending, slot)
@@ -139,6 +250,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 		onTimeout: func() {
 			c.boundedRTT(r, sent, o.Bound)
 			s.dropPending(slot)
+			c.release(s)
 			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
 		},
 	})
@@ -173,6 +285,7 @@ func (c *Client) resolved(from wire.NodeID, m *wire.Resolved) {
 		return
 	}
 	delete(c.staged, id)
+	defer c.release(s)
 	for _, p := range s.pending {
 		if p.node != from || p.id != m.WriteID || p.waiting || s.table.tablets[p.tablet].ref != m.Tablet {
 			continue
@@ -188,6 +301,17 @@ func (c *Client) resolved(from wire.NodeID, m *wire.Resolved) {
 			s.recordRead(p.key, m.TS)
 		}
 		return
+	}
+}
+
+// markRead notes that a Get of the session goes to the replicas while
+// it has pending writes: what it reads may be newer than they are, or
+// have a newer write of their keys in its causal past.
+func (s *Session) markRead() {
+	for _, p := range s.pending {
+		if !p.waiting {
+			p.readSince = true
+		}
 	}
 }
 
@@ -209,11 +333,15 @@ func (s *Session) pendingValue(key string) *pendingWrite {
 }
 
 // sessionMeets returns the first subSLA a pending value meets, or -1.
-func sessionMeets(agreement sla.SLA) int {
+// sessionMeets returns the first subSLA a pending value meets after
+// elapsed (the time the Get was held back), or -1.
+func sessionMeets(agreement sla.SLA, elapsed time.Duration) int {
 	for i, sub := range agreement {
 		switch sub.Consistency.Kind {
 		case sla.ReadMyWrites, sla.Monotonic, sla.Causal:
-			return i
+			if elapsed <= sub.Latency {
+				return i
+			}
 		}
 	}
 	return -1
@@ -221,20 +349,21 @@ func sessionMeets(agreement sla.SLA) int {
 
 // fromSession answers a Get from the session's pending write of key, if
 // it has one and the SLA lets it (see the top of this file).
-func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetResult, done func(GetResult, error)) bool {
+func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetResult, since time.Time, done func(GetResult, error)) bool {
 	p := s.pendingValue(key)
 	if p == nil {
 		return false
 	}
-	met := sessionMeets(agreement)
+	elapsed := c.env.Now().Sub(since)
+	met := sessionMeets(agreement, elapsed)
 	if met < 0 {
 		return false
 	}
 	p.read = true
 	res.Value, res.Found, res.Met, res.SubSLA, res.FromSession = slices.Clone(p.value), true, met, agreement[met], true
-	res.Node = p.node
+	res.Node, res.RTT = p.node, elapsed
 	// done is called later, never from within Get.
-	c.env.After(0, delayTimer{key: key, start: c.env.Now(), send: func() { done(res, nil) }})
+	c.env.After(0, delayTimer{key: key, start: since, send: func() { done(res, nil) }})
 	return true
 }
 
@@ -253,14 +382,15 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 	c.send(r.id, m, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, msg wire.Msg) {
 			reply := msg.(*wire.GetReply)
-			res.RTT = c.boundedRTT(r, sent, o.Bound)
+			c.boundedRTT(r, sent, o.Bound)
+			res.RTT = c.env.Now().Sub(o.since)
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("get %q at %s: %w", key, r.id, codeError(reply.Code)))
 				return
 			}
 			c.observeHigh(tv, r, reply.HighTS)
 			res.Primary, res.HighTS, res.Applied, res.Pending, res.Null = reply.Primary, reply.HighTS, int(reply.Applied), int(reply.Pending), reply.Null
-			if c.fromSession(s, key, agreement, res, done) {
+			if c.fromSession(s, key, agreement, res, o.since, done) {
 				return
 			}
 			if reply.Null {

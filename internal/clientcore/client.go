@@ -268,6 +268,7 @@ type Client struct {
 	// (bounded.go); refusedWrites counts those the primary refused.
 	staged        map[stagedID]*Session
 	refusedWrites int64
+	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
 	// started is when Start ran: the SLA window's buckets count from it.
@@ -395,6 +396,8 @@ func (c *Client) Fire(timer any) {
 		c.finishHeld(t.g)
 	case delayTimer:
 		t.send()
+	case heldTimer:
+		c.heldExpired(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

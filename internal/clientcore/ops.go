@@ -42,6 +42,10 @@ type GetOptions struct {
 	// (dConssandra; see bounded.go): it goes to one replica, which
 	// brings in what writes it can within the bound before it reads.
 	Bound wire.Bound
+
+	// since is when a Get held back (bounded.go) was called: its round
+	// trip, and the time its SLA's latencies allow, count from there.
+	since time.Time
 }
 
 // GetResult describes a Get: what it returned and how.
@@ -160,8 +164,29 @@ func (c *Client) checkSession(s *Session, key string) error {
 // timed out before every subSLA's latency had passed) and a result that
 // describes the attempt but carries no data (3.3).
 func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, error)) error {
+	return c.get(s, key, o, done, false)
+}
+
+// get is Get; released says that the session's queue of held
+// operations (bounded.go) is letting it go.
+func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, error), released bool) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
+	}
+	if o.since.IsZero() {
+		o.since = c.env.Now()
+	}
+	if !released && (len(s.held) > 0 || !s.getClear(key)) {
+		c.hold(s, key, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
+			func() {
+				if err := c.get(s, key, o, done, true); err != nil {
+					done(GetResult{Met: -1, Target: -1}, err)
+				}
+			},
+			func() {
+				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %q: the session's pending writes of the key were not ordered within %s", ErrTimeout, key, c.opts.RequestTimeout))
+			})
+		return nil
 	}
 	agreement := s.sla
 	if o.SLA != nil {
@@ -192,9 +217,10 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		return err
 	}
 	res0 := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}
-	if c.fromSession(s, key, agreement, res0, done) {
+	if c.fromSession(s, key, agreement, res0, o.since, done) {
 		return nil
 	}
+	s.markRead()
 	if o.Bound != wire.NoBound {
 		c.getBounded(s, tv, key, agreement, o, done)
 		return nil
@@ -222,7 +248,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		if len(tv.replicas) > maxReplicas {
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
-		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, done)
+		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
 		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
 		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 		return nil
@@ -231,7 +257,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
 		if useQuorum {
 			res.Level = quorum
-			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, done)
+			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
 			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 			return nil
 		}
@@ -248,7 +274,7 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
 	}
 	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
-		retry: o.RetryAfterMiss, tuner: tn, start: c.env.Now(), res: res, done: done}
+		retry: o.RetryAfterMiss, tuner: tn, start: o.since, res: res, done: done}
 	var hedge *replicaState
 	if strategy == Pileus && o.HedgeCost > 0 {
 		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
@@ -279,9 +305,9 @@ func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult
 
 // newQuorum prepares a Get of several replicas.
 func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
-	repair bool, res GetResult, done func(GetResult, error)) *quorumCall {
+	repair bool, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
 	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
-		start: c.env.Now(), startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
+		start: start, startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
 }
 
 // after runs send at once, or after an artificial delay (AD, CPQ 3.2).
@@ -555,6 +581,12 @@ func (c *Client) retryTarget(g *getCall, missed *replicaState) *replicaState {
 // at the primary but the write level was not reached in time; any other
 // error leaves the outcome unknown: the Put may still take effect.
 func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error)) error {
+	return c.put(s, key, value, o, done, false)
+}
+
+// put is Put; released says that the session's queue of held
+// operations (bounded.go) is letting it go.
+func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error), released bool) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
 	}
@@ -578,7 +610,6 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 		return err
 	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
-	done = c.countPut(done)
 	timeout := c.opts.RequestTimeout
 	if o.Timeout > 0 {
 		timeout = min(timeout, o.Timeout)
@@ -591,6 +622,19 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 			return fmt.Errorf("%w: read-test-write keys %q and %q lie in different tablets", ErrInvalid, o.Test.Key, key)
 		}
 	}
+	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
+		c.hold(s, key, timeout, func() bool { return c.putClear(s, tv, key, o) },
+			func() {
+				if err := c.put(s, key, value, o, done, true); err != nil {
+					done(PutResult{}, err)
+				}
+			},
+			func() {
+				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %q: the session's earlier writes were not ordered within %s", ErrTimeout, key, timeout))
+			})
+		return nil
+	}
+	done = c.countPut(done)
 	if o.Bound != wire.NoBound || o.Test != nil {
 		c.putBounded(s, tv, key, value, o, timeout, done)
 		return nil

@@ -19,8 +19,10 @@ type Session struct {
 	readTS map[string]hlc.Timestamp
 	maxTS  hlc.Timestamp
 	// pending are the session's bounded Puts not yet ordered by the
-	// primary, oldest first (bounded.go).
+	// primary, oldest first; held the operations waiting for some of
+	// them to be (bounded.go).
 	pending []*pendingWrite
+	held    []*heldOp
 }
 
 // SetPolicy sets the levels and delay of the session's operations.

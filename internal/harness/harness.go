@@ -34,6 +34,13 @@ type Options struct {
 	Client clientcore.Options
 	Logger *slog.Logger
 	Trace  func(line string)
+	// Observe, if set, sees every message a node of the world sends, as
+	// it sends it, before the network may lose it: tests that check what
+	// the replicas did read it (TestRandomized rebuilds each primary's
+	// order of versions from it). In a world whose nodes pay for fsyncs
+	// (sim.NodeOptions.Fsync), a message held for an fsync that a crash
+	// cuts short is seen but never sent.
+	Observe func(from, to wire.NodeID, m wire.Msg)
 }
 
 // World is a simulated cluster.
@@ -82,14 +89,14 @@ func New(opts Options) (*World, error) {
 	for _, site := range topo.Sites {
 		for _, name := range site.Replicas {
 			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.Storage,
-				func() node.Handler { return replica.New(opts.Replica) })
+				observed(opts.Observe, func() node.Handler { return replica.New(opts.Replica) }))
 			if err != nil {
 				return nil, err
 			}
 		}
 		for _, name := range site.Clients {
 			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.ClientNode,
-				func() node.Handler { return clientcore.New(copts) })
+				observed(opts.Observe, func() node.Handler { return clientcore.New(copts) }))
 			if err != nil {
 				return nil, err
 			}
@@ -98,11 +105,51 @@ func New(opts Options) (*World, error) {
 	return &World{Sim: s, Topology: topo}, nil
 }
 
-// Client returns a running client node's core.
-func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
+// observed wraps a node factory's handlers so that observe sees what
+// they send (Options.Observe); a nil observe leaves it as it is.
+func observed(observe func(from, to wire.NodeID, m wire.Msg), factory func() node.Handler) func() node.Handler {
+	if observe == nil {
+		return factory
+	}
+	return func() node.Handler { return &observedHandler{Handler: factory(), observe: observe} }
+}
+
+type observedHandler struct {
+	node.Handler
+	observe func(from, to wire.NodeID, m wire.Msg)
+}
+
+func (h *observedHandler) Start(env node.Env) error {
+	return h.Handler.Start(observedEnv{Env: env, observe: h.observe})
+}
+
+type observedEnv struct {
+	node.Env
+	observe func(from, to wire.NodeID, m wire.Msg)
+}
+
+func (e observedEnv) Send(to wire.NodeID, m wire.Msg) {
+	e.observe(e.ID(), to, m)
+	e.Env.Send(to, m)
+}
+
+// handler returns a running node's protocol core.
+func (w *World) handler(id wire.NodeID) (node.Handler, error) {
 	h, ok := w.Sim.Handler(id)
 	if !ok {
 		return nil, fmt.Errorf("harness: no running node %s", id)
+	}
+	if o, ok := h.(*observedHandler); ok {
+		h = o.Handler
+	}
+	return h, nil
+}
+
+// Client returns a running client node's core.
+func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
+	h, err := w.handler(id)
+	if err != nil {
+		return nil, err
 	}
 	c, ok := h.(*clientcore.Client)
 	if !ok {
@@ -113,9 +160,9 @@ func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
 
 // Replica returns a running storage node's core.
 func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
-	h, ok := w.Sim.Handler(id)
-	if !ok {
-		return nil, fmt.Errorf("harness: no running node %s", id)
+	h, err := w.handler(id)
+	if err != nil {
+		return nil, err
 	}
 	r, ok := h.(*replica.Node)
 	if !ok {

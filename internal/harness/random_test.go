@@ -23,18 +23,31 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "TestRandomized: run only this seed")
-	seedsFlag = flag.Int("seeds", 200, "TestRandomized: number of seeds to run")
+	seedFlag   = flag.Uint64("seed", 0, "TestRandomized: run only this seed")
+	seedsFlag  = flag.Int("seeds", 300, "TestRandomized: number of seeds to run")
+	stagedFlag = flag.Bool("staged", true, "TestRandomized: give half the worlds staged writes and bounded reads (false: none; the other worlds are the same)")
 )
 
 // TestRandomized runs random worlds (topologies, tables, SLAs, workloads,
-// and in some worlds read and write levels) under partitions, message
-// loss, crashes, clock skew and latency changes, and in some worlds
-// duplicated messages, paused nodes and failing disks, and checks from the
-// recorded history alone that every Get reported as meeting a subSLA
-// really met its guarantee and latency, that every Get whose read level
+// in some worlds read and write levels, and in half of them staged writes,
+// ReadTestWrites and bounded reads: staged_test.go) under partitions,
+// message loss, crashes, clock skew and latency changes, and in some
+// worlds duplicated messages, paused nodes and failing disks, and checks
+// from the recorded history alone that every Get reported as meeting a
+// subSLA really met its guarantee and latency, also when its session
+// answered it from its pending writes, that every Get whose read level
 // overlaps a completed Put's write level saw it, that replicas converge
-// once the faults stop, and that runs are reproducible.
+// once the faults stop, and that runs are reproducible. From what the
+// nodes sent it checks that every acknowledged Put took effect exactly
+// once at the timestamp its client was given, and that every
+// ReadTestWrite's test read the value its place in the primary's order
+// had.
+//
+// The default of 300 seeds (half of them staged worlds) keeps go test
+// ./internal/harness/ under 20 s on two cores, 30 s with -tags
+// invariants; -seeds N runs more (1000 take about a minute), -seed N
+// one, and -staged=false leaves staged operations out of every world
+// (the other worlds are the same either way).
 func TestRandomized(t *testing.T) {
 	first, n := uint64(1), uint64(*seedsFlag)
 	if *seedFlag != 0 {
@@ -44,10 +57,10 @@ func TestRandomized(t *testing.T) {
 	var total randomResult
 	for seed := first; seed < first+n; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			res := runRandom(t, seed)
+			res := runRandom(t, seed, *stagedFlag)
 			if seed < first+3 {
 				// Determinism: the same seed gives the same trace.
-				if again := runRandom(t, seed); again.hash != res.hash {
+				if again := runRandom(t, seed, *stagedFlag); again.hash != res.hash {
 					t.Fatalf("seed %d: trace hash %x then %x\nreproduce: %s", seed, res.hash, again.hash, reproduce(seed))
 				}
 			}
@@ -57,11 +70,21 @@ func TestRandomized(t *testing.T) {
 			total.quorumTimeouts += res.quorumTimeouts
 			total.duplicated += res.duplicated
 			total.diskErrors += res.diskErrors
+			total.staged.add(res.staged)
 		})
 	}
 	t.Logf("checked gets %d, bound by a put's write level %d, strong by quorum %d; puts that missed their write level %d",
 		total.gets, total.quorumGets, total.quorumStrong, total.quorumTimeouts)
 	t.Logf("messages duplicated %d, disk reads and writes failed %d", total.duplicated, total.diskErrors)
+	st := total.staged
+	t.Logf("bounded puts and gets %d, read-test-writes %d (acknowledged: held %d, failed %d, not evaluated %d); pending puts %d, gets answered by the session %d",
+		st.bounded, st.tests, st.held, st.failed, st.notEvaluated, st.pending, st.fromSession)
+	t.Logf("receivers crashed as they forwarded %d, links cut as a bounded put was sent %d; staged writes forwarded again %d, acknowledged again %d; pending puts resolved to a later timestamp %d",
+		st.crashed, st.cut, st.resent, st.reacked, st.resolvedAbove)
+	if n >= 100 && *stagedFlag && !t.Failed() && (st.pending == 0 || st.fromSession == 0 || st.held == 0 || st.failed == 0 ||
+		st.crashed == 0 || st.cut == 0 || st.resent == 0 || st.reacked == 0) {
+		t.Fatalf("%d seeds made no pending puts, gets answered by their session, read-test-writes that held or failed, targeted crashes or cuts, or staged writes forwarded or acknowledged again: the staged checks checked nothing", n)
+	}
 	if n >= 100 && !t.Failed() && (total.duplicated == 0 || total.diskErrors == 0) {
 		t.Fatalf("%d seeds duplicated no message or failed no disk access: the later fault kinds were not exercised", n)
 	}
@@ -75,10 +98,11 @@ func TestRandomized(t *testing.T) {
 // TestRandomizedRegressions runs seeds beyond the default range that
 // once failed: 283, 2850, 4887, 6443 and 8616 held a hedged Get's reply
 // under an unbounded subSLA with a timer that wrapped the simulated clock
-// into the past.
+// into the past. They run the worlds they made then, without staged
+// operations.
 func TestRandomizedRegressions(t *testing.T) {
 	for _, seed := range []uint64{283, 2850, 4887, 6443, 8616} {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runRandom(t, seed) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runRandom(t, seed, false) })
 	}
 }
 
@@ -97,6 +121,8 @@ type randomResult struct {
 	// duplicated and diskErrors count the simulator's injected faults
 	// (sim.Stats).
 	duplicated, diskErrors int64
+	// staged counts the staged operations (staged_test.go).
+	staged stagedCounts
 }
 
 // randomWorld describes one random run.
@@ -228,16 +254,32 @@ func randomSLA(r *rand.Rand) sla.SLA {
 	return s
 }
 
-func runRandom(t *testing.T, seed uint64) randomResult {
+// runRandom runs the world of seed, with staged operations if its seed
+// draws them and allowStaged.
+func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 0))
 	rw := newRandomWorld(r)
 	randomLevels(seed, &rw)
+	sw := randomStaged(seed, allowStaged)
 	pullBatchMax := 1 + r.IntN(20)
+	// The ledger rebuilds each primary's order from what the nodes send
+	// (staged_test.go); the staged world's targeted faults strike then
+	// too, once the work has started.
+	var w *harness.World
+	var led *ledger
+	var workEndAt time.Duration
 	w, err := harness.New(harness.Options{
 		Seed:     seed,
 		Topology: rw.topo,
 		Replica:  replica.Options{PullBatchMax: pullBatchMax},
+		Observe: func(from, to wire.NodeID, m wire.Msg) {
+			if led == nil {
+				return // the nodes are starting
+			}
+			led.observe(from, to, m)
+			sw.target(w, &rw, workEndAt, from, to, m)
+		},
 		Client: clientcore.Options{
 			ClockUncertainty: 2 * rw.maxSkew,
 			ProbeInterval:    time.Duration(1+r.IntN(10)) * time.Second,
@@ -248,6 +290,7 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
+	led = newLedger(w, &rw)
 	for _, site := range rw.topo.Sites {
 		for _, c := range site.Clients {
 			must(t, seed, w.Sim.SetSkew(topology.NodeID(site.Name, c), randomSkew(r, rw.maxSkew)))
@@ -263,11 +306,14 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	// driver.SimTarget names a site's groups c1, c2.
 	const workEnd = 60 * time.Second
 	var groups []*driver.Group
+	keys := map[string]int{}
 	for _, site := range rw.topo.Sites {
 		for _, name := range site.Clients {
 			strategy := clientcore.Strategies[r.IntN(len(clientcore.Strategies))]
-			mix, err := driver.PutGetMix(3+r.IntN(8), "k")
+			n := 3 + r.IntN(8)
+			mix, err := driver.PutGetMix(n, "k")
 			must(t, seed, err)
+			keys[string(topology.NodeID(site.Name, name))] = n
 			agreement := randomSLA(r)
 			sessionSteps := 5 + r.IntN(40)
 			think := time.Duration(r.IntN(200)) * time.Millisecond
@@ -281,7 +327,14 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 		}
 	}
 	var history []check.Op
+	var puts []stagedPut
 	var res randomResult
+	var target driver.Target = &driver.SimTarget{World: w, Table: "t"}
+	var staged *stagedTarget
+	if sw.on {
+		staged = &stagedTarget{world: w, rw: &rw, sw: &sw, keys: keys, seed: seed, ops: map[*driver.Op]*stagedOp{}}
+		target = staged
+	}
 	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {
 		if op.Start < 0 || op.End < op.Start {
 			// A timer set past the simulator's largest time wraps its
@@ -294,6 +347,18 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 			// Every tablet has every replica.
 			c.Level, c.Replicas = op.Level, len(rw.replicas)
 		}
+		var info *stagedOp
+		if staged != nil {
+			if info = staged.take(op); info != nil {
+				info.apply(&c)
+				if info.fromSession && c.OK {
+					res.staged.fromSession++
+				}
+			}
+		}
+		if op.Kind == driver.Put {
+			puts = append(puts, stagedPut{index: len(history), op: *op, info: info})
+		}
 		history = append(history, c)
 		switch {
 		case op.Kind == driver.Put && errors.Is(op.Err, clientcore.ErrQuorumTimeout):
@@ -302,10 +367,11 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 			res.quorumStrong++
 		}
 	}}
-	d, err := driver.New(&driver.SimTarget{World: w, Table: "t"}, driver.Spec{Groups: groups, Duration: workEnd, Recorder: rec})
+	d, err := driver.New(target, driver.Spec{Groups: groups, Duration: workEnd, Recorder: rec})
 	must(t, seed, err)
 	defer d.Close()
 	start := w.Sim.Now()
+	workEndAt, led.origin = start+workEnd, start
 	d.Start(driver.SimRuntime{Sim: w.Sim})
 	scheduleFaults(t, seed, w, rw, r, start, workEnd)
 	scheduleMoreFaults(t, seed, w, rw, start, workEnd)
@@ -332,14 +398,8 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	// every replica matches its primary, within a bound: 30 minutes, and
 	// a second, more than any healed round trip, per batch of Puts.
 	must(t, seed, w.Sim.Run(w.Sim.Now()+30*time.Second+3*rw.layout.Replication.Interval))
-	puts := 0
-	for _, op := range history {
-		if op.Kind == check.Put {
-			puts++
-		}
-	}
-	settleEnd := w.Sim.Now() + 30*time.Minute + time.Duration(puts/pullBatchMax+1)*time.Second
-	for w.Sim.Now() < settleEnd && converged(t, seed, w, rw) != "" {
+	settleEnd := w.Sim.Now() + 30*time.Minute + time.Duration(len(puts)/pullBatchMax+1)*time.Second
+	for w.Sim.Now() < settleEnd && (converged(t, seed, w, rw) != "" || led.drained() != "") {
 		must(t, seed, w.Sim.Run(w.Sim.Now()+rw.layout.Replication.Interval))
 	}
 	if !d.Done() {
@@ -347,6 +407,20 @@ func runRandom(t *testing.T, seed uint64) randomResult {
 	}
 	if d.Err() != nil {
 		t.Fatalf("seed %d: %v\nreproduce: %s", seed, d.Err(), reproduce(seed))
+	}
+
+	if undrained := led.drained(); undrained != "" {
+		t.Fatalf("seed %d: %s\nreproduce: %s", seed, undrained, reproduce(seed))
+	}
+	// Every Put took effect at most once, and every acknowledged one
+	// exactly once, at the timestamp its client was given; the pending
+	// ones get theirs for the history checker.
+	if problems := led.check(history, puts, &res.staged); len(problems) > 0 {
+		t.Fatalf("seed %d: %d problems with the primaries' orders:\n%s\nreproduce: %s", seed, len(problems), strings.Join(problems, "\n"), reproduce(seed))
+	}
+	if staged != nil {
+		res.staged.bounded, res.staged.tests = staged.bounded, staged.tests
+		res.staged.crashed, res.staged.cut = sw.crashed, sw.cut
 	}
 
 	if vs := check.Check(history); len(vs) > 0 {

@@ -19,6 +19,7 @@ import (
 //	                                       largest repaired timestamp, staged writes ordered
 //	s <table id><tablet> <seq>          -> a staged write (receiver, stage.go)
 //	o <table id><tablet> <node>         -> a receiver's writes ordered (primary, stage.go)
+//	q <table id><tablet> <node> 0 <seq> -> the result of a receiver's write (primary, stage.go)
 //
 // Table IDs and tablet indexes are fixed-width big-endian so that one
 // tablet's keys are contiguous; timestamps are encoded so that byte order is
@@ -31,6 +32,7 @@ const (
 	spaceMeta    = 'm'
 	spaceStage   = 's'
 	spaceOrigin  = 'o'
+	spaceResult  = 'q'
 
 	metaHigh      = 'h'
 	metaLast      = 'u'

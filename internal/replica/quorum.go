@@ -19,19 +19,28 @@ import (
 // from, tells the primary which versions it holds. Past the Put's wait
 // the primary answers QuorumTimeout with the number that do: never more.
 
-// putWait is a Put waiting for its write level: a client's Put, a
-// staged Put the primary took itself (staged: its reply says the
-// stage), or a receiver's staged write (forward: its sequence number),
-// answered with a second ForwardAck.
+// putWait is a Put waiting for its write level: a client's Put; a
+// bounded Put the primary took itself (staged, seq its write ID), whose
+// reply says the stage; or a receiver's staged write (forward, its
+// sequence number), acknowledged with a ForwardAck. A staged write is
+// coordinated once level replicas hold it (the table's write level),
+// and waits for need (every replica, when its bound asks for that).
 type putWait struct {
 	id      uint64
 	from    wire.NodeID
 	req     uint64
 	ts      hlc.Timestamp
 	need    int
+	level   int
 	staged  bool
+	seq     uint64
 	forward uint64
+	tested  wire.Outcome
 	at      time.Time // when a staged Put was ordered (for its cost)
+	// levelSent: a receiver has been sent the write's coordination;
+	// answered: the client of a staged Put has had its reply, and is
+	// sent a Resolved once the write reaches its level.
+	levelSent, answered bool
 }
 
 // waitTimer fires when a waiting Put's wait has run out.
@@ -53,22 +62,72 @@ func (n *Node) parkWait(tb *tablet, w *putWait, wait time.Duration) {
 	}
 }
 
-// answerWait answers a waiting Put with the replicas holding it.
-func (n *Node) answerWait(tb *tablet, w *putWait, code wire.Code) {
+// progress answers what a waiting Put has reached, with the replicas
+// holding it, and reports whether it goes on waiting. expired says its
+// wait has run out: a client's Put is then answered QuorumTimeout; a
+// staged write's wait for every replica ends, and it waits on for the
+// table's write level alone, without a timer.
+func (n *Node) progress(tb *tablet, w *putWait, expired bool) bool {
 	count := holders(tb, w.ts)
+	all := 1 + len(tb.secondaries)
 	switch {
 	case w.forward != 0:
-		n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
-	case w.staged:
-		stage := wire.Coordinated
-		if count == 1+len(tb.secondaries) {
-			stage = wire.Executed
-			n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+		ack := func() {
+			n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Tested: w.tested,
+				Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
 		}
-		n.env.Send(w.from, &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count), Stage: stage, Holders: holderIDs(tb, w.ts, n.env.ID())})
-	default:
-		n.env.Send(w.from, &wire.PutReply{Req: w.req, Code: code, TS: w.ts, Acks: int32(count)})
+		if !w.levelSent && count >= w.level {
+			w.levelSent = true
+			ack()
+			return count < w.need && !expired
+		}
+		if count >= w.need || (expired && w.levelSent) {
+			if w.levelSent && count > w.level {
+				ack()
+			}
+			return false
+		}
+		if expired {
+			w.need = w.level
+		}
+		return true
+	case w.staged && w.answered:
+		if count >= w.level {
+			n.env.Send(w.from, &wire.Resolved{Tablet: tb.ref, WriteID: w.seq, TS: w.ts})
+			return false
+		}
+		return true
+	case w.staged:
+		if count < w.need && !expired {
+			return true
+		}
+		reply := &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count), Stage: wire.Coordinated, WriteID: w.seq,
+			Holders: holderIDs(tb, w.ts, n.env.ID())}
+		switch {
+		case count == all:
+			reply.Stage = wire.Executed
+			n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+		case count < w.level:
+			// Ordered, not yet at the write level: answered as not yet
+			// coordinated, resolved later.
+			reply.Stage, reply.TS, reply.Holders = wire.Transmitted, hlc.Timestamp{}, nil
+			n.env.Send(w.from, reply)
+			w.answered, w.need = true, w.level
+			return true
+		}
+		n.env.Send(w.from, reply)
+		return false
 	}
+	switch {
+	case count >= w.need:
+		n.env.Send(w.from, &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count)})
+	case expired:
+		n.metrics.LevelTimeouts++
+		n.env.Send(w.from, &wire.PutReply{Req: w.req, Code: wire.QuorumTimeout, TS: w.ts, Acks: int32(count)})
+	default:
+		return true
+	}
+	return false
 }
 
 // holders counts the replicas known to hold ts durably: the primary and
@@ -92,11 +151,9 @@ func (n *Node) noteHigh(tb *tablet, s wire.NodeID, high hlc.Timestamp) {
 	tb.acked[s] = hlc.Max(tb.acked[s], high)
 	kept := tb.waits[:0]
 	for _, w := range tb.waits {
-		if holders(tb, w.ts) >= w.need {
-			n.answerWait(tb, w, wire.OK)
-			continue
+		if n.progress(tb, w, false) {
+			kept = append(kept, w)
 		}
-		kept = append(kept, w)
 	}
 	clear(tb.waits[len(kept):])
 	tb.waits = kept
@@ -124,9 +181,9 @@ func (n *Node) waitExpired(t waitTimer) {
 		if w.id != t.id {
 			continue
 		}
-		tb.waits = append(tb.waits[:i], tb.waits[i+1:]...)
-		n.metrics.LevelTimeouts++
-		n.answerWait(tb, w, wire.QuorumTimeout)
+		if !n.progress(tb, w, true) {
+			tb.waits = append(tb.waits[:i], tb.waits[i+1:]...)
+		}
 		return
 	}
 }

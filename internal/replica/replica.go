@@ -17,7 +17,9 @@ package replica
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
@@ -277,15 +279,14 @@ type tablet struct {
 	// Receiver of staged writes (stage.go), any replica but the
 	// primary: the writes not yet ordered, in sequence order (durable);
 	// the last sequence number given; what the primary has acknowledged
-	// (durable); whether the resend timer is set and a ForwardAck came
-	// since; the Puts and Gets waiting (volatile).
-	staged          []*stagedWrite
-	stagedLast      uint64
-	forwarded       origin
-	forwardTimer    bool
-	forwardProgress bool
-	boundedPuts     []*boundedPut
-	boundedReads    []*boundedRead
+	// (durable); whether the resend timer is set; the Puts and Gets
+	// waiting (volatile).
+	staged       []*stagedWrite
+	stagedLast   uint64
+	forwarded    origin
+	forwardTimer bool
+	boundedPuts  []*boundedPut
+	boundedReads []*boundedRead
 	// Primary only: what it has ordered of each receiver (durable,
 	// cached here).
 	origins map[wire.NodeID]origin
@@ -352,7 +353,10 @@ func (n *Node) Start(env node.Env) error {
 	}
 	for _, l := range layouts {
 		t := n.addTable(l)
-		for _, tb := range t.tablets {
+		// In index order: loading sets timers, whose order must not
+		// depend on a map's.
+		for _, i := range slices.Sorted(maps.Keys(t.tablets)) {
+			tb := t.tablets[i]
 			if err := n.loadTabletMeta(tb); err != nil {
 				return err
 			}

@@ -62,18 +62,23 @@ type stagedWrite struct {
 	minTS  hlc.Timestamp
 	test   *wire.Test
 
-	// sent: forwarded since the last resend; queue: the staged writes up
+	// sent: forwarded, at sentAt; queue: the staged writes up
 	// to it when it arrived; received: when (volatile, for the cost
 	// model; zero after a restart). answered: the client has had its
 	// reply (or is gone, after a restart), so coordination is reported
 	// with a Resolved. spread asks the primary to report execution at
 	// every replica, within wait.
 	sent     bool
+	sentAt   time.Time
 	queue    int
 	received time.Time
 	answered bool
 	spread   bool
 	wait     time.Duration
+	// acked: the primary has acknowledged it, with ts; its record goes
+	// once every earlier write is acknowledged too.
+	acked bool
+	ts    hlc.Timestamp
 }
 
 // boundedPut is a client waiting for its staged write's answer.
@@ -231,7 +236,7 @@ func (n *Node) checkPut(tb *tablet, m *wire.PutRequest) wire.Code {
 // and applies it in one synced batch with extra, after evaluating its
 // test. A write whose test fails is not written; extra still is. ts is
 // zero when nothing was written.
-func (n *Node) order(tb *tablet, key string, value []byte, minTS hlc.Timestamp, test *wire.Test, extra func(*storage.Batch, hlc.Timestamp)) (ts hlc.Timestamp, tested wire.Outcome, code wire.Code) {
+func (n *Node) order(tb *tablet, key string, value []byte, minTS hlc.Timestamp, test *wire.Test, extra func(*storage.Batch, hlc.Timestamp, wire.Outcome)) (ts hlc.Timestamp, tested wire.Outcome, code wire.Code) {
 	var b storage.Batch
 	if test != nil {
 		tested = wire.Held
@@ -256,7 +261,7 @@ func (n *Node) order(tb *tablet, key string, value []byte, minTS hlc.Timestamp, 
 		b.Set(metaKey(tb.ref, metaLast), appendTS(nil, ts))
 	}
 	if extra != nil {
-		extra(&b, ts)
+		extra(&b, ts, tested)
 	}
 	if err := n.env.Engine().Apply(&b, true); err != nil {
 		n.storageError(err)
@@ -286,33 +291,7 @@ func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 	n.metrics.StagedPuts++
 	all := 1 + len(tb.secondaries)
 	if tb.isPrimary {
-		prev := tb.lastUpdate
-		ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, nil)
-		reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, Tested: tested,
-			Holders: []wire.NodeID{n.env.ID()}}
-		if code != wire.OK || ts.IsZero() {
-			n.env.Send(from, reply)
-			return
-		}
-		tb.lastUpdate = ts
-		spread := m.Bound == wire.Unbounded
-		if m.Bound != wire.Immediate && !spread && all > 1 {
-			spread = n.decide(m.Budget, n.costsFor(n.env.ID()), dcon.Work{Write: true, Queue: 1}).Spread
-		}
-		if !spread || all == 1 {
-			if all == 1 {
-				reply.Stage = wire.Executed
-			}
-			n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, 1)
-			n.env.Send(from, reply)
-			return
-		}
-		n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, all)
-		wait := time.Duration(-1) // Unbounded: no timer
-		if m.Bound != wire.Unbounded {
-			wait = max(m.Bound.Duration(), 0)
-		}
-		n.parkWait(tb, &putWait{from: from, req: m.Req, ts: ts, need: all, staged: true, at: n.env.Now()}, wait)
+		n.stageAtPrimary(from, tb, m)
 		return
 	}
 	w := &stagedWrite{seq: tb.stagedLast + 1, client: from, key: m.Key, value: m.Value, minTS: m.MinTS, test: m.Test,
@@ -368,10 +347,10 @@ func (n *Node) sendForwards(tb *tablet) {
 		if i == forwardWindow {
 			break
 		}
-		if w.sent {
+		if w.sent || w.acked {
 			continue
 		}
-		w.sent = true
+		w.sent, w.sentAt = true, n.env.Now()
 		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test}
 		if w.spread {
 			f.W, f.Wait = int32(1+len(tb.secondaries)), w.wait
@@ -379,14 +358,15 @@ func (n *Node) sendForwards(tb *tablet) {
 		n.env.Send(tb.primary, f)
 		n.metrics.ForwardsSent++
 	}
-	if len(tb.staged) > 0 && !tb.forwardTimer {
-		tb.forwardTimer, tb.forwardProgress = true, false
+	if slices.ContainsFunc(tb.staged, func(w *stagedWrite) bool { return !w.acked }) && !tb.forwardTimer {
+		tb.forwardTimer = true
 		n.env.After(forwardResend, forwardTimer{tb.ref})
 	}
 }
 
-// forwardTimerFired resends the window when no ForwardAck came since the
-// timer was set.
+// forwardTimerFired sends again the writes unacknowledged for
+// forwardResend. A Forward lost makes the primary drop the ones after it
+// (out of order), which are resent with it.
 func (n *Node) forwardTimerFired(t forwardTimer) {
 	tb := n.tablet(t.ref)
 	if tb == nil {
@@ -396,17 +376,98 @@ func (n *Node) forwardTimerFired(t forwardTimer) {
 	if len(tb.staged) == 0 {
 		return
 	}
-	if !tb.forwardProgress {
-		for _, w := range tb.staged {
-			w.sent = false
+	now := n.env.Now()
+	resend := false
+	for _, w := range tb.staged {
+		if w.sent && !w.acked && now.Sub(w.sentAt) >= forwardResend {
+			w.sent, resend = false, true
 		}
+	}
+	if resend {
 		n.metrics.ForwardResends++
 	}
 	n.sendForwards(tb)
 }
 
+// stageAtPrimary takes a bounded Put at the tablet's primary: it orders
+// the write at once, numbered among the primary's own staged writes, and
+// answers once the table's write level holds it (every replica, if the
+// planner has time for it or the bound is Unbounded), or at the
+// deadline. Before the write level is reached the answer says
+// Transmitted, and a Resolved follows once it is.
+func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
+	all := 1 + len(tb.secondaries)
+	self := n.env.ID()
+	o, err := n.originOf(tb, self)
+	if err != nil {
+		n.env.Send(from, &wire.PutReply{Req: m.Req, Code: wire.StorageFailed})
+		return
+	}
+	seq := o.seq + 1
+	prev := tb.lastUpdate
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, n.recordOrigin(tb, self, seq, o, wire.OK))
+	reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, WriteID: seq, Tested: tested,
+		Holders: []wire.NodeID{self}}
+	if code != wire.OK {
+		delete(tb.origins, self)
+	}
+	if code != wire.OK || ts.IsZero() {
+		n.env.Send(from, reply)
+		return
+	}
+	tb.lastUpdate = ts
+	level := max(tb.writeLevel.Count(all), 1)
+	need := level
+	if m.Bound == wire.Unbounded || (m.Bound != wire.Immediate && all > level &&
+		n.decide(m.Budget, n.costsFor(self), dcon.Work{Write: true, Queue: 1}).Spread) {
+		need = all
+	}
+	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
+	if need == 1 {
+		if all == 1 {
+			reply.Stage = wire.Executed
+		}
+		n.env.Send(from, reply)
+		return
+	}
+	wait := time.Duration(-1) // Unbounded: no timer
+	if m.Bound != wire.Unbounded {
+		wait = m.Budget
+	}
+	if w := (&putWait{from: from, req: m.Req, ts: ts, need: need, level: level, staged: true, seq: seq, at: n.env.Now()}); n.progress(tb, w, false) {
+		n.parkWait(tb, w, wait)
+	}
+}
+
+// recordOrigin returns the addition to an ordering batch that records a
+// receiver's write seq as ordered, with its result, and forgets the
+// result a window earlier, which the receiver can no longer ask for
+// again (it never has more than forwardWindow writes outstanding).
+func (n *Node) recordOrigin(tb *tablet, from wire.NodeID, seq uint64, o origin, code wire.Code) func(*storage.Batch, hlc.Timestamp, wire.Outcome) {
+	return func(b *storage.Batch, ts hlc.Timestamp, tested wire.Outcome) {
+		next := origin{seq: seq, ts: o.ts}
+		if !ts.IsZero() {
+			next.ts = ts
+		}
+		b.Set(originKey(tb.ref, from), encodeOrigin(next))
+		b.Set(resultKey(tb.ref, from, seq), encodeResult(result{ts: ts, tested: tested, code: code}))
+		if seq > forwardWindow {
+			b.Delete(resultKey(tb.ref, from, seq-forwardWindow))
+		}
+		tb.origins[from] = next // forgotten again if the batch fails
+	}
+}
+
+// result is what the primary made of one forwarded write.
+type result struct {
+	ts     hlc.Timestamp
+	tested wire.Outcome
+	code   wire.Code
+}
+
 // forwarded orders a receiver's staged write at the primary, exactly
-// once and in the receiver's order.
+// once and in the receiver's order. A Forward delivered again is
+// answered from the write's recorded result.
 func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	tb := n.tablet(m.Tablet)
 	if tb == nil || !tb.isPrimary {
@@ -421,11 +482,29 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	if err != nil {
 		return
 	}
+	all := 1 + len(tb.secondaries)
+	level := max(tb.writeLevel.Count(all), 1)
 	switch {
 	case m.Seq <= o.seq:
 		// Delivered again, or its acknowledgement was lost.
 		n.metrics.DuplicateForwards++
-		n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: o.seq, TS: o.ts, Acks: int32(holders(tb, o.ts)), Holders: holderIDs(tb, o.ts, n.env.ID())})
+		v, ok, err := n.env.Engine().Get(resultKey(tb.ref, from, m.Seq))
+		var r result
+		if err == nil && ok {
+			r, err = decodeResult(v)
+		}
+		if err != nil {
+			n.storageError(err)
+			return
+		}
+		if !ok || (!r.ts.IsZero() && holders(tb, r.ts) < level) {
+			// Forgotten (not asked for again by a receiver within its
+			// window), or not yet at the table's write level: the
+			// receiver asks again.
+			return
+		}
+		n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: r.code, TS: r.ts, Tested: r.tested,
+			Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID())})
 		return
 	case m.Seq != o.seq+1:
 		// An earlier one was lost: the receiver resends from it.
@@ -442,46 +521,43 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	case m.MinTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
 		code = wire.Invalid
 	}
-	next := origin{seq: m.Seq, ts: o.ts}
-	record := func(b *storage.Batch, ts hlc.Timestamp) {
-		if !ts.IsZero() {
-			next.ts = ts
-		}
-		b.Set(originKey(tb.ref, from), encodeOrigin(next))
-	}
+	record := n.recordOrigin(tb, from, m.Seq, o, code)
 	prev := tb.lastUpdate
 	var ts hlc.Timestamp
 	var tested wire.Outcome
 	if code == wire.OK {
 		ts, tested, code = n.order(tb, m.Key, m.Value, m.MinTS, m.Test, record)
 		if code == wire.StorageFailed {
-			return // not ordered: the receiver sends it again
+			delete(tb.origins, from) // reread: the batch is not there
+			return                   // not ordered: the receiver sends it again
 		}
 	} else {
 		var b storage.Batch
-		record(&b, hlc.Timestamp{})
+		record(&b, hlc.Timestamp{}, wire.NotEvaluated)
 		if err := n.env.Engine().Apply(&b, true); err != nil {
 			n.storageError(err)
+			delete(tb.origins, from) // reread: the batch is not there
 			return
 		}
 	}
-	tb.origins[from] = next
 	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested}
 	if ts.IsZero() {
-		ack.TS = next.ts
 		n.env.Send(from, ack)
 		return
 	}
 	tb.lastUpdate = ts
-	need := max(int(m.W), 1)
+	need := max(int(m.W), level)
 	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
-	n.env.Send(from, ack)
-	if need > 1 {
-		wait := time.Duration(-1)
-		if m.Wait > 0 {
-			wait = m.Wait
-		}
-		n.parkWait(tb, &putWait{from: from, ts: ts, need: need, forward: m.Seq}, wait)
+	if need == 1 {
+		n.env.Send(from, ack)
+		return
+	}
+	wait := time.Duration(-1)
+	if m.Wait > 0 {
+		wait = m.Wait
+	}
+	if w := (&putWait{from: from, ts: ts, need: need, level: level, forward: m.Seq, tested: tested}); n.progress(tb, w, false) {
+		n.parkWait(tb, w, wait)
 	}
 }
 
@@ -503,20 +579,25 @@ func (n *Node) originOf(tb *tablet, from wire.NodeID) (origin, error) {
 	return o, nil
 }
 
-// forwardAcked takes the primary's acknowledgement at the receiver.
+// forwardAcked takes the primary's acknowledgement of one staged write
+// at the receiver. Acknowledgements may come out of order (one lost,
+// the next not); the staging records are deleted, and the tablet's
+// forward mark advanced, over the acknowledged prefix only, so that a
+// restart forwards again whatever was not, and the primary answers a
+// write forwarded again from its recorded result.
 func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	tb := n.tablet(m.Tablet)
 	if tb == nil || tb.isPrimary || from != tb.primary {
 		return
 	}
 	n.metrics.ForwardAcksReceived++
-	tb.forwardProgress = true
 	now := n.env.Now()
 	costs := n.costsFor(tb.primary)
-	if m.Seq <= tb.forwarded.seq {
+	i := slices.IndexFunc(tb.staged, func(w *stagedWrite) bool { return w.seq == m.Seq })
+	if i < 0 || tb.staged[i].acked {
 		// Execution reported later (Forward.W), or a duplicate.
 		for _, p := range tb.boundedPuts {
-			if p.seq == m.Seq && m.Acks > p.acks {
+			if p.seq == m.Seq && p.stage >= wire.Coordinated && m.Acks > p.acks {
 				p.acks, p.holders = m.Acks, m.Holders
 				if int(m.Acks) == 1+len(tb.secondaries) {
 					p.stage = wire.Executed
@@ -527,62 +608,59 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 		n.answerPuts(tb)
 		return
 	}
-	done := 0
-	for done < len(tb.staged) && tb.staged[done].seq <= m.Seq {
-		done++
+	w := tb.staged[i]
+	w.acked, w.ts = true, m.TS
+	if !w.received.IsZero() {
+		costs.coordinate.Add(n.elapsed(), w.queue, now.Sub(w.received))
 	}
-	var b storage.Batch
-	for _, w := range tb.staged[:done] {
-		b.Delete(stageKey(tb.ref, w.seq))
+	if w.answered {
+		n.env.Send(w.client, &wire.Resolved{Tablet: tb.ref, WriteID: w.seq, Code: m.Code, TS: m.TS})
 	}
-	tb.forwarded = origin{seq: m.Seq, ts: m.TS}
-	b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(tb.forwarded))
-	// Not synced: were it lost, the records are forwarded again after a
-	// restart and the primary answers from its origin record.
-	if err := n.env.Engine().Apply(&b, false); err != nil {
-		n.storageError(err)
-		return
-	}
-	for _, w := range tb.staged[:done] {
-		code, ts := wire.OK, m.TS
-		if w.seq == m.Seq {
-			code = m.Code
-			if !w.received.IsZero() {
-				costs.coordinate.Add(n.elapsed(), w.queue, now.Sub(w.received))
-			}
-		}
-		// An earlier write whose own acknowledgement was lost is below
-		// m.TS; m.TS bounds its timestamp from above, which keeps the
-		// session guarantees that use it.
-		if w.answered {
-			n.env.Send(w.client, &wire.Resolved{Tablet: tb.ref, WriteID: w.seq, Code: code, TS: ts})
+	for _, p := range tb.boundedPuts {
+		if p.seq != w.seq {
 			continue
 		}
-		for _, p := range tb.boundedPuts {
-			if p.seq != w.seq {
-				continue
-			}
-			if code != wire.OK {
-				n.env.Send(p.from, &wire.PutReply{Req: p.req, Code: code, WriteID: p.seq})
-				p.seq = 0 // answered
-				continue
-			}
-			p.stage, p.ts, p.coordAt = wire.Coordinated, ts, now
-			if w.seq == m.Seq {
-				p.acks, p.holders, p.tested = m.Acks, m.Holders, m.Tested
-				if int(m.Acks) == 1+len(tb.secondaries) {
-					// A duplicate's acknowledgement: every replica
-					// held the write already.
-					p.stage = wire.Executed
-				}
-				if m.Tested == wire.Failed {
-					// Nothing was written, so nothing is executed.
-					p.ts, p.spread, p.holders = hlc.Timestamp{}, false, nil
-				}
-			}
+		if m.Code != wire.OK {
+			n.env.Send(p.from, &wire.PutReply{Req: p.req, Code: m.Code, WriteID: p.seq})
+			p.seq = 0 // answered
+			continue
+		}
+		p.stage, p.ts, p.coordAt = wire.Coordinated, m.TS, now
+		p.acks, p.holders, p.tested = m.Acks, m.Holders, m.Tested
+		switch {
+		case m.Tested == wire.Failed:
+			// Nothing was written, so nothing is executed.
+			p.ts, p.spread, p.holders = hlc.Timestamp{}, false, nil
+		case int(m.Acks) == 1+len(tb.secondaries):
+			p.stage = wire.Executed
 		}
 	}
-	tb.staged = slices.Delete(tb.staged, 0, done)
+	done := 0
+	for done < len(tb.staged) && tb.staged[done].acked {
+		done++
+	}
+	if done > 0 {
+		var b storage.Batch
+		for _, w := range tb.staged[:done] {
+			b.Delete(stageKey(tb.ref, w.seq))
+		}
+		last := tb.staged[done-1]
+		forwarded := origin{seq: last.seq, ts: last.ts}
+		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
+		// Not synced: were it lost, the records are forwarded again after
+		// a restart and the primary answers from its recorded results.
+		if err := n.env.Engine().Apply(&b, false); err != nil {
+			// Forwarded again, the writes are acknowledged again from
+			// their recorded results, and their records deleted then.
+			n.storageError(err)
+			for _, w := range tb.staged[:done] {
+				w.acked, w.sent = false, false
+			}
+		} else {
+			tb.forwarded = forwarded
+			tb.staged = slices.Delete(tb.staged, 0, done)
+		}
+	}
 	n.answerPuts(tb)
 	n.sendForwards(tb)
 	n.advanceReads(tb)
@@ -802,6 +880,24 @@ func stageKey(ref wire.TabletRef, seq uint64) []byte {
 
 func originKey(ref wire.TabletRef, from wire.NodeID) []byte {
 	return append(tabletPrefix(spaceOrigin, ref), from...)
+}
+
+// resultKey names a forwarded write's result. Node IDs hold no zero byte.
+func resultKey(ref wire.TabletRef, from wire.NodeID, seq uint64) []byte {
+	k := append(append(tabletPrefix(spaceResult, ref), from...), 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func encodeResult(r result) []byte {
+	return append(appendTS(nil, r.ts), byte(r.tested), byte(r.code))
+}
+
+func decodeResult(b []byte) (result, error) {
+	if len(b) != tsLen+2 {
+		return result{}, fmt.Errorf("%w: forward result of %d bytes", errCorrupt, len(b))
+	}
+	ts, err := decodeTS(b[:tsLen])
+	return result{ts: ts, tested: wire.Outcome(b[tsLen]), code: wire.Code(b[tsLen+1])}, err
 }
 
 // A staging record: the client's ID, the key, the value, the session
