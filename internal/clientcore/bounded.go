@@ -229,7 +229,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 		onReply: func(_ wire.NodeID, msg wire.Msg) {
 			defer c.release(s)
 			reply := msg.(*wire.PutReply)
-			res := PutResult{Node: r.id, RTT: c.boundedRTT(r, sent, o.Bound), Level: 1, Acks: int(reply.Acks),
+			res := PutResult{Node: r.id, RTT: c.boundedRTT(sent), Level: 1, Acks: int(reply.Acks),
 				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
 			s.dropPending(slot)
 			if reply.Code != wire.OK {
@@ -248,7 +248,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 			done(res, nil)
 		},
 		onTimeout: func() {
-			c.boundedRTT(r, sent, o.Bound)
+			c.boundedRTT(sent)
 			s.dropPending(slot)
 			c.release(s)
 			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
@@ -261,14 +261,12 @@ func boundTimeout(b wire.Bound, r *replicaState) time.Duration {
 	return max(b.Duration(), 0) + 2*r.rtt.mean() + boundSlack
 }
 
-// boundedRTT returns a bounded operation's round trip. Only an Immediate
-// one is a sample for the monitor: the others wait at the node for work
-// the bound allows, which says nothing of the network.
-func (c *Client) boundedRTT(r *replicaState, sent time.Time, b wire.Bound) time.Duration {
-	if b == wire.Immediate {
-		return c.observeRTT(r, sent)
-	}
-	r.lastContact = c.env.Now()
+// boundedRTT returns a bounded operation's round trip. It is no sample
+// for the monitor, nor contact that spares the node a probe: the node
+// waits for the work its bound allows (an Immediate Put for its staging
+// record's sync), which says nothing of the network, and would make the
+// receiver a session just used look farther than the others.
+func (c *Client) boundedRTT(sent time.Time) time.Duration {
 	return c.env.Now().Sub(sent)
 }
 
@@ -382,7 +380,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 	c.send(r.id, m, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, msg wire.Msg) {
 			reply := msg.(*wire.GetReply)
-			c.boundedRTT(r, sent, o.Bound)
+			c.boundedRTT(sent)
 			res.RTT = c.env.Now().Sub(o.since)
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("get %q at %s: %w", key, r.id, codeError(reply.Code)))
@@ -408,7 +406,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 			done(res, nil)
 		},
 		onTimeout: func() {
-			c.boundedRTT(r, sent, o.Bound)
+			c.boundedRTT(sent)
 			done(res, fmt.Errorf("%w: get %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
 		},
 	})

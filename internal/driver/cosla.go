@@ -35,17 +35,32 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOpti
 	op.Start = now()
 	var err error
 	switch op.Kind {
-	case Put:
-		err = c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
+	case Put, RTW:
+		o := clientcore.PutOptions{Bound: op.Bound}
+		if op.Kind == RTW {
+			// A conditional insert: write only if the key has no value.
+			o.Test = &wire.Test{Key: op.Key}
+		}
+		err = c.Put(s, op.Key, op.Value, o, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
-			op.Primary, op.Level, op.Acks = true, r.Level, r.Acks
+			op.Primary, op.Level, op.Acks = op.Bound == wire.NoBound && op.Kind == Put, r.Level, r.Acks
+			op.Stage, op.Tested = r.Stage, r.Tested
 			finish()
 		})
 	case Get:
+		if op.Bound != wire.NoBound {
+			get.Bound = op.Bound
+		}
 		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
 			op.Level = r.Level
+			op.Applied, op.Pending, op.Null, op.FromSession = r.Applied, r.Pending, r.Null, r.FromSession
+			if errors.Is(err, clientcore.ErrNull) {
+				// dConssandra 2-B: NULL is the answer a bound too short
+				// for the pending writes gets, not a failure.
+				op.Err, op.Null = nil, true
+			}
 			if r.Retried {
 				op.Extra++
 			}
@@ -55,7 +70,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOpti
 			if r.Met >= 0 {
 				op.SubSLA, op.Consistency = r.SubSLA, r.SubSLA.Consistency.String()
 			}
-			if err == nil {
+			if op.Err == nil && !op.Null {
 				op.Found, op.TS = r.Found, r.VersionTS
 				if r.Found {
 					op.ValueID = ValueID(r.Value)

@@ -7,7 +7,8 @@
 // one configuration (an SLA and strategy, a store option) and one source
 // of steps. A session runs one step at a time; a step is one op or a few
 // back to back. Steps come from a Mix (a kind mix over a key
-// distribution, a YCSB workload, a load phase, a fixed step) and start
+// distribution, a YCSB workload, a load phase, a fixed step,
+// dConssandra's groups of bounded writes and a read) and start
 // by a Stream's rule: a closed loop with a think time, or periodic slots
 // (Wada's writers and readers); or a group runs an open loop, steps
 // arriving at a rate, with at most one in flight per session.
@@ -17,9 +18,12 @@
 // and HostTarget run cosla's client core (package clientcore) with one
 // executor, in the simulator or against a real cluster over gRPC, so
 // that the two differ only in their network and clock; StoreTarget
-// calls another store. A Recorder keeps statistics per group and step
-// label (HDR latency percentiles, throughput, failures), writes the
-// measure trace format when asked, and hands every op to a hook.
+// calls another store. An op may carry a bound (dConssandra), and then
+// records what the store reported: the stage a write reached, a read's
+// NULL, the writes it applied and those still pending. A Recorder keeps
+// statistics per group and step label, and per op label for the ops
+// that have one (HDR latency percentiles, throughput, failures), writes
+// the measure trace format when asked, and hands every op to a hook.
 //
 // The caller's duties, in order:
 //

@@ -448,6 +448,7 @@ func (s *session) issue() {
 	d := s.g.d
 	op := &s.step.Ops[s.op]
 	op.Client, op.Session = s.name, s.name+"#"+strconv.Itoa(s.begun)
+	op.Step = s.step.label()
 	op.Met, op.Target = -1, -1
 	if op.Kind.Writes() && op.Value == nil {
 		s.writes++
@@ -469,7 +470,7 @@ func (s *session) opDone() {
 		s.stepDone()
 		return
 	}
-	d.spec.Recorder.op(s.g.Group, op)
+	d.spec.Recorder.op(s.g.Group, op, s.record)
 	if op.Refused {
 		d.fail(fmt.Errorf("driver: %s: %s %q refused: %w", s.name, op.Kind, op.Key, op.Err))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cosla/cosla/internal/check"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/measure"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -25,6 +26,11 @@ const (
 	Get Kind = iota + 1
 	// Put writes one key.
 	Put
+	// RTW is a ReadTestWrite of one key (dConssandra 2): it writes the key
+	// only if the key has no value when the primary orders the write, a
+	// conditional insert (readTestWrite with u1 = u2 and the test "no
+	// value"). Its Tested says whether it wrote.
+	RTW
 )
 
 // kindInfo describes a kind.
@@ -41,6 +47,7 @@ type kindInfo struct {
 var kinds = map[Kind]kindInfo{
 	Get: {name: "get", trace: measure.KindRead, check: check.Get},
 	Put: {name: "put", trace: measure.KindWrite, check: check.Put, writes: true},
+	RTW: {name: "rtw", trace: measure.KindWrite, check: check.Put, writes: true},
 }
 
 func (k Kind) String() string {
@@ -57,7 +64,7 @@ func ParseKind(name string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown operation kind %q (want get or put)", ErrInvalid, name)
+	return 0, fmt.Errorf("%w: unknown operation kind %q (want get, put or rtw)", ErrInvalid, name)
 }
 
 // Writes reports whether the kind writes a value.
@@ -71,6 +78,16 @@ type Op struct {
 	// Option is the client-side choice of a store target's op
 	// (measure.Op.Option): "replica" or "primary", "eventual"...
 	Option string
+	// Bound, when not wire.NoBound, makes a cosla op bounded
+	// (dConssandra; DESIGN.md section 4): a Put or RTW is a staged write
+	// answered by the bound with the stage it reached, a Get a bounded
+	// read. It replaces the group's Get options' bound.
+	Bound wire.Bound
+	// Label, when set, names the op within its step and gives it
+	// statistics of its own, as "STEP/LABEL" (see StatsLabel), beside its
+	// step's: a group's writes and its read. Step is the step's label,
+	// set by the driver.
+	Label, Step string
 
 	// Client names the session slot that issued the op, Session the
 	// session itself (a slot begins a new session every
@@ -116,6 +133,38 @@ type Op struct {
 	// Get asked, or those a Put waited for; Acks the replicas that held a
 	// Put when its primary answered (CPQ).
 	Level, Acks int
+
+	// What a bounded cosla op reported (dConssandra). A Put's or RTW's
+	// Stage, the stage its write reached when answered, and an RTW's
+	// Tested, whether its test held (wire.NotEvaluated when answered
+	// before the primary ordered it). A Get's Applied, the writes the
+	// replica brought in within the bound, and Pending, those it knew of
+	// and could not; Null: the paper's NULL (dConssandra 2-B), writes of
+	// the key pending and the bound too short to apply one. A NULL read
+	// is an answer, not a failure: Err is nil, Found false and no value
+	// is read. FromSession: the value is the session's own pending write.
+	Stage       wire.Stage
+	Tested      wire.Outcome
+	Applied     int
+	Pending     int
+	Null        bool
+	FromSession bool
+}
+
+// StatsLabel is the label of the statistics the op counts in: its
+// step's, or with a Label "STEP/LABEL".
+func (op *Op) StatsLabel() string {
+	if op.Label == "" {
+		return op.Step
+	}
+	return op.Step + "/" + op.Label
+}
+
+// Wrote reports whether a Put or RTW that succeeded wrote its value: an
+// RTW whose test failed did not, one answered before its test was
+// evaluated may yet.
+func (op *Op) Wrote() bool {
+	return op.Err == nil && op.Kind.Writes() && (op.Kind != RTW || op.Tested == wire.Held)
 }
 
 // Latency is the op's duration.
@@ -136,17 +185,23 @@ func (op *Op) CheckOp() check.Op {
 	c := check.Op{Client: op.Client, Session: op.Session, Kind: kinds[op.Kind].check, Key: op.Key,
 		Call: op.Start, Return: op.End, OK: op.Err == nil}
 	switch op.Kind {
-	case Put:
+	case Put, RTW:
 		c.Value = op.ValueID
+		// An RTW counts as a write only once its test is known to have
+		// held.
+		c.OK = c.OK && (op.Kind == Put || op.Tested == wire.Held)
 		if c.OK {
-			c.TS = op.TS
+			// A staged write answered before the primary ordered it
+			// has no timestamp yet (check.Op.Pending).
+			c.TS, c.Pending = op.TS, op.Stage != 0 && op.Stage < wire.Coordinated
 		}
 	case Get:
 		c.Return = op.Start + op.RTT
-		c.OK = c.OK && op.Met >= 0
+		c.OK = c.OK && op.Met >= 0 && !op.Null
 		if c.OK {
 			c.Found, c.Value, c.TS = op.Found, op.ValueID, op.TS
 			c.Met, c.MetRank = op.SubSLA, op.Met+1
+			c.FromSession = op.FromSession
 		}
 	}
 	return c
@@ -165,11 +220,18 @@ func (op *Op) TraceOp(run string, originUS int64) measure.Op {
 	case measure.KindRead:
 		t.Role = measure.RoleReader
 	}
-	if op.Err != nil {
+	switch {
+	case op.Err != nil:
 		t.Error = op.Err.Error()
 		if t.Kind == measure.KindRead {
 			t.Value = ""
 		}
+	case op.Null:
+		// No value was read: not a read of "no value".
+		t.OK, t.Error = false, "null: writes pending, none applied within the bound"
+	case op.Kind == RTW && op.Tested != wire.Held:
+		// Nothing was written, or not yet known to be.
+		t.OK, t.Error = false, "read-test-write "+op.Tested.String()
 	}
 	return t
 }

@@ -51,7 +51,10 @@ type Recorder struct {
 }
 
 type groupRecord struct {
+	// byLabel holds the steps' statistics, byOp those of the ops with a
+	// label of their own.
 	byLabel map[string]*stat
+	byOp    map[string]*stat
 	last    time.Duration // end of the last recorded step
 	shed    int64
 	aborted int64
@@ -74,15 +77,19 @@ func (r *Recorder) start(groups []*Group, warmup, origin time.Duration) {
 	r.runUS = r.OriginUS + origin.Microseconds()
 	r.byGroup = map[*Group]*groupRecord{}
 	for _, g := range groups {
-		r.byGroup[g] = &groupRecord{byLabel: map[string]*stat{}}
+		r.byGroup[g] = &groupRecord{byLabel: map[string]*stat{}, byOp: map[string]*stat{}}
 	}
 	if r.Trace != nil && r.jw == nil {
 		r.jw = measure.NewJSONLWriter(r.Trace)
 	}
 }
 
-func (r *Recorder) op(g *Group, op *Op) {
+// op records an op; recorded says its step started after the warmup.
+func (r *Recorder) op(g *Group, op *Op, recorded bool) {
 	r.byGroup[g].ops++
+	if op.Label != "" && recorded {
+		record(r.byGroup[g].byOp, op.StatsLabel(), op.Latency(), op.Err)
+	}
 	if r.jw != nil || r.Keep {
 		run := r.Run
 		if r.RunOf != nil {
@@ -109,12 +116,18 @@ func (r *Recorder) step(g *Group, label string, latency, end time.Duration, err 
 		return
 	}
 	gr := r.byGroup[g]
-	s, ok := gr.byLabel[label]
+	gr.last = max(gr.last, end)
+	record(gr.byLabel, label, latency, err)
+}
+
+// record adds a step, or an op with a label of its own, to its label's
+// statistics.
+func record(byLabel map[string]*stat, label string, latency time.Duration, err error) {
+	s, ok := byLabel[label]
 	if !ok {
 		s = &stat{latencyUS: hdrhistogram.New(1, MaxLatency.Microseconds(), histogramDigits)}
-		gr.byLabel[label] = s
+		byLabel[label] = s
 	}
-	gr.last = max(gr.last, end)
 	s.count++
 	if err != nil {
 		s.errors++
@@ -145,8 +158,10 @@ func (r *Recorder) Ops() []measure.Op { return r.ops }
 // Stats summarizes the steps of one label of one group.
 type Stats struct {
 	Group string `json:"group"`
-	// Op is the step label: an op kind (get, put) or a YCSB operation
-	// (read, update, insert, scan, read-modify-write).
+	// Op is the step label: an op kind (get, put, rtw), a YCSB operation
+	// (read, update, insert, scan, read-modify-write) or a dConssandra
+	// group; or "STEP/LABEL" for the ops with a label of their own within
+	// their steps (Op.StatsLabel), such as group/read.
 	Op string `json:"op"`
 	// Count counts the steps recorded, failed ones included; FailureRate
 	// is the failed fraction.
@@ -195,14 +210,17 @@ type GroupStats struct {
 }
 
 // Stats returns the statistics per group (in the spec's order) and step
-// label (in alphabetical order).
+// label, then op label (each in alphabetical order).
 func (r *Recorder) Stats() []Stats {
 	var out []Stats
 	for _, g := range r.groups {
 		gr := r.byGroup[g]
 		elapsed := r.window(gr)
-		for _, label := range slices.Sorted(maps.Keys(gr.byLabel)) {
-			s := gr.byLabel[label]
+		for _, label := range slices.Concat(slices.Sorted(maps.Keys(gr.byLabel)), slices.Sorted(maps.Keys(gr.byOp))) {
+			s, ok := gr.byLabel[label]
+			if !ok {
+				s = gr.byOp[label]
+			}
 			st := Stats{Group: g.Name, Op: label, Count: s.count, Errors: s.errors,
 				ThroughputOpsPerS: perSecond(s.count-s.errors, elapsed), LatencyMS: latencyOf(s.latencyUS)}
 			if s.count > 0 {
@@ -260,6 +278,9 @@ func (r *Recorder) LatencyCDF(group, label string) []Quantile {
 			continue
 		}
 		s, ok := r.byGroup[g].byLabel[label]
+		if !ok {
+			s, ok = r.byGroup[g].byOp[label]
+		}
 		if !ok || s.latencyUS.TotalCount() == 0 {
 			return nil
 		}

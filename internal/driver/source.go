@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/internal/workload"
 )
 
@@ -47,6 +48,9 @@ type Weighted struct {
 type KeyMix struct {
 	// KeyName names key number i. Default workload.Key (YCSB's names).
 	KeyName func(i uint64) string
+	// Bound gives the ops of each kind their bound (dConssandra; see
+	// Op.Bound). Default: none.
+	Bound map[Kind]wire.Bound
 
 	kinds     []Weighted // weights normalized and cumulative
 	keys      workload.Generator
@@ -98,7 +102,7 @@ func (m *KeyMix) Next(r *rand.Rand) (Step, bool) {
 			}
 		}
 	}
-	return Step{Ops: []Op{{Kind: kind, Key: m.KeyName(m.keys.Next(r))}}, ValueSize: m.valueSize}, true
+	return Step{Ops: []Op{{Kind: kind, Key: m.KeyName(m.keys.Next(r)), Bound: m.Bound[kind]}}, ValueSize: m.valueSize}, true
 }
 
 // PutGetMix is a mix of Puts and Gets, half each, of n keys named
@@ -119,9 +123,12 @@ func PutGetMix(n int, prefix string) (*KeyMix, error) {
 
 // Keys returns the distribution of that name over n keys: zipfian (YCSB's
 // scrambled zipfian), uniform, hotspot (hotSet of the keys take hotOps of
-// the operations) or latest (the highest-numbered keys most popular).
+// the operations), latest (the highest-numbered keys most popular) or
+// fresh (a key never drawn before, see FreshKeys, numbered from n).
 func Keys(distribution string, n uint64, hotSet, hotOps float64) (workload.Generator, error) {
 	switch distribution {
+	case "fresh":
+		return &FreshKeys{From: n}, nil
 	case "zipfian":
 		return workload.NewScrambledZipfian(n)
 	case "uniform":
@@ -131,7 +138,7 @@ func Keys(distribution string, n uint64, hotSet, hotOps float64) (workload.Gener
 	case "latest":
 		return workload.NewLatest(n)
 	}
-	return nil, fmt.Errorf("%w: key distribution %q: want zipfian, uniform, hotspot or latest", ErrInvalid, distribution)
+	return nil, fmt.Errorf("%w: key distribution %q: want zipfian, uniform, hotspot, latest or fresh", ErrInvalid, distribution)
 }
 
 // YCSBMix draws the operations of a YCSB core workload (package
@@ -171,10 +178,13 @@ func (m YCSBMix) Next(r *rand.Rand) (Step, bool) {
 
 // LoadMix writes each of n keys once, workload.Key(0) to
 // workload.Key(n-1) in order, as YCSB's load phase does (its steps are
-// YCSB's inserts), then ends.
+// YCSB's inserts), then ends. Bound, if set, bounds the Puts
+// (dConssandra 6-B loads with unbounded inserts, which also train the
+// nodes' costs).
 type LoadMix struct {
 	N         uint64
 	ValueSize int
+	Bound     wire.Bound
 	next      uint64
 }
 
@@ -184,7 +194,66 @@ func (m *LoadMix) Next(*rand.Rand) (Step, bool) {
 		return Step{}, false
 	}
 	m.next++
-	return Step{Label: workload.Insert.String(), Ops: []Op{{Kind: Put, Key: workload.Key(m.next - 1)}}, ValueSize: m.ValueSize}, true
+	return Step{Label: workload.Insert.String(), Ops: []Op{{Kind: Put, Key: workload.Key(m.next - 1), Bound: m.Bound}}, ValueSize: m.ValueSize}, true
+}
+
+// FreshKeys draws keys never drawn before: From, From+1, ... (named, as
+// every key, by workload.Key, so that they spread over a table's tablets
+// as the loaded keys do). Sessions sharing it never share a key.
+type FreshKeys struct {
+	From uint64
+	n    uint64
+}
+
+// Next returns the next fresh key number.
+func (f *FreshKeys) Next(*rand.Rand) uint64 {
+	f.n++
+	return f.From + f.n - 1
+}
+
+// Labels of a GroupMix's step and ops.
+const (
+	GroupLabel = "group"
+	WriteLabel = "write"
+	ReadLabel  = "read"
+	ResetLabel = "reset"
+)
+
+// GroupMix draws the groups of dConssandra's experiments (6-B, 6-C), one
+// a step, each on a key of its own: Writes Puts of the key at WriteBound,
+// then a Get of it at ReadBound, then, with Reset, a Get of it at
+// wire.Unbounded, "so that later experimental groups are not affected by
+// previous groups" (6-C): it waits for every write the receiver holds.
+// The step is labelled "group", its ops "write", "read" and "reset", each
+// with statistics of its own (Op.Label). The driver stops a group at its
+// first failed op.
+type GroupMix struct {
+	Writes                int
+	WriteBound, ReadBound wire.Bound
+	Reset                 bool
+	// Keys draws each group's key, KeyName names it (default
+	// workload.Key): fresh keys (FreshKeys) keep the groups apart.
+	Keys      workload.Generator
+	KeyName   func(i uint64) string
+	ValueSize int
+}
+
+// Next draws the next group's key and returns its ops.
+func (m *GroupMix) Next(r *rand.Rand) (Step, bool) {
+	name := m.KeyName
+	if name == nil {
+		name = workload.Key
+	}
+	key := name(m.Keys.Next(r))
+	ops := make([]Op, 0, m.Writes+2)
+	for range m.Writes {
+		ops = append(ops, Op{Kind: Put, Key: key, Bound: m.WriteBound, Label: WriteLabel})
+	}
+	ops = append(ops, Op{Kind: Get, Key: key, Bound: m.ReadBound, Label: ReadLabel})
+	if m.Reset {
+		ops = append(ops, Op{Kind: Get, Key: key, Bound: wire.Unbounded, Label: ResetLabel})
+	}
+	return Step{Label: GroupLabel, Ops: ops, ValueSize: m.ValueSize}, true
 }
 
 // FixedMix repeats one step: a role of Wada's benchmark, which writes or

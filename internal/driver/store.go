@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/wire"
 )
 
 // StoreTarget runs every op as a blocking call of a store we did not
@@ -34,10 +35,12 @@ func (c storeClient) Do(op *Op, done func()) {
 	go func() {
 		op.Start = t.Loop.Now()
 		var rep adapters.Report
-		switch op.Kind {
-		case Put:
+		switch {
+		case op.Bound != wire.NoBound:
+			op.Err, op.Refused = fmt.Errorf("%w: a bound on %s", ErrUnsupported, t.Store.Name()), true
+		case op.Kind == Put:
 			rep, op.Err = t.Store.Write(t.Ctx, op.Key, string(op.Value), op.Option)
-		case Get:
+		case op.Kind == Get:
 			var value string
 			value, op.Found, rep, op.Err = t.Store.Read(t.Ctx, op.Key, op.Option)
 			if op.Err == nil && op.Found {

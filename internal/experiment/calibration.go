@@ -80,6 +80,9 @@ func (s SimSpec) nodeOptions() sim.NodeOptions {
 	if s.Fsync != nil {
 		o.Fsync = sim.Latency{Mean: *s.Fsync}
 	}
+	if s.FsyncJitter != nil {
+		o.Fsync.Jitter = *s.FsyncJitter
+	}
 	return o
 }
 
@@ -104,8 +107,8 @@ func (s SimSpec) describe() string {
 	for _, kind := range slices.Sorted(maps.Keys(o.ServiceByKind)) {
 		parts = append(parts, fmt.Sprintf("%s %s", kind, o.ServiceByKind[kind].Mean))
 	}
-	out := fmt.Sprintf("service per message %s; fsync %s, shared by the synced writes of a group (calibration.go)",
-		strings.Join(parts, ", "), o.Fsync.Mean)
+	out := fmt.Sprintf("service per message %s; fsync %s (jitter %s), shared by the synced writes of a group (calibration.go)",
+		strings.Join(parts, ", "), o.Fsync.Mean, o.Fsync.Jitter)
 	if s.Cores > 0 {
 		out += fmt.Sprintf("; each site one machine of %d cores shared by its nodes", s.Cores)
 	} else {

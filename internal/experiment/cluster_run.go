@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/replica"
+	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
 	"github.com/cosla/cosla/internal/wire"
 )
@@ -89,12 +93,10 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	t := timing{cluster: true, scale: s.Cluster.TimeScale}
 	if s.Cluster.Keys > 0 {
-		c := *s
-		c.Workload.Keys = s.Cluster.Keys
-		if err := c.Validate(); err != nil {
+		s = s.with(func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
+		if err := s.Validate(); err != nil {
 			return nil, err
 		}
-		s = &c
 	}
 	units, err := s.units(o.Seed, t)
 	if err != nil {
@@ -106,7 +108,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	pull := t.scaled(s.Table.PullInterval)
 	progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
-	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: s.topo, Placement: placement,
+	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
 		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger})
 	if err != nil {
 		return nil, err
@@ -120,14 +122,19 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	if err := loadCluster(ctx, s, info); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
-	if err := sleep(ctx, pull); err != nil {
-		return nil, err
+	if s.loadBound() != wire.Unbounded {
+		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
+		if err := sleep(ctx, pull); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
 		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: s.replicaSites()}
 	for _, u := range units {
-		if err := runClusterUnit(ctx, u, t, c, progress); err != nil {
+		if err := s.sameCluster(u.s); err != nil {
+			return nil, fmt.Errorf("%s: series %s: %w", s.Name, u.series, err)
+		}
+		if err := runClusterUnit(ctx, u, s, t, c, progress); err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", s.Name, u.point, u.sla.Name, err)
 		}
 		for _, r := range u.runs {
@@ -169,9 +176,19 @@ func loadCluster(ctx context.Context, s *Scenario, info cluster.Info) error {
 // its duration, making the scheduled changes (for the unit's first
 // client site) on the way, and gives the links back their topology
 // settings at the end.
-func runClusterUnit(ctx context.Context, u *unit, t timing, c *cluster.Cluster, progress func(string)) (err error) {
+func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *cluster.Cluster, progress func(string)) (err error) {
 	s := u.s
 	info := c.Info()
+	// A series may change the links: the unit runs on its own, then the
+	// cluster's are given back.
+	if err := setLinks(c, s); err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := setLinks(c, base); rerr != nil && err == nil {
+			err = fmt.Errorf("give the links back their settings: %w", rerr)
+		}
+	}()
 	net := newClusterNetwork(c, s)
 	defer func() {
 		if rerr := net.reset(ctx); rerr != nil && err == nil {
@@ -199,7 +216,15 @@ func runClusterUnit(ctx context.Context, u *unit, t timing, c *cluster.Cluster, 
 		}
 	}
 	loop.After(10*time.Second, tick)
-	progress(fmt.Sprintf("%s %s from %s: %d runs for %s", u.point, u.sla.Name, u.clientSites(), len(u.runs), spec.Duration))
+	length := spec.Duration.String()
+	if spec.Duration == 0 {
+		length = fmt.Sprintf("%d operations", spec.Steps)
+	}
+	progress(fmt.Sprintf("%s %s %s from %s: %d runs for %s", u.series, u.point, u.sla.Name, u.clientSites(), len(u.runs), length))
+	var made0 int64
+	if s.wants(OutPlanner) {
+		_, made0 = clusterNodes(ctx, c)
+	}
 	d.Start(loop)
 	if err := loop.Run(ctx, d.Done); err != nil {
 		// Interrupted: let the ops in flight finish, within their timeout.
@@ -218,8 +243,85 @@ func runClusterUnit(ctx context.Context, u *unit, t timing, c *cluster.Cluster, 
 	if d.Err() != nil {
 		return d.Err()
 	}
-	u.collect(d, spec.Recorder, spec.Duration)
+	elapsed := spec.Duration
+	if elapsed == 0 {
+		elapsed = d.Now()
+	}
+	u.collect(d, spec.Recorder, elapsed)
+	if s.wants(OutBounded) || s.wants(OutPlanner) {
+		costs, made := clusterNodes(ctx, c)
+		for _, r := range u.runs {
+			r.r.Costs = stepCosts(costs)
+			if s.wants(OutPlanner) {
+				// The decisions stay in the nodes' processes: counted, not
+				// replayed.
+				r.r.Planner = &PlannerStats{Made: made - made0}
+			}
+		}
+	}
 	return u.check()
+}
+
+// clusterNodes reads the storage nodes' learned costs and counts their
+// planner decisions, from their processes' status; a site that does not
+// answer is left out.
+func clusterNodes(ctx context.Context, c *cluster.Cluster) (costs []replica.StepCost, made int64) {
+	for _, site := range c.Status(ctx).Sites {
+		if site.Serve == nil {
+			continue
+		}
+		for _, n := range site.Serve.Nodes {
+			costs = append(costs, n.Metrics.Costs...)
+			made += n.Metrics.Decisions
+		}
+	}
+	return costs, made
+}
+
+// emulatedMessage is the size of a message carrying one value beyond the
+// value: the envelope, key and timestamps (our estimate, for the
+// bandwidth a cluster emulates by delay).
+const emulatedMessage = 100
+
+// clusterTopology is the topology a local cluster runs: the emulated WAN
+// sets latency and jitter only, so a link's bandwidth becomes delay, as
+// dConssandra VI-C made its slow link ("we delay all data
+// transmissions"): each way, the time to send a message carrying one
+// value. Queues on a busy link are not emulated.
+func (s *Scenario) clusterTopology() topology.Topology {
+	t := s.topo
+	t.Links = slices.Clone(t.Links)
+	for i, l := range t.Links {
+		if l.Bandwidth > 0 {
+			bytes := int64(s.Workload.ValueSize + emulatedMessage)
+			t.Links[i].RTT += 2 * time.Duration(bytes*int64(time.Second)/l.Bandwidth)
+			t.Links[i].Bandwidth = 0
+		}
+	}
+	return t
+}
+
+// sameCluster reports whether a series' scenario can run on the
+// scenario's cluster: the same sites, nodes and table; links may differ.
+func (s *Scenario) sameCluster(o *Scenario) error {
+	a, b := s.topo, o.topo
+	a.Links, b.Links, a.Name, b.Name = nil, nil, "", ""
+	pa, _ := s.placement()
+	pb, _ := o.placement()
+	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(pa, pb) || !reflect.DeepEqual(s.Table, o.Table) {
+		return fmt.Errorf("%w: on a cluster a series may change the links and the workload, not the sites, nodes or table", ErrInvalid)
+	}
+	return nil
+}
+
+// setLinks gives the cluster's links between sites the scenario's
+// settings (with bandwidth as delay, clusterTopology).
+func setLinks(c *cluster.Cluster, s *Scenario) error {
+	var errs []error
+	for _, l := range s.clusterTopology().Links {
+		errs = append(errs, c.SetLink(l.A, l.B, wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}))
+	}
+	return errors.Join(errs...)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -308,9 +410,24 @@ func (n *clusterNetwork) setService(node string, d time.Duration) error {
 func (n *clusterNetwork) pause(string, time.Duration) error { return nil }
 
 // clusterCaveats says which of the schedule's changes a local cluster
-// makes differently from the simulator.
+// makes differently from the simulator, and how it emulates the links'
+// bandwidths.
 func clusterCaveats(s *Scenario) []string {
 	var out []string
+	series, _ := s.seriesScenarios()
+	for _, sr := range series {
+		emulated := sr.s.clusterTopology()
+		for i, l := range sr.s.topo.Links {
+			if l.Bandwidth > 0 {
+				name := ""
+				if sr.name != "" {
+					name = " (series " + sr.name + ")"
+				}
+				out = append(out, fmt.Sprintf("link %s-%s%s: its %d bytes/s emulated as %s more round trip, a message of one value each way, without queues",
+					l.A, l.B, name, l.Bandwidth, emulated.Links[i].RTT-l.RTT))
+			}
+		}
+	}
 	for _, e := range s.Schedule {
 		switch e.Action {
 		case ActionStalls, ActionPause:
@@ -362,6 +479,13 @@ func (n *clusterNetwork) wait() error {
 
 func (n *clusterNetwork) topologySettings(a, b string) wan.Settings {
 	rtt, jitter := n.s.topologyLink(a, b)
+	if a != b {
+		// The link's bandwidth as delay (clusterTopology).
+		t := n.s.clusterTopology()
+		if l, ok := t.Link(a, b); ok {
+			rtt = l.RTT
+		}
+	}
 	return wan.Settings{Latency: rtt / 2, Jitter: jitter}
 }
 

@@ -19,8 +19,13 @@ import (
 // an SLA. Both modes build units the same way and differ only in the
 // runtime and target they drive them on.
 type unit struct {
-	s     *Scenario // the point's scenario
-	point string
+	s      *Scenario // the point's scenario
+	series string
+	point  string
+	// index numbers the unit among the scenario's: its fresh keys are
+	// apart from every other unit's, which a cluster runs on the same
+	// keys.
+	index int
 	seed  uint64
 	sla   slaVariant
 	runs  []*run
@@ -35,6 +40,7 @@ type run struct {
 	r       RunResult
 	group   *driver.Group
 	rec     *recorder
+	bounded *boundedRecord
 	variant strategyVariant
 	// wops are the run's ops for the windows output, judged from
 	// windowFrom (the warmup's end) on by targets (the mode's).
@@ -60,30 +66,36 @@ type timing struct {
 
 func (t timing) scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * t.scale) }
 
-// units lists the scenario's units, in order: points, repeats (seeds
-// seed, seed+1, ...), SLAs, then client sites and strategies.
+// units lists the scenario's units, in order: series, points, repeats
+// (seeds seed, seed+1, ...), SLAs, then client sites and strategies.
 func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
-	points, err := s.pointScenarios()
+	series, err := s.seriesScenarios()
 	if err != nil {
 		return nil, err
 	}
 	var out []*unit
-	for _, p := range points {
-		for rep := range s.Repeat {
-			for _, v := range p.s.slas {
-				for _, clients := range p.s.clientGroups(t.cluster) {
-					for _, strategies := range p.s.strategyGroups(t.cluster) {
-						u := &unit{s: p.s, point: p.label, seed: seed + uint64(rep), sla: v, client: clients[0].Site}
-						for _, c := range clients {
-							for _, st := range strategies {
-								r, err := u.newRun(c, st, t)
-								if err != nil {
-									return nil, err
+	for _, sr := range series {
+		points, err := sr.s.pointScenarios()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range points {
+			for rep := range s.Repeat {
+				for _, v := range p.s.slas {
+					for _, clients := range p.s.clientGroups(t.cluster) {
+						for _, strategies := range p.s.strategyGroups(t.cluster) {
+							u := &unit{s: p.s, series: sr.name, point: p.label, index: len(out), seed: seed + uint64(rep), sla: v, client: clients[0].Site}
+							for _, c := range clients {
+								for _, st := range strategies {
+									r, err := u.newRun(c, st, t)
+									if err != nil {
+										return nil, err
+									}
+									u.runs = append(u.runs, r)
 								}
-								u.runs = append(u.runs, r)
 							}
+							out = append(out, u)
 						}
-						out = append(out, u)
 					}
 				}
 			}
@@ -134,11 +146,12 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	if variant.scenarioTargets {
 		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
 	}
-	r := &run{variant: variant, targets: targets, r: RunResult{Point: u.point, Seed: u.seed, Sessions: c.Sessions,
+	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: c.Sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
-		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
+		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
 	r.rec = newRecorder(&r.r, len(s.Schedule) > 0)
-	mix, err := s.mix()
+	r.bounded = newBoundedRecord()
+	mix, err := s.mix(u.freshFrom())
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +178,19 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	return r, nil
 }
 
-// mix is what each run's sessions draw: a YCSB workload, or Puts with
-// probability PutFraction and Gets otherwise over the key distribution.
-func (s *Scenario) mix() (driver.Mix, error) {
+// freshFrom is the number of the unit's first fresh key: past the
+// loaded keys, and apart from every other unit's.
+func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.index)<<32 }
+
+// mix is what each run's sessions draw: a YCSB workload, dConssandra's
+// bounded operations or groups (dconMix), or Puts with probability
+// PutFraction and Gets otherwise over the key distribution. Fresh keys
+// are numbered from freshFrom.
+func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
 	w := s.Workload
+	if s.dcon() {
+		return s.dconMix(freshFrom)
+	}
 	if w.YCSB != "" {
 		p, err := s.ycsbProperties()
 		if err != nil {
@@ -196,6 +218,8 @@ func (u *unit) spec(t timing) driver.Spec {
 	switch {
 	case t.cluster && w.Duration > 0:
 		spec.Duration = t.scaled(w.Duration)
+	case t.cluster && u.s.Cluster.Ops > 0:
+		spec.Steps = u.s.Cluster.Ops
 	case t.cluster:
 		spec.Duration = t.scaled(u.s.Cluster.Duration)
 	case w.Duration > 0:
@@ -218,13 +242,14 @@ func (u *unit) spec(t timing) driver.Spec {
 		if windows {
 			r.wops = append(r.wops, newWindowOp(op))
 		}
+		r.bounded.op(op, op.Start >= spec.Warmup)
 		if op.Start < spec.Warmup {
 			return
 		}
 		switch op.Kind {
 		case driver.Get:
 			r.rec.get(op)
-		case driver.Put:
+		case driver.Put, driver.RTW:
 			r.r.Puts++
 		}
 	}
@@ -256,6 +281,7 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 			r.r.Windows = &w
 		}
 		r.r.VirtualS = elapsed.Seconds()
+		r.r.Bounded = r.bounded.stats()
 		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
 	}
 }

@@ -63,6 +63,24 @@ func Tables(s *Scenario, r *Result) []Table {
 			out = append(out, windowsMeanTable(s, r))
 		}
 	}
+	if s.wants(OutBoundLatency) {
+		out = append(out, boundLatencyTable(s, r))
+	}
+	if s.wants(OutReadLatency) {
+		out = append(out, readLatencyTable(s, r))
+	}
+	if s.wants(OutReturned) {
+		out = append(out, returnedTable(s, r))
+	}
+	if s.wants(OutCosts) {
+		out = append(out, costsTable(s, r))
+	}
+	if s.wants(OutPlanner) {
+		out = append(out, plannerTable(s, r))
+	}
+	if s.wants(OutBounded) {
+		out = append(out, boundedTable(s, r), costsLearnedTable(s, r))
+	}
 	return out
 }
 
@@ -100,6 +118,9 @@ func levelsTable(s *Scenario, r *Result) Table {
 // seed when the scenario has them.
 func runColumns(s *Scenario) []string {
 	var h []string
+	if len(s.Series) > 0 {
+		h = append(h, "series")
+	}
 	if s.Sweep != nil {
 		h = append(h, s.Sweep.Param)
 	}
@@ -111,6 +132,9 @@ func runColumns(s *Scenario) []string {
 
 func runCells(s *Scenario, r RunResult) []string {
 	var c []string
+	if len(s.Series) > 0 {
+		c = append(c, r.Series)
+	}
 	if s.Sweep != nil {
 		c = append(c, r.Point)
 	}
@@ -489,9 +513,24 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		b.WriteString(", push")
 	}
 	w := s.Workload
-	if w.YCSB != "" {
+	switch {
+	case w.YCSB != "":
 		fmt.Fprintf(&b, "\n- workload: YCSB %s over %d keys, ", w.YCSB, w.Keys)
-	} else {
+	case w.Group != nil:
+		reset := ""
+		if w.Group.Reset {
+			reset = ", then a consistent (unbounded) reset read"
+		}
+		fmt.Fprintf(&b, "\n- workload: %d keys loaded (load bound %s), then groups of %d writes of one fresh key at %s, a read of it at %s%s; ",
+			w.Keys, s.boundText(w.LoadBound, ""), w.Group.Writes, s.boundText(w.Group.WriteBound, w.Bound), s.boundText(w.Group.ReadBound, w.Bound), reset)
+	case s.dcon():
+		put := "Puts"
+		if w.RTW {
+			put = "read-test-writes (conditional inserts)"
+		}
+		fmt.Fprintf(&b, "\n- workload: %d keys loaded (load bound %s), %s of %s keys at %s (fraction %g), Gets at %s, ",
+			w.Keys, s.boundText(w.LoadBound, ""), put, w.Distribution, s.boundText(w.PutBound, w.Bound), w.PutFraction, s.boundText(w.GetBound, w.Bound))
+	default:
 		fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
 	}
 	if w.ValueSize > 0 {
@@ -502,6 +541,8 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "an open loop of %g operations/s per client site and strategy, ", w.Rate)
 	}
 	switch {
+	case r.Mode == "cluster" && w.Duration == 0 && s.Cluster.Ops > 0:
+		fmt.Fprintf(&b, "%d operations per run on the cluster (cluster.ops)\n", s.Cluster.Ops)
 	case r.Mode == "cluster":
 		d := w.Duration
 		if d == 0 {
@@ -522,6 +563,9 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		clients = append(clients, fmt.Sprintf("%s (%d sessions)", c.Site, c.Sessions))
 	}
 	fmt.Fprintf(&b, "- clients: %s; strategies: %s\n", strings.Join(clients, ", "), strings.Join(s.Strategies, ", "))
+	if len(s.Series) > 0 {
+		fmt.Fprintf(&b, "- series, each run apart: %s\n", strings.Join(s.describeSeries(), "; "))
+	}
 	if s.Sweep != nil {
 		fmt.Fprintf(&b, "- sweep: %s over %s, one row per point\n", s.Sweep.Param, strings.Join(s.Sweep.Values, ", "))
 	}
@@ -583,6 +627,20 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		}
 	}
 	return b.Bytes()
+}
+
+// boundText names an op's bound: its own, else the workload's, else the
+// swept one or none.
+func (s *Scenario) boundText(own, workload string) string {
+	switch {
+	case own != "":
+		return own
+	case workload != "":
+		return workload
+	case s.Sweep != nil && s.Sweep.Param == "bound":
+		return "the swept bound"
+	}
+	return "none"
 }
 
 func rttText(e EventSpec) string {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,6 +73,19 @@ func Plots(s *Scenario, r *Result) ([]Figure, error) {
 		}
 		if err := add(latencyCurvePlot(s, r)); err != nil {
 			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		out  string
+		plot func(*Scenario, *Result) (Figure, error)
+	}{{OutBoundLatency, boundLatencyPlot}, {OutReadLatency, readLatencyPlot}, {OutReturned, returnedPlot}, {OutPlanner, plannerPlot}} {
+		if !s.wants(f.out) {
+			continue
+		}
+		if fig, err := f.plot(s, r); !errors.Is(err, errNoPlot) {
+			if err := add(fig, err); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.wants(OutTimeline) {

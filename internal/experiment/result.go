@@ -29,8 +29,10 @@ type Result struct {
 // RunResult is the outcome of one (point, repeat, SLA, client site,
 // strategy) run.
 type RunResult struct {
-	// Point is the sweep's value ("" without a sweep), Seed the repeat's
-	// seed, Sessions the client site's sessions.
+	// Series names the run's series ("" without series), Point is the
+	// sweep's value ("" without a sweep), Seed the repeat's seed,
+	// Sessions the client site's sessions.
+	Series   string  `json:"series,omitempty"`
 	Point    string  `json:"point,omitempty"`
 	Seed     uint64  `json:"seed"`
 	Sessions int     `json:"sessions"`
@@ -80,6 +82,15 @@ type RunResult struct {
 	Windows *Windows `json:"windows,omitempty"`
 	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
 	Breakdown []BreakdownRow `json:"breakdown,omitempty"`
+	// Bounded is what the run's bounded ops reported, per op label
+	// (dConssandra); SweptOps are the labels of the ops that take the
+	// workload's bound, the one a bound sweep sets. Costs are the step
+	// costs the storage nodes had learned at the run's end, Planner the
+	// planner's decisions replayed (planner output).
+	Bounded  []BoundedStats  `json:"bounded,omitempty"`
+	SweptOps []string        `json:"swept_ops,omitempty"`
+	Costs    []StepCostStats `json:"costs,omitempty"`
+	Planner  *PlannerStats   `json:"planner,omitempty"`
 	// Events are the scheduled changes as applied; Timeline is every Get
 	// and Adaptation the analysis of each event (5.4), when the scenario
 	// has a schedule.

@@ -54,6 +54,10 @@ type Scenario struct {
 	Clients ClientSites `yaml:"clients"`
 	// Strategies default to pileus, primary, random and closest.
 	Strategies []string `yaml:"strategies"`
+	// Series are the curves of a figure, each a variant of the scenario
+	// run apart from the others: in the simulator each run in a world of
+	// its own, on a cluster one after the other on the same cluster.
+	Series []SeriesSpec `yaml:"series"`
 	// Sweep runs the scenario once per value of one parameter; Repeat
 	// runs each point with Repeat seeds (the seed given, then the next
 	// ones) and reports their mean and 95% confidence interval.
@@ -80,6 +84,20 @@ type Scenario struct {
 
 	topo topology.Topology
 	slas []slaVariant
+	// raw is the YAML the scenario was read from, which each series is
+	// laid over (Parse); mods are the changes made to the scenario since
+	// (with), which each series gets too.
+	raw  []byte
+	mods []func(*Scenario)
+}
+
+// SeriesSpec is one series: a name and a part of a scenario laid over
+// the scenario, as in {name: rtw, set: {workload: {rtw: true}}}. The
+// fields Set gives replace the scenario's (a list whole; the fields of a
+// section it does not give stay); it may not give series.
+type SeriesSpec struct {
+	Name string    `yaml:"name"`
+	Set  yaml.Node `yaml:"set"`
 }
 
 // TableSpec places the table: its tablets, and the N replicas of each
@@ -169,6 +187,42 @@ type WorkloadSpec struct {
 	// Warmup leaves the operations that start before it out of the
 	// statistics.
 	Warmup time.Duration `yaml:"warmup"`
+
+	// Bounded operations (dConssandra; DESIGN.md section 4). A bound is
+	// immediate (the paper's 0 ms, "as soon as possible": reception
+	// only), unbounded (the paper's infinite bound, "consistent") or a
+	// positive duration; an op without one takes the Pileus and CPQ
+	// paths. Bound is the bound of every op that has none of its own
+	// below (the sweep parameter bound sets it); PutBound bounds the
+	// mix's Puts and RTWs, GetBound its Gets.
+	Bound    string `yaml:"bound"`
+	PutBound string `yaml:"put_bound"`
+	GetBound string `yaml:"get_bound"`
+	// RTW makes the mix's Puts ReadTestWrites (dConssandra 2):
+	// conditional inserts, which write a key only if it has no value
+	// (driver.RTW); with the fresh distribution every one writes.
+	RTW bool `yaml:"rtw"`
+	// Group, if set, makes every step a group of ops on one fresh key
+	// (dConssandra 6-B, 6-C); Ops then counts groups, and the mix's
+	// fields (put_fraction, distribution, ...) are not used.
+	Group *GroupSpec `yaml:"group"`
+	// LoadBound, if set, bounds the Puts that load the keys, which then
+	// go to the loader's nearest replica as staged writes: unbounded is
+	// dConssandra 6-B's load, "50 thousand inserts that are configured
+	// with unbounded latency bounds", which also trains the nodes' costs.
+	// Unset, the load's Puts go to the primary without a bound.
+	LoadBound string `yaml:"load_bound"`
+}
+
+// GroupSpec is a dConssandra group (driver.GroupMix): Writes Puts of one
+// fresh key at WriteBound, a Get of it at ReadBound, then with Reset an
+// unbounded Get of it (6-C: "so that later experimental groups are not
+// affected by previous groups"). Unset bounds are the workload's bound.
+type GroupSpec struct {
+	Writes     int    `yaml:"writes"`
+	WriteBound string `yaml:"write_bound"`
+	ReadBound  string `yaml:"read_bound"`
+	Reset      bool   `yaml:"reset"`
 }
 
 // ClientSites are the client sites of a scenario and each one's sessions.
@@ -252,6 +306,10 @@ type SimSpec struct {
 	// its reply arrives; it matters when clients share cores with storage
 	// nodes. Default 0.
 	Client time.Duration `yaml:"client"`
+	// FsyncJitter is the fsync's jitter (sim.Latency: its standard
+	// deviation, with a long tail above the mean). Default: with Fsync
+	// set none, else the calibrated one's.
+	FsyncJitter *time.Duration `yaml:"fsync_jitter"`
 }
 
 // Event actions.
@@ -364,6 +422,10 @@ type ClusterSpec struct {
 	// Rate, if set, replaces workload.rate on the cluster: the load this
 	// machine's cores can offer beside the nodes they also run.
 	Rate float64 `yaml:"rate"`
+	// Ops, if set, ends each run on the cluster after that many
+	// operations (steps, groups for a group workload) instead of
+	// lasting Duration: the scaled-down workload.ops.
+	Ops int `yaml:"ops"`
 	// Targets, if set, replace targets on the cluster, whose round trips
 	// (real processes and loopback TCP on a shared machine) are not the
 	// simulator's: the windows output judges by them there, and the
@@ -389,10 +451,13 @@ type PaperSpec struct {
 
 // PaperValue is one number from the paper. Metric is avg_utility,
 // avg_latency_ms, gets_pct (breakdown: % of Gets with Target and Node),
-// or met_pct (breakdown: % of Gets meeting subSLA Target). Fields that do
+// or met_pct (breakdown: % of Gets meeting subSLA Target); or one of
+// dConssandra's (dconMetrics), found by Point and Series. Fields that do
 // not apply are left empty.
 type PaperValue struct {
 	Metric   string  `yaml:"metric"`
+	Point    string  `yaml:"point"`
+	Series   string  `yaml:"series"`
 	SLA      string  `yaml:"sla"`
 	Client   string  `yaml:"client"`
 	Strategy string  `yaml:"strategy"`
@@ -413,11 +478,23 @@ const (
 	OutStaleness   = "staleness"
 	OutLevels      = "levels"
 	OutWindows     = "windows"
+	// dConssandra's (dcon.go): every bounded op's outcomes; latency
+	// against the bound (Fig. 7); a consistent read's latency against
+	// the writes' bound (Fig. 8); values returned against the read's
+	// bound (Figs 9-10); write and read cost shares and throughput
+	// (Tables III-IV); the planner's time per decision (Fig. 11).
+	OutBounded      = "bounded"
+	OutBoundLatency = "bound-latency"
+	OutReadLatency  = "read-latency"
+	OutReturned     = "returned"
+	OutCosts        = "costs"
+	OutPlanner      = "planner"
 )
 
-var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels, OutWindows}
+var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels, OutWindows,
+	OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner}
 
-var knownMetrics = []string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}
+var knownMetrics = append([]string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}, dconMetrics...)
 
 // slaVariant is one SLA the runs use: a spec, or one factor of it.
 type slaVariant struct {
@@ -497,6 +574,7 @@ func Parse(data []byte, defaultName string) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	s.raw = data
 	if s.Name == "" {
 		s.Name = defaultName
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/harness"
+	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/sim"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -96,9 +97,12 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 	if err := load(u, w, loader); err != nil {
 		return 0, fmt.Errorf("load: %w", err)
 	}
-	// Let one pull pass so the secondaries hold the loaded records.
-	if err := w.Sim.Run(w.Sim.Now() + s.Table.PullInterval); err != nil {
-		return 0, err
+	// Let one pull pass so the secondaries hold the loaded records
+	// (unbounded inserts are at every replica when they are answered).
+	if s.loadBound() != wire.Unbounded {
+		if err := w.Sim.Run(w.Sim.Now() + s.Table.PullInterval); err != nil {
+			return 0, err
+		}
 	}
 	spec := u.spec(t)
 	d, err := driver.New(&driver.SimTarget{World: w, Table: tableName, Node: s.Sim.clientOptions()}, spec)
@@ -139,7 +143,38 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 		return 0, fmt.Errorf("workload did not finish: %v", d.Err())
 	}
 	u.collect(d, spec.Recorder, d.Now())
+	if s.wants(OutBounded) || s.wants(OutPlanner) {
+		if err := u.collectNodes(w); err != nil {
+			return 0, err
+		}
+	}
 	return w.Sim.TraceHash(), u.check()
+}
+
+// collectNodes reads the storage nodes' learned costs (bounded output)
+// and replays their planner decisions (planner output) into every run.
+func (u *unit) collectNodes(w *harness.World) error {
+	var costs []replica.StepCost
+	var decisions []replica.Decision
+	var made int64
+	for _, id := range w.Topology.Replicas() {
+		n, err := w.Replica(id)
+		if err != nil {
+			return err
+		}
+		m := n.Metrics()
+		costs = append(costs, m.Costs...)
+		made += m.Decisions
+		decisions = append(decisions, n.Decisions()...)
+	}
+	var planner *PlannerStats
+	if u.s.wants(OutPlanner) {
+		planner = replayPlanner(made, decisions)
+	}
+	for _, r := range u.runs {
+		r.r.Costs, r.r.Planner = stepCosts(costs), planner
+	}
+	return nil
 }
 
 // afterGets returns the events fired by a count of Gets.
@@ -167,11 +202,12 @@ func (s *Scenario) loaderSite() string {
 
 // loadGroup is the group that loads the table: every key written once,
 // by sessions Puts at a time, at the primary (an eventual SLA with the
-// Primary strategy), as YCSB's load phase does.
+// Primary strategy), as YCSB's load phase does; with a load bound, as
+// staged writes at the nearest replica (dConssandra 6-B).
 func (s *Scenario) loadGroup(site string, sessions int, client clientcore.Options) *driver.Group {
 	eventual := sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}}
 	return &driver.Group{Name: "load", Site: site, Sessions: sessions, Rand: rand.New(rand.NewPCG(0, 0)),
-		Streams: []driver.Stream{{Mix: &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize}}},
+		Streams: []driver.Stream{{Mix: &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize, Bound: s.loadBound()}}},
 		Cosla:   driver.Cosla{SLA: eventual, Strategy: clientcore.Primary, Client: client}}
 }
 

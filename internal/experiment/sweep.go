@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,6 +45,28 @@ var sweepParams = map[string]func(s *Scenario, v string) error{
 		s.Strategies = []string{v}
 		return nil
 	},
+	// bound is the workload's bound (dConssandra): immediate, unbounded
+	// or a duration, taken by the ops with none of their own.
+	"bound": func(s *Scenario, v string) error {
+		if _, err := parseBound(v); err != nil {
+			return err
+		}
+		s.Workload.Bound = v
+		return nil
+	},
+	// mix is a write:read ratio and a key distribution, "9:1 uniform"
+	// (dConssandra Tables III-IV).
+	"mix": func(s *Scenario, v string) error {
+		ratio, dist, ok := strings.Cut(v, " ")
+		ws, rs, ok2 := strings.Cut(ratio, ":")
+		w, werr := strconv.ParseFloat(ws, 64)
+		r, rerr := strconv.ParseFloat(rs, 64)
+		if !ok || !ok2 || werr != nil || rerr != nil || !(w > 0) || !(r > 0) {
+			return fmt.Errorf("mix %q: want W:R DISTRIBUTION, as 9:1 uniform, W and R positive", v)
+		}
+		s.Workload.PutFraction, s.Workload.Distribution = w/(w+r), dist
+		return nil
+	},
 }
 
 func sweepParamNames() []string { return slices.Sorted(maps.Keys(sweepParams)) }
@@ -73,14 +96,32 @@ func (s *Scenario) point(v string) (*Scenario, error) {
 }
 
 // ClusterModel returns the scenario as the simulator models its cluster
-// run (cluster.sim), for the curves a sweep's cluster report sets beside
-// the cluster's; the scenario itself without a cluster.sim section.
+// run, for the curves a sweep's cluster report sets beside the
+// cluster's: cluster.sim's costs, and the cluster's keys and operations
+// when it scales them down; the scenario itself when it does none.
 func (s *Scenario) ClusterModel() *Scenario {
-	if s.Cluster.Sim == nil {
+	if s.Cluster.Sim == nil && s.Cluster.Keys == 0 && s.Cluster.Ops == 0 {
 		return s
 	}
+	return s.with(func(c *Scenario) {
+		if c.Cluster.Sim != nil {
+			c.Sim = *c.Cluster.Sim
+		}
+		if c.Cluster.Keys > 0 {
+			c.Workload.Keys = c.Cluster.Keys
+		}
+		if c.Cluster.Ops > 0 {
+			c.Workload.Ops, c.Workload.Duration, c.Workload.Warmup = c.Cluster.Ops, 0, 0
+		}
+	})
+}
+
+// with returns a copy of the scenario changed by f, as are its series,
+// which are laid over the YAML the scenario was read from (series).
+func (s *Scenario) with(f func(*Scenario)) *Scenario {
 	c := *s
-	c.Sim = *s.Cluster.Sim
+	f(&c)
+	c.mods = append(slices.Clone(s.mods), f)
 	return &c
 }
 
@@ -148,8 +189,10 @@ func tQuantile975(df int) float64 {
 	return 1.96
 }
 
-// Summary is one (point, SLA, client site, strategy) over its repeats.
+// Summary is one (series, point, SLA, client site, strategy) over its
+// repeats.
 type Summary struct {
+	Series   string `json:"series,omitempty"`
 	Point    string `json:"point,omitempty"`
 	SLA      string `json:"sla"`
 	Client   string `json:"client"`
@@ -172,14 +215,14 @@ type OpSummary struct {
 	P99MS      Estimate `json:"p99_ms"`
 }
 
-// summarize groups the runs by (point, SLA, client, strategy), in order of
-// first appearance, and estimates their figures.
+// summarize groups the runs by (series, point, SLA, client, strategy),
+// in order of first appearance, and estimates their figures.
 func summarize(runs []RunResult) []Summary {
-	type key struct{ point, sla, client, strategy string }
+	type key struct{ series, point, sla, client, strategy string }
 	var order []key
 	byKey := map[key][]RunResult{}
 	for _, r := range runs {
-		k := key{r.Point, r.SLA, r.Client, r.Strategy}
+		k := key{r.Series, r.Point, r.SLA, r.Client, r.Strategy}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 		}
@@ -188,7 +231,7 @@ func summarize(runs []RunResult) []Summary {
 	var out []Summary
 	for _, k := range order {
 		rs := byKey[k]
-		s := Summary{Point: k.point, SLA: k.sla, Client: k.client, Strategy: k.strategy, Repeats: len(rs)}
+		s := Summary{Series: k.series, Point: k.point, SLA: k.sla, Client: k.client, Strategy: k.strategy, Repeats: len(rs)}
 		var utility, throughput []float64
 		var labels []string
 		for _, r := range rs {

@@ -43,7 +43,7 @@ func (s *Scenario) Validate() error {
 	for _, check := range []func() error{
 		s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
 		s.validateStrategies, s.validateSchedule, s.validateOutputs, s.Cluster.validate,
-		s.validateSim, s.validatePaper, s.validateSweep,
+		s.validateSim, s.validatePaper, s.validateSweep, s.validateSeries,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -338,9 +338,12 @@ func (s *Scenario) validateWorkload() error {
 		switch {
 		case w.ReadOnly && w.PutFraction != 0:
 			return invalid("workload.put_fraction", "set together with read_only")
-		case w.PutFraction < 0 || w.PutFraction >= 1 || math.IsNaN(w.PutFraction):
-			return invalid("workload.put_fraction", "%v outside [0, 1)", w.PutFraction)
+		case w.PutFraction < 0 || w.PutFraction > 1 || math.IsNaN(w.PutFraction):
+			return invalid("workload.put_fraction", "%v outside [0, 1]", w.PutFraction)
 		}
+	}
+	if err := s.validateBounds(); err != nil {
+		return err
 	}
 	switch {
 	case w.ValueSize < 0 || w.ValueSize > maxValue:
@@ -410,8 +413,8 @@ func (s *Scenario) validateStrategies() error {
 			return invalid(fmt.Sprintf("strategies[%d]", i), "cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
 	}
-	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()); n > maxRuns {
-		return invalid("slas", "%d runs (sweep points x repeats x SLAs x clients x strategies) exceed %d", n, maxRuns)
+	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()) * max(1, len(s.Series)); n > maxRuns {
+		return invalid("slas", "%d runs (series x sweep points x repeats x SLAs x clients x strategies) exceed %d", n, maxRuns)
 	}
 	return nil
 }
@@ -483,6 +486,9 @@ func (sp *SimSpec) validate(field string) error {
 	}
 	if f := sp.Fsync; f != nil && (*f < 0 || *f > maxService) {
 		return invalid(field+".fsync", "%s outside [0, %s]", *f, maxService)
+	}
+	if j := sp.FsyncJitter; j != nil && (*j < 0 || *j > maxService || sp.Free) {
+		return invalid(field+".fsync_jitter", "%s outside [0, %s], or set with free", *j, maxService)
 	}
 	if sp.Cores < 0 || sp.Cores > maxCores {
 		return invalid(field+".cores", "%d outside [0, %d]", sp.Cores, maxCores)

@@ -102,7 +102,7 @@ func (n *Node) progress(tb *tablet, w *putWait, expired bool) bool {
 			return true
 		}
 		reply := &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count), Stage: wire.Coordinated, WriteID: w.seq,
-			Holders: holderIDs(tb, w.ts, n.env.ID())}
+			Holders: holderIDs(tb, w.ts, n.env.ID()), Tested: w.tested}
 		switch {
 		case count == all:
 			reply.Stage = wire.Executed

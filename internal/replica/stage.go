@@ -434,7 +434,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	if m.Bound != wire.Unbounded {
 		wait = m.Budget
 	}
-	if w := (&putWait{from: from, req: m.Req, ts: ts, need: need, level: level, staged: true, seq: seq, at: n.env.Now()}); n.progress(tb, w, false) {
+	if w := (&putWait{from: from, req: m.Req, ts: ts, need: need, level: level, staged: true, seq: seq, tested: tested, at: n.env.Now()}); n.progress(tb, w, false) {
 		n.parkWait(tb, w, wait)
 	}
 }
@@ -610,6 +610,8 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	}
 	w := tb.staged[i]
 	w.acked, w.ts = true, m.TS
+	// The primary holds an ordered write this replica has yet to apply.
+	tb.known = hlc.Max(tb.known, m.TS)
 	if !w.received.IsZero() {
 		costs.coordinate.Add(n.elapsed(), w.queue, now.Sub(w.received))
 	}
