@@ -156,6 +156,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	operations := fs.Uint64("operations", 0, "stop after this many operations (default: the workload's operationcount)")
 	load := fs.Bool("load", true, "insert the records before the run phase")
 	seed := fs.Uint64("seed", 1, "seed of the operation sequence")
+	boundFlag := fs.String("bound", "", "target cosla: bound every Put and Get (dConssandra): immediate, unbounded or a duration such as 50ms; Gets go to the nearest replica, Puts are staged there")
 	metricsListen := fs.String("metrics-listen", "", "serve the cosla client's Prometheus metrics (SLA shares, RTT and staleness per replica) at http://ADDR/metrics during the run; an ADDR without a host (:9464) is on loopback")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: cosla bench [flags]
@@ -166,7 +167,8 @@ throughput; --json for machines. Reads are Gets, updates and inserts Puts.
 
 --target cosla (the default) runs against the local cluster (--dir, default that of cosla
 cluster up), or a cluster on several hosts (--config, see cosla cluster plan), from one client
-site, its Gets under --sla and --strategy. redis, etcd and postgres
+site, its Gets under --sla and --strategy, or with --bound every Put and Get bounded
+(dConssandra: at the nearest replica, answered within the bound). redis, etcd and postgres
 start their servers on loopback in --dir (default: a temporary directory, removed afterwards)
 and stop them at the end, or use the servers at --connect; cosla-nofsync starts a one-site
 cluster that never fsyncs. --read and --write weak|strong pick each store's own options:
@@ -203,13 +205,20 @@ Flags:`)
 	if !isCosla && *metricsListen != "" {
 		return usagef("--metrics-listen serves a cosla client's metrics: it is for targets %s and %s", bench.SystemCosla, bench.SystemCoslaNoFsync)
 	}
-	for _, name := range []string{"config", "sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair"} {
+	for _, name := range []string{"config", "sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair", "bound"} {
 		if set[name] && *target != bench.SystemCosla {
 			return usagef("--%s is for target cosla", name)
 		}
 	}
 	if set["read"] && (set["sla"] || set["strategy"]) {
 		return usagef("--read replaces --sla and --strategy: give one or the other")
+	}
+	bound, err := parseBound(*boundFlag)
+	if err != nil {
+		return err
+	}
+	if bound != 0 && (f.levels.set() || set["strategy"] || set["read"] || set["write"]) {
+		return usagef("--bound goes to the nearest replica alone: not with --strategy, --read, --write or the level flags")
 	}
 	var readStrength bench.Strength
 	if *read != "" {
@@ -240,6 +249,7 @@ Flags:`)
 	if gets.Policy, err = f.levels.policy(); err != nil {
 		return err
 	}
+	gets.Get.Bound, gets.PutBound = bound, bound
 	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
 	removeDir := func() {}
 	if *target == bench.SystemCosla {

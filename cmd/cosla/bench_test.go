@@ -67,6 +67,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{"stray argument", []string{"bench", "--target", "redis", "extra"}},
 		{"bad sla", []string{"bench", "--sla", "sometimes", "--dir", dir}},
 		{"metrics-listen for redis", []string{"bench", "--target", "redis", "--metrics-listen", ":0"}},
+		{"bound for redis", []string{"bench", "--target", "redis", "--bound", "50ms"}},
+		{"zero bound", []string{"bench", "--bound", "0", "--dir", dir}},
 
 		{"compare unknown target", []string{"bench", "compare", "--targets", "cosla,oracle"}},
 		{"compare target twice", []string{"bench", "compare", "--targets", "redis,etcd,redis"}},

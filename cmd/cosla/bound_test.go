@@ -178,4 +178,25 @@ func TestBoundCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, `lock = "you"`) {
 		t.Fatalf("strong get of lock after the read-test-writes: want \"you\", written by the one whose test held last; %s", r)
 	}
+
+	// A YCSB run with every Put and Get bounded.
+	r = coslaCmd(t, limit, "bench", "--dir", dir, "--site", "us", "--bound", "200ms",
+		"--workload", "a", "--records", "20", "--operations", "100", "--clients", "2", "--json")
+	wantExit(t, r, 0)
+	var res struct {
+		Read, Write string
+		Load        struct{ Operations, Errors int }
+		Run         struct {
+			Operations, Errors int
+			Stop               string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("bench --json: %v; %s", err, r)
+	}
+	if res.Load.Operations != 20 || res.Run.Operations != 100 || res.Load.Errors+res.Run.Errors != 0 || res.Run.Stop != "complete" ||
+		!strings.HasSuffix(res.Read, ", bound 200ms") || !strings.HasSuffix(res.Write, ", bound 200ms") {
+		t.Fatalf("bench --bound 200ms: %+v; want 20 loads and 100 operations without error, reads and writes bound 200ms", res)
+	}
+	wantExit(t, coslaCmd(t, limit, "bench", "--dir", dir, "--bound", "50ms", "--strategy", "closest"), exitUsage)
 }

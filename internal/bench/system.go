@@ -17,6 +17,7 @@ import (
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -283,6 +284,9 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 	if p := c.Policy; p.Write != (clientcore.Choice{}) {
 		write += ", level " + p.Write.String()
 	}
+	if c.PutBound != wire.NoBound {
+		write += ", bound " + c.PutBound.String()
+	}
 	transport := "TLS"
 	if s.tls == nil {
 		transport = "plaintext"
@@ -306,6 +310,9 @@ func coslaReadLabel(c driver.Cosla) string {
 	}
 	if c.Policy.Delay > 0 {
 		label += ", delay " + c.Policy.Delay.String()
+	}
+	if c.Get.Bound != wire.NoBound {
+		label += ", bound " + c.Get.Bound.String()
 	}
 	return label
 }

@@ -31,19 +31,23 @@ import (
 // goroutine; now is the runtime's clock and finish is called once op's
 // outcome is set. A refused op (the core returned an error at once) is
 // finished before doCosla returns.
-func doCosla(c *clientcore.Client, s *clientcore.Session, get clientcore.GetOptions, op *Op, now func() time.Duration, finish func()) {
+func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, op *Op, now func() time.Duration, finish func()) {
 	op.Start = now()
+	get := cfg.Get
 	var err error
 	switch op.Kind {
 	case Put, RTW:
 		o := clientcore.PutOptions{Bound: op.Bound}
+		if o.Bound == wire.NoBound {
+			o.Bound = cfg.PutBound
+		}
 		if op.Kind == RTW {
 			// A conditional insert: write only if the key has no value.
 			o.Test = &wire.Test{Key: op.Key}
 		}
 		err = c.Put(s, op.Key, op.Value, o, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
-			op.Primary, op.Level, op.Acks = op.Bound == wire.NoBound && op.Kind == Put, r.Level, r.Acks
+			op.Primary, op.Level, op.Acks = o.Bound == wire.NoBound && op.Kind == Put, r.Level, r.Acks
 			op.Stage, op.Tested = r.Stage, r.Tested
 			finish()
 		})
@@ -170,7 +174,7 @@ type simSession struct {
 
 func (s *simSession) Do(op *Op, done func()) {
 	inDo := true
-	doCosla(s.c.core, s.s, s.c.cfg.Get, op, s.c.sim.Now, func() {
+	doCosla(s.c.core, s.s, &s.c.cfg, op, s.c.sim.Now, func() {
 		if inDo {
 			s.c.sim.After(0, done)
 			return
@@ -344,7 +348,7 @@ var errStopped = errors.New("driver: client closed")
 func (s *hostSession) Do(op *Op, done func()) {
 	loop := s.c.loop
 	finish := func() { loop.Post(done) }
-	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, s.c.cfg.Get, op, loop.Now, finish) }); err != nil {
+	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, &s.c.cfg, op, loop.Now, finish) }); err != nil {
 		op.Start, op.End, op.Err = loop.Now(), loop.Now(), errStopped
 		finish()
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -69,6 +70,9 @@ type Cosla struct {
 	SLA      sla.SLA
 	Strategy clientcore.Strategy
 	Get      clientcore.GetOptions
+	// PutBound bounds the Puts whose op carries no bound (dConssandra);
+	// Get.Bound does the same for Gets.
+	PutBound wire.Bound
 	// Policy sets each session's read and write levels and delay (CPQ).
 	Policy clientcore.Policy
 	// Client configures the group's client core; the target fills Nodes.
