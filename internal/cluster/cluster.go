@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +38,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
@@ -511,6 +513,27 @@ func (c *Cluster) Status(ctx context.Context) Status {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Decisions returns the inputs of the storage nodes' recent planner
+// decisions (dcon-fig11), in node order, from each site's /decisions.
+func (c *Cluster) Decisions(ctx context.Context) ([]replica.Decision, error) {
+	byNode := map[wire.NodeID][]replica.Decision{}
+	c.mu.Lock()
+	sites := slices.Clone(c.info.Sites)
+	c.mu.Unlock()
+	for _, s := range sites {
+		var site map[wire.NodeID][]replica.Decision
+		if err := getJSON(ctx, "http://"+s.HTTP+"/decisions", &site); err != nil {
+			return nil, fmt.Errorf("cluster: site %s: %w", s.Name, err)
+		}
+		maps.Copy(byNode, site)
+	}
+	var out []replica.Decision
+	for _, id := range slices.Sorted(maps.Keys(byNode)) {
+		out = append(out, byNode[id]...)
+	}
+	return out, nil
+}
 
 // Wait blocks until the cluster is asked to shut down (by the control API)
 // or ctx ends.

@@ -250,13 +250,19 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	u.collect(d, spec.Recorder, elapsed)
 	if s.wants(OutBounded) || s.wants(OutPlanner) {
 		costs, made := clusterNodes(ctx, c)
-		for _, r := range u.runs {
-			r.r.Costs = stepCosts(costs)
-			if s.wants(OutPlanner) {
-				// The decisions stay in the nodes' processes: counted, not
-				// replayed.
-				r.r.Planner = &PlannerStats{Made: made - made0}
+		var planner *PlannerStats
+		if s.wants(OutPlanner) {
+			// The nodes keep their latest decisions (the run's, once it
+			// has made as many): each is replayed here, as after a run in
+			// the simulator.
+			decisions, err := c.Decisions(ctx)
+			if err != nil {
+				return err
 			}
+			planner = replayPlanner(made-made0, decisions)
+		}
+		for _, r := range u.runs {
+			r.r.Costs, r.r.Planner = stepCosts(costs), planner
 		}
 	}
 	return u.check()

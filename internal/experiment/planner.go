@@ -138,7 +138,7 @@ func plannerTable(s *Scenario, r *Result) Table {
 	}
 	t.Caption = "Every storage node keeps the inputs of its latest decisions (budget, learned costs, pending work); after the run each is replayed through dcon.Decide and timed alone on this machine's monotonic clock, so each time holds one clock reading (the clock column: the fastest of 10,000 empty timings). The decisions are the seed's; their times are this machine's and vary from run to run. The paper's numbers are bounds: 99% of its decisions under 0.5 us, the slowest 0.2 ms."
 	if r.Mode == "cluster" {
-		t.Caption += " On a cluster the decisions stay in the nodes' processes: none are replayed (see the notes)."
+		t.Caption += " On a cluster the decisions come from each site's /decisions and are replayed in the experiment's process; the nodes keep their latest 4,096 each, the load's among them."
 	}
 	return t
 }

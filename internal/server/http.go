@@ -31,6 +31,10 @@ func (s *Server) httpHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s.Status())
 	})
+	mux.HandleFunc("GET /decisions", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Decisions())
+	})
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /cluster", s.serveCluster)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {

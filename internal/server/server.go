@@ -401,6 +401,22 @@ type NodeStatus struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// Decisions returns the inputs of each node's recent planner decisions
+// (dConssandra's dCON, replica.Node.Decisions), by node; /decisions
+// serves them, for the planner's timing experiment (dcon-fig11).
+func (s *Server) Decisions() map[wire.NodeID][]replica.Decision {
+	out := map[wire.NodeID][]replica.Decision{}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for id, h := range s.nodes {
+		var d []replica.Decision
+		if err := h.node.Do(func(node.Handler) { d = h.replica.Decisions() }); err == nil {
+			out[id] = d
+		}
+	}
+	return out
+}
+
 // Status is what /status reports of the process.
 type Status struct {
 	Site string `json:"site"`

@@ -64,6 +64,8 @@ func TestHTTPEndpoints(t *testing.T) {
 		"/healthz": "ok",
 		"/metrics": `cosla_replica_puts_total{node="england/r1"} 0`,
 		"/status":  `"site": "england"`,
+		// No decision yet, but the node is listed.
+		"/decisions": `{"england/r1":`,
 	} {
 		resp, err := http.Get("http://" + srv.HTTPAddr() + path)
 		if err != nil {
