@@ -39,10 +39,9 @@ const (
 
 // binary is a server executable and the Debian package that ships it.
 type binary struct {
-	name    string   // looked up on PATH
-	paths   []string // Debian locations tried after PATH; may hold globs
-	pkg     string   // Debian package to install
-	comment string   // why, for the error message; may be empty
+	name  string   // looked up on PATH
+	paths []string // Debian locations tried after PATH; may hold globs
+	pkg   string   // Debian package to install
 }
 
 // find returns the path of b, or an error wrapping ErrNotInstalled.

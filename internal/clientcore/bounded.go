@@ -71,7 +71,7 @@ func (t heldTimer) String() string { return fmt.Sprintf("held(#%d)", t.id) }
 
 // hold queues an operation behind the session's held ones; it is sent
 // once clear and first in the queue, or fails after timeout.
-func (c *Client) hold(s *Session, key string, timeout time.Duration, clear func() bool, send, fail func()) {
+func (c *Client) hold(s *Session, timeout time.Duration, clear func() bool, send, fail func()) {
 	op := &heldOp{clear: clear, send: send, fail: fail}
 	s.held = append(s.held, op)
 	c.lastHeld++

@@ -177,7 +177,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		o.since = c.env.Now()
 	}
 	if !released && (len(s.held) > 0 || !s.getClear(key)) {
-		c.hold(s, key, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
+		c.hold(s, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
 			func() {
 				if err := c.get(s, key, o, done, true); err != nil {
 					done(GetResult{Met: -1, Target: -1}, err)
@@ -623,7 +623,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		}
 	}
 	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
-		c.hold(s, key, timeout, func() bool { return c.putClear(s, tv, key, o) },
+		c.hold(s, timeout, func() bool { return c.putClear(s, tv, key, o) },
 			func() {
 				if err := c.put(s, key, value, o, done, true); err != nil {
 					done(PutResult{}, err)

@@ -13,11 +13,10 @@ import (
 // tablet of a primary and two secondaries, and helpers that feed the
 // tuner reads as the client would.
 type tuneWorld struct {
-	t       *testing.T
-	now     time.Time
-	tn      *tuner
-	tv      *tabletView
-	version int64 // the newest version's timestamp, in nanoseconds
+	t   *testing.T
+	now time.Time
+	tn  *tuner
+	tv  *tabletView
 }
 
 func newTuneWorld(t *testing.T, target Tune) *tuneWorld {

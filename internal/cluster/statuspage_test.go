@@ -121,8 +121,6 @@ func within(es []element, from, to int) []element {
 	return out
 }
 
-func tsKey(ts hlc.Timestamp) string { return fmt.Sprintf("%d,%d", ts.WallNanos, ts.Logical) }
-
 func parseTSKey(s string) (hlc.Timestamp, error) {
 	w, l, ok := strings.Cut(s, ",")
 	wall, err1 := strconv.ParseInt(w, 10, 64)

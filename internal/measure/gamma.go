@@ -82,7 +82,6 @@ type cluster struct {
 	// writeStartUS is the write's invocation, negInfUS for the initial
 	// value.
 	writeStartUS int64
-	reads        int
 }
 
 func (c *cluster) lo() int64 { return min(c.a, c.b) }

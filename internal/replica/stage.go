@@ -215,18 +215,28 @@ func (n *Node) Decisions() []Decision {
 
 // checkPut validates a Put at whichever node takes it.
 func (n *Node) checkPut(tb *tablet, m *wire.PutRequest) wire.Code {
+	if m.W < 0 || int(m.W) > 1+len(tb.secondaries) || !m.Bound.Valid() || m.Budget < 0 {
+		return wire.Invalid
+	}
+	return n.checkWrite(tb, m.Key, m.Value, m.MinTS, m.Test)
+}
+
+// checkWrite validates what a Put, or a Forward of one, writes: its key
+// (in the tablet, which the caller has checked for a Put), value, test
+// and session minimum.
+func (n *Node) checkWrite(tb *tablet, key string, value []byte, minTS hlc.Timestamp, test *wire.Test) wire.Code {
 	switch {
-	case len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
+	case len(key) > n.opts.MaxKeyBytes || len(value) > n.opts.MaxValueBytes:
 		return wire.TooLarge
-	case m.W < 0 || int(m.W) > 1+len(tb.secondaries) || !m.Bound.Valid() || m.Budget < 0:
+	case !tb.holds(key):
+		return wire.WrongTablet
+	case test != nil && (len(test.Key) > n.opts.MaxKeyBytes || !tb.holds(test.Key)):
 		return wire.Invalid
-	case m.Test != nil && (len(m.Test.Key) > n.opts.MaxKeyBytes || !tb.holds(m.Test.Key)):
-		return wire.Invalid
-	case m.MinTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
+	case minTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
 		// The session's minimum would drag this clock, and every later
 		// timestamp, that far ahead (to the end of time, where it cannot
 		// go on): no node issued it.
-		n.env.Logger().Warn("replica: Put refused: its session minimum is far ahead of this clock", "min_ts", m.MinTS)
+		n.env.Logger().Warn("replica: write refused: its session minimum is far ahead of this clock", "min_ts", minTS)
 		return wire.Invalid
 	}
 	return wire.OK
@@ -512,15 +522,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 		return
 	}
 	n.metrics.ForwardsOrdered++
-	code := wire.OK
-	switch {
-	case !tb.holds(m.Key) || len(m.Key) > n.opts.MaxKeyBytes || len(m.Value) > n.opts.MaxValueBytes:
-		code = wire.Invalid
-	case m.Test != nil && !tb.holds(m.Test.Key):
-		code = wire.Invalid
-	case m.MinTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
-		code = wire.Invalid
-	}
+	code := n.checkWrite(tb, m.Key, m.Value, m.MinTS, m.Test)
 	record := n.recordOrigin(tb, from, m.Seq, o, code)
 	prev := tb.lastUpdate
 	var ts hlc.Timestamp
