@@ -106,10 +106,13 @@ func TestMailboxLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
-	block := make(chan struct{})
-	if err := n.Post(func(node.Handler) { <-block }); err != nil {
+	// The node runs a function that blocks, and the test waits until it
+	// does: a batch taken later holds everything delivered below.
+	block, running := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(running); <-block }); err != nil {
 		t.Fatal(err)
 	}
+	<-running
 	deliver := func(from wire.NodeID, m wire.Msg, times int) (accepted int) {
 		for range times {
 			if n.Deliver(from, m) {
