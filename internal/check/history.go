@@ -15,15 +15,20 @@ type Kind uint8
 const (
 	Put Kind = iota + 1
 	Get
+	// Tx is a get-transaction of a causal table (CheckMulti): it reads
+	// several keys at once. Check knows no Tx and reports it as unknown.
+	Tx
 )
 
-// String returns "put" or "get".
+// String returns "put", "get" or "gettx".
 func (k Kind) String() string {
 	switch k {
 	case Put:
 		return "put"
 	case Get:
 		return "get"
+	case Tx:
+		return "gettx"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

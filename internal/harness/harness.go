@@ -55,32 +55,9 @@ func New(opts Options) (*World, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	s := sim.New(sim.Options{Seed: opts.Seed, Logger: opts.Logger, Trace: opts.Trace})
-	for _, site := range topo.Sites {
-		s.AddSite(site.Name)
-		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2, Jitter: topo.LocalJitter}); err != nil {
-			return nil, err
-		}
-		if opts.Cores > 0 {
-			if err := s.SetCores(site.Name, opts.Cores); err != nil {
-				return nil, err
-			}
-		}
-		if topo.LocalBandwidth > 0 {
-			if err := s.SetBandwidth(site.Name, site.Name, topo.LocalBandwidth); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, l := range topo.Links {
-		if err := s.SetLatency(l.A, l.B, sim.Latency{Mean: l.RTT / 2, Jitter: l.Jitter}); err != nil {
-			return nil, err
-		}
-		if l.Bandwidth > 0 {
-			if err := s.SetBandwidth(l.A, l.B, l.Bandwidth); err != nil {
-				return nil, err
-			}
-		}
+	s, err := newSim(opts.Seed, topo, opts.Cores, opts.Logger, opts.Trace)
+	if err != nil {
+		return nil, err
 	}
 	copts := opts.Client
 	if len(copts.Nodes) == 0 {
@@ -103,6 +80,38 @@ func New(opts Options) (*World, error) {
 		}
 	}
 	return &World{Sim: s, Topology: topo}, nil
+}
+
+// newSim returns a simulator with topo's sites and links.
+func newSim(seed uint64, topo topology.Topology, cores int, logger *slog.Logger, trace func(string)) (*sim.Sim, error) {
+	s := sim.New(sim.Options{Seed: seed, Logger: logger, Trace: trace})
+	for _, site := range topo.Sites {
+		s.AddSite(site.Name)
+		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2, Jitter: topo.LocalJitter}); err != nil {
+			return nil, err
+		}
+		if cores > 0 {
+			if err := s.SetCores(site.Name, cores); err != nil {
+				return nil, err
+			}
+		}
+		if topo.LocalBandwidth > 0 {
+			if err := s.SetBandwidth(site.Name, site.Name, topo.LocalBandwidth); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, l := range topo.Links {
+		if err := s.SetLatency(l.A, l.B, sim.Latency{Mean: l.RTT / 2, Jitter: l.Jitter}); err != nil {
+			return nil, err
+		}
+		if l.Bandwidth > 0 {
+			if err := s.SetBandwidth(l.A, l.B, l.Bandwidth); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
 }
 
 // observed wraps a node factory's handlers so that observe sees what

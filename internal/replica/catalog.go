@@ -13,6 +13,12 @@ import (
 // places on this node. Creating an identical table again succeeds, so a
 // client may retry.
 func (n *Node) createTable(l wire.Layout) wire.Code {
+	if l.Causal != nil {
+		// A causal table's replicas are causal.Stores (causal.Beside
+		// hosts one beside this node).
+		n.env.Logger().Warn("replica: rejected a causal table's layout", "table", l.Name)
+		return wire.Invalid
+	}
 	if err := l.Validate(); err != nil {
 		n.env.Logger().Warn("replica: rejected table layout", "err", err)
 		return wire.Invalid

@@ -24,7 +24,20 @@ func codeSuffix(c Code) string {
 	return fmt.Sprintf(" err=%q", c)
 }
 
+// causalLayoutString prints a causal table's layout: causal rings=2 ccs=3
+// caches=3, and its points per node when set.
+func causalLayoutString(c *CausalLayout) string {
+	s := fmt.Sprintf("causal rings=%d ccs=%d caches=%d", len(c.Rings), len(c.Coordinators), len(c.Caches))
+	if c.Points != 0 {
+		s += fmt.Sprintf(" points=%d", c.Points)
+	}
+	return s
+}
+
 func (m *CreateTableRequest) String() string {
+	if c := m.Layout.Causal; c != nil {
+		return fmt.Sprintf("CreateTable(req=%d table=%s/%d %s)", m.Req, m.Layout.Name, m.Layout.ID, causalLayoutString(c))
+	}
 	// A range-partitioned table, the default, says nothing, so the traces
 	// of tables made before Partition existed keep their hashes.
 	partition := ""
@@ -57,6 +70,9 @@ func (m *TableInfoRequest) String() string {
 func (m *TableInfoReply) String() string {
 	if m.Code != OK {
 		return fmt.Sprintf("TableInfoReply(req=%d%s)", m.Req, codeSuffix(m.Code))
+	}
+	if c := m.Layout.Causal; c != nil {
+		return fmt.Sprintf("TableInfoReply(req=%d table=%s/%d %s)", m.Req, m.Layout.Name, m.Layout.ID, causalLayoutString(c))
 	}
 	return fmt.Sprintf("TableInfoReply(req=%d table=%s/%d)", m.Req, m.Layout.Name, m.Layout.ID)
 }
@@ -243,4 +259,205 @@ func (m *ForwardAck) String() string {
 
 func (m *Resolved) String() string {
 	return fmt.Sprintf("Resolved(tablet=%s write=%d ts=%s%s)", m.Tablet, m.WriteID, m.TS, codeSuffix(m.Code))
+}
+
+// The messages of causal tables (Karma). A version prints as its
+// timestamp and origin, ts@origin, or - when zero; keys are quoted, and
+// fields that are rarely set (a notify-after, dependencies, a ring
+// restriction, in flight) print only when set.
+
+// String prints v as <timestamp>@<origin>, or - for the zero version.
+func (v Version) String() string {
+	if v.IsZero() {
+		return "-"
+	}
+	return v.TS.String() + "@" + string(v.Origin)
+}
+
+// depsSuffix prints a put-after's dependencies: deps=["k"@ts@origin ...].
+func depsSuffix(deps []Dep) string {
+	if len(deps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" deps=[")
+	for i, d := range deps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%q@%s", d.Key, d.Version)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// causalWrite prints a causal write's key and value, or notify for a
+// notify-after, which writes nothing.
+func causalWrite(notify bool, key string, value []byte) string {
+	if notify {
+		return "notify"
+	}
+	return fmt.Sprintf("key=%q value=%s", key, valueString(value))
+}
+
+// ringSuffix prints a ring, unless NoRing.
+func ringSuffix(ring int32) string {
+	if ring == NoRing {
+		return ""
+	}
+	return fmt.Sprintf(" ring=%d", ring)
+}
+
+// sourceName is a Source in one word.
+func sourceName(s Source) string {
+	if s == FromBuffer {
+		return "buffer"
+	}
+	return s.String()
+}
+
+// causalRead prints what a causal read's reply carries: the value and
+// its version, or not-found; where it came from (when the read
+// succeeded); in-flight; and the code.
+func causalRead(b *strings.Builder, code Code, found bool, value []byte, v Version, source Source, ring int32, node NodeID, inFlight bool) {
+	if found {
+		fmt.Fprintf(b, " value=%s version=%s", valueString(value), v)
+	} else if code == OK {
+		b.WriteString(" not-found")
+	}
+	if code == OK {
+		b.WriteString(" from=" + sourceName(source) + ringSuffix(ring))
+		if node != "" {
+			b.WriteString(" node=" + string(node))
+		}
+	}
+	if inFlight {
+		b.WriteString(" in-flight")
+	}
+	b.WriteString(codeSuffix(code))
+}
+
+func (m *CausalPut) String() string {
+	return fmt.Sprintf("CausalPut(req=%d table=%d session=%d seq=%d %s seen=%s%s)", m.Req, m.Table, m.Session, m.Seq,
+		causalWrite(m.Notify, m.Key, m.Value), m.Seen, depsSuffix(m.Deps))
+}
+
+func (m *CausalPutReply) String() string {
+	return fmt.Sprintf("CausalPutReply(req=%d table=%d version=%s%s)", m.Req, m.Table, m.Version, codeSuffix(m.Code))
+}
+
+func (m *CausalComplete) String() string {
+	return fmt.Sprintf("CausalComplete(table=%d session=%d seq=%d)", m.Table, m.Session, m.Seq)
+}
+
+func (m *CausalGet) String() string {
+	return fmt.Sprintf("CausalGet(req=%d table=%d session=%d key=%q%s max=%s)", m.Req, m.Table, m.Session, m.Key, ringSuffix(m.Ring), m.MaxRead)
+}
+
+func (m *CausalGetReply) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CausalGetReply(req=%d table=%d", m.Req, m.Table)
+	causalRead(&b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
+	b.WriteString(")")
+	return b.String()
+}
+
+func (m *CausalGetTx) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CausalGetTx(req=%d table=%d session=%d keys=[", m.Req, m.Table, m.Session)
+	for i, k := range m.Keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%q", k)
+	}
+	fmt.Fprintf(&b, "]%s max=%s)", ringSuffix(m.Ring), m.MaxRead)
+	return b.String()
+}
+
+// String prints a transaction's item: "k"="v"@version, or "k"=absent,
+// then where it came from unless the ring, and in-flight, in
+// parentheses.
+func (it TxItem) String() string {
+	var b strings.Builder
+	if it.Found {
+		fmt.Fprintf(&b, "%q=%s@%s", it.Key, valueString(it.Value), it.Version)
+	} else {
+		fmt.Fprintf(&b, "%q=absent", it.Key)
+	}
+	switch {
+	case it.Source != FromRing && it.InFlight:
+		b.WriteString("(" + sourceName(it.Source) + ",in-flight)")
+	case it.Source != FromRing:
+		b.WriteString("(" + sourceName(it.Source) + ")")
+	case it.InFlight:
+		b.WriteString("(in-flight)")
+	}
+	return b.String()
+}
+
+func (m *CausalGetTxReply) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CausalGetTxReply(req=%d table=%d%s rounds=%d items=[", m.Req, m.Table, ringSuffix(m.Ring), m.Rounds)
+	for i, it := range m.Items {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(it.String())
+	}
+	b.WriteString("]" + codeSuffix(m.Code) + ")")
+	return b.String()
+}
+
+func (m *Propagate) String() string {
+	return fmt.Sprintf("Propagate(table=%d session=%d seq=%d %s version=%s%s)", m.Table, m.Session, m.Seq,
+		causalWrite(m.Notify, m.Key, m.Value), m.Version, depsSuffix(m.Deps))
+}
+
+func (m *PropagateAck) String() string {
+	return fmt.Sprintf("PropagateAck(table=%d session=%d seq=%d ring=%d)", m.Table, m.Session, m.Seq, m.Ring)
+}
+
+func (m *Stable) String() string {
+	return fmt.Sprintf("Stable(table=%d key=%q version=%s)", m.Table, m.Key, m.Version)
+}
+
+func (m *Read) String() string {
+	fill := ""
+	if m.Fill {
+		fill = " fill"
+	}
+	return fmt.Sprintf("Read(req=%d table=%d key=%q%s)", m.Req, m.Table, m.Key, fill)
+}
+
+func (m *ReadReply) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ReadReply(req=%d table=%d", m.Req, m.Table)
+	causalRead(&b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
+	b.WriteString(")")
+	return b.String()
+}
+
+func (m *DepCheck) String() string {
+	return fmt.Sprintf("DepCheck(req=%d table=%d key=%q version=%s)", m.Req, m.Table, m.Key, m.Version)
+}
+
+func (m *DepCheckReply) String() string {
+	done := "done"
+	if !m.Done {
+		done = "not-done"
+	}
+	return fmt.Sprintf("DepCheckReply(req=%d table=%d %s)", m.Req, m.Table, done)
+}
+
+func (m *Invalidate) String() string {
+	if m.Key == "" {
+		// Everything the cache filled from the sender.
+		return fmt.Sprintf("Invalidate(req=%d table=%d all version=%s)", m.Req, m.Table, m.Version)
+	}
+	return fmt.Sprintf("Invalidate(req=%d table=%d key=%q version=%s)", m.Req, m.Table, m.Key, m.Version)
+}
+
+func (m *InvalidateAck) String() string {
+	return fmt.Sprintf("InvalidateAck(req=%d table=%d)", m.Req, m.Table)
 }

@@ -68,3 +68,104 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+// TestStringCausal checks the trace lines of causal tables' messages.
+func TestStringCausal(t *testing.T) {
+	ts := hlc.Timestamp{WallNanos: 1_500_000_000, Logical: 2}
+	v := wire.Version{TS: ts, Origin: "us/cc"}
+	older := wire.Version{TS: hlc.Timestamp{WallNanos: 1_000_000_000}, Origin: "england/cc"}
+	deps := []wire.Dep{{Key: "y", Version: older}, {Key: "z", Version: v}}
+	for _, tc := range []struct {
+		m    interface{ String() string }
+		want string
+	}{
+		{v, `1.500000000,2@us/cc`},
+		{wire.Version{}, `-`},
+		{wire.Version{Origin: "us/cc"}, `0.000000000,0@us/cc`},
+		{&wire.CausalPut{Req: 1, Table: 5, Session: 3, Seq: 2, Key: "x", Value: []byte("v"), Seen: older},
+			`CausalPut(req=1 table=5 session=3 seq=2 key="x" value="v" seen=1.000000000,0@england/cc)`},
+		{&wire.CausalPut{Req: 1, Table: 5, Session: 3, Seq: 2, Key: "x", Value: []byte("v"), Deps: deps},
+			`CausalPut(req=1 table=5 session=3 seq=2 key="x" value="v" seen=- deps=["y"@1.000000000,0@england/cc "z"@1.500000000,2@us/cc])`},
+		{&wire.CausalPut{Req: 1, Table: 5, Session: 3, Seq: 4, Seen: v, Deps: deps[:1], Notify: true},
+			`CausalPut(req=1 table=5 session=3 seq=4 notify seen=1.500000000,2@us/cc deps=["y"@1.000000000,0@england/cc])`},
+		{&wire.CausalPutReply{Req: 1, Table: 5, Version: v}, `CausalPutReply(req=1 table=5 version=1.500000000,2@us/cc)`},
+		{&wire.CausalPutReply{Req: 1, Table: 5, Code: wire.Overloaded}, `CausalPutReply(req=1 table=5 version=- err="node overloaded")`},
+		{&wire.CausalPutReply{Req: 1}, `CausalPutReply(req=1 table=0 version=-)`},
+		{&wire.CausalComplete{Table: 5, Session: 3, Seq: 2}, `CausalComplete(table=5 session=3 seq=2)`},
+		{&wire.CausalGet{Req: 2, Table: 5, Session: 3, Key: "x", Ring: wire.NoRing},
+			`CausalGet(req=2 table=5 session=3 key="x" max=-)`},
+		{&wire.CausalGet{Req: 2, Table: 5, Session: 3, Key: "x", Ring: 0, MaxRead: older},
+			`CausalGet(req=2 table=5 session=3 key="x" ring=0 max=1.000000000,0@england/cc)`},
+		{&wire.CausalGetReply{Req: 2, Table: 5, Found: true, Value: []byte("v"), Version: v, Source: wire.FromRing, Ring: 1, Node: "us/mm1", InFlight: true},
+			`CausalGetReply(req=2 table=5 value="v" version=1.500000000,2@us/cc from=ring ring=1 node=us/mm1 in-flight)`},
+		{&wire.CausalGetReply{Req: 2, Table: 5, Found: true, Value: []byte("v"), Version: v, Source: wire.FromBuffer, Ring: wire.NoRing},
+			`CausalGetReply(req=2 table=5 value="v" version=1.500000000,2@us/cc from=buffer)`},
+		{&wire.CausalGetReply{Req: 2, Table: 5, Source: wire.FromCache, Ring: wire.NoRing, Node: "us/cache1"},
+			`CausalGetReply(req=2 table=5 not-found from=cache node=us/cache1)`},
+		{&wire.CausalGetReply{Req: 2, Table: 5, Code: wire.Unavailable},
+			`CausalGetReply(req=2 table=5 err="no replica answered in time")`},
+		{&wire.CausalGetTx{Req: 3, Table: 5, Session: 3, Keys: []string{"a", "b c"}, Ring: wire.NoRing, MaxRead: v},
+			`CausalGetTx(req=3 table=5 session=3 keys=["a" "b c"] max=1.500000000,2@us/cc)`},
+		{&wire.CausalGetTx{Req: 3, Table: 5, Session: 3, Ring: 2},
+			`CausalGetTx(req=3 table=5 session=3 keys=[] ring=2 max=-)`},
+		{&wire.CausalGetTxReply{Req: 3, Table: 5, Ring: 2, Rounds: 2, Items: []wire.TxItem{
+			{Key: "a", Found: true, Value: []byte("1"), Version: v},
+			{Key: "b"},
+			{Key: "c", Found: true, Value: []byte("3"), Version: older, Source: wire.FromBuffer, InFlight: true},
+			{Key: "d", Found: true, Value: []byte("4"), Version: older, InFlight: true},
+		}}, `CausalGetTxReply(req=3 table=5 ring=2 rounds=2 items=["a"="1"@1.500000000,2@us/cc "b"=absent ` +
+			`"c"="3"@1.000000000,0@england/cc(buffer,in-flight) "d"="4"@1.000000000,0@england/cc(in-flight)])`},
+		{&wire.CausalGetTxReply{Req: 3, Table: 5, Ring: wire.NoRing, Rounds: 5, Code: wire.Aborted},
+			`CausalGetTxReply(req=3 table=5 rounds=5 items=[] err="no snapshot found; try again")`},
+		{&wire.Propagate{Table: 5, Session: 3, Seq: 2, Key: "x", Value: []byte("v"), Version: v, Deps: deps[:1]},
+			`Propagate(table=5 session=3 seq=2 key="x" value="v" version=1.500000000,2@us/cc deps=["y"@1.000000000,0@england/cc])`},
+		{&wire.Propagate{Table: 5, Session: 3, Seq: 4, Version: v, Deps: deps, Notify: true},
+			`Propagate(table=5 session=3 seq=4 notify version=1.500000000,2@us/cc deps=["y"@1.000000000,0@england/cc "z"@1.500000000,2@us/cc])`},
+		{&wire.PropagateAck{Table: 5, Session: 3, Seq: 2, Ring: 1}, `PropagateAck(table=5 session=3 seq=2 ring=1)`},
+		{&wire.Stable{Table: 5, Key: "x", Version: v}, `Stable(table=5 key="x" version=1.500000000,2@us/cc)`},
+		{&wire.Read{Req: 4, Table: 5, Key: "x"}, `Read(req=4 table=5 key="x")`},
+		{&wire.Read{Req: 4, Table: 5, Key: "x", Fill: true}, `Read(req=4 table=5 key="x" fill)`},
+		{&wire.ReadReply{Req: 4, Table: 5, Found: true, Value: []byte("v"), Version: v, Source: wire.FromCache, Ring: wire.NoRing},
+			`ReadReply(req=4 table=5 value="v" version=1.500000000,2@us/cc from=cache)`},
+		{&wire.ReadReply{Req: 4, Table: 5, Ring: 0, Node: "us/mm1"}, `ReadReply(req=4 table=5 not-found from=ring ring=0 node=us/mm1)`},
+		{&wire.ReadReply{Req: 4, Table: 5, Code: wire.NoTable, Ring: wire.NoRing}, `ReadReply(req=4 table=5 err="no such table")`},
+		{&wire.DepCheck{Req: 6, Table: 5, Key: "y", Version: older}, `DepCheck(req=6 table=5 key="y" version=1.000000000,0@england/cc)`},
+		{&wire.DepCheckReply{Req: 6, Table: 5, Done: true}, `DepCheckReply(req=6 table=5 done)`},
+		{&wire.DepCheckReply{Req: 6, Table: 5}, `DepCheckReply(req=6 table=5 not-done)`},
+		{&wire.Invalidate{Req: 7, Table: 5, Key: "x", Version: v}, `Invalidate(req=7 table=5 key="x" version=1.500000000,2@us/cc)`},
+		{&wire.Invalidate{Req: 7, Table: 5}, `Invalidate(req=7 table=5 all version=-)`},
+		{&wire.InvalidateAck{Req: 7, Table: 5}, `InvalidateAck(req=7 table=5)`},
+	} {
+		if got := tc.m.String(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}
+
+// TestStringLayout checks how table creation and table information print
+// a table of tablets and a causal table.
+func TestStringLayout(t *testing.T) {
+	tablets := wire.Layout{Name: "t", ID: 7, Tablets: make([]wire.Tablet, 2), Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Second}}
+	causal := wire.Layout{Name: "t", ID: 7, Causal: &wire.CausalLayout{
+		Rings:        []wire.Ring{{Name: "a", Nodes: []wire.NodeID{"a/s1"}}, {Name: "b", Nodes: []wire.NodeID{"b/s1", "c/s1"}}},
+		Coordinators: []wire.NodeID{"a/cc", "b/cc", "c/cc"},
+		Caches:       []wire.NodeID{"a/cache", "b/cache", "c/cache"},
+	}}
+	nc := causal
+	nc.Causal = &wire.CausalLayout{Rings: causal.Causal.Rings[:1], Coordinators: []wire.NodeID{"a/cc"}, Points: 16}
+	for _, tc := range []struct {
+		m    interface{ String() string }
+		want string
+	}{
+		{&wire.CreateTableRequest{Req: 1, Layout: tablets}, `CreateTable(req=1 table=t/7 tablets=2 pull/1s)`},
+		{&wire.CreateTableRequest{Req: 1, Layout: causal}, `CreateTable(req=1 table=t/7 causal rings=2 ccs=3 caches=3)`},
+		{&wire.CreateTableRequest{Req: 1, Layout: nc}, `CreateTable(req=1 table=t/7 causal rings=1 ccs=1 caches=0 points=16)`},
+		{&wire.TableInfoReply{Req: 2, Layout: tablets}, `TableInfoReply(req=2 table=t/7)`},
+		{&wire.TableInfoReply{Req: 2, Layout: causal}, `TableInfoReply(req=2 table=t/7 causal rings=2 ccs=3 caches=3)`},
+		{&wire.TableInfoReply{Req: 2, Code: wire.NoTable}, `TableInfoReply(req=2 err="no such table")`},
+	} {
+		if got := tc.m.String(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}

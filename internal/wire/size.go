@@ -18,20 +18,40 @@ var Kinds = []string{
 	"pull", "pull-reply",
 	"push", "push-ack", "repair",
 	"forward", "forward-ack", "resolved",
+	"causal-put", "causal-put-reply", "causal-complete",
+	"causal-get", "causal-get-reply",
+	"causal-get-tx", "causal-get-tx-reply",
+	"propagate", "propagate-ack", "stable",
+	"read", "read-reply",
+	"dep-check", "dep-check-reply",
+	"invalidate", "invalidate-ack",
 }
 
-// NodeKinds are the kinds of the messages a storage node serves: the
-// requests of clients and, from the replication protocol (Pileus 4.2), the
-// pulls and push acknowledgements a primary handles and the pull replies,
-// pushes and read repairs a secondary applies, and from staged writes
+// NodeKinds are the kinds of the messages a node serves: the requests of
+// clients and, from the replication protocol (Pileus 4.2), the pulls and
+// push acknowledgements a primary handles and the pull replies, pushes
+// and read repairs a secondary applies, and from staged writes
 // (dConssandra 3) the forwards a primary orders and the acknowledgements
-// the receiving replica takes. The others are replies, and the Resolved
-// notices of staged writes, that a client receives.
+// the receiving replica takes. Of causal tables (Karma), a client
+// coordinator serves the causal puts, gets and get-transactions of
+// clients and the dependency checks of middle men, and takes the
+// propagate acknowledgements and read replies of middle men and caches;
+// a middle man serves propagates, stable notices, reads and dependency
+// checks, and takes the dependency-check replies of its peers and the
+// invalidate acknowledgements of caches; a cache serves reads and
+// invalidates, and takes the read replies that fill it. The others are
+// replies, and the notices (Resolved of staged writes, CausalComplete of
+// causal puts), that a client receives.
 var NodeKinds = []string{
 	"create-table", "delete-table", "table-info",
 	"put", "get", "probe",
 	"pull", "pull-reply", "push", "push-ack", "repair",
 	"forward", "forward-ack",
+	"causal-put", "causal-get", "causal-get-tx",
+	"propagate", "propagate-ack", "stable",
+	"read", "read-reply",
+	"dep-check", "dep-check-reply",
+	"invalidate", "invalidate-ack",
 }
 
 // Kind returns a short stable name of the message's type, one of Kinds,
@@ -78,6 +98,38 @@ func Kind(m Msg) string {
 		return "forward-ack"
 	case *Resolved:
 		return "resolved"
+	case *CausalPut:
+		return "causal-put"
+	case *CausalPutReply:
+		return "causal-put-reply"
+	case *CausalComplete:
+		return "causal-complete"
+	case *CausalGet:
+		return "causal-get"
+	case *CausalGetReply:
+		return "causal-get-reply"
+	case *CausalGetTx:
+		return "causal-get-tx"
+	case *CausalGetTxReply:
+		return "causal-get-tx-reply"
+	case *Propagate:
+		return "propagate"
+	case *PropagateAck:
+		return "propagate-ack"
+	case *Stable:
+		return "stable"
+	case *Read:
+		return "read"
+	case *ReadReply:
+		return "read-reply"
+	case *DepCheck:
+		return "dep-check"
+	case *DepCheckReply:
+		return "dep-check-reply"
+	case *Invalidate:
+		return "invalidate"
+	case *InvalidateAck:
+		return "invalidate-ack"
 	}
 	return "unknown"
 }
@@ -237,8 +289,125 @@ func envelopeField(m Msg) (field, body int) {
 				tsField(4, m.TS)
 		}
 		return 29, body
+	case *CausalPut:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + uintField(3, m.Session) + uintField(4, m.Seq) +
+				bytesField(5, len(m.Key)) + bytesField(6, len(m.Value)) + versionField(7, m.Seen) +
+				depsField(8, m.Deps) + boolField(9, m.Notify)
+		}
+		return 30, body
+	case *CausalPutReply:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + versionField(3, m.Version) + uintField(4, m.Table)
+		}
+		return 31, body
+	case *CausalComplete:
+		if m != nil {
+			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq)
+		}
+		return 32, body
+	case *CausalGet:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + uintField(3, m.Session) + bytesField(4, len(m.Key)) +
+				sintField(5, m.Ring) + versionField(6, m.MaxRead)
+		}
+		return 33, body
+	case *CausalGetReply:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + boolField(3, m.Found) +
+				bytesField(4, len(m.Value)) + versionField(5, m.Version) + uintField(6, uint64(m.Source)) +
+				sintField(7, m.Ring) + bytesField(8, len(m.Node)) + boolField(9, m.InFlight) + uintField(10, m.Table)
+		}
+		return 34, body
+	case *CausalGetTx:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + uintField(3, m.Session) +
+				sintField(5, m.Ring) + versionField(6, m.MaxRead)
+			for _, k := range m.Keys {
+				body += msgField(4, len(k)) // a repeated string keeps empty elements
+			}
+		}
+		return 35, body
+	case *CausalGetTxReply:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) +
+				sintField(4, m.Ring) + uintField(5, uint64(int64(m.Rounds))) + uintField(6, m.Table)
+			for i := range m.Items {
+				it := &m.Items[i]
+				body += msgField(3, bytesField(1, len(it.Key))+boolField(2, it.Found)+bytesField(3, len(it.Value))+
+					versionField(4, it.Version)+uintField(5, uint64(it.Source))+boolField(6, it.InFlight))
+			}
+		}
+		return 36, body
+	case *Propagate:
+		if m != nil {
+			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq) +
+				bytesField(4, len(m.Key)) + bytesField(5, len(m.Value)) + versionField(6, m.Version) +
+				depsField(7, m.Deps) + boolField(8, m.Notify)
+		}
+		return 37, body
+	case *PropagateAck:
+		if m != nil {
+			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq) + sintField(4, m.Ring)
+		}
+		return 38, body
+	case *Stable:
+		if m != nil {
+			body = uintField(1, m.Table) + bytesField(2, len(m.Key)) + versionField(3, m.Version)
+		}
+		return 39, body
+	case *Read:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + bytesField(3, len(m.Key)) + boolField(4, m.Fill)
+		}
+		return 40, body
+	case *ReadReply:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + boolField(3, m.Found) +
+				bytesField(4, len(m.Value)) + versionField(5, m.Version) + boolField(6, m.InFlight) +
+				uintField(7, uint64(m.Source)) + sintField(8, m.Ring) + bytesField(9, len(m.Node)) + uintField(10, m.Table)
+		}
+		return 41, body
+	case *DepCheck:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + bytesField(3, len(m.Key)) + versionField(4, m.Version)
+		}
+		return 42, body
+	case *DepCheckReply:
+		if m != nil {
+			body = uintField(1, m.Req) + boolField(2, m.Done) + uintField(3, m.Table)
+		}
+		return 43, body
+	case *Invalidate:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table) + bytesField(3, len(m.Key)) + versionField(4, m.Version)
+		}
+		return 44, body
+	case *InvalidateAck:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, m.Table)
+		}
+		return 45, body
 	}
 	return 0, 0
+}
+
+// versionField is a causal table's Version submessage, absent when zero
+// (wirepb leaves out the version of a key never written).
+func versionField(field int, v Version) int {
+	if v.IsZero() {
+		return 0
+	}
+	return msgField(field, tsField(1, v.TS)+bytesField(2, len(v.Origin)))
+}
+
+// depsField is a repeated Dep: a key and its version.
+func depsField(field int, deps []Dep) int {
+	n := 0
+	for i := range deps {
+		n += msgField(field, bytesField(1, len(deps[i].Key))+versionField(2, deps[i].Version))
+	}
+	return n
 }
 
 func layoutSize(l *Layout) int {
@@ -252,6 +421,14 @@ func layoutSize(l *Layout) int {
 			tn += msgField(3, len(s)) // a repeated string keeps empty elements
 		}
 		n += msgField(3, tn)
+	}
+	if c := l.Causal; c != nil {
+		cn := nodesField(2, c.Coordinators) + nodesField(3, c.Caches) + uintField(4, uint64(int64(c.Points)))
+		for i := range c.Rings {
+			r := &c.Rings[i]
+			cn += msgField(1, bytesField(1, len(r.Name))+nodesField(2, r.Nodes))
+		}
+		n += msgField(8, cn) // present, even when empty
 	}
 	return n
 }
@@ -303,6 +480,12 @@ func uintField(field int, v uint64) int {
 		return 0
 	}
 	return tagLen(field) + varintLen(v)
+}
+
+// sintField is a sint32, zigzag-encoded: a small negative number, such
+// as NoRing, takes one byte.
+func sintField(field int, v int32) int {
+	return uintField(field, uint64(uint32(v<<1)^uint32(v>>31)))
 }
 
 func boolField(field int, v bool) int {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
 )
 
@@ -20,6 +21,13 @@ func oneOfEach() []wire.Msg {
 		&wire.PullRequest{}, &wire.PullReply{},
 		&wire.Push{}, &wire.PushAck{}, &wire.Repair{},
 		&wire.Forward{}, &wire.ForwardAck{}, &wire.Resolved{},
+		&wire.CausalPut{Req: 1}, &wire.CausalPutReply{Req: 1}, &wire.CausalComplete{},
+		&wire.CausalGet{Req: 1}, &wire.CausalGetReply{Req: 1},
+		&wire.CausalGetTx{Req: 1}, &wire.CausalGetTxReply{Req: 1},
+		&wire.Propagate{}, &wire.PropagateAck{}, &wire.Stable{},
+		&wire.Read{Req: 1}, &wire.ReadReply{Req: 1},
+		&wire.DepCheck{Req: 1}, &wire.DepCheckReply{Req: 1},
+		&wire.Invalidate{Req: 1}, &wire.InvalidateAck{Req: 1},
 	}
 }
 
@@ -43,7 +51,8 @@ func TestKind(t *testing.T) {
 	}
 	// What a storage node serves: every client request, and every message
 	// that neither clients send nor clients receive.
-	clientBound := []string{"create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved"}
+	clientBound := []string{"create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved",
+		"causal-put-reply", "causal-complete", "causal-get-reply", "causal-get-tx-reply"}
 	for _, m := range msgs {
 		k := wire.Kind(m)
 		if want := wire.FromClient(m) || !slices.Contains(clientBound, k); slices.Contains(wire.NodeKinds, k) != want {
@@ -73,7 +82,11 @@ func TestSizeNil(t *testing.T) {
 
 func TestSizeAndKindDoNotAllocate(t *testing.T) {
 	entries := make([]wire.Entry, 100)
-	for _, m := range append(oneOfEach(), &wire.PullReply{Entries: entries}) {
+	v := wire.Version{TS: hlc.Timestamp{WallNanos: 1}, Origin: "us/cc"}
+	deps := []wire.Dep{{Key: "a", Version: v}, {Key: "b"}}
+	for _, m := range append(oneOfEach(), &wire.PullReply{Entries: entries},
+		&wire.CausalPut{Seen: v, Deps: deps}, &wire.Propagate{Version: v, Deps: deps},
+		&wire.CausalGetTx{Keys: []string{"a", "b"}}, &wire.CausalGetTxReply{Items: []wire.TxItem{{Key: "a", Version: v}, {}}}) {
 		t.Run(fmt.Sprintf("%T", m), func(t *testing.T) {
 			if a := testing.AllocsPerRun(100, func() { _ = wire.EnvelopeSize("us/c1", "eu/r1", m) + len(wire.Kind(m)) }); a != 0 {
 				t.Errorf("%v allocations per call", a)

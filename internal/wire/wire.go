@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,12 @@ const (
 	// Overloaded: the node's mailbox was full, or held as many requests
 	// of this client as it takes; nothing was done. Try again later.
 	Overloaded
+	// Unavailable: no replica that may serve the request (a causal
+	// read's ring, or any ring) answered in time.
+	Unavailable
+	// Aborted: a causal get-transaction found no snapshot within its
+	// rounds (Karma 4.5: abort after a timeout); try again.
+	Aborted
 )
 
 var codeNames = [...]string{
@@ -66,6 +73,8 @@ var codeNames = [...]string{
 	Invalid:       "invalid request",
 	QuorumTimeout: "write level not reached in time",
 	Overloaded:    "node overloaded",
+	Unavailable:   "no replica answered in time",
+	Aborted:       "no snapshot found; try again",
 }
 
 func (c Code) String() string {
@@ -300,7 +309,8 @@ func (t Tablet) Replicas() []NodeID {
 	return append([]NodeID{t.Primary}, t.Secondaries...)
 }
 
-// Layout is a table's configuration: its tablets and replication.
+// Layout is a table's configuration: its tablets and replication, or for
+// a causal table its rings, coordinators and caches (Causal).
 type Layout struct {
 	Name string
 	// ID distinguishes this incarnation of the table from a deleted one of
@@ -315,6 +325,41 @@ type Layout struct {
 	// read r replicas of a tablet of N with r + WriteLevel > N as a
 	// strong read (DESIGN.md section 4). Unset means One.
 	WriteLevel Level `json:",omitempty"`
+	// Causal is set for a causal table, whose Tablets, Partition,
+	// Replication and WriteLevel are then unused and empty or zero. Left
+	// out of a table of tablets' JSON, so that stored layouts keep their
+	// bytes.
+	Causal *CausalLayout `json:",omitempty"`
+}
+
+// CausalLayout places a causal table (Karma, DESIGN.md section 5): its rings,
+// each a complete replica spread by consistent hashing over its storage
+// nodes, and the coordinators and caches of its sites. A node's site is
+// the part of its NodeID before "/".
+type CausalLayout struct {
+	// Rings are the rings in a fixed order: a ring's index names it in
+	// messages. At most MaxRings.
+	Rings        []Ring
+	Coordinators []NodeID // one per site that serves clients
+	Caches       []NodeID // at most one per site; none: no caches (Karma-NC, COPS)
+	Points       int32    // points per node on a ring's circle; 0 means 64
+}
+
+// Ring is one ring of a causal table: a complete replica, spread by
+// consistent hashing over Nodes.
+type Ring struct {
+	Name  string
+	Nodes []NodeID
+}
+
+// MaxRings is the most rings a causal table may have.
+const MaxRings = 64
+
+// siteOf returns the site of a node named "<site>/<name>": the part before
+// the first "/", or the whole ID if it has none.
+func siteOf(id NodeID) string {
+	site, _, _ := strings.Cut(string(id), "/")
+	return site
 }
 
 // ErrBadLayout is wrapped by every layout validation error.
@@ -327,6 +372,9 @@ func (l *Layout) Validate() error {
 	}
 	if l.ID == 0 {
 		return fmt.Errorf("%w: table %q: zero ID", ErrBadLayout, l.Name)
+	}
+	if l.Causal != nil {
+		return l.validateCausal()
 	}
 	if len(l.Tablets) == 0 {
 		return fmt.Errorf("%w: table %q: no tablets", ErrBadLayout, l.Name)
@@ -373,6 +421,74 @@ func (l *Layout) Validate() error {
 		return fmt.Errorf("%w: table %q: replication interval must be positive, got %s", ErrBadLayout, l.Name, l.Replication.Interval)
 	}
 	return nil
+}
+
+// validateCausal checks a causal table's layout: its rings, coordinators
+// and caches. Its tablets must be empty; its partition, replication and
+// write level are not used.
+func (l *Layout) validateCausal() error {
+	c := l.Causal
+	if len(l.Tablets) != 0 {
+		return fmt.Errorf("%w: table %q: causal, but lists tablets", ErrBadLayout, l.Name)
+	}
+	if len(c.Rings) == 0 {
+		return fmt.Errorf("%w: table %q: causal, but has no rings", ErrBadLayout, l.Name)
+	}
+	if len(c.Rings) > MaxRings {
+		return fmt.Errorf("%w: table %q: %d rings, at most %d", ErrBadLayout, l.Name, len(c.Rings), MaxRings)
+	}
+	if c.Points < 0 {
+		return fmt.Errorf("%w: table %q: negative points per node %d", ErrBadLayout, l.Name, c.Points)
+	}
+	ringOf := map[NodeID]int{}
+	for i, r := range c.Rings {
+		if len(r.Nodes) == 0 {
+			return fmt.Errorf("%w: table %q: ring %d (%s) has no nodes", ErrBadLayout, l.Name, i, r.Name)
+		}
+		for _, n := range r.Nodes {
+			if n == "" {
+				return fmt.Errorf("%w: table %q: ring %d (%s) lists an empty node", ErrBadLayout, l.Name, i, r.Name)
+			}
+			if j, ok := ringOf[n]; ok {
+				if j == i {
+					return fmt.Errorf("%w: table %q: ring %d (%s) lists node %q twice", ErrBadLayout, l.Name, i, r.Name, n)
+				}
+				return fmt.Errorf("%w: table %q: node %q is in ring %d (%s) and ring %d (%s)",
+					ErrBadLayout, l.Name, n, j, c.Rings[j].Name, i, r.Name)
+			}
+			ringOf[n] = i
+		}
+	}
+	if len(c.Coordinators) == 0 {
+		return fmt.Errorf("%w: table %q: causal, but has no coordinators", ErrBadLayout, l.Name)
+	}
+	if err := oneASite(c.Coordinators); err != "" {
+		return fmt.Errorf("%w: table %q: coordinators: %s", ErrBadLayout, l.Name, err)
+	}
+	if err := oneASite(c.Caches); err != "" {
+		return fmt.Errorf("%w: table %q: caches: %s", ErrBadLayout, l.Name, err)
+	}
+	return nil
+}
+
+// oneASite checks that nodes are named, distinct and at distinct sites,
+// and says what is wrong if not.
+func oneASite(nodes []NodeID) string {
+	at := map[string]NodeID{}
+	for i, n := range nodes {
+		if n == "" {
+			return fmt.Sprintf("node %d is empty", i)
+		}
+		prev, ok := at[siteOf(n)]
+		switch {
+		case ok && prev == n:
+			return fmt.Sprintf("node %q is listed twice", n)
+		case ok:
+			return fmt.Sprintf("nodes %q and %q are at the same site %q", prev, n, siteOf(n))
+		}
+		at[siteOf(n)] = n
+	}
+	return ""
 }
 
 // Position returns key's position (see Partition): the key itself under
@@ -427,7 +543,17 @@ func (l *Layout) Equal(o *Layout) bool {
 			}
 		}
 	}
-	return true
+	return l.Causal.Equal(o.Causal)
+}
+
+// Equal reports whether two causal layouts are identical; nil, a table of
+// tablets, equals only nil. An empty list equals a nil one.
+func (c *CausalLayout) Equal(o *CausalLayout) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.Points == o.Points && slices.Equal(c.Coordinators, o.Coordinators) && slices.Equal(c.Caches, o.Caches) &&
+		slices.EqualFunc(c.Rings, o.Rings, func(r, s Ring) bool { return r.Name == s.Name && slices.Equal(r.Nodes, s.Nodes) })
 }
 
 // TabletRef addresses one tablet of one table incarnation.
@@ -819,12 +945,15 @@ func (*ForwardAck) isMsg()         {}
 func (*Resolved) isMsg()           {}
 
 // FromClient reports whether clients send m: the requests of the client
-// protocol, and the read repair a quorum Get sends (CPQ). Everything else
-// (replication, and replies) only storage nodes send, and a node refuses
-// it from a peer holding a client certificate.
+// protocol, the read repair a quorum Get sends (CPQ), and the causal puts,
+// gets and get-transactions a client sends its coordinator (Karma).
+// Everything else (replication, the protocol among a causal table's
+// coordinators, middle men and caches, and replies) only storage nodes
+// send, and a node refuses it from a peer holding a client certificate.
 func FromClient(m Msg) bool {
 	switch m.(type) {
-	case *CreateTableRequest, *DeleteTableRequest, *TableInfoRequest, *PutRequest, *GetRequest, *ProbeRequest, *Repair:
+	case *CreateTableRequest, *DeleteTableRequest, *TableInfoRequest, *PutRequest, *GetRequest, *ProbeRequest, *Repair,
+		*CausalPut, *CausalGet, *CausalGetTx:
 		return true
 	}
 	return false
@@ -832,7 +961,8 @@ func FromClient(m Msg) bool {
 
 // Refusal returns the reply that refuses the client request m with code,
 // or nil if m is not a request that is answered (wire.FromClient; Repair
-// has no answer).
+// has no answer). A refused causal put or read carries no version, and
+// the table its request named.
 func Refusal(m Msg, code Code) Msg {
 	switch m := m.(type) {
 	case *CreateTableRequest:
@@ -847,6 +977,12 @@ func Refusal(m Msg, code Code) Msg {
 		return &GetReply{Req: m.Req, Code: code}
 	case *ProbeRequest:
 		return &ProbeReply{Req: m.Req, Code: code}
+	case *CausalPut:
+		return &CausalPutReply{Req: m.Req, Table: m.Table, Code: code}
+	case *CausalGet:
+		return &CausalGetReply{Req: m.Req, Table: m.Table, Code: code, Ring: NoRing}
+	case *CausalGetTx:
+		return &CausalGetTxReply{Req: m.Req, Table: m.Table, Code: code, Ring: NoRing}
 	}
 	return nil
 }

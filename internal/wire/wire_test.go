@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -207,6 +208,90 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// causalLayout returns a valid causal table's layout: rings a (two
+// nodes) and b, a coordinator and a cache at sites a and b.
+func causalLayout() wire.Layout {
+	return wire.Layout{Name: "t", ID: 1, Causal: &wire.CausalLayout{
+		Rings:        []wire.Ring{{Name: "a", Nodes: []wire.NodeID{"a/s1", "a/s2"}}, {Name: "b", Nodes: []wire.NodeID{"b/s1"}}},
+		Coordinators: []wire.NodeID{"a/cc", "b/cc"},
+		Caches:       []wire.NodeID{"a/cache", "b/cache"},
+	}}
+}
+
+func TestValidateCausal(t *testing.T) {
+	rings := func(n int) func(*wire.Layout) {
+		return func(l *wire.Layout) {
+			l.Causal.Rings = nil
+			for i := range n {
+				l.Causal.Rings = append(l.Causal.Rings, wire.Ring{Name: fmt.Sprint(i), Nodes: []wire.NodeID{wire.NodeID(fmt.Sprintf("s%d/n", i))}})
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*wire.Layout)
+		want   string // in the error; "" for a valid layout
+	}{
+		{"valid", func(*wire.Layout) {}, ""},
+		{"no caches", func(l *wire.Layout) { l.Causal.Caches = nil }, ""},
+		{"cache at a site without coordinator", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{"c/cache"} }, ""},
+		{"one ring", rings(1), ""},
+		{"64 rings", rings(64), ""},
+		{"points", func(l *wire.Layout) { l.Causal.Points = 1 }, ""},
+		{"coordinator without a site", func(l *wire.Layout) { l.Causal.Coordinators = []wire.NodeID{"cc", "b/cc"} }, ""},
+		// Only tablets are checked of what a table of tablets has.
+		{"unused fields set", func(l *wire.Layout) {
+			l.Partition, l.WriteLevel, l.Replication = wire.ByHash, wire.All, wire.Replication{Mode: wire.ModePush, Interval: time.Second}
+		}, ""},
+		{"unused fields invalid", func(l *wire.Layout) { l.Partition, l.Replication.Mode = 9, 9 }, ""},
+
+		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
+		{"zero ID", func(l *wire.Layout) { l.ID = 0 }, `table "t": zero ID`},
+		{"tablets", func(l *wire.Layout) { l.Tablets = []wire.Tablet{{Primary: "a/s1"}} }, `table "t": causal, but lists tablets`},
+		{"empty", func(l *wire.Layout) { l.Causal = &wire.CausalLayout{} }, `table "t": causal, but has no rings`},
+		{"no rings", rings(0), `table "t": causal, but has no rings`},
+		{"65 rings", rings(65), `table "t": 65 rings, at most 64`},
+		{"ring without nodes", func(l *wire.Layout) { l.Causal.Rings[1].Nodes = nil }, `table "t": ring 1 (b) has no nodes`},
+		{"empty node", func(l *wire.Layout) { l.Causal.Rings[0].Nodes[1] = "" }, `table "t": ring 0 (a) lists an empty node`},
+		{"node twice in a ring", func(l *wire.Layout) { l.Causal.Rings[0].Nodes[1] = "a/s1" }, `table "t": ring 0 (a) lists node "a/s1" twice`},
+		{"node in two rings", func(l *wire.Layout) { l.Causal.Rings[1].Nodes = append(l.Causal.Rings[1].Nodes, "a/s2") },
+			`table "t": node "a/s2" is in ring 0 (a) and ring 1 (b)`},
+		{"negative points", func(l *wire.Layout) { l.Causal.Points = -1 }, `table "t": negative points per node -1`},
+		{"no coordinators", func(l *wire.Layout) { l.Causal.Coordinators = nil }, `table "t": causal, but has no coordinators`},
+		{"coordinator twice", func(l *wire.Layout) { l.Causal.Coordinators = []wire.NodeID{"a/cc", "b/cc", "a/cc"} },
+			`table "t": coordinators: node "a/cc" is listed twice`},
+		{"coordinators at one site", func(l *wire.Layout) { l.Causal.Coordinators = []wire.NodeID{"a/cc", "b/cc", "a/cc2"} },
+			`table "t": coordinators: nodes "a/cc" and "a/cc2" are at the same site "a"`},
+		{"empty coordinator", func(l *wire.Layout) { l.Causal.Coordinators[1] = "" }, `table "t": coordinators: node 1 is empty`},
+		{"cache twice", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{"b/cache", "b/cache"} },
+			`table "t": caches: node "b/cache" is listed twice`},
+		{"caches at one site", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{"a/cache", "b/cache", "b/cache2"} },
+			`table "t": caches: nodes "b/cache" and "b/cache2" are at the same site "b"`},
+		{"empty cache", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{""} }, `table "t": caches: node 0 is empty`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := causalLayout()
+			tc.change(&l)
+			err := l.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want == "":
+			case !errors.Is(err, wire.ErrBadLayout):
+				t.Fatalf("Validate = %v, want an error wrapping ErrBadLayout", err)
+			case !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("Validate = %q, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	// A table of tablets still needs its tablets and replication.
+	l := layoutOf(wire.ByRange, "")
+	l.Replication = wire.Replication{}
+	if err := l.Validate(); !errors.Is(err, wire.ErrBadLayout) {
+		t.Errorf("a table of tablets without replication: Validate = %v", err)
+	}
+}
+
 func TestEqual(t *testing.T) {
 	a := layoutOf(wire.ByRange, "", "8000000000000000")
 	b := layoutOf(wire.ByRange, "", "8000000000000000")
@@ -216,6 +301,74 @@ func TestEqual(t *testing.T) {
 	b.Partition = wire.ByHash
 	if a.Equal(&b) {
 		t.Error("layouts that differ in partition are Equal")
+	}
+}
+
+func TestEqualCausal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*wire.Layout)
+		equal  bool
+	}{
+		{"identical", func(*wire.Layout) {}, true},
+		{"no causal layout", func(l *wire.Layout) { l.Causal = nil }, false},
+		{"empty causal layout", func(l *wire.Layout) { l.Causal = &wire.CausalLayout{} }, false},
+		{"ring name", func(l *wire.Layout) { l.Causal.Rings[1].Name = "c" }, false},
+		{"ring node", func(l *wire.Layout) { l.Causal.Rings[0].Nodes[1] = "a/s3" }, false},
+		{"ring nodes order", func(l *wire.Layout) { l.Causal.Rings[0].Nodes = []wire.NodeID{"a/s2", "a/s1"} }, false},
+		{"ring nodes count", func(l *wire.Layout) { l.Causal.Rings[0].Nodes = l.Causal.Rings[0].Nodes[:1] }, false},
+		{"rings count", func(l *wire.Layout) { l.Causal.Rings = l.Causal.Rings[:1] }, false},
+		{"rings order", func(l *wire.Layout) { r := l.Causal.Rings; r[0], r[1] = r[1], r[0] }, false},
+		{"coordinator", func(l *wire.Layout) { l.Causal.Coordinators[0] = "a/cc2" }, false},
+		{"coordinators count", func(l *wire.Layout) { l.Causal.Coordinators = l.Causal.Coordinators[:1] }, false},
+		{"cache", func(l *wire.Layout) { l.Causal.Caches[1] = "b/cache2" }, false},
+		{"no caches", func(l *wire.Layout) { l.Causal.Caches = nil }, false},
+		{"points", func(l *wire.Layout) { l.Causal.Points = 64 }, false},
+		{"name", func(l *wire.Layout) { l.Name = "u" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := causalLayout(), causalLayout()
+			tc.change(&b)
+			if got := a.Equal(&b); got != tc.equal {
+				t.Errorf("a.Equal(b) = %v, want %v", got, tc.equal)
+			}
+			if got := b.Equal(&a); got != tc.equal {
+				t.Errorf("b.Equal(a) = %v, want %v", got, tc.equal)
+			}
+		})
+	}
+	// An empty list is no list, as the encoding cannot tell them apart.
+	a, b := causalLayout(), causalLayout()
+	a.Causal.Caches, b.Causal.Caches = nil, []wire.NodeID{}
+	if !a.Equal(&b) || !b.Equal(&a) {
+		t.Error("causal layouts that differ in no caches and an empty list of caches are not Equal")
+	}
+	// Two tables of tablets, neither causal, stay Equal.
+	a, b = layoutOf(wire.ByRange, ""), layoutOf(wire.ByRange, "")
+	if !a.Equal(&b) {
+		t.Error("identical tables of tablets not Equal")
+	}
+}
+
+// TestLayoutJSON: storage nodes keep layouts in their catalog as JSON
+// (internal/replica). A causal layout comes back as it was; a table of
+// tablets' JSON has no Causal, so that stored layouts keep their bytes.
+func TestLayoutJSON(t *testing.T) {
+	for _, l := range []wire.Layout{causalLayout(), layoutOf(wire.ByHash, "", "8000000000000000")} {
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), `"Causal"`); got != (l.Causal != nil) {
+			t.Errorf("JSON %s: has Causal %v", b, got)
+		}
+		var back wire.Layout
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, l) || !back.Equal(&l) {
+			t.Errorf("JSON round trip changed the layout:\n got %#v\nwant %#v", back, l)
+		}
 	}
 }
 
@@ -275,7 +428,8 @@ func TestLevel(t *testing.T) {
 // its request number and the code; other messages have none.
 func TestRefusal(t *testing.T) {
 	for _, m := range []wire.Msg{&wire.CreateTableRequest{Req: 7}, &wire.DeleteTableRequest{Req: 7}, &wire.TableInfoRequest{Req: 7},
-		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7}} {
+		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7},
+		&wire.CausalPut{Req: 7, Table: 9}, &wire.CausalGet{Req: 7, Table: 9}, &wire.CausalGetTx{Req: 7, Table: 9}} {
 		r := wire.Refusal(m, wire.Overloaded)
 		if r == nil || !wire.FromClient(m) {
 			t.Fatalf("%T: refusal %v, from a client %v", m, r, wire.FromClient(m))
@@ -287,8 +441,13 @@ func TestRefusal(t *testing.T) {
 		if req := v.FieldByName("Req").Uint(); req != 7 {
 			t.Errorf("%T: refusal answers request %d, want 7", m, req)
 		}
+		// A causal refusal names its request's table.
+		if table := v.FieldByName("Table"); table.IsValid() && table.Uint() != 9 {
+			t.Errorf("%T: refusal names table %d, want 9", m, table.Uint())
+		}
 	}
-	for _, m := range []wire.Msg{&wire.Repair{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{}} {
+	for _, m := range []wire.Msg{&wire.Repair{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{},
+		&wire.CausalPutReply{}, &wire.CausalGetReply{}, &wire.Propagate{}, &wire.Read{}, &wire.DepCheck{}, &wire.Invalidate{}} {
 		if r := wire.Refusal(m, wire.Overloaded); r != nil {
 			t.Errorf("%T: refusal %v, want none", m, r)
 		}

@@ -75,6 +75,52 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 			Acks: m.Acks, Holders: holdersPB(m.Holders), Tested: uint32(m.Tested)}}
 	case *wire.Resolved:
 		e.Msg = &Envelope_Resolved{&Resolved{Tablet: refPB(m.Tablet), WriteId: m.WriteID, Code: uint32(m.Code), Ts: tsPB(m.TS)}}
+	case *wire.CausalPut:
+		e.Msg = &Envelope_CausalPut{&CausalPut{Req: m.Req, Table: m.Table, Session: m.Session, Seq: m.Seq, Key: m.Key, Value: m.Value,
+			Seen: versionPB(m.Seen), Deps: depsPB(m.Deps), Notify: m.Notify}}
+	case *wire.CausalPutReply:
+		e.Msg = &Envelope_CausalPutReply{&CausalPutReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Version: versionPB(m.Version)}}
+	case *wire.CausalComplete:
+		e.Msg = &Envelope_CausalComplete{&CausalComplete{Table: m.Table, Session: m.Session, Seq: m.Seq}}
+	case *wire.CausalGet:
+		e.Msg = &Envelope_CausalGet{&CausalGet{Req: m.Req, Table: m.Table, Session: m.Session, Key: m.Key, Ring: m.Ring,
+			MaxRead: versionPB(m.MaxRead)}}
+	case *wire.CausalGetReply:
+		e.Msg = &Envelope_CausalGetReply{&CausalGetReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
+			Version: versionPB(m.Version), Source: uint32(m.Source), Ring: m.Ring, Node: string(m.Node), InFlight: m.InFlight}}
+	case *wire.CausalGetTx:
+		e.Msg = &Envelope_CausalGetTx{&CausalGetTx{Req: m.Req, Table: m.Table, Session: m.Session, Keys: m.Keys, Ring: m.Ring,
+			MaxRead: versionPB(m.MaxRead)}}
+	case *wire.CausalGetTxReply:
+		r := &CausalGetTxReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Ring: m.Ring, Rounds: m.Rounds}
+		if len(m.Items) > 0 {
+			r.Items = make([]*TxItem, len(m.Items))
+			for i, it := range m.Items {
+				r.Items[i] = &TxItem{Key: it.Key, Found: it.Found, Value: it.Value, Version: versionPB(it.Version),
+					Source: uint32(it.Source), InFlight: it.InFlight}
+			}
+		}
+		e.Msg = &Envelope_CausalGetTxReply{r}
+	case *wire.Propagate:
+		e.Msg = &Envelope_Propagate{&Propagate{Table: m.Table, Session: m.Session, Seq: m.Seq, Key: m.Key, Value: m.Value,
+			Version: versionPB(m.Version), Deps: depsPB(m.Deps), Notify: m.Notify}}
+	case *wire.PropagateAck:
+		e.Msg = &Envelope_PropagateAck{&PropagateAck{Table: m.Table, Session: m.Session, Seq: m.Seq, Ring: m.Ring}}
+	case *wire.Stable:
+		e.Msg = &Envelope_Stable{&Stable{Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+	case *wire.Read:
+		e.Msg = &Envelope_Read{&Read{Req: m.Req, Table: m.Table, Key: m.Key, Fill: m.Fill}}
+	case *wire.ReadReply:
+		e.Msg = &Envelope_ReadReply{&ReadReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
+			Version: versionPB(m.Version), InFlight: m.InFlight, Source: uint32(m.Source), Ring: m.Ring, Node: string(m.Node)}}
+	case *wire.DepCheck:
+		e.Msg = &Envelope_DepCheck{&DepCheck{Req: m.Req, Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+	case *wire.DepCheckReply:
+		e.Msg = &Envelope_DepCheckReply{&DepCheckReply{Req: m.Req, Table: m.Table, Done: m.Done}}
+	case *wire.Invalidate:
+		e.Msg = &Envelope_Invalidate{&Invalidate{Req: m.Req, Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+	case *wire.InvalidateAck:
+		e.Msg = &Envelope_InvalidateAck{&InvalidateAck{Req: m.Req, Table: m.Table}}
 	default:
 		return nil, fmt.Errorf("wirepb: no encoding for %T", m)
 	}
@@ -186,6 +232,81 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		if c, err = codeWire(r.GetCode()); err == nil {
 			m = &wire.Resolved{Tablet: refWire(r.GetTablet()), WriteID: r.GetWriteId(), Code: c, TS: tsWire(r.GetTs())}
 		}
+	case *Envelope_CausalPut:
+		r := x.CausalPut
+		m = &wire.CausalPut{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(),
+			Seen: versionWire(r.GetSeen()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify()}
+	case *Envelope_CausalPutReply:
+		r := x.CausalPutReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.CausalPutReply{Req: r.GetReq(), Table: r.GetTable(), Code: c, Version: versionWire(r.GetVersion())}
+		}
+	case *Envelope_CausalComplete:
+		r := x.CausalComplete
+		m = &wire.CausalComplete{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq()}
+	case *Envelope_CausalGet:
+		r := x.CausalGet
+		m = &wire.CausalGet{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Key: r.GetKey(), Ring: r.GetRing(),
+			MaxRead: versionWire(r.GetMaxRead())}
+	case *Envelope_CausalGetReply:
+		r := x.CausalGetReply
+		out := &wire.CausalGetReply{Req: r.GetReq(), Table: r.GetTable(), Found: r.GetFound(), Value: r.GetValue(), Version: versionWire(r.GetVersion()),
+			Ring: r.GetRing(), Node: wire.NodeID(r.GetNode()), InFlight: r.GetInFlight()}
+		if out.Code, err = codeWire(r.GetCode()); err == nil {
+			out.Source, err = sourceWire(r.GetSource())
+		}
+		m = out
+	case *Envelope_CausalGetTx:
+		r := x.CausalGetTx
+		m = &wire.CausalGetTx{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Keys: keysWire(r.GetKeys()), Ring: r.GetRing(),
+			MaxRead: versionWire(r.GetMaxRead())}
+	case *Envelope_CausalGetTxReply:
+		r := x.CausalGetTxReply
+		out := &wire.CausalGetTxReply{Req: r.GetReq(), Table: r.GetTable(), Ring: r.GetRing(), Rounds: r.GetRounds()}
+		out.Code, err = codeWire(r.GetCode())
+		if items := r.GetItems(); err == nil && len(items) > 0 {
+			out.Items = make([]wire.TxItem, len(items))
+			for i, it := range items {
+				out.Items[i] = wire.TxItem{Key: it.GetKey(), Found: it.GetFound(), Value: it.GetValue(), Version: versionWire(it.GetVersion()),
+					InFlight: it.GetInFlight()}
+				if out.Items[i].Source, err = sourceWire(it.GetSource()); err != nil {
+					break
+				}
+			}
+		}
+		m = out
+	case *Envelope_Propagate:
+		r := x.Propagate
+		m = &wire.Propagate{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(),
+			Version: versionWire(r.GetVersion()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify()}
+	case *Envelope_PropagateAck:
+		r := x.PropagateAck
+		m = &wire.PropagateAck{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Ring: r.GetRing()}
+	case *Envelope_Stable:
+		r := x.Stable
+		m = &wire.Stable{Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+	case *Envelope_Read:
+		r := x.Read
+		m = &wire.Read{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Fill: r.GetFill()}
+	case *Envelope_ReadReply:
+		r := x.ReadReply
+		out := &wire.ReadReply{Req: r.GetReq(), Table: r.GetTable(), Found: r.GetFound(), Value: r.GetValue(), Version: versionWire(r.GetVersion()),
+			InFlight: r.GetInFlight(), Ring: r.GetRing(), Node: wire.NodeID(r.GetNode())}
+		if out.Code, err = codeWire(r.GetCode()); err == nil {
+			out.Source, err = sourceWire(r.GetSource())
+		}
+		m = out
+	case *Envelope_DepCheck:
+		r := x.DepCheck
+		m = &wire.DepCheck{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+	case *Envelope_DepCheckReply:
+		m = &wire.DepCheckReply{Req: x.DepCheckReply.GetReq(), Table: x.DepCheckReply.GetTable(), Done: x.DepCheckReply.GetDone()}
+	case *Envelope_Invalidate:
+		r := x.Invalidate
+		m = &wire.Invalidate{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+	case *Envelope_InvalidateAck:
+		m = &wire.InvalidateAck{Req: x.InvalidateAck.GetReq(), Table: x.InvalidateAck.GetTable()}
 	default:
 		err = fmt.Errorf("%w: envelope from %q to %q carries no message", ErrMalformed, from, to)
 	}
@@ -262,6 +383,62 @@ func testWire(t *Test) *wire.Test {
 	return &wire.Test{Key: t.GetKey(), Found: t.GetFound(), Value: t.GetValue()}
 }
 
+// versionPB encodes a causal table's version; the zero version, of a key
+// never written, is left out.
+func versionPB(v wire.Version) *Version {
+	if v.IsZero() {
+		return nil
+	}
+	return &Version{Ts: tsPB(v.TS), Origin: string(v.Origin)}
+}
+
+// versionWire decodes a version; an absent one is the zero version.
+func versionWire(v *Version) wire.Version {
+	if v == nil {
+		return wire.Version{}
+	}
+	return wire.Version{TS: tsWire(v.GetTs()), Origin: wire.NodeID(v.GetOrigin())}
+}
+
+func depsPB(deps []wire.Dep) []*Dep {
+	if len(deps) == 0 {
+		return nil
+	}
+	out := make([]*Dep, len(deps))
+	for i, d := range deps {
+		out[i] = &Dep{Key: d.Key, Version: versionPB(d.Version)}
+	}
+	return out
+}
+
+// depsWire decodes dependencies; none is nil.
+func depsWire(deps []*Dep) []wire.Dep {
+	if len(deps) == 0 {
+		return nil
+	}
+	out := make([]wire.Dep, len(deps))
+	for i, d := range deps {
+		out[i] = wire.Dep{Key: d.GetKey(), Version: versionWire(d.GetVersion())}
+	}
+	return out
+}
+
+// keysWire decodes a list of keys; none is nil.
+func keysWire(keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys
+}
+
+// sourceWire range-checks where a causal read's value came from.
+func sourceWire(s uint32) (wire.Source, error) {
+	if s > uint32(wire.FromCache) {
+		return 0, fmt.Errorf("%w: causal read source %d", ErrMalformed, s)
+	}
+	return wire.Source(s), nil
+}
+
 func holdersPB(h []wire.NodeID) []string {
 	var out []string
 	for _, n := range h {
@@ -289,6 +466,39 @@ func layoutPB(l wire.Layout) *Layout {
 		}
 		out.Tablets[i] = pt
 	}
+	out.Causal = causalLayoutPB(l.Causal)
+	return out
+}
+
+// causalLayoutPB encodes a causal table's layout; nil, a table of
+// tablets, stays absent.
+func causalLayoutPB(c *wire.CausalLayout) *CausalLayout {
+	if c == nil {
+		return nil
+	}
+	out := &CausalLayout{Coordinators: holdersPB(c.Coordinators), Caches: holdersPB(c.Caches), Points: c.Points}
+	if len(c.Rings) > 0 {
+		out.Rings = make([]*Ring, len(c.Rings))
+		for i, r := range c.Rings {
+			out.Rings[i] = &Ring{Name: r.Name, Nodes: holdersPB(r.Nodes)}
+		}
+	}
+	return out
+}
+
+// causalLayoutWire decodes a causal table's layout; absent is nil, and
+// empty lists are nil.
+func causalLayoutWire(c *CausalLayout) *wire.CausalLayout {
+	if c == nil {
+		return nil
+	}
+	out := &wire.CausalLayout{Coordinators: holdersWire(c.GetCoordinators()), Caches: holdersWire(c.GetCaches()), Points: c.GetPoints()}
+	if rings := c.GetRings(); len(rings) > 0 {
+		out.Rings = make([]wire.Ring, len(rings))
+		for i, r := range rings {
+			out.Rings[i] = wire.Ring{Name: r.GetName(), Nodes: holdersWire(r.GetNodes())}
+		}
+	}
 	return out
 }
 
@@ -313,5 +523,6 @@ func layoutWire(l *Layout) (wire.Layout, error) {
 		}
 		out.Tablets = append(out.Tablets, wt)
 	}
+	out.Causal = causalLayoutWire(l.GetCausal())
 	return out, nil
 }

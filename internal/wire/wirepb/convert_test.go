@@ -36,9 +36,14 @@ func TestRoundTrip(t *testing.T) {
 		WriteLevel:  wire.All,
 	}
 	entries := []wire.Entry{{TS: ts, Key: "a", Value: []byte("1")}, {TS: hlc.Timestamp{WallNanos: ts.WallNanos + 1}, Key: "b", Value: []byte("2")}}
-	for _, m := range []wire.Msg{
+	causal, causalNC, causalEmpty := causalLayouts()
+	msgs := []wire.Msg{
 		&wire.CreateTableRequest{Req: 1, Layout: layout},
 		&wire.CreateTableRequest{Req: 1, Layout: hashed},
+		&wire.CreateTableRequest{Req: 1, Layout: causal},
+		&wire.CreateTableRequest{Req: 1, Layout: causalNC},
+		&wire.CreateTableRequest{Req: 1, Layout: causalEmpty}, // an empty causal layout stays causal
+		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: causal},
 		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: hashed},
 		&wire.CreateTableReply{Req: 2, Code: wire.TableExists},
 		&wire.DeleteTableRequest{Req: 3, Name: "usertable"},
@@ -83,7 +88,11 @@ func TestRoundTrip(t *testing.T) {
 		&wire.ForwardAck{Tablet: ref, Seq: 6, Code: wire.TooLarge, TS: ts},
 		&wire.Resolved{Tablet: ref, WriteID: 3, TS: ts},
 		&wire.Resolved{Tablet: ref, WriteID: 3, Code: wire.StorageFailed, TS: ts},
-	} {
+	}
+	for _, m := range causalMsgs() {
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
 			e, err := Wrap("us/c1", "england/r1", m)
 			if err != nil {
@@ -131,12 +140,103 @@ func TestUnwrapMalformed(t *testing.T) {
 		{"forward-ack outcome above failed", &Envelope{Msg: &Envelope_ForwardAck{&ForwardAck{Tested: 3}}}},
 		{"forward-ack outcome out of range", &Envelope{Msg: &Envelope_ForwardAck{&ForwardAck{Tested: 256 + uint32(wire.Held)}}}},
 		{"resolved code out of range", &Envelope{Msg: &Envelope_Resolved{&Resolved{Code: 300}}}},
+		{"causal-put-reply code out of range", &Envelope{Msg: &Envelope_CausalPutReply{&CausalPutReply{Code: 256}}}},
+		{"causal-get-reply code out of range", &Envelope{Msg: &Envelope_CausalGetReply{&CausalGetReply{Code: 300}}}},
+		{"causal-get-reply unknown source", &Envelope{Msg: &Envelope_CausalGetReply{&CausalGetReply{Source: uint32(wire.FromCache) + 1}}}},
+		{"causal-get-reply source out of range", &Envelope{Msg: &Envelope_CausalGetReply{&CausalGetReply{Source: 256 + uint32(wire.FromBuffer)}}}},
+		{"causal-get-tx-reply code out of range", &Envelope{Msg: &Envelope_CausalGetTxReply{&CausalGetTxReply{Code: 1 << 20}}}},
+		{"causal-get-tx-reply item source", &Envelope{Msg: &Envelope_CausalGetTxReply{&CausalGetTxReply{
+			Items: []*TxItem{{Key: "a"}, {Key: "b", Source: 3}}}}}},
+		{"read-reply code out of range", &Envelope{Msg: &Envelope_ReadReply{&ReadReply{Code: 300}}}},
+		{"read-reply unknown source", &Envelope{Msg: &Envelope_ReadReply{&ReadReply{Source: 3}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, m, err := Unwrap(tc.e); !errors.Is(err, ErrMalformed) || m != nil {
 				t.Fatalf("Unwrap = %v, %v; want nil and an error wrapping ErrMalformed", m, err)
 			}
 		})
+	}
+}
+
+// causalLayouts returns layouts of causal tables: with every field set
+// (empty names and nodes among them), without caches, and empty. Lists
+// that are empty are nil, as Unwrap decodes them.
+func causalLayouts() (causal, noCaches, empty wire.Layout) {
+	causal = wire.Layout{Name: "karma", ID: 44, Causal: &wire.CausalLayout{
+		Rings: []wire.Ring{
+			{Name: "west", Nodes: []wire.NodeID{"us/s1", "us/s2", "india/s1"}},
+			{Name: "east", Nodes: []wire.NodeID{"england/s1"}},
+			{Nodes: []wire.NodeID{""}},
+			{Name: "none"},
+		},
+		Coordinators: []wire.NodeID{"us/cc", "england/cc", ""},
+		Caches:       []wire.NodeID{"us/cache", "england/cache"},
+		Points:       16,
+	}}
+	noCaches = wire.Layout{Name: "cops", ID: 45, Causal: &wire.CausalLayout{
+		Rings:        []wire.Ring{{Name: "us", Nodes: []wire.NodeID{"us/s1"}}},
+		Coordinators: []wire.NodeID{"us/cc"},
+		Points:       -1,
+	}}
+	empty = wire.Layout{Name: "empty", ID: 46, Causal: &wire.CausalLayout{}}
+	return causal, noCaches, empty
+}
+
+// causalMsgs returns messages of causal tables, every kind, with zero and
+// non-zero versions, dependencies, keys and items, and every source. Empty
+// values are nil, as protobuf decodes them.
+func causalMsgs() []wire.Msg {
+	ts := hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 7}
+	v := wire.Version{TS: ts, Origin: "us/cc"}
+	older := wire.Version{TS: hlc.Timestamp{WallNanos: -1}, Origin: "england/cc"}
+	noOrigin := wire.Version{TS: hlc.Timestamp{Logical: 1}}
+	noTS := wire.Version{Origin: "india/cc"}
+	deps := []wire.Dep{{Key: "y", Version: older}, {Key: "", Version: v}, {Key: "z"}, {Key: "w", Version: noTS}}
+	return []wire.Msg{
+		&wire.CausalPut{Req: 1, Table: 42, Session: 1 << 40, Seq: 3, Key: "x", Value: []byte("v"), Seen: v},
+		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 4, Key: "x", Value: []byte("v"), Deps: deps},
+		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 5, Seen: noOrigin, Deps: deps[:1], Notify: true},
+		&wire.CausalPut{},
+		&wire.CausalPutReply{Req: 1, Table: 42, Version: v},
+		&wire.CausalPutReply{Req: 1, Code: wire.Overloaded},
+		&wire.CausalComplete{Table: 42, Session: 9, Seq: 5},
+		&wire.CausalGet{Req: 2, Table: 42, Session: 9, Key: "x", Ring: wire.NoRing},
+		&wire.CausalGet{Req: 2, Table: 42, Session: 9, Key: "x", Ring: 2, MaxRead: older},
+		&wire.CausalGet{Req: 2, Ring: -1 << 31, MaxRead: noTS},
+		&wire.CausalGetReply{Req: 2, Table: 42, Found: true, Value: []byte("v"), Version: v, Source: wire.FromRing, Ring: 1, Node: "us/mm1", InFlight: true},
+		&wire.CausalGetReply{Req: 2, Found: true, Value: []byte("v"), Version: v, Source: wire.FromBuffer, Ring: wire.NoRing},
+		&wire.CausalGetReply{Req: 2, Source: wire.FromCache, Ring: wire.NoRing, Node: "us/cache1"},
+		&wire.CausalGetReply{Req: 2, Table: 1 << 63, Code: wire.Unavailable},
+		&wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Keys: []string{"a", "", "b"}, Ring: wire.NoRing, MaxRead: v},
+		&wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Ring: 1 << 30},
+		&wire.CausalGetTxReply{Req: 3, Table: 42, Ring: 2, Rounds: 2, Items: []wire.TxItem{
+			{Key: "a", Found: true, Value: []byte("1"), Version: v},
+			{Key: "b"},
+			{Key: "c", Found: true, Value: []byte("3"), Version: older, Source: wire.FromBuffer, InFlight: true},
+			{Key: "d", Found: true, Version: noOrigin, Source: wire.FromCache},
+			{},
+		}},
+		&wire.CausalGetTxReply{Req: 3, Code: wire.Aborted, Ring: wire.NoRing, Rounds: -1},
+		&wire.Propagate{Table: 42, Session: 9, Seq: 3, Key: "x", Value: []byte("v"), Version: v},
+		&wire.Propagate{Table: 42, Session: 9, Seq: 4, Key: "x", Value: []byte("v"), Version: v, Deps: deps},
+		&wire.Propagate{Table: 42, Session: 9, Seq: 5, Version: older, Deps: deps[2:], Notify: true},
+		&wire.PropagateAck{Table: 42, Session: 9, Seq: 3, Ring: 1},
+		&wire.PropagateAck{Table: 42, Session: 9, Seq: 3, Ring: wire.NoRing},
+		&wire.Stable{Table: 42, Key: "x", Version: v},
+		&wire.Stable{},
+		&wire.Read{Req: 4, Table: 42, Key: "x"},
+		&wire.Read{Req: 4, Table: 42, Key: "x", Fill: true},
+		&wire.ReadReply{Req: 4, Table: 42, Found: true, Value: []byte("v"), Version: v, InFlight: true, Source: wire.FromCache, Ring: wire.NoRing, Node: "us/cache1"},
+		&wire.ReadReply{Req: 4, Ring: 0, Node: "us/mm1"},
+		&wire.ReadReply{Req: 4, Table: 7, Code: wire.NoTable, Ring: 3},
+		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: older},
+		&wire.DepCheckReply{Req: 5, Table: 42, Done: true},
+		&wire.DepCheckReply{Table: 42},
+		&wire.DepCheckReply{Req: 5},
+		&wire.Invalidate{Req: 6, Table: 42, Key: "x", Version: v},
+		&wire.Invalidate{Req: 6, Table: 42},
+		&wire.InvalidateAck{Req: 6},
+		&wire.InvalidateAck{Req: 6, Table: 42},
 	}
 }
 

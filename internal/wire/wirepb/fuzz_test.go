@@ -85,8 +85,8 @@ func FuzzUnwrap(f *testing.F) {
 	})
 }
 
-// fuzzSeeds returns one message of every kind, with layouts by range and
-// by hash.
+// fuzzSeeds returns one message of every kind, with layouts by range, by
+// hash and of causal tables.
 func fuzzSeeds() []wire.Msg {
 	ts := hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 7}
 	ref := wire.TabletRef{Table: 42, Tablet: 3}
@@ -108,9 +108,13 @@ func fuzzSeeds() []wire.Msg {
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Second},
 	}
 	entries := []wire.Entry{{TS: ts, Key: "a", Value: []byte("1")}, {TS: hlc.Timestamp{WallNanos: -1}, Key: "b"}}
+	version := wire.Version{TS: ts, Origin: "us/cc"}
+	causal, causalNC, _ := causalLayouts()
 	return []wire.Msg{
 		&wire.CreateTableRequest{Req: 1, Layout: layout},
 		&wire.CreateTableRequest{Req: 1, Layout: hashed},
+		&wire.CreateTableRequest{Req: 1, Layout: causal},
+		&wire.TableInfoReply{Req: 6, Code: wire.OK, Layout: causalNC},
 		&wire.CreateTableReply{Req: 2, Code: wire.TableExists},
 		&wire.DeleteTableRequest{Req: 3, Name: "usertable"},
 		&wire.DeleteTableReply{Req: 4, Code: wire.OK},
@@ -139,6 +143,27 @@ func fuzzSeeds() []wire.Msg {
 		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Value: []byte("u")}},
 		&wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.QuorumTimeout, TS: ts, Acks: 2, Holders: []wire.NodeID{"england/r1", "us/r1"}, Tested: wire.Failed},
 		&wire.Resolved{Tablet: ref, WriteID: 3, Code: wire.StorageFailed, TS: ts},
+		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 4, Key: "x", Value: []byte("v"), Seen: version,
+			Deps: []wire.Dep{{Key: "y", Version: version}, {Key: "z"}}},
+		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 5, Deps: []wire.Dep{{Key: "y", Version: version}}, Notify: true},
+		&wire.CausalPutReply{Req: 1, Table: 42, Code: wire.Overloaded, Version: version},
+		&wire.CausalComplete{Table: 42, Session: 9, Seq: 5},
+		&wire.CausalGet{Req: 2, Table: 42, Session: 9, Key: "x", Ring: wire.NoRing, MaxRead: version},
+		&wire.CausalGetReply{Req: 2, Table: 42, Found: true, Value: []byte("v"), Version: version, Source: wire.FromBuffer, Ring: 1, Node: "us/mm1", InFlight: true},
+		&wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Keys: []string{"a", "", "b"}, Ring: 2, MaxRead: version},
+		&wire.CausalGetTxReply{Req: 3, Table: 42, Code: wire.Aborted, Ring: 2, Rounds: 3, Items: []wire.TxItem{
+			{Key: "a", Found: true, Value: []byte("1"), Version: version, Source: wire.FromCache, InFlight: true}, {Key: "b"}}},
+		&wire.Propagate{Table: 42, Session: 9, Seq: 4, Key: "x", Value: []byte("v"), Version: version,
+			Deps: []wire.Dep{{Key: "y", Version: version}}, Notify: true},
+		&wire.PropagateAck{Table: 42, Session: 9, Seq: 4, Ring: wire.NoRing},
+		&wire.Stable{Table: 42, Key: "x", Version: version},
+		&wire.Read{Req: 4, Table: 42, Key: "x", Fill: true},
+		&wire.ReadReply{Req: 4, Table: 42, Code: wire.Unavailable, Found: true, Value: []byte("v"), Version: version, InFlight: true,
+			Source: wire.FromCache, Ring: -2, Node: "us/cache1"},
+		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: version},
+		&wire.DepCheckReply{Req: 5, Table: 42, Done: true},
+		&wire.Invalidate{Req: 6, Table: 42, Key: "x", Version: version},
+		&wire.InvalidateAck{Req: 6, Table: 42},
 	}
 }
 
@@ -199,6 +224,30 @@ func emptyValuesNil(m wire.Msg) wire.Msg {
 	case *wire.Repair:
 		c := *m
 		c.Entry = entry(c.Entry)
+		return &c
+	case *wire.CausalPut:
+		c := *m
+		c.Value = value(c.Value)
+		return &c
+	case *wire.CausalGetReply:
+		c := *m
+		c.Value = value(c.Value)
+		return &c
+	case *wire.CausalGetTxReply:
+		c := *m
+		c.Items = make([]wire.TxItem, len(m.Items))
+		for i, it := range m.Items {
+			it.Value = value(it.Value)
+			c.Items[i] = it
+		}
+		return &c
+	case *wire.Propagate:
+		c := *m
+		c.Value = value(c.Value)
+		return &c
+	case *wire.ReadReply:
+		c := *m
+		c.Value = value(c.Value)
 		return &c
 	}
 	return m

@@ -3,6 +3,7 @@ package wirepb
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // TestSize checks wire.Size and wire.EnvelopeSize, which the simulator
 // charges link bandwidth by, against the size of the envelope Wrap
 // builds, for every message type with small and 4 KiB values, zero and
-// extreme fields, and a pull reply with many entries; every field of
+// extreme fields, and a pull reply with many entries (and causal
+// messages with many dependencies, keys and items); every field of
 // wire.proto is set in at least one case. The sizes are
 // computed field by field and should be exact; the test allows what the
 // simulator can live with, 10% or 16 bytes.
@@ -42,12 +44,33 @@ func TestSize(t *testing.T) {
 	for i := range many {
 		many[i] = wire.Entry{TS: hlc.Timestamp{WallNanos: ts.WallNanos + int64(i)}, Key: fmt.Sprintf("user%06d", i), Value: large[:100+i]}
 	}
+	version := wire.Version{TS: ts, Origin: "us/cc"}
+	manyDeps := make([]wire.Dep, 100)
+	manyKeys := make([]string, 100)
+	manyItems := make([]wire.TxItem, 100)
+	for i := range manyDeps {
+		v := wire.Version{TS: hlc.Timestamp{WallNanos: ts.WallNanos + int64(i)*int64(time.Hour), Logical: uint32(i)}, Origin: "england/cc"}
+		if i%10 == 0 {
+			v = wire.Version{} // a dependency on a key never written
+		}
+		manyDeps[i] = wire.Dep{Key: fmt.Sprintf("user%06d", i), Version: v}
+		manyKeys[i] = manyDeps[i].Key
+		manyItems[i] = wire.TxItem{Key: manyKeys[i], Found: i%10 != 0, Value: large[:i*i%4000], Version: v,
+			Source: wire.Source(i % 3), InFlight: i%2 == 1}
+	}
 	type sized struct {
 		name string
 		m    wire.Msg
 	}
+	causal, causalNC, causalEmpty := causalLayouts()
 	cases := []sized{
 		{"create-table", &wire.CreateTableRequest{Req: 1, Layout: layout}},
+		{"create-table causal", &wire.CreateTableRequest{Req: 1, Layout: causal}},
+		{"create-table causal no caches", &wire.CreateTableRequest{Req: 1, Layout: causalNC}},
+		{"create-table causal empty", &wire.CreateTableRequest{Req: 1, Layout: causalEmpty}},
+		{"create-table causal empty lists", &wire.CreateTableRequest{Layout: wire.Layout{Causal: &wire.CausalLayout{
+			Rings: []wire.Ring{{Nodes: []wire.NodeID{}}, {}}, Coordinators: []wire.NodeID{}}}}},
+		{"table-info-reply causal", &wire.TableInfoReply{Req: 6, Layout: causal}},
 		{"create-table empty", &wire.CreateTableRequest{}},
 		{"create-table by hash", &wire.CreateTableRequest{Req: 1, Layout: hashed}},
 		{"create-table write level", &wire.CreateTableRequest{Req: 1, Layout: quorum}},
@@ -107,6 +130,35 @@ func TestSize(t *testing.T) {
 		{"resolved", &wire.Resolved{Tablet: ref, WriteID: 3, TS: ts}},
 		{"resolved empty", &wire.Resolved{}},
 		{"resolved refused", &wire.Resolved{Tablet: ref, WriteID: 1 << 40, Code: wire.StorageFailed, TS: hlc.Timestamp{WallNanos: -1}}},
+		// Causal tables (Karma): zero versions are left out, rings are
+		// zigzag-encoded.
+		{"causal-put empty", &wire.CausalPut{}},
+		{"causal-put 100 deps", &wire.CausalPut{Req: 1, Table: 42, Session: 1 << 63, Seq: 1 << 20, Key: "user000001", Value: large,
+			Seen: version, Deps: manyDeps, Notify: true}},
+		{"causal-put-reply empty", &wire.CausalPutReply{}},
+		{"causal-put-reply large table", &wire.CausalPutReply{Req: 1, Table: 1 << 63, Version: version}},
+		{"causal-get extreme rings", &wire.CausalGet{Req: 2, Ring: math.MinInt32, MaxRead: wire.Version{Origin: wire.NodeID(strings.Repeat("o", 200))}}},
+		{"causal-get large ring", &wire.CausalGet{Req: 2, Ring: math.MaxInt32, MaxRead: wire.Version{TS: hlc.Timestamp{WallNanos: math.MinInt64, Logical: math.MaxUint32}}}},
+		{"causal-get-reply empty", &wire.CausalGetReply{}},
+		{"causal-get-tx 100 keys", &wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Keys: manyKeys, Ring: wire.NoRing, MaxRead: version}},
+		{"causal-get-tx-reply 100 items", &wire.CausalGetTxReply{Req: 3, Table: 42, Ring: 7, Rounds: 1, Items: manyItems}},
+		{"causal-get-tx-reply empty items", &wire.CausalGetTxReply{Items: []wire.TxItem{{}, {}}}},
+		{"propagate empty", &wire.Propagate{}},
+		{"propagate 100 deps", &wire.Propagate{Table: 42, Session: 9, Seq: 300, Key: "user000001", Value: large, Version: version, Deps: manyDeps}},
+		{"propagate-ack empty", &wire.PropagateAck{}},
+		{"stable empty", &wire.Stable{}},
+		{"read empty", &wire.Read{}},
+		{"read-reply empty", &wire.ReadReply{}},
+		{"read-reply large table", &wire.ReadReply{Req: 4, Table: 1 << 63}},
+		{"dep-check empty", &wire.DepCheck{}},
+		{"dep-check-reply empty", &wire.DepCheckReply{}},
+		{"dep-check-reply large table", &wire.DepCheckReply{Req: 5, Table: 1 << 40, Done: true}},
+		{"invalidate empty", &wire.Invalidate{}},
+		{"invalidate-ack empty", &wire.InvalidateAck{}},
+		{"invalidate-ack large table", &wire.InvalidateAck{Req: 1 << 63, Table: 1 << 63}},
+	}
+	for i, m := range causalMsgs() {
+		cases = append(cases, sized{fmt.Sprintf("%s %d", wire.Kind(m), i), m})
 	}
 	for _, v := range []struct {
 		name  string
@@ -117,6 +169,11 @@ func TestSize(t *testing.T) {
 			sized{"get-reply " + v.name, &wire.GetReply{Req: 10, Found: v.value != nil, Value: v.value, VersionTS: ts, HighTS: ts, Primary: true}},
 			sized{"pull-reply " + v.name, &wire.PullReply{Tablet: ref, Since: ts, High: ts, Entries: []wire.Entry{{TS: ts, Key: "k", Value: v.value}}}},
 			sized{"push " + v.name, &wire.Push{Tablet: ref, Prev: ts, Entry: wire.Entry{TS: ts, Key: "k", Value: v.value}}},
+			sized{"causal-put " + v.name, &wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 1, Key: "user000001", Value: v.value, Seen: version}},
+			sized{"causal-get-reply " + v.name, &wire.CausalGetReply{Req: 2, Table: 42, Found: v.value != nil, Value: v.value, Version: version,
+				Source: wire.FromCache, Ring: wire.NoRing, Node: "us/cache1"}},
+			sized{"propagate " + v.name, &wire.Propagate{Table: 42, Session: 9, Seq: 1, Key: "user000001", Value: v.value, Version: version}},
+			sized{"read-reply " + v.name, &wire.ReadReply{Req: 4, Table: 42, Found: v.value != nil, Value: v.value, Version: version, Ring: 2, Node: "us/mm1"}},
 		)
 	}
 	seen := map[string]bool{}

@@ -52,6 +52,22 @@ type Envelope struct {
 	//	*Envelope_Forward
 	//	*Envelope_ForwardAck
 	//	*Envelope_Resolved
+	//	*Envelope_CausalPut
+	//	*Envelope_CausalPutReply
+	//	*Envelope_CausalComplete
+	//	*Envelope_CausalGet
+	//	*Envelope_CausalGetReply
+	//	*Envelope_CausalGetTx
+	//	*Envelope_CausalGetTxReply
+	//	*Envelope_Propagate
+	//	*Envelope_PropagateAck
+	//	*Envelope_Stable
+	//	*Envelope_Read
+	//	*Envelope_ReadReply
+	//	*Envelope_DepCheck
+	//	*Envelope_DepCheckReply
+	//	*Envelope_Invalidate
+	//	*Envelope_InvalidateAck
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -288,6 +304,150 @@ func (x *Envelope) GetResolved() *Resolved {
 	return nil
 }
 
+func (x *Envelope) GetCausalPut() *CausalPut {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalPut); ok {
+			return x.CausalPut
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalPutReply() *CausalPutReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalPutReply); ok {
+			return x.CausalPutReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalComplete() *CausalComplete {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalComplete); ok {
+			return x.CausalComplete
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalGet() *CausalGet {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalGet); ok {
+			return x.CausalGet
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalGetReply() *CausalGetReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalGetReply); ok {
+			return x.CausalGetReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalGetTx() *CausalGetTx {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalGetTx); ok {
+			return x.CausalGetTx
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCausalGetTxReply() *CausalGetTxReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_CausalGetTxReply); ok {
+			return x.CausalGetTxReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetPropagate() *Propagate {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Propagate); ok {
+			return x.Propagate
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetPropagateAck() *PropagateAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_PropagateAck); ok {
+			return x.PropagateAck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetStable() *Stable {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Stable); ok {
+			return x.Stable
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetRead() *Read {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Read); ok {
+			return x.Read
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetReadReply() *ReadReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_ReadReply); ok {
+			return x.ReadReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetDepCheck() *DepCheck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_DepCheck); ok {
+			return x.DepCheck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetDepCheckReply() *DepCheckReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_DepCheckReply); ok {
+			return x.DepCheckReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetInvalidate() *Invalidate {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Invalidate); ok {
+			return x.Invalidate
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetInvalidateAck() *InvalidateAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_InvalidateAck); ok {
+			return x.InvalidateAck
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -372,6 +532,71 @@ type Envelope_Resolved struct {
 	Resolved *Resolved `protobuf:"bytes,29,opt,name=resolved,proto3,oneof"`
 }
 
+type Envelope_CausalPut struct {
+	// Causal tables (Karma).
+	CausalPut *CausalPut `protobuf:"bytes,30,opt,name=causal_put,json=causalPut,proto3,oneof"`
+}
+
+type Envelope_CausalPutReply struct {
+	CausalPutReply *CausalPutReply `protobuf:"bytes,31,opt,name=causal_put_reply,json=causalPutReply,proto3,oneof"`
+}
+
+type Envelope_CausalComplete struct {
+	CausalComplete *CausalComplete `protobuf:"bytes,32,opt,name=causal_complete,json=causalComplete,proto3,oneof"`
+}
+
+type Envelope_CausalGet struct {
+	CausalGet *CausalGet `protobuf:"bytes,33,opt,name=causal_get,json=causalGet,proto3,oneof"`
+}
+
+type Envelope_CausalGetReply struct {
+	CausalGetReply *CausalGetReply `protobuf:"bytes,34,opt,name=causal_get_reply,json=causalGetReply,proto3,oneof"`
+}
+
+type Envelope_CausalGetTx struct {
+	CausalGetTx *CausalGetTx `protobuf:"bytes,35,opt,name=causal_get_tx,json=causalGetTx,proto3,oneof"`
+}
+
+type Envelope_CausalGetTxReply struct {
+	CausalGetTxReply *CausalGetTxReply `protobuf:"bytes,36,opt,name=causal_get_tx_reply,json=causalGetTxReply,proto3,oneof"`
+}
+
+type Envelope_Propagate struct {
+	Propagate *Propagate `protobuf:"bytes,37,opt,name=propagate,proto3,oneof"`
+}
+
+type Envelope_PropagateAck struct {
+	PropagateAck *PropagateAck `protobuf:"bytes,38,opt,name=propagate_ack,json=propagateAck,proto3,oneof"`
+}
+
+type Envelope_Stable struct {
+	Stable *Stable `protobuf:"bytes,39,opt,name=stable,proto3,oneof"`
+}
+
+type Envelope_Read struct {
+	Read *Read `protobuf:"bytes,40,opt,name=read,proto3,oneof"`
+}
+
+type Envelope_ReadReply struct {
+	ReadReply *ReadReply `protobuf:"bytes,41,opt,name=read_reply,json=readReply,proto3,oneof"`
+}
+
+type Envelope_DepCheck struct {
+	DepCheck *DepCheck `protobuf:"bytes,42,opt,name=dep_check,json=depCheck,proto3,oneof"`
+}
+
+type Envelope_DepCheckReply struct {
+	DepCheckReply *DepCheckReply `protobuf:"bytes,43,opt,name=dep_check_reply,json=depCheckReply,proto3,oneof"`
+}
+
+type Envelope_Invalidate struct {
+	Invalidate *Invalidate `protobuf:"bytes,44,opt,name=invalidate,proto3,oneof"`
+}
+
+type Envelope_InvalidateAck struct {
+	InvalidateAck *InvalidateAck `protobuf:"bytes,45,opt,name=invalidate_ack,json=invalidateAck,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -411,6 +636,38 @@ func (*Envelope_Forward) isEnvelope_Msg() {}
 func (*Envelope_ForwardAck) isEnvelope_Msg() {}
 
 func (*Envelope_Resolved) isEnvelope_Msg() {}
+
+func (*Envelope_CausalPut) isEnvelope_Msg() {}
+
+func (*Envelope_CausalPutReply) isEnvelope_Msg() {}
+
+func (*Envelope_CausalComplete) isEnvelope_Msg() {}
+
+func (*Envelope_CausalGet) isEnvelope_Msg() {}
+
+func (*Envelope_CausalGetReply) isEnvelope_Msg() {}
+
+func (*Envelope_CausalGetTx) isEnvelope_Msg() {}
+
+func (*Envelope_CausalGetTxReply) isEnvelope_Msg() {}
+
+func (*Envelope_Propagate) isEnvelope_Msg() {}
+
+func (*Envelope_PropagateAck) isEnvelope_Msg() {}
+
+func (*Envelope_Stable) isEnvelope_Msg() {}
+
+func (*Envelope_Read) isEnvelope_Msg() {}
+
+func (*Envelope_ReadReply) isEnvelope_Msg() {}
+
+func (*Envelope_DepCheck) isEnvelope_Msg() {}
+
+func (*Envelope_DepCheckReply) isEnvelope_Msg() {}
+
+func (*Envelope_Invalidate) isEnvelope_Msg() {}
+
+func (*Envelope_InvalidateAck) isEnvelope_Msg() {}
 
 type Timestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -586,7 +843,10 @@ type Layout struct {
 	// wire.Partition: 0 by key range, 1 by key hash.
 	Partition uint32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
 	// wire.Level: a count, or -1 for a quorum and -2 for all.
-	WriteLevel    int32 `protobuf:"varint,7,opt,name=write_level,json=writeLevel,proto3" json:"write_level,omitempty"`
+	WriteLevel int32 `protobuf:"varint,7,opt,name=write_level,json=writeLevel,proto3" json:"write_level,omitempty"`
+	// Set for a causal table, whose tablets, partition, replication and
+	// write level are then unused.
+	Causal        *CausalLayout `protobuf:"bytes,8,opt,name=causal,proto3" json:"causal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -670,6 +930,136 @@ func (x *Layout) GetWriteLevel() int32 {
 	return 0
 }
 
+func (x *Layout) GetCausal() *CausalLayout {
+	if x != nil {
+		return x.Causal
+	}
+	return nil
+}
+
+// A causal table's rings, coordinators and caches (wire.CausalLayout).
+type CausalLayout struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Rings        []*Ring                `protobuf:"bytes,1,rep,name=rings,proto3" json:"rings,omitempty"`
+	Coordinators []string               `protobuf:"bytes,2,rep,name=coordinators,proto3" json:"coordinators,omitempty"`
+	Caches       []string               `protobuf:"bytes,3,rep,name=caches,proto3" json:"caches,omitempty"`
+	// Points per node on a ring's circle; 0 means 64.
+	Points        int32 `protobuf:"varint,4,opt,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalLayout) Reset() {
+	*x = CausalLayout{}
+	mi := &file_wire_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalLayout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalLayout) ProtoMessage() {}
+
+func (x *CausalLayout) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalLayout.ProtoReflect.Descriptor instead.
+func (*CausalLayout) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CausalLayout) GetRings() []*Ring {
+	if x != nil {
+		return x.Rings
+	}
+	return nil
+}
+
+func (x *CausalLayout) GetCoordinators() []string {
+	if x != nil {
+		return x.Coordinators
+	}
+	return nil
+}
+
+func (x *CausalLayout) GetCaches() []string {
+	if x != nil {
+		return x.Caches
+	}
+	return nil
+}
+
+func (x *CausalLayout) GetPoints() int32 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+// One ring of a causal table: a complete replica (wire.Ring).
+type Ring struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Nodes         []string               `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ring) Reset() {
+	*x = Ring{}
+	mi := &file_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ring) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ring) ProtoMessage() {}
+
+func (x *Ring) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ring.ProtoReflect.Descriptor instead.
+func (*Ring) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Ring) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Ring) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
 type Entry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ts            *Timestamp             `protobuf:"bytes,1,opt,name=ts,proto3" json:"ts,omitempty"`
@@ -681,7 +1071,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +1083,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +1096,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{5}
+	return file_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Entry) GetTs() *Timestamp {
@@ -740,7 +1130,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +1142,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +1155,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{6}
+	return file_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateTableRequest) GetReq() uint64 {
@@ -792,7 +1182,7 @@ type CreateTableReply struct {
 
 func (x *CreateTableReply) Reset() {
 	*x = CreateTableReply{}
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +1194,7 @@ func (x *CreateTableReply) String() string {
 func (*CreateTableReply) ProtoMessage() {}
 
 func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +1207,7 @@ func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableReply.ProtoReflect.Descriptor instead.
 func (*CreateTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7}
+	return file_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateTableReply) GetReq() uint64 {
@@ -844,7 +1234,7 @@ type DeleteTableRequest struct {
 
 func (x *DeleteTableRequest) Reset() {
 	*x = DeleteTableRequest{}
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1246,7 @@ func (x *DeleteTableRequest) String() string {
 func (*DeleteTableRequest) ProtoMessage() {}
 
 func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1259,7 @@ func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{8}
+	return file_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteTableRequest) GetReq() uint64 {
@@ -896,7 +1286,7 @@ type DeleteTableReply struct {
 
 func (x *DeleteTableReply) Reset() {
 	*x = DeleteTableReply{}
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1298,7 @@ func (x *DeleteTableReply) String() string {
 func (*DeleteTableReply) ProtoMessage() {}
 
 func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1311,7 @@ func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableReply.ProtoReflect.Descriptor instead.
 func (*DeleteTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{9}
+	return file_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteTableReply) GetReq() uint64 {
@@ -948,7 +1338,7 @@ type TableInfoRequest struct {
 
 func (x *TableInfoRequest) Reset() {
 	*x = TableInfoRequest{}
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1350,7 @@ func (x *TableInfoRequest) String() string {
 func (*TableInfoRequest) ProtoMessage() {}
 
 func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1363,7 @@ func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoRequest.ProtoReflect.Descriptor instead.
 func (*TableInfoRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{10}
+	return file_wire_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TableInfoRequest) GetReq() uint64 {
@@ -1001,7 +1391,7 @@ type TableInfoReply struct {
 
 func (x *TableInfoReply) Reset() {
 	*x = TableInfoReply{}
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1403,7 @@ func (x *TableInfoReply) String() string {
 func (*TableInfoReply) ProtoMessage() {}
 
 func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1416,7 @@ func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoReply.ProtoReflect.Descriptor instead.
 func (*TableInfoReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{11}
+	return file_wire_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TableInfoReply) GetReq() uint64 {
@@ -1071,7 +1461,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1473,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1486,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{12}
+	return file_wire_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutRequest) GetReq() uint64 {
@@ -1181,7 +1571,7 @@ type Test struct {
 
 func (x *Test) Reset() {
 	*x = Test{}
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1583,7 @@ func (x *Test) String() string {
 func (*Test) ProtoMessage() {}
 
 func (x *Test) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1596,7 @@ func (x *Test) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Test.ProtoReflect.Descriptor instead.
 func (*Test) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{13}
+	return file_wire_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Test) GetKey() string {
@@ -1248,7 +1638,7 @@ type PutReply struct {
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1650,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1663,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{14}
+	return file_wire_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PutReply) GetReq() uint64 {
@@ -1345,7 +1735,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1747,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1760,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{15}
+	return file_wire_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetRequest) GetReq() uint64 {
@@ -1426,7 +1816,7 @@ type GetReply struct {
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1828,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1841,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{16}
+	return file_wire_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetReply) GetReq() uint64 {
@@ -1534,7 +1924,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1936,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1949,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{17}
+	return file_wire_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProbeRequest) GetReq() uint64 {
@@ -1588,7 +1978,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1990,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +2003,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{18}
+	return file_wire_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ProbeReply) GetReq() uint64 {
@@ -1659,7 +2049,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +2061,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +2074,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{19}
+	return file_wire_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PullRequest) GetTablet() *TabletRef {
@@ -1740,7 +2130,7 @@ type PullReply struct {
 
 func (x *PullReply) Reset() {
 	*x = PullReply{}
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +2142,7 @@ func (x *PullReply) String() string {
 func (*PullReply) ProtoMessage() {}
 
 func (x *PullReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2155,7 @@ func (x *PullReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullReply.ProtoReflect.Descriptor instead.
 func (*PullReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{20}
+	return file_wire_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PullReply) GetTablet() *TabletRef {
@@ -1850,7 +2240,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +2252,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +2265,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -1916,7 +2306,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2318,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2331,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{22}
+	return file_wire_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -1968,7 +2358,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[23]
+	mi := &file_wire_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2370,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[23]
+	mi := &file_wire_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2383,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{23}
+	return file_wire_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -2026,7 +2416,7 @@ type Forward struct {
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[24]
+	mi := &file_wire_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2428,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[24]
+	mi := &file_wire_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2441,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{24}
+	return file_wire_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -2125,7 +2515,7 @@ type ForwardAck struct {
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[25]
+	mi := &file_wire_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2527,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[25]
+	mi := &file_wire_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2540,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{25}
+	return file_wire_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -2214,7 +2604,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2616,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2629,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{26}
+	return file_wire_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -2270,14 +2660,1468 @@ func (x *Resolved) GetTs() *Timestamp {
 	return nil
 }
 
+// A causal table's version (wire.Version).
+type Version struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ts            *Timestamp             `protobuf:"bytes,1,opt,name=ts,proto3" json:"ts,omitempty"`
+	Origin        string                 `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Version) Reset() {
+	*x = Version{}
+	mi := &file_wire_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Version) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Version) ProtoMessage() {}
+
+func (x *Version) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Version.ProtoReflect.Descriptor instead.
+func (*Version) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Version) GetTs() *Timestamp {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
+func (x *Version) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+// A dependency of a put-after or notify-after (wire.Dep).
+type Dep struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       *Version               `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dep) Reset() {
+	*x = Dep{}
+	mi := &file_wire_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dep) ProtoMessage() {}
+
+func (x *Dep) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dep.ProtoReflect.Descriptor instead.
+func (*Dep) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *Dep) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Dep) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type CausalPut struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	Key           string                 `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	Seen          *Version               `protobuf:"bytes,7,opt,name=seen,proto3" json:"seen,omitempty"`
+	Deps          []*Dep                 `protobuf:"bytes,8,rep,name=deps,proto3" json:"deps,omitempty"`
+	Notify        bool                   `protobuf:"varint,9,opt,name=notify,proto3" json:"notify,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalPut) Reset() {
+	*x = CausalPut{}
+	mi := &file_wire_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalPut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalPut) ProtoMessage() {}
+
+func (x *CausalPut) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalPut.ProtoReflect.Descriptor instead.
+func (*CausalPut) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CausalPut) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalPut) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *CausalPut) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *CausalPut) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *CausalPut) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *CausalPut) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *CausalPut) GetSeen() *Version {
+	if x != nil {
+		return x.Seen
+	}
+	return nil
+}
+
+func (x *CausalPut) GetDeps() []*Dep {
+	if x != nil {
+		return x.Deps
+	}
+	return nil
+}
+
+func (x *CausalPut) GetNotify() bool {
+	if x != nil {
+		return x.Notify
+	}
+	return false
+}
+
+type CausalPutReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Version       *Version               `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Table         uint64                 `protobuf:"varint,4,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalPutReply) Reset() {
+	*x = CausalPutReply{}
+	mi := &file_wire_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalPutReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalPutReply) ProtoMessage() {}
+
+func (x *CausalPutReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalPutReply.ProtoReflect.Descriptor instead.
+func (*CausalPutReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CausalPutReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalPutReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CausalPutReply) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *CausalPutReply) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+type CausalComplete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalComplete) Reset() {
+	*x = CausalComplete{}
+	mi := &file_wire_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalComplete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalComplete) ProtoMessage() {}
+
+func (x *CausalComplete) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalComplete.ProtoReflect.Descriptor instead.
+func (*CausalComplete) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CausalComplete) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *CausalComplete) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *CausalComplete) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+type CausalGet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,5,opt,name=ring,proto3" json:"ring,omitempty"`
+	MaxRead       *Version               `protobuf:"bytes,6,opt,name=max_read,json=maxRead,proto3" json:"max_read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalGet) Reset() {
+	*x = CausalGet{}
+	mi := &file_wire_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalGet) ProtoMessage() {}
+
+func (x *CausalGet) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalGet.ProtoReflect.Descriptor instead.
+func (*CausalGet) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CausalGet) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalGet) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *CausalGet) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *CausalGet) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *CausalGet) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *CausalGet) GetMaxRead() *Version {
+	if x != nil {
+		return x.MaxRead
+	}
+	return nil
+}
+
+type CausalGetReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Found         bool                   `protobuf:"varint,3,opt,name=found,proto3" json:"found,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Version       *Version               `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	Source        uint32                 `protobuf:"varint,6,opt,name=source,proto3" json:"source,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,7,opt,name=ring,proto3" json:"ring,omitempty"`
+	Node          string                 `protobuf:"bytes,8,opt,name=node,proto3" json:"node,omitempty"`
+	InFlight      bool                   `protobuf:"varint,9,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Table         uint64                 `protobuf:"varint,10,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalGetReply) Reset() {
+	*x = CausalGetReply{}
+	mi := &file_wire_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalGetReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalGetReply) ProtoMessage() {}
+
+func (x *CausalGetReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalGetReply.ProtoReflect.Descriptor instead.
+func (*CausalGetReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CausalGetReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalGetReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CausalGetReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *CausalGetReply) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *CausalGetReply) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *CausalGetReply) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *CausalGetReply) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *CausalGetReply) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *CausalGetReply) GetInFlight() bool {
+	if x != nil {
+		return x.InFlight
+	}
+	return false
+}
+
+func (x *CausalGetReply) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+type CausalGetTx struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Keys          []string               `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,5,opt,name=ring,proto3" json:"ring,omitempty"`
+	MaxRead       *Version               `protobuf:"bytes,6,opt,name=max_read,json=maxRead,proto3" json:"max_read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalGetTx) Reset() {
+	*x = CausalGetTx{}
+	mi := &file_wire_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalGetTx) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalGetTx) ProtoMessage() {}
+
+func (x *CausalGetTx) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalGetTx.ProtoReflect.Descriptor instead.
+func (*CausalGetTx) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CausalGetTx) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalGetTx) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *CausalGetTx) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *CausalGetTx) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *CausalGetTx) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *CausalGetTx) GetMaxRead() *Version {
+	if x != nil {
+		return x.MaxRead
+	}
+	return nil
+}
+
+// One key's value in a CausalGetTxReply (wire.TxItem).
+type TxItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Found         bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Version       *Version               `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	Source        uint32                 `protobuf:"varint,5,opt,name=source,proto3" json:"source,omitempty"`
+	InFlight      bool                   `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxItem) Reset() {
+	*x = TxItem{}
+	mi := &file_wire_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxItem) ProtoMessage() {}
+
+func (x *TxItem) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxItem.ProtoReflect.Descriptor instead.
+func (*TxItem) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TxItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *TxItem) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *TxItem) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *TxItem) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *TxItem) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *TxItem) GetInFlight() bool {
+	if x != nil {
+		return x.InFlight
+	}
+	return false
+}
+
+type CausalGetTxReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Items         []*TxItem              `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,4,opt,name=ring,proto3" json:"ring,omitempty"`
+	Rounds        int32                  `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	Table         uint64                 `protobuf:"varint,6,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CausalGetTxReply) Reset() {
+	*x = CausalGetTxReply{}
+	mi := &file_wire_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CausalGetTxReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CausalGetTxReply) ProtoMessage() {}
+
+func (x *CausalGetTxReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CausalGetTxReply.ProtoReflect.Descriptor instead.
+func (*CausalGetTxReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CausalGetTxReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *CausalGetTxReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CausalGetTxReply) GetItems() []*TxItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *CausalGetTxReply) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *CausalGetTxReply) GetRounds() int32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *CausalGetTxReply) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+type Propagate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	Version       *Version               `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	Deps          []*Dep                 `protobuf:"bytes,7,rep,name=deps,proto3" json:"deps,omitempty"`
+	Notify        bool                   `protobuf:"varint,8,opt,name=notify,proto3" json:"notify,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Propagate) Reset() {
+	*x = Propagate{}
+	mi := &file_wire_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Propagate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Propagate) ProtoMessage() {}
+
+func (x *Propagate) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Propagate.ProtoReflect.Descriptor instead.
+func (*Propagate) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *Propagate) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *Propagate) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *Propagate) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Propagate) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Propagate) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Propagate) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *Propagate) GetDeps() []*Dep {
+	if x != nil {
+		return x.Deps
+	}
+	return nil
+}
+
+func (x *Propagate) GetNotify() bool {
+	if x != nil {
+		return x.Notify
+	}
+	return false
+}
+
+type PropagateAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
+	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,4,opt,name=ring,proto3" json:"ring,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PropagateAck) Reset() {
+	*x = PropagateAck{}
+	mi := &file_wire_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PropagateAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PropagateAck) ProtoMessage() {}
+
+func (x *PropagateAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PropagateAck.ProtoReflect.Descriptor instead.
+func (*PropagateAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PropagateAck) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *PropagateAck) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *PropagateAck) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PropagateAck) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+type Stable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Version       *Version               `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stable) Reset() {
+	*x = Stable{}
+	mi := &file_wire_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stable) ProtoMessage() {}
+
+func (x *Stable) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stable.ProtoReflect.Descriptor instead.
+func (*Stable) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *Stable) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *Stable) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Stable) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type Read struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Fill          bool                   `protobuf:"varint,4,opt,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Read) Reset() {
+	*x = Read{}
+	mi := &file_wire_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Read) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Read) ProtoMessage() {}
+
+func (x *Read) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Read.ProtoReflect.Descriptor instead.
+func (*Read) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *Read) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *Read) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *Read) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Read) GetFill() bool {
+	if x != nil {
+		return x.Fill
+	}
+	return false
+}
+
+type ReadReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Found         bool                   `protobuf:"varint,3,opt,name=found,proto3" json:"found,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Version       *Version               `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	InFlight      bool                   `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Source        uint32                 `protobuf:"varint,7,opt,name=source,proto3" json:"source,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,8,opt,name=ring,proto3" json:"ring,omitempty"`
+	Node          string                 `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
+	Table         uint64                 `protobuf:"varint,10,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadReply) Reset() {
+	*x = ReadReply{}
+	mi := &file_wire_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadReply) ProtoMessage() {}
+
+func (x *ReadReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadReply.ProtoReflect.Descriptor instead.
+func (*ReadReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReadReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *ReadReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ReadReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *ReadReply) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ReadReply) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ReadReply) GetInFlight() bool {
+	if x != nil {
+		return x.InFlight
+	}
+	return false
+}
+
+func (x *ReadReply) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *ReadReply) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *ReadReply) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ReadReply) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+type DepCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Version       *Version               `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DepCheck) Reset() {
+	*x = DepCheck{}
+	mi := &file_wire_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DepCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DepCheck) ProtoMessage() {}
+
+func (x *DepCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DepCheck.ProtoReflect.Descriptor instead.
+func (*DepCheck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DepCheck) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *DepCheck) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *DepCheck) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DepCheck) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type DepCheckReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	Table         uint64                 `protobuf:"varint,3,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DepCheckReply) Reset() {
+	*x = DepCheckReply{}
+	mi := &file_wire_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DepCheckReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DepCheckReply) ProtoMessage() {}
+
+func (x *DepCheckReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DepCheckReply.ProtoReflect.Descriptor instead.
+func (*DepCheckReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *DepCheckReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *DepCheckReply) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *DepCheckReply) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+type Invalidate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Version       *Version               `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invalidate) Reset() {
+	*x = Invalidate{}
+	mi := &file_wire_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invalidate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invalidate) ProtoMessage() {}
+
+func (x *Invalidate) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invalidate.ProtoReflect.Descriptor instead.
+func (*Invalidate) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *Invalidate) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *Invalidate) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
+func (x *Invalidate) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Invalidate) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type InvalidateAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvalidateAck) Reset() {
+	*x = InvalidateAck{}
+	mi := &file_wire_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvalidateAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvalidateAck) ProtoMessage() {}
+
+func (x *InvalidateAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvalidateAck.ProtoReflect.Descriptor instead.
+func (*InvalidateAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *InvalidateAck) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *InvalidateAck) GetTable() uint64 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\x89\n" +
-	"\n" +
+	"cosla.wire\"\xdc\x11\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -2306,7 +4150,28 @@ const file_wire_proto_rawDesc = "" +
 	"\aforward\x18\x1b \x01(\v2\x13.cosla.wire.ForwardH\x00R\aforward\x129\n" +
 	"\vforward_ack\x18\x1c \x01(\v2\x16.cosla.wire.ForwardAckH\x00R\n" +
 	"forwardAck\x122\n" +
-	"\bresolved\x18\x1d \x01(\v2\x14.cosla.wire.ResolvedH\x00R\bresolvedB\x05\n" +
+	"\bresolved\x18\x1d \x01(\v2\x14.cosla.wire.ResolvedH\x00R\bresolved\x126\n" +
+	"\n" +
+	"causal_put\x18\x1e \x01(\v2\x15.cosla.wire.CausalPutH\x00R\tcausalPut\x12F\n" +
+	"\x10causal_put_reply\x18\x1f \x01(\v2\x1a.cosla.wire.CausalPutReplyH\x00R\x0ecausalPutReply\x12E\n" +
+	"\x0fcausal_complete\x18  \x01(\v2\x1a.cosla.wire.CausalCompleteH\x00R\x0ecausalComplete\x126\n" +
+	"\n" +
+	"causal_get\x18! \x01(\v2\x15.cosla.wire.CausalGetH\x00R\tcausalGet\x12F\n" +
+	"\x10causal_get_reply\x18\" \x01(\v2\x1a.cosla.wire.CausalGetReplyH\x00R\x0ecausalGetReply\x12=\n" +
+	"\rcausal_get_tx\x18# \x01(\v2\x17.cosla.wire.CausalGetTxH\x00R\vcausalGetTx\x12M\n" +
+	"\x13causal_get_tx_reply\x18$ \x01(\v2\x1c.cosla.wire.CausalGetTxReplyH\x00R\x10causalGetTxReply\x125\n" +
+	"\tpropagate\x18% \x01(\v2\x15.cosla.wire.PropagateH\x00R\tpropagate\x12?\n" +
+	"\rpropagate_ack\x18& \x01(\v2\x18.cosla.wire.PropagateAckH\x00R\fpropagateAck\x12,\n" +
+	"\x06stable\x18' \x01(\v2\x12.cosla.wire.StableH\x00R\x06stable\x12&\n" +
+	"\x04read\x18( \x01(\v2\x10.cosla.wire.ReadH\x00R\x04read\x126\n" +
+	"\n" +
+	"read_reply\x18) \x01(\v2\x15.cosla.wire.ReadReplyH\x00R\treadReply\x123\n" +
+	"\tdep_check\x18* \x01(\v2\x14.cosla.wire.DepCheckH\x00R\bdepCheck\x12C\n" +
+	"\x0fdep_check_reply\x18+ \x01(\v2\x19.cosla.wire.DepCheckReplyH\x00R\rdepCheckReply\x128\n" +
+	"\n" +
+	"invalidate\x18, \x01(\v2\x16.cosla.wire.InvalidateH\x00R\n" +
+	"invalidate\x12B\n" +
+	"\x0einvalidate_ack\x18- \x01(\v2\x19.cosla.wire.InvalidateAckH\x00R\rinvalidateAckB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -2318,7 +4183,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\tR\x05start\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\tR\aprimary\x12 \n" +
-	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\x82\x02\n" +
+	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\xb4\x02\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12,\n" +
@@ -2327,7 +4192,16 @@ const file_wire_proto_rawDesc = "" +
 	"\x1areplication_interval_nanos\x18\x05 \x01(\x03R\x18replicationIntervalNanos\x12\x1c\n" +
 	"\tpartition\x18\x06 \x01(\rR\tpartition\x12\x1f\n" +
 	"\vwrite_level\x18\a \x01(\x05R\n" +
-	"writeLevel\"V\n" +
+	"writeLevel\x120\n" +
+	"\x06causal\x18\b \x01(\v2\x18.cosla.wire.CausalLayoutR\x06causal\"\x8a\x01\n" +
+	"\fCausalLayout\x12&\n" +
+	"\x05rings\x18\x01 \x03(\v2\x10.cosla.wire.RingR\x05rings\x12\"\n" +
+	"\fcoordinators\x18\x02 \x03(\tR\fcoordinators\x12\x16\n" +
+	"\x06caches\x18\x03 \x03(\tR\x06caches\x12\x16\n" +
+	"\x06points\x18\x04 \x01(\x05R\x06points\"0\n" +
+	"\x04Ring\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05nodes\x18\x02 \x03(\tR\x05nodes\"V\n" +
 	"\x05Entry\x12%\n" +
 	"\x02ts\x18\x01 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -2461,7 +4335,125 @@ const file_wire_proto_rawDesc = "" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x19\n" +
 	"\bwrite_id\x18\x02 \x01(\x04R\awriteId\x12\x12\n" +
 	"\x04code\x18\x03 \x01(\rR\x04code\x12%\n" +
-	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02ts2@\n" +
+	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\"H\n" +
+	"\aVersion\x12%\n" +
+	"\x02ts\x18\x01 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x16\n" +
+	"\x06origin\x18\x02 \x01(\tR\x06origin\"F\n" +
+	"\x03Dep\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\aversion\x18\x02 \x01(\v2\x13.cosla.wire.VersionR\aversion\"\xed\x01\n" +
+	"\tCausalPut\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\x12\x10\n" +
+	"\x03key\x18\x05 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x06 \x01(\fR\x05value\x12'\n" +
+	"\x04seen\x18\a \x01(\v2\x13.cosla.wire.VersionR\x04seen\x12#\n" +
+	"\x04deps\x18\b \x03(\v2\x0f.cosla.wire.DepR\x04deps\x12\x16\n" +
+	"\x06notify\x18\t \x01(\bR\x06notify\"{\n" +
+	"\x0eCausalPutReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12-\n" +
+	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x14\n" +
+	"\x05table\x18\x04 \x01(\x04R\x05table\"R\n" +
+	"\x0eCausalComplete\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xa3\x01\n" +
+	"\tCausalGet\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x12\n" +
+	"\x04ring\x18\x05 \x01(\x11R\x04ring\x12.\n" +
+	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\"\x84\x02\n" +
+	"\x0eCausalGetReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
+	"\x05found\x18\x03 \x01(\bR\x05found\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12-\n" +
+	"\aversion\x18\x05 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\rR\x06source\x12\x12\n" +
+	"\x04ring\x18\a \x01(\x11R\x04ring\x12\x12\n" +
+	"\x04node\x18\b \x01(\tR\x04node\x12\x1b\n" +
+	"\tin_flight\x18\t \x01(\bR\binFlight\x12\x14\n" +
+	"\x05table\x18\n" +
+	" \x01(\x04R\x05table\"\xa7\x01\n" +
+	"\vCausalGetTx\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\tR\x04keys\x12\x12\n" +
+	"\x04ring\x18\x05 \x01(\x11R\x04ring\x12.\n" +
+	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\"\xaa\x01\n" +
+	"\x06TxItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12-\n" +
+	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\rR\x06source\x12\x1b\n" +
+	"\tin_flight\x18\x06 \x01(\bR\binFlight\"\xa4\x01\n" +
+	"\x10CausalGetTxReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12(\n" +
+	"\x05items\x18\x03 \x03(\v2\x12.cosla.wire.TxItemR\x05items\x12\x12\n" +
+	"\x04ring\x18\x04 \x01(\x11R\x04ring\x12\x16\n" +
+	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x14\n" +
+	"\x05table\x18\x06 \x01(\x04R\x05table\"\xe1\x01\n" +
+	"\tPropagate\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x05 \x01(\fR\x05value\x12-\n" +
+	"\aversion\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12#\n" +
+	"\x04deps\x18\a \x03(\v2\x0f.cosla.wire.DepR\x04deps\x12\x16\n" +
+	"\x06notify\x18\b \x01(\bR\x06notify\"d\n" +
+	"\fPropagateAck\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
+	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04ring\x18\x04 \x01(\x11R\x04ring\"_\n" +
+	"\x06Stable\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12-\n" +
+	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\"T\n" +
+	"\x04Read\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x12\n" +
+	"\x04fill\x18\x04 \x01(\bR\x04fill\"\xff\x01\n" +
+	"\tReadReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
+	"\x05found\x18\x03 \x01(\bR\x05found\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12-\n" +
+	"\aversion\x18\x05 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x1b\n" +
+	"\tin_flight\x18\x06 \x01(\bR\binFlight\x12\x16\n" +
+	"\x06source\x18\a \x01(\rR\x06source\x12\x12\n" +
+	"\x04ring\x18\b \x01(\x11R\x04ring\x12\x12\n" +
+	"\x04node\x18\t \x01(\tR\x04node\x12\x14\n" +
+	"\x05table\x18\n" +
+	" \x01(\x04R\x05table\"s\n" +
+	"\bDepCheck\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12-\n" +
+	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\"K\n" +
+	"\rDepCheckReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\x04R\x05table\"u\n" +
+	"\n" +
+	"Invalidate\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12-\n" +
+	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\"7\n" +
+	"\rInvalidateAck\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table2@\n" +
 	"\x04Node\x128\n" +
 	"\x06Stream\x12\x14.cosla.wire.Envelope\x1a\x14.cosla.wire.Envelope(\x010\x01B-Z+github.com/cosla/cosla/internal/wire/wirepbb\x06proto3"
 
@@ -2477,98 +4469,153 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
 	(*TabletRef)(nil),          // 2: cosla.wire.TabletRef
 	(*Tablet)(nil),             // 3: cosla.wire.Tablet
 	(*Layout)(nil),             // 4: cosla.wire.Layout
-	(*Entry)(nil),              // 5: cosla.wire.Entry
-	(*CreateTableRequest)(nil), // 6: cosla.wire.CreateTableRequest
-	(*CreateTableReply)(nil),   // 7: cosla.wire.CreateTableReply
-	(*DeleteTableRequest)(nil), // 8: cosla.wire.DeleteTableRequest
-	(*DeleteTableReply)(nil),   // 9: cosla.wire.DeleteTableReply
-	(*TableInfoRequest)(nil),   // 10: cosla.wire.TableInfoRequest
-	(*TableInfoReply)(nil),     // 11: cosla.wire.TableInfoReply
-	(*PutRequest)(nil),         // 12: cosla.wire.PutRequest
-	(*Test)(nil),               // 13: cosla.wire.Test
-	(*PutReply)(nil),           // 14: cosla.wire.PutReply
-	(*GetRequest)(nil),         // 15: cosla.wire.GetRequest
-	(*GetReply)(nil),           // 16: cosla.wire.GetReply
-	(*ProbeRequest)(nil),       // 17: cosla.wire.ProbeRequest
-	(*ProbeReply)(nil),         // 18: cosla.wire.ProbeReply
-	(*PullRequest)(nil),        // 19: cosla.wire.PullRequest
-	(*PullReply)(nil),          // 20: cosla.wire.PullReply
-	(*Push)(nil),               // 21: cosla.wire.Push
-	(*PushAck)(nil),            // 22: cosla.wire.PushAck
-	(*Repair)(nil),             // 23: cosla.wire.Repair
-	(*Forward)(nil),            // 24: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 25: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 26: cosla.wire.Resolved
+	(*CausalLayout)(nil),       // 5: cosla.wire.CausalLayout
+	(*Ring)(nil),               // 6: cosla.wire.Ring
+	(*Entry)(nil),              // 7: cosla.wire.Entry
+	(*CreateTableRequest)(nil), // 8: cosla.wire.CreateTableRequest
+	(*CreateTableReply)(nil),   // 9: cosla.wire.CreateTableReply
+	(*DeleteTableRequest)(nil), // 10: cosla.wire.DeleteTableRequest
+	(*DeleteTableReply)(nil),   // 11: cosla.wire.DeleteTableReply
+	(*TableInfoRequest)(nil),   // 12: cosla.wire.TableInfoRequest
+	(*TableInfoReply)(nil),     // 13: cosla.wire.TableInfoReply
+	(*PutRequest)(nil),         // 14: cosla.wire.PutRequest
+	(*Test)(nil),               // 15: cosla.wire.Test
+	(*PutReply)(nil),           // 16: cosla.wire.PutReply
+	(*GetRequest)(nil),         // 17: cosla.wire.GetRequest
+	(*GetReply)(nil),           // 18: cosla.wire.GetReply
+	(*ProbeRequest)(nil),       // 19: cosla.wire.ProbeRequest
+	(*ProbeReply)(nil),         // 20: cosla.wire.ProbeReply
+	(*PullRequest)(nil),        // 21: cosla.wire.PullRequest
+	(*PullReply)(nil),          // 22: cosla.wire.PullReply
+	(*Push)(nil),               // 23: cosla.wire.Push
+	(*PushAck)(nil),            // 24: cosla.wire.PushAck
+	(*Repair)(nil),             // 25: cosla.wire.Repair
+	(*Forward)(nil),            // 26: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 27: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 28: cosla.wire.Resolved
+	(*Version)(nil),            // 29: cosla.wire.Version
+	(*Dep)(nil),                // 30: cosla.wire.Dep
+	(*CausalPut)(nil),          // 31: cosla.wire.CausalPut
+	(*CausalPutReply)(nil),     // 32: cosla.wire.CausalPutReply
+	(*CausalComplete)(nil),     // 33: cosla.wire.CausalComplete
+	(*CausalGet)(nil),          // 34: cosla.wire.CausalGet
+	(*CausalGetReply)(nil),     // 35: cosla.wire.CausalGetReply
+	(*CausalGetTx)(nil),        // 36: cosla.wire.CausalGetTx
+	(*TxItem)(nil),             // 37: cosla.wire.TxItem
+	(*CausalGetTxReply)(nil),   // 38: cosla.wire.CausalGetTxReply
+	(*Propagate)(nil),          // 39: cosla.wire.Propagate
+	(*PropagateAck)(nil),       // 40: cosla.wire.PropagateAck
+	(*Stable)(nil),             // 41: cosla.wire.Stable
+	(*Read)(nil),               // 42: cosla.wire.Read
+	(*ReadReply)(nil),          // 43: cosla.wire.ReadReply
+	(*DepCheck)(nil),           // 44: cosla.wire.DepCheck
+	(*DepCheckReply)(nil),      // 45: cosla.wire.DepCheckReply
+	(*Invalidate)(nil),         // 46: cosla.wire.Invalidate
+	(*InvalidateAck)(nil),      // 47: cosla.wire.InvalidateAck
 }
 var file_wire_proto_depIdxs = []int32{
-	6,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
-	7,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
-	8,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
-	9,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
-	10, // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
-	11, // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
-	12, // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
-	14, // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
-	15, // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
-	16, // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
-	17, // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
-	18, // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
-	19, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
-	20, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	21, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	22, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	23, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	24, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	25, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	26, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
-	3,  // 20: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	1,  // 21: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	4,  // 22: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	4,  // 23: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	2,  // 24: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 25: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	13, // 26: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,  // 27: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	2,  // 28: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 29: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,  // 30: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 31: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 32: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 33: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 34: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,  // 35: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	2,  // 36: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 37: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 38: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	5,  // 39: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	2,  // 40: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 41: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	5,  // 42: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	2,  // 43: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 44: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	2,  // 45: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	5,  // 46: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
-	2,  // 47: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 48: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	13, // 49: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	2,  // 50: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 51: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	2,  // 52: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 53: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	0,  // 54: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 55: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	55, // [55:56] is the sub-list for method output_type
-	54, // [54:55] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	8,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
+	9,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
+	10, // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
+	11, // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
+	12, // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
+	13, // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
+	14, // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
+	16, // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
+	17, // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
+	18, // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
+	19, // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
+	20, // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
+	21, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
+	22, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
+	23, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	24, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	25, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	26, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	27, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	28, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	31, // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
+	32, // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
+	33, // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
+	34, // 23: cosla.wire.Envelope.causal_get:type_name -> cosla.wire.CausalGet
+	35, // 24: cosla.wire.Envelope.causal_get_reply:type_name -> cosla.wire.CausalGetReply
+	36, // 25: cosla.wire.Envelope.causal_get_tx:type_name -> cosla.wire.CausalGetTx
+	38, // 26: cosla.wire.Envelope.causal_get_tx_reply:type_name -> cosla.wire.CausalGetTxReply
+	39, // 27: cosla.wire.Envelope.propagate:type_name -> cosla.wire.Propagate
+	40, // 28: cosla.wire.Envelope.propagate_ack:type_name -> cosla.wire.PropagateAck
+	41, // 29: cosla.wire.Envelope.stable:type_name -> cosla.wire.Stable
+	42, // 30: cosla.wire.Envelope.read:type_name -> cosla.wire.Read
+	43, // 31: cosla.wire.Envelope.read_reply:type_name -> cosla.wire.ReadReply
+	44, // 32: cosla.wire.Envelope.dep_check:type_name -> cosla.wire.DepCheck
+	45, // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
+	46, // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
+	47, // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
+	3,  // 36: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	5,  // 37: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	6,  // 38: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,  // 39: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	4,  // 40: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	4,  // 41: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	2,  // 42: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 43: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	15, // 44: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,  // 45: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	2,  // 46: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 47: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,  // 48: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 49: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 50: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 51: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 52: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,  // 53: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	2,  // 54: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 55: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,  // 56: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	7,  // 57: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	2,  // 58: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 59: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	7,  // 60: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	2,  // 61: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 62: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	2,  // 63: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	7,  // 64: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
+	2,  // 65: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 66: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	15, // 67: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	2,  // 68: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 69: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	2,  // 70: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 71: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	1,  // 72: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
+	29, // 73: cosla.wire.Dep.version:type_name -> cosla.wire.Version
+	29, // 74: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
+	30, // 75: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
+	29, // 76: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
+	29, // 77: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
+	29, // 78: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
+	29, // 79: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
+	29, // 80: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
+	37, // 81: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
+	29, // 82: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
+	30, // 83: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
+	29, // 84: cosla.wire.Stable.version:type_name -> cosla.wire.Version
+	29, // 85: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	29, // 86: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	29, // 87: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	0,  // 88: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,  // 89: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	89, // [89:90] is the sub-list for method output_type
+	88, // [88:89] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -2597,6 +4644,22 @@ func file_wire_proto_init() {
 		(*Envelope_Forward)(nil),
 		(*Envelope_ForwardAck)(nil),
 		(*Envelope_Resolved)(nil),
+		(*Envelope_CausalPut)(nil),
+		(*Envelope_CausalPutReply)(nil),
+		(*Envelope_CausalComplete)(nil),
+		(*Envelope_CausalGet)(nil),
+		(*Envelope_CausalGetReply)(nil),
+		(*Envelope_CausalGetTx)(nil),
+		(*Envelope_CausalGetTxReply)(nil),
+		(*Envelope_Propagate)(nil),
+		(*Envelope_PropagateAck)(nil),
+		(*Envelope_Stable)(nil),
+		(*Envelope_Read)(nil),
+		(*Envelope_ReadReply)(nil),
+		(*Envelope_DepCheck)(nil),
+		(*Envelope_DepCheckReply)(nil),
+		(*Envelope_Invalidate)(nil),
+		(*Envelope_InvalidateAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2604,7 +4667,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,617 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/storage"
+	"github.com/cosla/cosla/internal/wire"
+)
+
+// Strategy says how a coordinator serves reads: Karma itself, or one of the
+// baselines of Karma 5, all by the same code.
+type Strategy uint8
+
+// Strategies.
+const (
+	// Karma: any ring by proximity, the site's cache for stable values,
+	// dynamic ring restrictions.
+	Karma Strategy = iota
+	// KarmaNC is Karma without caches.
+	KarmaNC
+	// COPSPR binds every client statically to its site's ring, with no
+	// cache (COPS with partial replication).
+	COPSPR
+	// COPSIdeal is COPS-PR over a layout with one ring per site: full
+	// replication, every read local.
+	COPSIdeal
+)
+
+var strategyNames = [...]string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
+
+func (s Strategy) String() string {
+	if int(s) < len(strategyNames) {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("strategy(%d)", uint8(s))
+}
+
+// ParseStrategy parses a Strategy's String.
+func ParseStrategy(s string) (Strategy, error) {
+	for i, n := range strategyNames {
+		if n == s {
+			return Strategy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("causal: unknown strategy %q (want karma, karma-nc, cops-pr or cops-ideal)", s)
+}
+
+// Static reports whether clients are bound to their site's ring.
+func (s Strategy) Static() bool { return s == COPSPR || s == COPSIdeal }
+
+// Cached reports whether reads go through the site's cache.
+func (s Strategy) Cached() bool { return s == Karma }
+
+// CoordinatorOptions configures a client coordinator.
+type CoordinatorOptions struct {
+	// Layout places the table. Required, validated.
+	Layout *Layout
+	// Strategy. Default Karma.
+	Strategy Strategy
+	// RTT holds initial round-trip estimates to storage and cache nodes;
+	// measured round trips replace them. A node without one is tried last.
+	RTT map[wire.NodeID]time.Duration
+	// Resend is how long a propagator waits for a ring's acknowledgement
+	// before sending the write again. Default 1s.
+	Resend time.Duration
+	// ReadTimeout is how long a read waits for a storage node or cache
+	// before trying another ring, or failing when bound to one. Default 1s.
+	ReadTimeout time.Duration
+	// RandomRings makes an unbound read (or get-transaction) go to a
+	// ring drawn at random instead of the nearest: Karma's choice of any
+	// ring, exercised in full (randomized tests). Default false.
+	RandomRings bool
+	// TxRounds bounds the rounds of a get-transaction. Default 8.
+	TxRounds int
+	// MaxValueBytes bounds a written value. Default 1 MiB.
+	MaxValueBytes int
+	// Logger. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *CoordinatorOptions) setDefaults() {
+	if o.Resend == 0 {
+		o.Resend = time.Second
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = time.Second
+	}
+	if o.TxRounds == 0 {
+		o.TxRounds = 8
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks the options.
+func (o *CoordinatorOptions) Validate() error {
+	if o.Layout == nil {
+		return errors.New("causal: CoordinatorOptions.Layout is required")
+	}
+	if o.Strategy > COPSIdeal {
+		return fmt.Errorf("causal: CoordinatorOptions.Strategy: unknown %d", o.Strategy)
+	}
+	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 {
+		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds and MaxValueBytes must not be negative")
+	}
+	return nil
+}
+
+// sessionID names a client session: the client node and its number for it.
+type sessionID struct {
+	client  wire.NodeID
+	session uint64
+}
+
+// buffered is one write in a session's write buffer (Karma 4.1.2), or a
+// notify-after.
+type buffered struct {
+	seq     uint64
+	key     string
+	value   []byte
+	version wire.Version
+	deps    []wire.Dep
+	notify  bool
+	// acked has bit r set once ring r acknowledged; sent[r] is when the
+	// write was last sent to ring r (zero: not yet).
+	acked uint64
+	sent  []time.Time
+}
+
+// wbSession is a session's write buffer: its writes not yet complete, in
+// program order. It stays once empty, so that a CausalPut delivered again
+// is recognised by its Seq; it is volatile, so a coordinator restarted
+// knows only the sessions with buffered writes.
+type wbSession struct {
+	id      sessionID
+	entries []*buffered
+	taken   uint64 // highest Seq taken
+}
+
+// Coordinator is a client coordinator (Karma 4.1.1): it takes a site's
+// clients' writes into durable per-session write buffers and acknowledges
+// at once, propagates them to every ring in causal order (one propagator
+// per session and ring, each sending the session's writes in program
+// order, the next only after the ring acknowledged the previous one),
+// detects global completion and announces it with STABLE, and serves
+// reads from the write buffer, the site's cache or a ring.
+//
+// Choices the paper leaves open (karma.md section 5):
+//   - The put-after's dependencies are the in-flight versions the session
+//     read and has not seen complete; the client sends them.
+//   - Propagators do not pipeline a session's writes to one ring: the
+//     next goes after the previous one's acknowledgement. Sessions
+//     propagate in parallel; their writes are ordered across sessions
+//     only by put-after.
+//   - A coordinator keeps no per-session read state: the client does
+//     (its ring restriction and dependencies), so that a coordinator's
+//     crash loses no restriction. The write buffer is durable in the
+//     coordinator's engine, synced before the put is acknowledged.
+type Coordinator struct {
+	opts   CoordinatorOptions
+	layout *Layout
+	env    node.Env
+	clock  *hlc.Clock
+	site   string
+	home   int
+	near   *nearness
+	batch  storage.Batch
+
+	sessions map[sessionID]*wbSession
+	// incomplete indexes buffered writes by version, to answer a store's
+	// question whether one is complete (DepCheck).
+	incomplete map[wire.Version]*buffered
+	nextReq    uint64
+	reads      map[uint64]*pendingRead
+	txs        map[uint64]*pendingTx
+	txReads    map[uint64]txRead
+}
+
+// NewCoordinator returns a coordinator; Start starts it.
+func NewCoordinator(opts CoordinatorOptions) *Coordinator {
+	opts.setDefaults()
+	return &Coordinator{opts: opts}
+}
+
+type resendTimer struct {
+	s    sessionID
+	seq  uint64
+	ring int
+}
+
+type readTimer struct{ req uint64 }
+
+// Start implements node.Handler: it reloads the write buffers and
+// propagates what they hold (Karma 4.4: pending propagation completes on
+// recovery).
+func (c *Coordinator) Start(env node.Env) error {
+	if err := c.opts.Validate(); err != nil {
+		return err
+	}
+	c.env = env
+	c.layout = c.opts.Layout
+	c.clock = hlc.NewClock(env.WallNanos)
+	c.site = Site(env.ID())
+	c.home = c.layout.HomeRing(c.site)
+	if c.opts.Strategy.Static() && c.home < 0 {
+		return fmt.Errorf("causal: coordinator %s: strategy %s needs a ring at site %s", env.ID(), c.opts.Strategy, c.site)
+	}
+	c.near = newNearness(c.opts.RTT)
+	c.sessions = map[sessionID]*wbSession{}
+	c.incomplete = map[wire.Version]*buffered{}
+	c.reads = map[uint64]*pendingRead{}
+	c.txs = map[uint64]*pendingTx{}
+	c.txReads = map[uint64]txRead{}
+	start := []byte{spaceBuffer}
+	var scanErr error
+	err := env.Engine().Scan(start, []byte{spaceBuffer + 1}, func(k, v []byte) bool {
+		var s sessionID
+		var seq uint64
+		var e *buffered
+		if s, seq, scanErr = parseBufferKey(k); scanErr != nil {
+			return false
+		}
+		if e, scanErr = decodeBuffered(v); scanErr != nil {
+			return false
+		}
+		e.seq = seq
+		e.sent = make([]time.Time, len(c.layout.Rings))
+		ws := c.session(s)
+		ws.entries = append(ws.entries, e)
+		ws.taken = max(ws.taken, seq)
+		c.incomplete[e.version] = e
+		c.clock.Update(e.version.TS)
+		return true
+	})
+	if err == nil {
+		err = scanErr
+	}
+	if err != nil {
+		return fmt.Errorf("causal: coordinator %s: read write buffers: %w", env.ID(), err)
+	}
+	for _, ws := range c.sortedSessions() {
+		c.propagate(ws)
+	}
+	return nil
+}
+
+func (c *Coordinator) sortedSessions() []*wbSession {
+	out := make([]*wbSession, 0, len(c.sessions))
+	for _, ws := range c.sessions {
+		out = append(out, ws)
+	}
+	slices.SortFunc(out, func(a, b *wbSession) int {
+		if a.id.client != b.id.client {
+			if a.id.client < b.id.client {
+				return -1
+			}
+			return 1
+		}
+		return int(a.id.session) - int(b.id.session)
+	})
+	return out
+}
+
+func (c *Coordinator) session(id sessionID) *wbSession {
+	ws := c.sessions[id]
+	if ws == nil {
+		ws = &wbSession{id: id}
+		c.sessions[id] = ws
+	}
+	return ws
+}
+
+// Receive implements node.Handler.
+func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
+	switch m := m.(type) {
+	case *wire.CausalPut:
+		c.put(from, m)
+	case *wire.PropagateAck:
+		c.propagateAck(m)
+	case *wire.CausalGet:
+		c.get(from, m)
+	case *wire.CausalGetTx:
+		c.getTx(from, m)
+	case *wire.ReadReply:
+		c.readReply(from, m)
+	case *wire.DepCheck:
+		_, pending := c.incomplete[m.Version]
+		c.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: c.layout.Table, Done: !pending})
+	}
+}
+
+// Fire implements node.Handler.
+func (c *Coordinator) Fire(timer any) {
+	switch t := timer.(type) {
+	case resendTimer:
+		ws := c.sessions[t.s]
+		if ws == nil {
+			return
+		}
+		if e := c.head(ws, t.ring); e != nil && e.seq == t.seq {
+			e.sent[t.ring] = time.Time{}
+			c.send(ws, e, t.ring)
+		}
+	case readTimer:
+		c.readTimeout(t.req)
+	}
+}
+
+// put takes a write (or notify-after) into the session's write buffer.
+func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
+	reply := &wire.CausalPutReply{Req: m.Req, Table: c.layout.Table}
+	switch {
+	case m.Table != c.layout.Table:
+		reply.Code = wire.NoTable
+	case len(m.Value) > c.opts.MaxValueBytes:
+		reply.Code = wire.TooLarge
+	case m.Seq == 0 || (!m.Notify && m.Key == "") || (m.Notify && (m.Key != "" || len(m.Value) > 0)):
+		reply.Code = wire.Invalid
+	}
+	if reply.Code != wire.OK {
+		c.env.Send(from, reply)
+		return
+	}
+	ws := c.session(sessionID{from, m.Session})
+	if m.Seq <= ws.taken {
+		// A duplicate: answer again if the write is still buffered.
+		for _, e := range ws.entries {
+			if e.seq == m.Seq {
+				reply.Version = e.version
+				c.env.Send(from, reply)
+			}
+		}
+		return
+	}
+	c.clock.Update(m.Seen.TS)
+	for _, d := range m.Deps {
+		c.clock.Update(d.Version.TS)
+	}
+	e := &buffered{
+		seq: m.Seq, key: m.Key, value: m.Value, notify: m.Notify,
+		version: wire.Version{TS: c.clock.Now(), Origin: c.env.ID()},
+		deps:    m.Deps,
+		sent:    make([]time.Time, len(c.layout.Rings)),
+	}
+	c.batch.Reset()
+	c.batch.Set(bufferKey(c.layout.Table, ws.id, e.seq), encodeBuffered(e))
+	if err := c.env.Engine().Apply(&c.batch, true); err != nil {
+		reply.Code = wire.StorageFailed
+		c.env.Send(from, reply)
+		return
+	}
+	ws.taken = m.Seq
+	ws.entries = append(ws.entries, e)
+	c.incomplete[e.version] = e
+	reply.Version = e.version
+	c.env.Send(from, reply)
+	c.propagate(ws)
+}
+
+// head returns the session's first write not yet acknowledged by ring r.
+func (c *Coordinator) head(ws *wbSession, r int) *buffered {
+	for _, e := range ws.entries {
+		if e.acked&(1<<r) == 0 {
+			return e
+		}
+	}
+	return nil
+}
+
+// propagate sends, for each ring, the session's next write to it unless
+// one is in flight (Karma Fig. 5: per-ring propagators in queue order).
+func (c *Coordinator) propagate(ws *wbSession) {
+	for r := range c.layout.Rings {
+		if e := c.head(ws, r); e != nil && e.sent[r].IsZero() {
+			c.send(ws, e, r)
+		}
+	}
+	c.completeHeads(ws)
+}
+
+// target is the storage node that takes e in ring r: its key's, or for a
+// notify-after its first dependency's.
+func (c *Coordinator) target(e *buffered, r int) wire.NodeID {
+	key := e.key
+	if e.notify {
+		key = e.deps[0].Key
+	}
+	return c.layout.Node(r, key)
+}
+
+func (c *Coordinator) send(ws *wbSession, e *buffered, r int) {
+	if e.notify && len(e.deps) == 0 {
+		e.acked |= 1 << r // nothing to check
+		return
+	}
+	e.sent[r] = c.env.Now()
+	c.env.Send(c.target(e, r), &wire.Propagate{
+		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
+		Key: e.key, Value: e.value, Version: e.version, Deps: e.deps, Notify: e.notify,
+		Client: ws.id.client,
+	})
+	c.env.After(c.opts.Resend, resendTimer{ws.id, e.seq, r})
+}
+
+func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
+	if m.Table != c.layout.Table || m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings) {
+		return
+	}
+	ws := c.sessions[sessionID{m.Client, m.Session}]
+	if ws == nil {
+		return
+	}
+	r := int(m.Ring)
+	e := c.head(ws, r)
+	if e == nil || e.seq != m.Seq {
+		return // a duplicate acknowledgement
+	}
+	e.acked |= 1 << r
+	if next := c.head(ws, r); next != nil && next.sent[r].IsZero() {
+		c.send(ws, next, r)
+	}
+	c.completeHeads(ws)
+}
+
+// completeHeads retires the session's writes that every ring holds, in
+// program order: STABLE to the key's node in every ring (Karma 4.1.2),
+// completion to the client, and the write leaves the buffer.
+func (c *Coordinator) completeHeads(ws *wbSession) {
+	all := uint64(1)<<len(c.layout.Rings) - 1
+	for len(ws.entries) > 0 && ws.entries[0].acked == all {
+		e := ws.entries[0]
+		ws.entries = ws.entries[1:]
+		delete(c.incomplete, e.version)
+		if !e.notify {
+			for r := range c.layout.Rings {
+				c.env.Send(c.layout.Node(r, e.key), &wire.Stable{Table: c.layout.Table, Key: e.key, Version: e.version})
+			}
+		}
+		c.env.Send(ws.id.client, &wire.CausalComplete{Table: c.layout.Table, Session: ws.id.session, Seq: e.seq})
+		c.batch.Reset()
+		c.batch.Delete(bufferKey(c.layout.Table, ws.id, e.seq))
+		// Unsynced: a delete lost in a crash propagates the write again,
+		// which the rings take as a duplicate.
+		if err := c.env.Engine().Apply(&c.batch, false); err != nil {
+			c.opts.Logger.Error("causal: drop buffered write", "err", err)
+		}
+	}
+}
+
+// buffered returns the session's newest buffered write of key, or nil.
+func (c *Coordinator) bufferedWrite(id sessionID, key string) *buffered {
+	ws := c.sessions[id]
+	if ws == nil {
+		return nil
+	}
+	for i := len(ws.entries) - 1; i >= 0; i-- {
+		if e := ws.entries[i]; !e.notify && e.key == key {
+			return e
+		}
+	}
+	return nil
+}
+
+// pendingRead is a client's Get in progress, or one key of a
+// get-transaction's round.
+type pendingRead struct {
+	client wire.NodeID
+	get    *wire.CausalGet
+	wb     *buffered
+	// ring is the ring being read, or NoRing when the cache is asked;
+	// node is the node asked; tried the rings tried (a bit set).
+	ring   int32
+	node   wire.NodeID
+	sent   time.Time
+	bound  bool
+	tried  uint64
+	cached bool // the cache was tried
+}
+
+// get serves a client's read (Karma Fig. 3): the session's write buffer,
+// then, unless bound to a ring, the site's cache, then a ring.
+func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
+	if m.Table != c.layout.Table {
+		c.env.Send(from, &wire.CausalGetReply{Req: m.Req, Table: c.layout.Table, Code: wire.NoTable})
+		return
+	}
+	if m.Ring != wire.NoRing && (m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings)) {
+		c.env.Send(from, &wire.CausalGetReply{Req: m.Req, Table: c.layout.Table, Code: wire.Invalid})
+		return
+	}
+	wb := c.bufferedWrite(sessionID{from, m.Session}, m.Key)
+	// Karma Fig. 3 step 1, made safe under last-writer-wins: a buffered
+	// write newer than every version the session read elsewhere is
+	// newer than anything in their causal pasts, so it is the answer.
+	// An older one may have been overwritten by a version the session's
+	// reads depend on (Karma 4.1.2 reads the ring instead when bound to
+	// a ring the write reached; that misses a concurrent newer version
+	// in a ring the write did not reach), so the stores are asked and
+	// the newer of the two wins.
+	if wb != nil && m.MaxRead.Less(wb.version) {
+		c.env.Send(from, c.fromBuffer(m.Req, wb))
+		return
+	}
+	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing}
+	switch {
+	case m.Ring != wire.NoRing:
+		p.bound = true
+		c.readRing(p, int(m.Ring))
+	case c.opts.Strategy.Static():
+		p.bound = true
+		c.readRing(p, c.home)
+	case c.opts.Strategy.Cached() && c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now()) &&
+		!(c.opts.RandomRings && c.env.Rand().IntN(2) == 0):
+		p.cached = true
+		c.readNode(p, c.layout.Caches[c.site], wire.NoRing)
+	default:
+		c.readNearest(p)
+	}
+}
+
+func (c *Coordinator) fromBuffer(req uint64, e *buffered) *wire.CausalGetReply {
+	return &wire.CausalGetReply{Req: req, Table: c.layout.Table, Found: true, Value: e.value, Version: e.version,
+		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true}
+}
+
+func (c *Coordinator) readNearest(p *pendingRead) {
+	order := c.near.order(c.layout, p.get.Key, c.env.Now(), p.tried)
+	if c.opts.RandomRings && len(order) > 1 {
+		i := c.env.Rand().IntN(len(order))
+		order[0], order[i] = order[i], order[0]
+	}
+	if len(order) == 0 {
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable})
+		return
+	}
+	c.readRing(p, order[0])
+}
+
+func (c *Coordinator) readRing(p *pendingRead, r int) {
+	p.tried |= 1 << r
+	c.readNode(p, c.layout.Node(r, p.get.Key), int32(r))
+}
+
+func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
+	c.nextReq++
+	req := c.nextReq
+	p.ring, p.node, p.sent = ring, to, c.env.Now()
+	c.reads[req] = p
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key})
+	timeout := c.opts.ReadTimeout
+	if ring == wire.NoRing {
+		timeout *= 2 // the cache may itself wait ReadTimeout for a ring
+	}
+	c.env.After(timeout, readTimer{req})
+}
+
+func (c *Coordinator) readTimeout(req uint64) {
+	if tr, ok := c.txReads[req]; ok {
+		c.txTimeout(req, tr)
+		return
+	}
+	p := c.reads[req]
+	if p == nil {
+		return
+	}
+	delete(c.reads, req)
+	c.near.timedOut(p.node, c.env.Now())
+	if p.bound {
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable})
+		return
+	}
+	c.readNearest(p)
+}
+
+func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
+	if tr, ok := c.txReads[m.Req]; ok {
+		c.txReply(from, m, tr)
+		return
+	}
+	p := c.reads[m.Req]
+	if p == nil || from != p.node {
+		return
+	}
+	delete(c.reads, m.Req)
+	if m.Code == wire.OK && m.Source != wire.FromCache {
+		c.near.observe(m.Node, c.env.Now().Sub(p.sent))
+	}
+	if m.Code != wire.OK {
+		if p.cached && m.Code == wire.Unavailable {
+			// The cache's fill from m.Node timed out: avoid that node
+			// and try the rings from here.
+			if m.Node != "" {
+				c.near.timedOut(m.Node, c.env.Now())
+			}
+			c.readNearest(p)
+			return
+		}
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code})
+		return
+	}
+	if p.wb != nil && m.Version.Less(p.wb.version) {
+		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb))
+		return
+	}
+	c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Found: m.Found, Value: m.Value, Version: m.Version,
+		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight})
+}
