@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/clientfile"
@@ -32,6 +33,9 @@ var (
 	// ErrSLAUnmet: the Get met none of its SLA's subSLAs; it returns no
 	// data (Pileus 3.3).
 	ErrSLAUnmet = clientcore.ErrSLAUnmet
+	// ErrAborted: a get-transaction of a causal table found no snapshot
+	// in its rounds, the keys changing all along; try again.
+	ErrAborted = clientcore.ErrAborted
 	// ErrNoTable: no storage node knows the table.
 	ErrNoTable = clientcore.ErrNoTable
 	// ErrTableExists: a table of that name exists with another layout.
@@ -204,8 +208,16 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		peers[wire.NodeID(id)] = addr
 	}
 	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name), closed: make(chan struct{})}
+	// The replicas the core monitors: every node but the sites'
+	// coordinators and caches of causal tables.
+	var replicas []wire.NodeID
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		if !causal.RoleNode(id) {
+			replicas = append(replicas, id)
+		}
+	}
 	c.core = clientcore.New(clientcore.Options{
-		Nodes:            slices.Sorted(maps.Keys(peers)),
+		Nodes:            replicas,
 		RequestTimeout:   cfg.RequestTimeout,
 		ProbeInterval:    cfg.ProbeInterval,
 		RTTWindow:        cfg.RTTWindow,
@@ -389,8 +401,9 @@ func (s TableSpec) layout() wire.Layout {
 	return l
 }
 
-// CreateTable creates a table on every node it places tablets on.
-// Creating an identical table again succeeds.
+// CreateTable creates a table on every node it places tablets on. Each
+// creation draws a new table ID, so creating a table of an existing name
+// fails with ErrTableExists.
 func (c *Client) CreateTable(ctx context.Context, spec TableSpec) error {
 	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
 		core.CreateTable(spec.layout(), func(err error) { ch <- err })
@@ -864,6 +877,9 @@ type Result struct {
 	Applied     int
 	Pending     int
 	Null        bool
+	// Causal says, for a causal table, where the value came from; nil for
+	// other tables.
+	Causal *CausalRead
 	FromSession bool
 }
 
@@ -912,6 +928,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Pending         *int     `json:"pending,omitempty"`
 		Null            bool     `json:"null,omitempty"`
 		FromSession     bool     `json:"from_session,omitempty"`
+		Causal          any      `json:"causal,omitempty"`
 	}{
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
@@ -921,6 +938,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	if r.Bound != wire.NoBound {
 		out.Bound, out.Applied, out.Pending = r.Bound.String(), &r.Applied, &r.Pending
+	}
+	if cr := r.Causal; cr != nil {
+		out.Causal = cr.jsonView()
 	}
 	for _, rr := range r.Replies {
 		out.Replies = append(out.Replies, struct {
@@ -971,6 +991,10 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
 		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
 		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
+	if g.Causal != nil {
+		cr := causalRead(*g.Causal)
+		res.Causal = &cr
+	}
 	if err != nil {
 		res.Met = -1
 		return nil, res, err

@@ -109,12 +109,16 @@ func testServers(t testing.TB, sites ...string) (testNet, map[string]*server.Ser
 	ports, release := reservePorts(t, len(sites))
 	addrs := map[string]string{}
 	for i, s := range sites {
-		addrs[s+"/r1"] = ports[i]
+		// The serve process hosts r1 and the site's coordinator and cache
+		// of causal tables.
+		for _, n := range []string{"r1", "cc", "cache"} {
+			addrs[s+"/"+n] = ports[i]
+		}
 	}
 	for i, s := range sites {
 		peers := map[wire.NodeID]string{}
 		for id, a := range addrs {
-			if id != s+"/r1" {
+			if !strings.HasPrefix(id, s+"/") {
 				peers[wire.NodeID(id)] = a
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cosla/cosla/internal/node"
@@ -33,6 +34,19 @@ func (r Role) String() string {
 		return "cache"
 	}
 	return "store"
+}
+
+// CoordinatorName and CacheName are the names of a site's coordinator and
+// cache nodes: "<site>/cc" and "<site>/cache".
+const (
+	CoordinatorName = "cc"
+	CacheName       = "cache"
+)
+
+// RoleNode reports whether id names a site's coordinator or cache.
+func RoleNode(id wire.NodeID) bool {
+	_, name, _ := strings.Cut(string(id), "/")
+	return name == CoordinatorName || name == CacheName
 }
 
 // NodeOptions configures a Node. The layouts in Store, Coordinator and

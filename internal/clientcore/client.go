@@ -39,6 +39,7 @@ var (
 	ErrInvalid         = errors.New("cosla: invalid request")
 	ErrOverloaded      = errors.New("cosla: node overloaded")
 	ErrTooManySessions = errors.New("cosla: too many open sessions")
+	ErrAborted         = errors.New("cosla: get-transaction found no snapshot in time; try again")
 )
 
 // codeError maps a reply code to an error.
@@ -230,6 +231,9 @@ func (o Options) Validate() error {
 type Table struct {
 	layout  wire.Layout
 	tablets []tabletView
+	// causal is a causal table's client side; nil for a table of
+	// tablets.
+	causal *causalTable
 }
 
 type tabletView struct {
@@ -271,6 +275,10 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
+	// causal holds the client sides of the open causal tables, by ID.
+	causal map[uint64]*causalTable
+	// causalSessions numbers the sessions on causal tables.
+	causalSessions uint64
 	// started is when Start ran: the SLA window's buckets count from it.
 	started time.Time
 	// Counters of Metrics: Puts and Gets carried out, Gets by the subSLA
@@ -306,6 +314,7 @@ func (c *Client) Start(env node.Env) error {
 	c.rtt = map[wire.NodeID]*rttStats{}
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
+	c.causal = map[uint64]*causalTable{}
 	c.started = env.Now()
 	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
 	c.met, c.slas = nil, nil
@@ -317,6 +326,9 @@ func (c *Client) Start(env node.Env) error {
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	if m, ok := m.(*wire.Resolved); ok {
 		c.resolved(from, m)
+		return
+	}
+	if c.receiveCausal(from, m) {
 		return
 	}
 	req, ok := replyReq(m)
@@ -398,6 +410,8 @@ func (c *Client) Fire(timer any) {
 		t.send()
 	case heldTimer:
 		c.heldExpired(t)
+	case causalTimer:
+		c.fireCausal(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}
@@ -457,14 +471,22 @@ func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session,
 	if c.sessions >= c.opts.MaxSessions {
 		return nil, fmt.Errorf("%w: %d are open (Options.MaxSessions); end some first", ErrTooManySessions, c.sessions)
 	}
-	c.sessions++
-	return &Session{
+	session := &Session{
 		table:    t,
 		sla:      s,
 		strategy: strategy,
 		putTS:    map[string]hlc.Timestamp{},
 		readTS:   map[string]hlc.Timestamp{},
-	}, nil
+	}
+	if t.causal != nil {
+		if err := checkCausalSLA(s); err != nil {
+			return nil, err
+		}
+		c.causalSessions++
+		session.causal = t.causal.client.Session(c.causalSessions)
+	}
+	c.sessions++
+	return session, nil
 }
 
 // EndSession ends a session; later operations in it fail with

@@ -72,6 +72,8 @@ type GetResult struct {
 	// VersionTS is the timestamp of the version read, HighTS the replica's
 	// high timestamp.
 	VersionTS, HighTS hlc.Timestamp
+	// Causal says, for a causal table, where the value came from.
+	Causal *CausalRead
 	// TimedOut is set when no reply came before every subSLA's latency
 	// had passed.
 	TimedOut bool
@@ -172,6 +174,9 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, error), released bool) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
+	}
+	if s.table.causal != nil {
+		return c.getCausal(s, key, o, done)
 	}
 	if o.since.IsZero() {
 		o.since = c.env.Now()
@@ -592,6 +597,9 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	}
 	if len(value) > c.opts.MaxValueBytes {
 		return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), c.opts.MaxValueBytes)
+	}
+	if s.table.causal != nil {
+		return c.putCausal(s, key, value, o, done)
 	}
 	write := s.policy.Write
 	switch {

@@ -1,6 +1,7 @@
 package clientcore
 
 import (
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/sla"
 )
@@ -23,6 +24,9 @@ type Session struct {
 	// them to be (bounded.go).
 	pending []*pendingWrite
 	held    []*heldOp
+	// causal is the session's causal state on a causal table (Karma: a
+	// thread's ring restrictions and dependencies).
+	causal *causal.Session
 }
 
 // SetPolicy sets the levels and delay of the session's operations.

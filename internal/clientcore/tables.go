@@ -55,6 +55,17 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 			return
 		}
 		t := &Table{layout: l}
+		if l.Causal != nil {
+			ct, err := c.openCausal(l)
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			t.causal = ct
+			c.tables[name] = t
+			done(t, nil)
+			return
+		}
 		for i, spec := range l.Tablets {
 			tv := tabletView{ref: wire.TabletRef{Table: l.ID, Tablet: int32(i)}}
 			for _, id := range spec.Replicas() {
@@ -170,11 +181,26 @@ func (c *Client) fanout(nodes []wire.NodeID, build func(req uint64) wire.Msg, do
 // layoutNodes returns every node holding a tablet of the layout, sorted.
 func layoutNodes(l *wire.Layout) []wire.NodeID {
 	var ids []wire.NodeID
+	add := func(id wire.NodeID) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
 	for _, t := range l.Tablets {
 		for _, id := range t.Replicas() {
-			if !slices.Contains(ids, id) {
-				ids = append(ids, id)
+			add(id)
+		}
+	}
+	if c := l.Causal; c != nil {
+		// A causal table lives on its rings' storage nodes and its sites'
+		// coordinators and caches.
+		for _, r := range c.Rings {
+			for _, id := range r.Nodes {
+				add(id)
 			}
+		}
+		for _, id := range slices.Concat(c.Coordinators, c.Caches) {
+			add(id)
 		}
 	}
 	slices.Sort(ids)

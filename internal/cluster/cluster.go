@@ -37,6 +37,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/server"
@@ -215,7 +216,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 		nodes := map[string]string{}
 		for _, to := range c.info.Sites {
 			if from.Name == to.Name && topo.LocalRTT == 0 {
-				for _, n := range to.Nodes {
+				for _, n := range served(to.Nodes) {
 					nodes[to.Name+"/"+n] = to.Addr
 				}
 				continue
@@ -233,7 +234,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 				return err
 			}
 			c.links[pairKey(from.Name, to.Name)] = settings
-			for _, n := range to.Nodes {
+			for _, n := range served(to.Nodes) {
 				nodes[to.Name+"/"+n] = link.Addr()
 			}
 		}
@@ -264,6 +265,12 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
+}
+
+// served returns the nodes a site's serve process hosts: its storage
+// nodes, then its coordinator and cache for causal tables (package causal).
+func served(storage []string) []string {
+	return append(slices.Clone(storage), causal.CoordinatorName, causal.CacheName)
 }
 
 func pairKey(a, b string) [2]string {

@@ -156,8 +156,8 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 		t.Fatalf("info sites %+v, want a and b with two nodes each", info.Sites)
 	}
 	nodes, err := info.NodesFor("c")
-	if err != nil || len(nodes) != 4 {
-		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes", nodes, err)
+	if err != nil || len(nodes) != 8 {
+		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes and each site's coordinator and cache", nodes, err)
 	}
 	client, s := strongSession(ctx, t, "c", info)
 	const keys = 40

@@ -151,7 +151,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	}
 	nodes := map[string]string{}
 	for _, h := range res.Hosts {
-		for _, n := range h.Nodes {
+		for _, n := range served(h.Nodes) {
 			nodes[h.Site+"/"+n] = h.Addr
 		}
 	}
@@ -207,7 +207,7 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		if other.Site == h.Site {
 			continue
 		}
-		for _, n := range other.Nodes {
+		for _, n := range served(other.Nodes) {
 			cfg.Peers[wire.NodeID(other.Site+"/"+n)] = other.Addr
 		}
 		// The status page shows the sites whose HTTP it can reach: on

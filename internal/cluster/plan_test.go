@@ -40,7 +40,10 @@ func TestPlan(t *testing.T) {
 	if err := yaml.Unmarshal(data, &opts); err != nil {
 		t.Fatal(err)
 	}
-	wantPeers := map[wire.NodeID]string{"england/r1": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100"}
+	// Each site's storage nodes, and its coordinator and cache of causal
+	// tables, at its serve process.
+	wantPeers := map[wire.NodeID]string{"england/r1": "10.0.0.1:7100", "england/cc": "10.0.0.1:7100", "england/cache": "10.0.0.1:7100",
+		"us/r1": "10.0.0.2:7100", "us/cc": "10.0.0.2:7100", "us/cache": "10.0.0.2:7100"}
 	if opts.Site != "india" || opts.Listen != "10.0.0.1:7200" || opts.HTTPListen != "127.0.0.1:7280" || opts.DataDir != "data" ||
 		!reflect.DeepEqual(opts.Peers, wantPeers) {
 		t.Errorf("india's serve config: %+v; want listen 10.0.0.1:7200, http 127.0.0.1:7280, data_dir data, peers %v", opts, wantPeers)
@@ -64,6 +67,9 @@ func TestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNodes := map[string]string{"england/r1": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100", "india/r1": "10.0.0.1:7200"}
+	for site, addr := range map[string]string{"england": "10.0.0.1:7100", "us": "10.0.0.2:7100", "india": "10.0.0.1:7200"} {
+		wantNodes[site+"/cc"], wantNodes[site+"/cache"] = addr, addr
+	}
 	if f.Site != "england" || f.Table != "usertable" || !reflect.DeepEqual(f.Nodes, wantNodes) {
 		t.Errorf("client config: site %s, table %s, nodes %v; want england, usertable, %v", f.Site, f.Table, f.Nodes, wantNodes)
 	}

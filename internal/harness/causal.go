@@ -54,13 +54,6 @@ type CausalWorld struct {
 	Stores, Coordinators, Caches, Clients []wire.NodeID
 }
 
-// CoordinatorName and CacheName name the nodes a causal world adds to
-// every site.
-const (
-	CoordinatorName = "cc"
-	CacheName       = "cache"
-)
-
 // CausalLayout builds the table's layout over topo: the given rings of
 // sites (one ring per site under COPSIdeal), a coordinator at every site,
 // and a cache at every site under the Karma strategy. It is the layout a
@@ -95,9 +88,9 @@ func CausalLayout(topo topology.Topology, name string, rings [][]string, strateg
 		if len(s.Replicas) > 0 && !inRing[s.Name] {
 			return wire.Layout{}, fmt.Errorf("harness: site %q has storage nodes but is in no ring", s.Name)
 		}
-		c.Coordinators = append(c.Coordinators, topology.NodeID(s.Name, CoordinatorName))
+		c.Coordinators = append(c.Coordinators, topology.NodeID(s.Name, causal.CoordinatorName))
 		if strategy.Cached() {
-			c.Caches = append(c.Caches, topology.NodeID(s.Name, CacheName))
+			c.Caches = append(c.Caches, topology.NodeID(s.Name, causal.CacheName))
 		}
 	}
 	l := wire.Layout{Name: name, ID: table, Causal: c}

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/host"
 	"github.com/cosla/cosla/internal/node"
@@ -152,6 +153,9 @@ func (o *Options) Validate() error {
 		if n == "" || strings.Contains(n, "/") || seen[n] {
 			return bad("nodes: %q is empty, contains '/' or is listed twice", n)
 		}
+		if n == causal.CoordinatorName || n == causal.CacheName {
+			return bad("nodes: %q is the name of the site's causal-table %s", n, map[string]string{causal.CoordinatorName: "coordinator", causal.CacheName: "cache"}[n])
+		}
 		seen[n] = true
 	}
 	for id, addr := range o.Peers {
@@ -203,7 +207,9 @@ type Server struct {
 }
 
 type hosted struct {
-	node    *host.Node
+	node *host.Node
+	// replica is the node's replica core; nil for a causal table's
+	// coordinator or cache.
 	replica *replica.Node
 	engine  *pebbledb.Engine
 }
@@ -296,30 +302,47 @@ func loopbackUnlessNamed(addr string) string {
 
 func (s *Server) startNodes() error {
 	for _, name := range s.opts.Nodes {
-		id := wire.NodeID(s.opts.Site + "/" + name)
-		dir := filepath.Join(s.opts.DataDir, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("cosla serve: %s: %w", id, err)
-		}
-		logger := s.opts.Logger.With("node", string(id))
-		if s.opts.UnsafeNoFsync {
-			logger.Warn("cosla serve: unsafe_no_fsync is set: acknowledged writes may be lost in a crash")
-		}
-		eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
-		if err != nil {
-			return fmt.Errorf("cosla serve: %s: %w", id, err)
-		}
 		rep := replica.New(replica.Options(s.opts.Replica))
-		n, err := host.StartNode(host.NodeOptions{ID: id, Handler: rep, Engine: eng, Send: s.transport.Send, Logger: logger,
-			MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
-		if err != nil {
-			eng.Close()
-			return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+		// Each storage node also holds its replicas of causal tables
+		// (Karma, DESIGN.md section 5), with their middle man.
+		store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore})
+		if err := s.startNode(name, causal.NewBeside(rep, store), rep); err != nil {
+			return err
 		}
-		s.mu.Lock()
-		s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}
-		s.mu.Unlock()
 	}
+	// The site's client coordinator and cache for causal tables: idle
+	// until a causal table names them.
+	if err := s.startNode(causal.CoordinatorName, causal.NewNode(causal.NodeOptions{Role: causal.RoleCoordinator}), nil); err != nil {
+		return err
+	}
+	return s.startNode(causal.CacheName, causal.NewNode(causal.NodeOptions{Role: causal.RoleCache}), nil)
+}
+
+// startNode opens a node's engine and starts it; rep is its replica core,
+// if it has one, for the status page and metrics.
+func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node) error {
+	id := wire.NodeID(s.opts.Site + "/" + name)
+	dir := filepath.Join(s.opts.DataDir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cosla serve: %s: %w", id, err)
+	}
+	logger := s.opts.Logger.With("node", string(id))
+	if s.opts.UnsafeNoFsync {
+		logger.Warn("cosla serve: unsafe_no_fsync is set: acknowledged writes may be lost in a crash")
+	}
+	eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
+	if err != nil {
+		return fmt.Errorf("cosla serve: %s: %w", id, err)
+	}
+	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
+		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
+	if err != nil {
+		eng.Close()
+		return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+	}
+	s.mu.Lock()
+	s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -409,6 +432,9 @@ func (s *Server) Decisions() map[wire.NodeID][]replica.Decision {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for id, h := range s.nodes {
+		if h.replica == nil {
+			continue
+		}
 		var d []replica.Decision
 		if err := h.node.Do(func(node.Handler) { d = h.replica.Decisions() }); err == nil {
 			out[id] = d
@@ -442,8 +468,12 @@ func (s *Server) Status() Status {
 		Overloaded: s.overloaded.Load(), RecentErrors: s.recent.snapshot()}
 	s.mu.RLock()
 	ids := make([]wire.NodeID, 0, len(s.nodes))
-	for id := range s.nodes {
-		ids = append(ids, id)
+	for id, h := range s.nodes {
+		// The storage nodes; a site's coordinator and cache of causal
+		// tables have no replica metrics to show.
+		if h.replica != nil {
+			ids = append(ids, id)
+		}
 	}
 	s.mu.RUnlock()
 	slices.Sort(ids)
