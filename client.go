@@ -873,13 +873,13 @@ type Result struct {
 	// contract: it returns the value read whether or not a subSLA was
 	// met, and Met says which, if any. FromSession says that the value
 	// is the session's own pending write, on any Get.
-	Bound       Bound
-	Applied     int
-	Pending     int
-	Null        bool
+	Bound   Bound
+	Applied int
+	Pending int
+	Null    bool
 	// Causal says, for a causal table, where the value came from; nil for
 	// other tables.
-	Causal *CausalRead
+	Causal      *CausalRead
 	FromSession bool
 }
 
