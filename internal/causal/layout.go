@@ -31,7 +31,7 @@ type Layout struct {
 	// cache (Karma-NC, COPS-PR and COPS-Ideal have none anywhere).
 	Caches map[string]wire.NodeID
 	// Points is the number of points each node takes on its ring's hash
-	// circle. Default 64.
+	// circle. Default 256.
 	Points int
 
 	placed []placement
@@ -69,7 +69,7 @@ func (l *Layout) Validate() error {
 		return fmt.Errorf("%w: %d rings, at most 64", ErrBadLayout, len(l.Rings))
 	}
 	if l.Points == 0 {
-		l.Points = 64
+		l.Points = 256
 	}
 	if l.Points < 0 {
 		return fmt.Errorf("%w: negative points %d", ErrBadLayout, l.Points)

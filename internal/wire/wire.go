@@ -342,7 +342,7 @@ type CausalLayout struct {
 	Rings        []Ring
 	Coordinators []NodeID // one per site that serves clients
 	Caches       []NodeID // at most one per site; none: no caches (Karma-NC, COPS)
-	Points       int32    // points per node on a ring's circle; 0 means 64
+	Points       int32    // points per node on a ring's circle; 0 means 256
 }
 
 // Ring is one ring of a causal table: a complete replica, spread by
