@@ -72,6 +72,9 @@ func (c *Client) CreateCausalTable(ctx context.Context, spec CausalTableSpec) er
 	return errors.Join(cerr, err)
 }
 
+// Causal reports whether the table is a causal table (CreateCausalTable).
+func (t *Table) Causal() bool { return t != nil && t.t != nil && t.t.Layout().Causal != nil }
+
 // Source says where a causal table's read came from (Karma Fig. 3).
 type Source = wire.Source
 
@@ -98,8 +101,9 @@ type CausalRead struct {
 	Restricted bool
 }
 
-// jsonView is how Result's and TxItem's JSON show a causal read.
-func (r CausalRead) jsonView() any {
+// JSON is how Result's JSON and the CLI's show a causal read: a value
+// that encoding/json writes with lower-case names.
+func (r CausalRead) JSON() any {
 	return struct {
 		Version    string `json:"version"`
 		Origin     string `json:"origin"`

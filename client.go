@@ -940,7 +940,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		out.Bound, out.Applied, out.Pending = r.Bound.String(), &r.Applied, &r.Pending
 	}
 	if cr := r.Causal; cr != nil {
-		out.Causal = cr.jsonView()
+		out.Causal = cr.JSON()
 	}
 	for _, rr := range r.Replies {
 		out.Replies = append(out.Replies, struct {

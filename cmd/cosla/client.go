@@ -24,6 +24,10 @@ import (
 // the primary answers within 5 s, else any value.
 const defaultGetSLA = "strong 5s 1; eventual unbounded 0.5"
 
+// defaultCausalSLA is the SLA of Gets of a causal table without --sla:
+// causal consistency, which such a table always delivers (Karma).
+const defaultCausalSLA = "causal unbounded 1"
+
 // clientFlags are the flags every command that talks to a cluster takes.
 type clientFlags struct {
 	dir, config, site, table, slaSpec, strategy string
@@ -129,6 +133,11 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 	if err != nil {
 		c.Close()
 		return nil, err
+	}
+	if t.Causal() && (f.slaSpec == "" || f.slaSpec == defaultGetSLA) {
+		// The default SLA asks for strong reads, which a causal table
+		// does not serve.
+		tg.agreement, _ = sla.Parse(defaultCausalSLA)
 	}
 	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(policy), cosla.WithStrategy(tg.strategy))...)
 	if err != nil {
@@ -292,6 +301,11 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 		}
 		return json.NewEncoder(w).Encode(out)
 	}
+	if cs.table.Causal() {
+		fmt.Fprintf(w, "put %s: ok, version %s, durable in the session's write buffer at %s/cc (%.1f ms from %s)\n",
+			key, ts, cs.site, milliseconds(latency), cs.site)
+		return nil
+	}
 	if bound == 0 {
 		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, milliseconds(latency), cs.site)
 		return nil
@@ -409,6 +423,10 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	} else {
 		fmt.Fprintf(w, "  met none of the %d subSLAs of %q\n", len(agreement), agreement)
 	}
+	if cr := res.Causal; cr != nil {
+		fmt.Fprintf(w, "  %s in %.1f ms\n", causalText(*cr, res.Node), milliseconds(res.RTT))
+		return err
+	}
 	if res.FromSession {
 		fmt.Fprintf(w, "  the session's own write through %s, which the primary has yet to order\n", res.Node)
 	} else {
@@ -455,6 +473,95 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		fmt.Fprintf(w, "  strategy %s\n", res.Strategy)
 	}
 	return err
+}
+
+// causalText says where a causal read came from and what it means for
+// the session (Karma Fig. 3).
+func causalText(cr cosla.CausalRead, node string) string {
+	var b strings.Builder
+	switch cr.Source {
+	case cosla.FromBuffer:
+		fmt.Fprintf(&b, "from the session's write buffer at %s", node)
+	case cosla.FromCache:
+		fmt.Fprintf(&b, "from the site's cache %s", node)
+	default:
+		fmt.Fprintf(&b, "from ring %d (%s) at %s", cr.Ring, cr.RingName, node)
+	}
+	if !cr.Version.IsZero() {
+		fmt.Fprintf(&b, ", version %s by %s", cr.Version, cr.Origin)
+	}
+	switch {
+	case cr.Source == cosla.FromBuffer:
+		b.WriteString(", not yet in every ring")
+	case cr.InFlight:
+		fmt.Fprintf(&b, ", in flight: the session is bound to ring %d until it is in every ring", cr.Ring)
+	default:
+		b.WriteString(", stable (in every ring)")
+	}
+	if cr.Restricted {
+		b.WriteString("; read under a ring restriction")
+	}
+	return b.String()
+}
+
+func runGetTx(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("gettx", stderr)
+	var f clientFlags
+	addClientFlags(fs, &f, false)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: cosla gettx [flags] KEY...\n\nReads the keys of a causal table as one causally consistent snapshot (Karma 4.5): all from\none ring, in rounds until two agree. Exit status 1 if the keys kept changing (try again).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("want KEY...")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	cs, err := openSession(ctx, &f)
+	if err != nil {
+		return err
+	}
+	defer cs.client.Close()
+	if !cs.table.Causal() {
+		return usagef("table %s is not a causal table: gettx reads causal tables", cs.table.Name())
+	}
+	items, res, err := cs.client.GetTx(ctx, cs.session, fs.Args())
+	if err != nil {
+		return fmt.Errorf("gettx: %w", err)
+	}
+	if f.jsonOut {
+		out := map[string]any{"op": "gettx", "site": cs.site, "ring": res.Ring, "ring_name": res.RingName, "rounds": res.Rounds,
+			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
+		var list []map[string]any
+		for _, it := range items {
+			item := map[string]any{"key": it.Key, "found": it.Found, "causal": it.CausalRead.JSON()}
+			if it.Found {
+				item["value"] = string(it.Value)
+			}
+			list = append(list, item)
+		}
+		out["items"] = list
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	fmt.Fprintf(stdout, "snapshot from ring %d (%s) in %d rounds, %.1f ms\n", res.Ring, res.RingName, res.Rounds, milliseconds(res.RTT))
+	for _, it := range items {
+		shown := strconv.Quote(string(it.Value))
+		if !it.Found {
+			shown = "(not found)"
+		}
+		flight := "stable"
+		switch {
+		case it.Source == cosla.FromBuffer:
+			flight = "the session's own write"
+		case it.InFlight:
+			flight = "in flight"
+		}
+		fmt.Fprintf(stdout, "  %s = %s (%s)\n", it.Key, shown, flight)
+	}
+	return nil
 }
 
 func plural(n int, one, many string) string {

@@ -49,7 +49,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 type topologyFlags struct{ preset, file string }
 
 func (t *topologyFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&t.preset, "preset", "pileus4", "topology preset: pileus4 (Pileus 5.1: England, U.S., India, China) or local (one site, clients dial the node directly)")
+	fs.StringVar(&t.preset, "preset", "pileus4", "topology preset: pileus4 (Pileus 5.1: England, U.S., India, China) , local (one site, clients dial the node directly) or karma8 (Karma 5: eight datacenters in three rings, six storage nodes each; the table is a causal table)")
 	fs.StringVar(&t.file, "topology", "", "topology YAML file (instead of --preset); see internal/topology.Load")
 }
 

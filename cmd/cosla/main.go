@@ -12,6 +12,7 @@
 //	cosla put [--site S] [--bound B] KEY VALUE
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
 //	cosla rtw [--site S] [--bound B] [--json] TESTKEY EXPECT WRITEKEY VALUE
+//	cosla gettx [--site S] [--json] KEY...
 //	cosla session run [--site S] FILE
 //	cosla bench [--target cosla|redis|etcd|postgres] [--workload a-f|FILE] [--clients N] [--duration D]
 //	cosla bench compare [--targets cosla,redis,etcd] [--workload a-f|FILE] [--clients N,...] [--out DIR]
@@ -58,6 +59,7 @@ func commands() []command {
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
 		{"rtw", "write a key only if a key holds a given value, or none (rtw [--bound B] TESTKEY EXPECT WRITEKEY VALUE)", runRTW},
+		{"gettx", "read keys of a causal table as one causally consistent snapshot (gettx KEY...)", runGetTx},
 		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
 		{"bench", "run a YCSB workload against cosla, Redis, etcd or PostgreSQL (bench --workload b --clients 50), or compare them (bench compare)", runBench},
 		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},

@@ -368,8 +368,13 @@ func tableSpec(topo topology.Topology, opts Options) (cosla.TableSpec, error) {
 
 func (c *Cluster) createTable(ctx context.Context) error {
 	spec := c.table
-	// The supervisor's client sits at the first tablet's primary.
+	// The supervisor's client sits at the first tablet's primary, or for
+	// a causal table at the first site.
 	site, _, _ := strings.Cut(spec.Tablets[0].Primary, "/")
+	causal := len(c.opts.Topology.Rings) > 0
+	if causal {
+		site = c.opts.Topology.Sites[0].Name
+	}
 	cfg, err := c.info.ClientConfig(site)
 	if err != nil {
 		return err
@@ -380,7 +385,11 @@ func (c *Cluster) createTable(ctx context.Context) error {
 		return err
 	}
 	defer client.Close()
-	err = client.CreateTable(ctx, spec)
+	if causal {
+		err = client.CreateCausalTable(ctx, causalTableSpec(c.opts.Topology, spec.Name))
+	} else {
+		err = client.CreateTable(ctx, spec)
+	}
 	if errors.Is(err, cosla.ErrTableExists) {
 		// The directory holds a previous run's data: keep its table, with
 		// the replication settings it was created with.
@@ -391,6 +400,30 @@ func (c *Cluster) createTable(ctx context.Context) error {
 		return fmt.Errorf("cluster: create table %s: %w", spec.Name, err)
 	}
 	return nil
+}
+
+// causalTableSpec is the causal table (Karma) a topology with rings gets:
+// each ring over its sites' storage nodes, a coordinator and a cache at
+// every site.
+func causalTableSpec(topo topology.Topology, name string) cosla.CausalTableSpec {
+	spec := cosla.CausalTableSpec{Name: name, Caches: true}
+	for _, ring := range topo.Rings {
+		r := cosla.RingSpec{Name: strings.Join(ring, "+")}
+		for _, site := range ring {
+			for _, s := range topo.Sites {
+				if s.Name == site {
+					for _, n := range s.Replicas {
+						r.Nodes = append(r.Nodes, site+"/"+n)
+					}
+				}
+			}
+		}
+		spec.Rings = append(spec.Rings, r)
+	}
+	for _, s := range topo.Sites {
+		spec.Sites = append(spec.Sites, s.Name)
+	}
+	return spec
 }
 
 // Info returns the description the cluster wrote to its directory.

@@ -19,7 +19,7 @@ import (
 //
 // Run it with: go test -run x -fuzz FuzzParse ./internal/topology
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"pileus4", "local"} {
+	for _, name := range PresetNames() {
 		b, err := yaml.Marshal(Presets[name]())
 		if err != nil {
 			f.Fatal(err)

@@ -50,6 +50,11 @@ type Topology struct {
 	// LocalJitter is the one-way jitter within a site, as Link.Jitter.
 	// Default 0.
 	LocalJitter time.Duration `yaml:"local_jitter"`
+	// Rings, if set, groups the sites into the rings of a causal table
+	// (Karma): `cosla cluster up` then creates its table as a causal
+	// table over them, with a cache at every site. Every site with
+	// storage nodes is in exactly one ring.
+	Rings [][]string `yaml:"rings"`
 }
 
 // Load reads a topology from a YAML file and validates it:
@@ -101,7 +106,7 @@ func Resolve(spec string) (Topology, error) {
 		return f(), nil
 	}
 	if _, err := os.Stat(spec); err != nil {
-		return Topology{}, fmt.Errorf("%w: %q is neither a preset (pileus4, local) nor a readable file", ErrInvalid, spec)
+		return Topology{}, fmt.Errorf("%w: %q is neither a preset (%s) nor a readable file", ErrInvalid, spec, strings.Join(PresetNames(), ", "))
 	}
 	return Load(spec)
 }
@@ -154,6 +159,35 @@ func (t *Topology) Validate() error {
 			if !links[sitePair(a.Name, b.Name)] {
 				return fmt.Errorf("%w: %s: no link between %s and %s", ErrInvalid, t.Name, a.Name, b.Name)
 			}
+		}
+	}
+	return t.validateRings()
+}
+
+// validateRings checks Rings: known sites, each with storage nodes in
+// exactly one ring.
+func (t *Topology) validateRings() error {
+	if len(t.Rings) == 0 {
+		return nil
+	}
+	inRing := map[string]bool{}
+	for i, ring := range t.Rings {
+		if len(ring) == 0 {
+			return fmt.Errorf("%w: %s: ring %d has no sites", ErrInvalid, t.Name, i)
+		}
+		for _, name := range ring {
+			if !slices.ContainsFunc(t.Sites, func(s Site) bool { return s.Name == name }) || inRing[name] {
+				return fmt.Errorf("%w: %s: ring %d: site %q unknown or in two rings", ErrInvalid, t.Name, i, name)
+			}
+			inRing[name] = true
+		}
+	}
+	for _, s := range t.Sites {
+		if len(s.Replicas) > 0 && !inRing[s.Name] {
+			return fmt.Errorf("%w: %s: site %s has storage nodes and is in no ring", ErrInvalid, t.Name, s.Name)
+		}
+		if len(s.Replicas) == 0 && inRing[s.Name] {
+			return fmt.Errorf("%w: %s: site %s is in a ring but has no storage nodes", ErrInvalid, t.Name, s.Name)
 		}
 	}
 	return nil
@@ -239,4 +273,14 @@ func Local() Topology {
 }
 
 // Presets maps preset names to topologies.
-var Presets = map[string]func() Topology{"pileus4": Pileus4, "local": Local}
+var Presets = map[string]func() Topology{"pileus4": Pileus4, "local": Local, "karma8": Karma8}
+
+// PresetNames returns the presets' names, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -410,12 +410,12 @@ func (m *CausalGetTxReply) String() string {
 }
 
 func (m *Propagate) String() string {
-	return fmt.Sprintf("Propagate(table=%d session=%d seq=%d %s version=%s%s)", m.Table, m.Session, m.Seq,
+	return fmt.Sprintf("Propagate(table=%d session=%s#%d seq=%d %s version=%s%s)", m.Table, m.Client, m.Session, m.Seq,
 		causalWrite(m.Notify, m.Key, m.Value), m.Version, depsSuffix(m.Deps))
 }
 
 func (m *PropagateAck) String() string {
-	return fmt.Sprintf("PropagateAck(table=%d session=%d seq=%d ring=%d)", m.Table, m.Session, m.Seq, m.Ring)
+	return fmt.Sprintf("PropagateAck(table=%d session=%s#%d seq=%d ring=%d)", m.Table, m.Client, m.Session, m.Seq, m.Ring)
 }
 
 func (m *Stable) String() string {

@@ -343,12 +343,13 @@ func envelopeField(m Msg) (field, body int) {
 		if m != nil {
 			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq) +
 				bytesField(4, len(m.Key)) + bytesField(5, len(m.Value)) + versionField(6, m.Version) +
-				depsField(7, m.Deps) + boolField(8, m.Notify)
+				depsField(7, m.Deps) + boolField(8, m.Notify) + bytesField(9, len(m.Client))
 		}
 		return 37, body
 	case *PropagateAck:
 		if m != nil {
-			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq) + sintField(4, m.Ring)
+			body = uintField(1, m.Table) + uintField(2, m.Session) + uintField(3, m.Seq) + sintField(4, m.Ring) +
+				bytesField(5, len(m.Client))
 		}
 		return 38, body
 	case *Stable:

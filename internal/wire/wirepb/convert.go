@@ -103,9 +103,9 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 		e.Msg = &Envelope_CausalGetTxReply{r}
 	case *wire.Propagate:
 		e.Msg = &Envelope_Propagate{&Propagate{Table: m.Table, Session: m.Session, Seq: m.Seq, Key: m.Key, Value: m.Value,
-			Version: versionPB(m.Version), Deps: depsPB(m.Deps), Notify: m.Notify}}
+			Version: versionPB(m.Version), Deps: depsPB(m.Deps), Notify: m.Notify, Client: string(m.Client)}}
 	case *wire.PropagateAck:
-		e.Msg = &Envelope_PropagateAck{&PropagateAck{Table: m.Table, Session: m.Session, Seq: m.Seq, Ring: m.Ring}}
+		e.Msg = &Envelope_PropagateAck{&PropagateAck{Table: m.Table, Session: m.Session, Seq: m.Seq, Ring: m.Ring, Client: string(m.Client)}}
 	case *wire.Stable:
 		e.Msg = &Envelope_Stable{&Stable{Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
 	case *wire.Read:
@@ -279,10 +279,10 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 	case *Envelope_Propagate:
 		r := x.Propagate
 		m = &wire.Propagate{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(),
-			Version: versionWire(r.GetVersion()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify()}
+			Version: versionWire(r.GetVersion()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify(), Client: wire.NodeID(r.GetClient())}
 	case *Envelope_PropagateAck:
 		r := x.PropagateAck
-		m = &wire.PropagateAck{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Ring: r.GetRing()}
+		m = &wire.PropagateAck{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Ring: r.GetRing(), Client: wire.NodeID(r.GetClient())}
 	case *Envelope_Stable:
 		r := x.Stable
 		m = &wire.Stable{Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}

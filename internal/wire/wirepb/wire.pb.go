@@ -3465,6 +3465,7 @@ type Propagate struct {
 	Version       *Version               `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
 	Deps          []*Dep                 `protobuf:"bytes,7,rep,name=deps,proto3" json:"deps,omitempty"`
 	Notify        bool                   `protobuf:"varint,8,opt,name=notify,proto3" json:"notify,omitempty"`
+	Client        string                 `protobuf:"bytes,9,opt,name=client,proto3" json:"client,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3555,12 +3556,20 @@ func (x *Propagate) GetNotify() bool {
 	return false
 }
 
+func (x *Propagate) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
 type PropagateAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
 	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
 	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	Ring          int32                  `protobuf:"zigzag32,4,opt,name=ring,proto3" json:"ring,omitempty"`
+	Client        string                 `protobuf:"bytes,5,opt,name=client,proto3" json:"client,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3621,6 +3630,13 @@ func (x *PropagateAck) GetRing() int32 {
 		return x.Ring
 	}
 	return 0
+}
+
+func (x *PropagateAck) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
 }
 
 type Stable struct {
@@ -4400,7 +4416,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x05items\x18\x03 \x03(\v2\x12.cosla.wire.TxItemR\x05items\x12\x12\n" +
 	"\x04ring\x18\x04 \x01(\x11R\x04ring\x12\x16\n" +
 	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x14\n" +
-	"\x05table\x18\x06 \x01(\x04R\x05table\"\xe1\x01\n" +
+	"\x05table\x18\x06 \x01(\x04R\x05table\"\xf9\x01\n" +
 	"\tPropagate\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
@@ -4409,12 +4425,14 @@ const file_wire_proto_rawDesc = "" +
 	"\x05value\x18\x05 \x01(\fR\x05value\x12-\n" +
 	"\aversion\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12#\n" +
 	"\x04deps\x18\a \x03(\v2\x0f.cosla.wire.DepR\x04deps\x12\x16\n" +
-	"\x06notify\x18\b \x01(\bR\x06notify\"d\n" +
+	"\x06notify\x18\b \x01(\bR\x06notify\x12\x16\n" +
+	"\x06client\x18\t \x01(\tR\x06client\"|\n" +
 	"\fPropagateAck\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
-	"\x04ring\x18\x04 \x01(\x11R\x04ring\"_\n" +
+	"\x04ring\x18\x04 \x01(\x11R\x04ring\x12\x16\n" +
+	"\x06client\x18\x05 \x01(\tR\x06client\"_\n" +
 	"\x06Stable\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12-\n" +
