@@ -604,6 +604,9 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 	if err != nil {
 		return nil, err
 	}
+	if errors.Is(r.err, ErrInvalid) {
+		return nil, r.err
+	}
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, r.err)
 	}
