@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cosla/cosla/internal/invariants"
 	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/wire"
 )
@@ -164,6 +165,11 @@ func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 }
 
 func (c *Cache) install(key string, e *cached) {
+	// I3 (karma.md section 2): a cache holds only stable versions; a
+	// version never goes back in it.
+	if old := c.entries[key]; invariants.Enabled && old != nil {
+		invariants.Check(old.version.Less(e.version), "cache %s: key %q filled with %s over %s", c.env.ID(), key, e.version, old.version)
+	}
 	if _, ok := c.entries[key]; !ok {
 		for len(c.entries) >= c.opts.Capacity && len(c.order) > 0 {
 			victim := c.order[0]

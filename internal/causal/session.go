@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"github.com/cosla/cosla/internal/invariants"
 	"github.com/cosla/cosla/internal/wire"
 )
 
@@ -111,6 +112,7 @@ func (s *Session) Read(key string, found bool, v wire.Version, source wire.Sourc
 	}
 	s.items = append(s.items, restriction{dep: wire.Dep{Key: key, Version: v}, ring: ring, after: s.seq + 1})
 	s.ring = ring
+	s.rebind()
 }
 
 // Complete records that the session's writes up to seq are in every ring,
@@ -129,5 +131,12 @@ func (s *Session) Complete(seq uint64) {
 func (s *Session) rebind() {
 	if len(s.items) == 0 {
 		s.ring = wire.NoRing
+	}
+	// I4 (karma.md section 2): while any restriction is held, the session
+	// is bound to the one ring they were all read from.
+	if invariants.Enabled {
+		for _, it := range s.items {
+			invariants.Check(it.ring == s.ring, "session %d: restriction %q@%s from ring %d, bound to %d", s.id, it.dep.Key, it.dep.Version, it.ring, s.ring)
+		}
 	}
 }
