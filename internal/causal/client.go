@@ -63,6 +63,7 @@ type Client struct {
 
 type clientOp struct {
 	s          *Session
+	seq        uint64
 	key        string
 	restricted bool
 	done       func(Result)
@@ -134,7 +135,8 @@ func (c *Client) send(op *clientOp, m wire.Msg) uint64 {
 // Put writes key in session s; done gets the version.
 func (c *Client) Put(s *Session, key string, value []byte, done func(Result)) {
 	c.wrote[s.id] = true
-	c.send(&clientOp{s: s, key: key, done: done}, s.Put(c.opts.Layout.Table, key, value, false))
+	m := s.Put(c.opts.Layout.Table, key, value, false)
+	c.send(&clientOp{s: s, seq: m.Seq, key: key, done: done}, m)
 }
 
 // Get reads key in session s.
@@ -159,8 +161,8 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		if op == nil {
 			return
 		}
-		if m.Code == wire.OK {
-			op.s.PutDone(m.Version)
+		if m.Code == wire.OK && op.seq != 0 {
+			op.s.PutDone(op.seq, m.Version)
 		}
 		if op.done != nil {
 			op.done(Result{Code: m.Code, Version: m.Version})

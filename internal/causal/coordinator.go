@@ -76,6 +76,9 @@ type CoordinatorOptions struct {
 	// ring drawn at random instead of the nearest: Karma's choice of any
 	// ring, exercised in full (randomized tests). Default false.
 	RandomRings bool
+	// Window bounds a session's writes sent to one ring and not yet
+	// acknowledged. Default 64.
+	Window int
 	// TxRounds bounds the rounds of a get-transaction. Default 8.
 	TxRounds int
 	// MaxValueBytes bounds a written value. Default 1 MiB.
@@ -94,6 +97,9 @@ func (o *CoordinatorOptions) setDefaults() {
 	if o.TxRounds == 0 {
 		o.TxRounds = 8
 	}
+	if o.Window == 0 {
+		o.Window = 64
+	}
 	if o.MaxValueBytes == 0 {
 		o.MaxValueBytes = 1 << 20
 	}
@@ -110,8 +116,8 @@ func (o *CoordinatorOptions) Validate() error {
 	if o.Strategy > COPSIdeal {
 		return fmt.Errorf("causal: CoordinatorOptions.Strategy: unknown %d", o.Strategy)
 	}
-	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 {
-		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds and MaxValueBytes must not be negative")
+	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
+		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds, MaxValueBytes and Window must not be negative")
 	}
 	return nil
 }
@@ -158,10 +164,15 @@ type wbSession struct {
 // Choices the paper leaves open (karma.md section 5):
 //   - The put-after's dependencies are the in-flight versions the session
 //     read and has not seen complete; the client sends them.
-//   - Propagators do not pipeline a session's writes to one ring: the
-//     next goes after the previous one's acknowledgement. Sessions
-//     propagate in parallel; their writes are ordered across sessions
-//     only by put-after.
+//   - Propagators pipeline a session's writes to a ring, up to Window
+//     unacknowledged: a write sent before the ring acknowledged the
+//     session's previous write carries that write as one more put-after
+//     dependency, so the ring still applies the session's writes in
+//     program order (Karma orders them by completing each before the
+//     next; waiting a round trip to the farthest ring per write capped a
+//     session at a few writes a second). Writes complete, and are
+//     announced STABLE, in program order. Sessions propagate in parallel;
+//     their writes are ordered across sessions only by put-after.
 //   - A coordinator keeps no per-session read state: the client does
 //     (its ring restriction and dependencies), so that a coordinator's
 //     crash loses no restriction. The write buffer is durable in the
@@ -307,9 +318,10 @@ func (c *Coordinator) Fire(timer any) {
 		if ws == nil {
 			return
 		}
-		if e := c.head(ws, t.ring); e != nil && e.seq == t.seq {
-			e.sent[t.ring] = time.Time{}
-			c.send(ws, e, t.ring)
+		for i, e := range ws.entries {
+			if e.seq == t.seq && e.acked&(1<<t.ring) == 0 {
+				c.send(ws, i, t.ring)
+			}
 		}
 	case readTimer:
 		c.readTimeout(t.req)
@@ -367,46 +379,54 @@ func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
 	c.propagate(ws)
 }
 
-// head returns the session's first write not yet acknowledged by ring r.
-func (c *Coordinator) head(ws *wbSession, r int) *buffered {
-	for _, e := range ws.entries {
-		if e.acked&(1<<r) == 0 {
-			return e
-		}
-	}
-	return nil
-}
-
-// propagate sends, for each ring, the session's next write to it unless
-// one is in flight (Karma Fig. 5: per-ring propagators in queue order).
+// propagate sends, for each ring, the session's writes not yet sent to
+// it, in program order, up to Window unacknowledged (Karma Fig. 5:
+// per-ring propagators in queue order).
 func (c *Coordinator) propagate(ws *wbSession) {
 	for r := range c.layout.Rings {
-		if e := c.head(ws, r); e != nil && e.sent[r].IsZero() {
-			c.send(ws, e, r)
+		unacked := 0
+		for i, e := range ws.entries {
+			if e.acked&(1<<r) != 0 {
+				continue
+			}
+			if unacked >= c.opts.Window {
+				break
+			}
+			unacked++
+			if e.sent[r].IsZero() {
+				c.send(ws, i, r)
+			}
 		}
 	}
 	c.completeHeads(ws)
 }
 
-// target is the storage node that takes e in ring r: its key's, or for a
-// notify-after its first dependency's.
-func (c *Coordinator) target(e *buffered, r int) wire.NodeID {
-	key := e.key
-	if e.notify {
-		key = e.deps[0].Key
+// send sends the session's i-th buffered write to ring r. If the ring
+// has not acknowledged the session's previous write, that write becomes
+// a dependency too, so that the ring applies them in program order.
+func (c *Coordinator) send(ws *wbSession, i int, r int) {
+	e := ws.entries[i]
+	deps := e.deps
+	for j := i - 1; j >= 0; j-- {
+		if p := ws.entries[j]; !p.notify {
+			if p.acked&(1<<r) == 0 {
+				deps = append(slices.Clip(deps), wire.Dep{Key: p.key, Version: p.version})
+			}
+			break
+		}
 	}
-	return c.layout.Node(r, key)
-}
-
-func (c *Coordinator) send(ws *wbSession, e *buffered, r int) {
-	if e.notify && len(e.deps) == 0 {
+	if e.notify && len(deps) == 0 {
 		e.acked |= 1 << r // nothing to check
 		return
 	}
 	e.sent[r] = c.env.Now()
-	c.env.Send(c.target(e, r), &wire.Propagate{
+	target := c.layout.Node(r, e.key)
+	if e.notify {
+		target = c.layout.Node(r, deps[0].Key)
+	}
+	c.env.Send(target, &wire.Propagate{
 		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
-		Key: e.key, Value: e.value, Version: e.version, Deps: e.deps, Notify: e.notify,
+		Key: e.key, Value: e.value, Version: e.version, Deps: deps, Notify: e.notify,
 		Client: ws.id.client,
 	})
 	c.env.After(c.opts.Resend, resendTimer{ws.id, e.seq, r})
@@ -421,15 +441,12 @@ func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
 		return
 	}
 	r := int(m.Ring)
-	e := c.head(ws, r)
-	if e == nil || e.seq != m.Seq {
-		return // a duplicate acknowledgement
+	for _, e := range ws.entries {
+		if e.seq == m.Seq {
+			e.acked |= 1 << r
+		}
 	}
-	e.acked |= 1 << r
-	if next := c.head(ws, r); next != nil && next.sent[r].IsZero() {
-		c.send(ws, next, r)
-	}
-	c.completeHeads(ws)
+	c.propagate(ws)
 }
 
 // completeHeads retires the session's writes that every ring holds, in

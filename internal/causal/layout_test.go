@@ -135,6 +135,21 @@ func TestSessionRestrictions(t *testing.T) {
 	if s.Ring() != wire.NoRing || s.Restrictions() != 0 {
 		t.Fatalf("after the put's completion: ring %d, %d restrictions", s.Ring(), s.Restrictions())
 	}
+	// A write carries only the restrictions taken since the last
+	// acknowledged write, whose own dependencies its ring checked first.
+	s.PutDone(1, v(3))
+	s.Read("u", true, v(6), wire.FromRing, 0, true)
+	s.Read("t", true, v(7), wire.FromRing, 0, true)
+	p = s.Put(1, "q", []byte("v"), false)
+	if len(p.Deps) != 2 || p.Deps[0].Key != "u" || p.Deps[1].Key != "t" {
+		t.Fatalf("put after an acknowledged one: deps %+v, want u and t", p.Deps)
+	}
+	s.PutDone(2, v(8))
+	s.Read("o", true, v(9), wire.FromRing, 0, true)
+	if p := s.Put(1, "", nil, true); len(p.Deps) != 3 {
+		t.Fatalf("notify-after: deps %+v, want every restriction (u, t, o)", p.Deps)
+	}
+	s.Complete(4)
 	// Reading the very version stable again lifts its restriction; a
 	// newer stable version of the key does not.
 	s.Read("w", true, v(4), wire.FromRing, 0, true)

@@ -12,8 +12,9 @@ import (
 // is bound to while any is held. A session issues one operation at a time.
 type Session struct {
 	id uint64
-	// seq is the last write sequence number given out.
-	seq uint64
+	// seq is the last write sequence number given out, acked the last
+	// one acknowledged.
+	seq, acked uint64
 	// seen is the newest version the session has seen: written or read.
 	seen wire.Version
 	// maxRead is the newest version read from outside the write buffer.
@@ -47,19 +48,28 @@ func (s *Session) Ring() int32 { return s.ring }
 func (s *Session) Restrictions() int { return len(s.items) }
 
 // Put returns the request for a write of key, or with notify true a
-// notify-after (key and value empty) carrying the session's restrictions
-// as dependencies.
+// notify-after (key and value empty). A write's dependencies are the
+// restrictions taken since the session's last acknowledged write: that
+// write's coordinator checked the earlier ones in every ring before
+// applying it there, and applies this one after it (put-after's
+// dependencies are those still in flight, Karma 4.1.2). A notify-after
+// carries every restriction, to lift them all.
 func (s *Session) Put(table uint64, key string, value []byte, notify bool) *wire.CausalPut {
 	s.seq++
 	m := &wire.CausalPut{Table: table, Session: s.id, Seq: s.seq, Key: key, Value: value, Seen: s.seen, Notify: notify}
 	for _, it := range s.items {
-		m.Deps = append(m.Deps, it.dep)
+		if notify || it.after > s.acked {
+			m.Deps = append(m.Deps, it.dep)
+		}
 	}
 	return m
 }
 
-// PutDone records a write's acknowledged version.
-func (s *Session) PutDone(v wire.Version) { s.see(v) }
+// PutDone records the acknowledged version of the write numbered seq.
+func (s *Session) PutDone(seq uint64, v wire.Version) {
+	s.see(v)
+	s.acked = max(s.acked, seq)
+}
 
 func (s *Session) see(v wire.Version) {
 	if s.seen.Less(v) {
