@@ -31,6 +31,10 @@ const (
 	// conditional insert (readTestWrite with u1 = u2 and the test "no
 	// value"). Its Tested says whether it wrote.
 	RTW
+	// GetTx is a get-transaction of a causal table (Karma 4.5): Key and
+	// Keys read as one causally consistent snapshot. Traces and histories
+	// see it as a read of Key.
+	GetTx
 )
 
 // kindInfo describes a kind.
@@ -45,9 +49,10 @@ type kindInfo struct {
 }
 
 var kinds = map[Kind]kindInfo{
-	Get: {name: "get", trace: measure.KindRead, check: check.Get},
-	Put: {name: "put", trace: measure.KindWrite, check: check.Put, writes: true},
-	RTW: {name: "rtw", trace: measure.KindWrite, check: check.Put, writes: true},
+	Get:   {name: "get", trace: measure.KindRead, check: check.Get},
+	Put:   {name: "put", trace: measure.KindWrite, check: check.Put, writes: true},
+	RTW:   {name: "rtw", trace: measure.KindWrite, check: check.Put, writes: true},
+	GetTx: {name: "gettx", trace: measure.KindRead, check: check.Get},
 }
 
 func (k Kind) String() string {
@@ -64,7 +69,7 @@ func ParseKind(name string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown operation kind %q (want get, put or rtw)", ErrInvalid, name)
+	return 0, fmt.Errorf("%w: unknown operation kind %q (want get, put, rtw or gettx)", ErrInvalid, name)
 }
 
 // Writes reports whether the kind writes a value.
@@ -149,6 +154,25 @@ type Op struct {
 	Pending     int
 	Null        bool
 	FromSession bool
+
+	// What a read of a causal table reported (Karma; DESIGN.md section
+	// 5). Source is where the value came from: the session's write buffer
+	// (wire.FromBuffer, Node the coordinator), the site's cache
+	// (wire.FromCache, Node the cache) or a ring (wire.FromRing, Node the
+	// storage node, reached directly or through the cache on a miss).
+	// Ring is the ring read, wire.NoRing for the write buffer and cache
+	// hits; InFlight says the version read was not yet in every ring;
+	// Restricted that the session was bound to one ring by a dynamic
+	// ring restriction (Karma 4.2) when it read. A get-transaction
+	// (GetTx) also reads Keys, in Rounds rounds; its Source and InFlight
+	// are Key's. They are meaningful only for the ops of a causal target
+	// (CausalSimTarget).
+	Source     wire.Source
+	Ring       int32
+	InFlight   bool
+	Restricted bool
+	Keys       []string
+	Rounds     int
 }
 
 // StatsLabel is the label of the statistics the op counts in: its
@@ -195,7 +219,7 @@ func (op *Op) CheckOp() check.Op {
 			// has no timestamp yet (check.Op.Pending).
 			c.TS, c.Pending = op.TS, op.Stage != 0 && op.Stage < wire.Coordinated
 		}
-	case Get:
+	case Get, GetTx:
 		c.Return = op.Start + op.RTT
 		c.OK = c.OK && op.Met >= 0 && !op.Null
 		if c.OK {

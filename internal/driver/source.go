@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,6 +52,9 @@ type KeyMix struct {
 	// Bound gives the ops of each kind their bound (dConssandra; see
 	// Op.Bound). Default: none.
 	Bound map[Kind]wire.Bound
+	// TxKeys is the number of keys a get-transaction (GetTx) reads, all
+	// drawn from the distribution and different. Default 2.
+	TxKeys int
 
 	kinds     []Weighted // weights normalized and cumulative
 	keys      workload.Generator
@@ -102,7 +106,29 @@ func (m *KeyMix) Next(r *rand.Rand) (Step, bool) {
 			}
 		}
 	}
-	return Step{Ops: []Op{{Kind: kind, Key: m.KeyName(m.keys.Next(r)), Bound: m.Bound[kind]}}, ValueSize: m.valueSize}, true
+	op := Op{Kind: kind, Key: m.KeyName(m.keys.Next(r)), Bound: m.Bound[kind]}
+	if kind == GetTx {
+		op.Keys = m.txKeys(r, op.Key)
+	}
+	return Step{Ops: []Op{op}, ValueSize: m.valueSize}, true
+}
+
+// txKeys draws the keys a get-transaction reads beyond first: different
+// keys, as many as it finds in a few draws each (a distribution over a
+// few keys may not have TxKeys).
+func (m *KeyMix) txKeys(r *rand.Rand, first string) []string {
+	n := m.TxKeys
+	if n == 0 {
+		n = 2
+	}
+	var out []string
+	for tries := 0; len(out) < n-1 && tries < 8*n; tries++ {
+		k := m.KeyName(m.keys.Next(r))
+		if k != first && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // PutGetMix is a mix of Puts and Gets, half each, of n keys named

@@ -76,6 +76,9 @@ type ClusterRunOptions struct {
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
 func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result, error) {
+	if s.causal() {
+		return nil, fmt.Errorf("%w: %s: karma presets run in the simulator only for now (a causal table has no cluster mode yet)", ErrInvalid, s.Name)
+	}
 	if o.Dir == "" {
 		return nil, errors.New("experiment: RunCluster needs a directory")
 	}

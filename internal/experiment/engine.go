@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/measure"
@@ -32,6 +33,8 @@ type unit struct {
 	// client is the site whose links "local" and the oracle mean.
 	client string
 	events []EventRecord
+	// causal records a causal table's run (causal.go).
+	causal *causalUnit
 }
 
 // run is one (client site, strategy) of a unit: its driver group and
@@ -109,7 +112,9 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 // has a schedule ("the link to the primary" depends on where the client
 // is).
 func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
-	if cluster && len(s.Schedule) == 0 {
+	if (cluster && len(s.Schedule) == 0) || s.causal() {
+		// A causal table's client sites share one world: Karma's
+		// throughput is the whole system's.
 		return [][]ClientSite{s.Clients}
 	}
 	var out [][]ClientSite
@@ -135,7 +140,13 @@ func (s *Scenario) strategyGroups(cluster bool) [][]string {
 // newRun builds a run's driver group.
 func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	s := u.s
-	variant, err := parseStrategyVariant(strategy)
+	var variant strategyVariant
+	var err error
+	if s.causal() {
+		variant.causal, err = causal.ParseStrategy(strategy)
+	} else {
+		variant, err = parseStrategyVariant(strategy)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +160,7 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: c.Sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
 		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
-	r.rec = newRecorder(&r.r, len(s.Schedule) > 0)
+	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !s.causal())
 	r.bounded = newBoundedRecord()
 	mix, err := s.mix(u.freshFrom())
 	if err != nil {
@@ -188,6 +199,9 @@ func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.
 // are numbered from freshFrom.
 func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
 	w := s.Workload
+	if s.causal() {
+		return s.causalMix()
+	}
 	if s.dcon() {
 		return s.dconMix(freshFrom)
 	}
@@ -239,6 +253,10 @@ func (u *unit) spec(t timing) driver.Spec {
 	}
 	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
 		r := byGroup[g]
+		if u.causal != nil {
+			u.causal.op(r, op, op.Start >= spec.Warmup)
+			return
+		}
 		if windows {
 			r.wops = append(r.wops, newWindowOp(op))
 		}
@@ -282,6 +300,9 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		}
 		r.r.VirtualS = elapsed.Seconds()
 		r.r.Bounded = r.bounded.stats()
+		if u.causal != nil {
+			continue // causalUnit.finish fills a causal run
+		}
 		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
 	}
 }
@@ -316,6 +337,14 @@ func (u *unit) clientSites() []string {
 
 // check reports a run that did nothing, so measured nothing.
 func (u *unit) check() error {
+	if u.causal != nil {
+		// A causal run's client sites make one run: a far site may end a
+		// short one without an operation of its own.
+		if u.causal.all.accesses == 0 {
+			return fmt.Errorf("%s: no operation ran", u.runs[0].r.Strategy)
+		}
+		return nil
+	}
 	for _, r := range u.runs {
 		if r.r.Gets+r.r.Puts == 0 {
 			return fmt.Errorf("%s/%s: no operation ran", r.r.Client, r.r.Strategy)
@@ -348,8 +377,12 @@ func (sc *schedule) fire(e EventSpec) {
 		// are not recorded one by one.
 		return
 	}
-	layout, _ := sc.u.s.layout()
-	best, choices := sc.oracle.best(sc.u.sla.SLA, layout)
+	var best float64
+	var choices []string
+	if !sc.u.s.causal() {
+		layout, _ := sc.u.s.layout()
+		best, choices = sc.oracle.best(sc.u.sla.SLA, layout)
+	}
 	at := sc.since().Seconds()
 	sc.u.events = append(sc.u.events, EventRecord{Label: e.Label, AtS: at, AfterGets: sc.gets(),
 		Description: desc, BestUtility: best, Best: choices, Spike: e.spike})

@@ -81,7 +81,7 @@ func Tables(s *Scenario, r *Result) []Table {
 	if s.wants(OutBounded) {
 		out = append(out, boundedTable(s, r), costsLearnedTable(s, r))
 	}
-	return out
+	return append(out, causalTables(s, r)...)
 }
 
 // levelsTable sets each run's read and write p95 latency beside the
@@ -507,10 +507,14 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	if o.Command != "" {
 		fmt.Fprintf(&b, "- reproduce with: `%s`\n", o.Command)
 	}
-	fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
-		s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
-	if s.Table.Push {
-		b.WriteString(", push")
+	if s.causal() {
+		b.WriteString(s.causalDescription())
+	} else {
+		fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
+			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
+		if s.Table.Push {
+			b.WriteString(", push")
+		}
 	}
 	w := s.Workload
 	switch {
@@ -536,7 +540,11 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	if w.ValueSize > 0 {
 		fmt.Fprintf(&b, "%d-byte values, ", w.ValueSize)
 	}
-	fmt.Fprintf(&b, "%d operations per session, ", w.SessionOps)
+	if w.SessionOps > 0 {
+		fmt.Fprintf(&b, "%d operations per session, ", w.SessionOps)
+	} else {
+		b.WriteString("sessions lasting the run, ")
+	}
 	if w.Rate > 0 {
 		fmt.Fprintf(&b, "an open loop of %g operations/s per client site and strategy, ", w.Rate)
 	}
@@ -579,9 +587,11 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "- beside the cluster's, the simulator's model of it (seed %d, trace hash %s): %s\n",
 			r.Sim.Seed, r.Sim.TraceHash, s.ClusterModel().Sim.describe())
 	}
-	b.WriteString("- SLAs:\n")
-	for _, v := range s.slas {
-		fmt.Fprintf(&b, "  - %s: `%s`\n", v.Name, v.SLA)
+	if !s.causal() {
+		b.WriteString("- SLAs:\n")
+		for _, v := range s.slas {
+			fmt.Fprintf(&b, "  - %s: `%s`\n", v.Name, v.SLA)
+		}
 	}
 	if len(s.Schedule) > 0 {
 		b.WriteString("- schedule (virtual time since the workload started):\n")

@@ -98,7 +98,11 @@ func Plots(s *Scenario, r *Result) ([]Figure, error) {
 			}
 		}
 	}
-	return figs, nil
+	causal, err := causalPlots(s, r)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, causal...), nil
 }
 
 func fileName(parts ...string) string {

@@ -21,6 +21,10 @@ type Result struct {
 	// Summaries estimate each (point, SLA, client, strategy) over its
 	// repeats, with 95% confidence intervals.
 	Summaries []Summary `json:"summaries"`
+	// Causal has one entry per run of a causal table's scenario (a
+	// series, point, seed and strategy, all its client sites in one
+	// world): Karma's figures (causal.go).
+	Causal []CausalRun `json:"causal,omitempty"`
 	// Sim is the same scenario in the simulator, beside a cluster run of
 	// a sweep, so that the report can set the two curves side by side.
 	Sim *Result `json:"sim,omitempty"`
@@ -97,7 +101,10 @@ type RunResult struct {
 	Events     []EventRecord `json:"events,omitempty"`
 	Timeline   []GetPoint    `json:"timeline,omitempty"`
 	Adaptation []Adaptation  `json:"adaptation,omitempty"`
-	TraceHash  string        `json:"trace_hash"`
+	// Causal is this client site's share of a causal table's run (see
+	// Result.Causal).
+	Causal    *CausalStats `json:"causal,omitempty"`
+	TraceHash string       `json:"trace_hash"`
 }
 
 // BreakdownRow is one row of Table 1 or 2: for subSLA Target (from 1), the

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -40,19 +41,28 @@ type Scenario struct {
 	// Reference names what the experiment reproduces, e.g. "Pileus
 	// (SOSP'13) 5.2, Fig. 11 and Table 1".
 	Reference string `yaml:"reference"`
-	// Topology is a preset name (pileus4) or, when TopologyInline is set,
+	// Topology is a preset name (pileus4, karma8, local) or, when TopologyInline is set,
 	// ignored. Default pileus4.
 	Topology       string             `yaml:"topology"`
 	TopologyInline *topology.Topology `yaml:"topology_inline"`
 	Table          TableSpec          `yaml:"table"`
-	SLAs           []SLASpec          `yaml:"slas"`
-	Workload       WorkloadSpec       `yaml:"workload"`
+	// Causal, if set, makes the table a causal table (Karma, DESIGN.md
+	// section 5; causal.go): its rings replace the table section, its
+	// Gets carry no SLA (slas must be empty), the strategies are karma,
+	// karma-nc, cops-pr and cops-ideal, and every client site of a run
+	// drives the one world at once.
+	Causal *CausalSpec `yaml:"causal"`
+	// SLAs are the SLAs of the Gets; required unless the table is
+	// causal.
+	SLAs     []SLASpec    `yaml:"slas"`
+	Workload WorkloadSpec `yaml:"workload"`
 	// Clients are the client sites, each with its number of sessions: a
 	// list of sites (one session each) or a map from site to sessions.
 	// Each site must host a client. Default: every site with a client,
 	// one session each.
 	Clients ClientSites `yaml:"clients"`
-	// Strategies default to pileus, primary, random and closest.
+	// Strategies default to pileus, primary, random and closest; for a
+	// causal table to karma, karma-nc, cops-pr and cops-ideal.
 	Strategies []string `yaml:"strategies"`
 	// Series are the curves of a figure, each a variant of the scenario
 	// run apart from the others: in the simulator each run in a world of
@@ -277,8 +287,10 @@ func (c ClientSites) Sites() []string {
 
 // SweepSpec is a parameter swept over values, one point each.
 type SweepSpec struct {
-	// Param is sessions (each client site's), rate (workload.rate), think
-	// (workload.think), value_size or keys.
+	// Param is sessions (each client site's), total_sessions (spread
+	// over the client sites), rate (workload.rate), think
+	// (workload.think), value_size, keys, strategy, bound, mix (W:R
+	// DISTRIBUTION) or read_write (a read-write ratio such as 95-5).
 	Param  string   `yaml:"param"`
 	Values []string `yaml:"values"`
 }
@@ -310,6 +322,10 @@ type SimSpec struct {
 	// deviation, with a long tail above the mean). Default: with Fsync
 	// set none, else the calibrated one's.
 	FsyncJitter *time.Duration `yaml:"fsync_jitter"`
+	// ServiceScale, if positive, multiplies every calibrated service
+	// time (not Service's overrides, not the fsync): servers slower than
+	// the reference machine by that factor. Default 1.
+	ServiceScale float64 `yaml:"service_scale"`
 }
 
 // Event actions.
@@ -452,8 +468,9 @@ type PaperSpec struct {
 // PaperValue is one number from the paper. Metric is avg_utility,
 // avg_latency_ms, gets_pct (breakdown: % of Gets with Target and Node),
 // or met_pct (breakdown: % of Gets meeting subSLA Target); or one of
-// dConssandra's (dconMetrics), found by Point and Series. Fields that do
-// not apply are left empty.
+// dConssandra's (dconMetrics), found by Point and Series; or one of
+// Karma's (causalMetrics), found by Strategy, Point, Series and Baseline.
+// Fields that do not apply are left empty.
 type PaperValue struct {
 	Metric   string  `yaml:"metric"`
 	Point    string  `yaml:"point"`
@@ -464,7 +481,13 @@ type PaperValue struct {
 	Target   int     `yaml:"target"`
 	Node     string  `yaml:"node"`
 	Factor   float64 `yaml:"factor"`
+	// Baseline is what a relative metric compares with: a strategy
+	// (throughput_gain_pct) or a series (throughput_change_pct).
+	Baseline string  `yaml:"baseline"`
 	Value    float64 `yaml:"value"`
+	// Bound, if set, says the paper gives only a bound: "<" (under
+	// Value) or ">" (over it).
+	Bound string `yaml:"bound"`
 }
 
 // Output names.
@@ -489,12 +512,23 @@ const (
 	OutReturned     = "returned"
 	OutCosts        = "costs"
 	OutPlanner      = "planner"
+	// Karma's (causal.go), for causal tables: each run's throughput,
+	// latencies, local and restricted shares and sources (Figs 7, 11,
+	// 12); the peak of each strategy over a sessions sweep and how the
+	// strategies compare there (Figs 7a, 10; 6.5); the same per client
+	// site; throughput and Get latency second by second, and per phase
+	// of the schedule (Figs 8-9).
+	OutCausal         = "causal"
+	OutSaturation     = "saturation"
+	OutCausalSites    = "causal-sites"
+	OutCausalTimeline = "causal-timeline"
 )
 
 var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels, OutWindows,
-	OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner}
+	OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner,
+	OutCausal, OutSaturation, OutCausalSites, OutCausalTimeline}
 
-var knownMetrics = append([]string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}, dconMetrics...)
+var knownMetrics = slices.Concat([]string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}, dconMetrics, causalMetrics)
 
 // slaVariant is one SLA the runs use: a spec, or one factor of it.
 type slaVariant struct {
@@ -651,6 +685,8 @@ type strategyVariant struct {
 	// scenarioTargets: the strategy is cpq-tune without arguments, whose
 	// target is the scenario's (targets, or on a cluster cluster.targets).
 	scenarioTargets bool
+	// causal is the strategy of a causal table's runs.
+	causal causal.Strategy
 }
 
 // parseStrategyVariant reads a strategy name with its options, beyond the

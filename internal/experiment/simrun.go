@@ -55,6 +55,11 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 			r := u.runs[0].r
 			return nil, fmt.Errorf("%s: %s %s/%s/%s (seed %d): %w", s.Name, r.Point, r.SLA, r.Client, r.Strategy, u.seed, err)
 		}
+		if u.causal != nil {
+			c := u.causal.result
+			c.TraceHash = fmt.Sprintf("%016x", hash)
+			res.Causal = append(res.Causal, c)
+		}
 		for _, r := range u.runs {
 			r.r.TraceHash = fmt.Sprintf("%016x", hash)
 			fmt.Fprintf(digest, "%s\n", r.r.TraceHash)
@@ -81,6 +86,9 @@ func simWorld(u *unit) (*harness.World, error) {
 // trace hash: create the table, load the keys, let one pull pass, then
 // run the workload with the schedule.
 func runSimUnit(u *unit, t timing) (uint64, error) {
+	if u.s.causal() {
+		return runCausalUnit(u, t)
+	}
 	s := u.s
 	w, err := simWorld(u)
 	if err != nil {
@@ -104,16 +112,30 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 			return 0, err
 		}
 	}
-	spec := u.spec(t)
-	d, err := driver.New(&driver.SimTarget{World: w, Table: tableName, Node: s.Sim.clientOptions()}, spec)
-	if err != nil {
+	if err := driveSim(u, t, w.Sim, &driver.SimTarget{World: w, Table: tableName, Node: s.Sim.clientOptions()}); err != nil {
 		return 0, err
 	}
+	if s.wants(OutBounded) || s.wants(OutPlanner) {
+		if err := u.collectNodes(w); err != nil {
+			return 0, err
+		}
+	}
+	return w.Sim.TraceHash(), u.check()
+}
+
+// driveSim runs the unit's workload, with its schedule, on a world's
+// simulator through target, and collects the runs' results.
+func driveSim(u *unit, t timing, sm *sim.Sim, target driver.Target) error {
+	spec := u.spec(t)
+	d, err := driver.New(target, spec)
+	if err != nil {
+		return err
+	}
 	defer d.Close()
-	rt := driver.SimRuntime{Sim: w.Sim}
-	sc := &schedule{u: u, oracle: newWorld(s, simNetwork{w.Sim}, u.client), since: d.Now,
+	rt := driver.SimRuntime{Sim: sm}
+	sc := &schedule{u: u, oracle: newWorld(u.s, simNetwork{sm}, u.client), since: d.Now,
 		gets: func() int { return u.runs[0].r.Gets }}
-	events := expandSchedule(s, u.seed, t.scale)
+	events := expandSchedule(u.s, u.seed, t.scale)
 	sc.start(rt, events)
 	if byGets := afterGets(events); len(byGets) > 0 {
 		onOp := spec.Recorder.OnOp
@@ -129,26 +151,21 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 	d.Start(rt)
 	// Closed loops of operations each under a few seconds cannot take
 	// longer than this; the bound only guards against a stuck run.
-	limit := w.Sim.Now() + spec.Duration + time.Hour
+	limit := sm.Now() + spec.Duration + time.Hour
 	if spec.Steps > 0 {
-		limit = w.Sim.Now() + time.Duration(spec.Steps)*10*time.Second
+		limit = sm.Now() + time.Duration(spec.Steps)*10*time.Second
 	}
-	if err := w.Sim.RunUntil(limit, d.Done); err != nil {
-		return 0, err
+	if err := sm.RunUntil(limit, d.Done); err != nil {
+		return err
 	}
 	if sc.err != nil {
-		return 0, sc.err
+		return sc.err
 	}
 	if !d.Done() || d.Err() != nil {
-		return 0, fmt.Errorf("workload did not finish: %v", d.Err())
+		return fmt.Errorf("workload did not finish: %v", d.Err())
 	}
 	u.collect(d, spec.Recorder, d.Now())
-	if s.wants(OutBounded) || s.wants(OutPlanner) {
-		if err := u.collectNodes(w); err != nil {
-			return 0, err
-		}
-	}
-	return w.Sim.TraceHash(), u.check()
+	return nil
 }
 
 // collectNodes reads the storage nodes' learned costs (bounded output)

@@ -41,7 +41,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.defaults()
 	for _, check := range []func() error{
-		s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
+		s.validateCausal, s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
 		s.validateStrategies, s.validateSchedule, s.validateOutputs, s.Cluster.validate,
 		s.validateSim, s.validatePaper, s.validateSweep, s.validateSeries,
 	} {
@@ -65,7 +65,7 @@ func (s *Scenario) resolveTopology() error {
 		}
 		f, ok := topology.Presets[s.Topology]
 		if !ok {
-			return invalid("topology", "unknown preset %q (known: pileus4; or give topology_inline)", s.Topology)
+			return invalid("topology", "unknown preset %q (known: %s; or give topology_inline)", s.Topology, strings.Join(topology.PresetNames(), ", "))
 		}
 		s.topo = f()
 	}
@@ -132,7 +132,9 @@ func (s *Scenario) defaults() {
 	if w.PutFraction == 0 && !w.ReadOnly && w.YCSB == "" {
 		w.PutFraction = 0.5
 	}
-	if w.SessionOps == 0 {
+	if w.SessionOps == 0 && s.Causal == nil {
+		// A causal session is a Karma thread, which lives as long as the
+		// run: no default.
 		w.SessionOps = 400
 	}
 	if w.Ops == 0 && w.Duration == 0 {
@@ -144,6 +146,9 @@ func (s *Scenario) defaults() {
 				s.Clients = append(s.Clients, ClientSite{Site: st.Name, Sessions: 1})
 			}
 		}
+	}
+	if len(s.Strategies) == 0 && s.Causal != nil {
+		s.Strategies = slices.Clone(causalStrategies)
 	}
 	if len(s.Strategies) == 0 {
 		for _, st := range clientcore.Strategies {
@@ -171,6 +176,9 @@ func (s *Scenario) defaults() {
 			e.Until = w.Duration
 		}
 	}
+	if len(s.Outputs) == 0 && s.Causal != nil {
+		s.Outputs = []string{OutCausal, OutSaturation}
+	}
 	if len(s.Outputs) == 0 {
 		s.Outputs = []string{OutUtility, OutOps}
 	}
@@ -181,6 +189,9 @@ func (s *Scenario) defaults() {
 }
 
 func (s *Scenario) validateTable() error {
+	if s.causal() {
+		return nil // the rings place a causal table (validateCausal)
+	}
 	t := &s.Table
 	if !s.hasNodes(t.Primary, false) {
 		return invalid("table.primary", "site %q has no storage node", t.Primary)
@@ -253,6 +264,13 @@ func (s *Scenario) replication() wire.Replication {
 
 // resolveSLAs checks the SLAs and makes their variants.
 func (s *Scenario) resolveSLAs() error {
+	if s.causal() {
+		if len(s.SLAs) > 0 {
+			return invalid("slas", "a causal table's Gets carry no SLA in an experiment: drop slas")
+		}
+		s.slas = []slaVariant{causalSLA}
+		return nil
+	}
 	if len(s.SLAs) == 0 {
 		return invalid("slas", "none given")
 	}
@@ -404,6 +422,9 @@ func (s *Scenario) validateClients() error {
 }
 
 func (s *Scenario) validateStrategies() error {
+	if s.causal() {
+		return s.validateCausalStrategies()
+	}
 	for i, name := range s.Strategies {
 		v, err := parseStrategyVariant(name)
 		if err != nil || slices.Index(s.Strategies, name) != i {
@@ -433,6 +454,9 @@ func (s *Scenario) validateOutputs() error {
 		if !slices.Contains(knownOutputs, o) {
 			return invalid(fmt.Sprintf("outputs[%d]", i), "%q unknown (want %s)", o, strings.Join(knownOutputs, ", "))
 		}
+	}
+	if err := s.validateCausalOutputs(); err != nil {
+		return err
 	}
 	if s.wants(OutTimeline) && len(s.Schedule) == 0 {
 		return invalid("outputs", "timeline needs a schedule")
@@ -489,6 +513,9 @@ func (sp *SimSpec) validate(field string) error {
 	}
 	if j := sp.FsyncJitter; j != nil && (*j < 0 || *j > maxService || sp.Free) {
 		return invalid(field+".fsync_jitter", "%s outside [0, %s], or set with free", *j, maxService)
+	}
+	if !(sp.ServiceScale >= 0 && sp.ServiceScale <= maxFactor) || (sp.Free && sp.ServiceScale != 0) {
+		return invalid(field+".service_scale", "%v outside [0, %v], or set with free", sp.ServiceScale, maxFactor)
 	}
 	if sp.Cores < 0 || sp.Cores > maxCores {
 		return invalid(field+".cores", "%d outside [0, %d]", sp.Cores, maxCores)
