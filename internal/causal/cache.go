@@ -44,10 +44,11 @@ type Cache struct {
 	env    node.Env
 	near   *nearness
 
-	entries map[string]*cached
-	order   []string // keys in fill order, for eviction; may hold stale keys
-	nextReq uint64
-	fetches map[uint64]*fetch
+	entries  map[string]*cached
+	order    []string // keys in fill order, for eviction; may hold stale keys
+	nextReq  uint64
+	fetches  map[uint64]*fetch
+	timeouts *deadlines[uint64]
 }
 
 type cached struct {
@@ -65,7 +66,7 @@ type fetch struct {
 	sent   time.Time
 }
 
-type fetchTimer struct{ req uint64 }
+type fetchTimer struct{}
 
 // NewCache returns a cache; Start starts it.
 func NewCache(opts CacheOptions) *Cache {
@@ -94,6 +95,7 @@ func (c *Cache) Start(env node.Env) error {
 	c.near = newNearness(c.opts.RTT)
 	c.entries = map[string]*cached{}
 	c.fetches = map[uint64]*fetch{}
+	c.timeouts = newDeadlines[uint64](c.opts.ReadTimeout, fetchTimer{})
 	return nil
 }
 
@@ -115,17 +117,18 @@ func (c *Cache) Receive(from wire.NodeID, m wire.Msg) {
 // Fire implements node.Handler: a fill that timed out fails, and the
 // coordinator tries the rings itself.
 func (c *Cache) Fire(timer any) {
-	t, ok := timer.(fetchTimer)
-	if !ok {
+	if _, ok := timer.(fetchTimer); !ok {
 		return
 	}
-	f := c.fetches[t.req]
-	if f == nil {
-		return
+	for _, req := range c.timeouts.fire(c.env) {
+		f := c.fetches[req]
+		if f == nil {
+			continue
+		}
+		delete(c.fetches, req)
+		c.near.timedOut(f.node, c.env.Now())
+		c.env.Send(f.client, &wire.ReadReply{Req: f.req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing, Node: f.node})
 	}
-	delete(c.fetches, t.req)
-	c.near.timedOut(f.node, c.env.Now())
-	c.env.Send(f.client, &wire.ReadReply{Req: f.req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing, Node: f.node})
 }
 
 func (c *Cache) read(from wire.NodeID, m *wire.Read) {
@@ -144,7 +147,7 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 	req := c.nextReq
 	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, sent: c.env.Now()}
 	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: m.Key, Fill: true})
-	c.env.After(c.opts.ReadTimeout, fetchTimer{req})
+	c.timeouts.add(c.env, req)
 }
 
 func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {

@@ -59,6 +59,8 @@ type Client struct {
 	ops      map[uint64]*clientOp
 	// wrote records the sessions that wrote since the last notify tick.
 	wrote map[uint64]bool
+	// timeouts holds the requests' deadlines.
+	timeouts *deadlines[uint64]
 }
 
 type clientOp struct {
@@ -69,7 +71,7 @@ type clientOp struct {
 	done       func(Result)
 }
 
-type opTimer struct{ req uint64 }
+type opTimer struct{}
 type notifyTimer struct{}
 
 // NewClient returns a client; Start starts it.
@@ -99,6 +101,7 @@ func (c *Client) Start(env node.Env) error {
 	c.sessions = map[uint64]*Session{}
 	c.ops = map[uint64]*clientOp{}
 	c.wrote = map[uint64]bool{}
+	c.timeouts = newDeadlines[uint64](c.opts.Timeout, opTimer{})
 	if c.opts.NotifyEvery > 0 {
 		env.After(c.opts.NotifyEvery, notifyTimer{})
 	}
@@ -128,7 +131,7 @@ func (c *Client) send(op *clientOp, m wire.Msg) uint64 {
 	}
 	c.ops[req] = op
 	c.env.Send(c.cc, m)
-	c.env.After(c.opts.Timeout, opTimer{req})
+	c.timeouts.add(c.env, req)
 	return req
 }
 
@@ -200,10 +203,12 @@ func (c *Client) take(req uint64) *clientOp {
 
 // Fire implements node.Handler.
 func (c *Client) Fire(timer any) {
-	switch t := timer.(type) {
+	switch timer.(type) {
 	case opTimer:
-		if op := c.take(t.req); op != nil && op.done != nil {
-			op.done(Result{Code: wire.Unavailable})
+		for _, req := range c.timeouts.fire(c.env) {
+			if op := c.take(req); op != nil && op.done != nil {
+				op.done(Result{Code: wire.Unavailable})
+			}
 		}
 	case notifyTimer:
 		ids := make([]uint64, 0, len(c.sessions))

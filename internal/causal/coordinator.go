@@ -195,6 +195,12 @@ type Coordinator struct {
 	reads      map[uint64]*pendingRead
 	txs        map[uint64]*pendingTx
 	txReads    map[uint64]txRead
+	// resends, ringReads and cacheReads time out propagations, reads of
+	// storage nodes and reads through the cache (which may itself wait
+	// ReadTimeout for a ring, so it gets twice that).
+	resends    *deadlines[resend]
+	ringReads  *deadlines[uint64]
+	cacheReads *deadlines[uint64]
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -203,13 +209,19 @@ func NewCoordinator(opts CoordinatorOptions) *Coordinator {
 	return &Coordinator{opts: opts}
 }
 
-type resendTimer struct {
+// resend names a write sent to a ring, to send again if unacknowledged.
+type resend struct {
 	s    sessionID
 	seq  uint64
 	ring int
 }
 
-type readTimer struct{ req uint64 }
+// The coordinator's timers: each fires its deadlines queue.
+type (
+	resendTimer    struct{}
+	readTimer      struct{}
+	cacheReadTimer struct{}
+)
 
 // Start implements node.Handler: it reloads the write buffers and
 // propagates what they hold (Karma 4.4: pending propagation completes on
@@ -232,6 +244,9 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.reads = map[uint64]*pendingRead{}
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
+	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
+	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
+	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
 	start := []byte{spaceBuffer}
 	var scanErr error
 	err := env.Engine().Scan(start, []byte{spaceBuffer + 1}, func(k, v []byte) bool {
@@ -312,19 +327,27 @@ func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
 
 // Fire implements node.Handler.
 func (c *Coordinator) Fire(timer any) {
-	switch t := timer.(type) {
+	switch timer.(type) {
 	case resendTimer:
-		ws := c.sessions[t.s]
-		if ws == nil {
-			return
-		}
-		for i, e := range ws.entries {
-			if e.seq == t.seq && e.acked&(1<<t.ring) == 0 {
-				c.send(ws, i, t.ring)
+		for _, t := range c.resends.fire(c.env) {
+			ws := c.sessions[t.s]
+			if ws == nil {
+				continue
+			}
+			for i, e := range ws.entries {
+				if e.seq == t.seq && e.acked&(1<<t.ring) == 0 {
+					c.send(ws, i, t.ring)
+				}
 			}
 		}
 	case readTimer:
-		c.readTimeout(t.req)
+		for _, req := range c.ringReads.fire(c.env) {
+			c.readTimeout(req)
+		}
+	case cacheReadTimer:
+		for _, req := range c.cacheReads.fire(c.env) {
+			c.readTimeout(req)
+		}
 	}
 }
 
@@ -429,7 +452,7 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 		Key: e.key, Value: e.value, Version: e.version, Deps: deps, Notify: e.notify,
 		Client: ws.id.client,
 	})
-	c.env.After(c.opts.Resend, resendTimer{ws.id, e.seq, r})
+	c.resends.add(c.env, resend{ws.id, e.seq, r})
 }
 
 func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
@@ -574,11 +597,11 @@ func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	p.ring, p.node, p.sent = ring, to, c.env.Now()
 	c.reads[req] = p
 	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key})
-	timeout := c.opts.ReadTimeout
 	if ring == wire.NoRing {
-		timeout *= 2 // the cache may itself wait ReadTimeout for a ring
+		c.cacheReads.add(c.env, req)
+	} else {
+		c.ringReads.add(c.env, req)
 	}
-	c.env.After(timeout, readTimer{req})
 }
 
 func (c *Coordinator) readTimeout(req uint64) {

@@ -122,7 +122,7 @@ func (c *Coordinator) txRound(id uint64, t *pendingTx) {
 		c.txReads[req] = txRead{tx: id, item: i, node: to}
 		t.reqs = append(t.reqs, req)
 		c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k})
-		c.env.After(c.opts.ReadTimeout, readTimer{req})
+		c.ringReads.add(c.env, req)
 	}
 }
 
