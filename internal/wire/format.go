@@ -2,8 +2,11 @@ package wire
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cosla/cosla/internal/hlc"
 )
 
 // The String methods give each message a compact one-line form for traces:
@@ -274,32 +277,6 @@ func (v Version) String() string {
 	return v.TS.String() + "@" + string(v.Origin)
 }
 
-// depsSuffix prints a put-after's dependencies: deps=["k"@ts@origin ...].
-func depsSuffix(deps []Dep) string {
-	if len(deps) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString(" deps=[")
-	for i, d := range deps {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%q@%s", d.Key, d.Version)
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
-// causalWrite prints a causal write's key and value, or notify for a
-// notify-after, which writes nothing.
-func causalWrite(notify bool, key string, value []byte) string {
-	if notify {
-		return "notify"
-	}
-	return fmt.Sprintf("key=%q value=%s", key, valueString(value))
-}
-
 // ringSuffix prints a ring, unless NoRing.
 func ringSuffix(ring int32) string {
 	if ring == NoRing {
@@ -316,50 +293,52 @@ func sourceName(s Source) string {
 	return s.String()
 }
 
-// causalRead prints what a causal read's reply carries: the value and
-// its version, or not-found; where it came from (when the read
-// succeeded); in-flight; and the code.
-func causalRead(b *strings.Builder, code Code, found bool, value []byte, v Version, source Source, ring int32, node NodeID, inFlight bool) {
-	if found {
-		fmt.Fprintf(b, " value=%s version=%s", valueString(value), v)
-	} else if code == OK {
-		b.WriteString(" not-found")
-	}
-	if code == OK {
-		b.WriteString(" from=" + sourceName(source) + ringSuffix(ring))
-		if node != "" {
-			b.WriteString(" node=" + string(node))
-		}
-	}
-	if inFlight {
-		b.WriteString(" in-flight")
-	}
-	b.WriteString(codeSuffix(code))
-}
-
 func (m *CausalPut) String() string {
-	return fmt.Sprintf("CausalPut(req=%d table=%d session=%d seq=%d %s seen=%s%s)", m.Req, m.Table, m.Session, m.Seq,
-		causalWrite(m.Notify, m.Key, m.Value), m.Seen, depsSuffix(m.Deps))
+	b := appendField(make([]byte, 0, 128), "CausalPut(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = appendField(b, " session=", m.Session)
+	b = appendField(b, " seq=", m.Seq)
+	b = append(b, ' ')
+	b = appendWrite(b, m.Notify, m.Key, m.Value)
+	b = append(b, " seen="...)
+	b = appendVersion(b, m.Seen)
+	b = appendDeps(b, m.Deps)
+	return string(append(b, ')'))
 }
 
 func (m *CausalPutReply) String() string {
-	return fmt.Sprintf("CausalPutReply(req=%d table=%d version=%s%s)", m.Req, m.Table, m.Version, codeSuffix(m.Code))
+	b := appendField(make([]byte, 0, 96), "CausalPutReply(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = append(b, " version="...)
+	b = appendVersion(b, m.Version)
+	b = appendCode(b, m.Code)
+	return string(append(b, ')'))
 }
 
 func (m *CausalComplete) String() string {
-	return fmt.Sprintf("CausalComplete(table=%d session=%d seq=%d)", m.Table, m.Session, m.Seq)
+	b := appendField(make([]byte, 0, 64), "CausalComplete(table=", m.Table)
+	b = appendField(b, " session=", m.Session)
+	b = appendField(b, " seq=", m.Seq)
+	return string(append(b, ')'))
 }
 
 func (m *CausalGet) String() string {
-	return fmt.Sprintf("CausalGet(req=%d table=%d session=%d key=%q%s max=%s)", m.Req, m.Table, m.Session, m.Key, ringSuffix(m.Ring), m.MaxRead)
+	b := appendField(make([]byte, 0, 96), "CausalGet(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = appendField(b, " session=", m.Session)
+	b = append(b, " key="...)
+	b = strconv.AppendQuote(b, m.Key)
+	b = appendRing(b, m.Ring)
+	b = append(b, " max="...)
+	b = appendVersion(b, m.MaxRead)
+	return string(append(b, ')'))
 }
 
 func (m *CausalGetReply) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "CausalGetReply(req=%d table=%d", m.Req, m.Table)
-	causalRead(&b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
-	b.WriteString(")")
-	return b.String()
+	b := appendField(make([]byte, 0, 128), "CausalGetReply(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = appendRead(b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
+	return string(append(b, ')'))
 }
 
 func (m *CausalGetTx) String() string {
@@ -410,32 +389,55 @@ func (m *CausalGetTxReply) String() string {
 }
 
 func (m *Propagate) String() string {
-	return fmt.Sprintf("Propagate(table=%d session=%s#%d seq=%d %s version=%s%s)", m.Table, m.Client, m.Session, m.Seq,
-		causalWrite(m.Notify, m.Key, m.Value), m.Version, depsSuffix(m.Deps))
+	b := appendField(make([]byte, 0, 128), "Propagate(table=", m.Table)
+	b = append(b, " session="...)
+	b = append(b, m.Client...)
+	b = appendField(b, "#", m.Session)
+	b = appendField(b, " seq=", m.Seq)
+	b = append(b, ' ')
+	b = appendWrite(b, m.Notify, m.Key, m.Value)
+	b = append(b, " version="...)
+	b = appendVersion(b, m.Version)
+	b = appendDeps(b, m.Deps)
+	return string(append(b, ')'))
 }
 
 func (m *PropagateAck) String() string {
-	return fmt.Sprintf("PropagateAck(table=%d session=%s#%d seq=%d ring=%d)", m.Table, m.Client, m.Session, m.Seq, m.Ring)
+	b := appendField(make([]byte, 0, 80), "PropagateAck(table=", m.Table)
+	b = append(b, " session="...)
+	b = append(b, m.Client...)
+	b = appendField(b, "#", m.Session)
+	b = appendField(b, " seq=", m.Seq)
+	b = append(b, " ring="...)
+	b = strconv.AppendInt(b, int64(m.Ring), 10)
+	return string(append(b, ')'))
 }
 
 func (m *Stable) String() string {
-	return fmt.Sprintf("Stable(table=%d key=%q version=%s)", m.Table, m.Key, m.Version)
+	b := appendField(make([]byte, 0, 80), "Stable(table=", m.Table)
+	b = append(b, " key="...)
+	b = strconv.AppendQuote(b, m.Key)
+	b = append(b, " version="...)
+	b = appendVersion(b, m.Version)
+	return string(append(b, ')'))
 }
 
 func (m *Read) String() string {
-	fill := ""
+	b := appendField(make([]byte, 0, 64), "Read(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = append(b, " key="...)
+	b = strconv.AppendQuote(b, m.Key)
 	if m.Fill {
-		fill = " fill"
+		b = append(b, " fill"...)
 	}
-	return fmt.Sprintf("Read(req=%d table=%d key=%q%s)", m.Req, m.Table, m.Key, fill)
+	return string(append(b, ')'))
 }
 
 func (m *ReadReply) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "ReadReply(req=%d table=%d", m.Req, m.Table)
-	causalRead(&b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
-	b.WriteString(")")
-	return b.String()
+	b := appendField(make([]byte, 0, 128), "ReadReply(req=", m.Req)
+	b = appendField(b, " table=", m.Table)
+	b = appendRead(b, m.Code, m.Found, m.Value, m.Version, m.Source, m.Ring, m.Node, m.InFlight)
+	return string(append(b, ')'))
 }
 
 func (m *DepCheck) String() string {
@@ -460,4 +462,117 @@ func (m *Invalidate) String() string {
 
 func (m *InvalidateAck) String() string {
 	return fmt.Sprintf("InvalidateAck(req=%d table=%d)", m.Req, m.Table)
+}
+
+// The causal messages' String methods build their text with appends: the
+// simulator hashes every message it delivers by its text, and a causal
+// table's runs deliver millions.
+
+func appendTS(b []byte, t hlc.Timestamp) []byte {
+	w := uint64(t.WallNanos)
+	if t.WallNanos < 0 {
+		b = append(b, '-')
+		w = -w
+	}
+	b = strconv.AppendUint(b, w/uint64(time.Second), 10)
+	b = append(b, '.')
+	frac := w % uint64(time.Second)
+	for d := uint64(100_000_000); d > 1 && frac < d; d /= 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendUint(b, frac, 10)
+	b = append(b, ',')
+	return strconv.AppendUint(b, uint64(t.Logical), 10)
+}
+
+func appendVersion(b []byte, v Version) []byte {
+	if v.IsZero() {
+		return append(b, '-')
+	}
+	b = appendTS(b, v.TS)
+	b = append(b, '@')
+	return append(b, v.Origin...)
+}
+
+func appendValue(b []byte, v []byte) []byte {
+	const max = 16
+	if len(v) > max {
+		b = strconv.AppendQuote(b, string(v[:max]))
+		b = append(b, "...("...)
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		return append(b, "B)"...)
+	}
+	return strconv.AppendQuote(b, string(v))
+}
+
+func appendCode(b []byte, c Code) []byte {
+	if c == OK {
+		return b
+	}
+	b = append(b, " err="...)
+	return strconv.AppendQuote(b, c.String())
+}
+
+func appendField(b []byte, name string, v uint64) []byte {
+	b = append(b, name...)
+	return strconv.AppendUint(b, v, 10)
+}
+
+func appendRing(b []byte, ring int32) []byte {
+	if ring == NoRing {
+		return b
+	}
+	b = append(b, " ring="...)
+	return strconv.AppendInt(b, int64(ring), 10)
+}
+
+func appendDeps(b []byte, deps []Dep) []byte {
+	if len(deps) == 0 {
+		return b
+	}
+	b = append(b, " deps=["...)
+	for i, d := range deps {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendQuote(b, d.Key)
+		b = append(b, '@')
+		b = appendVersion(b, d.Version)
+	}
+	return append(b, ']')
+}
+
+func appendWrite(b []byte, notify bool, key string, value []byte) []byte {
+	if notify {
+		return append(b, "notify"...)
+	}
+	b = append(b, "key="...)
+	b = strconv.AppendQuote(b, key)
+	b = append(b, " value="...)
+	return appendValue(b, value)
+}
+
+// appendRead is causalRead's text, appended.
+func appendRead(b []byte, code Code, found bool, value []byte, v Version, source Source, ring int32, node NodeID, inFlight bool) []byte {
+	if found {
+		b = append(b, " value="...)
+		b = appendValue(b, value)
+		b = append(b, " version="...)
+		b = appendVersion(b, v)
+	} else if code == OK {
+		b = append(b, " not-found"...)
+	}
+	if code == OK {
+		b = append(b, " from="...)
+		b = append(b, sourceName(source)...)
+		b = appendRing(b, ring)
+		if node != "" {
+			b = append(b, " node="...)
+			b = append(b, node...)
+		}
+	}
+	if inFlight {
+		b = append(b, " in-flight"...)
+	}
+	return appendCode(b, code)
 }
