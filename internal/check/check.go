@@ -217,26 +217,10 @@ func (c *checker) resolveReads() {
 // strict "returned before called" test it orders ops that touch at an
 // instant.
 func (c *checker) orderSessions() {
-	index := make(map[string]int)
-	for i, op := range c.h {
-		if !c.st[i].valid {
-			continue
-		}
-		s, ok := index[op.Session]
-		if !ok {
-			s = len(c.sessions)
-			index[op.Session] = s
-			c.sessions = append(c.sessions, nil)
-		}
-		c.sessions[s] = append(c.sessions[s], i)
-	}
+	c.sessions = sessionOrder(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
+		return c.h[i].Session, c.h[i].Call, c.h[i].Return, c.st[i].valid
+	})
 	for s, ops := range c.sessions {
-		slices.SortStableFunc(ops, func(a, b int) int {
-			if r := cmp.Compare(c.h[a].Call, c.h[b].Call); r != 0 {
-				return r
-			}
-			return cmp.Compare(c.h[a].Return, c.h[b].Return)
-		})
 		for k, i := range ops {
 			c.st[i].session, c.st[i].pos = s, position(k+1)
 		}
@@ -547,4 +531,38 @@ func latencyString(d time.Duration) string {
 		return "unbounded"
 	}
 	return d.String()
+}
+
+// sessionOrder groups the valid ops of a history of n by session, in the
+// order each session first appears, each session's ops by Call, then
+// Return. op returns an op's session, call and return times, and whether
+// it is valid.
+func sessionOrder(n int, op func(i int) (session string, call, ret time.Duration, valid bool)) [][]int {
+	index := make(map[string]int)
+	var sessions [][]int
+	type times struct{ call, ret time.Duration }
+	at := make([]times, n)
+	for i := range n {
+		name, call, ret, valid := op(i)
+		if !valid {
+			continue
+		}
+		at[i] = times{call, ret}
+		s, ok := index[name]
+		if !ok {
+			s = len(sessions)
+			index[name] = s
+			sessions = append(sessions, nil)
+		}
+		sessions[s] = append(sessions[s], i)
+	}
+	for _, ops := range sessions {
+		slices.SortStableFunc(ops, func(a, b int) int {
+			if r := cmp.Compare(at[a].call, at[b].call); r != 0 {
+				return r
+			}
+			return cmp.Compare(at[a].ret, at[b].ret)
+		})
+	}
+	return sessions
 }

@@ -400,26 +400,10 @@ func (c *multiChecker) readVersion(r int) Version {
 // orderSessions puts each session's ops in session order (by Call, then
 // Return) and checks that a session runs one op at a time.
 func (c *multiChecker) orderSessions() {
-	index := make(map[string]int)
-	for i, op := range c.h {
-		if !c.st[i].valid {
-			continue
-		}
-		s, ok := index[op.Session]
-		if !ok {
-			s = len(c.sessions)
-			index[op.Session] = s
-			c.sessions = append(c.sessions, nil)
-		}
-		c.sessions[s] = append(c.sessions[s], i)
-	}
+	c.sessions = sessionOrder(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
+		return c.h[i].Session, c.h[i].Call, c.h[i].Return, c.st[i].valid
+	})
 	for s, ops := range c.sessions {
-		slices.SortStableFunc(ops, func(a, b int) int {
-			if r := cmp.Compare(c.h[a].Call, c.h[b].Call); r != 0 {
-				return r
-			}
-			return cmp.Compare(c.h[a].Return, c.h[b].Return)
-		})
 		for k, i := range ops {
 			c.st[i].session, c.st[i].pos = s, position(k+1)
 		}
