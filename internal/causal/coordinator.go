@@ -141,6 +141,9 @@ type buffered struct {
 	// write was last sent to ring r (zero: not yet).
 	acked uint64
 	sent  []time.Time
+	// tries[r] counts the sends to ring r: a write is sent again after
+	// Resend, then twice that, and so on up to 32 times (backoff).
+	tries []uint8
 }
 
 // wbSession is a session's write buffer: its writes not yet complete, in
@@ -261,6 +264,7 @@ func (c *Coordinator) Start(env node.Env) error {
 		}
 		e.seq = seq
 		e.sent = make([]time.Time, len(c.layout.Rings))
+		e.tries = make([]uint8, len(c.layout.Rings))
 		ws := c.session(s)
 		ws.entries = append(ws.entries, e)
 		ws.taken = max(ws.taken, seq)
@@ -330,15 +334,7 @@ func (c *Coordinator) Fire(timer any) {
 	switch timer.(type) {
 	case resendTimer:
 		for _, t := range c.resends.fire(c.env) {
-			ws := c.sessions[t.s]
-			if ws == nil {
-				continue
-			}
-			for i, e := range ws.entries {
-				if e.seq == t.seq && e.acked&(1<<t.ring) == 0 {
-					c.send(ws, i, t.ring)
-				}
-			}
+			c.resend(t)
 		}
 	case readTimer:
 		for _, req := range c.ringReads.fire(c.env) {
@@ -386,6 +382,7 @@ func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
 		version: wire.Version{TS: c.clock.Now(), Origin: c.env.ID()},
 		deps:    m.Deps,
 		sent:    make([]time.Time, len(c.layout.Rings)),
+		tries:   make([]uint8, len(c.layout.Rings)),
 	}
 	c.batch.Reset()
 	c.batch.Set(bufferKey(c.layout.Table, ws.id, e.seq), encodeBuffered(e))
@@ -424,6 +421,36 @@ func (c *Coordinator) propagate(ws *wbSession) {
 	c.completeHeads(ws)
 }
 
+// resend sends a write again to a ring that has not acknowledged it: only
+// the session's oldest write the ring lacks, and with backoff, so that a
+// ring slowed by load is not sent every write again each Resend (the
+// transport is reliable; a write is lost only with a crashed node or a
+// cut link, and the ring then lacks the oldest too). A later write whose
+// turn has not come waits another Resend.
+func (c *Coordinator) resend(t resend) {
+	ws := c.sessions[t.s]
+	if ws == nil {
+		return
+	}
+	oldest := true
+	for i, e := range ws.entries {
+		if e.acked&(1<<t.ring) != 0 {
+			continue
+		}
+		if e.seq != t.seq {
+			oldest = false
+			continue
+		}
+		backoff := c.opts.Resend << min(max(e.tries[t.ring], 1)-1, 5)
+		if !oldest || c.env.Now().Sub(e.sent[t.ring]) < backoff {
+			c.resends.add(c.env, t)
+			return
+		}
+		c.send(ws, i, t.ring)
+		return
+	}
+}
+
 // send sends the session's i-th buffered write to ring r. If the ring
 // has not acknowledged the session's previous write, that write becomes
 // a dependency too, so that the ring applies them in program order.
@@ -443,6 +470,7 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 		return
 	}
 	e.sent[r] = c.env.Now()
+	e.tries[r] = min(e.tries[r]+1, 6)
 	target := c.layout.Node(r, e.key)
 	if e.notify {
 		target = c.layout.Node(r, deps[0].Key)
