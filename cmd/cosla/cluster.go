@@ -179,6 +179,12 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 	} else {
 		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (clients use client.pem)\n", certs.ClusterDir(in.Dir))
 	}
+	if in.Causal {
+		sites := in.ClientSites()
+		fmt.Fprintf(w, "the table is a causal table (Karma)\ntry: cosla put --site %s cart book; cosla get --site %s cart; cosla gettx --site %s cart note\n",
+			in.DefaultSite, sites[len(sites)-1], sites[len(sites)-1])
+		return
+	}
 	fmt.Fprintf(w, "try: cosla put cart book; cosla get --site %s --sla shopping-cart cart\n", in.ClientSites()[0])
 }
 

@@ -241,7 +241,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	if c.opts.Strategy.Static() && c.home < 0 {
 		return fmt.Errorf("causal: coordinator %s: strategy %s needs a ring at site %s", env.ID(), c.opts.Strategy, c.site)
 	}
-	c.near = newNearness(c.opts.RTT)
+	c.near = newNearness(Site(env.ID()), c.opts.RTT)
 	c.sessions = map[sessionID]*wbSession{}
 	c.incomplete = map[wire.Version]*buffered{}
 	c.reads = map[uint64]*pendingRead{}

@@ -188,11 +188,25 @@ func (l *Layout) CacheNodes() []wire.NodeID {
 // nearness estimates round trips to nodes, to choose the ring a read goes
 // to (Karma 6.2: by proximity, from delay monitors). It starts from given
 // estimates and follows measured round trips; a node with no estimate yet
-// counts as nearest, so that it is tried and measured; a node that did not
-// answer in time is avoided until suspectFor has passed.
+// counts as nearest, so that it is tried and measured, one at its own site
+// first; a node that did not answer in time is avoided until suspectFor
+// has passed.
 type nearness struct {
+	site    string
 	rtt     map[wire.NodeID]time.Duration
 	suspect map[wire.NodeID]time.Time
+}
+
+// estimate returns the round trip to id: measured, or for a node not yet
+// measured zero at this site and a nanosecond elsewhere.
+func (n *nearness) estimate(id wire.NodeID) time.Duration {
+	if rtt, ok := n.rtt[id]; ok {
+		return rtt
+	}
+	if Site(id) == n.site {
+		return 0
+	}
+	return time.Nanosecond
 }
 
 // suspected reports whether id timed out within suspectFor.
@@ -201,8 +215,8 @@ func (n *nearness) suspected(id wire.NodeID, now time.Time) bool { return now.Be
 // suspectFor is how long a node that timed out is avoided.
 const suspectFor = 5 * time.Second
 
-func newNearness(initial map[wire.NodeID]time.Duration) *nearness {
-	n := &nearness{rtt: map[wire.NodeID]time.Duration{}, suspect: map[wire.NodeID]time.Time{}}
+func newNearness(site string, initial map[wire.NodeID]time.Duration) *nearness {
+	n := &nearness{site: site, rtt: map[wire.NodeID]time.Duration{}, suspect: map[wire.NodeID]time.Time{}}
 	for k, v := range initial {
 		n.rtt[k] = v
 	}
@@ -237,7 +251,7 @@ func (n *nearness) order(l *Layout, key string, now time.Time, tried uint64) []i
 			continue
 		}
 		id := l.Node(r, key)
-		cs = append(cs, cand{r, n.rtt[id], n.suspected(id, now)})
+		cs = append(cs, cand{r, n.estimate(id), n.suspected(id, now)})
 	}
 	slices.SortStableFunc(cs, func(a, b cand) int {
 		if a.suspect != b.suspect {

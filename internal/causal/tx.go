@@ -95,7 +95,7 @@ func (c *Coordinator) txRing(tried uint64, keys []string) int {
 		var cost time.Duration
 		for _, k := range keys {
 			id := c.layout.Node(r, k)
-			rtt := c.near.rtt[id]
+			rtt := c.near.estimate(id)
 			if c.near.suspected(id, now) {
 				rtt = time.Hour
 			}

@@ -153,7 +153,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: opts, table: table, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
 	c.info = Info{Dir: opts.Dir, PID: os.Getpid(), Topology: topo.Name, Clients: map[string]map[string]string{},
-		Table: opts.Table, DefaultSite: topo.Sites[0].Name, Insecure: opts.Insecure}
+		Table: opts.Table, DefaultSite: topo.Sites[0].Name, Insecure: opts.Insecure, Causal: len(topo.Rings) > 0}
 	if !opts.Insecure {
 		var sites []string
 		for _, s := range storageSites {

@@ -43,6 +43,8 @@ type Info struct {
 	// Insecure: the cluster runs without TLS. Otherwise its authority and
 	// certificates are in certs.ClusterDir(Dir).
 	Insecure bool `json:"insecure,omitempty"`
+	// Causal: Table is a causal table (the topology has rings).
+	Causal bool `json:"causal,omitempty"`
 }
 
 // SiteInfo is one cosla serve process.
