@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/harness"
 	"github.com/cosla/cosla/internal/host"
@@ -30,9 +31,14 @@ import (
 // simulator only in its network and clock. It runs on the core's
 // goroutine; now is the runtime's clock and finish is called once op's
 // outcome is set. A refused op (the core returned an error at once) is
-// finished before doCosla returns.
-func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, op *Op, now func() time.Duration, finish func()) {
+// finished before doCosla returns. cs is the session's causal state when
+// its table is a causal table (Karma), nil otherwise.
+func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) {
 	op.Start = now()
+	if cs != nil {
+		doCausal(c, s, cfg, cs, op, now, finish)
+		return
+	}
 	get := cfg.Get
 	var err error
 	switch op.Kind {
@@ -91,6 +97,119 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, op *Op, no
 	}
 }
 
+// causalState is what a cosla target keeps of a session of a causal
+// table (Karma, DESIGN.md section 5): the table's placement, to name the
+// storage node a get-transaction read, and whether the session's reads
+// left it bound to a ring, for its Puts' Restricted.
+type causalState struct {
+	layout *causal.Layout
+	// bound: the session's last read was of a version in flight from a
+	// ring (which binds it, Karma 4.2), or was made while bound and did
+	// not find it unbound. The client core does not report a session's
+	// binding, and a completion notice it receives between a read and
+	// a Put may have lifted it: a Put's Restricted is an upper bound.
+	bound bool
+}
+
+// causalLayout returns the protocol layout of a causal table, nil for
+// another table.
+func causalLayout(t *clientcore.Table) (*causal.Layout, error) {
+	l := t.Layout()
+	if l.Causal == nil {
+		return nil, nil
+	}
+	return causal.LayoutOf(&l)
+}
+
+// newCausalState returns a new session's causal state: nil for a table
+// that is not causal (layout nil).
+func newCausalState(layout *causal.Layout) *causalState {
+	if layout == nil {
+		return nil
+	}
+	return &causalState{layout: layout}
+}
+
+// read records a read of the session: whether it leaves the session
+// bound to a ring.
+func (cs *causalState) read(restricted, inFlight bool) {
+	switch {
+	case inFlight:
+		cs.bound = true
+	case !restricted:
+		cs.bound = false
+	}
+}
+
+// doCausal performs op on a causal table through the client core, and
+// fills Op's causal fields as CausalSimTarget does: a Put is answered
+// from the site's write buffer (Node the coordinator), a Get and a
+// get-transaction say where they were served from (GetResult.Causal,
+// TxResult).
+func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) {
+	op.Ring = wire.NoRing
+	var err error
+	switch op.Kind {
+	case Put:
+		op.Restricted = cs.bound
+		err = c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
+			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
+			finish()
+		})
+	case Get:
+		err = c.Get(s, op.Key, cfg.Get, func(r clientcore.GetResult, err error) {
+			op.End, op.Err, op.RTT, op.Met, op.Target = now(), err, r.RTT, r.Met, r.Target
+			if r.Causal != nil {
+				op.Restricted = r.Causal.Restricted
+			}
+			if err == nil {
+				op.SubSLA, op.Consistency = r.SubSLA, "causal"
+				op.Found, op.TS, op.Node = r.Found, r.VersionTS, string(r.Node)
+				if r.Found {
+					op.ValueID = ValueID(r.Value)
+				}
+				if rc := r.Causal; rc != nil {
+					op.Source, op.Ring, op.InFlight = rc.Source, rc.Ring, rc.InFlight
+					cs.read(rc.Restricted, rc.InFlight && r.Found && rc.Source != wire.FromBuffer)
+				}
+			}
+			finish()
+		})
+	case GetTx:
+		keys := append([]string{op.Key}, op.Keys...)
+		err = c.GetTx(s, keys, func(r clientcore.TxResult, err error) {
+			op.End, op.Err, op.RTT = now(), err, r.RTT
+			op.Restricted, op.Rounds = r.Restricted, r.Rounds
+			if err == nil && len(r.Items) > 0 {
+				it := r.Items[0]
+				op.Consistency = "causal"
+				op.Found, op.TS, op.Ring = it.Found, it.Version.TS, r.Ring
+				op.Source, op.InFlight = it.Source, it.InFlight
+				if it.Source == wire.FromRing && r.Ring >= 0 && int(r.Ring) < len(cs.layout.Rings) {
+					op.Node = string(cs.layout.Node(int(r.Ring), op.Key))
+				} else {
+					op.Node = string(r.Node)
+				}
+				if it.Found {
+					op.ValueID = ValueID(it.Value)
+				}
+				inFlight := false
+				for _, it := range r.Items {
+					inFlight = inFlight || (it.InFlight && it.Found && it.Source != wire.FromBuffer)
+				}
+				cs.read(r.Restricted, inFlight)
+			}
+			finish()
+		})
+	default:
+		err = fmt.Errorf("%w: %s on a causal table", ErrUnsupported, op.Kind)
+	}
+	if err != nil {
+		op.End, op.Err, op.Refused = now(), err, true
+		finish()
+	}
+}
+
 // begin begins a session with the group's SLA, strategy and policy.
 func (cfg *Cosla) begin(c *clientcore.Client, t *clientcore.Table) (*clientcore.Session, error) {
 	s, err := c.BeginSession(t, cfg.SLA, cfg.Strategy)
@@ -140,15 +259,20 @@ func (t *SimTarget) Open(g *Group) (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open table %s at %s: %w", t.Table, id, err)
 	}
-	return &simClient{sim: s, id: id, core: core, table: table, cfg: g.Cosla}, nil
+	layout, err := causalLayout(table)
+	if err != nil {
+		return nil, err
+	}
+	return &simClient{sim: s, id: id, core: core, table: table, causal: layout, cfg: g.Cosla}, nil
 }
 
 type simClient struct {
-	sim   *sim.Sim
-	id    wire.NodeID
-	core  *clientcore.Client
-	table *clientcore.Table
-	cfg   Cosla
+	sim    *sim.Sim
+	id     wire.NodeID
+	core   *clientcore.Client
+	table  *clientcore.Table
+	causal *causal.Layout // the table's, if it is a causal table
+	cfg    Cosla
 }
 
 func (c *simClient) Begin(string) (Session, error) {
@@ -156,7 +280,7 @@ func (c *simClient) Begin(string) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &simSession{c: c, s: s}, nil
+	return &simSession{c: c, s: s, causal: newCausalState(c.causal)}, nil
 }
 
 func (c *simClient) Close() {}
@@ -168,13 +292,14 @@ func (c *simClient) Probes() uint64 { return c.core.ProbesSent() }
 func (c *simClient) ID() wire.NodeID { return c.id }
 
 type simSession struct {
-	c *simClient
-	s *clientcore.Session
+	c      *simClient
+	s      *clientcore.Session
+	causal *causalState
 }
 
 func (s *simSession) Do(op *Op, done func()) {
 	inDo := true
-	doCosla(s.c.core, s.s, &s.c.cfg, op, s.c.sim.Now, func() {
+	doCosla(s.c.core, s.s, &s.c.cfg, s.causal, op, s.c.sim.Now, func() {
 		if inDo {
 			s.c.sim.After(0, done)
 			return
@@ -188,7 +313,10 @@ func (s *simSession) End() { s.c.core.EndSession(s.s) }
 
 // HostTarget runs each group as a client core hosted in this process
 // (package host) that talks gRPC to a real cluster: the same core and
-// executor as SimTarget.
+// executor as SimTarget. On a causal table (Karma) it performs Put, Get
+// and GetTx and fills Op's causal fields as CausalSimTarget does; the
+// group's SLA must then be one a causal table serves (clientcore), and a
+// Put's Restricted is the session's binding as its reads left it.
 type HostTarget struct {
 	Loop *Loop
 	// Nodes returns, for a client site, the address a client there dials
@@ -288,6 +416,9 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 			err = fmt.Errorf("open table %s: %w", t.Table, ctx.Err())
 		}
 	}
+	if err == nil {
+		c.causal, err = causalLayout(c.table)
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -306,6 +437,7 @@ type hostClient struct {
 	node      *host.Node
 	transport *host.Transport
 	table     *clientcore.Table
+	causal    *causal.Layout // the table's, if it is a causal table
 	cfg       Cosla
 }
 
@@ -318,7 +450,7 @@ func (c *hostClient) Begin(string) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostSession{c: c, s: s}, nil
+	return &hostSession{c: c, s: s, causal: newCausalState(c.causal)}, nil
 }
 
 func (c *hostClient) Close() {
@@ -338,8 +470,9 @@ func (c *hostClient) Probes() uint64 {
 }
 
 type hostSession struct {
-	c *hostClient
-	s *clientcore.Session
+	c      *hostClient
+	s      *clientcore.Session
+	causal *causalState
 }
 
 // errStopped is an op's error when its client has been closed.
@@ -348,7 +481,7 @@ var errStopped = errors.New("driver: client closed")
 func (s *hostSession) Do(op *Op, done func()) {
 	loop := s.c.loop
 	finish := func() { loop.Post(done) }
-	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, &s.c.cfg, op, loop.Now, finish) }); err != nil {
+	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, &s.c.cfg, s.causal, op, loop.Now, finish) }); err != nil {
 		op.Start, op.End, op.Err = loop.Now(), loop.Now(), errStopped
 		finish()
 	}

@@ -165,8 +165,9 @@ type Op struct {
 	// Restricted that the session was bound to one ring by a dynamic
 	// ring restriction (Karma 4.2) when it read. A get-transaction
 	// (GetTx) also reads Keys, in Rounds rounds; its Source and InFlight
-	// are Key's. They are meaningful only for the ops of a causal target
-	// (CausalSimTarget).
+	// are Key's. They are meaningful only for the ops on a causal table:
+	// CausalSimTarget's, or a cosla target's (HostTarget) whose table is
+	// causal.
 	Source     wire.Source
 	Ring       int32
 	InFlight   bool

@@ -26,8 +26,9 @@ import (
 // share of Gets served at the client's own site, the share of accesses
 // made under a dynamic ring restriction, where Gets were served from.
 //
-// Simulator only: a causal table has no cluster mode yet (RunCluster
-// refuses one).
+// On a local cluster (RunCluster; cluster_causal.go) the same units run
+// under the Karma strategy alone, the one a real cluster's coordinators
+// serve.
 
 // causalStrategies are the strategies of Karma 5, in the paper's order.
 var causalStrategies = []string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
@@ -96,6 +97,9 @@ const maxTxKeys = 64
 func (s *Scenario) validateCausal() error {
 	c := s.Causal
 	if c == nil {
+		if s.Cluster.ReplicasPerSite > 0 {
+			return invalid("cluster.replicas_per_site", "for causal tables only (a table's placement names its replicas)")
+		}
 		return nil
 	}
 	if len(c.Rings) == 0 {

@@ -24,6 +24,20 @@ func causalTables(s *Scenario, r *Result) []Table {
 	if s.wants(OutSaturation) {
 		out = append(out, saturationTable(s, r), comparisonTable(s, r))
 	}
+	if r.Mode == "cluster" && r.Sim != nil && len(r.Sim.Causal) > 0 {
+		// The simulator's model of the cluster run, with the strategies a
+		// cluster cannot run.
+		if s.wants(OutCausal) {
+			t := causalTable(s, r.Sim)
+			t.Name, t.Title = "causal-sim", "The simulator's model of this cluster run, every strategy (the cluster's sessions and storage nodes; virtual time)"
+			out = append(out, t)
+		}
+		if s.wants(OutSaturation) {
+			t := comparisonTable(s, r.Sim)
+			t.Name, t.Title = "comparison-sim", "Peak throughput compared in the simulator's model of this cluster run (%)"
+			out = append(out, t)
+		}
+	}
 	if s.wants(OutCausalSites) {
 		out = append(out, causalSitesTable(s, r))
 	}
@@ -182,8 +196,23 @@ func comparisonTable(s *Scenario, r *Result) Table {
 		for _, p := range pairs {
 			a, oka := ps[[2]string{se, p.a}]
 			b, okb := ps[[2]string{se, p.b}]
-			if oka && okb {
+			switch {
+			case oka && okb:
 				add(se, p.a, p.b, a, b, "throughput_gain_pct", se, p.b)
+			case r.Mode == "cluster":
+				// A strategy a cluster does not run: the paper's number
+				// stays, beside none of ours.
+				if cell := s.causalPaper("throughput_gain_pct", p.a, "", se, p.b); cell != "" {
+					var row []string
+					if len(s.Series) > 0 {
+						row = append(row, se)
+					}
+					ours := ""
+					if oka {
+						ours = f1(a.run.ThroughputOpsPerS)
+					}
+					t.Rows = append(t.Rows, append(row, p.a, p.b, ours, "sim only", "", cell))
+				}
 			}
 		}
 	}
@@ -353,18 +382,25 @@ func causalCurves(s *Scenario, r *Result, name, title, y string, v func(CausalRu
 	p.Y.Min = 0
 	var labels []string
 	lines := map[string]plotter.XYs{}
-	for _, c := range r.Causal {
-		if c.Seed != r.Seed {
-			continue
+	results := curveResults(r)
+	for _, res := range results {
+		for _, c := range res.Causal {
+			if c.Seed != res.Seed {
+				continue
+			}
+			l := c.Strategy
+			if c.Series != "" {
+				l = c.Series + " " + l
+			}
+			if len(results) > 1 {
+				// A cluster's curves beside its model's.
+				l = res.Mode + " " + l
+			}
+			if _, ok := lines[l]; !ok {
+				labels = append(labels, l)
+			}
+			lines[l] = append(lines[l], plotter.XY{X: float64(c.Sessions), Y: v(c)})
 		}
-		l := c.Strategy
-		if c.Series != "" {
-			l = c.Series + " " + l
-		}
-		if _, ok := lines[l]; !ok {
-			labels = append(labels, l)
-		}
-		lines[l] = append(lines[l], plotter.XY{X: float64(c.Sessions), Y: v(c)})
 	}
 	for i, l := range labels {
 		line, points, err := plotter.NewLinePoints(lines[l])

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -176,13 +175,5 @@ outputs: [causal, causal-timeline]
 	}
 	if !tables["causal-phases"] || !tables["causal-timeline"] {
 		t.Errorf("tables %v: want causal-phases and causal-timeline with rows", tables)
-	}
-}
-
-// TestCausalNoCluster: a causal scenario has no cluster mode yet.
-func TestCausalNoCluster(t *testing.T) {
-	_, err := RunCluster(context.Background(), parse(t, causalWorld3), ClusterRunOptions{Dir: t.TempDir()})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "karma presets run in the simulator only for now") {
-		t.Fatalf("RunCluster: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -50,7 +51,21 @@ func (c *ClusterSpec) validate() error {
 	if !(c.Rate >= 0 && c.Rate <= maxRate) {
 		return invalid("cluster.rate", "%v outside [0, %g]", c.Rate, maxRate)
 	}
+	if !(c.SessionsScale >= 0 && c.SessionsScale <= maxTimeScale) {
+		return invalid("cluster.sessions_scale", "%v outside [0, %d]", c.SessionsScale, maxTimeScale)
+	}
+	if c.ReplicasPerSite < 0 {
+		return invalid("cluster.replicas_per_site", "negative: %d", c.ReplicasPerSite)
+	}
 	return nil
+}
+
+// sessions is a client site's sessions on the cluster.
+func (c *ClusterSpec) sessions(n int) int {
+	if c.SessionsScale == 0 {
+		return n
+	}
+	return max(1, int(math.Round(float64(n)*c.SessionsScale)))
 }
 
 // ClusterRunOptions configures a run of a scenario on a local cluster.
@@ -75,10 +90,13 @@ type ClusterRunOptions struct {
 // Result has the shape of Run's; times in it are real seconds and it has
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
+//
+// A causal table (Karma) runs under the Karma strategy only, the one a
+// real cluster's coordinators serve (causalOnCluster), on the topology's
+// sites with cluster.replicas_per_site storage nodes each and the
+// scenario's rings; each unit loads its keys through the rings, unless
+// causal.no_load says not to.
 func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result, error) {
-	if s.causal() {
-		return nil, fmt.Errorf("%w: %s: karma presets run in the simulator only for now (a causal table has no cluster mode yet)", ErrInvalid, s.Name)
-	}
 	if o.Dir == "" {
 		return nil, errors.New("experiment: RunCluster needs a directory")
 	}
@@ -90,6 +108,12 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		if e.AfterGets > 0 {
 			return nil, fmt.Errorf("%w: schedule event %s: after_gets counts one client's Gets, but on a cluster the strategies run at once; use at", ErrInvalid, e.Label)
 		}
+	}
+	if s.causal() {
+		for _, c := range causalClusterCaveats(s) {
+			progress(c)
+		}
+		s = s.causalOnCluster()
 	}
 	for _, c := range clusterCaveats(s) {
 		progress(c)
@@ -110,7 +134,11 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		return nil, err
 	}
 	pull := t.scaled(s.Table.PullInterval)
-	progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
+	if s.causal() {
+		progress(fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, s.clusterStorageNodes()))
+	} else {
+		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
+	}
 	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
 		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger})
 	if err != nil {
@@ -121,11 +149,13 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	for _, site := range info.Sites {
 		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
 	}
-	progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
-	if err := loadCluster(ctx, s, info); err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+	if !s.causal() {
+		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
+		if err := loadCluster(ctx, s, info); err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
 	}
-	if s.loadBound() != wire.Unbounded {
+	if !s.causal() && s.loadBound() != wire.Unbounded {
 		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
 		if err := sleep(ctx, pull); err != nil {
 			return nil, err
@@ -139,6 +169,9 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		}
 		if err := runClusterUnit(ctx, u, s, t, c, progress); err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", s.Name, u.point, u.sla.Name, err)
+		}
+		if u.causal != nil {
+			res.Causal = append(res.Causal, u.causal.result)
 		}
 		for _, r := range u.runs {
 			res.Runs = append(res.Runs, r.r)
@@ -202,6 +235,15 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	if err != nil {
 		return err
 	}
+	if s.causal() {
+		if !s.Causal.NoLoad && s.Workload.Keys > 0 {
+			progress(fmt.Sprintf("%sloading %d keys through the rings, %d sessions at each client site", unitLabel(u), s.Workload.Keys, s.Causal.LoadSessions))
+			if err := loadCausalCluster(ctx, u, info); err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
+		}
+		u.causal = newCausalUnit(u, t)
+	}
 	loop := driver.NewLoop(time.Now())
 	spec := u.spec(t)
 	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table}, spec)
@@ -251,6 +293,9 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 		elapsed = d.Now()
 	}
 	u.collect(d, spec.Recorder, elapsed)
+	if u.causal != nil {
+		u.causal.finish()
+	}
 	if s.wants(OutBounded) || s.wants(OutPlanner) {
 		costs, made := clusterNodes(ctx, c)
 		var planner *PlannerStats
@@ -297,8 +342,16 @@ const emulatedMessage = 100
 // dConssandra VI-C made its slow link ("we delay all data
 // transmissions"): each way, the time to send a message carrying one
 // value. Queues on a busy link are not emulated.
+//
+// A causal table's topology gets the scenario's rings (the cluster then
+// creates its table as a causal table) and keeps cluster.replicas_per_site
+// storage nodes per site.
 func (s *Scenario) clusterTopology() topology.Topology {
 	t := s.topo
+	if s.causal() {
+		t = trimReplicas(t, s.Cluster.ReplicasPerSite)
+		t.Rings = s.Causal.Rings
+	}
 	t.Links = slices.Clone(t.Links)
 	for i, l := range t.Links {
 		if l.Bandwidth > 0 {

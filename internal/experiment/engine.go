@@ -157,7 +157,11 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	if variant.scenarioTargets {
 		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
 	}
-	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: c.Sessions,
+	sessions := c.Sessions
+	if t.cluster || s.clusterModel {
+		sessions = s.Cluster.sessions(sessions)
+	}
+	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
 		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
 	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !s.causal())
@@ -174,9 +178,14 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 		opts.ProbeInterval, opts.RTTWindow = t.scaled(defaults.ProbeInterval), t.scaled(defaults.RTTWindow)
 		think = max(think, s.Cluster.Think)
 	}
-	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: c.Sessions, SessionSteps: w.SessionOps,
+	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: sessions, SessionSteps: w.SessionOps,
 		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
 		Cosla: driver.Cosla{SLA: u.sla.SLA, Strategy: variant.strategy, Get: variant.get, Policy: variant.policy, Client: opts}}
+	if s.causal() {
+		// A client core's sessions on a causal table (a cluster); the
+		// simulator's causal clients take no SLA or strategy.
+		r.group.Cosla.SLA, r.group.Cosla.Strategy = causalSessionSLA, clientcore.Closest
+	}
 	rate := w.Rate
 	if t.cluster && s.Cluster.Rate > 0 {
 		rate = s.Cluster.Rate

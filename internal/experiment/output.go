@@ -509,6 +509,9 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	}
 	if s.causal() {
 		b.WriteString(s.causalDescription())
+		if r.Mode == "cluster" {
+			b.WriteString(s.causalClusterDescription())
+		}
 	} else {
 		fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
 			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
@@ -564,7 +567,11 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "%d operations per run (times %g)\n", w.Ops, r.Scale)
 	}
 	if w.Warmup > 0 {
-		fmt.Fprintf(&b, "- warmup: operations starting in the first %s are left out of the statistics\n", w.Warmup)
+		warmup := w.Warmup.String()
+		if r.Mode == "cluster" && r.Scale != 1 {
+			warmup = fmt.Sprintf("%s (%s times %g)", time.Duration(float64(w.Warmup)*r.Scale), w.Warmup, r.Scale)
+		}
+		fmt.Fprintf(&b, "- warmup: operations starting in the first %s are left out of the statistics\n", warmup)
 	}
 	var clients []string
 	for _, c := range s.Clients {

@@ -99,6 +99,9 @@ type Scenario struct {
 	// (with), which each series gets too.
 	raw  []byte
 	mods []func(*Scenario)
+	// clusterModel marks the simulator's model of a cluster run
+	// (ClusterModel): its runs take the cluster's sessions.
+	clusterModel bool
 }
 
 // SeriesSpec is one series: a name and a part of a scenario laid over
@@ -447,6 +450,19 @@ type ClusterSpec struct {
 	// simulator's: the windows output judges by them there, and the
 	// strategy cpq-tune (without arguments) aims at them.
 	Targets *TargetsSpec `yaml:"targets"`
+	// SessionsScale, if set, multiplies every client site's sessions on
+	// the cluster, after a sweep has set them (at least one a site,
+	// rounded): the scaled-down client threads of a paper that ran
+	// thousands on machines of their own. The sweep's points keep their
+	// names, so that the paper's numbers stay beside them; the sessions
+	// a run had are in its results.
+	SessionsScale float64 `yaml:"sessions_scale"`
+	// ReplicasPerSite, if set, keeps only the first that many storage
+	// nodes of every site on the cluster (a causal table's rings are
+	// then over fewer nodes): one serve process per site hosts them all,
+	// beside its coordinator and cache, on this one machine. Causal
+	// tables only.
+	ReplicasPerSite int `yaml:"replicas_per_site"`
 }
 
 // AdaptSpec configures the adaptation analysis of a timeline.

@@ -125,13 +125,30 @@ func (s *Scenario) point(v string) (*Scenario, error) {
 
 // ClusterModel returns the scenario as the simulator models its cluster
 // run, for the curves a sweep's cluster report sets beside the
-// cluster's: cluster.sim's costs, and the cluster's keys and operations
-// when it scales them down; the scenario itself when it does none.
+// cluster's: cluster.sim's costs, and the cluster's keys, operations,
+// sessions and storage nodes per site when it scales them down; the
+// scenario itself when it does none. A causal table's model keeps every
+// strategy (the baselines a cluster cannot run) and gives each node a
+// machine of its own (causal.machines unset), as the cluster does.
 func (s *Scenario) ClusterModel() *Scenario {
-	if s.Cluster.Sim == nil && s.Cluster.Keys == 0 && s.Cluster.Ops == 0 {
+	cl := s.Cluster
+	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 {
 		return s
 	}
 	return s.with(func(c *Scenario) {
+		c.clusterModel = true
+		if n := c.Cluster.ReplicasPerSite; n > 0 && c.resolveTopology() == nil {
+			t := trimReplicas(c.topo, n)
+			c.TopologyInline, c.topo = &t, t
+		}
+		if c.Causal != nil && c.Causal.Machines > 0 {
+			// A cluster does not share machines out (its processes
+			// share this one's cores): every node of the model is a
+			// machine of its own, whatever the strategy.
+			cs := *c.Causal
+			cs.Machines = 0
+			c.Causal = &cs
+		}
 		if c.Cluster.Sim != nil {
 			c.Sim = *c.Cluster.Sim
 		}

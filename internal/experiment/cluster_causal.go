@@ -1,0 +1,238 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/sla"
+)
+
+// A causal table (Karma) on a local cluster (RunCluster): every site's
+// serve process hosts its storage nodes, its client coordinator and its
+// cache (internal/cluster creates the table as a causal table over the
+// scenario's rings), and each client site's sessions are a client core in
+// this process (driver.HostTarget), as the clients of the simulator are
+// causal client nodes (CausalSimTarget). The same recorder computes the
+// same figures (causal.go).
+//
+// A real cluster's coordinators run with their default options
+// (causal.NodeOptions{Role: RoleCoordinator}): the Karma strategy, a
+// cache at every site, 1 s read timeouts and resends. A table cannot yet
+// choose its strategy, so the cluster runs Karma alone, and Karma-NC,
+// COPS-PR and COPS-Ideal run in the simulator only.
+
+// clusterStrategy is the one strategy a cluster's coordinators serve.
+var clusterStrategy = causal.Karma.String()
+
+// causalSessionSLA is the SLA of a client core's session on a causal
+// table: causal reads, with no latency bound, so that every read that
+// succeeds meets it (CausalSimTarget has no SLA; the figures judge
+// latency themselves).
+var causalSessionSLA = sla.SLA{{Consistency: sla.CausalConsistency, Latency: sla.Unbounded, Utility: 1}}
+
+// causalOnCluster returns the scenario as a local cluster runs it: under
+// the Karma strategy alone.
+func (s *Scenario) causalOnCluster() *Scenario {
+	if slices.Equal(s.Strategies, []string{clusterStrategy}) {
+		return s
+	}
+	return s.with(func(c *Scenario) { c.Strategies = []string{clusterStrategy} })
+}
+
+// causalClusterCaveats says what a local cluster does differently from
+// the simulator with a causal table.
+func causalClusterCaveats(s *Scenario) []string {
+	var out []string
+	var others []string
+	for _, st := range s.Strategies {
+		if st != clusterStrategy {
+			others = append(others, st)
+		}
+	}
+	if len(others) > 0 {
+		line := fmt.Sprintf("strategies %s: in the simulator only; a real cluster's coordinators serve karma (a cache at every site), and a table cannot choose its strategy yet", strings.Join(others, ", "))
+		if !slices.Contains(s.Strategies, clusterStrategy) {
+			line += "; the cluster runs karma in their stead"
+		} else {
+			line += "; the cluster runs karma alone"
+		}
+		out = append(out, line)
+	}
+	c := s.Causal
+	var unset []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"read_timeout", c.ReadTimeout > 0}, {"resend", c.Resend > 0}, {"cache_capacity", c.CacheCapacity > 0}, {"notify_every", c.NotifyEvery > 0}} {
+		if f.set {
+			unset = append(unset, "causal."+f.name)
+		}
+	}
+	if len(unset) > 0 {
+		out = append(out, fmt.Sprintf("%s: not applied on a cluster, whose coordinators, caches and clients run with their defaults (1s read timeout and resend, 1,000,000 keys a cache, no notify-after)", strings.Join(unset, ", ")))
+	}
+	if c.Machines > 0 {
+		out = append(out, fmt.Sprintf("causal.machines %d: not emulated on a cluster, whose processes share this machine's cores", c.Machines))
+	}
+	if n := s.Cluster.ReplicasPerSite; n > 0 && n < s.storageNodes() {
+		out = append(out, fmt.Sprintf("%d storage node(s) per site on the cluster (cluster.replicas_per_site), of the topology's %d", n, s.storageNodes()))
+	}
+	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
+		out = append(out, fmt.Sprintf("sessions times %g on the cluster (cluster.sessions_scale): the sweep's points keep their names", f))
+	}
+	out = append(out, "caches, write buffers and the keys written stay from one run to the next on the cluster (each run in the simulator starts in a fresh world)",
+		"a Put's restricted flag is its session's binding as its reads left it (the client core does not report it): an upper bound")
+	return out
+}
+
+// trimReplicas keeps the first n storage nodes of every site (all of
+// them for n 0).
+func trimReplicas(t topology.Topology, n int) topology.Topology {
+	if n <= 0 {
+		return t
+	}
+	t.Sites = slices.Clone(t.Sites)
+	for i := range t.Sites {
+		if r := t.Sites[i].Replicas; len(r) > n {
+			t.Sites[i].Replicas = slices.Clone(r[:n])
+		}
+	}
+	return t
+}
+
+// clusterStorageNodes is the storage nodes of the first site that has
+// some, on the cluster.
+func (s *Scenario) clusterStorageNodes() int {
+	n := s.storageNodes()
+	if r := s.Cluster.ReplicasPerSite; r > 0 {
+		n = min(n, r)
+	}
+	return n
+}
+
+// causalClusterDescription is the report's line on how a cluster ran a
+// causal table.
+func (s *Scenario) causalClusterDescription() string {
+	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; the karma strategy only (a real cluster's coordinators serve it; the others run in the simulator only)", s.clusterStorageNodes())
+	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
+		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
+	}
+	return out
+}
+
+// unitLabel names a unit in a progress line: its series and point, if
+// it has them, and a colon.
+func unitLabel(u *unit) string {
+	if l := strings.TrimSpace(u.series + " " + u.point); l != "" {
+		return l + ": "
+	}
+	return ""
+}
+
+// stableTimeout bounds the wait for a cluster's loaded keys to be in
+// every ring.
+const stableTimeout = 2 * time.Minute
+
+// loadCausalCluster writes every key of the unit's scenario once, from
+// LoadSessions sessions at each client site, through the rings (YCSB's
+// load phase, as loadCausal in the simulator), then waits until a sample
+// of the keys reads back, found and in every ring.
+func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
+	s := u.s
+	keys := s.Workload.Keys
+	mix := &driver.LoadMix{N: uint64(keys), ValueSize: s.Workload.ValueSize}
+	var groups []*driver.Group
+	for i, c := range s.Clients {
+		groups = append(groups, &driver.Group{Name: "load/" + c.Site, Site: c.Site, Sessions: s.Causal.LoadSessions,
+			Rand: rand.New(rand.NewPCG(0, uint64(i))), Streams: []driver.Stream{{Mix: mix}},
+			Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}})
+	}
+	if _, err := driveCluster(ctx, info, groups, keys); err != nil {
+		return err
+	}
+	// A sample of the keys, spread over them, read at the first client
+	// site until each is found and stable (a cache holds stable versions
+	// only; a ring's answer says whether it is in flight).
+	n := min(keys, 64)
+	sample := make([]string, n)
+	for i := range sample {
+		sample[i] = workload.Key(uint64(i * keys / n))
+	}
+	deadline := time.Now().Add(stableTimeout)
+	for {
+		mix := &keysMix{keys: sample}
+		g := &driver.Group{Name: "stable", Site: s.Clients[0].Site, Sessions: 8, Rand: rand.New(rand.NewPCG(0, 0)),
+			Streams: []driver.Stream{{Mix: mix}}, Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}}
+		ops, err := driveCluster(ctx, info, []*driver.Group{g}, n)
+		if err != nil {
+			return err
+		}
+		unstable := 0
+		for _, op := range ops {
+			if !op.Found || op.InFlight {
+				unstable++
+			}
+		}
+		if unstable == 0 {
+			return sleep(ctx, loadSettle)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d sampled keys still not found or in flight %s after the load", unstable, n, stableTimeout)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// driveCluster runs groups on the cluster for steps steps, and returns
+// their ops; an op that failed fails it.
+func driveCluster(ctx context.Context, info cluster.Info, groups []*driver.Group, steps int) ([]driver.Op, error) {
+	tlsConfig, err := info.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	loop := driver.NewLoop(time.Now())
+	var ops []driver.Op
+	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) { ops = append(ops, *op) }}
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table},
+		driver.Spec{Groups: groups, Steps: steps, Recorder: rec})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	d.Start(loop)
+	if err := loop.Run(ctx, d.Done); err != nil {
+		return nil, err
+	}
+	for _, st := range rec.Stats() {
+		if st.Errors > 0 {
+			return nil, fmt.Errorf("%d of %d operations failed: %s", st.Errors, st.Count, st.FirstError)
+		}
+	}
+	return ops, d.Err()
+}
+
+// keysMix reads each of its keys once, in order.
+type keysMix struct {
+	keys []string
+	next int
+}
+
+func (m *keysMix) Next(*rand.Rand) (driver.Step, bool) {
+	if m.next >= len(m.keys) {
+		return driver.Step{}, false
+	}
+	m.next++
+	return driver.Step{Ops: []driver.Op{{Kind: driver.Get, Key: m.keys[m.next-1]}}}, true
+}
