@@ -52,32 +52,10 @@ func causalTables(s *Scenario, r *Result) []Table {
 
 // causalColumns name a causal run: series, the sweep's point and the
 // seed when the scenario has them, and the strategy.
-func causalColumns(s *Scenario) []string {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
-	if s.Sweep != nil {
-		h = append(h, s.Sweep.Param)
-	}
-	if s.Repeat > 1 {
-		h = append(h, "seed")
-	}
-	return append(h, "strategy")
-}
+func causalColumns(s *Scenario) []string { return append(pointColumns(s), "strategy") }
 
 func causalCells(s *Scenario, c CausalRun) []string {
-	var out []string
-	if len(s.Series) > 0 {
-		out = append(out, c.Series)
-	}
-	if s.Sweep != nil {
-		out = append(out, c.Point)
-	}
-	if s.Repeat > 1 {
-		out = append(out, strconv.FormatUint(c.Seed, 10))
-	}
-	return append(out, c.Strategy)
+	return append(pointCells(s, c.Series, c.Point, c.Seed), c.Strategy)
 }
 
 // causalPaper finds the paper's number for a metric of a causal run, as

@@ -117,6 +117,17 @@ func levelsTable(s *Scenario, r *Result) Table {
 // runColumns are the columns that name a run: the sweep's point and the
 // seed when the scenario has them.
 func runColumns(s *Scenario) []string {
+	return append(pointColumns(s), "sla", "client", "strategy")
+}
+
+func runCells(s *Scenario, r RunResult) []string {
+	return append(pointCells(s, r.Series, r.Point, r.Seed), r.SLA, r.Client, r.Strategy)
+}
+
+// pointColumns name where in the scenario a run stands: its series, the
+// sweep's point and the seed, when the scenario has them; pointCells are
+// a run's values of them.
+func pointColumns(s *Scenario) []string {
 	var h []string
 	if len(s.Series) > 0 {
 		h = append(h, "series")
@@ -127,21 +138,21 @@ func runColumns(s *Scenario) []string {
 	if s.Repeat > 1 {
 		h = append(h, "seed")
 	}
-	return append(h, "sla", "client", "strategy")
+	return h
 }
 
-func runCells(s *Scenario, r RunResult) []string {
+func pointCells(s *Scenario, series, point string, seed uint64) []string {
 	var c []string
 	if len(s.Series) > 0 {
-		c = append(c, r.Series)
+		c = append(c, series)
 	}
 	if s.Sweep != nil {
-		c = append(c, r.Point)
+		c = append(c, point)
 	}
 	if s.Repeat > 1 {
-		c = append(c, strconv.FormatUint(r.Seed, 10))
+		c = append(c, strconv.FormatUint(seed, 10))
 	}
-	return append(c, r.SLA, r.Client, r.Strategy)
+	return c
 }
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
