@@ -29,6 +29,11 @@ type CausalTableSpec struct {
 	// Caches gives every site its cache of stable values (Karma). Without
 	// it reads always go to a ring (Karma-NC).
 	Caches bool
+	// Static binds every site's reads to the ring holding its storage
+	// nodes instead of the nearest ring: COPS-PR, the baseline of Karma 5
+	// (with a ring per site, COPS-Ideal). Every site must then be in a
+	// ring.
+	Static bool
 }
 
 // RingSpec is one ring of a causal table.
@@ -38,7 +43,7 @@ type RingSpec struct {
 }
 
 func (s CausalTableSpec) layout() (wire.Layout, error) {
-	c := &wire.CausalLayout{}
+	c := &wire.CausalLayout{Static: s.Static}
 	for _, r := range s.Rings {
 		wr := wire.Ring{Name: r.Name}
 		for _, id := range r.Nodes {

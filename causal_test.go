@@ -117,4 +117,30 @@ func TestCausalOverNetwork(t *testing.T) {
 	if _, _, err := cc.GetTx(ctx, sc, []string{"x", "x"}); !errors.Is(err, cosla.ErrInvalid) {
 		t.Fatalf("GetTx naming a key twice: %v, want ErrInvalid", err)
 	}
+
+	// A static table (COPS-PR): c's reads all go to its own ring, c,
+	// whichever ring is nearer for the key.
+	pr := spec
+	pr.Name, pr.Caches, pr.Static = "pr", false, true
+	if err := ca.CreateCausalTable(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	tblpr, err := cc.OpenTable(ctx, "pr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spr, err := cc.BeginSession(tblpr, causalSLA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		if _, res, err := cc.Get(ctx, spr, k); err != nil || res.Causal.Source != cosla.FromRing || res.Causal.RingName != "c" {
+			t.Fatalf("Get %s of a static table at c: %+v, %v; want it from ring c", k, res.Causal, err)
+		}
+	}
+	bad = pr
+	bad.Name, bad.Rings = "bad", spec.Rings[:1]
+	if err := ca.CreateCausalTable(ctx, bad); !errors.Is(err, cosla.ErrInvalid) {
+		t.Fatalf("a static table with site c in no ring: %v, want ErrInvalid", err)
+	}
 }

@@ -142,14 +142,21 @@ func (c *Client) Put(s *Session, key string, value []byte, done func(Result)) {
 	c.send(&clientOp{s: s, seq: m.Seq, key: key, done: done}, m)
 }
 
+// Restricted reports whether a dynamic ring restriction binds session s:
+// never on a static table, whose reads are bound to the site's ring
+// whatever they read (COPS-PR).
+func (c *Client) Restricted(s *Session) bool {
+	return s.ring != wire.NoRing && !c.opts.Layout.Static
+}
+
 // Get reads key in session s.
 func (c *Client) Get(s *Session, key string, done func(Result)) {
-	c.send(&clientOp{s: s, key: key, restricted: s.ring != wire.NoRing, done: done}, s.Get(c.opts.Layout.Table, key))
+	c.send(&clientOp{s: s, key: key, restricted: c.Restricted(s), done: done}, s.Get(c.opts.Layout.Table, key))
 }
 
 // GetTx reads keys as one snapshot in session s.
 func (c *Client) GetTx(s *Session, keys []string, done func(Result)) {
-	c.send(&clientOp{s: s, restricted: s.ring != wire.NoRing, done: done}, s.GetTx(c.opts.Layout.Table, slices.Clone(keys)))
+	c.send(&clientOp{s: s, restricted: c.Restricted(s), done: done}, s.GetTx(c.opts.Layout.Table, slices.Clone(keys)))
 }
 
 // Receive implements node.Handler.

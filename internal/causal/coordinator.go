@@ -13,56 +13,10 @@ import (
 	"github.com/cosla/cosla/internal/wire"
 )
 
-// Strategy says how a coordinator serves reads: Karma itself, or one of the
-// baselines of Karma 5, all by the same code.
-type Strategy uint8
-
-// Strategies.
-const (
-	// Karma: any ring by proximity, the site's cache for stable values,
-	// dynamic ring restrictions.
-	Karma Strategy = iota
-	// KarmaNC is Karma without caches.
-	KarmaNC
-	// COPSPR binds every client statically to its site's ring, with no
-	// cache (COPS with partial replication).
-	COPSPR
-	// COPSIdeal is COPS-PR over a layout with one ring per site: full
-	// replication, every read local.
-	COPSIdeal
-)
-
-var strategyNames = [...]string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
-
-func (s Strategy) String() string {
-	if int(s) < len(strategyNames) {
-		return strategyNames[s]
-	}
-	return fmt.Sprintf("strategy(%d)", uint8(s))
-}
-
-// ParseStrategy parses a Strategy's String.
-func ParseStrategy(s string) (Strategy, error) {
-	for i, n := range strategyNames {
-		if n == s {
-			return Strategy(i), nil
-		}
-	}
-	return 0, fmt.Errorf("causal: unknown strategy %q (want karma, karma-nc, cops-pr or cops-ideal)", s)
-}
-
-// Static reports whether clients are bound to their site's ring.
-func (s Strategy) Static() bool { return s == COPSPR || s == COPSIdeal }
-
-// Cached reports whether reads go through the site's cache.
-func (s Strategy) Cached() bool { return s == Karma }
-
 // CoordinatorOptions configures a client coordinator.
 type CoordinatorOptions struct {
 	// Layout places the table. Required, validated.
 	Layout *Layout
-	// Strategy. Default Karma.
-	Strategy Strategy
 	// RTT holds initial round-trip estimates to storage and cache nodes;
 	// measured round trips replace them. A node without one is tried last.
 	RTT map[wire.NodeID]time.Duration
@@ -112,9 +66,6 @@ func (o *CoordinatorOptions) setDefaults() {
 func (o *CoordinatorOptions) Validate() error {
 	if o.Layout == nil {
 		return errors.New("causal: CoordinatorOptions.Layout is required")
-	}
-	if o.Strategy > COPSIdeal {
-		return fmt.Errorf("causal: CoordinatorOptions.Strategy: unknown %d", o.Strategy)
 	}
 	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
 		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds, MaxValueBytes and Window must not be negative")
@@ -238,8 +189,8 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.clock = hlc.NewClock(env.WallNanos)
 	c.site = Site(env.ID())
 	c.home = c.layout.HomeRing(c.site)
-	if c.opts.Strategy.Static() && c.home < 0 {
-		return fmt.Errorf("causal: coordinator %s: strategy %s needs a ring at site %s", env.ID(), c.opts.Strategy, c.site)
+	if c.layout.Static && c.home < 0 {
+		return fmt.Errorf("causal: coordinator %s: the table's reads are static, but site %s has no ring", env.ID(), c.site)
 	}
 	c.near = newNearness(Site(env.ID()), c.opts.RTT)
 	c.sessions = map[sessionID]*wbSession{}
@@ -584,10 +535,10 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	case m.Ring != wire.NoRing:
 		p.bound = true
 		c.readRing(p, int(m.Ring))
-	case c.opts.Strategy.Static():
+	case c.layout.Static:
 		p.bound = true
 		c.readRing(p, c.home)
-	case c.opts.Strategy.Cached() && c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now()) &&
+	case c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now()) &&
 		!(c.opts.RandomRings && c.env.Rand().IntN(2) == 0):
 		p.cached = true
 		c.readNode(p, c.layout.Caches[c.site], wire.NoRing)

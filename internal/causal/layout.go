@@ -33,6 +33,9 @@ type Layout struct {
 	// Points is the number of points each node takes on its ring's hash
 	// circle. Default 256.
 	Points int
+	// Static binds each site's reads to its HomeRing (COPS-PR and
+	// COPS-Ideal, Karma 5) instead of the nearest ring.
+	Static bool
 
 	placed []placement
 }
@@ -90,6 +93,13 @@ func (l *Layout) Validate() error {
 	}
 	if len(l.Coordinators) == 0 {
 		return fmt.Errorf("%w: no coordinators", ErrBadLayout)
+	}
+	if l.Static {
+		for site := range l.Coordinators {
+			if l.HomeRing(site) < 0 {
+				return fmt.Errorf("%w: static, but site %s has no ring to bind its reads to", ErrBadLayout, site)
+			}
+		}
 	}
 	return nil
 }
@@ -268,3 +278,48 @@ func (n *nearness) order(l *Layout, key string, now time.Time, tried uint64) []i
 	}
 	return out
 }
+
+// Strategy names Karma or one of the baselines of Karma 5. Each is a way
+// to lay out a table, served by the same code: a cache at every site
+// (Caches), reads bound to the site's ring (Static), one ring per site.
+type Strategy uint8
+
+// Strategies.
+const (
+	// Karma: any ring by proximity, the site's cache for stable values,
+	// dynamic ring restrictions.
+	Karma Strategy = iota
+	// KarmaNC is Karma without caches.
+	KarmaNC
+	// COPSPR binds every client statically to its site's ring, with no
+	// cache (COPS with partial replication).
+	COPSPR
+	// COPSIdeal is COPS-PR over a layout with one ring per site: full
+	// replication, every read local.
+	COPSIdeal
+)
+
+var strategyNames = [...]string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
+
+func (s Strategy) String() string {
+	if int(s) < len(strategyNames) {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("strategy(%d)", uint8(s))
+}
+
+// ParseStrategy parses a Strategy's String.
+func ParseStrategy(s string) (Strategy, error) {
+	for i, n := range strategyNames {
+		if n == s {
+			return Strategy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("causal: unknown strategy %q (want karma, karma-nc, cops-pr or cops-ideal)", s)
+}
+
+// Static reports whether reads are bound to their site's ring (Layout.Static).
+func (s Strategy) Static() bool { return s == COPSPR || s == COPSIdeal }
+
+// Cached reports whether every site has a cache (Layout.Caches).
+func (s Strategy) Cached() bool { return s == Karma }

@@ -51,6 +51,8 @@ func TestLayoutValidate(t *testing.T) {
 		{"empty ring", Layout{Table: 1, Rings: []Ring{{Name: "x"}}, Coordinators: cc}},
 		{"node twice", Layout{Table: 1, Rings: []Ring{{Nodes: []wire.NodeID{"a/s1"}}, {Nodes: []wire.NodeID{"a/s1"}}}, Coordinators: cc}},
 		{"no coordinators", Layout{Table: 1, Rings: []Ring{{Nodes: []wire.NodeID{"a/s1"}}}}},
+		{"static, a site in no ring", Layout{Table: 1, Rings: []Ring{{Nodes: []wire.NodeID{"a/s1"}}}, Static: true,
+			Coordinators: map[string]wire.NodeID{"a": "a/cc", "b": "b/cc"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.l.Validate(); !errors.Is(err, ErrBadLayout) {

@@ -65,7 +65,7 @@ func LayoutOf(l *wire.Layout) (*Layout, error) {
 		return nil, fmt.Errorf("%w: table %q is not a causal table", ErrBadLayout, l.Name)
 	}
 	c := l.Causal
-	out := &Layout{Table: l.ID, Coordinators: map[string]wire.NodeID{}, Caches: map[string]wire.NodeID{}, Points: int(c.Points)}
+	out := &Layout{Table: l.ID, Coordinators: map[string]wire.NodeID{}, Caches: map[string]wire.NodeID{}, Points: int(c.Points), Static: c.Static}
 	for _, r := range c.Rings {
 		out.Rings = append(out.Rings, Ring{Name: r.Name, Nodes: slices.Clone(r.Nodes)})
 	}

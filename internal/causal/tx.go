@@ -61,7 +61,7 @@ func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
 	switch {
 	case m.Ring != wire.NoRing:
 		t.bound, t.ring = true, int(m.Ring)
-	case c.opts.Strategy.Static():
+	case c.layout.Static:
 		t.bound, t.ring = true, c.home
 	default:
 		t.ring = c.txRing(t.tried, m.Keys)

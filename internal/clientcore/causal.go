@@ -102,7 +102,7 @@ func (c *Client) openCausal(l wire.Layout) (*causalTable, error) {
 	if old := c.causal[l.ID]; old != nil {
 		return old, nil
 	}
-	client := causal.NewClient(causal.ClientOptions{Layout: layout, Coordinator: cc, Timeout: c.opts.RequestTimeout})
+	client := causal.NewClient(causal.ClientOptions{Layout: layout, Coordinator: cc, Timeout: c.opts.RequestTimeout, NotifyEvery: c.opts.NotifyEvery})
 	if err := client.Start(causalEnv{c.env, l.ID}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -153,6 +153,11 @@ type Options struct {
 	// share of recent Gets that met each subSLA, in slaWindowBuckets
 	// steps. Default 1m.
 	SLAWindow time.Duration
+	// NotifyEvery is how often a session of a causal table that ring
+	// restrictions hold, and that wrote nothing since the last time,
+	// sends a notify-after to lift them (causal.ClientOptions). Default
+	// 0: none.
+	NotifyEvery time.Duration
 }
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
@@ -220,6 +225,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.MaxSessions must not be negative, got %d", o.MaxSessions)
 	case o.SLAWindow <= 0:
 		return fmt.Errorf("clientcore: Options.SLAWindow must be positive, got %s", o.SLAWindow)
+	case o.NotifyEvery < 0:
+		return fmt.Errorf("clientcore: Options.NotifyEvery must not be negative, got %s", o.NotifyEvery)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
 		return fmt.Errorf("clientcore: Options.MaxKeyBytes and MaxValueBytes must be positive, got %d and %d", o.MaxKeyBytes, o.MaxValueBytes)
 	}

@@ -76,6 +76,9 @@ type Options struct {
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
+	// Causal configures every site's part of causal tables
+	// (server.Options).
+	Causal server.CausalOptions
 	// Fresh deletes the data of a previous run in Dir before starting.
 	// Otherwise the sites recover it, and an existing Table is kept as it
 	// was created.
@@ -303,7 +306,8 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		}
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
-		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync}
+		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
+		Causal: c.opts.Causal}
 	if !c.opts.Insecure {
 		cfg.TLS = server.TLSFiles(certs.NodeFiles(certs.ClusterDir(c.opts.Dir), s.Name))
 	}
@@ -371,22 +375,17 @@ func (c *Cluster) createTable(ctx context.Context) error {
 	// The supervisor's client sits at the first tablet's primary, or for
 	// a causal table at the first site.
 	site, _, _ := strings.Cut(spec.Tablets[0].Primary, "/")
-	causal := len(c.opts.Topology.Rings) > 0
-	if causal {
+	ringed := len(c.opts.Topology.Rings) > 0
+	if ringed {
 		site = c.opts.Topology.Sites[0].Name
 	}
-	cfg, err := c.info.ClientConfig(site)
-	if err != nil {
-		return err
-	}
-	cfg.Name = "supervisor"
-	client, err := cosla.Open(ctx, cfg)
+	client, err := c.supervisor(ctx, site)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if causal {
-		err = client.CreateCausalTable(ctx, causalTableSpec(c.opts.Topology, spec.Name))
+	if ringed {
+		err = client.CreateCausalTable(ctx, CausalTableSpec(c.opts.Topology, spec.Name, causal.Karma))
 	} else {
 		err = client.CreateTable(ctx, spec)
 	}
@@ -402,12 +401,51 @@ func (c *Cluster) createTable(ctx context.Context) error {
 	return nil
 }
 
-// causalTableSpec is the causal table (Karma) a topology with rings gets:
-// each ring over its sites' storage nodes, a coordinator and a cache at
-// every site.
-func causalTableSpec(topo topology.Topology, name string) cosla.CausalTableSpec {
-	spec := cosla.CausalTableSpec{Name: name, Caches: true}
-	for _, ring := range topo.Rings {
+// supervisor opens the supervisor's client at site.
+func (c *Cluster) supervisor(ctx context.Context, site string) (*cosla.Client, error) {
+	cfg, err := c.info.ClientConfig(site)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Name = "supervisor"
+	return cosla.Open(ctx, cfg)
+}
+
+// CreateCausalTable creates another causal table over the cluster's
+// rings, laid out for strategy (CausalTableSpec). A table of that name
+// already there is kept: ErrTableExists is not an error.
+func (c *Cluster) CreateCausalTable(ctx context.Context, name string, strategy causal.Strategy) error {
+	if len(c.opts.Topology.Rings) == 0 {
+		return fmt.Errorf("cluster: create causal table %s: the topology has no rings", name)
+	}
+	client, err := c.supervisor(ctx, c.opts.Topology.Sites[0].Name)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if err := client.CreateCausalTable(ctx, CausalTableSpec(c.opts.Topology, name, strategy)); err != nil && !errors.Is(err, cosla.ErrTableExists) {
+		return fmt.Errorf("cluster: create causal table %s: %w", name, err)
+	}
+	return nil
+}
+
+// CausalTableSpec is the causal table a topology with rings gets under
+// strategy: under Karma each ring over its sites' storage nodes, a
+// coordinator and a cache at every site (the table `cluster up` makes);
+// Karma-NC without the caches; COPS-PR with every site's reads bound to
+// its ring; COPS-Ideal bound too, with a ring per site (Karma 5).
+func CausalTableSpec(topo topology.Topology, name string, strategy causal.Strategy) cosla.CausalTableSpec {
+	spec := cosla.CausalTableSpec{Name: name, Caches: strategy.Cached(), Static: strategy.Static()}
+	rings := topo.Rings
+	if strategy == causal.COPSIdeal {
+		rings = nil
+		for _, s := range topo.Sites {
+			if len(s.Replicas) > 0 {
+				rings = append(rings, []string{s.Name})
+			}
+		}
+	}
+	for _, ring := range rings {
 		r := cosla.RingSpec{Name: strings.Join(ring, "+")}
 		for _, site := range ring {
 			for _, s := range topo.Sites {

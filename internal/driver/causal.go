@@ -126,7 +126,7 @@ func (s *causalSession) Do(op *Op, done func()) {
 	op.Ring = wire.NoRing
 	switch op.Kind {
 	case Put:
-		op.Restricted = s.s.Ring() != wire.NoRing
+		op.Restricted = c.core.Restricted(s.s)
 		c.core.Put(s.s, op.Key, op.Value, func(r causal.Result) {
 			op.End = now()
 			op.Err, op.Refused = codeErr(op.Kind, r.Code)

@@ -131,11 +131,11 @@ func newCausalState(layout *causal.Layout) *causalState {
 }
 
 // read records a read of the session: whether it leaves the session
-// bound to a ring.
+// bound to a ring (never on a static table, causal.Client.Restricted).
 func (cs *causalState) read(restricted, inFlight bool) {
 	switch {
 	case inFlight:
-		cs.bound = true
+		cs.bound = !cs.layout.Static
 	case !restricted:
 		cs.bound = false
 	}

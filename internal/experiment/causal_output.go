@@ -25,11 +25,10 @@ func causalTables(s *Scenario, r *Result) []Table {
 		out = append(out, saturationTable(s, r), comparisonTable(s, r))
 	}
 	if r.Mode == "cluster" && r.Sim != nil && len(r.Sim.Causal) > 0 {
-		// The simulator's model of the cluster run, with the strategies a
-		// cluster cannot run.
+		// The simulator's model of the cluster run.
 		if s.wants(OutCausal) {
 			t := causalTable(s, r.Sim)
-			t.Name, t.Title = "causal-sim", "The simulator's model of this cluster run, every strategy (the cluster's sessions and storage nodes; virtual time)"
+			t.Name, t.Title = "causal-sim", "The simulator's model of this cluster run (the cluster's sessions and storage nodes; virtual time)"
 			out = append(out, t)
 		}
 		if s.wants(OutSaturation) {
@@ -174,23 +173,8 @@ func comparisonTable(s *Scenario, r *Result) Table {
 		for _, p := range pairs {
 			a, oka := ps[[2]string{se, p.a}]
 			b, okb := ps[[2]string{se, p.b}]
-			switch {
-			case oka && okb:
+			if oka && okb {
 				add(se, p.a, p.b, a, b, "throughput_gain_pct", se, p.b)
-			case r.Mode == "cluster":
-				// A strategy a cluster does not run: the paper's number
-				// stays, beside none of ours.
-				if cell := s.causalPaper("throughput_gain_pct", p.a, "", se, p.b); cell != "" {
-					var row []string
-					if len(s.Series) > 0 {
-						row = append(row, se)
-					}
-					ours := ""
-					if oka {
-						ours = f1(a.run.ThroughputOpsPerS)
-					}
-					t.Rows = append(t.Rows, append(row, p.a, p.b, ours, "sim only", "", cell))
-				}
 			}
 		}
 	}

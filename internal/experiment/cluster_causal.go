@@ -12,6 +12,7 @@ import (
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/workload"
 	"github.com/cosla/cosla/sla"
@@ -25,14 +26,55 @@ import (
 // causal client nodes (CausalSimTarget). The same recorder computes the
 // same figures (causal.go).
 //
-// A real cluster's coordinators run with their default options
-// (causal.NodeOptions{Role: RoleCoordinator}): the Karma strategy, a
-// cache at every site, 1 s read timeouts and resends. A table cannot yet
-// choose its strategy, so the cluster runs Karma alone, and Karma-NC,
-// COPS-PR and COPS-Ideal run in the simulator only.
+// A strategy is a table's layout (causal.Strategy): the cluster's own
+// table is Karma's, and each other strategy gets a table of its own over
+// the same storage nodes (cluster.CausalTableSpec), created when the run
+// starts. The strategies run one after another, as in the simulator, so
+// that each has the machine to itself. The scenario's causal options
+// reach the serve processes (serverOptions) and the client cores
+// (newRun).
 
-// clusterStrategy is the one strategy a cluster's coordinators serve.
-var clusterStrategy = causal.Karma.String()
+// serverOptions are the options of the sites' causal cores.
+func (c *CausalSpec) serverOptions() server.CausalOptions {
+	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity}
+}
+
+// strategyTable names the cluster's table for a strategy: the cluster's
+// own (Karma's), or one named after the strategy.
+func strategyTable(info cluster.Info, strategy string) string {
+	if strategy == causal.Karma.String() {
+		return info.Table
+	}
+	return info.Table + "-" + strategy
+}
+
+// createCausalTables creates the tables of the scenario's strategies
+// other than Karma on the cluster.
+func createCausalTables(ctx context.Context, s *Scenario, c *cluster.Cluster, progress func(string)) error {
+	for _, name := range s.Strategies {
+		st, err := causal.ParseStrategy(name)
+		if err != nil {
+			return err
+		}
+		if st == causal.Karma {
+			continue
+		}
+		table := strategyTable(c.Info(), name)
+		progress(fmt.Sprintf("creating the causal table %s (%s)", table, name))
+		if err := c.CreateCausalTable(ctx, table, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// table is the cluster's table a unit runs on.
+func (u *unit) table(info cluster.Info) string {
+	if u.s.causal() {
+		return strategyTable(info, u.runs[0].r.Strategy)
+	}
+	return info.Table
+}
 
 // causalSessionSLA is the SLA of a client core's session on a causal
 // table: causal reads, with no latency bound, so that every read that
@@ -40,47 +82,11 @@ var clusterStrategy = causal.Karma.String()
 // latency themselves).
 var causalSessionSLA = sla.SLA{{Consistency: sla.CausalConsistency, Latency: sla.Unbounded, Utility: 1}}
 
-// causalOnCluster returns the scenario as a local cluster runs it: under
-// the Karma strategy alone.
-func (s *Scenario) causalOnCluster() *Scenario {
-	if slices.Equal(s.Strategies, []string{clusterStrategy}) {
-		return s
-	}
-	return s.with(func(c *Scenario) { c.Strategies = []string{clusterStrategy} })
-}
-
 // causalClusterCaveats says what a local cluster does differently from
 // the simulator with a causal table.
 func causalClusterCaveats(s *Scenario) []string {
 	var out []string
-	var others []string
-	for _, st := range s.Strategies {
-		if st != clusterStrategy {
-			others = append(others, st)
-		}
-	}
-	if len(others) > 0 {
-		line := fmt.Sprintf("strategies %s: in the simulator only; a real cluster's coordinators serve karma (a cache at every site), and a table cannot choose its strategy yet", strings.Join(others, ", "))
-		if !slices.Contains(s.Strategies, clusterStrategy) {
-			line += "; the cluster runs karma in their stead"
-		} else {
-			line += "; the cluster runs karma alone"
-		}
-		out = append(out, line)
-	}
 	c := s.Causal
-	var unset []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"read_timeout", c.ReadTimeout > 0}, {"resend", c.Resend > 0}, {"cache_capacity", c.CacheCapacity > 0}, {"notify_every", c.NotifyEvery > 0}} {
-		if f.set {
-			unset = append(unset, "causal."+f.name)
-		}
-	}
-	if len(unset) > 0 {
-		out = append(out, fmt.Sprintf("%s: not applied on a cluster, whose coordinators, caches and clients run with their defaults (1s read timeout and resend, 1,000,000 keys a cache, no notify-after)", strings.Join(unset, ", ")))
-	}
 	if c.Machines > 0 {
 		out = append(out, fmt.Sprintf("causal.machines %d: not emulated on a cluster, whose processes share this machine's cores", c.Machines))
 	}
@@ -123,7 +129,7 @@ func (s *Scenario) clusterStorageNodes() int {
 // causalClusterDescription is the report's line on how a cluster ran a
 // causal table.
 func (s *Scenario) causalClusterDescription() string {
-	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; the karma strategy only (a real cluster's coordinators serve it; the others run in the simulator only)", s.clusterStorageNodes())
+	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each strategy a table of its own over them, run one after another", s.clusterStorageNodes())
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
 	}
@@ -148,6 +154,7 @@ const stableTimeout = 2 * time.Minute
 // load phase, as loadCausal in the simulator), then waits until a sample
 // of the keys reads back, found and in every ring.
 func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
+	table := u.table(info)
 	s := u.s
 	keys := s.Workload.Keys
 	mix := &driver.LoadMix{N: uint64(keys), ValueSize: s.Workload.ValueSize}
@@ -157,7 +164,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 			Rand: rand.New(rand.NewPCG(0, uint64(i))), Streams: []driver.Stream{{Mix: mix}},
 			Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}})
 	}
-	if _, err := driveCluster(ctx, info, groups, keys); err != nil {
+	if _, err := driveCluster(ctx, info, table, groups, keys); err != nil {
 		return err
 	}
 	// A sample of the keys, spread over them, read at the first client
@@ -173,7 +180,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 		mix := &keysMix{keys: sample}
 		g := &driver.Group{Name: "stable", Site: s.Clients[0].Site, Sessions: 8, Rand: rand.New(rand.NewPCG(0, 0)),
 			Streams: []driver.Stream{{Mix: mix}}, Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}}
-		ops, err := driveCluster(ctx, info, []*driver.Group{g}, n)
+		ops, err := driveCluster(ctx, info, table, []*driver.Group{g}, n)
 		if err != nil {
 			return err
 		}
@@ -195,9 +202,9 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 	}
 }
 
-// driveCluster runs groups on the cluster for steps steps, and returns
-// their ops; an op that failed fails it.
-func driveCluster(ctx context.Context, info cluster.Info, groups []*driver.Group, steps int) ([]driver.Op, error) {
+// driveCluster runs groups on the cluster's table for steps steps, and
+// returns their ops; an op that failed fails it.
+func driveCluster(ctx context.Context, info cluster.Info, table string, groups []*driver.Group, steps int) ([]driver.Op, error) {
 	tlsConfig, err := info.ClientTLS()
 	if err != nil {
 		return nil, err
@@ -205,7 +212,7 @@ func driveCluster(ctx context.Context, info cluster.Info, groups []*driver.Group
 	loop := driver.NewLoop(time.Now())
 	var ops []driver.Op
 	rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) { ops = append(ops, *op) }}
-	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table},
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: table},
 		driver.Spec{Groups: groups, Steps: steps, Recorder: rec})
 	if err != nil {
 		return nil, err

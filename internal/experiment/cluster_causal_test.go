@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/sla"
 )
@@ -64,41 +65,43 @@ func serve(path string) error {
 }
 
 // causalCluster3 is causalWorld3 scaled down for a cluster: one storage
-// node per site, half the sessions, Karma and a baseline a cluster
-// cannot run.
+// node per site, half the sessions, Karma and a baseline.
 const causalCluster3 = causalWorld3 + `strategies: [karma, cops-pr]
 cluster: {replicas_per_site: 1, sessions_scale: 0.5}
 paper: {values: [{metric: throughput_gain_pct, strategy: karma, baseline: cops-pr, value: 43}]}
 `
 
-// TestCausalClusterUnits: on a cluster a causal scenario runs Karma
-// alone, every client site at once with its sessions scaled, through
-// client cores whose sessions a causal table accepts; the cluster's
-// topology has the rings and the storage nodes kept; the simulator's
-// model of it keeps every strategy.
+// TestCausalClusterUnits: on a cluster a causal scenario runs each
+// strategy alone on a table of its own (Karma on the cluster's), every
+// client site at once with its sessions scaled, through client cores
+// whose sessions a causal table accepts; the cluster's topology has the
+// rings and the storage nodes kept; the simulator's model of it has
+// every strategy.
 func TestCausalClusterUnits(t *testing.T) {
 	s := parse(t, causalCluster3)
-	c := s.causalOnCluster()
-	if !slices.Equal(c.Strategies, []string{"karma"}) || !slices.Equal(s.Strategies, []string{"karma", "cops-pr"}) {
-		t.Fatalf("strategies on the cluster %v (scenario's %v), want karma alone", c.Strategies, s.Strategies)
-	}
-	units, err := c.units(testSeed, timing{cluster: true, scale: 1})
+	units, err := s.units(testSeed, timing{cluster: true, scale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(units) != 1 || len(units[0].runs) != 3 {
-		t.Fatalf("%d units, want 1 of 3 runs (one per client site)", len(units))
+	if len(units) != 2 || len(units[0].runs) != 3 || len(units[1].runs) != 3 {
+		t.Fatalf("%d units, want 2 (one per strategy) of 3 runs (one per client site)", len(units))
 	}
-	for _, r := range units[0].runs {
-		g := r.group
-		if r.r.Strategy != "karma" || g.Sessions != 2 || r.r.Sessions != 2 {
-			t.Errorf("%s: %s with %d sessions (recorded %d); want karma with 2 (4 times 0.5)", r.r.Client, r.r.Strategy, g.Sessions, r.r.Sessions)
+	info := cluster.Info{Table: "usertable"}
+	for i, want := range []struct{ strategy, table string }{{"karma", "usertable"}, {"cops-pr", "usertable-cops-pr"}} {
+		if got := units[i].table(info); got != want.table {
+			t.Errorf("unit %d runs on table %s, want %s", i, got, want.table)
 		}
-		if !slices.Equal(g.Cosla.SLA, causalSessionSLA) || g.Cosla.Strategy != clientcore.Closest || g.Cosla.SLA[0].Latency != sla.Unbounded {
-			t.Errorf("%s: session SLA %v, strategy %v", r.r.Client, g.Cosla.SLA, g.Cosla.Strategy)
+		for _, r := range units[i].runs {
+			g := r.group
+			if r.r.Strategy != want.strategy || g.Sessions != 2 || r.r.Sessions != 2 {
+				t.Errorf("%s: %s with %d sessions (recorded %d); want %s with 2 (4 times 0.5)", r.r.Client, r.r.Strategy, g.Sessions, r.r.Sessions, want.strategy)
+			}
+			if !slices.Equal(g.Cosla.SLA, causalSessionSLA) || g.Cosla.Strategy != clientcore.Closest || g.Cosla.SLA[0].Latency != sla.Unbounded {
+				t.Errorf("%s: session SLA %v, strategy %v", r.r.Client, g.Cosla.SLA, g.Cosla.Strategy)
+			}
 		}
 	}
-	topo := c.clusterTopology()
+	topo := s.clusterTopology()
 	if len(topo.Rings) != 2 || len(topo.Sites[0].Replicas) != 1 || len(s.topo.Sites[0].Replicas) != 2 {
 		t.Errorf("cluster topology: rings %v, %d storage nodes at a (scenario's %d); want 2 rings, 1 node", topo.Rings, len(topo.Sites[0].Replicas), len(s.topo.Sites[0].Replicas))
 	}
@@ -126,10 +129,11 @@ func TestCausalClusterUnits(t *testing.T) {
 // TestCausalCluster runs a small causal scenario on a local cluster of
 // this test binary's processes: keys loaded through the rings, Gets,
 // Puts and get-transactions from every site at once, a site's links
-// slowed on the way. Karma runs alone; the reads say where they were
-// served from (caches at every site), the loaded keys are found, and the
-// paper's number for the baseline stays in the comparison table. No
-// assertion depends on the machine's speed.
+// slowed on the way, under Karma and then COPS-PR (a table of its own).
+// The reads say where they were served from (Karma: caches at every
+// site; COPS-PR: none, and never a restriction), the loaded keys are
+// found, and the comparison table sets the two beside the paper's
+// number. No assertion depends on the machine's speed.
 func TestCausalCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-site local cluster")
@@ -148,33 +152,38 @@ outputs: [causal, saturation, causal-sites, causal-timeline]
 		t.Fatalf("RunCluster: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 	log := strings.Join(lines, "\n")
-	if !strings.Contains(log, "strategies cops-pr: in the simulator only") {
-		t.Errorf("the run did not say cops-pr runs in the simulator only:\n%s", log)
+	if !strings.Contains(log, "creating the causal table usertable-cops-pr (cops-pr)") {
+		t.Errorf("the run did not create cops-pr's table:\n%s", log)
 	}
-	if r.Mode != "cluster" || len(r.Causal) != 1 || len(r.Runs) != 3 {
-		t.Fatalf("mode %s, %d causal runs, %d site runs; want cluster, 1 (karma), 3", r.Mode, len(r.Causal), len(r.Runs))
+	if r.Mode != "cluster" || len(r.Causal) != 2 || len(r.Runs) != 6 {
+		t.Fatalf("mode %s, %d causal runs, %d site runs; want cluster, 2 (karma, cops-pr), 6", r.Mode, len(r.Causal), len(r.Runs))
 	}
-	c := r.Causal[0]
-	if c.Strategy != "karma" || c.Sessions != 6 || len(c.Sites) != 3 || c.Gets == 0 || c.Puts == 0 || c.GetTxs == 0 || c.ThroughputOpsPerS <= 0 {
-		t.Errorf("%s: %d sessions, %d sites, %d gets, %d puts, %d get-transactions, %.0f ops/s", c.Strategy, c.Sessions, len(c.Sites), c.Gets, c.Puts, c.GetTxs, c.ThroughputOpsPerS)
+	for i, c := range r.Causal {
+		if c.Strategy != s.Strategies[i] || c.Sessions != 6 || len(c.Sites) != 3 || c.Gets == 0 || c.Puts == 0 || c.GetTxs == 0 || c.ThroughputOpsPerS <= 0 {
+			t.Errorf("%s: %d sessions, %d sites, %d gets, %d puts, %d get-transactions, %.0f ops/s", c.Strategy, c.Sessions, len(c.Sites), c.Gets, c.Puts, c.GetTxs, c.ThroughputOpsPerS)
+		}
+		if accesses := c.Ops + c.Failed; c.Failed*20 > accesses {
+			t.Errorf("%s: %d of %d accesses failed", c.Strategy, c.Failed, accesses)
+		}
+		if sum := c.BufferPct + c.CachePct + c.RingLocalPct + c.RingRemotePct; sum < 99.9 || sum > 100.1 {
+			t.Errorf("%s: sources sum to %.2f%%", c.Strategy, sum)
+		}
+		if c.LocalPct <= 0 || c.NotFoundPct != 0 {
+			t.Errorf("%s: local %.1f%%, not found %.1f%%: want local reads, every loaded key found", c.Strategy, c.LocalPct, c.NotFoundPct)
+		}
+		if c.GetLatencyMS.Count != c.Gets || c.GetTxLatencyMS == nil {
+			t.Errorf("%s: get latency %+v, get-transaction latency %v", c.Strategy, c.GetLatencyMS, c.GetTxLatencyMS)
+		}
+		if len(c.Events) != 1 || !strings.Contains(c.Events[0].Description, "c-a: rtt now 380ms") || len(c.Phases) != 2 {
+			t.Errorf("%s: events %+v, phases %+v; want c-a raised to 380ms, two phases", c.Strategy, c.Events, c.Phases)
+		}
 	}
-	if accesses := c.Ops + c.Failed; c.Failed*20 > accesses {
-		t.Errorf("%d of %d accesses failed", c.Failed, accesses)
-	}
-	if sum := c.BufferPct + c.CachePct + c.RingLocalPct + c.RingRemotePct; sum < 99.9 || sum > 100.1 {
-		t.Errorf("sources sum to %.2f%%", sum)
-	}
-	if c.CachePct <= 0 || c.LocalPct <= 0 || c.NotFoundPct != 0 {
-		t.Errorf("cache %.1f%%, local %.1f%%, not found %.1f%%: want cache hits, local reads, every loaded key found", c.CachePct, c.LocalPct, c.NotFoundPct)
-	}
-	if c.GetLatencyMS.Count != c.Gets || c.GetTxLatencyMS == nil {
-		t.Errorf("get latency %+v, get-transaction latency %v", c.GetLatencyMS, c.GetTxLatencyMS)
-	}
-	if len(c.Events) != 1 || !strings.Contains(c.Events[0].Description, "c-a: rtt now 380ms") || len(c.Phases) != 2 {
-		t.Errorf("events %+v, phases %+v; want c-a raised to 380ms, two phases", c.Events, c.Phases)
+	if k, pr := r.Causal[0], r.Causal[1]; k.CachePct <= 0 || pr.CachePct != 0 || pr.RestrictedPct != 0 {
+		t.Errorf("cache %.1f%% under karma, %.1f%% under cops-pr (restricted %.1f%%); want cache hits under karma only, no restriction under cops-pr",
+			k.CachePct, pr.CachePct, pr.RestrictedPct)
 	}
 	for _, run := range r.Runs {
-		if run.Causal == nil || run.Causal.Site != run.Client || run.Strategy != "karma" {
+		if run.Causal == nil || run.Causal.Site != run.Client {
 			t.Errorf("%s/%s: causal %+v", run.Client, run.Strategy, run.Causal)
 		}
 	}
@@ -183,15 +192,15 @@ outputs: [causal, saturation, causal-sites, causal-timeline]
 		tables[tb.Name] = tb
 	}
 	t.Logf("%v\n%v\n%s", tables["causal"].Header, tables["causal"].Rows, log)
-	if rows := tables["causal"].Rows; len(rows) != 1 {
-		t.Errorf("causal table: %d rows, want 1", len(rows))
+	if rows := tables["causal"].Rows; len(rows) != 2 {
+		t.Errorf("causal table: %d rows, want 2", len(rows))
 	}
 	cmp := tables["comparison"].Rows
-	if len(cmp) != 1 || !slices.Contains(cmp[0], "sim only") || cmp[0][len(cmp[0])-1] != "43" {
-		t.Errorf("comparison rows %v: want karma vs cops-pr, sim only, beside the paper's 43", cmp)
+	if len(cmp) != 1 || cmp[0][0] != "karma" || cmp[0][1] != "cops-pr" || cmp[0][len(cmp[0])-1] != "43" {
+		t.Errorf("comparison rows %v: want karma vs cops-pr beside the paper's 43", cmp)
 	}
 	report := Markdown(s, r, Tables(s, r), nil, WriteOptions{})
-	if !bytes.Contains(report, []byte("the karma strategy only")) {
-		t.Errorf("report.md does not say the cluster ran karma only")
+	if !bytes.Contains(report, []byte("each strategy a table of its own")) {
+		t.Errorf("report.md does not say how the cluster ran the strategies")
 	}
 }

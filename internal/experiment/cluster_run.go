@@ -91,11 +91,10 @@ type ClusterRunOptions struct {
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
 //
-// A causal table (Karma) runs under the Karma strategy only, the one a
-// real cluster's coordinators serve (causalOnCluster), on the topology's
-// sites with cluster.replicas_per_site storage nodes each and the
-// scenario's rings; each unit loads its keys through the rings, unless
-// causal.no_load says not to.
+// A causal table (Karma) runs on the topology's sites with
+// cluster.replicas_per_site storage nodes each and the scenario's rings,
+// each strategy on a table of its own (cluster_causal.go); each unit
+// loads its keys through the rings, unless causal.no_load says not to.
 func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result, error) {
 	if o.Dir == "" {
 		return nil, errors.New("experiment: RunCluster needs a directory")
@@ -113,7 +112,6 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		for _, c := range causalClusterCaveats(s) {
 			progress(c)
 		}
-		s = s.causalOnCluster()
 	}
 	for _, c := range clusterCaveats(s) {
 		progress(c)
@@ -139,8 +137,12 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	} else {
 		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
-		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger})
+	copts := cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
+		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger}
+	if s.causal() {
+		copts.Causal = s.Causal.serverOptions()
+	}
+	c, err := cluster.Start(ctx, copts)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +150,11 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	info := c.Info()
 	for _, site := range info.Sites {
 		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
+	}
+	if s.causal() {
+		if err := createCausalTables(ctx, s, c, progress); err != nil {
+			return nil, err
+		}
 	}
 	if !s.causal() {
 		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
@@ -246,7 +253,7 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	}
 	loop := driver.NewLoop(time.Now())
 	spec := u.spec(t)
-	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table}, spec)
+	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: u.table(info)}, spec)
 	if err != nil {
 		return err
 	}

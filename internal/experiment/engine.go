@@ -125,9 +125,10 @@ func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
 }
 
 // strategyGroups are the strategies that run at once: each alone in the
-// simulator, all together on a cluster.
+// simulator, all together on a cluster but for a causal table's (each a
+// table of its own, cluster_causal.go).
 func (s *Scenario) strategyGroups(cluster bool) [][]string {
-	if cluster {
+	if cluster && !s.causal() {
 		return [][]string{s.Strategies}
 	}
 	var out [][]string
@@ -185,6 +186,7 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 		// A client core's sessions on a causal table (a cluster); the
 		// simulator's causal clients take no SLA or strategy.
 		r.group.Cosla.SLA, r.group.Cosla.Strategy = causalSessionSLA, clientcore.Closest
+		r.group.Cosla.Client.NotifyEvery = s.Causal.NotifyEvery
 	}
 	rate := w.Rate
 	if t.cluster && s.Cluster.Rate > 0 {

@@ -127,9 +127,8 @@ func (s *Scenario) point(v string) (*Scenario, error) {
 // run, for the curves a sweep's cluster report sets beside the
 // cluster's: cluster.sim's costs, and the cluster's keys, operations,
 // sessions and storage nodes per site when it scales them down; the
-// scenario itself when it does none. A causal table's model keeps every
-// strategy (the baselines a cluster cannot run) and gives each node a
-// machine of its own (causal.machines unset), as the cluster does.
+// scenario itself when it does none. A causal table's model gives each
+// node a machine of its own (causal.machines unset), as the cluster does.
 func (s *Scenario) ClusterModel() *Scenario {
 	cl := s.Cluster
 	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 {

@@ -56,7 +56,8 @@ type CausalWorld struct {
 
 // CausalLayout builds the table's layout over topo: the given rings of
 // sites (one ring per site under COPSIdeal), a coordinator at every site,
-// and a cache at every site under the Karma strategy. It is the layout a
+// a cache at every site under the Karma strategy, and reads bound to the
+// site's ring under COPS-PR and COPS-Ideal. It is the layout a
 // CreateTable of a causal table named name would carry.
 func CausalLayout(topo topology.Topology, name string, rings [][]string, strategy causal.Strategy, table uint64) (wire.Layout, error) {
 	if strategy == causal.COPSIdeal {
@@ -65,7 +66,7 @@ func CausalLayout(topo topology.Topology, name string, rings [][]string, strateg
 			rings = append(rings, []string{s.Name})
 		}
 	}
-	c := &wire.CausalLayout{}
+	c := &wire.CausalLayout{Static: strategy.Static()}
 	inRing := map[string]bool{}
 	for _, sites := range rings {
 		r := wire.Ring{Name: strings.Join(sites, "+")}
@@ -181,7 +182,7 @@ func NewCausal(opts CausalOptions) (*CausalWorld, error) {
 	}
 	for _, site := range topo.Sites {
 		co := opts.CoordinatorOpts
-		co.Layout, co.Strategy, co.RTT = l, opts.Strategy, RTTs(topo, l, site.Name)
+		co.Layout, co.RTT = l, RTTs(topo, l, site.Name)
 		cc := l.Coordinators[site.Name]
 		if err := add(cc, site.Name, opts.Coordinator, func() node.Handler { return causal.NewCoordinator(co) }); err != nil {
 			return nil, err

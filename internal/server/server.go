@@ -89,6 +89,9 @@ type Options struct {
 	Replica ReplicaOptions `yaml:"replica"`
 	// Mailbox bounds what waits for each node (host.NodeOptions).
 	Mailbox MailboxOptions `yaml:"mailbox"`
+	// Causal configures the site's part of causal tables: its client
+	// coordinator, its cache and its storage nodes' middle men.
+	Causal CausalOptions `yaml:"causal"`
 	// Logger receives the process's logs. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -101,6 +104,23 @@ type MailboxOptions struct {
 	Messages  int `yaml:"messages"`
 	Bytes     int `yaml:"bytes"`
 	PerClient int `yaml:"per_client"`
+}
+
+// CausalOptions are the settable options of the causal table cores
+// (package causal). Zero is the default.
+type CausalOptions struct {
+	// ReadTimeout is how long the coordinator waits for a storage node or
+	// the cache before trying another ring (or failing, when the session
+	// is bound to one), and the cache for a fill. Default 1s.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// Resend is how long the coordinator waits for a ring's
+	// acknowledgement before sending a write again (doubling, up to 32
+	// times), and a middle man for an answer before asking again.
+	// Default 1s.
+	Resend time.Duration `yaml:"resend"`
+	// CacheCapacity bounds the keys the site's cache holds. Default
+	// 1,000,000.
+	CacheCapacity int `yaml:"cache_capacity"`
 }
 
 // TLSFiles are PEM files: a certificate, its key and the authority that
@@ -143,6 +163,8 @@ func (o *Options) Validate() error {
 		return bad("data_dir: a directory is required")
 	case o.Mailbox.Messages < 0 || o.Mailbox.Bytes < 0 || o.Mailbox.PerClient < 0:
 		return bad("mailbox: messages, bytes and per_client must not be negative")
+	case o.Causal.ReadTimeout < 0 || o.Causal.Resend < 0 || o.Causal.CacheCapacity < 0:
+		return bad("causal: read_timeout, resend and cache_capacity must not be negative")
 	case o.Insecure && o.TLS != TLSFiles{}:
 		return bad("tls and insecure: choose one")
 	case !o.Insecure && (o.TLS.Cert == "" || o.TLS.Key == "" || o.TLS.CA == ""):
@@ -301,21 +323,24 @@ func loopbackUnlessNamed(addr string) string {
 }
 
 func (s *Server) startNodes() error {
+	c := s.opts.Causal
 	for _, name := range s.opts.Nodes {
 		rep := replica.New(replica.Options(s.opts.Replica))
 		// Each storage node also holds its replicas of causal tables
 		// (Karma, DESIGN.md section 5), with their middle man.
-		store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore})
+		store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore, Store: causal.StoreOptions{Resend: c.Resend}})
 		if err := s.startNode(name, causal.NewBeside(rep, store), rep); err != nil {
 			return err
 		}
 	}
 	// The site's client coordinator and cache for causal tables: idle
 	// until a causal table names them.
-	if err := s.startNode(causal.CoordinatorName, causal.NewNode(causal.NodeOptions{Role: causal.RoleCoordinator}), nil); err != nil {
+	coordinator := causal.NodeOptions{Role: causal.RoleCoordinator, Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend}}
+	if err := s.startNode(causal.CoordinatorName, causal.NewNode(coordinator), nil); err != nil {
 		return err
 	}
-	return s.startNode(causal.CacheName, causal.NewNode(causal.NodeOptions{Role: causal.RoleCache}), nil)
+	cache := causal.NodeOptions{Role: causal.RoleCache, Cache: causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout}}
+	return s.startNode(causal.CacheName, causal.NewNode(cache), nil)
 }
 
 // startNode opens a node's engine and starts it; rep is its replica core,

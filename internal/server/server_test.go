@@ -36,6 +36,7 @@ func TestValidate(t *testing.T) {
 		{"tls and insecure", func(o *Options) { o.TLS = TLSFiles{Cert: "c.pem", Key: "k.pem", CA: "ca.pem"} }, "insecure"},
 		{"status peer without port", func(o *Options) { o.StatusPeers = map[string]string{"us": "127.0.0.1"} }, "status_peers"},
 		{"status peer at own site", func(o *Options) { o.StatusPeers = map[string]string{"england": "127.0.0.1:7180"} }, "status_peers"},
+		{"negative causal read timeout", func(o *Options) { o.Causal.ReadTimeout = -time.Second }, "causal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good

@@ -28,11 +28,14 @@ func codeSuffix(c Code) string {
 }
 
 // causalLayoutString prints a causal table's layout: causal rings=2 ccs=3
-// caches=3, and its points per node when set.
+// caches=3, its points per node when set, and static when it is.
 func causalLayoutString(c *CausalLayout) string {
 	s := fmt.Sprintf("causal rings=%d ccs=%d caches=%d", len(c.Rings), len(c.Coordinators), len(c.Caches))
 	if c.Points != 0 {
 		s += fmt.Sprintf(" points=%d", c.Points)
+	}
+	if c.Static {
+		s += " static"
 	}
 	return s
 }

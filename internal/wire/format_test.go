@@ -152,14 +152,14 @@ func TestStringLayout(t *testing.T) {
 		Caches:       []wire.NodeID{"a/cache", "b/cache", "c/cache"},
 	}}
 	nc := causal
-	nc.Causal = &wire.CausalLayout{Rings: causal.Causal.Rings[:1], Coordinators: []wire.NodeID{"a/cc"}, Points: 16}
+	nc.Causal = &wire.CausalLayout{Rings: causal.Causal.Rings[:1], Coordinators: []wire.NodeID{"a/cc"}, Points: 16, Static: true}
 	for _, tc := range []struct {
 		m    interface{ String() string }
 		want string
 	}{
 		{&wire.CreateTableRequest{Req: 1, Layout: tablets}, `CreateTable(req=1 table=t/7 tablets=2 pull/1s)`},
 		{&wire.CreateTableRequest{Req: 1, Layout: causal}, `CreateTable(req=1 table=t/7 causal rings=2 ccs=3 caches=3)`},
-		{&wire.CreateTableRequest{Req: 1, Layout: nc}, `CreateTable(req=1 table=t/7 causal rings=1 ccs=1 caches=0 points=16)`},
+		{&wire.CreateTableRequest{Req: 1, Layout: nc}, `CreateTable(req=1 table=t/7 causal rings=1 ccs=1 caches=0 points=16 static)`},
 		{&wire.TableInfoReply{Req: 2, Layout: tablets}, `TableInfoReply(req=2 table=t/7)`},
 		{&wire.TableInfoReply{Req: 2, Layout: causal}, `TableInfoReply(req=2 table=t/7 causal rings=2 ccs=3 caches=3)`},
 		{&wire.TableInfoReply{Req: 2, Code: wire.NoTable}, `TableInfoReply(req=2 err="no such table")`},

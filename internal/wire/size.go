@@ -424,7 +424,7 @@ func layoutSize(l *Layout) int {
 		n += msgField(3, tn)
 	}
 	if c := l.Causal; c != nil {
-		cn := nodesField(2, c.Coordinators) + nodesField(3, c.Caches) + uintField(4, uint64(int64(c.Points)))
+		cn := nodesField(2, c.Coordinators) + nodesField(3, c.Caches) + uintField(4, uint64(int64(c.Points))) + boolField(5, c.Static)
 		for i := range c.Rings {
 			r := &c.Rings[i]
 			cn += msgField(1, bytesField(1, len(r.Name))+nodesField(2, r.Nodes))

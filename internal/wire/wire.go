@@ -343,6 +343,10 @@ type CausalLayout struct {
 	Coordinators []NodeID // one per site that serves clients
 	Caches       []NodeID // at most one per site; none: no caches (Karma-NC, COPS)
 	Points       int32    // points per node on a ring's circle; 0 means 256
+	// Static binds every read to the ring holding the reader's site
+	// (COPS-PR; with one ring per site, COPS-Ideal) instead of letting it
+	// go to any ring (Karma). Every coordinator's site must be in a ring.
+	Static bool
 }
 
 // Ring is one ring of a causal table: a complete replica, spread by
@@ -468,6 +472,17 @@ func (l *Layout) validateCausal() error {
 	if err := oneASite(c.Caches); err != "" {
 		return fmt.Errorf("%w: table %q: caches: %s", ErrBadLayout, l.Name, err)
 	}
+	if c.Static {
+		ringed := map[string]bool{}
+		for n := range ringOf {
+			ringed[siteOf(n)] = true
+		}
+		for _, cc := range c.Coordinators {
+			if !ringed[siteOf(cc)] {
+				return fmt.Errorf("%w: table %q: static, but coordinator %q's site has no storage node in a ring to bind its reads to", ErrBadLayout, l.Name, cc)
+			}
+		}
+	}
 	return nil
 }
 
@@ -552,7 +567,7 @@ func (c *CausalLayout) Equal(o *CausalLayout) bool {
 	if c == nil || o == nil {
 		return c == o
 	}
-	return c.Points == o.Points && slices.Equal(c.Coordinators, o.Coordinators) && slices.Equal(c.Caches, o.Caches) &&
+	return c.Points == o.Points && c.Static == o.Static && slices.Equal(c.Coordinators, o.Coordinators) && slices.Equal(c.Caches, o.Caches) &&
 		slices.EqualFunc(c.Rings, o.Rings, func(r, s Ring) bool { return r.Name == s.Name && slices.Equal(r.Nodes, s.Nodes) })
 }
 

@@ -238,6 +238,7 @@ func TestValidateCausal(t *testing.T) {
 		{"one ring", rings(1), ""},
 		{"64 rings", rings(64), ""},
 		{"points", func(l *wire.Layout) { l.Causal.Points = 1 }, ""},
+		{"static", func(l *wire.Layout) { l.Causal.Static = true }, ""},
 		{"coordinator without a site", func(l *wire.Layout) { l.Causal.Coordinators = []wire.NodeID{"cc", "b/cc"} }, ""},
 		// Only tablets are checked of what a table of tablets has.
 		{"unused fields set", func(l *wire.Layout) {
@@ -268,6 +269,9 @@ func TestValidateCausal(t *testing.T) {
 		{"caches at one site", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{"a/cache", "b/cache", "b/cache2"} },
 			`table "t": caches: nodes "b/cache" and "b/cache2" are at the same site "b"`},
 		{"empty cache", func(l *wire.Layout) { l.Causal.Caches = []wire.NodeID{""} }, `table "t": caches: node 0 is empty`},
+		{"static, a coordinator's site in no ring", func(l *wire.Layout) {
+			l.Causal.Static, l.Causal.Coordinators = true, append(l.Causal.Coordinators, "c/cc")
+		}, `table "t": static, but coordinator "c/cc"'s site has no storage node in a ring`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := causalLayout()

@@ -476,7 +476,7 @@ func causalLayoutPB(c *wire.CausalLayout) *CausalLayout {
 	if c == nil {
 		return nil
 	}
-	out := &CausalLayout{Coordinators: holdersPB(c.Coordinators), Caches: holdersPB(c.Caches), Points: c.Points}
+	out := &CausalLayout{Coordinators: holdersPB(c.Coordinators), Caches: holdersPB(c.Caches), Points: c.Points, Static: c.Static}
 	if len(c.Rings) > 0 {
 		out.Rings = make([]*Ring, len(c.Rings))
 		for i, r := range c.Rings {
@@ -492,7 +492,7 @@ func causalLayoutWire(c *CausalLayout) *wire.CausalLayout {
 	if c == nil {
 		return nil
 	}
-	out := &wire.CausalLayout{Coordinators: holdersWire(c.GetCoordinators()), Caches: holdersWire(c.GetCaches()), Points: c.GetPoints()}
+	out := &wire.CausalLayout{Coordinators: holdersWire(c.GetCoordinators()), Caches: holdersWire(c.GetCaches()), Points: c.GetPoints(), Static: c.GetStatic()}
 	if rings := c.GetRings(); len(rings) > 0 {
 		out.Rings = make([]wire.Ring, len(rings))
 		for i, r := range rings {

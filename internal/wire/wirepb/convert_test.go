@@ -177,6 +177,7 @@ func causalLayouts() (causal, noCaches, empty wire.Layout) {
 		Rings:        []wire.Ring{{Name: "us", Nodes: []wire.NodeID{"us/s1"}}},
 		Coordinators: []wire.NodeID{"us/cc"},
 		Points:       -1,
+		Static:       true,
 	}}
 	empty = wire.Layout{Name: "empty", ID: 46, Causal: &wire.CausalLayout{}}
 	return causal, noCaches, empty

@@ -943,8 +943,10 @@ type CausalLayout struct {
 	Rings        []*Ring                `protobuf:"bytes,1,rep,name=rings,proto3" json:"rings,omitempty"`
 	Coordinators []string               `protobuf:"bytes,2,rep,name=coordinators,proto3" json:"coordinators,omitempty"`
 	Caches       []string               `protobuf:"bytes,3,rep,name=caches,proto3" json:"caches,omitempty"`
-	// Points per node on a ring's circle; 0 means 64.
-	Points        int32 `protobuf:"varint,4,opt,name=points,proto3" json:"points,omitempty"`
+	// Points per node on a ring's circle; 0 means 256.
+	Points int32 `protobuf:"varint,4,opt,name=points,proto3" json:"points,omitempty"`
+	// Reads bound to the ring holding the reader's site (COPS-PR).
+	Static        bool `protobuf:"varint,5,opt,name=static,proto3" json:"static,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1005,6 +1007,13 @@ func (x *CausalLayout) GetPoints() int32 {
 		return x.Points
 	}
 	return 0
+}
+
+func (x *CausalLayout) GetStatic() bool {
+	if x != nil {
+		return x.Static
+	}
+	return false
 }
 
 // One ring of a causal table: a complete replica (wire.Ring).
@@ -4209,12 +4218,13 @@ const file_wire_proto_rawDesc = "" +
 	"\tpartition\x18\x06 \x01(\rR\tpartition\x12\x1f\n" +
 	"\vwrite_level\x18\a \x01(\x05R\n" +
 	"writeLevel\x120\n" +
-	"\x06causal\x18\b \x01(\v2\x18.cosla.wire.CausalLayoutR\x06causal\"\x8a\x01\n" +
+	"\x06causal\x18\b \x01(\v2\x18.cosla.wire.CausalLayoutR\x06causal\"\xa2\x01\n" +
 	"\fCausalLayout\x12&\n" +
 	"\x05rings\x18\x01 \x03(\v2\x10.cosla.wire.RingR\x05rings\x12\"\n" +
 	"\fcoordinators\x18\x02 \x03(\tR\fcoordinators\x12\x16\n" +
 	"\x06caches\x18\x03 \x03(\tR\x06caches\x12\x16\n" +
-	"\x06points\x18\x04 \x01(\x05R\x06points\"0\n" +
+	"\x06points\x18\x04 \x01(\x05R\x06points\x12\x16\n" +
+	"\x06static\x18\x05 \x01(\bR\x06static\"0\n" +
 	"\x04Ring\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\"V\n" +
