@@ -151,10 +151,18 @@ func printTables(stdout io.Writer, s *experiment.Scenario, res *experiment.Resul
 	return nil
 }
 
+// printRunResult prints a run's progress line: a causal table's run
+// (which has no SLA to deliver utility for) says where its reads went
+// instead.
 func printRunResult(stderr io.Writer, prefix string, r experiment.RunResult) {
 	point := ""
 	if r.Point != "" {
 		point = r.Point + " "
+	}
+	if c := r.Causal; c != nil {
+		fmt.Fprintf(stderr, "%s %s%-8s %-10s local %4.1f%%  restricted %4.1f%%  get %.1f ms  %.0f ops/s  (%d Gets, %d Puts, %.0fs)\n",
+			prefix, point, r.Client, r.Strategy, c.LocalPct, c.RestrictedPct, c.GetLatencyMS.Mean, c.ThroughputOpsPerS, c.Gets, c.Puts, r.VirtualS)
+		return
 	}
 	fmt.Fprintf(stderr, "%s %s%-22s %-8s %-14s utility %.3f  latency %.1f ms  %.0f ops/s  (%d Gets, %d Puts, %.0fs)\n",
 		prefix, point, r.SLA, r.Client, r.Strategy, r.AvgUtility, r.AvgLatencyMS, r.ThroughputOpsPerS, r.Gets, r.Puts, r.VirtualS)

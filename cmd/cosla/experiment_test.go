@@ -98,3 +98,18 @@ func TestExperimentRunBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintRunResult: a run's progress line gives its utility, or for a
+// causal table's run (no SLA to deliver utility for) where its reads
+// went.
+func TestPrintRunResult(t *testing.T) {
+	var b strings.Builder
+	printRunResult(&b, "[1/2]", experiment.RunResult{SLA: "shopping-cart", Client: "us", Strategy: "pileus", AvgUtility: 0.75})
+	printRunResult(&b, "[2/2]", experiment.RunResult{Client: "brazil", Strategy: "karma",
+		Causal: &experiment.CausalStats{LocalPct: 63.5, RestrictedPct: 12.25, ThroughputOpsPerS: 1000}})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "shopping-cart") || !strings.Contains(lines[0], "utility 0.750") ||
+		!strings.Contains(lines[1], "local 63.5%  restricted 12.2%") || strings.Contains(lines[1], "utility") {
+		t.Errorf("progress lines:\n%s", b.String())
+	}
+}

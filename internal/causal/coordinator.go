@@ -111,8 +111,7 @@ type wbSession struct {
 // clients' writes into durable per-session write buffers and acknowledges
 // at once, propagates them to every ring in causal order (one propagator
 // per session and ring, each sending the session's writes in program
-// order, the next only after the ring acknowledged the previous one),
-// detects global completion and announces it with STABLE, and serves
+// order), detects global completion and announces it with STABLE, and serves
 // reads from the write buffer, the site's cache or a ring.
 //
 // Choices the paper leaves open (karma.md section 5):

@@ -26,54 +26,36 @@ import (
 // causal client nodes (CausalSimTarget). The same recorder computes the
 // same figures (causal.go).
 //
-// A strategy is a table's layout (causal.Strategy): the cluster's own
-// table is Karma's, and each other strategy gets a table of its own over
-// the same storage nodes (cluster.CausalTableSpec), created when the run
-// starts. The strategies run one after another, as in the simulator, so
-// that each has the machine to itself. The scenario's causal options
-// reach the serve processes (serverOptions) and the client cores
-// (newRun).
+// A strategy is a table's layout (causal.Strategy): each unit runs on a
+// fresh table of its own over the same storage nodes, laid out for its
+// strategy (cluster.CausalTableSpec), so that no run starts with another's
+// caches, write buffers or keys, as each run in the simulator starts in
+// a fresh world. The strategies run one after another, as in the
+// simulator, so that each has the machine to itself. The scenario's
+// causal options reach the serve processes (serverOptions) and the
+// client cores (newRun).
 
 // serverOptions are the options of the sites' causal cores.
 func (c *CausalSpec) serverOptions() server.CausalOptions {
 	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity}
 }
 
-// strategyTable names the cluster's table for a strategy: the cluster's
-// own (Karma's), or one named after the strategy.
-func strategyTable(info cluster.Info, strategy string) string {
-	if strategy == causal.Karma.String() {
-		return info.Table
-	}
-	return info.Table + "-" + strategy
-}
-
-// createCausalTables creates the tables of the scenario's strategies
-// other than Karma on the cluster.
-func createCausalTables(ctx context.Context, s *Scenario, c *cluster.Cluster, progress func(string)) error {
-	for _, name := range s.Strategies {
-		st, err := causal.ParseStrategy(name)
-		if err != nil {
-			return err
-		}
-		if st == causal.Karma {
-			continue
-		}
-		table := strategyTable(c.Info(), name)
-		progress(fmt.Sprintf("creating the causal table %s (%s)", table, name))
-		if err := c.CreateCausalTable(ctx, table, st); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// table is the cluster's table a unit runs on.
+// table is the cluster's table a unit runs on: for a causal table the
+// unit's own (createTable), named after the unit and its strategy.
 func (u *unit) table(info cluster.Info) string {
 	if u.s.causal() {
-		return strategyTable(info, u.runs[0].r.Strategy)
+		return fmt.Sprintf("%s-%d-%s", info.Table, u.index, u.runs[0].r.Strategy)
 	}
 	return info.Table
+}
+
+// createTable creates a causal unit's table on the cluster.
+func (u *unit) createTable(ctx context.Context, c *cluster.Cluster) error {
+	st, err := causal.ParseStrategy(u.runs[0].r.Strategy)
+	if err != nil {
+		return err
+	}
+	return c.CreateCausalTable(ctx, u.table(c.Info()), st)
 }
 
 // causalSessionSLA is the SLA of a client core's session on a causal
@@ -96,8 +78,7 @@ func causalClusterCaveats(s *Scenario) []string {
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out = append(out, fmt.Sprintf("sessions times %g on the cluster (cluster.sessions_scale): the sweep's points keep their names", f))
 	}
-	out = append(out, "caches, write buffers and the keys written stay from one run to the next on the cluster (each run in the simulator starts in a fresh world)",
-		"a Put's restricted flag is its session's binding as its reads left it (the client core does not report it): an upper bound")
+	out = append(out, "a Put's restricted flag is its session's binding as its reads left it (the client core does not report it): an upper bound")
 	return out
 }
 
@@ -129,7 +110,7 @@ func (s *Scenario) clusterStorageNodes() int {
 // causalClusterDescription is the report's line on how a cluster ran a
 // causal table.
 func (s *Scenario) causalClusterDescription() string {
-	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each strategy a table of its own over them, run one after another", s.clusterStorageNodes())
+	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", s.clusterStorageNodes())
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
 	}

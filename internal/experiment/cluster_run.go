@@ -93,7 +93,7 @@ type ClusterRunOptions struct {
 //
 // A causal table (Karma) runs on the topology's sites with
 // cluster.replicas_per_site storage nodes each and the scenario's rings,
-// each strategy on a table of its own (cluster_causal.go); each unit
+// each unit on a fresh table of its own (cluster_causal.go); each unit
 // loads its keys through the rings, unless causal.no_load says not to.
 func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result, error) {
 	if o.Dir == "" {
@@ -150,11 +150,6 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	info := c.Info()
 	for _, site := range info.Sites {
 		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
-	}
-	if s.causal() {
-		if err := createCausalTables(ctx, s, c, progress); err != nil {
-			return nil, err
-		}
 	}
 	if !s.causal() {
 		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
@@ -243,6 +238,9 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 		return err
 	}
 	if s.causal() {
+		if err := u.createTable(ctx, c); err != nil {
+			return err
+		}
 		if !s.Causal.NoLoad && s.Workload.Keys > 0 {
 			progress(fmt.Sprintf("%sloading %d keys through the rings, %d sessions at each client site", unitLabel(u), s.Workload.Keys, s.Causal.LoadSessions))
 			if err := loadCausalCluster(ctx, u, info); err != nil {
