@@ -20,8 +20,8 @@ import (
 
 // A causal table (Karma) on a local cluster (RunCluster): every site's
 // serve process hosts its storage nodes, its client coordinator and its
-// cache (internal/cluster creates the table as a causal table over the
-// scenario's rings), and each client site's sessions are a client core in
+// cache (the cluster's topology has the scenario's rings), and each
+// client site's sessions are a client core in
 // this process (driver.HostTarget), as the clients of the simulator are
 // causal client nodes (CausalSimTarget). The same recorder computes the
 // same figures (causal.go).
