@@ -26,7 +26,7 @@ const maxExplained = 32
 // could honour the requirement. Its own causal past still flows on.
 //
 // Causal pasts are downward closed in session order, so each is a vector
-// clock (see clockShape): ops are visited in a topological order of the
+// clock (see wideShape): ops are visited in a topological order of the
 // session-order and reads-from edges, a Get merging into its session's
 // clock the clock of the Put it read, unless the clock shows it already has
 // that Put's past. A causal Get then walks the versions of its key newer
@@ -42,7 +42,7 @@ const maxExplained = 32
 // in all, and near-linear for realistic histories.
 func (c *checker) checkCausal() {
 	n := len(c.h)
-	clocks := newClockShape(len(c.sessions))
+	clocks := newWideShape(len(c.sessions))
 	indegree := make([]uint8, n)
 	readers := make(map[int][]int)
 	versions := make(map[string][]int) // per key: Puts with known timestamps, newest first
@@ -76,9 +76,9 @@ func (c *checker) checkCausal() {
 	// The clock an op hands to its session successor. Its entry for the
 	// op's own session is not kept up to date: it is implicitly the op's
 	// position.
-	clock := make([]*clockNode, n)
+	clock := make([]*wideNode, n)
 	// The clock a Put hands to its readers, with its own position.
-	visibleClock := make([]*clockNode, n)
+	visibleClock := make([]*wideNode, n)
 	unread := make([]int, n) // readers of a Put not yet visited
 
 	done := make([]bool, n)
@@ -110,7 +110,7 @@ func (c *checker) checkCausal() {
 			i := queue[0]
 			queue = queue[1:]
 			op, st := c.h[i], &c.st[i]
-			var vc *clockNode
+			var vc *wideNode
 			if st.pred >= 0 {
 				vc = clock[st.pred]
 				clock[st.pred] = nil // only the successor needs it
@@ -119,7 +119,7 @@ func (c *checker) checkCausal() {
 			case Get:
 				if w := st.writer; st.readsFrom {
 					if !c.includes(clocks, vc, i, w) {
-						vc = mergeClocks(vc, visibleClock[w])
+						vc = mergeWide(vc, visibleClock[w], shared)
 					}
 					readDone(w)
 				}
@@ -192,7 +192,7 @@ func (c *checker) checkCausal() {
 // includes reports whether clock vc, of an op that is at or after op x in
 // session order, includes what op y hands to its session successor: y is
 // before x in x's session, or vc's entry for y's session has reached y.
-func (c *checker) includes(clocks clockShape, vc *clockNode, x, y int) bool {
+func (c *checker) includes(clocks wideShape, vc *wideNode, x, y int) bool {
 	xs, ys := &c.st[x], &c.st[y]
 	if xs.session == ys.session {
 		return ys.pos < xs.pos
@@ -203,7 +203,7 @@ func (c *checker) includes(clocks clockShape, vc *clockNode, x, y int) bool {
 // inPast reports whether Put p is in the causal past of Get g, whose clock
 // is vc. An acknowledged Put hands itself to its session successor, so the
 // clock tells directly; an unacknowledged one reaches only its readers.
-func (c *checker) inPast(clocks clockShape, vc *clockNode, g, p int, readers []int) bool {
+func (c *checker) inPast(clocks wideShape, vc *wideNode, g, p int, readers []int) bool {
 	if c.st[p].acked {
 		return c.includes(clocks, vc, g, p)
 	}

@@ -36,103 +36,105 @@ type position int32
 // past includes what the op at that position handed to its session
 // successor, and so everything before it in that session. Ops share most
 // of their past, so clocks are persistent: fixed-shape tries over session
-// indexes with fan-out clockFan. Raising one entry copies a root-to-leaf
-// path; merging two clocks descends only where they are different nodes,
-// and returns an input unchanged wherever it already dominates the other,
-// so clocks that were merged before keep sharing nodes and later merges
-// stay cheap.
+// indexes. Raising one entry copies a root-to-leaf path; merging two
+// clocks descends only where they are different nodes, and returns an
+// input unchanged wherever it already dominates the other, so clocks that
+// were merged before keep sharing nodes and later merges stay cheap.
+// Inner nodes have wideFan children, leaves wideLeaf entries: the pasts
+// of ops of a busy history hold most sessions and differ in most, so a
+// merge visits most leaves, and few wide leaves cost less than many
+// narrow ones.
 const (
-	clockBits = 4
-	clockFan  = 1 << clockBits
+	wideLeafBits = 7
+	wideLeaf     = 1 << wideLeafBits
+	wideFanBits  = 4
+	wideFan      = 1 << wideFanBits
 )
 
-// clockNode is a trie node; a nil *clockNode is the all-zero clock.
-type clockNode struct {
-	kids *[clockFan]*clockNode // inner nodes
-	ents *[clockFan]position   // leaves
+// wideNode is a trie node; a nil *wideNode is the all-zero clock. A node
+// whose owner is not zero (shared) was made by a merge into a session's
+// running past and, until the session hands that past to the readers of a
+// Put and takes a new owner token, only that past holds it: merges update
+// it in place instead of copying it (CheckMulti's clocks; Check's are all
+// shared).
+type wideNode struct {
+	owner uint32
+	kids  *[wideFan]*wideNode // inner nodes
+	ents  *[wideLeaf]position // leaves
 }
 
-// newClockLeaf and newClockInner allocate a node together with its array.
-func newClockLeaf() *clockNode {
-	l := &struct {
-		n   clockNode
-		arr [clockFan]position
-	}{}
-	l.n.ents = &l.arr
-	return &l.n
-}
-
-func newClockInner() *clockNode {
-	in := &struct {
-		n   clockNode
-		arr [clockFan]*clockNode
-	}{}
-	in.n.kids = &in.arr
-	return &in.n
-}
-
-// clockShape is the shape shared by all clocks of one history: enough
-// levels of clockBits each for the number of sessions.
-type clockShape struct {
+// wideShape is the shape of all clocks of one history: levels inner
+// levels above the leaves.
+type wideShape struct {
 	levels int
 }
 
-func newClockShape(sessions int) clockShape {
-	levels := 1
-	for capacity := clockFan; capacity < sessions; capacity *= clockFan {
+func newWideShape(sessions int) wideShape {
+	levels := 0
+	for capacity := wideLeaf; capacity < sessions; capacity *= wideFan {
 		levels++
 	}
-	return clockShape{levels: levels}
+	return wideShape{levels: levels}
 }
 
-func (t clockShape) digit(session, level int) int {
-	return (session >> (clockBits * (t.levels - 1 - level))) & (clockFan - 1)
+// digit is the index of session's child in a node of the given level:
+// 0 for leaves.
+func (t wideShape) digit(session, level int) int {
+	if level == 0 {
+		return session & (wideLeaf - 1)
+	}
+	return (session >> (wideLeafBits + wideFanBits*(level-1))) & (wideFan - 1)
 }
 
 // get returns the entry of session in clock n.
-func (t clockShape) get(n *clockNode, session int) position {
-	for level := 0; n != nil; level++ {
-		d := t.digit(session, level)
-		if n.ents != nil {
-			return n.ents[d]
+func (t wideShape) get(n *wideNode, session int) position {
+	for level := t.levels; n != nil; level-- {
+		if level == 0 {
+			return n.ents[t.digit(session, 0)]
 		}
-		n = n.kids[d]
+		n = n.kids[t.digit(session, level)]
 	}
 	return 0
 }
 
 // with returns n with the entry of session raised to at least p; n itself
 // is never modified.
-func (t clockShape) with(n *clockNode, session int, p position) *clockNode {
+func (t wideShape) with(n *wideNode, session int, p position) *wideNode {
 	if p <= t.get(n, session) {
 		return n
 	}
-	return t.set(n, session, p, 0)
+	return t.set(n, session, p, t.levels)
 }
 
-func (t clockShape) set(n *clockNode, session int, p position, level int) *clockNode {
+func (t wideShape) set(n *wideNode, session int, p position, level int) *wideNode {
 	d := t.digit(session, level)
-	if level == t.levels-1 {
-		c := newClockLeaf()
+	if level == 0 {
+		c := &wideNode{ents: new([wideLeaf]position)}
 		if n != nil {
 			*c.ents = *n.ents
 		}
 		c.ents[d] = p
 		return c
 	}
-	c := newClockInner()
-	var old *clockNode
+	c := &wideNode{kids: new([wideFan]*wideNode)}
+	var old *wideNode
 	if n != nil {
 		*c.kids = *n.kids
 		old = n.kids[d]
 	}
-	c.kids[d] = t.set(old, session, p, level+1)
+	c.kids[d] = t.set(old, session, p, level-1)
 	return c
 }
 
-// mergeClocks returns the entry-wise maximum of a and b. Where the result
-// equals one of the inputs it is that input, not a copy.
-func mergeClocks(a, b *clockNode) *clockNode {
+// shared is the owner of nodes that any clock may hold: never updated in
+// place.
+const shared uint32 = 0
+
+// mergeWide returns the entry-wise maximum of a and b. Where the result
+// equals one of the inputs it is that input, not a copy, except that a
+// node of a whose owner is owner (not shared) is updated in place; new
+// nodes get owner.
+func mergeWide(a, b *wideNode, owner uint32) *wideNode {
 	if a == b || b == nil {
 		return a
 	}
@@ -140,30 +142,37 @@ func mergeClocks(a, b *clockNode) *clockNode {
 		return b
 	}
 	if a.ents != nil {
-		aWins, bWins := true, true
-		for i, pa := range a.ents {
-			if pb := b.ents[i]; pa < pb {
-				aWins = false
-			} else if pa > pb {
-				bWins = false
+		ae, be := a.ents, b.ents
+		if owner != shared && a.owner == owner {
+			for i := range ae {
+				ae[i] = max(ae[i], be[i])
 			}
+			return a
+		}
+		// Branch-free: the sign bit of below is set if some entry of a
+		// is below b's, of above if some is above.
+		var m [wideLeaf]position
+		var below, above uint32
+		for i := range m {
+			pa, pb := ae[i], be[i]
+			below |= uint32(pa - pb)
+			above |= uint32(pb - pa)
+			m[i] = max(pa, pb)
 		}
 		switch {
-		case aWins:
+		case below>>31 == 0:
 			return a
-		case bWins:
+		case above>>31 == 0:
 			return b
 		}
-		c := newClockLeaf()
-		for i, pa := range a.ents {
-			c.ents[i] = max(pa, b.ents[i])
-		}
+		c := &wideNode{owner: owner, ents: new([wideLeaf]position)}
+		*c.ents = m
 		return c
 	}
-	var kids [clockFan]*clockNode
+	var kids [wideFan]*wideNode
 	aWins, bWins := true, true
 	for i := range kids {
-		kids[i] = mergeClocks(a.kids[i], b.kids[i])
+		kids[i] = mergeWide(a.kids[i], b.kids[i], owner)
 		aWins = aWins && kids[i] == a.kids[i]
 		bWins = bWins && kids[i] == b.kids[i]
 	}
@@ -172,8 +181,9 @@ func mergeClocks(a, b *clockNode) *clockNode {
 		return a
 	case bWins:
 		return b
+	case owner != shared && a.owner == owner:
+		*a.kids = kids
+		return a
 	}
-	c := newClockInner()
-	*c.kids = kids
-	return c
+	return &wideNode{owner: owner, kids: &kids}
 }
