@@ -333,30 +333,9 @@ const loadSettle = 2 * time.Second
 func loadCausal(u *unit, w *harness.CausalWorld, completes *int) error {
 	s := u.s
 	keys := s.Workload.Keys
-	mix := &driver.LoadMix{N: uint64(keys), ValueSize: s.Workload.ValueSize}
-	var groups []*driver.Group
-	for i, c := range s.Clients {
-		groups = append(groups, &driver.Group{Name: "load/" + c.Site, Site: c.Site, Sessions: s.Causal.LoadSessions,
-			Rand: rand.New(rand.NewPCG(0, uint64(i))), Streams: []driver.Stream{{Mix: mix}}})
-	}
-	rec := &driver.Recorder{}
-	d, err := driver.New(&driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"},
-		driver.Spec{Groups: groups, Steps: keys, Recorder: rec})
-	if err != nil {
+	target := &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"}
+	if err := runLoad(w.Sim, target, s.causalLoadGroups(driver.Cosla{}), keys); err != nil {
 		return err
-	}
-	defer d.Close()
-	d.Start(driver.SimRuntime{Sim: w.Sim})
-	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(keys)*time.Second, d.Done); err != nil {
-		return err
-	}
-	if !d.Done() || d.Err() != nil {
-		return fmt.Errorf("load did not finish: %v", d.Err())
-	}
-	for _, st := range rec.Stats() {
-		if st.Errors > 0 {
-			return fmt.Errorf("%d of %d Puts failed: %s", st.Errors, st.Count, st.FirstError)
-		}
 	}
 	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {
 		return err
@@ -365,6 +344,19 @@ func loadCausal(u *unit, w *harness.CausalWorld, completes *int) error {
 		return fmt.Errorf("%d of %d loaded writes completed", *completes, keys)
 	}
 	return w.Sim.Run(w.Sim.Now() + loadSettle)
+}
+
+// causalLoadGroups are the groups that write a causal table's keys once:
+// LoadSessions sessions at each client site, sharing one pass over the
+// keys (YCSB's load phase), each a client of the given kind.
+func (s *Scenario) causalLoadGroups(cosla driver.Cosla) []*driver.Group {
+	mix := &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize}
+	var groups []*driver.Group
+	for i, c := range s.Clients {
+		groups = append(groups, &driver.Group{Name: "load/" + c.Site, Site: c.Site, Sessions: s.Causal.LoadSessions,
+			Rand: rand.New(rand.NewPCG(0, uint64(i))), Streams: []driver.Stream{{Mix: mix}}, Cosla: cosla})
+	}
+	return groups
 }
 
 // causalBucket is the length of a timeline's step.

@@ -138,13 +138,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 	table := u.table(info)
 	s := u.s
 	keys := s.Workload.Keys
-	mix := &driver.LoadMix{N: uint64(keys), ValueSize: s.Workload.ValueSize}
-	var groups []*driver.Group
-	for i, c := range s.Clients {
-		groups = append(groups, &driver.Group{Name: "load/" + c.Site, Site: c.Site, Sessions: s.Causal.LoadSessions,
-			Rand: rand.New(rand.NewPCG(0, uint64(i))), Streams: []driver.Stream{{Mix: mix}},
-			Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}})
-	}
+	groups := s.causalLoadGroups(driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest})
 	if _, err := driveCluster(ctx, info, table, groups, keys); err != nil {
 		return err
 	}

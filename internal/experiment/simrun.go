@@ -233,15 +233,21 @@ func (s *Scenario) loadGroup(site string, sessions int, client clientcore.Option
 // decides what the secondaries hold when the run starts.
 func load(u *unit, w *harness.World, site string) error {
 	g := u.s.loadGroup(site, 1, u.runs[0].group.Cosla.Client)
+	return runLoad(w.Sim, &driver.SimTarget{World: w, Table: tableName, Node: u.s.Sim.clientOptions()}, []*driver.Group{g}, u.s.Workload.Keys)
+}
+
+// runLoad runs the load groups on target in the simulator until they
+// have made steps Puts (a second of virtual time each at most); a failed
+// Put fails it.
+func runLoad(s *sim.Sim, target driver.Target, groups []*driver.Group, steps int) error {
 	rec := &driver.Recorder{}
-	d, err := driver.New(&driver.SimTarget{World: w, Table: tableName, Node: u.s.Sim.clientOptions()}, driver.Spec{Groups: []*driver.Group{g},
-		Steps: u.s.Workload.Keys, Recorder: rec})
+	d, err := driver.New(target, driver.Spec{Groups: groups, Steps: steps, Recorder: rec})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	d.Start(driver.SimRuntime{Sim: w.Sim})
-	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(u.s.Workload.Keys)*time.Second, d.Done); err != nil {
+	d.Start(driver.SimRuntime{Sim: s})
+	if err := s.RunUntil(s.Now()+time.Duration(steps)*time.Second, d.Done); err != nil {
 		return err
 	}
 	if !d.Done() || d.Err() != nil {
