@@ -4,21 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/cluster/clustertest"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
 	"github.com/cosla/cosla/internal/wire"
@@ -27,48 +21,8 @@ import (
 )
 
 // TestMain lets the test binary stand in for `cosla serve --config FILE`,
-// the command a cluster runs once per site, so the cluster tests need no
-// built cosla binary.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		if len(os.Args) != 4 || os.Args[2] != "--config" {
-			fmt.Fprintln(os.Stderr, "want: serve --config FILE")
-			os.Exit(2)
-		}
-		if err := serve(os.Args[3]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// serve runs one site's storage nodes from a serve config until SIGTERM,
-// as cmd/cosla's serve does.
-func serve(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var opts server.Options
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&opts); err != nil {
-		return err
-	}
-	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	opts.EnsureDefaults()
-	srv, err := server.Start(opts)
-	if err != nil {
-		return err
-	}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	<-stop
-	srv.Close()
-	return nil
-}
+// the command a cluster runs once per site (clustertest).
+func TestMain(m *testing.M) { clustertest.Main(m) }
 
 func TestTableSpec(t *testing.T) {
 	pileus := topology.Pileus4()
