@@ -46,15 +46,12 @@ import (
 //	                                 restricted if a ring restriction bound the session;
 //	                                 a get-transaction's ring, rounds and items
 //	session client=C session=N       a session's ring binding and restrictions
-//	tick D                           run the world for D of virtual time
 //	stabilize                        run until no message is in flight and none is sent
 //	                                 for 2.5s (longer than every resend interval), or
 //	                                 30s of virtual time passed; the clock then stands
 //	                                 2.5s after the last delivery
-//	partition A B | heal A B         cut or restore the link between two sites
-//	latency A B rtt=D                change a link's round-trip time
-//	crash NODE | restart NODE
 //	versions NODE                    a store's or a cache's version of every key
+//	tick, partition, heal, latency, crash, restart: as in TestScenarios (simCommand)
 func TestCausalScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/causal", func(t *testing.T, path string) {
 		sc := &causalScenario{}
@@ -99,26 +96,10 @@ func (sc *causalScenario) run(d *datadriven.TestData) (string, error) {
 		err = sc.op(d)
 	case "session":
 		outcome, err = sc.session(d)
-	case "tick":
-		var dur time.Duration
-		if dur, err = time.ParseDuration(d.CmdArgs[0].Key); err == nil {
-			err = sc.world.Sim.Run(sc.world.Sim.Now() + dur)
-		}
+	case "tick", "partition", "heal", "latency", "crash", "restart":
+		err = simCommand(sc.t, sc.world.Sim, d)
 	case "stabilize":
 		outcome, err = sc.stabilize()
-	case "partition", "heal":
-		a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
-		if d.Cmd == "partition" {
-			err = sc.world.Sim.Partition(a, b)
-		} else {
-			err = sc.world.Sim.Heal(a, b)
-		}
-	case "latency":
-		err = sc.setLatency(d)
-	case "crash":
-		err = sc.world.Sim.Crash(wire.NodeID(d.CmdArgs[0].Key))
-	case "restart":
-		err = sc.world.Sim.Restart(wire.NodeID(d.CmdArgs[0].Key))
 	case "versions":
 		outcome, err = sc.versions(wire.NodeID(d.CmdArgs[0].Key))
 	default:
@@ -384,19 +365,6 @@ func (sc *causalScenario) formatItem(it wire.TxItem) string {
 		b.WriteString(", stable")
 	}
 	return b.String()
-}
-
-func (sc *causalScenario) setLatency(d *datadriven.TestData) error {
-	a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
-	var s string
-	d.ScanArgs(sc.t, "rtt", &s)
-	rtt, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	l, _ := sc.world.Sim.Latency(a, b)
-	l.Mean = rtt / 2
-	return sc.world.Sim.SetLatency(a, b, l)
 }
 
 // versions prints a store's or a cache's versions, by key.

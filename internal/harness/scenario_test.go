@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/replica"
+	"github.com/cosla/cosla/internal/sim"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
@@ -101,24 +102,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		outcome, err = sc.put(d)
 	case "get":
 		outcome, err = sc.get(d)
-	case "tick":
-		var dur time.Duration
-		if dur, err = time.ParseDuration(d.CmdArgs[0].Key); err == nil {
-			err = sc.world.Sim.Run(sc.world.Sim.Now() + dur)
-		}
-	case "partition", "heal":
-		a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
-		if d.Cmd == "partition" {
-			err = sc.world.Sim.Partition(a, b)
-		} else {
-			err = sc.world.Sim.Heal(a, b)
-		}
-	case "latency":
-		err = sc.setLatency(d)
-	case "crash":
-		err = sc.world.Sim.Crash(wire.NodeID(d.CmdArgs[0].Key))
-	case "restart":
-		err = sc.world.Sim.Restart(wire.NodeID(d.CmdArgs[0].Key))
+	case "tick", "partition", "heal", "latency", "crash", "restart":
+		err = simCommand(sc.t, sc.world.Sim, d)
 	case "wipe":
 		err = sc.world.Sim.Wipe(wire.NodeID(d.CmdArgs[0].Key))
 	case "skew":
@@ -492,17 +477,38 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	return b.String()
 }
 
-func (sc *scenario) setLatency(d *datadriven.TestData) error {
-	a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
-	var s string
-	d.ScanArgs(sc.t, "rtt", &s)
-	rtt, err := time.ParseDuration(s)
-	if err != nil {
-		return err
+// simCommand runs the commands every scenario script has, on its world's
+// simulator: tick D, partition A B, heal A B, latency A B rtt=D, crash
+// NODE and restart NODE.
+func simCommand(t *testing.T, s *sim.Sim, d *datadriven.TestData) error {
+	switch d.Cmd {
+	case "tick":
+		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+		if err != nil {
+			return err
+		}
+		return s.Run(s.Now() + dur)
+	case "partition":
+		return s.Partition(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
+	case "heal":
+		return s.Heal(d.CmdArgs[0].Key, d.CmdArgs[1].Key)
+	case "latency":
+		a, b := d.CmdArgs[0].Key, d.CmdArgs[1].Key
+		var rtt string
+		d.ScanArgs(t, "rtt", &rtt)
+		dur, err := time.ParseDuration(rtt)
+		if err != nil {
+			return err
+		}
+		l, _ := s.Latency(a, b)
+		l.Mean = dur / 2
+		return s.SetLatency(a, b, l)
+	case "crash":
+		return s.Crash(wire.NodeID(d.CmdArgs[0].Key))
+	case "restart":
+		return s.Restart(wire.NodeID(d.CmdArgs[0].Key))
 	}
-	l, _ := sc.world.Sim.Latency(a, b)
-	l.Mean = rtt / 2
-	return sc.world.Sim.SetLatency(a, b, l)
+	return fmt.Errorf("unknown command %q", d.Cmd)
 }
 
 func (sc *scenario) status(id wire.NodeID) (string, error) {
