@@ -31,6 +31,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
 		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only (cosla cluster up writes")
 		fmt.Fprintln(stderr, "them; see internal/certs).")
+		fmt.Fprintln(stderr, "\nOn SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a")
+		fmt.Fprintln(stderr, "storage call that has not returned by then, or that was in progress when its disk failed,")
+		fmt.Fprintln(stderr, "is left behind. It exits 1 if a node's storage failed or was left open, 0 otherwise.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -67,6 +70,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	<-stop
 	srv.Close()
+	if err := srv.Err(); err != nil {
+		return fmt.Errorf("stopped with failed storage: %w", err)
+	}
 	return nil
 }
 
