@@ -117,8 +117,12 @@ type failure struct {
 	wedged atomic.Bool
 }
 
+// get returns the failure, or nil. set publishes err before it closes
+// done; a reader that sees err waits for the close, which follows at
+// once, so that whoever sees Err also finds Failed closed.
 func (f *failure) get() error {
 	if p := f.err.Load(); p != nil {
+		<-f.done
 		return *p
 	}
 	return nil
