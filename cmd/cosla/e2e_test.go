@@ -298,9 +298,7 @@ func TestClusterCommands(t *testing.T) {
 		t.Fatalf("session run: want sk read back under read-my-writes; %s", r)
 	}
 	r = coslaCmd(t, time.Minute, "session", "run", "--dir", dir, "--site", "us", filepath.Join("testdata", "session-malformed.txt"))
-	if r.code != 1 && r.code != exitUsage {
-		t.Fatalf("session run of a malformed script: want exit 1 or 2; %s", r)
-	}
+	wantExit(t, r, exitUsage)
 	if !strings.Contains(r.stderr, "session-malformed.txt:3:") {
 		t.Fatalf("session run of a malformed script: want the error to name line 3; %s", r)
 	}
@@ -311,7 +309,7 @@ func TestClusterCommands(t *testing.T) {
 	wantExit(t, coslaCmd(t, 90*time.Second, "cluster", "down", "--dir", dir), 0)
 	clusterDown = true
 	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "k")
-	if r.code == 0 || !strings.Contains(r.stderr, "no cluster running") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "no cluster running") {
 		t.Fatalf("get after cluster down: want a failure saying no cluster is running; %s", r)
 	}
 }

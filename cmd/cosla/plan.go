@@ -40,8 +40,13 @@ func (t *tableFlags) add(fs *flag.FlagSet) {
 
 // resolve checks the flags against topo: the placement and write level.
 func (t *tableFlags) resolve(topo topology.Topology) (topology.Placement, wire.Level, error) {
-	if t.pull <= 0 {
+	switch {
+	case t.pull <= 0:
 		return topology.Placement{}, 0, usagef("--pull-interval must be positive")
+	case t.tablets < 1:
+		// Placement reads 0 as its default; given on the command line, it
+		// is a mistake.
+		return topology.Placement{}, 0, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
 	}
 	placement := topology.Placement{Sites: commaList(t.sites), Replicas: t.replicas, Tablets: t.tablets,
 		Partition: t.partition, Starts: commaList(t.starts)}
@@ -123,7 +128,7 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: placement, PullInterval: table.pull,
 		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure})
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -163,8 +168,11 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *config == "" || fs.NArg() > 0 {
+	switch {
+	case *config == "" || fs.NArg() > 0:
 		return usagef("want --config FILE and no arguments")
+	case *timeout <= 0:
+		return usagef("--timeout %s: want a positive duration such as 30s", *timeout)
 	}
 	f, err := clientfile.Load(*config)
 	if err != nil {

@@ -83,6 +83,13 @@ type Options struct {
 	// Otherwise the sites recover it, and an existing Table is kept as it
 	// was created.
 	Fresh bool
+	// PortBase, if not 0, fixes the ports of the sites' processes: the
+	// i-th site with storage nodes, in the topology's order, listens on
+	// PortBase+2i (gRPC) and PortBase+2i+1 (HTTP), so the status page and
+	// Prometheus targets stay the same across restarts. Default: free
+	// ports chosen at start. The emulated links and the control API take
+	// free ports either way.
+	PortBase int
 	// Binary is the cosla executable to run `serve` with. Default: this
 	// process's own executable.
 	Binary string
@@ -131,12 +138,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.Binary = exe
 	}
 	topo := opts.Topology
-	var storageSites []topology.Site
-	for _, s := range topo.Sites {
-		if len(s.Replicas) > 0 {
-			storageSites = append(storageSites, s)
-		}
-	}
+	storageSites := storageSites(topo)
 	if len(storageSites) == 0 {
 		return nil, fmt.Errorf("%w: %s: no site has storage nodes", topology.ErrInvalid, topo.Name)
 	}
@@ -178,12 +180,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // claimDir makes the cluster directory, refusing one a live cluster uses.
 func claimDir(dir string) error {
-	if in, err := ReadInfo(dir); err == nil {
-		if in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
-			return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, in.PID, dir)
-		}
-		_ = os.Remove(filepath.Join(dir, InfoFile))
+	if pid, running := Running(dir); running {
+		return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, pid, dir)
 	}
+	_ = os.Remove(filepath.Join(dir, InfoFile))
 	return os.MkdirAll(dir, 0o755)
 }
 
@@ -198,20 +198,16 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	// ports stay reserved (bound here) until it starts: released at once,
 	// one went to a later listener of this process in about one start in
 	// a hundred, and that site never came up.
-	reserved := map[string][]net.Listener{}
+	reserved, err := reservePorts(storageSites, c.opts.PortBase)
 	defer func() {
 		for _, ls := range reserved {
 			closeAll(ls)
 		}
 	}()
+	if err != nil {
+		return err
+	}
 	for _, s := range storageSites {
-		for range 2 {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
-			}
-			reserved[s.Name] = append(reserved[s.Name], l)
-		}
 		ls := reserved[s.Name]
 		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: ls[0].Addr().String(), HTTP: ls[1].Addr().String()})
 	}
@@ -268,6 +264,59 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
+}
+
+// reservePorts binds each storage site's gRPC and HTTP listeners on
+// loopback: at base+2i and base+2i+1 for the i-th site, or free ports
+// when base is 0. An error names the port that is taken and its use; the
+// listeners bound so far are returned with it, for the caller to close.
+func reservePorts(storageSites []topology.Site, base int) (map[string][]net.Listener, error) {
+	if base != 0 && (base < 1 || base+2*len(storageSites)-1 > 65535) {
+		return nil, fmt.Errorf("%w: port base %d: want one from 1 to %d for %d sites", ErrBadPorts, base, 65535-2*len(storageSites)+1, len(storageSites))
+	}
+	reserved := map[string][]net.Listener{}
+	for i, s := range storageSites {
+		for j, use := range []string{"gRPC", "HTTP"} {
+			port := 0
+			if base != 0 {
+				port = base + 2*i + j
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				if base != 0 {
+					err = fmt.Errorf("%w: port %d, for site %s's %s, is taken: %w", ErrBadPorts, port, s.Name, use, err)
+				}
+				return reserved, err
+			}
+			reserved[s.Name] = append(reserved[s.Name], l)
+		}
+	}
+	return reserved, nil
+}
+
+// ErrBadPorts is wrapped by the errors of Options.PortBase: out of range,
+// or a port taken.
+var ErrBadPorts = errors.New("cosla: cluster ports unusable")
+
+// CheckPorts reports whether the ports Options.PortBase base gives topo's
+// sites are free now, naming the first that is not.
+func CheckPorts(topo topology.Topology, base int) error {
+	reserved, err := reservePorts(storageSites(topo), base)
+	for _, ls := range reserved {
+		closeAll(ls)
+	}
+	return err
+}
+
+// storageSites are the sites of topo with storage nodes, in its order.
+func storageSites(topo topology.Topology) []topology.Site {
+	var sites []topology.Site
+	for _, s := range topo.Sites {
+		if len(s.Replicas) > 0 {
+			sites = append(sites, s)
+		}
+	}
+	return sites
 }
 
 // served returns the nodes a site's serve process hosts: its storage
@@ -546,8 +595,10 @@ type LinkStatus struct {
 
 // SiteStatus is one site's process as the supervisor sees it.
 type SiteStatus struct {
-	Name  string         `json:"name"`
-	PID   int            `json:"pid"`
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// HTTP is the address of the site's status page and /metrics.
+	HTTP  string         `json:"http"`
 	Up    bool           `json:"up"`
 	Error string         `json:"error,omitempty"`
 	Serve *server.Status `json:"serve,omitempty"`
@@ -570,7 +621,7 @@ func (c *Cluster) Status(ctx context.Context) Status {
 	sites := slices.Clone(c.info.Sites)
 	c.mu.Unlock()
 	for _, s := range sites {
-		ss := SiteStatus{Name: s.Name, PID: s.PID}
+		ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP}
 		var serve server.Status
 		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
 			ss.Error = err.Error()

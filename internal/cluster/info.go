@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
@@ -20,7 +21,7 @@ import (
 const InfoFile = "cluster.json"
 
 // ErrNotRunning is returned when a directory holds no running cluster.
-var ErrNotRunning = errors.New("cosla: no cluster running (start one with: cosla cluster up)")
+var ErrNotRunning = errors.New("cosla: no cluster running")
 
 // Info describes a running local cluster.
 type Info struct {
@@ -152,7 +153,7 @@ func (a Access) Config(site string) (cosla.Config, error) {
 func ReadInfo(dir string) (*Info, error) {
 	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s", ErrNotRunning, dir)
+		return nil, fmt.Errorf("%w in %s (start one with: cosla cluster up --dir %s)", ErrNotRunning, dir, dir)
 	}
 	if err != nil {
 		return nil, err
@@ -162,6 +163,16 @@ func ReadInfo(dir string) (*Info, error) {
 		return nil, fmt.Errorf("cosla: %s: %w", filepath.Join(dir, InfoFile), err)
 	}
 	return &in, nil
+}
+
+// Running reports whether a cluster's supervisor is running in dir, and
+// its process.
+func Running(dir string) (pid int, running bool) {
+	in, err := ReadInfo(dir)
+	if err != nil || in.PID <= 0 {
+		return 0, false
+	}
+	return in.PID, syscall.Kill(in.PID, 0) == nil
 }
 
 // writeInfo writes the description atomically, so a reader never sees half

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -86,6 +88,9 @@ type PlanResult struct {
 // opts.Dir: hosts/SITE for each site (its serve.yaml, certificate and
 // start.sh), client (client.yaml with every node's address, the client
 // certificate, and the table to create), and tls (the authority).
+//
+// Errors in the options wrap ErrBadPlan. Plan refuses a directory a
+// running local cluster uses: its authority would be replaced.
 func Plan(opts PlanOptions) (PlanResult, error) {
 	var res PlanResult
 	topo := opts.Topology
@@ -98,15 +103,18 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		opts.PullInterval = time.Minute
 	}
 	if opts.Dir == "" {
-		return res, fmt.Errorf("cluster plan: a directory is required")
+		return res, fmt.Errorf("%w: a directory is required", ErrBadPlan)
+	}
+	if pid, running := Running(opts.Dir); running {
+		return res, fmt.Errorf("%w: a cluster is running in %s (pid %d): plan into another directory", ErrBadPlan, opts.Dir, pid)
 	}
 	for site := range opts.Hosts {
 		i := slices.IndexFunc(topo.Sites, func(s topology.Site) bool { return s.Name == site })
 		switch {
 		case i < 0:
-			return res, fmt.Errorf("cluster plan: --host %s: no such site in topology %s", site, topo.Name)
+			return res, fmt.Errorf("%w: --host %s: no such site in topology %s", ErrBadPlan, site, topo.Name)
 		case len(topo.Sites[i].Replicas) == 0:
-			return res, fmt.Errorf("cluster plan: --host %s: the site has no storage nodes; its clients need only the client directory", site)
+			return res, fmt.Errorf("%w: --host %s: the site has no storage nodes; its clients need only the client directory", ErrBadPlan, site)
 		}
 	}
 	listens := map[string]string{}
@@ -116,7 +124,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		}
 		addr, ok := opts.Hosts[s.Name]
 		if !ok {
-			return res, fmt.Errorf("cluster plan: site %s has storage nodes but no host: add --host %s=ADDRESS", s.Name, s.Name)
+			return res, fmt.Errorf("%w: site %s has storage nodes but no host: add --host %s=ADDRESS", ErrBadPlan, s.Name, s.Name)
 		}
 		h, err := plannedHost(opts, s, addr)
 		if err != nil {
@@ -128,7 +136,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		_, httpPort, _ := net.SplitHostPort(h.HTTP)
 		for _, a := range []string{h.Addr, net.JoinHostPort(host, httpPort)} {
 			if other, ok := listens[a]; ok {
-				return res, fmt.Errorf("cluster plan: sites %s and %s would both listen on %s: give one of them another port (--host %s=HOST:PORT)", other, s.Name, a, s.Name)
+				return res, fmt.Errorf("%w: sites %s and %s would both listen on %s: give one of them another port (--host %s=HOST:PORT)", ErrBadPlan, other, s.Name, a, s.Name)
 			}
 			listens[a] = s.Name
 		}
@@ -146,7 +154,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 			sites = append(sites, h.Site)
 		}
 		if err := certs.Ensure(res.TLSDir, sites); err != nil {
-			return res, fmt.Errorf("cluster plan: certificates: %w", err)
+			return res, fmt.Errorf("certificates: %w", err)
 		}
 	}
 	nodes := map[string]string{}
@@ -174,17 +182,42 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	return res, clientfile.Write(res.ClientConfig, f)
 }
 
+// ErrBadPlan is wrapped by the errors of a plan's options.
+var ErrBadPlan = errors.New("cosla: invalid cluster plan")
+
+// validHost reports whether host is an IP address or a DNS name
+// (RFC 1123: dot-separated labels of letters, digits and inner hyphens).
+func validHost(host string) bool {
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // plannedHost places site s at addr.
 func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, error) {
 	host, port := addr, DefaultPort
 	if h, p, err := net.SplitHostPort(addr); err == nil {
 		if port, err = strconv.Atoi(p); err != nil || port <= 0 || port+HTTPPortOffset > 65535 {
-			return PlannedHost{}, fmt.Errorf("cluster plan: --host %s=%s: want a port from 1 to %d", s.Name, addr, 65535-HTTPPortOffset)
+			return PlannedHost{}, fmt.Errorf("%w: --host %s=%s: want a port from 1 to %d", ErrBadPlan, s.Name, addr, 65535-HTTPPortOffset)
 		}
 		host = h
 	}
-	if host == "" {
-		return PlannedHost{}, fmt.Errorf("cluster plan: --host %s=%s: want the host's address (an IP or a name the other hosts resolve)", s.Name, addr)
+	if !validHost(host) {
+		return PlannedHost{}, fmt.Errorf("%w: --host %s=%s: want the host's address (an IP or a name the other hosts resolve)", ErrBadPlan, s.Name, addr)
 	}
 	httpHost := "127.0.0.1"
 	if opts.HTTPPublic {

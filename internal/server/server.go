@@ -267,7 +267,7 @@ func Start(opts Options) (*Server, error) {
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("cosla serve: listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.listener = lis
 	s.grpc = grpc.NewServer(append(serverOpts, s.transport.ServerOptions()...)...)
@@ -283,7 +283,7 @@ func Start(opts Options) (*Server, error) {
 		hl, err := net.Listen("tcp", loopbackUnlessNamed(opts.HTTPListen))
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("cosla serve: http listen: %w", err)
+			return nil, fmt.Errorf("http listen: %w", err)
 		}
 		s.httpAddr = hl.Addr().String()
 		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
@@ -309,7 +309,7 @@ func transportSecurity(opts Options) ([]grpc.ServerOption, *tls.Config, error) {
 	}
 	cfg, err := certs.Load(certs.Files(opts.TLS))
 	if err != nil {
-		return nil, nil, fmt.Errorf("cosla serve: %w", err)
+		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, cfg, nil
 }
@@ -349,7 +349,7 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 	id := wire.NodeID(s.opts.Site + "/" + name)
 	dir := filepath.Join(s.opts.DataDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	logger := s.opts.Logger.With("node", string(id))
 	if s.opts.UnsafeNoFsync {
@@ -357,13 +357,13 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 	}
 	eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
 	if err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
 		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
 	if err != nil {
 		eng.Close()
-		return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+		return fmt.Errorf("%s: recover: %w", id, err)
 	}
 	s.mu.Lock()
 	s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}
