@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/topology"
 )
 
@@ -116,7 +117,7 @@ func commaList(s string) []string {
 // startDetached runs `cluster up --foreground` in a new session, in the
 // background, and waits until it has written the cluster's description.
 func startDetached(dir string, args []string, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
 	}
 	if in, err := cluster.ReadInfo(dir); err == nil && in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
@@ -127,7 +128,7 @@ func startDetached(dir string, args []string, stdout io.Writer) error {
 		return err
 	}
 	logPath := filepath.Join(dir, "cluster.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := private.OpenFile(logPath, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "\n  site: england\n  nodes: [r1]\n  listen: 127.0.0.1:7100\n  http_listen: 127.0.0.1:7180\n  data_dir: /var/lib/cosla/england\n  tls: {cert: node-england.pem, key: node-england-key.pem, ca: ca.pem}\n  peers:\n    us/r1: 127.0.0.1:7200")
 		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
 		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only (cosla cluster up writes")
-		fmt.Fprintln(stderr, "them; see internal/certs).")
+		fmt.Fprintln(stderr, "them; see internal/certs). Files it creates are its owner's only (umask 077); its HTTP")
+		fmt.Fprintln(stderr, "listener answers only requests whose Host header names it (http_listen's host, a loopback")
+		fmt.Fprintln(stderr, "address or localhost).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -58,6 +60,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	server.PrivateUmask()
 	srv, err := server.Start(opts)
 	if err != nil {
 		return err

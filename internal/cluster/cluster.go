@@ -39,6 +39,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
@@ -184,7 +185,7 @@ func claimDir(dir string) error {
 		}
 		_ = os.Remove(filepath.Join(dir, InfoFile))
 	}
-	return os.MkdirAll(dir, 0o755)
+	return private.MkdirAll(dir)
 }
 
 func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error {
@@ -260,12 +261,16 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	if err := c.createTable(ctx); err != nil {
 		return err
 	}
+	token, err := newToken(c.opts.Dir)
+	if err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	c.info.Control = lis.Addr().String()
-	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	c.control = &http.Server{Handler: guard(c.info.Control, token, c.controlHandler()), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
 }
@@ -286,7 +291,7 @@ func pairKey(a, b string) [2]string {
 // spawn writes a site's serve config and starts its process.
 func (c *Cluster) spawn(s *SiteInfo) error {
 	dir := filepath.Join(c.opts.Dir, s.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
 	}
 	peers := map[wire.NodeID]string{}
@@ -316,10 +321,10 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		return err
 	}
 	path := filepath.Join(dir, "serve.yaml")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := private.WriteFile(path, data); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := private.OpenFile(filepath.Join(dir, "serve.log"), os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return err
 	}
@@ -771,9 +776,10 @@ func (c *Cluster) controlHandler() http.Handler {
 }
 
 // Control is a client of a running cluster's control API.
-type Control struct{ addr string }
+type Control struct{ addr, token string }
 
-// Connect returns a client of the cluster running in dir.
+// Connect returns a client of the cluster running in dir, with the
+// control API's token from the directory.
 func Connect(dir string) (*Control, *Info, error) {
 	in, err := ReadInfo(dir)
 	if err != nil {
@@ -782,7 +788,11 @@ func Connect(dir string) (*Control, *Info, error) {
 	if in.PID > 0 && syscall.Kill(in.PID, 0) != nil {
 		return nil, nil, fmt.Errorf("%w in %s (its supervisor, pid %d, is gone)", ErrNotRunning, dir, in.PID)
 	}
-	return &Control{addr: in.Control}, in, nil
+	token, err := readToken(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Control{addr: in.Control, token: token}, in, nil
 }
 
 // KillSites stops, with SIGTERM, the site processes a cluster description
@@ -808,8 +818,12 @@ func KillSites(in *Info) int {
 // Status fetches the cluster's status.
 func (c *Control) Status(ctx context.Context) (Status, error) {
 	var st Status
-	err := getJSON(ctx, "http://"+c.addr+"/status", &st)
-	return st, err
+	resp, err := c.request(ctx, http.MethodGet, "/status", nil)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // SetLink changes a link.
@@ -822,23 +836,14 @@ func (c *Control) SetLink(ctx context.Context, req LinkRequest) error {
 }
 
 // Shutdown asks the supervisor to stop the cluster.
-func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", nil) }
+func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", []byte("{}")) }
 
 func (c *Control) post(ctx context.Context, path string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addr+path, bytes.NewReader(body))
+	resp, err := c.request(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(string(msg))
-	}
-	return nil
+	return resp.Body.Close()
 }
 
 // WaitStopped waits until the supervisor with the given pid has exited,

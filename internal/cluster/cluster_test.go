@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,8 +85,12 @@ func TestStartBadPlacement(t *testing.T) {
 // TestSeveralTabletsAndNodes runs a cluster of two sites with two storage
 // nodes each and a client-only site, whose table has four tablets placed
 // by hash with three replicas each, and checks that a client writes and
-// reads every key and that the status shows every tablet replica.
+// reads every key and that the status shows every tablet replica; that
+// every file of the cluster is its owner's only, whatever the umask (here
+// the common 022); that each HTTP listener refuses a foreign Host; and
+// that the control API takes only its token's requests.
 func TestSeveralTabletsAndNodes(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0o022))
 	topo := topology.Topology{Name: "two-by-two", LocalRTT: time.Millisecond,
 		Sites: []topology.Site{
 			{Name: "a", Replicas: []string{"r1", "r2"}},
@@ -153,6 +159,13 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	if puts != keys {
 		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
 	}
+	checkPrivate(t, info.Dir)
+	for _, s := range info.Sites {
+		if code := controlRequest(t, http.MethodGet, s.HTTP, "/status", "rebound.example", "", ""); code != http.StatusForbidden {
+			t.Errorf("site %s's /status with a foreign Host: status %d, want 403", s.Name, code)
+		}
+	}
+	checkControl(ctx, t, c, "a", "b")
 }
 
 // TestOneSiteDirect runs a one-site cluster with no local round trip to

@@ -15,6 +15,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -85,7 +86,8 @@ type PlanResult struct {
 // Plan writes a cluster whose sites run on their own hosts into
 // opts.Dir: hosts/SITE for each site (its serve.yaml, certificate and
 // start.sh), client (client.yaml with every node's address, the client
-// certificate, and the table to create), and tls (the authority).
+// certificate, and the table to create), and tls (the authority). Every
+// file is its owner's only (package private): copy them as that user.
 func Plan(opts PlanOptions) (PlanResult, error) {
 	var res PlanResult
 	topo := opts.Topology
@@ -138,7 +140,9 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	if err != nil {
 		return res, err
 	}
-
+	if err := private.MkdirAll(opts.Dir); err != nil {
+		return res, err
+	}
 	res.TLSDir = filepath.Join(opts.Dir, "tls")
 	if !opts.Insecure {
 		var sites []string
@@ -162,7 +166,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	}
 	res.ClientDir = filepath.Join(opts.Dir, "client")
 	res.ClientConfig = filepath.Join(res.ClientDir, "client.yaml")
-	if err := os.MkdirAll(res.ClientDir, 0o755); err != nil {
+	if err := private.MkdirAll(res.ClientDir); err != nil {
 		return res, err
 	}
 	f := clientfile.File{Site: topo.Sites[0].Name, Table: opts.Table, Nodes: nodes, Insecure: opts.Insecure, Create: fileTable(spec)}
@@ -198,7 +202,7 @@ func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, e
 // writeHost writes one host's directory: serve.yaml naming every other
 // site's nodes at their hosts, the site's certificate, and start.sh.
 func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
-	if err := os.MkdirAll(h.Dir, 0o755); err != nil {
+	if err := private.MkdirAll(h.Dir); err != nil {
 		return err
 	}
 	cfg := server.Options{Site: h.Site, Nodes: h.Nodes, Listen: h.Addr, HTTPListen: h.HTTP, DataDir: opts.DataDir,
@@ -231,28 +235,24 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		return err
 	}
 	header := fmt.Sprintf("# cosla site %s, planned by cosla cluster plan: run start.sh on the host.\n# Paths are relative to this file's directory.\n", h.Site)
-	if err := os.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...), 0o644); err != nil {
+	if err := private.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...)); err != nil {
 		return err
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# Runs cosla site %s on this host until interrupted. cosla must be on PATH,\n# or COSLA must name it.\ncd \"$(dirname \"$0\")\" && exec \"${COSLA:-cosla}\" serve --config serve.yaml \"$@\"\n", h.Site)
-	return os.WriteFile(h.Start, []byte(script), 0o755)
+	return private.WriteScript(h.Start, []byte(script))
 }
 
 // copyTLS copies a holder's files into dir and returns their names there,
-// relative to dir; keys stay readable by the owner only.
+// relative to dir.
 func copyTLS(f certs.Files, dir string) (certs.Files, error) {
 	var out certs.Files
-	for _, c := range []struct {
-		src  string
-		dst  *string
-		mode os.FileMode
-	}{{f.Cert, &out.Cert, 0o644}, {f.Key, &out.Key, 0o600}, {f.CA, &out.CA, 0o644}} {
-		data, err := os.ReadFile(c.src)
+	for _, c := range []struct{ src, dst *string }{{&f.Cert, &out.Cert}, {&f.Key, &out.Key}, {&f.CA, &out.CA}} {
+		data, err := os.ReadFile(*c.src)
 		if err != nil {
 			return out, err
 		}
-		name := filepath.Base(c.src)
-		if err := os.WriteFile(filepath.Join(dir, name), data, c.mode); err != nil {
+		name := filepath.Base(*c.src)
+		if err := private.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return out, err
 		}
 		*c.dst = name

@@ -79,6 +79,7 @@ func TestPlan(t *testing.T) {
 	if _, err := certs.Load(f.TLS); err != nil {
 		t.Errorf("client certificate: %v", err)
 	}
+	checkPrivate(t, dir)
 	spec, err := TableSpec(*f.Create)
 	if err != nil {
 		t.Fatal(err)
