@@ -24,7 +24,7 @@ import (
 
 func runCluster(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: up, down, status, link set, plan or init")
+		return usagef("want a subcommand: up, down, status, link set, plan, init or cert client")
 	}
 	switch args[0] {
 	case "up":
@@ -37,13 +37,15 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		return runClusterPlan(args[1:], stdout, stderr)
 	case "init":
 		return runClusterInit(args[1:], stdout, stderr)
+	case "cert":
+		return runClusterCert(args[1:], stdout, stderr)
 	case "link":
 		if len(args) < 2 || args[1] != "set" {
 			return usagef("want: cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]")
 		}
 		return runClusterLink(args[2:], stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want up, down, status, link set, plan or init)", args[0])
+	return usagef("unknown subcommand %q (want up, down, status, link set, plan, init or cert client)", args[0])
 }
 
 // topologyFlags choose a topology: a preset or a file.
@@ -72,6 +74,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	insecure := fs.Bool("insecure", false, "run without TLS: any process that reaches a node's port may send it anything (by default a CA and node and client certificates are written to DIR/tls and every connection is mutual TLS)")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
+	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -90,11 +93,14 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cluster.CheckClients(commaList(*clients), *insecure); err != nil {
+		return usagef("--clients: %v", err)
+	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: table.pull, Push: table.push,
-			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync})
+			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, Clients: commaList(*clients)})
 		if err != nil {
 			return err
 		}
@@ -178,7 +184,7 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 	if in.Insecure {
 		fmt.Fprintln(w, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {
-		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (clients use client.pem)\n", certs.ClusterDir(in.Dir))
+		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (the CLI uses client.pem; each client sends only as the name in its certificate)\n", certs.ClusterDir(in.Dir))
 	}
 	if in.Causal {
 		sites := in.ClientSites()

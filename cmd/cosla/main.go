@@ -9,6 +9,7 @@
 //	cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]
 //	cosla cluster status|down [--dir DIR]
 //	cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]
+//	cosla cluster cert client NAME [--dir DIR]
 //	cosla put [--site S] [--bound B] KEY VALUE
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
 //	cosla rtw [--site S] [--bound B] [--json] TESTKEY EXPECT WRITEKEY VALUE
@@ -55,7 +56,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "start a local geo-replicated cluster and compare Pileus with fixed strategies on it", runDemo},
-		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set)", runCluster},
+		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set|cert client)", runCluster},
 		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
 		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
 		{"rtw", "write a key only if a key holds a given value, or none (rtw [--bound B] TESTKEY EXPECT WRITEKEY VALUE)", runRTW},

@@ -70,10 +70,14 @@ type Options struct {
 	WriteLevel wire.Level
 	// Insecure runs the cluster without TLS; each site warns at start.
 	// Otherwise Start writes a certificate authority, a node certificate
-	// per site and a client certificate into certs.ClusterDir(Dir),
-	// keeping those of a previous run, and every connection is mutual
-	// TLS.
+	// per site and the default client certificate (certs.DefaultClient,
+	// the CLI's) into certs.ClusterDir(Dir), keeping those of a previous
+	// run, and every connection is mutual TLS.
 	Insecure bool
+	// Clients names more clients to issue certificates to, each of its
+	// own (certs.IssueClient): a client may send only under the name its
+	// certificate carries.
+	Clients []string
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
@@ -145,6 +149,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
+		return nil, err
+	}
 	if err := claimDir(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -163,8 +170,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		for _, s := range storageSites {
 			sites = append(sites, s.Name)
 		}
-		if err := certs.Ensure(certs.ClusterDir(opts.Dir), sites); err != nil {
-			return nil, fmt.Errorf("cluster: certificates: %w", err)
+		if err := issueCerts(certs.ClusterDir(opts.Dir), sites, opts.Clients); err != nil {
+			return nil, err
 		}
 	}
 	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
@@ -412,7 +419,9 @@ func (c *Cluster) supervisor(ctx context.Context, site string) (*cosla.Client, e
 	if err != nil {
 		return nil, err
 	}
-	cfg.Name = "supervisor"
+	// The supervisor holds the CLI's certificate: its ID is that client's,
+	// with a suffix saying who it is (certs.CheckClientID).
+	cfg.Name = certs.DefaultClient + "-supervisor"
 	return cosla.Open(ctx, cfg)
 }
 

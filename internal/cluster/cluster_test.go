@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster/clustertest"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
@@ -106,7 +107,8 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	placement := topology.Placement{Replicas: 3, Tablets: 4, Partition: "hash"}
-	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true})
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true,
+		Clients: []string{"alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +160,9 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	}
 	if puts != keys {
 		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
+	}
+	if _, err := os.Stat(certs.NamedClientFiles(certs.ClusterDir(info.Dir), "alice").Key); err != nil {
+		t.Errorf("alice's certificate: %v", err)
 	}
 	checkPrivate(t, info.Dir)
 	for _, s := range info.Sites {

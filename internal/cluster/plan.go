@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -60,6 +61,10 @@ type PlanOptions struct {
 	HTTPPublic bool
 	// Insecure plans a cluster without TLS.
 	Insecure bool
+	// Clients names clients to issue certificates to besides the
+	// default one, each with a client config file of its own in the
+	// client directory.
+	Clients []string
 }
 
 // PlannedHost is one host of a plan.
@@ -77,8 +82,11 @@ type PlannedHost struct {
 type PlanResult struct {
 	Hosts []PlannedHost
 	// ClientDir is the directory to copy to the machines that run
-	// clients; ClientConfig the config file in it.
+	// clients; ClientConfig the config file in it, of the default
+	// client certificate, and NamedConfigs those of PlanOptions.Clients,
+	// by name.
 	ClientDir, ClientConfig string
+	NamedConfigs            map[string]string
 	// TLSDir holds the authority's key: it stays with the operator.
 	TLSDir string
 }
@@ -86,7 +94,8 @@ type PlanResult struct {
 // Plan writes a cluster whose sites run on their own hosts into
 // opts.Dir: hosts/SITE for each site (its serve.yaml, certificate and
 // start.sh), client (client.yaml with every node's address, the client
-// certificate, and the table to create), and tls (the authority). Every
+// certificate, and the table to create, and client-NAME.yaml with NAME's
+// certificate for each of opts.Clients), and tls (the authority). Every
 // file is its owner's only (package private): copy them as that user.
 func Plan(opts PlanOptions) (PlanResult, error) {
 	var res PlanResult
@@ -101,6 +110,9 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	}
 	if opts.Dir == "" {
 		return res, fmt.Errorf("cluster plan: a directory is required")
+	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
+		return res, fmt.Errorf("cluster plan: %w", err)
 	}
 	for site := range opts.Hosts {
 		i := slices.IndexFunc(topo.Sites, func(s topology.Site) bool { return s.Name == site })
@@ -149,8 +161,8 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		for _, h := range res.Hosts {
 			sites = append(sites, h.Site)
 		}
-		if err := certs.Ensure(res.TLSDir, sites); err != nil {
-			return res, fmt.Errorf("cluster plan: certificates: %w", err)
+		if err := issueCerts(res.TLSDir, sites, opts.Clients); err != nil {
+			return res, fmt.Errorf("cluster plan: %w", err)
 		}
 	}
 	nodes := map[string]string{}
@@ -165,17 +177,35 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		}
 	}
 	res.ClientDir = filepath.Join(opts.Dir, "client")
-	res.ClientConfig = filepath.Join(res.ClientDir, "client.yaml")
 	if err := private.MkdirAll(res.ClientDir); err != nil {
 		return res, err
 	}
 	f := clientfile.File{Site: topo.Sites[0].Name, Table: opts.Table, Nodes: nodes, Insecure: opts.Insecure, Create: fileTable(spec)}
-	if !opts.Insecure {
-		if f.TLS, err = copyTLS(certs.ClientFiles(res.TLSDir), res.ClientDir); err != nil {
+	if res.ClientConfig, err = writeClientConfig(res, f, certs.DefaultClient); err != nil {
+		return res, err
+	}
+	res.NamedConfigs = map[string]string{}
+	for _, name := range opts.Clients {
+		if res.NamedConfigs[name], err = writeClientConfig(res, f, name); err != nil {
 			return res, err
 		}
 	}
-	return res, clientfile.Write(res.ClientConfig, f)
+	return res, nil
+}
+
+// writeClientConfig writes into the client directory the config file of
+// client name, with a copy of its certificate, and returns its path:
+// client.yaml for the default client, client-NAME.yaml for the others.
+func writeClientConfig(res PlanResult, f clientfile.File, name string) (string, error) {
+	files := certs.NamedClientFiles(res.TLSDir, name)
+	path := filepath.Join(res.ClientDir, strings.TrimSuffix(filepath.Base(files.Cert), ".pem")+".yaml")
+	if !f.Insecure {
+		var err error
+		if f.TLS, err = copyTLS(files, res.ClientDir); err != nil {
+			return "", err
+		}
+	}
+	return path, clientfile.Write(path, f)
 }
 
 // plannedHost places site s at addr.
