@@ -268,17 +268,9 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	if err := c.createTable(ctx); err != nil {
 		return err
 	}
-	token, err := newToken(c.opts.Dir)
-	if err != nil {
+	if err := c.serveControl(); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	c.info.Control = lis.Addr().String()
-	c.control = &http.Server{Handler: guard(c.info.Control, token, c.controlHandler()), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
 }
 

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cosla/cosla/internal/hostcheck"
 	"github.com/cosla/cosla/internal/private"
@@ -50,6 +52,23 @@ func readToken(dir string) (string, error) {
 		return "", fmt.Errorf("cosla: the cluster's control token: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
+}
+
+// serveControl starts the control API on a loopback port, behind guard
+// with a new token.
+func (c *Cluster) serveControl() error {
+	token, err := newToken(c.opts.Dir)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	c.info.Control = lis.Addr().String()
+	c.control = &http.Server{Handler: guard(c.info.Control, token, c.controlHandler()), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = c.control.Serve(lis) }()
+	return nil
 }
 
 // guard puts the control API behind three checks, so that only a process

@@ -176,21 +176,29 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 			return res, err
 		}
 	}
-	res.ClientDir = filepath.Join(opts.Dir, "client")
-	if err := private.MkdirAll(res.ClientDir); err != nil {
-		return res, err
-	}
 	f := clientfile.File{Site: topo.Sites[0].Name, Table: opts.Table, Nodes: nodes, Insecure: opts.Insecure, Create: fileTable(spec)}
-	if res.ClientConfig, err = writeClientConfig(res, f, certs.DefaultClient); err != nil {
-		return res, err
+	return res, writeClientDir(&res, opts.Dir, f, opts.Clients)
+}
+
+// writeClientDir writes the plan's client directory in dir: the config
+// file of the default client and of each of clients, with their
+// certificates.
+func writeClientDir(res *PlanResult, dir string, f clientfile.File, clients []string) error {
+	res.ClientDir = filepath.Join(dir, "client")
+	if err := private.MkdirAll(res.ClientDir); err != nil {
+		return err
+	}
+	var err error
+	if res.ClientConfig, err = writeClientConfig(*res, f, certs.DefaultClient); err != nil {
+		return err
 	}
 	res.NamedConfigs = map[string]string{}
-	for _, name := range opts.Clients {
-		if res.NamedConfigs[name], err = writeClientConfig(res, f, name); err != nil {
-			return res, err
+	for _, name := range clients {
+		if res.NamedConfigs[name], err = writeClientConfig(*res, f, name); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // writeClientConfig writes into the client directory the config file of
