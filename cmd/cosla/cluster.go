@@ -18,6 +18,7 @@ import (
 
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/topology"
 )
 
@@ -48,6 +49,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
 	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (gRPC) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
+	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
@@ -66,11 +68,14 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cluster.CheckClients(commaList(*clients), *insecure); err != nil {
+		return usagef("--clients: %v", err)
+	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: table.pull, Push: table.push,
-			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase})
+			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
 		if err != nil {
 			return err
 		}
@@ -102,7 +107,7 @@ func commaList(s string) []string {
 // startDetached runs `cluster up --foreground` in a new session, in the
 // background, and waits until it has written the cluster's description.
 func startDetached(dir string, args []string, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
 	}
 	exe, err := os.Executable()
@@ -110,7 +115,7 @@ func startDetached(dir string, args []string, stdout io.Writer) error {
 		return err
 	}
 	logPath := filepath.Join(dir, "cluster.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := private.OpenFile(logPath, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -160,7 +165,7 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 	if in.Insecure {
 		fmt.Fprintln(w, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {
-		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (clients use client.pem)\n", certs.ClusterDir(in.Dir))
+		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (the CLI uses client.pem; each client sends only as the name in its certificate)\n", certs.ClusterDir(in.Dir))
 	}
 	dir := dirArg(in.Dir)
 	if in.Causal {

@@ -141,6 +141,9 @@ func wantExit(t *testing.T, r e2eResult, code int) {
 // only through the command line, as the README shows.
 func TestClusterCommands(t *testing.T) {
 	coslaBinary(t)
+	// The common umask, which leaves files readable by others unless
+	// cosla sets their modes: the cluster's must be its owner's only.
+	defer syscall.Umask(syscall.Umask(0o022))
 	dir := t.TempDir()
 	clusterDown := false
 	t.Cleanup(func() {
@@ -186,6 +189,7 @@ func TestClusterCommands(t *testing.T) {
 	}
 
 	wantExit(t, coslaCmd(t, time.Minute, "put", "--dir", dir, "k", "v1"), 0)
+	checkPrivate(t, dir)
 
 	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "england", "--sla", "strong 2s 1", "--json", "k")
 	wantExit(t, r, 0)

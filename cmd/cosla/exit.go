@@ -13,6 +13,7 @@ import (
 	"github.com/cosla/cosla/internal/adapters"
 	"github.com/cosla/cosla/internal/bench"
 	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/chaos"
 	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
@@ -59,7 +60,7 @@ var badInput = []error{
 	wire.ErrBadLayout, causal.ErrBadLayout, driver.ErrInvalid, wan.ErrInvalid, sim.ErrConfig,
 	measure.ErrInvalidConfig, measure.ErrMalformed, mrun.ErrInvalidWorkload,
 	report.ErrMalformed, report.ErrNoRuns, adapters.ErrBadOption, adapters.ErrUnknownStore,
-	cluster.ErrBadPlan, cluster.ErrBadPorts, fs.ErrNotExist,
+	cluster.ErrBadPlan, cluster.ErrBadPorts, certs.ErrBadClientName, certs.ErrNoAuthority, fs.ErrNotExist,
 }
 
 // unmet are the errors of an answer that does not meet what was asked;

@@ -11,6 +11,7 @@
 //	cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]
 //	cosla cluster plan --host SITE=ADDRESS ... [--dir DIR]
 //	cosla cluster init --config FILE
+//	cosla cluster cert client NAME [--dir DIR]
 //	cosla put [--site S] [--bound B] KEY VALUE
 //	cosla put [--site S] --value-file FILE|- KEY
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
@@ -74,6 +75,9 @@ func commands() []command {
 			}},
 			{name: "plan", summary: "plan a cluster whose sites run on their own hosts (plan --host SITE=ADDRESS ...)", run: runClusterPlan},
 			{name: "init", summary: "create the table of a planned cluster once every site runs", run: runClusterInit},
+			{name: "cert", summary: "issue certificates from the cluster's authority", subs: []command{
+				{name: "client", summary: "issue a client a certificate of its own (cert client NAME)", run: runClusterCertClient},
+			}},
 		}},
 		{name: "put", summary: "write a key (put KEY VALUE, put --value-file FILE KEY)", run: runPut},
 		{name: "get", summary: "read a key under an SLA (get --sla shopping-cart --site china KEY)", run: runGet},

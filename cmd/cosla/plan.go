@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -95,6 +97,7 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "data", "each site's data directory on its host (relative: inside the host's directory)")
 	httpPublic := fs.Bool("http-public", false, "serve each site's status page, /status and /metrics (plain HTTP, read-only) on its host's address instead of loopback, for Prometheus and for the status page's view of the other sites")
 	insecure := fs.Bool("insecure", false, "plan a cluster without TLS: any process that reaches a node's port may send it anything")
+	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, each with its config file client/client-NAME.yaml, besides the default client.yaml")
 	jsonOut := fs.Bool("json", false, "print the plan as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster plan --topology FILE --host SITE=ADDRESS ... [--dir DIR] [placement flags]")
@@ -102,7 +105,8 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "  hosts/SITE  for each site: serve.yaml, the site's certificate and start.sh; copy it to the")
 		fmt.Fprintln(stderr, "              site's host and run start.sh there")
 		fmt.Fprintln(stderr, "  client      client.yaml (every node's address, the table to create) and the client")
-		fmt.Fprintln(stderr, "              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml")
+		fmt.Fprintln(stderr, "              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml;")
+		fmt.Fprintln(stderr, "              client-NAME.yaml and NAME's certificate for each of --clients")
 		fmt.Fprintln(stderr, "  tls         the certificate authority; its key stays with you")
 		fmt.Fprintln(stderr, "Once every site runs, cosla cluster init --config DIR/client/client.yaml creates the table.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -126,7 +130,7 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: placement, PullInterval: table.pull,
-		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure})
+		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
 	if err != nil {
 		return err
 	}
@@ -147,6 +151,9 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  2. copy %s to the machines that run clients\n", res.ClientDir)
 	fmt.Fprintf(stdout, "  3. once every site runs: cosla cluster init --config %s\n", res.ClientConfig)
 	fmt.Fprintf(stdout, "  4. cosla put --config %s cart book; cosla get --config %s --sla shopping-cart cart\n", res.ClientConfig, res.ClientConfig)
+	for _, name := range slices.Sorted(maps.Keys(res.NamedConfigs)) {
+		fmt.Fprintf(stdout, "client %s: --config %s\n", name, res.NamedConfigs[name])
+	}
 	if *insecure {
 		fmt.Fprintln(stdout, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {

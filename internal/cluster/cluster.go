@@ -39,6 +39,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
@@ -69,10 +70,14 @@ type Options struct {
 	WriteLevel wire.Level
 	// Insecure runs the cluster without TLS; each site warns at start.
 	// Otherwise Start writes a certificate authority, a node certificate
-	// per site and a client certificate into certs.ClusterDir(Dir),
-	// keeping those of a previous run, and every connection is mutual
-	// TLS.
+	// per site and the default client certificate (certs.DefaultClient,
+	// the CLI's) into certs.ClusterDir(Dir), keeping those of a previous
+	// run, and every connection is mutual TLS.
 	Insecure bool
+	// Clients names more clients to issue certificates to, each of its
+	// own (certs.IssueClient): a client may send only under the name its
+	// certificate carries.
+	Clients []string
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
@@ -146,6 +151,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
+		return nil, err
+	}
 	if err := claimDir(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -164,8 +172,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		for _, s := range storageSites {
 			sites = append(sites, s.Name)
 		}
-		if err := certs.Ensure(certs.ClusterDir(opts.Dir), sites); err != nil {
-			return nil, fmt.Errorf("cluster: certificates: %w", err)
+		if err := issueCerts(certs.ClusterDir(opts.Dir), sites, opts.Clients); err != nil {
+			return nil, err
 		}
 	}
 	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
@@ -184,7 +192,7 @@ func claimDir(dir string) error {
 		return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, pid, dir)
 	}
 	_ = os.Remove(filepath.Join(dir, InfoFile))
-	return os.MkdirAll(dir, 0o755)
+	return private.MkdirAll(dir)
 }
 
 func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error {
@@ -256,13 +264,9 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	if err := c.createTable(ctx); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := c.serveControl(); err != nil {
 		return err
 	}
-	c.info.Control = lis.Addr().String()
-	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
 }
 
@@ -335,7 +339,7 @@ func pairKey(a, b string) [2]string {
 // spawn writes a site's serve config and starts its process.
 func (c *Cluster) spawn(s *SiteInfo) error {
 	dir := filepath.Join(c.opts.Dir, s.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
 	}
 	peers := map[wire.NodeID]string{}
@@ -365,10 +369,10 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		return err
 	}
 	path := filepath.Join(dir, "serve.yaml")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := private.WriteFile(path, data); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := private.OpenFile(filepath.Join(dir, "serve.log"), os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return err
 	}
@@ -456,7 +460,9 @@ func (c *Cluster) supervisor(ctx context.Context, site string) (*cosla.Client, e
 	if err != nil {
 		return nil, err
 	}
-	cfg.Name = "supervisor"
+	// The supervisor holds the CLI's certificate: its ID is that client's,
+	// with a suffix saying who it is (certs.CheckClientID).
+	cfg.Name = certs.DefaultClient + "-supervisor"
 	return cosla.Open(ctx, cfg)
 }
 
@@ -822,9 +828,10 @@ func (c *Cluster) controlHandler() http.Handler {
 }
 
 // Control is a client of a running cluster's control API.
-type Control struct{ addr string }
+type Control struct{ addr, token string }
 
-// Connect returns a client of the cluster running in dir.
+// Connect returns a client of the cluster running in dir, with the
+// control API's token from the directory.
 func Connect(dir string) (*Control, *Info, error) {
 	in, err := ReadInfo(dir)
 	if err != nil {
@@ -833,7 +840,11 @@ func Connect(dir string) (*Control, *Info, error) {
 	if in.PID > 0 && syscall.Kill(in.PID, 0) != nil {
 		return nil, nil, fmt.Errorf("%w in %s (its supervisor, pid %d, is gone)", ErrNotRunning, dir, in.PID)
 	}
-	return &Control{addr: in.Control}, in, nil
+	token, err := readToken(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Control{addr: in.Control, token: token}, in, nil
 }
 
 // KillSites stops, with SIGTERM, the site processes a cluster description
@@ -859,8 +870,12 @@ func KillSites(in *Info) int {
 // Status fetches the cluster's status.
 func (c *Control) Status(ctx context.Context) (Status, error) {
 	var st Status
-	err := getJSON(ctx, "http://"+c.addr+"/status", &st)
-	return st, err
+	resp, err := c.request(ctx, http.MethodGet, "/status", nil)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // SetLink changes a link.
@@ -873,23 +888,14 @@ func (c *Control) SetLink(ctx context.Context, req LinkRequest) error {
 }
 
 // Shutdown asks the supervisor to stop the cluster.
-func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", nil) }
+func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", []byte("{}")) }
 
 func (c *Control) post(ctx context.Context, path string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addr+path, bytes.NewReader(body))
+	resp, err := c.request(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(string(msg))
-	}
-	return nil
+	return resp.Body.Close()
 }
 
 // WaitStopped waits until the supervisor with the given pid has exited,

@@ -14,6 +14,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/private"
 )
 
 // InfoFile is the name, in the cluster directory, of the file that
@@ -182,11 +183,7 @@ func writeInfo(in *Info) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(in.Dir, InfoFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(in.Dir, InfoFile))
+	return private.WriteFileAtomic(filepath.Join(in.Dir, InfoFile), data)
 }
 
 // DefaultDir is where a cluster lives unless told otherwise: under the

@@ -17,6 +17,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -61,6 +62,10 @@ type PlanOptions struct {
 	HTTPPublic bool
 	// Insecure plans a cluster without TLS.
 	Insecure bool
+	// Clients names clients to issue certificates to besides the
+	// default one, each with a client config file of its own in the
+	// client directory.
+	Clients []string
 }
 
 // PlannedHost is one host of a plan.
@@ -78,8 +83,11 @@ type PlannedHost struct {
 type PlanResult struct {
 	Hosts []PlannedHost
 	// ClientDir is the directory to copy to the machines that run
-	// clients; ClientConfig the config file in it.
+	// clients; ClientConfig the config file in it, of the default
+	// client certificate, and NamedConfigs those of PlanOptions.Clients,
+	// by name.
 	ClientDir, ClientConfig string
+	NamedConfigs            map[string]string
 	// TLSDir holds the authority's key: it stays with the operator.
 	TLSDir string
 }
@@ -87,7 +95,9 @@ type PlanResult struct {
 // Plan writes a cluster whose sites run on their own hosts into
 // opts.Dir: hosts/SITE for each site (its serve.yaml, certificate and
 // start.sh), client (client.yaml with every node's address, the client
-// certificate, and the table to create), and tls (the authority).
+// certificate, and the table to create, and client-NAME.yaml with NAME's
+// certificate for each of opts.Clients), and tls (the authority). Every
+// file is its owner's only (package private): copy them as that user.
 //
 // Errors in the options wrap ErrBadPlan. Plan refuses a directory a
 // running local cluster uses: its authority would be replaced.
@@ -107,6 +117,9 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	}
 	if pid, running := Running(opts.Dir); running {
 		return res, fmt.Errorf("%w: a cluster is running in %s (pid %d): plan into another directory", ErrBadPlan, opts.Dir, pid)
+	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrBadPlan, err)
 	}
 	for site := range opts.Hosts {
 		i := slices.IndexFunc(topo.Sites, func(s topology.Site) bool { return s.Name == site })
@@ -146,14 +159,16 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	if err != nil {
 		return res, err
 	}
-
+	if err := private.MkdirAll(opts.Dir); err != nil {
+		return res, err
+	}
 	res.TLSDir = filepath.Join(opts.Dir, "tls")
 	if !opts.Insecure {
 		var sites []string
 		for _, h := range res.Hosts {
 			sites = append(sites, h.Site)
 		}
-		if err := certs.Ensure(res.TLSDir, sites); err != nil {
+		if err := issueCerts(res.TLSDir, sites, opts.Clients); err != nil {
 			return res, fmt.Errorf("certificates: %w", err)
 		}
 	}
@@ -168,18 +183,44 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 			return res, err
 		}
 	}
-	res.ClientDir = filepath.Join(opts.Dir, "client")
-	res.ClientConfig = filepath.Join(res.ClientDir, "client.yaml")
-	if err := os.MkdirAll(res.ClientDir, 0o755); err != nil {
-		return res, err
-	}
 	f := clientfile.File{Site: topo.Sites[0].Name, Table: opts.Table, Nodes: nodes, Insecure: opts.Insecure, Create: fileTable(spec)}
-	if !opts.Insecure {
-		if f.TLS, err = copyTLS(certs.ClientFiles(res.TLSDir), res.ClientDir); err != nil {
-			return res, err
+	return res, writeClientDir(&res, opts.Dir, f, opts.Clients)
+}
+
+// writeClientDir writes the plan's client directory in dir: the config
+// file of the default client and of each of clients, with their
+// certificates.
+func writeClientDir(res *PlanResult, dir string, f clientfile.File, clients []string) error {
+	res.ClientDir = filepath.Join(dir, "client")
+	if err := private.MkdirAll(res.ClientDir); err != nil {
+		return err
+	}
+	var err error
+	if res.ClientConfig, err = writeClientConfig(*res, f, certs.DefaultClient); err != nil {
+		return err
+	}
+	res.NamedConfigs = map[string]string{}
+	for _, name := range clients {
+		if res.NamedConfigs[name], err = writeClientConfig(*res, f, name); err != nil {
+			return err
 		}
 	}
-	return res, clientfile.Write(res.ClientConfig, f)
+	return nil
+}
+
+// writeClientConfig writes into the client directory the config file of
+// client name, with a copy of its certificate, and returns its path:
+// client.yaml for the default client, client-NAME.yaml for the others.
+func writeClientConfig(res PlanResult, f clientfile.File, name string) (string, error) {
+	files := certs.NamedClientFiles(res.TLSDir, name)
+	path := filepath.Join(res.ClientDir, strings.TrimSuffix(filepath.Base(files.Cert), ".pem")+".yaml")
+	if !f.Insecure {
+		var err error
+		if f.TLS, err = copyTLS(files, res.ClientDir); err != nil {
+			return "", err
+		}
+	}
+	return path, clientfile.Write(path, f)
 }
 
 // ErrBadPlan is wrapped by the errors of a plan's options.
@@ -231,7 +272,7 @@ func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, e
 // writeHost writes one host's directory: serve.yaml naming every other
 // site's nodes at their hosts, the site's certificate, and start.sh.
 func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
-	if err := os.MkdirAll(h.Dir, 0o755); err != nil {
+	if err := private.MkdirAll(h.Dir); err != nil {
 		return err
 	}
 	cfg := server.Options{Site: h.Site, Nodes: h.Nodes, Listen: h.Addr, HTTPListen: h.HTTP, DataDir: opts.DataDir,
@@ -264,28 +305,24 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		return err
 	}
 	header := fmt.Sprintf("# cosla site %s, planned by cosla cluster plan: run start.sh on the host.\n# Paths are relative to this file's directory.\n", h.Site)
-	if err := os.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...), 0o644); err != nil {
+	if err := private.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...)); err != nil {
 		return err
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# Runs cosla site %s on this host until interrupted. cosla must be on PATH,\n# or COSLA must name it.\ncd \"$(dirname \"$0\")\" && exec \"${COSLA:-cosla}\" serve --config serve.yaml \"$@\"\n", h.Site)
-	return os.WriteFile(h.Start, []byte(script), 0o755)
+	return private.WriteScript(h.Start, []byte(script))
 }
 
 // copyTLS copies a holder's files into dir and returns their names there,
-// relative to dir; keys stay readable by the owner only.
+// relative to dir.
 func copyTLS(f certs.Files, dir string) (certs.Files, error) {
 	var out certs.Files
-	for _, c := range []struct {
-		src  string
-		dst  *string
-		mode os.FileMode
-	}{{f.Cert, &out.Cert, 0o644}, {f.Key, &out.Key, 0o600}, {f.CA, &out.CA, 0o644}} {
-		data, err := os.ReadFile(c.src)
+	for _, c := range []struct{ src, dst *string }{{&f.Cert, &out.Cert}, {&f.Key, &out.Key}, {&f.CA, &out.CA}} {
+		data, err := os.ReadFile(*c.src)
 		if err != nil {
 			return out, err
 		}
-		name := filepath.Base(c.src)
-		if err := os.WriteFile(filepath.Join(dir, name), data, c.mode); err != nil {
+		name := filepath.Base(*c.src)
+		if err := private.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return out, err
 		}
 		*c.dst = name

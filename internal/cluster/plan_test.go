@@ -24,7 +24,7 @@ import (
 func TestPlan(t *testing.T) {
 	dir := t.TempDir()
 	topo := topology.Pileus4()
-	res, err := Plan(PlanOptions{Dir: dir, Topology: topo, Push: true, WriteLevel: wire.Quorum,
+	res, err := Plan(PlanOptions{Dir: dir, Topology: topo, Push: true, WriteLevel: wire.Quorum, Clients: []string{"alice"},
 		Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.1:7200"}})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +82,17 @@ func TestPlan(t *testing.T) {
 	if _, err := certs.Load(f.TLS); err != nil {
 		t.Errorf("client certificate: %v", err)
 	}
+	// Alice's config differs in its certificate only, which names her.
+	alice, err := clientfile.Load(res.NamedConfigs["alice"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := certs.Load(alice.TLS); err != nil {
+		t.Errorf("alice's certificate: %v", err)
+	} else if name, err := certs.ClientName(cfg); name != "alice" || err != nil || !reflect.DeepEqual(alice.Nodes, f.Nodes) {
+		t.Errorf("alice's config: certificate of %q (%v), nodes %v; want alice's, nodes %v", name, err, alice.Nodes, f.Nodes)
+	}
+	checkPrivate(t, dir)
 	spec, err := TableSpec(*f.Create)
 	if err != nil {
 		t.Fatal(err)

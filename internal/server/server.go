@@ -17,7 +17,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +30,9 @@ import (
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/hostcheck"
 	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/storage/pebbledb"
 	"github.com/cosla/cosla/internal/wire"
@@ -280,13 +281,14 @@ func Start(opts Options) (*Server, error) {
 		}
 	}()
 	if opts.HTTPListen != "" {
-		hl, err := net.Listen("tcp", loopbackUnlessNamed(opts.HTTPListen))
+		listen := loopbackUnlessNamed(opts.HTTPListen)
+		hl, err := net.Listen("tcp", listen)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("http listen: %w", err)
 		}
 		s.httpAddr = hl.Addr().String()
-		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.http = &http.Server{Handler: hostcheck.Handler(listen, s.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -348,7 +350,9 @@ func (s *Server) startNodes() error {
 func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node) error {
 	id := wire.NodeID(s.opts.Site + "/" + name)
 	dir := filepath.Join(s.opts.DataDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The node's data is its owner's whatever the umask: Pebble creates
+	// its files under it with the umask's modes (PrivateUmask).
+	if err := private.MkdirAll(dir); err != nil {
 		return fmt.Errorf("%s: %w", id, err)
 	}
 	logger := s.opts.Logger.With("node", string(id))
