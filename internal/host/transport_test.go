@@ -1,7 +1,12 @@
 package host
 
 import (
+	"net"
+	"reflect"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/wire"
@@ -53,5 +58,71 @@ func TestAllowsStagedWrites(t *testing.T) {
 		if err := tc.who.allows(tc.from, tc.m); (err == nil) != tc.ok {
 			t.Errorf("%s certificate %q sends %T as %s: %v, want allowed %v", tc.who.role, tc.who.name, tc.m, tc.from, err, tc.ok)
 		}
+	}
+}
+
+// TestSendUnencodable: over a real stream on loopback, a message that
+// cannot be encoded (a table name that is not UTF-8) is dropped alone and
+// refused to its sender at once, while the messages queued around it on
+// the same stream arrive in order, one whose key is not UTF-8 among them
+// (keys are bytes).
+func TestSendUnencodable(t *testing.T) {
+	const client, node = wire.NodeID("us/c1"), wire.NodeID("england/r1")
+	arrived := make(chan wire.Msg, 16)
+	server := NewTransport(TransportOptions{}, func(_, to wire.NodeID, m wire.Msg) bool {
+		if to == node {
+			arrived <- m
+		}
+		return to == node
+	})
+	defer server.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(server.ServerOptions()...)
+	server.Register(gs)
+	defer gs.Stop()
+	refused := make(chan wire.Msg, 16)
+	tr := NewTransport(TransportOptions{Peers: map[wire.NodeID]string{node: lis.Addr().String()}}, func(from, to wire.NodeID, m wire.Msg) bool {
+		if to == client && from == node {
+			refused <- m
+		}
+		return to == client
+	})
+	defer tr.Close()
+	// Queued before the server serves, so that the stream, once open,
+	// writes them as one batch.
+	sent := []wire.Msg{
+		&wire.GetRequest{Req: 1, Key: "a"},
+		&wire.TableInfoRequest{Req: 2, Name: "\xff"},
+		&wire.GetRequest{Req: 3, Key: "\xff\xfe\x80key"},
+		&wire.PutRequest{Req: 4, Key: "\x00\xc3", Value: []byte{0xff}},
+	}
+	for _, m := range sent {
+		tr.Send(client, node, m)
+	}
+	go func() { _ = gs.Serve(lis) }()
+	failsafe := time.After(time.Minute)
+	for _, want := range []wire.Msg{sent[0], sent[2], sent[3]} {
+		select {
+		case got := <-arrived:
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("arrived %v, want %v", got, want)
+			}
+		case <-failsafe:
+			t.Fatalf("%v never arrived: the stream ended at the message that could not be encoded (stats %+v)", want, tr.Stats())
+		}
+	}
+	select {
+	case m := <-refused:
+		if r, ok := m.(*wire.TableInfoReply); !ok || r.Req != 2 || r.Code != wire.Unencodable {
+			t.Fatalf("the sender got %v, want TableInfoReply(req=2) refused as unencodable", m)
+		}
+	default:
+		t.Fatal("the request that could not be encoded was not refused to its sender")
+	}
+	if st := tr.Stats(); st.Malformed != 1 || st.Sent != 3 || st.Dropped != 0 {
+		t.Fatalf("stats %+v, want 1 malformed, 3 sent, none dropped", st)
 	}
 }

@@ -60,6 +60,10 @@ const (
 	// Aborted: a causal get-transaction found no snapshot within its
 	// rounds (Karma 4.5: abort after a timeout); try again.
 	Aborted
+	// Unencodable: the request could not be encoded for the network (an
+	// identifier that is not valid UTF-8), so it was never sent. Nodes do
+	// not send it: the sender's transport refuses the request with it.
+	Unencodable
 )
 
 var codeNames = [...]string{
@@ -75,6 +79,7 @@ var codeNames = [...]string{
 	Overloaded:    "node overloaded",
 	Unavailable:   "no replica answered in time",
 	Aborted:       "no snapshot found; try again",
+	Unencodable:   "not encodable for the network; not sent",
 }
 
 func (c Code) String() string {
