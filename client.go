@@ -191,6 +191,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		_, _ = cryptorand.Read(b[:])
 		cfg.Name = "c-" + hex.EncodeToString(b[:])
 	}
+	if err := wire.CheckIdentifier("Config.Site", cfg.Site); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := wire.CheckIdentifier("Config.Name", cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -204,6 +210,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	for id, addr := range cfg.Nodes {
 		if !strings.Contains(id, "/") || addr == "" {
 			return nil, fmt.Errorf("%w: Config.Nodes: %q -> %q: want site/node -> host:port", ErrInvalid, id, addr)
+		}
+		if err := wire.CheckIdentifier("Config.Nodes", id); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		peers[wire.NodeID(id)] = addr
 	}

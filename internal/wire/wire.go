@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cosla/cosla/internal/hlc"
 )
@@ -374,10 +375,52 @@ func siteOf(id NodeID) string {
 // ErrBadLayout is wrapped by every layout validation error.
 var ErrBadLayout = errors.New("cosla: invalid table layout")
 
+// CheckIdentifier says what is wrong with an identifier that is not valid
+// UTF-8, or returns nil. Node IDs and table and ring names travel as
+// protobuf strings (wirepb), which must be valid UTF-8; keys and values
+// may be any bytes.
+func CheckIdentifier(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8 (names and node IDs must be; keys may be any bytes)", what, s)
+	}
+	return nil
+}
+
+// checkIdentifiers checks that the layout's name and every node and ring
+// it names are valid UTF-8 (CheckIdentifier).
+func (l *Layout) checkIdentifiers() error {
+	ids := []NodeID{}
+	for _, t := range l.Tablets {
+		ids = append(append(ids, t.Primary), t.Secondaries...)
+	}
+	names := []string{l.Name}
+	if c := l.Causal; c != nil {
+		ids = append(append(ids, c.Coordinators...), c.Caches...)
+		for _, r := range c.Rings {
+			names = append(names, r.Name)
+			ids = append(ids, r.Nodes...)
+		}
+	}
+	for _, n := range names {
+		if err := CheckIdentifier("name", n); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		if err := CheckIdentifier("node", string(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Validate checks that the layout is usable.
 func (l *Layout) Validate() error {
 	if l.Name == "" {
 		return fmt.Errorf("%w: empty table name", ErrBadLayout)
+	}
+	if err := l.checkIdentifiers(); err != nil {
+		return fmt.Errorf("%w: table %q: %w", ErrBadLayout, l.Name, err)
 	}
 	if l.ID == 0 {
 		return fmt.Errorf("%w: table %q: zero ID", ErrBadLayout, l.Name)

@@ -171,6 +171,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"range", valid(wire.ByRange, "", "m", "t"), ""},
 		{"range any key", valid(wire.ByRange, "", "M", "zz"), ""},
+		{"range keys not UTF-8", valid(wire.ByRange, "", "\xc3", "\xff\xfe"), ""},
+		{"name not UTF-8", func(l *wire.Layout) { l.Name = "t\xff" }, `name "t\xff" is not valid UTF-8`},
+		{"node not UTF-8", func(l *wire.Layout) { l.Tablets[1].Secondaries = []wire.NodeID{"s/\xc3"} }, `node "s/\xc3" is not valid UTF-8`},
 		{"hash", valid(wire.ByHash, "", "4000000000000000", "c000000000000000"), ""},
 		{"hash one tablet", valid(wire.ByHash, ""), ""},
 		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
@@ -247,6 +250,8 @@ func TestValidateCausal(t *testing.T) {
 		{"unused fields invalid", func(l *wire.Layout) { l.Partition, l.Replication.Mode = 9, 9 }, ""},
 
 		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
+		{"ring name not UTF-8", func(l *wire.Layout) { l.Causal.Rings[1].Name = "\x80" }, `table "t": name "\x80" is not valid UTF-8`},
+		{"cache not UTF-8", func(l *wire.Layout) { l.Causal.Caches[0] = "a/\xff" }, `table "t": node "a/\xff" is not valid UTF-8`},
 		{"zero ID", func(l *wire.Layout) { l.ID = 0 }, `table "t": zero ID`},
 		{"tablets", func(l *wire.Layout) { l.Tablets = []wire.Tablet{{Primary: "a/s1"}} }, `table "t": causal, but lists tablets`},
 		{"empty", func(l *wire.Layout) { l.Causal = &wire.CausalLayout{} }, `table "t": causal, but has no rings`},
