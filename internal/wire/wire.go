@@ -7,6 +7,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // NodeID names a node (a storage node or a client) uniquely in a cluster.
@@ -308,6 +310,32 @@ type Tablet struct {
 	Start       string
 	Primary     NodeID
 	Secondaries []NodeID
+}
+
+// tabletJSON is a Tablet as JSON (storage nodes keep layouts in their
+// catalog as JSON): Start, a key that may be any bytes, as keyfmt.JSON,
+// first, as before; the rest as Tablet's.
+type tabletJSON struct {
+	Start keyfmt.JSON
+	tabletFields
+}
+
+type tabletFields Tablet
+
+// MarshalJSON implements json.Marshaler.
+func (t Tablet) MarshalJSON() ([]byte, error) {
+	return json.Marshal(tabletJSON{keyfmt.JSON(t.Start), tabletFields(t)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Tablet) UnmarshalJSON(b []byte) error {
+	var v tabletJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Tablet(v.tabletFields)
+	t.Start = string(v.Start)
+	return nil
 }
 
 // Replicas returns the primary followed by the secondaries.

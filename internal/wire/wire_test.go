@@ -363,7 +363,7 @@ func TestEqualCausal(t *testing.T) {
 // (internal/replica). A causal layout comes back as it was; a table of
 // tablets' JSON has no Causal, so that stored layouts keep their bytes.
 func TestLayoutJSON(t *testing.T) {
-	for _, l := range []wire.Layout{causalLayout(), layoutOf(wire.ByHash, "", "8000000000000000")} {
+	for _, l := range []wire.Layout{causalLayout(), layoutOf(wire.ByHash, "", "8000000000000000"), layoutOf(wire.ByRange, "", "\xc3", "\xff\xfe")} {
 		b, err := json.Marshal(l)
 		if err != nil {
 			t.Fatal(err)
@@ -378,6 +378,24 @@ func TestLayoutJSON(t *testing.T) {
 		if !reflect.DeepEqual(back, l) || !back.Equal(&l) {
 			t.Errorf("JSON round trip changed the layout:\n got %#v\nwant %#v", back, l)
 		}
+	}
+	// A tablet whose start is UTF-8 keeps the bytes it had before starts
+	// could be any bytes; one whose start is not has it in base64.
+	type plainTablet struct {
+		Start       string
+		Primary     wire.NodeID
+		Secondaries []wire.NodeID
+	}
+	for _, tb := range []wire.Tablet{{Start: "m", Primary: "a/r1", Secondaries: []wire.NodeID{"b/r1"}}, {Primary: "a/r1"}} {
+		got, _ := json.Marshal(tb)
+		want, _ := json.Marshal(plainTablet(tb))
+		if string(got) != string(want) {
+			t.Errorf("tablet JSON %s, want %s as before", got, want)
+		}
+	}
+	got, _ := json.Marshal(wire.Tablet{Start: "\xff", Primary: "a/r1"})
+	if want := `{"Start":{"base64":"/w=="},"Primary":"a/r1","Secondaries":null}`; string(got) != want {
+		t.Errorf("tablet JSON %s, want %s", got, want)
 	}
 }
 
