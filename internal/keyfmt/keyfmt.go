@@ -88,6 +88,12 @@ func (k JSON) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON implements json.Unmarshaler: a string, or an object with
 // the field base64 alone.
 func (k *JSON) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+		// A string without escapes, as most keys are: encoding/json
+		// checked the syntax already, and this is what it would decode.
+		*k = JSON(b[1 : n-1])
+		return nil
+	}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
