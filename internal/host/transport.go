@@ -38,10 +38,10 @@ type TransportOptions struct {
 	// credentials; the transport checks the role of each one's
 	// certificate either way.
 	TLS *tls.Config
-	// MaxMessageBytes bounds an envelope's encoding, sent or received;
-	// gRPC refuses a larger one, ending its stream. It must cover the
-	// largest message the nodes send (replica.Options.MessageBytesMax).
-	// Default 16 MiB.
+	// MaxMessageBytes bounds an envelope's encoding, sent or received:
+	// Send drops a larger one alone (see Send), and gRPC refuses a larger
+	// one received, ending its stream. It must cover the largest message
+	// the nodes send (replica.Options.MessageBytesMax). Default 16 MiB.
 	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
