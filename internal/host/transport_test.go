@@ -13,16 +13,27 @@ import (
 )
 
 // TestSendOverLimit: a message over MaxMessageBytes is dropped alone and
-// counted, before it reaches a stream; one within it is queued.
+// counted, before it reaches a stream, and a request is refused to its
+// sender at once; one within it is queued.
 func TestSendOverLimit(t *testing.T) {
+	var local []wire.Msg
 	tr := NewTransport(TransportOptions{Peers: map[wire.NodeID]string{"us/r1": "127.0.0.1:1"}, MaxMessageBytes: 1000},
-		func(_, _ wire.NodeID, _ wire.Msg) bool { return false })
+		func(_, to wire.NodeID, m wire.Msg) bool {
+			if to == "england/c1" {
+				local = append(local, m)
+			}
+			return to == "england/c1"
+		})
 	defer tr.Close()
 	big := &wire.PullReply{Entries: []wire.Entry{{Key: "k", Value: make([]byte, 2000)}}}
 	tr.Send("england/r1", "us/r1", big)
+	tr.Send("england/c1", "us/r1", &wire.PutRequest{Req: 7, Key: "k", Value: make([]byte, 2000)})
 	tr.Send("england/r1", "us/r1", &wire.PushAck{})
-	if st := tr.Stats(); st.TooLarge != 1 || st.Sent != 1 {
-		t.Fatalf("stats %+v, want 1 too large and 1 sent", st)
+	if st := tr.Stats(); st.TooLarge != 2 || st.Sent != 1 {
+		t.Fatalf("stats %+v, want 2 too large and 1 sent", st)
+	}
+	if len(local) != 1 || !reflect.DeepEqual(local[0], &wire.PutReply{Req: 7, Code: wire.TooLarge}) {
+		t.Fatalf("the sender got %v, want its Put refused as too large", local)
 	}
 }
 
