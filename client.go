@@ -193,6 +193,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg.Name = name
+	if err := wire.CheckIdentifier("Config.Site", cfg.Site); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := wire.CheckIdentifier("Config.Name", cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -206,6 +212,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	for id, addr := range cfg.Nodes {
 		if !strings.Contains(id, "/") || addr == "" {
 			return nil, fmt.Errorf("%w: Config.Nodes: %q -> %q: want site/node -> host:port", ErrInvalid, id, addr)
+		}
+		if err := wire.CheckIdentifier("Config.Nodes", id); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		peers[wire.NodeID(id)] = addr
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/keyfmt"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -88,6 +90,9 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: gets.SLA, strategy: gets.Strategy}
 	if tg.table == "" {
 		return nil, usagef("--table: %s names no table; give one", f.config)
+	}
+	if err := errors.Join(wire.CheckIdentifier("--table", tg.table), wire.CheckIdentifier("--site", tg.site)); err != nil {
+		return nil, usageError{err}
 	}
 	if tg.config, err = a.Config(tg.site); err != nil {
 		return nil, usagef("--site: %w", err)
@@ -355,7 +360,7 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 		// The error names the key, the version and how many replicas of
 		// the level hold it; unlike other failures, the outcome is known.
 		if jsonOut {
-			if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
+			if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site,
 				"error": err.Error(), "level": qe.Level, "acks": qe.Acks}); encErr != nil {
 				return encErr
 			}
@@ -363,26 +368,27 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 		return fmt.Errorf("%w; the version is durable at the primary and may still reach more", err)
 	}
 	if err != nil {
-		return fmt.Errorf("put %s: %w", keyText(key), err)
+		return fmt.Errorf("put %s: %w", keyfmt.Quote(key), err)
 	}
 	latency := time.Since(start)
 	if jsonOut {
-		out := map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
+		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
 		if bound != 0 {
 			addWriteFields(out, wr, bound)
 		}
 		return json.NewEncoder(w).Encode(out)
 	}
+	shown := keyfmt.Text(key)
 	if cs.table.Causal() {
 		fmt.Fprintf(w, "put %s: ok, version %s, durable in the session's write buffer at %s/cc (%.1f ms from %s)\n",
-			key, ts, cs.site, milliseconds(latency), cs.site)
+			shown, ts, cs.site, milliseconds(latency), cs.site)
 		return nil
 	}
 	if bound == 0 {
-		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, milliseconds(latency), cs.site)
+		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", shown, ts, milliseconds(latency), cs.site)
 		return nil
 	}
-	fmt.Fprintf(w, "put %s: %s (bound %s, %.1f ms from %s)\n", key, stagedText(wr), bound, milliseconds(latency), cs.site)
+	fmt.Fprintf(w, "put %s: %s (bound %s, %.1f ms from %s)\n", shown, stagedText(wr), bound, milliseconds(latency), cs.site)
 	printHolders(w, wr)
 	return nil
 }
@@ -463,9 +469,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		err = fmt.Errorf("%w: the bounded read returned what %s held", cosla.ErrSLAUnmet, res.Node)
 	}
 	if jsonOut {
-		out := map[string]any{"op": "get", "key": key, "site": cs.site, "sla": agreement.String(), "result": res}
+		out := map[string]any{"op": "get", "key": keyfmt.JSON(key), "site": cs.site, "sla": agreement.String(), "result": res}
 		if delivered {
-			out["value"] = string(value)
+			out["value"] = keyfmt.JSON(value)
 		}
 		if err != nil {
 			out["error"] = err.Error()
@@ -476,7 +482,7 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		return err
 	}
 	if !delivered && !errors.Is(err, cosla.ErrNull) {
-		return fmt.Errorf("get %s: %w", keyText(key), err)
+		return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
 	}
 	shown := strconv.Quote(string(value))
 	switch {
@@ -489,7 +495,7 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	if res.Primary {
 		role = "primary"
 	}
-	fmt.Fprintf(w, "%s = %s\n", key, shown)
+	fmt.Fprintf(w, "%s = %s\n", keyfmt.Text(key), shown)
 	if res.Met >= 0 {
 		fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
 	} else {
@@ -516,10 +522,10 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,
 			res.Applied, plural(res.Applied, "write", "writes"), res.Node, res.Pending)
 		if res.Null {
-			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", key)
+			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", keyfmt.Text(key))
 		}
 		if err != nil {
-			return fmt.Errorf("get %s: %w", keyText(key), err)
+			return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
 		}
 		return nil
 	}
@@ -612,9 +618,9 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
 		var list []map[string]any
 		for _, it := range items {
-			item := map[string]any{"key": it.Key, "found": it.Found, "causal": it.CausalRead.JSON()}
+			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead.JSON()}
 			if it.Found {
-				item["value"] = string(it.Value)
+				item["value"] = keyfmt.JSON(it.Value)
 			}
 			list = append(list, item)
 		}
@@ -634,7 +640,7 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 		case it.InFlight:
 			flight = "in flight"
 		}
-		fmt.Fprintf(stdout, "  %s = %s (%s)\n", it.Key, shown, flight)
+		fmt.Fprintf(stdout, "  %s = %s (%s)\n", keyfmt.Text(it.Key), shown, flight)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -190,6 +191,31 @@ func TestClusterCommands(t *testing.T) {
 
 	wantExit(t, coslaCmd(t, time.Minute, "put", "--dir", dir, "k", "v1"), 0)
 	checkPrivate(t, dir)
+
+	// Keys are any bytes (issue 25): one that is not UTF-8 and holds a
+	// terminal escape is written and read back; text output shows it
+	// escaped, JSON in base64.
+	const odd, oddText = "\xff\xfe\x80key\x1b[31m", `"\xff\xfe\x80key\x1b[31m"`
+	r = coslaCmd(t, time.Minute, "put", "--dir", dir, odd, "v")
+	wantExit(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "put "+oddText+": ok") || strings.Contains(r.stdout, "\x1b") {
+		t.Errorf("put of a key that is not UTF-8: want it shown escaped; %s", r)
+	}
+	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "england", "--sla", "strong 2s 1", odd)
+	wantExit(t, r, 0)
+	if !strings.HasPrefix(r.stdout, oddText+` = "v"`) {
+		t.Errorf("get of a key that is not UTF-8: want %s = \"v\"; %s", oddText, r)
+	}
+	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "england", "--sla", "strong 2s 1", "--json", odd)
+	wantExit(t, r, 0)
+	var oddJSON struct {
+		Key   keyfmt.JSON `json:"key"`
+		Value keyfmt.JSON `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &oddJSON); err != nil || oddJSON.Key != odd || oddJSON.Value != "v" ||
+		!strings.Contains(r.stdout, `"key":{"base64":`) {
+		t.Errorf("get --json of a key that is not UTF-8: key %q, value %q (%v), want it byte for byte in base64; %s", oddJSON.Key, oddJSON.Value, err, r)
+	}
 
 	r = coslaCmd(t, time.Minute, "get", "--dir", dir, "--site", "england", "--sla", "strong 2s 1", "--json", "k")
 	wantExit(t, r, 0)

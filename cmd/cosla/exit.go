@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strconv"
 	"strings"
 
 	"github.com/cosla/cosla"
@@ -114,13 +113,3 @@ type testFailedError struct{ err error }
 
 func (e testFailedError) Error() string { return e.err.Error() }
 func (e testFailedError) Unwrap() error { return e.err }
-
-// keyText quotes a key for a message, cut to its first 64 bytes: the error
-// about a 5 KiB key names it rather than repeating it.
-func keyText(key string) string {
-	const shown = 64
-	if len(key) <= shown {
-		return strconv.Quote(key)
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(key[:shown]), len(key))
-}

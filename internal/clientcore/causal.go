@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
@@ -230,7 +231,7 @@ func (c *Client) GetTx(s *Session, keys []string, done func(TxResult, error)) er
 			return fmt.Errorf("%w: key of %d bytes, limit %d", ErrTooLarge, len(k), c.opts.MaxKeyBytes)
 		}
 		if seen[k] {
-			return fmt.Errorf("%w: key %q is named twice", ErrInvalid, k)
+			return fmt.Errorf("%w: key %s is named twice", ErrInvalid, keyfmt.Quote(k))
 		}
 		seen[k] = true
 	}

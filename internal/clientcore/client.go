@@ -57,6 +57,8 @@ func codeError(c wire.Code) error {
 		return ErrStorageFailed
 	case wire.Overloaded:
 		return ErrOverloaded
+	case wire.Unencodable:
+		return fmt.Errorf("%w: the request could not be encoded for the network and was not sent", ErrInvalid)
 	}
 	return fmt.Errorf("%w: replica answered %q", ErrInvalid, c)
 }

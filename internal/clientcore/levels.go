@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 )
 
@@ -56,7 +57,7 @@ type QuorumTimeoutError struct {
 }
 
 func (e *QuorumTimeoutError) Error() string {
-	return fmt.Sprintf("%v: put %q (ts %s) is held by %d of the %d replicas it waited for", ErrQuorumTimeout, e.Key, e.TS, e.Acks, e.Level)
+	return fmt.Sprintf("%v: put %s (ts %s) is held by %d of the %d replicas it waited for", ErrQuorumTimeout, keyfmt.Quote(e.Key), e.TS, e.Acks, e.Level)
 }
 
 // Is makes errors.Is(err, ErrQuorumTimeout) hold.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/invariants"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -189,7 +190,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 				}
 			},
 			func() {
-				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %q: the session's pending writes of the key were not ordered within %s", ErrTimeout, key, c.opts.RequestTimeout))
+				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %s: the session's pending writes of the key were not ordered within %s", ErrTimeout, keyfmt.Quote(key), c.opts.RequestTimeout))
 			})
 		return nil
 	}
@@ -411,7 +412,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 			if reply.Code != wire.OK {
 				if g.outstanding == 0 {
 					res.Node, res.Primary, res.RTT = r.id, r.primary, rtt
-					g.finish(fmt.Errorf("get %q from %s: %w", g.key, r.id, codeError(reply.Code)))
+					g.finish(fmt.Errorf("get %s from %s: %w", keyfmt.Quote(g.key), r.id, codeError(reply.Code)))
 				}
 				return
 			}
@@ -444,7 +445,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 					c.getFrom(g, next)
 					return
 				}
-				g.finish(fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, g.key, r.id, rtt, reply.HighTS))
+				g.finish(fmt.Errorf("%w: get %s from %s took %s with high timestamp %s", ErrSLAUnmet, keyfmt.Quote(g.key), r.id, rtt, reply.HighTS))
 				return
 			}
 			res.SubSLA = g.agreement[met]
@@ -472,7 +473,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState) {
 			res.Node, res.Primary = r.id, r.primary
 			res.RTT = c.env.Now().Sub(g.start)
 			res.TimedOut = true
-			g.finish(fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, g.key, r.id, timeout))
+			g.finish(fmt.Errorf("%w: get %s: no reply from %s within %s", unmetErr, keyfmt.Quote(g.key), r.id, timeout))
 		},
 	})
 }
@@ -627,7 +628,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			return fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
 		}
 		if s.table.layout.TabletFor(o.Test.Key) != s.table.layout.TabletFor(key) {
-			return fmt.Errorf("%w: read-test-write keys %q and %q lie in different tablets", ErrInvalid, o.Test.Key, key)
+			return fmt.Errorf("%w: read-test-write keys %s and %s lie in different tablets", ErrInvalid, keyfmt.Quote(o.Test.Key), keyfmt.Quote(key))
 		}
 	}
 	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
@@ -638,7 +639,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 				}
 			},
 			func() {
-				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %q: the session's earlier writes were not ordered within %s", ErrTimeout, key, timeout))
+				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), timeout))
 			})
 		return nil
 	}
@@ -670,7 +671,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			// sample), so they count.
 			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent), Level: w}
 			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
-				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
+				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
 			// Pileus 4.5: a Put's timestamp is a lower bound on the
@@ -686,7 +687,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		},
 		onTimeout: func() {
 			c.observeRTT(r, sent)
-			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %q: no reply from primary %s within %s", ErrTimeout, key, r.id, timeout))
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
 		},
 	})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -85,7 +86,7 @@ func (c *Client) getQuorum(q *quorumCall) {
 					return
 				}
 				if reply.Code != wire.OK {
-					q.fail(c, r, fmt.Errorf("get %q from %s: %w", q.key, r.id, codeError(reply.Code)))
+					q.fail(c, r, fmt.Errorf("get %s from %s: %w", keyfmt.Quote(q.key), r.id, codeError(reply.Code)))
 					return
 				}
 				q.replies[i] = reply
@@ -101,8 +102,8 @@ func (c *Client) getQuorum(q *quorumCall) {
 					return
 				}
 				q.res.TimedOut = true
-				q.fail(c, r, fmt.Errorf("%w: get %q: no reply from %s within %s (%d of %d replicas answered)",
-					unmetErr, q.key, r.id, timeout, q.answered, len(q.targets)))
+				q.fail(c, r, fmt.Errorf("%w: get %s: no reply from %s within %s (%d of %d replicas answered)",
+					unmetErr, keyfmt.Quote(q.key), r.id, timeout, q.answered, len(q.targets)))
 			},
 		})
 	}
@@ -164,7 +165,7 @@ func (c *Client) finishQuorum(q *quorumCall) {
 		}
 	}
 	if res.Met < 0 {
-		q.done(*res, fmt.Errorf("%w: get %q from %d replicas took %s with high timestamp %s", ErrSLAUnmet, q.key, len(q.targets), res.RTT, high))
+		q.done(*res, fmt.Errorf("%w: get %s from %d replicas took %s with high timestamp %s", ErrSLAUnmet, keyfmt.Quote(q.key), len(q.targets), res.RTT, high))
 		return
 	}
 	res.SubSLA = q.agreement[res.Met]

@@ -107,6 +107,10 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 // lookupLayout asks every known node for the layout and answers with the
 // first one found; ErrNoTable if every node answers that it has none.
 func (c *Client) lookupLayout(name string, done func(wire.Layout, error)) {
+	if err := wire.CheckIdentifier("table name", name); err != nil {
+		done(wire.Layout{}, fmt.Errorf("%w: %w", ErrInvalid, err))
+		return
+	}
 	outstanding := len(c.opts.Nodes)
 	finished := false
 	var timedOut []wire.NodeID

@@ -38,10 +38,10 @@ type TransportOptions struct {
 	// credentials; the transport checks the role of each one's
 	// certificate either way.
 	TLS *tls.Config
-	// MaxMessageBytes bounds an envelope's encoding, sent or received;
-	// gRPC refuses a larger one, ending its stream. It must cover the
-	// largest message the nodes send (replica.Options.MessageBytesMax).
-	// Default 16 MiB.
+	// MaxMessageBytes bounds an envelope's encoding, sent or received:
+	// Send drops a larger one alone (see Send), and gRPC refuses a larger
+	// one received, ending its stream. It must cover the largest message
+	// the nodes send (replica.Options.MessageBytesMax). Default 16 MiB.
 	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
@@ -71,7 +71,9 @@ func (o *TransportOptions) ensureDefaults() {
 
 // TransportStats counts envelopes. Refused counts streams ended because
 // the peer's certificate did not allow what it sent, TooLarge messages
-// not sent for being over MaxMessageBytes.
+// not sent for being over MaxMessageBytes, Malformed messages received
+// that could not be decoded and messages to send that could not be
+// encoded.
 type TransportStats struct {
 	Sent, Received, Dropped, Unroutable, Malformed, Refused, TooLarge int64
 }
@@ -116,9 +118,11 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
 
 // ServerOptions are the options the gRPC server Register is given must
-// have: the message size limit.
+// have: the message size limit and the codec that writes the envelopes
+// Send encoded.
 func (t *Transport) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes),
+		grpc.ForceServerCodecV2(wirepb.Codec)}
 }
 
 // Stats returns the transport's counters.
@@ -128,22 +132,29 @@ func (t *Transport) Stats() TransportStats {
 }
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
+//
+// m is encoded here, in the sender's goroutine: a message that cannot be
+// encoded, or is over MaxMessageBytes, is dropped alone and, if it is a
+// request that is answered, refused to its sender at once (wire.Refusal),
+// so that its operation fails rather than times out. Written to a stream,
+// it would fail the write and end the stream, losing every message queued
+// behind it, other senders' too, again at every retry.
 func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	if t.deliver(from, to, m) {
 		return // a node of this process
 	}
-	if size := wire.EnvelopeSize(from, to, m); size > t.opts.MaxMessageBytes {
-		// gRPC would refuse it and break the stream, losing everything
-		// queued behind it, again at every retry: drop it alone, loudly.
-		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
-			"type", fmt.Sprintf("%T", m), "bytes", size, "limit", t.opts.MaxMessageBytes)
-		t.tooLarge.Add(1)
-		return
-	}
-	e, err := wirepb.Wrap(from, to, m)
-	if err != nil {
-		t.opts.Logger.Error("host: cannot encode message", "to", to, "err", err)
+	e, err := wirepb.Encode(from, to, m)
+	switch {
+	case err != nil:
+		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "err", err)
 		t.malformed.Add(1)
+		t.refuse(from, to, m, wire.Unencodable)
+		return
+	case len(e) > t.opts.MaxMessageBytes:
+		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
+			"type", wire.Kind(m), "bytes", len(e), "limit", t.opts.MaxMessageBytes)
+		t.tooLarge.Add(1)
+		t.refuse(from, to, m, wire.TooLarge)
 		return
 	}
 	t.mu.Lock()
@@ -164,6 +175,15 @@ func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 		t.sent.Add(1)
 	} else {
 		t.dropped.Add(1)
+	}
+}
+
+// refuse answers from's request m, which could not be sent to to, with
+// code, as to would refuse it; m that is not an answered request
+// (wire.Refusal) is only dropped.
+func (t *Transport) refuse(from, to wire.NodeID, m wire.Msg, code wire.Code) {
+	if reply := wire.Refusal(m, code); reply != nil {
+		t.deliver(to, from, reply)
 	}
 }
 
@@ -245,7 +265,8 @@ func (t *Transport) runPeer(p *peer) {
 	reconnect := grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
 		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes),
+			grpc.ForceCodecV2(wirepb.Codec)))
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
 		p.q.close()
@@ -275,7 +296,7 @@ func (t *Transport) runPeer(p *peer) {
 				_ = t.receive(stream, nil, sender{role: role, name: p.site})
 				cancel()
 			}()
-			err = t.write(ctx, stream.Send, p.q)
+			err = t.write(ctx, stream.SendMsg, p.q)
 			_ = stream.CloseSend()
 		}
 		cancel()
@@ -315,7 +336,7 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	defer cancel()
 	go func() {
 		defer t.wg.Done()
-		_ = t.write(ctx, stream.Send, q)
+		_ = t.write(ctx, stream.SendMsg, q)
 		cancel()
 	}()
 	err = t.receive(stream, q, who)
@@ -439,15 +460,18 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 }
 
 // write sends the queue's envelopes until the queue closes or a send
-// fails.
-func (t *Transport) write(ctx context.Context, send func(*wirepb.Envelope) error, q *queue) error {
+// fails. They are encoded already (Send), so a send fails only when the
+// stream does.
+func (t *Transport) write(ctx context.Context, send func(any) error, q *queue) error {
 	for {
 		batch, ok := q.take(ctx)
 		if !ok {
 			return ctx.Err()
 		}
-		for _, e := range batch {
-			if err := send(e); err != nil {
+		for i := range batch {
+			// A pointer into the batch, which is never written again,
+			// rather than a copy boxed per message.
+			if err := send(&batch[i]); err != nil {
 				t.dropped.Add(1)
 				return fmt.Errorf("host: send: %w", err)
 			}
@@ -458,7 +482,7 @@ func (t *Transport) write(ctx context.Context, send func(*wirepb.Envelope) error
 // queue is a bounded FIFO of envelopes with one reader.
 type queue struct {
 	mu     sync.Mutex
-	items  []*wirepb.Envelope
+	items  []wirepb.Encoded
 	max    int
 	closed bool
 	ready  chan struct{} // holds a token while items is not empty or closed
@@ -475,7 +499,7 @@ func (q *queue) signal() {
 	}
 }
 
-func (q *queue) push(e *wirepb.Envelope) bool {
+func (q *queue) push(e wirepb.Encoded) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || len(q.items) >= q.max {
@@ -503,7 +527,7 @@ func (q *queue) wait() bool {
 }
 
 // take returns every queued envelope, waiting for at least one.
-func (q *queue) take(ctx context.Context) ([]*wirepb.Envelope, bool) {
+func (q *queue) take(ctx context.Context) ([]wirepb.Encoded, bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {

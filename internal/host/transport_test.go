@@ -1,23 +1,39 @@
 package host
 
 import (
+	"net"
+	"reflect"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/wire"
 )
 
 // TestSendOverLimit: a message over MaxMessageBytes is dropped alone and
-// counted, before it reaches a stream; one within it is queued.
+// counted, before it reaches a stream, and a request is refused to its
+// sender at once; one within it is queued.
 func TestSendOverLimit(t *testing.T) {
+	var local []wire.Msg
 	tr := NewTransport(TransportOptions{Peers: map[wire.NodeID]string{"us/r1": "127.0.0.1:1"}, MaxMessageBytes: 1000},
-		func(_, _ wire.NodeID, _ wire.Msg) bool { return false })
+		func(_, to wire.NodeID, m wire.Msg) bool {
+			if to == "england/c1" {
+				local = append(local, m)
+			}
+			return to == "england/c1"
+		})
 	defer tr.Close()
 	big := &wire.PullReply{Entries: []wire.Entry{{Key: "k", Value: make([]byte, 2000)}}}
 	tr.Send("england/r1", "us/r1", big)
+	tr.Send("england/c1", "us/r1", &wire.PutRequest{Req: 7, Key: "k", Value: make([]byte, 2000)})
 	tr.Send("england/r1", "us/r1", &wire.PushAck{})
-	if st := tr.Stats(); st.TooLarge != 1 || st.Sent != 1 {
-		t.Fatalf("stats %+v, want 1 too large and 1 sent", st)
+	if st := tr.Stats(); st.TooLarge != 2 || st.Sent != 1 {
+		t.Fatalf("stats %+v, want 2 too large and 1 sent", st)
+	}
+	if len(local) != 1 || !reflect.DeepEqual(local[0], &wire.PutReply{Req: 7, Code: wire.TooLarge}) {
+		t.Fatalf("the sender got %v, want its Put refused as too large", local)
 	}
 }
 
@@ -101,5 +117,71 @@ func TestRouteBackKeepsIdentity(t *testing.T) {
 	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})
 	if len(second.items) != 1 {
 		t.Fatalf("bob's new stream has %d messages, want the one sent after it took the route", len(second.items))
+	}
+}
+
+// TestSendUnencodable: over a real stream on loopback, a message that
+// cannot be encoded (a table name that is not UTF-8) is dropped alone and
+// refused to its sender at once, while the messages queued around it on
+// the same stream arrive in order, one whose key is not UTF-8 among them
+// (keys are bytes).
+func TestSendUnencodable(t *testing.T) {
+	const client, node = wire.NodeID("us/c1"), wire.NodeID("england/r1")
+	arrived := make(chan wire.Msg, 16)
+	server := NewTransport(TransportOptions{}, func(_, to wire.NodeID, m wire.Msg) bool {
+		if to == node {
+			arrived <- m
+		}
+		return to == node
+	})
+	defer server.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(server.ServerOptions()...)
+	server.Register(gs)
+	defer gs.Stop()
+	refused := make(chan wire.Msg, 16)
+	tr := NewTransport(TransportOptions{Peers: map[wire.NodeID]string{node: lis.Addr().String()}}, func(from, to wire.NodeID, m wire.Msg) bool {
+		if to == client && from == node {
+			refused <- m
+		}
+		return to == client
+	})
+	defer tr.Close()
+	// Queued before the server serves, so that the stream, once open,
+	// writes them as one batch.
+	sent := []wire.Msg{
+		&wire.GetRequest{Req: 1, Key: "a"},
+		&wire.TableInfoRequest{Req: 2, Name: "\xff"},
+		&wire.GetRequest{Req: 3, Key: "\xff\xfe\x80key"},
+		&wire.PutRequest{Req: 4, Key: "\x00\xc3", Value: []byte{0xff}},
+	}
+	for _, m := range sent {
+		tr.Send(client, node, m)
+	}
+	go func() { _ = gs.Serve(lis) }()
+	failsafe := time.After(time.Minute)
+	for _, want := range []wire.Msg{sent[0], sent[2], sent[3]} {
+		select {
+		case got := <-arrived:
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("arrived %v, want %v", got, want)
+			}
+		case <-failsafe:
+			t.Fatalf("%v never arrived: the stream ended at the message that could not be encoded (stats %+v)", want, tr.Stats())
+		}
+	}
+	select {
+	case m := <-refused:
+		if r, ok := m.(*wire.TableInfoReply); !ok || r.Req != 2 || r.Code != wire.Unencodable {
+			t.Fatalf("the sender got %v, want TableInfoReply(req=2) refused as unencodable", m)
+		}
+	default:
+		t.Fatal("the request that could not be encoded was not refused to its sender")
+	}
+	if st := tr.Stats(); st.Malformed != 1 || st.Sent != 3 || st.Dropped != 0 {
+		t.Fatalf("stats %+v, want 1 malformed, 3 sent, none dropped", st)
 	}
 }

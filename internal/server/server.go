@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -156,8 +157,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Site == "" || strings.Contains(o.Site, "/"):
-		return bad("site must be a non-empty name without '/', got %q", o.Site)
+	case o.Site == "" || strings.Contains(o.Site, "/") || !utf8.ValidString(o.Site):
+		return bad("site must be a non-empty name in UTF-8 without '/', got %q", o.Site)
 	case o.Listen == "":
 		return bad("listen: an address is required, e.g. 127.0.0.1:7100")
 	case o.DataDir == "":
@@ -173,8 +174,8 @@ func (o *Options) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, n := range o.Nodes {
-		if n == "" || strings.Contains(n, "/") || seen[n] {
-			return bad("nodes: %q is empty, contains '/' or is listed twice", n)
+		if n == "" || strings.Contains(n, "/") || !utf8.ValidString(n) || seen[n] {
+			return bad("nodes: %q is empty, contains '/', is not UTF-8 or is listed twice", n)
 		}
 		if n == causal.CoordinatorName || n == causal.CacheName {
 			return bad("nodes: %q is the name of the site's causal-table %s", n, map[string]string{causal.CoordinatorName: "coordinator", causal.CacheName: "cache"}[n])
@@ -183,8 +184,8 @@ func (o *Options) Validate() error {
 	}
 	for id, addr := range o.Peers {
 		site, _, ok := strings.Cut(string(id), "/")
-		if !ok || addr == "" {
-			return bad("peers: %q -> %q: want site/node -> host:port", id, addr)
+		if !ok || addr == "" || !utf8.ValidString(string(id)) {
+			return bad("peers: %q -> %q: want site/node -> host:port, in UTF-8", id, addr)
 		}
 		if site == o.Site {
 			return bad("peers: %q is at this process's own site", id)

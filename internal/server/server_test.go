@@ -25,6 +25,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no site", func(o *Options) { o.Site = "" }, "site"},
 		{"site with slash", func(o *Options) { o.Site = "a/b" }, "site"},
+		{"site not UTF-8", func(o *Options) { o.Site = "\xffx" }, "site"},
+		{"node not UTF-8", func(o *Options) { o.Nodes = []string{"r\xc3"} }, "nodes"},
+		{"peer not UTF-8", func(o *Options) { o.Peers = map[wire.NodeID]string{"us/\x80": "127.0.0.1:1"} }, "peers"},
 		{"no listen", func(o *Options) { o.Listen = "" }, "listen"},
 		{"no data dir", func(o *Options) { o.DataDir = "" }, "data_dir"},
 		{"node twice", func(o *Options) { o.Nodes = []string{"r1", "r1"} }, "nodes"},

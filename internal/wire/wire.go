@@ -7,6 +7,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // NodeID names a node (a storage node or a client) uniquely in a cluster.
@@ -60,6 +63,10 @@ const (
 	// Aborted: a causal get-transaction found no snapshot within its
 	// rounds (Karma 4.5: abort after a timeout); try again.
 	Aborted
+	// Unencodable: the request could not be encoded for the network (an
+	// identifier that is not valid UTF-8), so it was never sent. Nodes do
+	// not send it: the sender's transport refuses the request with it.
+	Unencodable
 )
 
 var codeNames = [...]string{
@@ -75,6 +82,7 @@ var codeNames = [...]string{
 	Overloaded:    "node overloaded",
 	Unavailable:   "no replica answered in time",
 	Aborted:       "no snapshot found; try again",
+	Unencodable:   "not encodable for the network; not sent",
 }
 
 func (c Code) String() string {
@@ -304,6 +312,32 @@ type Tablet struct {
 	Secondaries []NodeID
 }
 
+// tabletJSON is a Tablet as JSON (storage nodes keep layouts in their
+// catalog as JSON): Start, a key that may be any bytes, as keyfmt.JSON,
+// first, as before; the rest as Tablet's.
+type tabletJSON struct {
+	Start keyfmt.JSON
+	tabletFields
+}
+
+type tabletFields Tablet
+
+// MarshalJSON implements json.Marshaler.
+func (t Tablet) MarshalJSON() ([]byte, error) {
+	return json.Marshal(tabletJSON{keyfmt.JSON(t.Start), tabletFields(t)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Tablet) UnmarshalJSON(b []byte) error {
+	var v tabletJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Tablet(v.tabletFields)
+	t.Start = string(v.Start)
+	return nil
+}
+
 // Replicas returns the primary followed by the secondaries.
 func (t Tablet) Replicas() []NodeID {
 	return append([]NodeID{t.Primary}, t.Secondaries...)
@@ -369,10 +403,52 @@ func siteOf(id NodeID) string {
 // ErrBadLayout is wrapped by every layout validation error.
 var ErrBadLayout = errors.New("cosla: invalid table layout")
 
+// CheckIdentifier says what is wrong with an identifier that is not valid
+// UTF-8, or returns nil. Node IDs and table and ring names travel as
+// protobuf strings (wirepb), which must be valid UTF-8; keys and values
+// may be any bytes.
+func CheckIdentifier(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8 (names and node IDs must be; keys may be any bytes)", what, s)
+	}
+	return nil
+}
+
+// checkIdentifiers checks that the layout's name and every node and ring
+// it names are valid UTF-8 (CheckIdentifier).
+func (l *Layout) checkIdentifiers() error {
+	ids := []NodeID{}
+	for _, t := range l.Tablets {
+		ids = append(append(ids, t.Primary), t.Secondaries...)
+	}
+	names := []string{l.Name}
+	if c := l.Causal; c != nil {
+		ids = append(append(ids, c.Coordinators...), c.Caches...)
+		for _, r := range c.Rings {
+			names = append(names, r.Name)
+			ids = append(ids, r.Nodes...)
+		}
+	}
+	for _, n := range names {
+		if err := CheckIdentifier("name", n); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		if err := CheckIdentifier("node", string(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Validate checks that the layout is usable.
 func (l *Layout) Validate() error {
 	if l.Name == "" {
 		return fmt.Errorf("%w: empty table name", ErrBadLayout)
+	}
+	if err := l.checkIdentifiers(); err != nil {
+		return fmt.Errorf("%w: table %q: %w", ErrBadLayout, l.Name, err)
 	}
 	if l.ID == 0 {
 		return fmt.Errorf("%w: table %q: zero ID", ErrBadLayout, l.Name)

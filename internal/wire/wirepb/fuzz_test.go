@@ -124,6 +124,7 @@ func fuzzSeeds() []wire.Msg {
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, W: 2, Wait: time.Second},
 		&wire.PutReply{Req: 8, Code: wire.QuorumTimeout, TS: ts, Acks: 2},
 		&wire.GetRequest{Req: 9, Tablet: wire.TabletRef{Table: 1, Tablet: -1}, Key: "k"},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "\xff\xfe\x80key"}, // keys are any bytes
 		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Primary: true},
 		&wire.ProbeRequest{Req: 11, Tablet: ref},
 		&wire.ProbeReply{Req: 12, Code: wire.OK, HighTS: ts, Primary: true},
