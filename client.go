@@ -798,9 +798,14 @@ func WithSLA(agreement sla.SLA) GetOption {
 	return getFunc(func(o *clientcore.GetOptions) { o.SLA = agreement })
 }
 
-// WithRetryAfterMiss lets a Get whose reply met no subSLA ask a second node
-// that can still meet a lower subSLA in the time left (beyond Pileus; its
-// section 5.4 describes the case). Result.Retried reports it.
+// WithRetryAfterMiss lets a Get fall back after a miss (beyond Pileus; its
+// section 5.4 describes the case): when a reply meets no subSLA, or the
+// target subSLA's latency passes without a reply (for an unbounded one,
+// the 2 s probe timeout), the Get also asks the node not yet asked that
+// can best meet a subSLA in the time left, and so on while the SLA
+// allows, each node once; the best reply wins. A node that is down then
+// costs a Get no more than its target's latency. Result.Retried reports
+// it.
 func WithRetryAfterMiss() GetOption {
 	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = true })
 }
@@ -842,9 +847,10 @@ type Result struct {
 	Strategy        Strategy
 	Target          int
 	ExpectedUtility float64
-	// Retried: the first node's reply met no subSLA and the Get asked
-	// Node, a second one (WithRetryAfterMiss). Hedged: the Get went to
-	// two nodes at once and Node's reply was used (WithHedge).
+	// Retried: the Get fell back to another node after a miss
+	// (WithRetryAfterMiss); Node is the one whose reply was used.
+	// Hedged: the Get went to two nodes at once and Node's reply was
+	// used (WithHedge).
 	Retried, Hedged bool
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer, Node is the one
@@ -991,7 +997,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
 		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
 		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
 	if g.Causal != nil {

@@ -331,6 +331,9 @@ func (c *Client) Start(env node.Env) error {
 
 // Receive handles a reply from a storage node.
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
+	if s := c.rtt[from]; s != nil {
+		s.down = false // whatever it sends, the node is reachable again
+	}
 	if m, ok := m.(*wire.Resolved); ok {
 		c.resolved(from, m)
 		return
@@ -412,7 +415,11 @@ func (c *Client) Fire(timer any) {
 		c.probeIdle()
 		c.env.After(c.probeTick(), t)
 	case holdTimer:
-		c.finishHeld(t.g)
+		if t.held == t.g.held {
+			c.finishHeld(t.g)
+		}
+	case waitTimer:
+		c.waited(t)
 	case delayTimer:
 		t.send()
 	case heldTimer:
@@ -464,6 +471,15 @@ func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
 	r.rtt.expire(now.Add(-c.opts.RTTWindow))
 	r.lastContact = now
 	return rtt
+}
+
+// observeSilence records a request to r, sent at sent, that timed out:
+// the node was at least that slow (4.5), and it is down until it next
+// answers (rttStats.down). It returns the time waited.
+func (c *Client) observeSilence(r *replicaState, sent time.Time) time.Duration {
+	waited := c.observeRTT(r, sent)
+	r.rtt.down = true
+	return waited
 }
 
 // BeginSession starts a session on an open table with a default SLA and

@@ -23,6 +23,11 @@ type rttStats struct {
 	// binary search.
 	sorted []time.Duration
 	sum    time.Duration
+	// down is set when a request to the node ended without a reply (a
+	// probe, a Get or a Put timed out) and cleared by the next message
+	// the node sends (Client.Receive): a node that has not answered since
+	// it last failed to is taken as unreachable (see pWithin).
+	down bool
 }
 
 type rttSample struct {
@@ -64,8 +69,16 @@ func (s *rttStats) expire(cutoff time.Time) {
 
 // pWithin is PNodeLat: the fraction of samples no larger than latency. With
 // no samples it is 1: an unmeasured node is worth trying, and the reply
-// measures it (the paper leaves this case open).
+// measures it (the paper leaves this case open). A node that is down is
+// expected to meet no latency at all, however fast its past samples: the
+// window still holds minutes of them, and a timed-out request adds only
+// one, as long as its timeout, which an SLA's longer latency would count
+// as met (a primary whose process had stopped kept its appeal for a
+// "strong 5s" subSLA after a 2 s probe timed out).
 func (s *rttStats) pWithin(latency time.Duration) float64 {
+	if s.down {
+		return 0
+	}
 	if s.size == 0 {
 		return 1
 	}

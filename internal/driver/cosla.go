@@ -71,9 +71,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 				// for the pending writes gets, not a failure.
 				op.Err, op.Null = nil, true
 			}
-			if r.Retried {
-				op.Extra++
-			}
+			op.Extra += r.Retries
 			if r.Hedged {
 				op.Extra++
 			}

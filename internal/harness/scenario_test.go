@@ -448,8 +448,8 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	if r.FromSession {
 		b.WriteString(" from-session")
 	}
-	if r.Retried {
-		b.WriteString(" retried")
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, " retried=%d", r.Retries)
 	}
 	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
 	for _, rr := range r.Replies {
