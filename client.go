@@ -146,10 +146,6 @@ type Config struct {
 	TLS *tls.Config
 	// Insecure connects without TLS, to nodes started with insecure.
 	Insecure bool
-	// ConnectTimeout bounds how long Open waits for connections to the
-	// nodes; nodes not reached by then are dialed again when used.
-	// Default 5s.
-	ConnectTimeout time.Duration
 	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
 	// share of recent Gets that met each subSLA. Default 1m.
 	SLAWindow time.Duration
@@ -171,8 +167,9 @@ type Client struct {
 	closeOnce sync.Once
 }
 
-// Open connects a client to every node, waiting at most
-// Config.ConnectTimeout; a node it cannot reach is dialed again when used.
+// Open returns a client of the nodes in cfg. It does not wait for them:
+// each is dialed when first used, all at once by OpenTable, and a node it
+// cannot reach is dialed again when used.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Site == "" || strings.Contains(cfg.Site, "/") {
 		return nil, fmt.Errorf("%w: Config.Site must be a site name without '/', got %q", ErrInvalid, cfg.Site)
@@ -193,9 +190,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 5 * time.Second
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -236,11 +230,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.node.Store(n)
-	// Connect to every node now, within a bound, so the monitor's first
-	// round trips measure the network rather than connection setup.
-	warm, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	c.transport.Connect(warm)
-	cancel()
 	return c, nil
 }
 
@@ -441,9 +430,11 @@ func (t *Table) Name() string {
 	return t.t.Name()
 }
 
-// OpenTable fetches a table's layout and probes every replica, returning
-// once each has answered or timed out, so that the first Gets choose among
-// measured nodes (Pileus 4.5).
+// OpenTable fetches a table's layout (the first node to answer gives it)
+// and probes every replica. It does not wait for the probes: a Get waits
+// only for those of the nodes it would choose, so that the first Gets
+// choose among measured nodes (Pileus 4.5) without waiting for nodes they
+// do not need.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	type result struct {
 		t   *clientcore.Table

@@ -137,11 +137,16 @@ type Options struct {
 	// much more freshness. With clocks within e of true time set it to 2e.
 	// Default 0 (synchronized clocks).
 	ClockUncertainty time.Duration
-	// MeasureOnOpen makes OpenTable finish only when the first probe of
-	// every replica has been answered or has timed out, so that the first
-	// Gets choose among measured nodes. A short-lived client (a command
-	// line, say) wants it; a long-lived one can start sooner without it.
-	// Default false.
+	// MeasureOnOpen makes the first Gets choose among measured nodes
+	// without waiting for nodes they do not need: OpenTable probes every
+	// replica at once (as it always does) and returns, and a Pileus Get
+	// whose choice falls on a node whose first probe is still out waits
+	// until that probe is answered or times out, then chooses again
+	// (awaitProbe). Probes go out together, so the first to answer is
+	// the nearest node, and a node that does not answer counts as down
+	// after ProbeTimeout. A short-lived client (a command line, say)
+	// wants it; without it a Get goes to an unmeasured node as if it
+	// met every latency, and its reply measures it. Default false.
 	MeasureOnOpen bool
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB, as on the replicas.
@@ -282,6 +287,9 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
+	// awaiting are the Gets waiting for a first probe (awaitProbe), in
+	// the order they came.
+	awaiting []func()
 	// causal holds the client sides of the open causal tables, by ID.
 	causal map[uint64]*causalTable
 	// causalSessions numbers the sessions on causal tables.
@@ -322,6 +330,7 @@ func (c *Client) Start(env node.Env) error {
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
 	c.causal = map[uint64]*causalTable{}
+	c.awaiting = nil
 	c.started = env.Now()
 	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
 	c.met, c.slas = nil, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
 )
 
 // Monitor (Pileus 4.5). Every round trip to a node adds a latency sample;
@@ -224,6 +225,43 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 		r.rtt.expire(r.shiftSent)
 	}
 	r.shift, r.shiftSent = rtt, sent
+}
+
+// awaitProbe makes a Pileus Get wait, under Options.MeasureOnOpen, while
+// the replica Fig. 8 would choose for it has not answered its first probe:
+// an unmeasured node promises every latency (pWithin), and among several
+// it is the first in the layout, not the nearest. It reports whether it
+// held the Get, which then chooses again once a probe is answered or
+// times out (probed). Each node's first probe ends within ProbeTimeout,
+// so a Get waits at most that long for each. The wait is the table's
+// measuring, as if OpenTable had waited for it: it is not counted in the
+// Get's latency, which an SLA judges by the Get's own round trip.
+func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
+	if !c.opts.MeasureOnOpen || strategy != Pileus || o.Bound != wire.NoBound {
+		return false
+	}
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
+	if r := tv.replicas[pick]; !r.probing || r.rtt.size > 0 {
+		return false
+	}
+	held := c.env.Now()
+	c.awaiting = append(c.awaiting, func() {
+		o.since = o.since.Add(c.env.Now().Sub(held))
+		if err := c.get(s, key, o, done, true); err != nil {
+			done(GetResult{Met: -1, Target: -1}, err)
+		}
+	})
+	return true
+}
+
+// probed lets the Gets waiting for a first probe choose again.
+func (c *Client) probed() {
+	waiting := c.awaiting
+	c.awaiting = nil
+	for _, f := range waiting {
+		f()
+	}
 }
 
 // ProbesSent returns the number of probes the client has sent since New

@@ -209,6 +209,9 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Strategy != 0 {
 		strategy = o.Strategy
 	}
+	if c.awaitProbe(s, key, agreement, strategy, o, done) {
+		return nil
+	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	done = c.countGet(agreement, tv, done)
 	read, delay := s.policy.Read, s.policy.Delay
@@ -492,11 +495,10 @@ func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 	}
 }
 
-// probe asks a replica for its high timestamp, measuring the round trip.
-// finished, if not nil, is called when the probe is answered or times out;
-// a probe already in flight is not repeated, and then finished is not
-// called.
-func (c *Client) probe(tv *tabletView, r *replicaState, finished func()) {
+// probe asks a replica for its high timestamp, measuring the round trip;
+// a probe already in flight is not repeated. Once it is answered or times
+// out, the Gets that waited for it go on (awaitProbe).
+func (c *Client) probe(tv *tabletView, r *replicaState) {
 	if r.probing {
 		return
 	}
@@ -512,17 +514,13 @@ func (c *Client) probe(tv *tabletView, r *replicaState, finished func()) {
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
 				c.observeHigh(tv, r, reply.HighTS)
 			}
-			if finished != nil {
-				finished()
-			}
+			c.probed()
 		},
 		onTimeout: func() {
 			r.probing = false
 			mean, measured := r.rtt.mean(), r.rtt.size > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
-			if finished != nil {
-				finished()
-			}
+			c.probed()
 		},
 	})
 }
@@ -541,7 +539,7 @@ func (c *Client) probeIdle() {
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
 				if now.Sub(r.lastContact) >= c.probeInterval(r) {
-					c.probe(&t.tablets[i], r, nil)
+					c.probe(&t.tablets[i], r)
 				}
 			}
 		}

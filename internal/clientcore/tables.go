@@ -80,27 +80,14 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
-		// probe round, so the first Gets are well informed.
-		outstanding := 0
-		finished := func() {
-			if outstanding--; outstanding == 0 {
-				done(t, nil)
-			}
-		}
-		if !c.opts.MeasureOnOpen {
-			finished = nil
-		}
+		// probe round, so the first Gets are well informed (and with
+		// Options.MeasureOnOpen wait for what they need of it).
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				if !r.probing {
-					outstanding++
-					c.probe(&t.tablets[i], r, finished)
-				}
+				c.probe(&t.tablets[i], r)
 			}
 		}
-		if finished == nil || outstanding == 0 {
-			done(t, nil)
-		}
+		done(t, nil)
 	})
 }
 

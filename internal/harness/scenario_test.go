@@ -23,9 +23,10 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide] [adaptive-probing] [pull-batch-max=N]
+//	world [seed=N] [probes=hide] [adaptive-probing] [measure-on-open] [pull-batch-max=N]
 //	                                           build the world from the topology; adaptive-probing
-//	                                           sets the clients' Options.AdaptiveProbing,
+//	                                           and measure-on-open set the clients'
+//	                                           Options.AdaptiveProbing and MeasureOnOpen,
 //	                                           pull-batch-max the nodes' replica.Options.PullBatchMax
 //	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D] [write-level=L]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
@@ -93,7 +94,7 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
 		}
 		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record, Replica: ropts,
-			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing")}})
+			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing"), MeasureOnOpen: d.HasArg("measure-on-open")}})
 	case "create-table":
 		outcome, err = sc.createTable(d)
 	case "session":
