@@ -223,7 +223,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		tn = c.tunerFor(s.policy.Tune)
 		read = Mix(tn.adjust(tv, s.policy.Tune), One, Quorum)
 	}
-	if err := read.validate(); err != nil {
+	if err := read.check(len(tv.replicas), "read"); err != nil {
 		return err
 	}
 	if err := checkBound(o.Bound); err != nil {
@@ -241,11 +241,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Delay > 0 {
 		delay = o.Delay
 	}
-	level := read.draw(c.env.Rand())
-	if err := level.Check(len(tv.replicas)); err != nil {
-		return fmt.Errorf("%w: read %w", ErrInvalid, err)
-	}
-	r := level.Count(len(tv.replicas))
+	r := read.draw(c.env.Rand()).Count(len(tv.replicas))
 	mins := c.minReadTimestamps(s, agreement, key)
 	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
 	if tn != nil {
@@ -400,7 +396,8 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	case s.policy.Tune.set():
 		write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
 	}
-	if err := write.validate(); err != nil {
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	if err := write.check(len(tv.replicas), "write"); err != nil {
 		return err
 	}
 	if o.Timeout < 0 {
@@ -409,7 +406,6 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	if err := checkBound(o.Bound); err != nil {
 		return err
 	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	timeout := c.opts.RequestTimeout
 	if o.Timeout > 0 {
 		timeout = min(timeout, o.Timeout)
@@ -439,11 +435,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		c.putBounded(s, tv, key, value, o, timeout, done)
 		return nil
 	}
-	level := write.draw(c.env.Rand())
-	if err := level.Check(len(tv.replicas)); err != nil {
-		return fmt.Errorf("%w: write %w", ErrInvalid, err)
-	}
-	w := max(level.Count(len(tv.replicas)), tv.writeCount)
+	w := max(write.draw(c.env.Rand()).Count(len(tv.replicas)), tv.writeCount)
 	r := tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()

@@ -29,10 +29,20 @@ type Session struct {
 	causal *causal.Session
 }
 
-// SetPolicy sets the levels and delay of the session's operations.
+// SetPolicy sets the levels and delay of the session's operations. A
+// level above a tablet's replica count is refused here, before any
+// operation is sent.
 func (s *Session) SetPolicy(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
+	}
+	for _, tv := range s.table.tablets {
+		if err := p.Read.check(len(tv.replicas), "read"); err != nil {
+			return err
+		}
+		if err := p.Write.check(len(tv.replicas), "write"); err != nil {
+			return err
+		}
 	}
 	s.policy = p
 	return nil
