@@ -174,6 +174,9 @@ func (c *Client) putCausal(s *Session, key string, value []byte, o PutOptions, d
 // consistency a causal table serves holds, so the subSLA met is the first
 // whose latency the read met.
 func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetResult, error)) error {
+	if o.Bound != wire.NoBound || o.Read.set() {
+		return fmt.Errorf("%w: a causal table's Get takes no bound or read level: its coordinator reads one ring or its site's cache", ErrInvalid)
+	}
 	agreement := s.sla
 	if o.SLA != nil {
 		agreement = o.SLA

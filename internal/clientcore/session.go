@@ -1,6 +1,8 @@
 package clientcore
 
 import (
+	"fmt"
+
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/sla"
@@ -31,10 +33,14 @@ type Session struct {
 
 // SetPolicy sets the levels and delay of the session's operations. A
 // level above a tablet's replica count is refused here, before any
-// operation is sent.
+// operation is sent, and so is any policy on a causal table, whose reads
+// and writes go through its coordinator.
 func (s *Session) SetPolicy(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
+	}
+	if s.table.causal != nil && p != (Policy{}) {
+		return fmt.Errorf("%w: causal table %q takes no read or write level, delay, read repair or tuner", ErrInvalid, s.table.Name())
 	}
 	for _, tv := range s.table.tablets {
 		if err := p.Read.check(len(tv.replicas), "read"); err != nil {
