@@ -194,6 +194,10 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 		if err := causalError(r.Code); err != nil {
 			c.unmet++
 			c.recordGet(agreement, -1)
+			if r.Code == wire.Unavailable {
+				res.TimedOut = true
+				err = ct.timeoutError(key, r)
+			}
 			done(res, err)
 			return
 		}
@@ -213,6 +217,25 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 		done(res, nil)
 	})
 	return nil
+}
+
+// timeoutError says which node a causal Get of key waited for in vain:
+// the coordinator itself, which did not answer within the client's
+// timeout, or the ring's node the coordinator read last (a read bound to
+// a ring, Karma 4.2, waits for that one node), if it names one.
+func (ct *causalTable) timeoutError(key string, r causal.Result) error {
+	switch r.Node {
+	case ct.cc:
+		return fmt.Errorf("%w: get %q: no answer from the coordinator %s", ErrTimeout, key, ct.cc)
+	case "":
+		return fmt.Errorf("get %q: %w", key, causalError(r.Code))
+	}
+	bound := ""
+	if r.Restricted {
+		bound = "; a ring restriction binds the session to that ring (Karma 4.2)"
+	}
+	return fmt.Errorf("%w: get %q: %s of ring %d (%s) did not answer within the coordinator's read timeout%s",
+		ErrTimeout, key, r.Node, r.Ring, ct.ringName(r.Ring), bound)
 }
 
 // GetTx reads keys of a causal table as one causally consistent snapshot

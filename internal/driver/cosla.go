@@ -160,6 +160,11 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 			if r.Causal != nil {
 				op.Restricted = r.Causal.Restricted
 			}
+			if r.TimedOut {
+				// The node that did not answer (clientcore's error
+				// names it too).
+				op.Node, op.Ring = string(r.Node), r.Causal.Ring
+			}
 			if err == nil {
 				op.SubSLA, op.Consistency = r.SubSLA, "causal"
 				op.Found, op.TS, op.Node = r.Found, r.VersionTS, string(r.Node)
