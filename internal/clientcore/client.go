@@ -137,16 +137,19 @@ type Options struct {
 	// much more freshness. With clocks within e of true time set it to 2e.
 	// Default 0 (synchronized clocks).
 	ClockUncertainty time.Duration
-	// MeasureOnOpen makes the first Gets choose among measured nodes
-	// without waiting for nodes they do not need: OpenTable probes every
-	// replica at once (as it always does) and returns, and a Pileus Get
-	// whose choice falls on a node whose first probe is still out waits
-	// until that probe is answered or times out, then chooses again
-	// (awaitProbe). Probes go out together, so the first to answer is
-	// the nearest node, and a node that does not answer counts as down
-	// after ProbeTimeout. A short-lived client (a command line, say)
-	// wants it; without it a Get goes to an unmeasured node as if it
-	// met every latency, and its reply measures it. Default false.
+	// MeasureOnOpen makes the first operations choose among measured
+	// nodes without waiting for nodes they do not need. OpenTable probes
+	// every replica at once (as it always does) and returns; as the
+	// connections may still be being set up, each replica's first probe
+	// is a warm-up, and the probe its reply sends is the replica's first
+	// sample. An operation that chooses its replica by the monitor
+	// (awaitProbe: a Pileus or Closest Get, a bounded Get or Put) and
+	// would choose one not yet measured waits until a probe is answered
+	// or times out, then chooses again. The first to answer is the
+	// nearest node, and a node that does not answer counts as down after
+	// ProbeTimeout. A short-lived client (a command line, say) wants it;
+	// without it an operation goes to an unmeasured node as if it met
+	// every latency, and its reply measures it. Default false.
 	MeasureOnOpen bool
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB, as on the replicas.
@@ -287,8 +290,8 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
-	// awaiting are the Gets waiting for a first probe (awaitProbe), in
-	// the order they came.
+	// awaiting are the operations waiting for a first probe
+	// (awaitProbe), in the order they came.
 	awaiting []func()
 	// causal holds the client sides of the open causal tables, by ID.
 	causal map[uint64]*causalTable
@@ -472,13 +475,17 @@ func (c *Client) nodeRTT(id wire.NodeID) *rttStats {
 	return s
 }
 
-// observeRTT records a round trip to a node that started at sent.
+// observeRTT records a round trip to a node that started at sent, unless
+// it may include setting up the connection (replicaState.warming).
 func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
 	now := c.env.Now()
 	rtt := now.Sub(sent)
+	r.lastContact = now
+	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
+		return rtt
+	}
 	r.rtt.add(now, rtt)
 	r.rtt.expire(now.Add(-c.opts.RTTWindow))
-	r.lastContact = now
 	return rtt
 }
 

@@ -124,6 +124,14 @@ type replicaState struct {
 	// monitor probes replicas it has not heard from for a while.
 	lastContact time.Time
 	probing     bool
+	// warming is set, under Options.MeasureOnOpen, from OpenTable until
+	// the replica's first measured probe is answered or times out; the
+	// operations that would choose it wait meanwhile (awaitProbe).
+	// Requests sent while the warm-up probe is out, or before coldUntil,
+	// when the measured probe was sent, may have waited for the
+	// connection to be set up: their round trips are not sampled.
+	warming   bool
+	coldUntil time.Time
 	// probeInterval is this replica's own probe interval under
 	// Options.AdaptiveProbing; zero until a probe has adapted it, which
 	// stands for Options.ProbeInterval.
@@ -227,26 +235,40 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 	r.shift, r.shiftSent = rtt, sent
 }
 
-// awaitProbe makes a Pileus Get wait, under Options.MeasureOnOpen, while
-// the replica Fig. 8 would choose for it has not answered its first probe:
-// an unmeasured node promises every latency (pWithin), and among several
-// it is the first in the layout, not the nearest. It reports whether it
-// held the Get, which then chooses again once a probe is answered or
-// times out (probed). Each node's first probe ends within ProbeTimeout,
-// so a Get waits at most that long for each. The wait is the table's
-// measuring, as if OpenTable had waited for it: it is not counted in the
-// Get's latency, which an SLA judges by the Get's own round trip.
+// awaitProbe makes a Get wait, under Options.MeasureOnOpen, while the
+// replica it would go to is still warming (Pileus 4.5): an unmeasured
+// node promises every latency (pWithin) and counts as the farthest, so
+// among several the choice falls on the first in the layout, not the
+// nearest, nor the one that can meet the SLA. Pileus's choice (Fig. 8),
+// the Closest strategy's and a bounded Get's (the nearest replica) are
+// the ones that read the monitor. It reports whether it held the Get,
+// which chooses again once a probe is answered or times out (probed):
+// the probes went out together, so the first to answer is the nearest
+// node, and the Get waits for no other unless it would choose it, at
+// most ProbeTimeout for each. The wait is the table's measuring, as if
+// OpenTable had waited for it: it does not count in the Get's latency,
+// which an SLA judges by the Get's own round trip.
 func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
-	if !c.opts.MeasureOnOpen || strategy != Pileus || o.Bound != wire.NoBound {
+	if !c.opts.MeasureOnOpen {
 		return false
 	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
-	_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
-	if r := tv.replicas[pick]; !r.probing || r.rtt.size > 0 {
+	tablet := s.table.layout.TabletFor(key)
+	tv := &s.table.tablets[tablet]
+	var r *replicaState
+	switch {
+	case o.Bound != wire.NoBound:
+		r = c.receiver(s, tv, tablet)
+	case strategy == Pileus:
+		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
+		r = tv.replicas[pick]
+	case strategy == Closest:
+		r = tv.replicas[closest(tv.replicas)]
+	}
+	if r == nil || !r.warming {
 		return false
 	}
 	held := c.env.Now()
-	c.awaiting = append(c.awaiting, func() {
+	c.await(func() {
 		o.since = o.since.Add(c.env.Now().Sub(held))
 		if err := c.get(s, key, o, done, true); err != nil {
 			done(GetResult{Met: -1, Target: -1}, err)
@@ -255,7 +277,13 @@ func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy 
 	return true
 }
 
-// probed lets the Gets waiting for a first probe choose again.
+// await holds an operation until the next probe is answered or times out;
+// retry then runs it again.
+func (c *Client) await(retry func()) {
+	c.awaiting = append(c.awaiting, retry)
+}
+
+// probed lets the operations waiting for a first probe choose again.
 func (c *Client) probed() {
 	waiting := c.awaiting
 	c.awaiting = nil

@@ -430,6 +430,15 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			})
 		return nil
 	}
+	if o.Bound != wire.NoBound && c.opts.MeasureOnOpen && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
+		// A bounded Put goes to the nearest replica: see awaitProbe.
+		c.await(func() {
+			if err := c.put(s, key, value, o, done, true); err != nil {
+				done(PutResult{}, err)
+			}
+		})
+		return nil
+	}
 	done = c.countPut(done)
 	if o.Bound != wire.NoBound || o.Test != nil {
 		c.putBounded(s, tv, key, value, o, timeout, done)
@@ -488,9 +497,13 @@ func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 }
 
 // probe asks a replica for its high timestamp, measuring the round trip;
-// a probe already in flight is not repeated. Once it is answered or times
-// out, the Gets that waited for it go on (awaitProbe).
-func (c *Client) probe(tv *tabletView, r *replicaState) {
+// a probe already in flight is not repeated. A warm-up probe measures
+// nothing: OpenTable sends one to each replica under
+// Options.MeasureOnOpen, on connections that may not be set up yet, and
+// its reply sends the replica's first measured probe. Once that is
+// answered or times out, the operations that waited for it go on
+// (awaitProbe).
+func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 	if r.probing {
 		return
 	}
@@ -501,15 +514,21 @@ func (c *Client) probe(tv *tabletView, r *replicaState) {
 	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: tv.ref}, req, c.opts.ProbeTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
-			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
 				c.observeHigh(tv, r, reply.HighTS)
 			}
+			if warmUp {
+				r.coldUntil = c.env.Now()
+				c.probe(tv, r, false)
+				return
+			}
+			r.warming = false
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			c.probed()
 		},
 		onTimeout: func() {
-			r.probing = false
+			r.probing, r.warming = false, false
 			mean, measured := r.rtt.mean(), r.rtt.size > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
 			c.probed()
@@ -531,7 +550,7 @@ func (c *Client) probeIdle() {
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
 				if now.Sub(r.lastContact) >= c.probeInterval(r) {
-					c.probe(&t.tablets[i], r)
+					c.probe(&t.tablets[i], r, false)
 				}
 			}
 		}

@@ -84,7 +84,8 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		// Options.MeasureOnOpen wait for what they need of it).
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				c.probe(&t.tablets[i], r)
+				r.warming = c.opts.MeasureOnOpen && r.rtt.size == 0
+				c.probe(&t.tablets[i], r, r.warming)
 			}
 		}
 		done(t, nil)
