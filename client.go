@@ -221,7 +221,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		MaxValueBytes:    cfg.MaxValueBytes,
 		MaxSessions:      cfg.MaxSessions,
 		SLAWindow:        cfg.SLAWindow,
-		MeasureOnOpen:    true,
+		Measure:          clientcore.MeasureNeeded,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
@@ -431,10 +431,10 @@ func (t *Table) Name() string {
 }
 
 // OpenTable fetches a table's layout (the first node to answer gives it)
-// and probes every replica. It does not wait for the probes: a Get waits
-// only for those of the nodes it would choose, so that the first Gets
-// choose among measured nodes (Pileus 4.5) without waiting for nodes they
-// do not need.
+// and probes every replica. It does not wait for the probes: an operation
+// waits only for those of the node it would choose, so that the first
+// Gets choose among measured nodes (Pileus 4.5) without waiting for nodes
+// they do not need. That wait is not counted in Result.RTT.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	type result struct {
 		t   *clientcore.Table

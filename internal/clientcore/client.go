@@ -137,20 +137,9 @@ type Options struct {
 	// much more freshness. With clocks within e of true time set it to 2e.
 	// Default 0 (synchronized clocks).
 	ClockUncertainty time.Duration
-	// MeasureOnOpen makes the first operations choose among measured
-	// nodes without waiting for nodes they do not need. OpenTable probes
-	// every replica at once (as it always does) and returns; as the
-	// connections may still be being set up, each replica's first probe
-	// is a warm-up, and the probe its reply sends is the replica's first
-	// sample. An operation that chooses its replica by the monitor
-	// (awaitProbe: a Pileus or Closest Get, a bounded Get or Put) and
-	// would choose one not yet measured waits until a probe is answered
-	// or times out, then chooses again. The first to answer is the
-	// nearest node, and a node that does not answer counts as down after
-	// ProbeTimeout. A short-lived client (a command line, say) wants it;
-	// without it an operation goes to an unmeasured node as if it met
-	// every latency, and its reply measures it. Default false.
-	MeasureOnOpen bool
+	// Measure says how the first operations come to choose among
+	// measured nodes (Pileus 4.5): see Measuring. Default MeasureLater.
+	Measure Measuring
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
 	// Defaults 4 KiB and 1 MiB, as on the replicas.
 	MaxKeyBytes, MaxValueBytes int
@@ -233,6 +222,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.MaxSessions must not be negative, got %d", o.MaxSessions)
 	case o.SLAWindow <= 0:
 		return fmt.Errorf("clientcore: Options.SLAWindow must be positive, got %s", o.SLAWindow)
+	case o.Measure > MeasureNeeded:
+		return fmt.Errorf("clientcore: Options.Measure %d is none of MeasureLater, MeasureAll and MeasureNeeded", o.Measure)
 	case o.NotifyEvery < 0:
 		return fmt.Errorf("clientcore: Options.NotifyEvery must not be negative, got %s", o.NotifyEvery)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
@@ -240,6 +231,31 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// Measuring says how a client's first operations come to choose among
+// measured nodes. OpenTable probes every replica at once in every mode.
+type Measuring uint8
+
+// Measuring modes.
+const (
+	// MeasureLater: OpenTable returns at once, and an operation may go
+	// to a node not yet measured as if it met every latency; its reply
+	// measures the node.
+	MeasureLater Measuring = iota
+	// MeasureAll: OpenTable returns once every replica's first probe has
+	// been answered or has timed out; for a long-running client whose
+	// work starts with every node measured (the driver's runs, whose
+	// operations' latencies and histories must not hold a wait for
+	// probes).
+	MeasureAll
+	// MeasureNeeded: OpenTable returns at once, and an operation that
+	// chooses its replica by the monitor waits only until the replica
+	// it would choose is measured (awaitProbe), so that it does not wait
+	// for nodes it does not need; for a command line. The connections
+	// may still be being set up, so each replica's first probe is a
+	// warm-up and the probe its reply sends its first sample.
+	MeasureNeeded
+)
 
 // Table is an open table: its layout and the client's view of each of its
 // tablets' replicas.
@@ -290,8 +306,8 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
-	// awaiting are the operations waiting for a first probe
-	// (awaitProbe), in the order they came.
+	// awaiting are the operations waiting for a first probe (await), in
+	// the order they came.
 	awaiting []func()
 	// causal holds the client sides of the open causal tables, by ID.
 	causal map[uint64]*causalTable

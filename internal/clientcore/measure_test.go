@@ -8,15 +8,15 @@ import (
 	"github.com/cosla/cosla/sla"
 )
 
-// TestMeasureOnOpen follows a command line's client (Options.MeasureOnOpen)
+// TestMeasureNeeded follows a command line's client (MeasureNeeded)
 // whose connection to England takes 800 ms to set up, then 400 ms a round
 // trip. OpenTable returns at once; a Put sent at once waits for the
 // connection with the warm-up probe, and neither round trip is sampled.
 // A read-my-writes Get within 1 s, which only England can meet, waits for
 // England's first measured probe rather than take the Put's 1.2 s for the
 // node's latency and read the stale U.S. replica.
-func TestMeasureOnOpen(t *testing.T) {
-	c, env, table := openedClient(t, Options{MeasureOnOpen: true})
+func TestMeasureNeeded(t *testing.T) {
+	c, env, table := openedClient(t, Options{Measure: MeasureNeeded})
 	agreement := sla.SLA{{Consistency: sla.ReadMyWritesConsistency, Latency: time.Second, Utility: 1}}
 	s, err := c.BeginSession(table, agreement, Pileus)
 	if err != nil {
@@ -59,12 +59,12 @@ func TestMeasureOnOpen(t *testing.T) {
 	}
 }
 
-// TestMeasureOnOpenBounded checks that a bounded Put, which goes to the
-// nearest replica, waits under Options.MeasureOnOpen for the first
+// TestMeasureNeededBounded checks that a bounded Put, which goes to the
+// nearest replica, waits under MeasureNeeded for the first
 // measured probe (the nearest node's) instead of taking the first
 // replica of the layout, the primary, for the nearest.
-func TestMeasureOnOpenBounded(t *testing.T) {
-	c, env, table := openedClient(t, Options{MeasureOnOpen: true})
+func TestMeasureNeededBounded(t *testing.T) {
+	c, env, table := openedClient(t, Options{Measure: MeasureNeeded})
 	s, err := c.BeginSession(table, sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Second, Utility: 1}}, Pileus)
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +85,28 @@ func TestMeasureOnOpenBounded(t *testing.T) {
 	c.Receive(us, &wire.PutReply{Req: env.take(t, us, false), Code: wire.OK, Stage: wire.Received, WriteID: 1})
 	if node != us {
 		t.Fatalf("bounded Put taken by %q, want the nearest replica us/r1", node)
+	}
+}
+
+// TestMeasureAll checks that under MeasureAll OpenTable returns only once
+// every replica's first probe has been answered or has timed out.
+func TestMeasureAll(t *testing.T) {
+	env := &fakeEnv{now: time.Unix(1000, 0)}
+	c := New(Options{Nodes: []wire.NodeID{england}, Measure: MeasureAll})
+	if err := c.Start(env); err != nil {
+		t.Fatal(err)
+	}
+	opened := false
+	c.OpenTable("t", func(_ *Table, err error) { opened = err == nil })
+	layout := wire.Layout{Name: "t", ID: 7, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{us, india}}}}
+	c.Receive(england, &wire.TableInfoReply{Req: env.take(t, england, false), Code: wire.OK, Layout: layout})
+	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(999)})
+	c.Receive(england, &wire.ProbeReply{Req: env.take(t, england, true), Code: wire.OK, HighTS: wallTS(1000), Primary: true})
+	if opened {
+		t.Fatal("OpenTable returned with India's probe still out")
+	}
+	c.Fire(timeoutTimer{env.take(t, india, true)})
+	if !opened {
+		t.Fatal("OpenTable did not return once every probe was answered or timed out")
 	}
 }

@@ -124,7 +124,7 @@ type replicaState struct {
 	// monitor probes replicas it has not heard from for a while.
 	lastContact time.Time
 	probing     bool
-	// warming is set, under Options.MeasureOnOpen, from OpenTable until
+	// warming is set, under MeasureNeeded, from OpenTable until
 	// the replica's first measured probe is answered or times out; the
 	// operations that would choose it wait meanwhile (awaitProbe).
 	// Requests sent while the warm-up probe is out, or before coldUntil,
@@ -235,7 +235,7 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 	r.shift, r.shiftSent = rtt, sent
 }
 
-// awaitProbe makes a Get wait, under Options.MeasureOnOpen, while the
+// awaitProbe makes a Get wait, under MeasureNeeded, while the
 // replica it would go to is still warming (Pileus 4.5): an unmeasured
 // node promises every latency (pWithin) and counts as the farthest, so
 // among several the choice falls on the first in the layout, not the
@@ -249,7 +249,7 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 // OpenTable had waited for it: it does not count in the Get's latency,
 // which an SLA judges by the Get's own round trip.
 func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
-	if !c.opts.MeasureOnOpen {
+	if c.opts.Measure != MeasureNeeded {
 		return false
 	}
 	tablet := s.table.layout.TabletFor(key)

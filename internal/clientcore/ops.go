@@ -430,7 +430,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			})
 		return nil
 	}
-	if o.Bound != wire.NoBound && c.opts.MeasureOnOpen && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
+	if o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
 		// A bounded Put goes to the nearest replica: see awaitProbe.
 		c.await(func() {
 			if err := c.put(s, key, value, o, done, true); err != nil {
@@ -499,7 +499,7 @@ func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 // probe asks a replica for its high timestamp, measuring the round trip;
 // a probe already in flight is not repeated. A warm-up probe measures
 // nothing: OpenTable sends one to each replica under
-// Options.MeasureOnOpen, on connections that may not be set up yet, and
+// MeasureNeeded, on connections that may not be set up yet, and
 // its reply sends the replica's first measured probe. Once that is
 // answered or times out, the operations that waited for it go on
 // (awaitProbe).

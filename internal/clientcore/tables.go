@@ -80,16 +80,34 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
-		// probe round, so the first Gets are well informed (and with
-		// Options.MeasureOnOpen wait for what they need of it).
+		// probe round, so the first Gets are well informed (see
+		// Options.Measure).
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				r.warming = c.opts.MeasureOnOpen && r.rtt.size == 0
+				r.warming = c.opts.Measure == MeasureNeeded && r.rtt.size == 0
 				c.probe(&t.tablets[i], r, r.warming)
 			}
 		}
+		if c.opts.Measure == MeasureAll {
+			c.awaitMeasured(t, func() { done(t, nil) })
+			return
+		}
 		done(t, nil)
 	})
+}
+
+// awaitMeasured calls done once no replica of t has a probe out
+// (MeasureAll).
+func (c *Client) awaitMeasured(t *Table, done func()) {
+	for i := range t.tablets {
+		for _, r := range t.tablets[i].replicas {
+			if r.probing {
+				c.await(func() { c.awaitMeasured(t, done) })
+				return
+			}
+		}
+	}
+	done()
 }
 
 // lookupLayout asks every known node for the layout and answers with the

@@ -381,7 +381,7 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	}
 	opts := g.Cosla.Client
 	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
-	opts.MeasureOnOpen = true
+	opts.Measure = clientcore.MeasureAll
 	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])
