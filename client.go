@@ -148,10 +148,6 @@ type Config struct {
 	TLS *tls.Config
 	// Insecure connects without TLS, to nodes started with insecure.
 	Insecure bool
-	// ConnectTimeout bounds how long Open waits for connections to the
-	// nodes; nodes not reached by then are dialed again when used.
-	// Default 5s.
-	ConnectTimeout time.Duration
 	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
 	// share of recent Gets that met each subSLA. Default 1m.
 	SLAWindow time.Duration
@@ -173,8 +169,9 @@ type Client struct {
 	closeOnce sync.Once
 }
 
-// Open connects a client to every node, waiting at most
-// Config.ConnectTimeout; a node it cannot reach is dialed again when used.
+// Open returns a client of the nodes in cfg. It does not wait for them:
+// each is dialed when first used, all at once by OpenTable, and a node it
+// cannot reach is dialed again when used.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Site == "" || strings.Contains(cfg.Site, "/") {
 		return nil, fmt.Errorf("%w: Config.Site must be a site name without '/', got %q", ErrInvalid, cfg.Site)
@@ -201,9 +198,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 5 * time.Second
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -238,7 +232,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		MaxValueBytes:    cfg.MaxValueBytes,
 		MaxSessions:      cfg.MaxSessions,
 		SLAWindow:        cfg.SLAWindow,
-		MeasureOnOpen:    true,
+		Measure:          clientcore.MeasureNeeded,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
@@ -247,11 +241,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.node.Store(n)
-	// Connect to every node now, within a bound, so the monitor's first
-	// round trips measure the network rather than connection setup.
-	warm, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	c.transport.Connect(warm)
-	cancel()
 	return c, nil
 }
 
@@ -452,9 +441,11 @@ func (t *Table) Name() string {
 	return t.t.Name()
 }
 
-// OpenTable fetches a table's layout and probes every replica, returning
-// once each has answered or timed out, so that the first Gets choose among
-// measured nodes (Pileus 4.5).
+// OpenTable fetches a table's layout (the first node to answer gives it)
+// and probes every replica. It does not wait for the probes: an operation
+// waits only for those of the node it would choose, so that the first
+// Gets choose among measured nodes (Pileus 4.5) without waiting for nodes
+// they do not need. That wait is not counted in Result.RTT.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	type result struct {
 		t   *clientcore.Table
@@ -809,11 +800,17 @@ func WithSLA(agreement sla.SLA) GetOption {
 	return getFunc(func(o *clientcore.GetOptions) { o.SLA = agreement })
 }
 
-// WithRetryAfterMiss lets a Get whose reply met no subSLA ask a second node
-// that can still meet a lower subSLA in the time left (beyond Pileus; its
-// section 5.4 describes the case). Result.Retried reports it.
-func WithRetryAfterMiss() GetOption {
-	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = true })
+// WithRetryAfterMiss turns a Get's fallback after a miss on or off; it is
+// on by default (beyond Pileus; its section 5.4 describes the case): when
+// a reply meets no subSLA, or the target subSLA's latency passes without a
+// reply (for an unbounded one, the 2 s probe timeout), the Get also asks
+// the node not yet asked that can best meet a subSLA in the time left, and
+// so on while the SLA allows, each node once; the best reply wins. A node
+// that is down then costs a Get no more than its target's latency.
+// Result.Retried reports it. Off, a Get sends one request, as the paper's
+// Pileus does, and a target that is down costs it the SLA's last latency.
+func WithRetryAfterMiss(on bool) GetOption {
+	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = on })
 }
 
 // WithHedge lets a Pileus Get go to a second node at once when that is
@@ -853,9 +850,10 @@ type Result struct {
 	Strategy        Strategy
 	Target          int
 	ExpectedUtility float64
-	// Retried: the first node's reply met no subSLA and the Get asked
-	// Node, a second one (WithRetryAfterMiss). Hedged: the Get went to
-	// two nodes at once and Node's reply was used (WithHedge).
+	// Retried: the Get fell back to another node after a miss
+	// (WithRetryAfterMiss); Node is the one whose reply was used.
+	// Hedged: the Get went to two nodes at once and Node's reply was
+	// used (WithHedge).
 	Retried, Hedged bool
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer, Node is the one
@@ -983,7 +981,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	if err := s.check(c); err != nil {
 		return nil, Result{Met: -1, Target: -1}, err
 	}
-	var o clientcore.GetOptions
+	o := clientcore.GetOptions{RetryAfterMiss: true}
 	for _, f := range opts {
 		f.get(&o)
 	}
@@ -1002,7 +1000,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
 		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
 		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
 	if g.Causal != nil {

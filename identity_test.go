@@ -34,7 +34,7 @@ func TestClientIDFromCertificate(t *testing.T) {
 	defer cancel()
 	nodes := map[string]string{"england/r1": freeAddr(t)}
 	open := func(cfg cosla.Config) (string, error) {
-		cfg.Site, cfg.Nodes, cfg.ConnectTimeout = "us", nodes, time.Second
+		cfg.Site, cfg.Nodes = "us", nodes
 		c, err := cosla.Open(ctx, cfg)
 		if err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package cosla_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,13 @@ func TestLevelsOverNetwork(t *testing.T) {
 
 	if _, err := c.Put(ctx, s, "k", []byte("v2"), cosla.WithWriteLevel(4)); !errors.Is(err, cosla.ErrInvalid) {
 		t.Errorf("Put at level 4 of 3 replicas: %v, want ErrInvalid", err)
+	}
+	// A session's levels are checked against the table when it begins.
+	for _, o := range []cosla.SessionOption{cosla.WithWriteLevel(4), cosla.WithReadLevel(4)} {
+		_, err := c.BeginSession(tbl, sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Second, Utility: 1}}, o)
+		if !errors.Is(err, cosla.ErrInvalid) || !strings.Contains(err.Error(), "level 4 is more than the tablet's 3 replicas") {
+			t.Errorf("a session at level 4 of 3 replicas: %v, want ErrInvalid naming the level and the replicas", err)
+		}
 	}
 
 	servers["india"].Close()

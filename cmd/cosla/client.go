@@ -217,6 +217,8 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	return runOneOp(opCommand{
 		name: "get", operands: constOperands("KEY"), reads: true, levels: true,
 		doc: "Reads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.\n" +
+			"A node that does not answer within its target subSLA's latency (an unbounded one's: 2s)\n" +
+			"is passed over for the next best node the SLA still allows.\n" +
 			"With --bound it is a bounded read (dConssandra): the nearest replica applies what pending\n" +
 			"writes it can within the bound, then reads.",
 		boundDoc: "bounded read: the nearest replica applies the pending writes it can within `B`, then reads: immediate (at once), unbounded (every write the primary ordered before the read) or a duration such as 50ms; not with --strategy or the level flags",
@@ -453,6 +455,8 @@ func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Mi
 
 func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA, bound cosla.Bound) error {
 	agreement := cs.sla
+	// A node that is down or slow costs a Get no more than its target
+	// subSLA's latency: it falls back to another that the SLA allows.
 	var opts []cosla.GetOption
 	if override != nil {
 		agreement = override
@@ -517,6 +521,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	}
 	if !res.Primary && !res.HighTS.IsZero() {
 		fmt.Fprintf(w, "  estimated staleness %.1f ms behind the primary\n", milliseconds(res.Staleness))
+	}
+	if res.Retried {
+		fmt.Fprintf(w, "  fell back after a miss: the node first asked did not meet its target subSLA\n")
 	}
 	if bound != 0 {
 		fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,

@@ -774,7 +774,7 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 
 func openClient(ctx context.Context, t *testing.T, site string, nodes map[string]string, requestTimeout time.Duration) *cosla.Client {
 	t.Helper()
-	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes, Insecure: true, RequestTimeout: requestTimeout, ConnectTimeout: time.Second})
+	c, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes, Insecure: true, RequestTimeout: requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,6 +175,9 @@ func (c *Client) putCausal(s *Session, key string, value []byte, o PutOptions, d
 // consistency a causal table serves holds, so the subSLA met is the first
 // whose latency the read met.
 func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetResult, error)) error {
+	if o.Bound != wire.NoBound || o.Read.set() {
+		return fmt.Errorf("%w: a causal table's Get takes no bound or read level: its coordinator reads one ring or its site's cache", ErrInvalid)
+	}
 	agreement := s.sla
 	if o.SLA != nil {
 		agreement = o.SLA
@@ -192,6 +195,10 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 		if err := causalError(r.Code); err != nil {
 			c.unmet++
 			c.recordGet(agreement, -1)
+			if r.Code == wire.Unavailable {
+				res.TimedOut = true
+				err = ct.timeoutError(key, r)
+			}
 			done(res, err)
 			return
 		}
@@ -211,6 +218,25 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 		done(res, nil)
 	})
 	return nil
+}
+
+// timeoutError says which node a causal Get of key waited for in vain:
+// the coordinator itself, which did not answer within the client's
+// timeout, or the ring's node the coordinator read last (a read bound to
+// a ring, Karma 4.2, waits for that one node), if it names one.
+func (ct *causalTable) timeoutError(key string, r causal.Result) error {
+	switch r.Node {
+	case ct.cc:
+		return fmt.Errorf("%w: get %s: no answer from the coordinator %s", ErrTimeout, keyfmt.Quote(key), ct.cc)
+	case "":
+		return fmt.Errorf("get %s: %w", keyfmt.Quote(key), causalError(r.Code))
+	}
+	bound := ""
+	if r.Restricted {
+		bound = "; a ring restriction binds the session to that ring (Karma 4.2)"
+	}
+	return fmt.Errorf("%w: get %s: %s of ring %d (%s) did not answer within the coordinator's read timeout%s",
+		ErrTimeout, keyfmt.Quote(key), r.Node, r.Ring, ct.ringName(r.Ring), bound)
 }
 
 // GetTx reads keys of a causal table as one causally consistent snapshot

@@ -91,6 +91,26 @@ func (c Choice) validate() error {
 	return nil
 }
 
+// check validates the choice and refuses, before anything is sent, a
+// level it may draw that is more than a tablet's n replicas; what names
+// the operation ("read" or "write").
+func (c Choice) check(n int, what string) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	var err error
+	if c.P < 1 {
+		err = c.A.Check(n)
+	}
+	if err == nil && c.P > 0 {
+		err = c.B.Check(n)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s %w", ErrInvalid, what, err)
+	}
+	return nil
+}
+
 // draw returns the operation's level.
 func (c Choice) draw(r *rand.Rand) Level {
 	switch {

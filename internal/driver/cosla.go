@@ -72,9 +72,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 				// for the pending writes gets, not a failure.
 				op.Err, op.Null = nil, true
 			}
-			if r.Retried {
-				op.Extra++
-			}
+			op.Extra += r.Retries
 			if r.Hedged {
 				op.Extra++
 			}
@@ -162,6 +160,11 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 			op.End, op.Err, op.RTT, op.Met, op.Target = now(), err, r.RTT, r.Met, r.Target
 			if r.Causal != nil {
 				op.Restricted = r.Causal.Restricted
+			}
+			if r.TimedOut {
+				// The node that did not answer (clientcore's error
+				// names it too).
+				op.Node, op.Ring = string(r.Node), r.Causal.Ring
 			}
 			if err == nil {
 				op.SubSLA, op.Consistency = r.SubSLA, "causal"
@@ -379,7 +382,7 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	}
 	opts := g.Cosla.Client
 	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
-	opts.MeasureOnOpen = true
+	opts.Measure = clientcore.MeasureAll
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])
 	// Over TLS the ID is the client certificate's name and a suffix: the

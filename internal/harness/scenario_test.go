@@ -23,9 +23,10 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide] [adaptive-probing] [pull-batch-max=N]
+//	world [seed=N] [probes=hide] [adaptive-probing] [measure-needed] [pull-batch-max=N]
 //	                                           build the world from the topology; adaptive-probing
 //	                                           sets the clients' Options.AdaptiveProbing,
+//	                                           measure-needed their Options.Measure to MeasureNeeded,
 //	                                           pull-batch-max the nodes' replica.Options.PullBatchMax
 //	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D] [write-level=L]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
@@ -92,8 +93,12 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		if d.HasArg("pull-batch-max") {
 			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
 		}
+		measure := clientcore.MeasureLater
+		if d.HasArg("measure-needed") {
+			measure = clientcore.MeasureNeeded
+		}
 		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record, Replica: ropts,
-			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing")}})
+			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing"), Measure: measure}})
 	case "create-table":
 		outcome, err = sc.createTable(d)
 	case "session":
@@ -448,8 +453,8 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	if r.FromSession {
 		b.WriteString(" from-session")
 	}
-	if r.Retried {
-		b.WriteString(" retried")
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, " retried=%d", r.Retries)
 	}
 	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
 	for _, rr := range r.Replies {
