@@ -345,7 +345,7 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 		c := op.CheckOp()
 		if op.Level > 0 {
 			// Every tablet has every replica.
-			c.Level, c.Replicas = op.Level, len(rw.replicas)
+			c.Level, c.Replicas, c.Held = op.Level, len(rw.replicas), op.Held
 		}
 		var info *stagedOp
 		if staged != nil {
