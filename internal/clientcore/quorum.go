@@ -29,7 +29,10 @@ import (
 //     returns T or newer: no new-old inversion. A Put that begins after
 //     a Get returned T is ordered after T, which the primary had ordered
 //     before any replica could hold it. When the replies agree, r alone
-//     is a majority of holders and nothing is written back.
+//     is a majority of holders and nothing is written back. (A replica
+//     that loses its storage and catches up by a snapshot no longer
+//     holds what it held: that breaks this argument as it breaks every
+//     quorum's.)
 //   - r + w > N without write-back, or with r not a majority: regular.
 //     Each Get returns the last Put that returned before it began, or
 //     one that overlaps it, but two Gets after one Put still in flight
@@ -42,9 +45,9 @@ import (
 //
 // So reads of one replica are regular at best (w = N), never atomic: a
 // Get may see a Put that has reached its replica while still in flight,
-// and a later Get another replica that it has not reached yet. A Get
-// that met a strong subSLA from the primary is linearizable whatever
-// the levels.
+// and a later Get another replica that it has not reached yet. Gets that
+// all read the primary, which orders and holds every version, are
+// linearizable whatever the write level.
 
 // quorumCall is a Get of several replicas in flight (CPQ's partial quorum
 // read): it asks len(targets) replicas, waits for all of them, and

@@ -428,10 +428,13 @@ func (s *Scenario) validateStrategies() error {
 	for i, name := range s.Strategies {
 		v, err := parseStrategyVariant(name)
 		if err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, one-one, one-quo, quo-one, quo-quo, cpq(P), ad(D), cpq-tune(L,S) or cpq-tune)", name)
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, R-W such as one-quo or 3-3, cpq(P), ad(D), cpq-tune(L,S) or cpq-tune)", name)
 		}
 		if v.scenarioTargets && s.Targets == nil {
 			return invalid(fmt.Sprintf("strategies[%d]", i), "cpq-tune without (L,S) aims at the scenario's targets: set targets")
+		}
+		if err := v.checkLevels(s.tabletReplicas()); err != nil {
+			return invalid(fmt.Sprintf("strategies[%d]", i), "%q: %v", name, err)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()) * max(1, len(s.Series)); n > maxRuns {
