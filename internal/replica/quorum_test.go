@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -24,12 +25,11 @@ func (e *repairEnv) After(_ time.Duration, timer any) { e.timers = append(e.time
 // replication from its primary has brought it there: at once when it is
 // already there, else after the pull the Repair sets off, which it
 // acknowledges to the primary (for the Puts waiting for their write
-// level). A timestamp in
-// the future (any client may send one) neither freezes a key nor writes
-// anything: the secondary answers Behind once its pull has come back
-// below it, and goes on applying what its primary sends. A Repair that
-// waits past RepairWait is answered Behind; beyond RepairsWaitingMax
-// waiting, Overloaded; and pulls coalesce, however many Repairs wait.
+// level). A timestamp in the future (any client may send one) neither
+// freezes a key nor writes anything: the secondary goes on applying what
+// its primary sends, and answers Behind once RepairWait has passed.
+// Beyond RepairsWaitingMax waiting, a Repair is answered Overloaded; and
+// pulls coalesce, however many Repairs wait.
 func TestRepairCatchesUp(t *testing.T) {
 	env := &repairEnv{partitionEnv: partitionEnv{wall: 1_700_000_000 * int64(time.Second), engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}}
 	n := replica.New(replica.Options{RepairWait: time.Second, RepairsWaitingMax: 2})
@@ -46,6 +46,17 @@ func TestRepairCatchesUp(t *testing.T) {
 		n.Receive(from, m)
 		return append([]wire.Msg(nil), env.sent...)
 	}
+	// waitEnds lets RepairWait pass and fires the repair timer.
+	waitEnds := func() []wire.Msg {
+		env.wall += int64(2 * time.Second)
+		env.sent = env.sent[:0]
+		for _, timer := range env.timers {
+			if fmt.Sprint(timer) == "repair(9/0)" {
+				n.Fire(timer)
+			}
+		}
+		return append([]wire.Msg(nil), env.sent...)
+	}
 	read := func() string {
 		t.Helper()
 		r := env.ask(t, n, &wire.GetRequest{Req: 2, Tablet: ref, Key: "k"}).(*wire.GetReply)
@@ -57,7 +68,7 @@ func TestRepairCatchesUp(t *testing.T) {
 			t.Fatalf("%s: sent %v, want %v", what, got, want)
 		}
 		for i := range got {
-			if s := got[i].(interface{ String() string }).String(); s != want[i] {
+			if fmt.Sprint(got[i]) != want[i] {
 				t.Fatalf("%s: sent %v, want %v", what, got, want)
 			}
 		}
@@ -75,17 +86,18 @@ func TestRepairCatchesUp(t *testing.T) {
 		t.Fatalf("after a repair: %s, want %s (the primary's version)", got, want)
 	}
 
-	// A timestamp a year ahead: refused once the pull comes back, and
-	// the key goes on with replication.
+	// A timestamp a year ahead: the pull comes back below it, and the
+	// key goes on with replication; the wait runs out.
 	future := ts(6 + 365*24*3600)
 	expect("a repair in the future", deliver("s/c1", &wire.Repair{Req: 12, Tablet: ref, TS: future}),
 		"Pull(tablet=9/0 since=6.000000000,0)")
 	expect("the pull's reply", deliver("p/r1", &wire.PullReply{Tablet: ref, Since: ts(6), High: ts(8)}),
-		"PushAck(tablet=9/0 high=8.000000000,0)", `RepairReply(req=12 high=8.000000000,0 err="replica behind the timestamp")`)
+		"PushAck(tablet=9/0 high=8.000000000,0)")
 	deliver("p/r1", &wire.Push{Tablet: ref, Prev: ts(5), Entry: wire.Entry{TS: ts(9), Key: "k", Value: []byte("v9")}})
 	if got, want := read(), "v9@9.000000000,0 high=9.000000000,0"; got != want {
 		t.Fatalf("after a repair in the future and a push: %s, want %s", got, want)
 	}
+	expect("the wait's end", waitEnds(), `RepairReply(req=12 high=9.000000000,0 err="replica behind the timestamp")`)
 
 	// Three repairs: one pull, two wait, the third is refused; the wait
 	// runs out before the pull comes back.
@@ -94,9 +106,7 @@ func TestRepairCatchesUp(t *testing.T) {
 	expect("the second", deliver("s/c1", &wire.Repair{Req: 14, Tablet: ref, TS: future}))
 	expect("the third", deliver("s/c1", &wire.Repair{Req: 15, Tablet: ref, TS: future}),
 		`RepairReply(req=15 high=9.000000000,0 err="node overloaded")`)
-	env.wall += int64(2 * time.Second)
-	timer := env.timers[len(env.timers)-1]
-	expect("the wait's end", func() []wire.Msg { env.sent = env.sent[:0]; n.Fire(timer); return env.sent }(),
+	expect("the wait's end", waitEnds(),
 		`RepairReply(req=13 high=9.000000000,0 err="replica behind the timestamp")`,
 		`RepairReply(req=14 high=9.000000000,0 err="replica behind the timestamp")`)
 	if m := n.Metrics(); m.RepairsAcked != 2 || m.RepairsRefused != 4 {

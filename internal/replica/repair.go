@@ -17,21 +17,23 @@ import (
 // So a secondary still holds only versions its primary ordered, a prefix
 // of the tablet's history, and no client can write through it.
 //
-// What a Repair can cost a secondary is bounded, whatever its TS: it
-// waits at most Options.RepairWait, and for one pull sent after it
-// arrived (a TS the primary has not ordered, in the future say, is
-// refused once that pull has come back below it); pulls coalesce, at
-// most one outstanding and one asked for after it (pullSoon); and at
-// most Options.RepairsWaitingMax Repairs wait per tablet, in arrival
-// order, under one timer, beyond which a Repair is refused at once.
+// What a Repair can cost a secondary is bounded, whatever its TS: one
+// pull asked for, and pulls coalesce, at most one outstanding and one
+// asked for after it (pullSoon); a wait of at most Options.RepairWait,
+// after which a TS the primary has not ordered (in the future, say) is
+// answered Behind; and at most Options.RepairsWaitingMax Repairs wait
+// per tablet, in arrival order, under one timer, beyond which a Repair
+// is refused at once. A pull sent after the Repair arrived brings TS if
+// the primary ordered it, as it had before any client could see it; the
+// secondary does not answer Behind on an earlier pull's reply, which it
+// cannot tell from that one's.
 
 // repairWait is a Repair waiting for its secondary to catch up.
 type repairWait struct {
 	from     wire.NodeID
 	req      uint64
 	ts       hlc.Timestamp
-	mark     uint64    // the number of the first pull sent after it arrived
-	deadline time.Time // when it is refused Behind if still waiting
+	deadline time.Time // when it is answered Behind if still waiting
 }
 
 // repairTimer fires when the first waiting Repair of a tablet is due.
@@ -41,7 +43,8 @@ func (t repairTimer) String() string { return fmt.Sprintf("repair(%s)", t.ref) }
 
 // repair answers a Repair: at once when the replica already holds TS
 // (the primary: every timestamp its clock has passed), or cannot take
-// it; otherwise once a pull has brought it up to TS.
+// it; otherwise once a pull has brought it up to TS, or its wait has
+// run out.
 func (n *Node) repair(from wire.NodeID, m *wire.Repair) {
 	tb := n.tablet(m.Tablet)
 	switch {
@@ -59,8 +62,8 @@ func (n *Node) repair(from wire.NodeID, m *wire.Repair) {
 	case len(tb.repairs) >= n.opts.RepairsWaitingMax:
 		n.answerRepair(from, m.Req, wire.Overloaded, tb.high)
 	default:
-		tb.repairs = append(tb.repairs, &repairWait{from: from, req: m.Req, ts: m.TS,
-			mark: n.pullSoon(tb), deadline: n.env.Now().Add(n.opts.RepairWait)})
+		n.pullSoon(tb)
+		tb.repairs = append(tb.repairs, &repairWait{from: from, req: m.Req, ts: m.TS, deadline: n.env.Now().Add(n.opts.RepairWait)})
 		// The primary hears what the pull brought, for the Puts waiting
 		// for their write level (a read that writes back finds the
 		// pushes of one lost).
@@ -82,20 +85,16 @@ func (n *Node) answerRepair(to wire.NodeID, req uint64, code wire.Code, high hlc
 	n.env.Send(to, &wire.RepairReply{Req: req, Code: code, High: high})
 }
 
-// advanceRepairs answers the waiting Repairs the secondary can: OK for
-// those its high timestamp now reaches, Behind for those a pull sent
-// after them has come back without reaching.
+// advanceRepairs answers the waiting Repairs whose timestamp the
+// secondary's high timestamp now reaches.
 func (n *Node) advanceRepairs(tb *tablet) {
 	kept := tb.repairs[:0]
 	for _, r := range tb.repairs {
-		switch {
-		case !tb.high.Less(r.ts):
-			n.answerRepair(r.from, r.req, wire.OK, tb.high)
-		case tb.pullsDone >= r.mark:
-			n.answerRepair(r.from, r.req, wire.Behind, tb.high)
-		default:
+		if tb.high.Less(r.ts) {
 			kept = append(kept, r)
+			continue
 		}
+		n.answerRepair(r.from, r.req, wire.OK, tb.high)
 	}
 	clear(tb.repairs[len(kept):])
 	tb.repairs = kept

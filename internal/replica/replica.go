@@ -130,8 +130,8 @@ type Metrics struct {
 	PushAcksSent, PushAcksReceived int64
 	// Read repairs (repair.go) answered OK, the replica holding their
 	// timestamp, at once or after a pull; and refused: Behind (the
-	// timestamp not reached by a pull or within RepairWait), Overloaded
-	// or for a tablet the node does not hold.
+	// timestamp not reached within RepairWait), Overloaded, or for a
+	// tablet the node does not hold.
 	RepairsAcked, RepairsRefused int64
 	// Staged writes and bounded reads (dConssandra): Puts and Gets with
 	// a bound; staged writes forwarded, sent again after forwardResend,

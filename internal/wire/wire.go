@@ -61,9 +61,8 @@ const (
 	// rounds (Karma 4.5: abort after a timeout); try again.
 	Aborted
 	// Behind: a secondary asked by a Repair to catch up to a timestamp
-	// did not reach it: the pull it sent after the Repair came back
-	// below it (the primary had not ordered it), or no pull came back
-	// within the node's wait.
+	// did not reach it within its wait: the primary had not ordered it,
+	// or could not be reached.
 	Behind
 )
 
@@ -941,8 +940,8 @@ type Resolved struct {
 // pulls from the primary, so it only ever holds versions the primary
 // ordered, still a prefix of the tablet's history. It answers with a
 // RepairReply once its high timestamp is at or above TS, or Behind when
-// it cannot get there (a TS the primary has not ordered, or no pull
-// reply within its wait).
+// it cannot get there within its wait (a TS the primary has not ordered,
+// or a primary it cannot reach).
 type Repair struct {
 	Req    uint64
 	Tablet TabletRef
