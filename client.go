@@ -997,7 +997,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // Get reads key in session s. It returns the value and what was delivered;
 // if no subSLA was met it returns no value, a Result describing the
-// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout).
+// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout), and if a
+// read of a majority could not write its version back to a majority, no
+// value and an error wrapping ErrWriteBack (WithReadRepair).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
 	if err := s.check(c); err != nil {
 		return nil, Result{Met: -1, Target: -1}, err
