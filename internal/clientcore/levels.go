@@ -141,7 +141,8 @@ type ReadRepair uint8
 const (
 	// RepairAuto, the default: a Get that asked a majority of its
 	// tablet's replicas writes back (RepairOn); a smaller one does not
-	// repair.
+	// repair, and neither does a quorum Pileus picks for a strong
+	// subSLA (GetOptions.NoQuorum), which meets strong without it.
 	RepairAuto ReadRepair = iota
 	// RepairOn: a Get that asked a majority answers only once a majority
 	// holds the version it returns (ABD's write-back; Cassandra's
