@@ -2,6 +2,7 @@ package clientcore
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
@@ -276,14 +277,17 @@ func (c *Client) writeBackStep(q *quorumCall) {
 	case q.res.Held >= need:
 		c.finishQuorum(q)
 	case q.res.Held+q.waiting < need:
-		why := fmt.Sprintf("%d of the stale replicas could not catch up (behind their primary, or overloaded)", q.refused)
+		var why []string
+		if q.refused > 0 {
+			why = append(why, fmt.Sprintf("%d of the stale replicas could not catch up (behind the primary, or overloaded)", q.refused))
+		}
 		cause := ErrWriteBack
 		if q.timedOut > 0 {
-			why = fmt.Sprintf("%s, %d did not answer within %s of the start", why, q.timedOut, q.deadline.Sub(q.start))
+			why = append(why, fmt.Sprintf("%d did not answer within %s of the start", q.timedOut, q.deadline.Sub(q.start)))
 			cause = fmt.Errorf("%w: %w", ErrWriteBack, q.unmetErr)
 		}
 		q.end(c, fmt.Errorf("%w: get %q: version %s is held by %d of the %d replicas a majority needs: %s",
-			cause, q.key, q.replies[q.newest].VersionTS, q.res.Held, need, why))
+			cause, q.key, q.replies[q.newest].VersionTS, q.res.Held, need, strings.Join(why, "; ")))
 	}
 }
 

@@ -28,8 +28,9 @@ func (e *repairEnv) After(_ time.Duration, timer any) { e.timers = append(e.time
 // level). A timestamp in the future (any client may send one) neither
 // freezes a key nor writes anything: the secondary goes on applying what
 // its primary sends, and answers Behind once RepairWait has passed.
-// Beyond RepairsWaitingMax waiting, a Repair is answered Overloaded; and
-// pulls coalesce, however many Repairs wait.
+// Beyond RepairsWaitingMax waiting, a Repair is answered Overloaded;
+// pulls coalesce, however many Repairs wait, but one unanswered for half
+// RepairWait is sent again.
 func TestRepairCatchesUp(t *testing.T) {
 	env := &repairEnv{partitionEnv: partitionEnv{wall: 1_700_000_000 * int64(time.Second), engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}}
 	n := replica.New(replica.Options{RepairWait: time.Second, RepairsWaitingMax: 2})
@@ -109,10 +110,16 @@ func TestRepairCatchesUp(t *testing.T) {
 	expect("the wait's end", waitEnds(),
 		`RepairReply(req=13 high=9.000000000,0 err="replica behind the timestamp")`,
 		`RepairReply(req=14 high=9.000000000,0 err="replica behind the timestamp")`)
-	if m := n.Metrics(); m.RepairsAcked != 2 || m.RepairsRefused != 4 {
-		t.Errorf("%d repairs acknowledged, %d refused; want 2 and 4", m.RepairsAcked, m.RepairsRefused)
+	// That pull was lost: a repair after half RepairWait sends another.
+	expect("a repair while the pull is long outstanding", deliver("s/c1", &wire.Repair{Req: 16, Tablet: ref, TS: ts(10)}),
+		"Pull(tablet=9/0 since=9.000000000,0)")
+	expect("its reply", deliver("p/r1", &wire.PullReply{Tablet: ref, Since: ts(9), High: ts(11)}),
+		"PushAck(tablet=9/0 high=11.000000000,0)", "Pull(tablet=9/0 since=11.000000000,0)", // asked for by repair 14
+		"RepairReply(req=16 high=11.000000000,0)")
+	if m := n.Metrics(); m.RepairsAcked != 3 || m.RepairsRefused != 4 {
+		t.Errorf("%d repairs acknowledged, %d refused; want 3 and 4", m.RepairsAcked, m.RepairsRefused)
 	}
-	if got, want := read(), "v9@9.000000000,0 high=9.000000000,0"; got != want {
+	if got, want := read(), "v9@9.000000000,0 high=11.000000000,0"; got != want {
 		t.Fatalf("at the end: %s, want %s", got, want)
 	}
 }

@@ -18,8 +18,9 @@ import (
 // of the tablet's history, and no client can write through it.
 //
 // What a Repair can cost a secondary is bounded, whatever its TS: one
-// pull asked for, and pulls coalesce, at most one outstanding and one
-// asked for after it (pullSoon); a wait of at most Options.RepairWait,
+// pull asked for, and pulls coalesce (catchUp): at most one outstanding
+// and one asked for after it, and one sent again per half RepairWait
+// when its reply is late; a wait of at most Options.RepairWait,
 // after which a TS the primary has not ordered (in the future, say) is
 // answered Behind; and at most Options.RepairsWaitingMax Repairs wait
 // per tablet, in arrival order, under one timer, beyond which a Repair
@@ -62,7 +63,7 @@ func (n *Node) repair(from wire.NodeID, m *wire.Repair) {
 	case len(tb.repairs) >= n.opts.RepairsWaitingMax:
 		n.answerRepair(from, m.Req, wire.Overloaded, tb.high)
 	default:
-		n.pullSoon(tb)
+		n.catchUp(tb)
 		tb.repairs = append(tb.repairs, &repairWait{from: from, req: m.Req, ts: m.TS, deadline: n.env.Now().Add(n.opts.RepairWait)})
 		// The primary hears what the pull brought, for the Puts waiting
 		// for their write level (a read that writes back finds the
@@ -73,6 +74,18 @@ func (n *Node) repair(from wire.NodeID, m *wire.Repair) {
 			n.env.After(n.opts.RepairWait, repairTimer{tb.ref})
 		}
 	}
+}
+
+// catchUp asks for a pull for a Repair that waits: now if none is
+// outstanding, or if the outstanding one has gone unanswered for half
+// RepairWait (it may be lost, and the periodic pull would send it again
+// only after the replication interval); else once its reply has come.
+func (n *Node) catchUp(tb *tablet) {
+	if tb.pulling && n.env.Now().Sub(tb.pulledAt) < n.opts.RepairWait/2 {
+		tb.pullAgain = true
+		return
+	}
+	n.requestPull(tb)
 }
 
 // answerRepair sends a RepairReply and counts it.

@@ -298,9 +298,10 @@ type tablet struct {
 	snap *snapshotProgress
 	// Secondary only, volatile: the read repairs waiting for a pull
 	// (repair.go), in arrival order; repairTimer: a timer is set for the
-	// first.
+	// first; pulledAt: when the last pull was sent.
 	repairs     []*repairWait
 	repairTimer bool
+	pulledAt    time.Time
 
 	// Receiver of staged writes (stage.go), any replica but the
 	// primary: the writes not yet ordered, in sequence order (durable);

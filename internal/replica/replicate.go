@@ -29,6 +29,7 @@ import (
 func (n *Node) requestPull(tb *tablet) {
 	tb.pulling = true
 	tb.pullsSent++
+	tb.pulledAt = n.env.Now()
 	n.timePullSent(tb, tb.high)
 	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
 	if tb.snap != nil {
