@@ -2,9 +2,7 @@ package cosla
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +115,11 @@ func ParseStrategy(name string) (Strategy, error) { return clientcore.ParseStrat
 type Config struct {
 	// Site is the site the client runs at, e.g. "china". Required.
 	Site string
-	// Name distinguishes clients at one site. Default: random.
+	// Name distinguishes clients at one site: the client's ID is
+	// "Site/Name". Over TLS it must agree with the client certificate,
+	// which names a client NAME: Name is NAME or NAME-SUFFIX, and nodes
+	// refuse messages from any other ID. Default: NAME-<random> over TLS,
+	// c-<random> without.
 	Name string
 	// Nodes maps every storage node ("england/r1") to the address the
 	// client dials to reach it. Required.
@@ -193,11 +195,11 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	case cfg.TLS != nil && cfg.Insecure:
 		return nil, fmt.Errorf("%w: Config.TLS and Config.Insecure: choose one", ErrInvalid)
 	}
-	if cfg.Name == "" {
-		var b [4]byte
-		_, _ = cryptorand.Read(b[:])
-		cfg.Name = "c-" + hex.EncodeToString(b[:])
+	name, err := clientName(cfg)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Name = name
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

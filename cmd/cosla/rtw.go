@@ -27,7 +27,7 @@ func runRTW(args []string, stdout, stderr io.Writer) error {
 			"orders the write. Both keys must lie in one tablet. Without --bound it goes to the primary;\n" +
 			"with it, the nearest replica takes it as a staged write, and the bound may run out before\n" +
 			"the primary evaluates the test. Prints whether the test held, failed or was not evaluated;\n" +
-			"exits 0 when it held and 1 when it failed or was not evaluated.",
+			"exits 0 when it held and 3 when it failed or was not evaluated within the bound.",
 		boundDoc: "staged write: the nearest replica answers within `B` with the stage reached and, once the primary has ordered it, the test's outcome: immediate, unbounded or a duration such as 50ms (default: at the primary)",
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&expectAbsent, "expect-absent", false, "the test is that TESTKEY has no value (give no EXPECT)")
@@ -54,7 +54,7 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	}
 	wr, err := cs.client.ReadTestWrite(ctx, cs.session, testKey, expect, writeKey, []byte(value), opts...)
 	if err != nil {
-		return fmt.Errorf("rtw %q: %w", writeKey, err)
+		return fmt.Errorf("rtw %s: %w", keyText(writeKey), err)
 	}
 	latency := time.Since(start)
 	test := testKey + " absent"
@@ -65,9 +65,9 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	switch {
 	case wr.Tested == cosla.Held:
 	case wr.Tested == cosla.Failed:
-		outcome = fmt.Errorf("test %s failed: %s not written", test, writeKey)
+		outcome = testFailedError{fmt.Errorf("test %s failed: %s not written", test, writeKey)}
 	case bound != 0:
-		outcome = fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, writeKey)
+		outcome = testFailedError{fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, writeKey)}
 	default:
 		// The primary evaluates the test of a write without a bound before
 		// it answers; no outcome means it did not see the test at all.

@@ -96,6 +96,13 @@ func ParseStrategy(name string) (Strategy, error) {
 	return 0, fmt.Errorf("%w: unknown strategy %q (want pileus, primary, random or closest)", ErrInvalid, name)
 }
 
+// The default limits of keys and values (Options.MaxKeyBytes and
+// MaxValueBytes): 4 KiB and 1 MiB.
+const (
+	DefaultMaxKeyBytes   = 4 << 10
+	DefaultMaxValueBytes = 1 << 20
+)
+
 // Options configures a Client. EnsureDefaults fills in unset fields.
 type Options struct {
 	// Nodes are the storage nodes the client asks for table layouts.
@@ -145,7 +152,8 @@ type Options struct {
 	// Default false.
 	MeasureOnOpen bool
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
-	// Defaults 4 KiB and 1 MiB, as on the replicas.
+	// Defaults DefaultMaxKeyBytes and DefaultMaxValueBytes, as on the
+	// replicas.
 	MaxKeyBytes, MaxValueBytes int
 	// MaxSessions bounds the sessions open at once; BeginSession beyond
 	// it fails with ErrTooManySessions. Default 10000.
@@ -185,13 +193,13 @@ func (o Options) EnsureDefaults() Options {
 		o.ProbeTimeout = min(2*time.Second, o.RequestTimeout)
 	}
 	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = 4 << 10
+		o.MaxKeyBytes = DefaultMaxKeyBytes
 	}
 	if o.MaxSessions == 0 {
 		o.MaxSessions = 10_000
 	}
 	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = 1 << 20
+		o.MaxValueBytes = DefaultMaxValueBytes
 	}
 	if o.SLAWindow == 0 {
 		o.SLAWindow = time.Minute

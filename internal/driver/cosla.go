@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/harness"
 	"github.com/cosla/cosla/internal/host"
@@ -379,10 +380,15 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	opts := g.Cosla.Client
 	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
 	opts.MeasureOnOpen = true
-	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])
-	c.id = topology.NodeID(g.Site, "driver-"+hex.EncodeToString(nonce[:]))
+	// Over TLS the ID is the client certificate's name and a suffix: the
+	// nodes take no other from it (certs.CheckClientID).
+	name, err := certs.ClientNodeName(t.TLS, "driver-"+hex.EncodeToString(nonce[:]))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla, id: topology.NodeID(g.Site, name)}
 	var hosted atomic.Pointer[host.Node]
 	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, TLS: t.TLS, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
 		if to != c.id {

@@ -719,7 +719,7 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 	base, options, _ := strings.Cut(name, "+")
 	strategy, err := clientcore.ParseStrategy(base)
 	if err != nil {
-		return strategyVariant{}, err
+		return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strategyNames)
 	}
 	v := strategyVariant{strategy: strategy}
 	for option := range strings.SplitSeq(options, "+") {
@@ -734,11 +734,16 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 		case option == "noquorum" && strategy == clientcore.Pileus:
 			v.get.NoQuorum = true
 		default:
-			return strategyVariant{}, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", clientcore.ErrInvalid, option, base)
+			return strategyVariant{}, fmt.Errorf("unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", option, base)
 		}
 	}
 	return v, nil
 }
+
+// strategyNames are the strategies a scenario may name (see
+// parseStrategyVariant).
+const strategyNames = "pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, " +
+	"one-one, one-quo, quo-one, quo-quo or any R-W such as 3-3 (+norepair), cpq(P), ad(D), cpq-tune(L,S) or cpq-tune"
 
 // hedgeCost is the price, in utility, of the extra request of a hedged
 // Get in the pileus+hedge strategy. Section 6.3 leaves it to the
@@ -774,7 +779,7 @@ func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 			w, norepair := strings.CutSuffix(w, "+norepair")
 			write, ok := strategyLevel(w)
 			if !ok {
-				return v, true, fmt.Errorf("%w: strategy %q: want R-W, each of one, quo, all or a number of replicas, and +norepair if any", clientcore.ErrInvalid, name)
+				return v, true, fmt.Errorf("strategy %q: want R-W, each of one, quo, all or a number of replicas, and +norepair if any", name)
 			}
 			v.policy.Read, v.policy.Write = clientcore.Fixed(read), clientcore.Fixed(write)
 			if norepair {
@@ -793,7 +798,7 @@ func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 	}
 	arg = strings.TrimSuffix(arg, ")")
 	bad := func(want string) error {
-		return fmt.Errorf("%w: strategy %q: want %s", clientcore.ErrInvalid, name, want)
+		return fmt.Errorf("strategy %q: want %s", name, want)
 	}
 	switch fn {
 	case "cpq":

@@ -92,9 +92,9 @@ type Transport struct {
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex
-	outbound map[string]*peer       // by address
-	reverse  map[wire.NodeID]*queue // nodes that reached us over a stream they opened
-	inbound  map[*queue]bool        // the write queues of streams others opened
+	outbound map[string]*peer      // by address
+	reverse  map[wire.NodeID]route // nodes that reached us over a stream they opened
+	inbound  map[*queue]bool       // the write queues of streams others opened
 	closed   bool
 
 	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
@@ -107,7 +107,7 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
 		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
-		outbound: map[string]*peer{}, reverse: map[wire.NodeID]*queue{}, inbound: map[*queue]bool{},
+		outbound: map[string]*peer{}, reverse: map[wire.NodeID]route{}, inbound: map[*queue]bool{},
 	}
 }
 
@@ -154,7 +154,9 @@ func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	var q *queue
 	if addr, ok := t.opts.Peers[to]; ok {
 		q = t.peerLocked(addr, to).q
-	} else if q, ok = t.reverse[to]; !ok {
+	} else if r, ok := t.reverse[to]; ok {
+		q = r.q
+	} else {
 		t.unroutable.Add(1)
 		return
 	}
@@ -321,7 +323,7 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	t.mu.Lock()
 	delete(t.inbound, q)
 	for id, r := range t.reverse {
-		if r == q {
+		if r.q == q {
 			delete(t.reverse, id)
 		}
 	}
@@ -356,13 +358,16 @@ func streamSender(ctx context.Context) (sender, error) {
 }
 
 // allows reports why the sender may not send m as from, or nil: a client
-// certificate sends only client requests, and a node's speaks only for
-// its own site's nodes.
+// certificate sends only client requests, and only as the client it names
+// (certs.CheckClientID); a node's speaks only for its own site's nodes.
 func (s sender) allows(from wire.NodeID, m wire.Msg) error {
 	switch s.role {
 	case certs.Client:
 		if !wire.FromClient(m) {
 			return fmt.Errorf("a client certificate sent %T as %s, a message only storage nodes send", m, from)
+		}
+		if err := certs.CheckClientID(s.name, string(from)); err != nil {
+			return fmt.Errorf("%T: %w", m, err)
 		}
 	case certs.Node:
 		if site, _, _ := strings.Cut(string(from), "/"); site != s.name {
@@ -399,19 +404,38 @@ func (t *Transport) receive(stream interface {
 			return status.Error(codes.PermissionDenied, err.Error())
 		}
 		if back != nil {
-			if _, ok := t.opts.Peers[from]; !ok {
-				t.mu.Lock()
-				if !t.closed {
-					t.reverse[from] = back
-				}
-				t.mu.Unlock()
-			}
+			t.routeBack(from, route{q: back, who: who})
 		}
 		t.received.Add(1)
 		if !t.deliver(from, to, m) {
 			t.unroutable.Add(1)
 		}
 	}
+}
+
+// route is the way back to a node with no peer address (a client): the
+// write queue of the stream it last sent from, and who holds that stream.
+type route struct {
+	q   *queue
+	who sender
+}
+
+// routeBack makes r the route to from, unless from has a peer address or
+// a route through a stream of another sender: a client's replies go on
+// to it even when a stream of another identity sends as it (a node
+// certificate may speak for any ID at its site). The route moves only
+// between streams of one identity, such as a client's new stream after
+// its old one broke; a route goes when its stream ends.
+func (t *Transport) routeBack(from wire.NodeID, r route) {
+	if _, ok := t.opts.Peers[from]; ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.reverse[from]; t.closed || ok && old.who != r.who {
+		return
+	}
+	t.reverse[from] = r
 }
 
 // write sends the queue's envelopes until the queue closes or a send

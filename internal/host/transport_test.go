@@ -36,9 +36,9 @@ func TestAllowsStagedWrites(t *testing.T) {
 		m    wire.Msg
 		ok   bool
 	}{
-		{client, "us/c1", &wire.PutRequest{Key: "k", Bound: wire.Immediate, Test: test}, true},
-		{client, "us/c1", &wire.GetRequest{Key: "k", Bound: wire.Unbounded}, true},
-		{client, "us/c1", &wire.Forward{Key: "k", Test: test}, false},
+		{client, "us/client-1", &wire.PutRequest{Key: "k", Bound: wire.Immediate, Test: test}, true},
+		{client, "us/client-1", &wire.GetRequest{Key: "k", Bound: wire.Unbounded}, true},
+		{client, "us/client-1", &wire.Forward{Key: "k", Test: test}, false},
 		{client, "us/r1", &wire.Forward{Key: "k"}, false},
 		{client, "us/r1", &wire.ForwardAck{Seq: 1}, false},
 		{client, "us/r1", &wire.Resolved{WriteID: 1}, false},
@@ -53,5 +53,53 @@ func TestAllowsStagedWrites(t *testing.T) {
 		if err := tc.who.allows(tc.from, tc.m); (err == nil) != tc.ok {
 			t.Errorf("%s certificate %q sends %T as %s: %v, want allowed %v", tc.who.role, tc.who.name, tc.m, tc.from, err, tc.ok)
 		}
+	}
+}
+
+// TestAllowsOnlyItsClient: a client certificate sends requests as the
+// client it names, at any site, and as no other; a node's certificate
+// speaks for any ID of its site.
+func TestAllowsOnlyItsClient(t *testing.T) {
+	alice := sender{role: certs.Client, name: "alice"}
+	us := sender{role: certs.Node, name: "us"}
+	get := &wire.GetRequest{Key: "k", Bound: wire.Unbounded}
+	for _, tc := range []struct {
+		who  sender
+		from wire.NodeID
+		ok   bool
+	}{
+		{alice, "us/alice", true},
+		{alice, "china/alice-7f3e", true},
+		{alice, "us/bob-1", false},
+		{alice, "us/alicebob", false},
+		{alice, "us/client-1", false},
+		{us, "us/bob-1", true},
+		{us, "china/bob-1", false},
+	} {
+		if err := tc.who.allows(tc.from, get); (err == nil) != tc.ok {
+			t.Errorf("%s certificate %q sends a Get as %s: %v, want allowed %v", tc.who.role, tc.who.name, tc.from, err, tc.ok)
+		}
+	}
+}
+
+// TestRouteBackKeepsIdentity: the route back to a client moves to another
+// stream of the same identity (a new stream after a broken one), not to a
+// stream of another, which may speak for the client's ID (a node
+// certificate of its site) but does not receive what is sent to it.
+func TestRouteBackKeepsIdentity(t *testing.T) {
+	tr := NewTransport(TransportOptions{}, func(_, _ wire.NodeID, _ wire.Msg) bool { return false })
+	defer tr.Close()
+	bob := sender{role: certs.Client, name: "bob"}
+	first, second, node := newQueue(8), newQueue(8), newQueue(8)
+	tr.routeBack("us/bob-1", route{q: first, who: bob})
+	tr.routeBack("us/bob-1", route{q: node, who: sender{role: certs.Node, name: "us"}})
+	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})
+	if len(first.items) != 1 || len(node.items) != 0 {
+		t.Fatalf("after a node's stream sent as us/bob-1: bob's stream has %d messages, the node's %d; want 1 and 0", len(first.items), len(node.items))
+	}
+	tr.routeBack("us/bob-1", route{q: second, who: bob})
+	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})
+	if len(second.items) != 1 {
+		t.Fatalf("bob's new stream has %d messages, want the one sent after it took the route", len(second.items))
 	}
 }

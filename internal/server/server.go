@@ -17,7 +17,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +30,9 @@ import (
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/hostcheck"
 	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/storage/pebbledb"
 	"github.com/cosla/cosla/internal/wire"
@@ -270,7 +271,7 @@ func Start(opts Options) (*Server, error) {
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("cosla serve: listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.listener = lis
 	s.grpc = grpc.NewServer(append(serverOpts, s.transport.ServerOptions()...)...)
@@ -283,13 +284,14 @@ func Start(opts Options) (*Server, error) {
 		}
 	}()
 	if opts.HTTPListen != "" {
-		hl, err := net.Listen("tcp", loopbackUnlessNamed(opts.HTTPListen))
+		listen := loopbackUnlessNamed(opts.HTTPListen)
+		hl, err := net.Listen("tcp", listen)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("cosla serve: http listen: %w", err)
+			return nil, fmt.Errorf("http listen: %w", err)
 		}
 		s.httpAddr = hl.Addr().String()
-		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.http = &http.Server{Handler: hostcheck.Handler(listen, s.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -312,7 +314,7 @@ func transportSecurity(opts Options) ([]grpc.ServerOption, *tls.Config, error) {
 	}
 	cfg, err := certs.Load(certs.Files(opts.TLS))
 	if err != nil {
-		return nil, nil, fmt.Errorf("cosla serve: %w", err)
+		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, cfg, nil
 }
@@ -351,8 +353,10 @@ func (s *Server) startNodes() error {
 func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node) error {
 	id := wire.NodeID(s.opts.Site + "/" + name)
 	dir := filepath.Join(s.opts.DataDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+	// The node's data is its owner's whatever the umask: Pebble creates
+	// its files under it with the umask's modes (PrivateUmask).
+	if err := private.MkdirAll(dir); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	logger := s.opts.Logger.With("node", string(id))
 	if s.opts.UnsafeNoFsync {
@@ -360,13 +364,13 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 	}
 	eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
 	if err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
 		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
 	if err != nil {
 		eng.Close()
-		return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+		return fmt.Errorf("%s: recover: %w", id, err)
 	}
 	s.mu.Lock()
 	s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}

@@ -78,6 +78,24 @@ func TestHTTPEndpoints(t *testing.T) {
 			t.Errorf("GET %s: %s %q, want 200 containing %q", path, resp.Status, body, want)
 		}
 	}
+
+	// DNS rebinding: a page whose own name resolves to 127.0.0.1 reaches
+	// the listener, but its Host header names it; every path refuses it.
+	for _, path := range []string{"/", "/cluster", "/healthz", "/metrics", "/status", "/decisions"} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "rebound.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with Host rebound.example: %s, want 403 Forbidden", path, resp.Status)
+		}
+	}
 }
 
 // TestStartErrors checks that a port in use is reported, not fatal.
