@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"flag"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -39,7 +39,7 @@ func (f *repairFlag) String() string {
 func (f *repairFlag) Set(s string) error {
 	on, err := strconv.ParseBool(s)
 	if err != nil {
-		return fmt.Errorf("want true or false, got %q", s)
+		return errors.New("want true or false")
 	}
 	*f = repairFlag(clientcore.RepairOff)
 	if on {
