@@ -63,6 +63,13 @@ var (
 	// replica and a bound too short to apply even one (dConssandra's
 	// NULL); it returns no value. Result.Pending says how many.
 	ErrNull = clientcore.ErrNull
+	// ErrWriteBack: a Get of a majority of the replicas found them
+	// differing and could not bring a majority up to the newest version
+	// before its deadline (read repair; WithReadRepair), so it returns no
+	// value rather than one a later Get might not see. Result.Held says
+	// how many held it. With the deadline the cause, the error also
+	// matches ErrSLAUnmet or ErrTimeout.
+	ErrWriteBack = clientcore.ErrWriteBack
 )
 
 // QuorumTimeoutError is the error of a Put that missed its write level:
@@ -512,7 +519,7 @@ func WithStrategy(s Strategy) SessionOption {
 type LevelOption struct {
 	read, write clientcore.Choice
 	delay       time.Duration
-	repair      bool
+	repair      clientcore.ReadRepair
 }
 
 func (l LevelOption) session(c *sessionConfig) {
@@ -526,7 +533,9 @@ func (l LevelOption) session(c *sessionConfig) {
 	if l.delay != 0 {
 		p.Delay = l.delay
 	}
-	p.ReadRepair = p.ReadRepair || l.repair
+	if l.repair != clientcore.RepairAuto {
+		p.ReadRepair = l.repair
+	}
 }
 
 func (l LevelOption) get(o *clientcore.GetOptions) {
@@ -536,7 +545,9 @@ func (l LevelOption) get(o *clientcore.GetOptions) {
 	if l.delay != 0 {
 		o.Delay = l.delay
 	}
-	o.ReadRepair = o.ReadRepair || l.repair
+	if l.repair != clientcore.RepairAuto {
+		o.ReadRepair = l.repair
+	}
 }
 
 func (l LevelOption) put(o *clientcore.PutOptions) {
@@ -573,9 +584,23 @@ func WithTuner(latency time.Duration, stale float64) SessionOption {
 	return sessionFunc(func(c *sessionConfig) { c.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale} })
 }
 
-// WithReadRepair makes a Get of several replicas send the newest version
-// it saw to those that answered with an older one.
-func WithReadRepair() LevelOption { return LevelOption{repair: true} }
+// WithReadRepair turns read repair on or off. Read repair asks the
+// replicas a Get of several replicas read that answered with an older
+// version to catch up to the newest, from their primary. It is on by
+// default for a Get that asks a majority of its tablet's replicas, which
+// then answers only once a majority holds the version it returns (ABD's
+// write-back, Cassandra's blocking read repair): with writes of w, r + w
+// > N, such reads are linearizable per key, not only regular (the README
+// lists the levels). WithReadRepair(false) turns it off, for a Get that
+// may return sooner and be regular; WithReadRepair(true) also turns it on
+// for a Get of fewer than a majority, which sends the repairs without
+// waiting for them.
+func WithReadRepair(on bool) LevelOption {
+	if on {
+		return LevelOption{repair: clientcore.RepairOn}
+	}
+	return LevelOption{repair: clientcore.RepairOff}
+}
 
 // BeginSession starts a session on t whose Gets use agreement unless a Get
 // says otherwise.
@@ -857,15 +882,19 @@ type Result struct {
 	Retried, Hedged bool
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer, Node is the one
-	// whose (newest) version was returned, HighTS the largest high
-	// timestamp among them and Primary whether the primary answered;
+	// whose (newest) version was returned (the primary whenever it
+	// answered, since it holds the newest) and Primary says whether Node
+	// is the primary; HighTS is the largest high timestamp among them;
 	// Quorum says that a strong subSLA was met without the primary
-	// because the read overlaps the table's write level (r + w > N);
-	// Repaired counts the stale replicas sent the newest version.
+	// because the read overlaps the table's write level (r + w > N).
+	// Repaired counts the stale replicas asked to catch up to the
+	// version returned (WithReadRepair), Held the replicas known to hold
+	// it when the Get answered, a majority when the Get wrote back.
 	Level    int
 	Replies  []ReplicaRead
 	Quorum   bool
 	Repaired int
+	Held     int
 	// Delay is the artificial delay the Get waited (WithDelay), counted
 	// in RTT.
 	Delay time.Duration
@@ -932,6 +961,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Replies         []any    `json:"replies,omitempty"`
 		Quorum          bool     `json:"quorum,omitempty"`
 		Repaired        int      `json:"repaired,omitempty"`
+		Held            int      `json:"held,omitempty"`
 		DelayMS         float64  `json:"delay_ms,omitempty"`
 		TuneP           float64  `json:"tune_p,omitempty"`
 		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
@@ -945,7 +975,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
 		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
-		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
+		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, Held: r.Held, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
 		Null: r.Null, FromSession: r.FromSession,
 	}
 	if r.Bound != wire.NoBound {
@@ -976,7 +1006,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // Get reads key in session s. It returns the value and what was delivered;
 // if no subSLA was met it returns no value, a Result describing the
-// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout).
+// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout), and if a
+// read of a majority could not write its version back to a majority, no
+// value and an error wrapping ErrWriteBack (WithReadRepair).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
 	if err := s.check(c); err != nil {
 		return nil, Result{Met: -1, Target: -1}, err
@@ -1001,7 +1033,7 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
 		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
+		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Held: g.Held, Delay: g.Delay, TuneP: g.TuneP,
 		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
 	if g.Causal != nil {
 		cr := causalRead(*g.Causal)

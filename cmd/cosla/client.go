@@ -549,8 +549,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 			fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
 		}
 		if res.Repaired > 0 {
-			fmt.Fprintf(w, "  read repair sent the newest version to %d stale replicas\n", res.Repaired)
+			fmt.Fprintf(w, "  read repair asked %d stale %s to catch up\n", res.Repaired, plural(res.Repaired, "replica", "replicas"))
 		}
+		fmt.Fprintf(w, "  %d of the %d replicas read held it when the Get answered\n", res.Held, res.Level)
 	}
 	if res.Target >= 0 {
 		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)

@@ -40,6 +40,7 @@ var (
 	ErrOverloaded      = errors.New("cosla: node overloaded")
 	ErrTooManySessions = errors.New("cosla: too many open sessions")
 	ErrAborted         = errors.New("cosla: get-transaction found no snapshot in time; try again")
+	ErrWriteBack       = errors.New("cosla: the version read was not written back to a majority")
 )
 
 // codeError maps a reply code to an error.
@@ -419,6 +420,9 @@ func answers(request, reply wire.Msg) bool {
 	case *wire.ProbeRequest:
 		_, ok := reply.(*wire.ProbeReply)
 		return ok
+	case *wire.Repair:
+		_, ok := reply.(*wire.RepairReply)
+		return ok
 	}
 	return false
 }
@@ -436,6 +440,8 @@ func replyReq(m wire.Msg) (uint64, bool) {
 	case *wire.GetReply:
 		return m.Req, true
 	case *wire.ProbeReply:
+		return m.Req, true
+	case *wire.RepairReply:
 		return m.Req, true
 	}
 	return 0, false

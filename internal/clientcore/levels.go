@@ -143,13 +143,38 @@ type Policy struct {
 	// Delay is an artificial delay (AD, CPQ 3.2): each Get waits this long
 	// before it is sent, and the wait counts in its latency.
 	Delay time.Duration
-	// ReadRepair sends the newest version a Get of several replicas saw
-	// to those of them that answered with an older one.
-	ReadRepair bool
+	// ReadRepair says whether a Get of several replicas brings those
+	// that answered with an older version up to the newest (see
+	// ReadRepair). Unset: RepairAuto.
+	ReadRepair ReadRepair
 	// Tune, when set, chooses Read and Write itself (see Tune), which
 	// must then be unset.
 	Tune Tune
 }
+
+// ReadRepair says whether a Get of several replicas repairs the replicas
+// it asked that answered with an older version than the newest (quorum.go):
+// it asks each to catch up to the newest version's timestamp from its
+// primary (wire.Repair).
+type ReadRepair uint8
+
+// Read repair settings.
+const (
+	// RepairAuto, the default: a Get that asked a majority of its
+	// tablet's replicas writes back (RepairOn); a smaller one does not
+	// repair, and neither does a quorum Pileus picks for a strong
+	// subSLA (GetOptions.NoQuorum), which meets strong without it.
+	RepairAuto ReadRepair = iota
+	// RepairOn: a Get that asked a majority answers only once a majority
+	// holds the version it returns (ABD's write-back; Cassandra's
+	// blocking read repair), which makes reads of a majority with writes
+	// of w, r + w > N, linearizable per key; a smaller Get sends its
+	// repairs and answers at once.
+	RepairOn
+	// RepairOff: no repair. Reads of r, r + w > N, are then regular, not
+	// linearizable.
+	RepairOff
+)
 
 // Validate reports the first invalid field.
 func (p Policy) Validate() error {
@@ -161,6 +186,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Delay < 0 {
 		return fmt.Errorf("%w: negative delay %s", ErrInvalid, p.Delay)
+	}
+	if p.ReadRepair > RepairOff {
+		return fmt.Errorf("%w: read repair setting %d", ErrInvalid, p.ReadRepair)
 	}
 	if p.Tune.set() {
 		if err := p.Tune.validate(); err != nil {

@@ -38,8 +38,9 @@ type GetOptions struct {
 	Read Choice
 	// Delay, when positive, replaces the session's artificial delay.
 	Delay time.Duration
-	// ReadRepair turns on read repair for this Get (Policy.ReadRepair).
-	ReadRepair bool
+	// ReadRepair, when not RepairAuto, replaces the session's read
+	// repair setting (Policy.ReadRepair) for this Get.
+	ReadRepair ReadRepair
 	// NoQuorum leaves quorums out of Pileus's selection even when the
 	// table's write level makes them strong: only single replicas are
 	// candidates, as in the paper.
@@ -93,15 +94,20 @@ type GetResult struct {
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer in the order
 	// they came, Node is the one whose version was returned (the
-	// newest), HighTS the largest high timestamp among the replies, and
-	// Primary whether the primary was among them; Quorum says that the
-	// Get met a strong subSLA without the primary, because its read level
-	// and the table's write level overlap (r + w > N); Repaired counts the
-	// stale replicas sent the newest version (read repair).
+	// newest; the primary when it answered, as it holds the newest), and
+	// HighTS the largest high timestamp among the replies; Quorum says
+	// that the Get met a strong subSLA without the primary, because its
+	// read level and the table's write level overlap (r + w > N).
+	// Repaired counts the stale replicas asked to catch up to the
+	// version returned (read repair, ReadRepair), and Held the replicas
+	// known to hold it when the Get answered: those whose high
+	// timestamp reached it, and those that caught up when asked. A Get
+	// that writes back answers only once Held is a majority.
 	Level    int
 	Replies  []ReplicaRead
 	Quorum   bool
 	Repaired int
+	Held     int
 	// Delay is the artificial delay the Get waited before it was sent;
 	// it counts in RTT.
 	Delay time.Duration
@@ -227,6 +233,10 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if err := read.check(len(tv.replicas), "read"); err != nil {
 		return err
 	}
+	repair, err := o.readRepair(s.policy.ReadRepair)
+	if err != nil {
+		return err
+	}
 	if err := checkBound(o.Bound); err != nil {
 		return err
 	}
@@ -258,7 +268,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		if len(tv.replicas) > maxReplicas {
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
-		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
+		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), repair, res, o.since, done)
 		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
 		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 		return nil
@@ -267,7 +277,14 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
 		if useQuorum {
 			res.Level = quorum
-			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
+			if repair == RepairAuto {
+				// A quorum Pileus chose for a strong subSLA meets it
+				// as Pileus defines strong (every Put that returned
+				// before the Get) without writing back, which would
+				// cost a trip to the primary, the trip it avoids.
+				repair = RepairOff
+			}
+			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), repair, res, o.since, done)
 			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 			return nil
 		}
@@ -299,6 +316,18 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	return nil
 }
 
+// readRepair returns the Get's read repair setting: its own if set,
+// else session, the session's.
+func (o GetOptions) readRepair(session ReadRepair) (ReadRepair, error) {
+	switch {
+	case o.ReadRepair > RepairOff:
+		return 0, fmt.Errorf("%w: read repair setting %d", ErrInvalid, o.ReadRepair)
+	case o.ReadRepair != RepairAuto:
+		return o.ReadRepair, nil
+	}
+	return session, nil
+}
+
 // countGet wraps a Get's done: it estimates the staleness of what was
 // read and counts the Get's outcome under agreement for Metrics.
 func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult, error)) func(GetResult, error) {
@@ -315,7 +344,7 @@ func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult
 
 // newQuorum prepares a Get of several replicas.
 func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
-	repair bool, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
+	repair ReadRepair, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
 	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
 		start: start, startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
 }

@@ -65,7 +65,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
-			op.Level = r.Level
+			op.Level, op.Held = r.Level, r.Held
 			op.Applied, op.Pending, op.Null, op.FromSession = r.Applied, r.Pending, r.Null, r.FromSession
 			if errors.Is(err, clientcore.ErrNull) {
 				// dConssandra 2-B: NULL is the answer a bound too short

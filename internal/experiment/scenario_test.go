@@ -287,6 +287,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"ad delay", base + "strategies: [one-one, ad(-1ms)]\n", "strategies[1]"},
 		{"tuner target", base + "strategies: [cpq-tune(0s, 0.1)]\n", "strategies[0]"},
 		{"tuner without targets", base + "strategies: [cpq-tune]\n", "strategies[0]"},
+		{"level above the replicas", base + "strategies: [3-3, quo-4]\n", "strategies[1]"},
 		{"cluster targets", base + "targets: {read_p95: 1ms, stale: 0.1}\ncluster: {targets: {read_p95: 0s, stale: 0.1}}\n", "cluster.targets.read_p95"},
 		{"cluster targets alone", base + "cluster: {targets: {read_p95: 1ms, stale: 0.1}}\n", "cluster.targets"},
 		{"write level", base + "table: {write_level: 5}\n", "table.write_level"},

@@ -441,6 +441,9 @@ func (s *Scenario) validateStrategies() error {
 		if v.scenarioTargets && s.Targets == nil {
 			return invalid(field, "cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
+		if err := v.checkLevels(s.tabletReplicas()); err != nil {
+			return invalid(field, "%q: %v", name, err)
+		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()) * max(1, len(s.Series)); n > maxRuns {
 		return invalid("slas", "%d runs (series x sweep points x repeats x SLAs x clients x strategies) exceed %d", n, maxRuns)

@@ -86,7 +86,8 @@ type Options struct {
 	// etcd's --unsafe-no-fsync); the server warns at start.
 	UnsafeNoFsync bool `yaml:"unsafe_no_fsync"`
 	// Replica configures the storage nodes: key and value limits, pull
-	// batch size and bytes (defaults 4 KiB, 1 MiB, 1000, 4 MiB). The
+	// batch size and bytes, and how long and how many read repairs may
+	// wait for a pull (defaults 4 KiB, 1 MiB, 1000, 4 MiB, 2s, 1024). The
 	// gRPC message limit follows from them (replica.MessageBytesMax).
 	Replica ReplicaOptions `yaml:"replica"`
 	// Mailbox bounds what waits for each node (host.NodeOptions).
@@ -135,10 +136,12 @@ type TLSFiles struct {
 
 // ReplicaOptions are the settable fields of replica.Options.
 type ReplicaOptions struct {
-	MaxKeyBytes    int `yaml:"max_key_bytes"`
-	MaxValueBytes  int `yaml:"max_value_bytes"`
-	PullBatchMax   int `yaml:"pull_batch_max"`
-	PullBatchBytes int `yaml:"pull_batch_bytes"`
+	MaxKeyBytes       int           `yaml:"max_key_bytes"`
+	MaxValueBytes     int           `yaml:"max_value_bytes"`
+	PullBatchMax      int           `yaml:"pull_batch_max"`
+	PullBatchBytes    int           `yaml:"pull_batch_bytes"`
+	RepairWait        time.Duration `yaml:"repair_wait"`
+	RepairsWaitingMax int           `yaml:"repairs_waiting_max"`
 }
 
 // EnsureDefaults fills in unset fields.

@@ -63,6 +63,10 @@ const (
 	// Aborted: a causal get-transaction found no snapshot within its
 	// rounds (Karma 4.5: abort after a timeout); try again.
 	Aborted
+	// Behind: a secondary asked by a Repair to catch up to a timestamp
+	// did not reach it within its wait: the primary had not ordered it,
+	// or could not be reached.
+	Behind
 	// Unencodable: the request could not be encoded for the network (an
 	// identifier that is not valid UTF-8), so it was never sent. Nodes do
 	// not send it: the sender's transport refuses the request with it.
@@ -82,6 +86,7 @@ var codeNames = [...]string{
 	Overloaded:    "node overloaded",
 	Unavailable:   "no replica answered in time",
 	Aborted:       "no snapshot found; try again",
+	Behind:        "replica behind the timestamp",
 	Unencodable:   "not encodable for the network; not sent",
 }
 
@@ -1004,14 +1009,28 @@ type Resolved struct {
 	TS      hlc.Timestamp
 }
 
-// Repair is read repair (CPQ; Cassandra's read repair): a client that
-// read several replicas sends the newest version it saw to a replica that
-// answered with an older one. The replica keeps it if it has nothing
-// newer of the key; its high timestamp does not change, since it may
-// still lack other versions below Entry.TS.
+// Repair is read repair (CPQ; Cassandra's blocking read repair, ABD's
+// write-back): a client that read several replicas asks one that
+// answered with an older version to catch up to TS, the newest version's
+// timestamp. It carries no data: a secondary that has not reached TS
+// pulls from the primary, so it only ever holds versions the primary
+// ordered, still a prefix of the tablet's history. It answers with a
+// RepairReply once its high timestamp is at or above TS, or Behind when
+// it cannot get there within its wait (a TS the primary has not ordered,
+// or a primary it cannot reach).
 type Repair struct {
+	Req    uint64
 	Tablet TabletRef
-	Entry  Entry
+	TS     hlc.Timestamp
+}
+
+// RepairReply answers Repair: Code is OK when the replica holds every
+// version up to the Repair's TS durably; High is its high timestamp
+// (for the primary, its clock).
+type RepairReply struct {
+	Req  uint64
+	Code Code
+	High hlc.Timestamp
 }
 
 func (*CreateTableRequest) isMsg() {}
@@ -1031,12 +1050,13 @@ func (*PullReply) isMsg()          {}
 func (*Push) isMsg()               {}
 func (*PushAck) isMsg()            {}
 func (*Repair) isMsg()             {}
+func (*RepairReply) isMsg()        {}
 func (*Forward) isMsg()            {}
 func (*ForwardAck) isMsg()         {}
 func (*Resolved) isMsg()           {}
 
 // FromClient reports whether clients send m: the requests of the client
-// protocol, the read repair a quorum Get sends (CPQ), and the causal puts,
+// protocol, with the read repair a quorum Get sends (CPQ), and the causal puts,
 // gets and get-transactions a client sends its coordinator (Karma).
 // Everything else (replication, the protocol among a causal table's
 // coordinators, middle men and caches, and replies) only storage nodes
@@ -1051,9 +1071,9 @@ func FromClient(m Msg) bool {
 }
 
 // Refusal returns the reply that refuses the client request m with code,
-// or nil if m is not a request that is answered (wire.FromClient; Repair
-// has no answer). A refused causal put or read carries no version, and
-// the table its request named.
+// or nil if m is not a request a client sends (wire.FromClient). A
+// refused causal put or read carries no version, and the table its
+// request named.
 func Refusal(m Msg, code Code) Msg {
 	switch m := m.(type) {
 	case *CreateTableRequest:
@@ -1068,6 +1088,8 @@ func Refusal(m Msg, code Code) Msg {
 		return &GetReply{Req: m.Req, Code: code}
 	case *ProbeRequest:
 		return &ProbeReply{Req: m.Req, Code: code}
+	case *Repair:
+		return &RepairReply{Req: m.Req, Code: code}
 	case *CausalPut:
 		return &CausalPutReply{Req: m.Req, Table: m.Table, Code: code}
 	case *CausalGet:

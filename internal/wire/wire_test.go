@@ -451,11 +451,11 @@ func TestLevel(t *testing.T) {
 	}
 }
 
-// TestRefusal: every client request that is answered has a refusal with
-// its request number and the code; other messages have none.
+// TestRefusal: every client request has a refusal with its request
+// number and the code; other messages have none.
 func TestRefusal(t *testing.T) {
 	for _, m := range []wire.Msg{&wire.CreateTableRequest{Req: 7}, &wire.DeleteTableRequest{Req: 7}, &wire.TableInfoRequest{Req: 7},
-		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7},
+		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7}, &wire.Repair{Req: 7},
 		&wire.CausalPut{Req: 7, Table: 9}, &wire.CausalGet{Req: 7, Table: 9}, &wire.CausalGetTx{Req: 7, Table: 9}} {
 		r := wire.Refusal(m, wire.Overloaded)
 		if r == nil || !wire.FromClient(m) {
@@ -473,7 +473,7 @@ func TestRefusal(t *testing.T) {
 			t.Errorf("%T: refusal names table %d, want 9", m, table.Uint())
 		}
 	}
-	for _, m := range []wire.Msg{&wire.Repair{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{},
+	for _, m := range []wire.Msg{&wire.RepairReply{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{},
 		&wire.CausalPutReply{}, &wire.CausalGetReply{}, &wire.Propagate{}, &wire.Read{}, &wire.DepCheck{}, &wire.Invalidate{}} {
 		if r := wire.Refusal(m, wire.Overloaded); r != nil {
 			t.Errorf("%T: refusal %v, want none", m, r)

@@ -69,7 +69,9 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.PushAck:
 		e.Msg = &Envelope_PushAck{&PushAck{Tablet: refPB(m.Tablet), High: tsPB(m.High)}}
 	case *wire.Repair:
-		e.Msg = &Envelope_Repair{&Repair{Tablet: refPB(m.Tablet), Entry: entryPB(m.Entry)}}
+		e.Msg = &Envelope_Repair{&Repair{Req: m.Req, Tablet: refPB(m.Tablet), Ts: tsPB(m.TS)}}
+	case *wire.RepairReply:
+		e.Msg = &Envelope_RepairReply{&RepairReply{Req: m.Req, Code: uint32(m.Code), High: tsPB(m.High)}}
 	case *wire.Forward:
 		e.Msg = &Envelope_Forward{&Forward{Tablet: refPB(m.Tablet), Seq: m.Seq, Key: keyBytes(m.Key), Value: m.Value, MinTs: tsPB(m.MinTS),
 			W: m.W, WaitNanos: int64(m.Wait), Test: testPB(m.Test)}}
@@ -218,7 +220,13 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 	case *Envelope_PushAck:
 		m = &wire.PushAck{Tablet: refWire(x.PushAck.GetTablet()), High: tsWire(x.PushAck.GetHigh())}
 	case *Envelope_Repair:
-		m = &wire.Repair{Tablet: refWire(x.Repair.GetTablet()), Entry: entryWire(x.Repair.GetEntry())}
+		m = &wire.Repair{Req: x.Repair.GetReq(), Tablet: refWire(x.Repair.GetTablet()), TS: tsWire(x.Repair.GetTs())}
+	case *Envelope_RepairReply:
+		r := x.RepairReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.RepairReply{Req: r.GetReq(), Code: c, High: tsWire(r.GetHigh())}
+		}
 	case *Envelope_Forward:
 		r := x.Forward
 		m = &wire.Forward{Tablet: refWire(r.GetTablet()), Seq: r.GetSeq(), Key: keyString(r.GetKey()), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),

@@ -67,7 +67,8 @@ func TestRoundTrip(t *testing.T) {
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
-		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		&wire.Repair{Req: 13, Tablet: ref, TS: ts},
+		&wire.RepairReply{Req: 13, Code: wire.Behind, High: ts},
 		// Staged writes (dConssandra) and bounded reads.
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Immediate},

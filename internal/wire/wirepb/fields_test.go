@@ -83,6 +83,7 @@ func oneOfEveryKind() []wire.Msg {
 		&wire.CausalPut{}, &wire.CausalPutReply{}, &wire.CausalComplete{}, &wire.CausalGet{}, &wire.CausalGetReply{},
 		&wire.CausalGetTx{}, &wire.CausalGetTxReply{}, &wire.Propagate{}, &wire.PropagateAck{}, &wire.Stable{},
 		&wire.Read{}, &wire.ReadReply{}, &wire.DepCheck{}, &wire.DepCheckReply{}, &wire.Invalidate{}, &wire.InvalidateAck{},
+		&wire.RepairReply{},
 	}
 }
 

@@ -134,7 +134,8 @@ func fuzzSeeds() []wire.Msg {
 		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, More: true, Snapshot: true, InSnapshot: true, SnapshotAfter: "\x00", SnapshotLast: "b"},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
-		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		&wire.Repair{Req: 13, Tablet: ref, TS: ts},
+		&wire.RepairReply{Req: 13, Code: wire.Behind, High: ts},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond,
 			Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Test: &wire.Test{}},
@@ -219,10 +220,6 @@ func emptyValuesNil(m wire.Msg) wire.Msg {
 		}
 		return &c
 	case *wire.Push:
-		c := *m
-		c.Entry = entry(c.Entry)
-		return &c
-	case *wire.Repair:
 		c := *m
 		c.Entry = entry(c.Entry)
 		return &c

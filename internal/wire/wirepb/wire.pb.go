@@ -75,6 +75,7 @@ type Envelope struct {
 	//	*Envelope_DepCheckReply
 	//	*Envelope_Invalidate
 	//	*Envelope_InvalidateAck
+	//	*Envelope_RepairReply
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -455,6 +456,15 @@ func (x *Envelope) GetInvalidateAck() *InvalidateAck {
 	return nil
 }
 
+func (x *Envelope) GetRepairReply() *RepairReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_RepairReply); ok {
+			return x.RepairReply
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -604,6 +614,10 @@ type Envelope_InvalidateAck struct {
 	InvalidateAck *InvalidateAck `protobuf:"bytes,45,opt,name=invalidate_ack,json=invalidateAck,proto3,oneof"`
 }
 
+type Envelope_RepairReply struct {
+	RepairReply *RepairReply `protobuf:"bytes,46,opt,name=repair_reply,json=repairReply,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -675,6 +689,8 @@ func (*Envelope_DepCheckReply) isEnvelope_Msg() {}
 func (*Envelope_Invalidate) isEnvelope_Msg() {}
 
 func (*Envelope_InvalidateAck) isEnvelope_Msg() {}
+
+func (*Envelope_RepairReply) isEnvelope_Msg() {}
 
 type Timestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2368,7 +2384,8 @@ func (x *PushAck) GetHigh() *Timestamp {
 type Repair struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
-	Entry         *Entry                 `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	Req           uint64                 `protobuf:"varint,3,opt,name=req,proto3" json:"req,omitempty"`
+	Ts            *Timestamp             `protobuf:"bytes,4,opt,name=ts,proto3" json:"ts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2410,9 +2427,76 @@ func (x *Repair) GetTablet() *TabletRef {
 	return nil
 }
 
-func (x *Repair) GetEntry() *Entry {
+func (x *Repair) GetReq() uint64 {
 	if x != nil {
-		return x.Entry
+		return x.Req
+	}
+	return 0
+}
+
+func (x *Repair) GetTs() *Timestamp {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
+type RepairReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	High          *Timestamp             `protobuf:"bytes,3,opt,name=high,proto3" json:"high,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepairReply) Reset() {
+	*x = RepairReply{}
+	mi := &file_wire_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepairReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepairReply) ProtoMessage() {}
+
+func (x *RepairReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepairReply.ProtoReflect.Descriptor instead.
+func (*RepairReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RepairReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *RepairReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *RepairReply) GetHigh() *Timestamp {
+	if x != nil {
+		return x.High
 	}
 	return nil
 }
@@ -2433,7 +2517,7 @@ type Forward struct {
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2529,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2542,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{26}
+	return file_wire_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -2532,7 +2616,7 @@ type ForwardAck struct {
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[27]
+	mi := &file_wire_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +2628,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[27]
+	mi := &file_wire_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +2641,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{27}
+	return file_wire_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -2621,7 +2705,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2633,7 +2717,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2646,7 +2730,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{28}
+	return file_wire_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -2688,7 +2772,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2784,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2797,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{29}
+	return file_wire_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Version) GetTs() *Timestamp {
@@ -2741,7 +2825,7 @@ type Dep struct {
 
 func (x *Dep) Reset() {
 	*x = Dep{}
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2837,7 @@ func (x *Dep) String() string {
 func (*Dep) ProtoMessage() {}
 
 func (x *Dep) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2850,7 @@ func (x *Dep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dep.ProtoReflect.Descriptor instead.
 func (*Dep) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{30}
+	return file_wire_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Dep) GetKey() []byte {
@@ -2800,7 +2884,7 @@ type CausalPut struct {
 
 func (x *CausalPut) Reset() {
 	*x = CausalPut{}
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2896,7 @@ func (x *CausalPut) String() string {
 func (*CausalPut) ProtoMessage() {}
 
 func (x *CausalPut) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2909,7 @@ func (x *CausalPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalPut.ProtoReflect.Descriptor instead.
 func (*CausalPut) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{31}
+	return file_wire_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CausalPut) GetReq() uint64 {
@@ -2903,7 +2987,7 @@ type CausalPutReply struct {
 
 func (x *CausalPutReply) Reset() {
 	*x = CausalPutReply{}
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +2999,7 @@ func (x *CausalPutReply) String() string {
 func (*CausalPutReply) ProtoMessage() {}
 
 func (x *CausalPutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3012,7 @@ func (x *CausalPutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalPutReply.ProtoReflect.Descriptor instead.
 func (*CausalPutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{32}
+	return file_wire_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CausalPutReply) GetReq() uint64 {
@@ -2970,7 +3054,7 @@ type CausalComplete struct {
 
 func (x *CausalComplete) Reset() {
 	*x = CausalComplete{}
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3066,7 @@ func (x *CausalComplete) String() string {
 func (*CausalComplete) ProtoMessage() {}
 
 func (x *CausalComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3079,7 @@ func (x *CausalComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalComplete.ProtoReflect.Descriptor instead.
 func (*CausalComplete) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{33}
+	return file_wire_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CausalComplete) GetTable() uint64 {
@@ -3033,7 +3117,7 @@ type CausalGet struct {
 
 func (x *CausalGet) Reset() {
 	*x = CausalGet{}
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3129,7 @@ func (x *CausalGet) String() string {
 func (*CausalGet) ProtoMessage() {}
 
 func (x *CausalGet) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3142,7 @@ func (x *CausalGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalGet.ProtoReflect.Descriptor instead.
 func (*CausalGet) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{34}
+	return file_wire_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CausalGet) GetReq() uint64 {
@@ -3121,7 +3205,7 @@ type CausalGetReply struct {
 
 func (x *CausalGetReply) Reset() {
 	*x = CausalGetReply{}
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3217,7 @@ func (x *CausalGetReply) String() string {
 func (*CausalGetReply) ProtoMessage() {}
 
 func (x *CausalGetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3230,7 @@ func (x *CausalGetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalGetReply.ProtoReflect.Descriptor instead.
 func (*CausalGetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{35}
+	return file_wire_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CausalGetReply) GetReq() uint64 {
@@ -3233,7 +3317,7 @@ type CausalGetTx struct {
 
 func (x *CausalGetTx) Reset() {
 	*x = CausalGetTx{}
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3329,7 @@ func (x *CausalGetTx) String() string {
 func (*CausalGetTx) ProtoMessage() {}
 
 func (x *CausalGetTx) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3342,7 @@ func (x *CausalGetTx) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalGetTx.ProtoReflect.Descriptor instead.
 func (*CausalGetTx) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{36}
+	return file_wire_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CausalGetTx) GetReq() uint64 {
@@ -3318,7 +3402,7 @@ type TxItem struct {
 
 func (x *TxItem) Reset() {
 	*x = TxItem{}
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3414,7 @@ func (x *TxItem) String() string {
 func (*TxItem) ProtoMessage() {}
 
 func (x *TxItem) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3427,7 @@ func (x *TxItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxItem.ProtoReflect.Descriptor instead.
 func (*TxItem) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{37}
+	return file_wire_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TxItem) GetKey() []byte {
@@ -3402,7 +3486,7 @@ type CausalGetTxReply struct {
 
 func (x *CausalGetTxReply) Reset() {
 	*x = CausalGetTxReply{}
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3498,7 @@ func (x *CausalGetTxReply) String() string {
 func (*CausalGetTxReply) ProtoMessage() {}
 
 func (x *CausalGetTxReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3511,7 @@ func (x *CausalGetTxReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalGetTxReply.ProtoReflect.Descriptor instead.
 func (*CausalGetTxReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{38}
+	return file_wire_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CausalGetTxReply) GetReq() uint64 {
@@ -3489,7 +3573,7 @@ type Propagate struct {
 
 func (x *Propagate) Reset() {
 	*x = Propagate{}
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3585,7 @@ func (x *Propagate) String() string {
 func (*Propagate) ProtoMessage() {}
 
 func (x *Propagate) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3598,7 @@ func (x *Propagate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Propagate.ProtoReflect.Descriptor instead.
 func (*Propagate) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{39}
+	return file_wire_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Propagate) GetTable() uint64 {
@@ -3593,7 +3677,7 @@ type PropagateAck struct {
 
 func (x *PropagateAck) Reset() {
 	*x = PropagateAck{}
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +3689,7 @@ func (x *PropagateAck) String() string {
 func (*PropagateAck) ProtoMessage() {}
 
 func (x *PropagateAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +3702,7 @@ func (x *PropagateAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PropagateAck.ProtoReflect.Descriptor instead.
 func (*PropagateAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{40}
+	return file_wire_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PropagateAck) GetTable() uint64 {
@@ -3667,7 +3751,7 @@ type Stable struct {
 
 func (x *Stable) Reset() {
 	*x = Stable{}
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3763,7 @@ func (x *Stable) String() string {
 func (*Stable) ProtoMessage() {}
 
 func (x *Stable) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3776,7 @@ func (x *Stable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stable.ProtoReflect.Descriptor instead.
 func (*Stable) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{41}
+	return file_wire_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Stable) GetTable() uint64 {
@@ -3728,7 +3812,7 @@ type Read struct {
 
 func (x *Read) Reset() {
 	*x = Read{}
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3824,7 @@ func (x *Read) String() string {
 func (*Read) ProtoMessage() {}
 
 func (x *Read) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3837,7 @@ func (x *Read) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Read.ProtoReflect.Descriptor instead.
 func (*Read) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{42}
+	return file_wire_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Read) GetReq() uint64 {
@@ -3802,7 +3886,7 @@ type ReadReply struct {
 
 func (x *ReadReply) Reset() {
 	*x = ReadReply{}
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +3898,7 @@ func (x *ReadReply) String() string {
 func (*ReadReply) ProtoMessage() {}
 
 func (x *ReadReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +3911,7 @@ func (x *ReadReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadReply.ProtoReflect.Descriptor instead.
 func (*ReadReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{43}
+	return file_wire_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadReply) GetReq() uint64 {
@@ -3912,7 +3996,7 @@ type DepCheck struct {
 
 func (x *DepCheck) Reset() {
 	*x = DepCheck{}
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4008,7 @@ func (x *DepCheck) String() string {
 func (*DepCheck) ProtoMessage() {}
 
 func (x *DepCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4021,7 @@ func (x *DepCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DepCheck.ProtoReflect.Descriptor instead.
 func (*DepCheck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{44}
+	return file_wire_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DepCheck) GetReq() uint64 {
@@ -3979,7 +4063,7 @@ type DepCheckReply struct {
 
 func (x *DepCheckReply) Reset() {
 	*x = DepCheckReply{}
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4075,7 @@ func (x *DepCheckReply) String() string {
 func (*DepCheckReply) ProtoMessage() {}
 
 func (x *DepCheckReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4088,7 @@ func (x *DepCheckReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DepCheckReply.ProtoReflect.Descriptor instead.
 func (*DepCheckReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{45}
+	return file_wire_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DepCheckReply) GetReq() uint64 {
@@ -4040,7 +4124,7 @@ type Invalidate struct {
 
 func (x *Invalidate) Reset() {
 	*x = Invalidate{}
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4136,7 @@ func (x *Invalidate) String() string {
 func (*Invalidate) ProtoMessage() {}
 
 func (x *Invalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4149,7 @@ func (x *Invalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalidate.ProtoReflect.Descriptor instead.
 func (*Invalidate) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{46}
+	return file_wire_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Invalidate) GetReq() uint64 {
@@ -4106,7 +4190,7 @@ type InvalidateAck struct {
 
 func (x *InvalidateAck) Reset() {
 	*x = InvalidateAck{}
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4202,7 @@ func (x *InvalidateAck) String() string {
 func (*InvalidateAck) ProtoMessage() {}
 
 func (x *InvalidateAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4215,7 @@ func (x *InvalidateAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvalidateAck.ProtoReflect.Descriptor instead.
 func (*InvalidateAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{47}
+	return file_wire_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *InvalidateAck) GetReq() uint64 {
@@ -4154,7 +4238,7 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\xdc\x11\n" +
+	"cosla.wire\"\x9a\x12\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -4204,7 +4288,8 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"invalidate\x18, \x01(\v2\x16.cosla.wire.InvalidateH\x00R\n" +
 	"invalidate\x12B\n" +
-	"\x0einvalidate_ack\x18- \x01(\v2\x19.cosla.wire.InvalidateAckH\x00R\rinvalidateAckB\x05\n" +
+	"\x0einvalidate_ack\x18- \x01(\v2\x19.cosla.wire.InvalidateAckH\x00R\rinvalidateAck\x12<\n" +
+	"\frepair_reply\x18. \x01(\v2\x17.cosla.wire.RepairReplyH\x00R\vrepairReplyB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -4342,10 +4427,15 @@ const file_wire_proto_rawDesc = "" +
 	"\x03ack\x18\x04 \x01(\bR\x03ack\"c\n" +
 	"\aPushAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
-	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"`\n" +
+	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"v\n" +
 	"\x06Repair\x12-\n" +
-	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12'\n" +
-	"\x05entry\x18\x02 \x01(\v2\x11.cosla.wire.EntryR\x05entry\"\xf3\x01\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
+	"\x03req\x18\x03 \x01(\x04R\x03req\x12%\n" +
+	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02tsJ\x04\b\x02\x10\x03\"^\n" +
+	"\vRepairReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12)\n" +
+	"\x04high\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"\xf3\x01\n" +
 	"\aForward\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
@@ -4505,7 +4595,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -4533,28 +4623,29 @@ var file_wire_proto_goTypes = []any{
 	(*Push)(nil),               // 23: cosla.wire.Push
 	(*PushAck)(nil),            // 24: cosla.wire.PushAck
 	(*Repair)(nil),             // 25: cosla.wire.Repair
-	(*Forward)(nil),            // 26: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 27: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 28: cosla.wire.Resolved
-	(*Version)(nil),            // 29: cosla.wire.Version
-	(*Dep)(nil),                // 30: cosla.wire.Dep
-	(*CausalPut)(nil),          // 31: cosla.wire.CausalPut
-	(*CausalPutReply)(nil),     // 32: cosla.wire.CausalPutReply
-	(*CausalComplete)(nil),     // 33: cosla.wire.CausalComplete
-	(*CausalGet)(nil),          // 34: cosla.wire.CausalGet
-	(*CausalGetReply)(nil),     // 35: cosla.wire.CausalGetReply
-	(*CausalGetTx)(nil),        // 36: cosla.wire.CausalGetTx
-	(*TxItem)(nil),             // 37: cosla.wire.TxItem
-	(*CausalGetTxReply)(nil),   // 38: cosla.wire.CausalGetTxReply
-	(*Propagate)(nil),          // 39: cosla.wire.Propagate
-	(*PropagateAck)(nil),       // 40: cosla.wire.PropagateAck
-	(*Stable)(nil),             // 41: cosla.wire.Stable
-	(*Read)(nil),               // 42: cosla.wire.Read
-	(*ReadReply)(nil),          // 43: cosla.wire.ReadReply
-	(*DepCheck)(nil),           // 44: cosla.wire.DepCheck
-	(*DepCheckReply)(nil),      // 45: cosla.wire.DepCheckReply
-	(*Invalidate)(nil),         // 46: cosla.wire.Invalidate
-	(*InvalidateAck)(nil),      // 47: cosla.wire.InvalidateAck
+	(*RepairReply)(nil),        // 26: cosla.wire.RepairReply
+	(*Forward)(nil),            // 27: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 28: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 29: cosla.wire.Resolved
+	(*Version)(nil),            // 30: cosla.wire.Version
+	(*Dep)(nil),                // 31: cosla.wire.Dep
+	(*CausalPut)(nil),          // 32: cosla.wire.CausalPut
+	(*CausalPutReply)(nil),     // 33: cosla.wire.CausalPutReply
+	(*CausalComplete)(nil),     // 34: cosla.wire.CausalComplete
+	(*CausalGet)(nil),          // 35: cosla.wire.CausalGet
+	(*CausalGetReply)(nil),     // 36: cosla.wire.CausalGetReply
+	(*CausalGetTx)(nil),        // 37: cosla.wire.CausalGetTx
+	(*TxItem)(nil),             // 38: cosla.wire.TxItem
+	(*CausalGetTxReply)(nil),   // 39: cosla.wire.CausalGetTxReply
+	(*Propagate)(nil),          // 40: cosla.wire.Propagate
+	(*PropagateAck)(nil),       // 41: cosla.wire.PropagateAck
+	(*Stable)(nil),             // 42: cosla.wire.Stable
+	(*Read)(nil),               // 43: cosla.wire.Read
+	(*ReadReply)(nil),          // 44: cosla.wire.ReadReply
+	(*DepCheck)(nil),           // 45: cosla.wire.DepCheck
+	(*DepCheckReply)(nil),      // 46: cosla.wire.DepCheckReply
+	(*Invalidate)(nil),         // 47: cosla.wire.Invalidate
+	(*InvalidateAck)(nil),      // 48: cosla.wire.InvalidateAck
 }
 var file_wire_proto_depIdxs = []int32{
 	8,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
@@ -4574,84 +4665,86 @@ var file_wire_proto_depIdxs = []int32{
 	23, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
 	24, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
 	25, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	26, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	27, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	28, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
-	31, // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
-	32, // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
-	33, // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
-	34, // 23: cosla.wire.Envelope.causal_get:type_name -> cosla.wire.CausalGet
-	35, // 24: cosla.wire.Envelope.causal_get_reply:type_name -> cosla.wire.CausalGetReply
-	36, // 25: cosla.wire.Envelope.causal_get_tx:type_name -> cosla.wire.CausalGetTx
-	38, // 26: cosla.wire.Envelope.causal_get_tx_reply:type_name -> cosla.wire.CausalGetTxReply
-	39, // 27: cosla.wire.Envelope.propagate:type_name -> cosla.wire.Propagate
-	40, // 28: cosla.wire.Envelope.propagate_ack:type_name -> cosla.wire.PropagateAck
-	41, // 29: cosla.wire.Envelope.stable:type_name -> cosla.wire.Stable
-	42, // 30: cosla.wire.Envelope.read:type_name -> cosla.wire.Read
-	43, // 31: cosla.wire.Envelope.read_reply:type_name -> cosla.wire.ReadReply
-	44, // 32: cosla.wire.Envelope.dep_check:type_name -> cosla.wire.DepCheck
-	45, // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
-	46, // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
-	47, // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
-	3,  // 36: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	5,  // 37: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	6,  // 38: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,  // 39: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	4,  // 40: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	4,  // 41: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	2,  // 42: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 43: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	15, // 44: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,  // 45: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	2,  // 46: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 47: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,  // 48: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 49: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 50: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	2,  // 51: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 52: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,  // 53: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	2,  // 54: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 55: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 56: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	7,  // 57: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	2,  // 58: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 59: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	7,  // 60: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	2,  // 61: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 62: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	2,  // 63: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	7,  // 64: cosla.wire.Repair.entry:type_name -> cosla.wire.Entry
-	2,  // 65: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 66: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	15, // 67: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	2,  // 68: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 69: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	2,  // 70: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 71: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	1,  // 72: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
-	29, // 73: cosla.wire.Dep.version:type_name -> cosla.wire.Version
-	29, // 74: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
-	30, // 75: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
-	29, // 76: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
-	29, // 77: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
-	29, // 78: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
-	29, // 79: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
-	29, // 80: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
-	37, // 81: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
-	29, // 82: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
-	30, // 83: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
-	29, // 84: cosla.wire.Stable.version:type_name -> cosla.wire.Version
-	29, // 85: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
-	29, // 86: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
-	29, // 87: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	0,  // 88: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 89: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	89, // [89:90] is the sub-list for method output_type
-	88, // [88:89] is the sub-list for method input_type
-	88, // [88:88] is the sub-list for extension type_name
-	88, // [88:88] is the sub-list for extension extendee
-	0,  // [0:88] is the sub-list for field type_name
+	27, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	28, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	29, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	32, // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
+	33, // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
+	34, // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
+	35, // 23: cosla.wire.Envelope.causal_get:type_name -> cosla.wire.CausalGet
+	36, // 24: cosla.wire.Envelope.causal_get_reply:type_name -> cosla.wire.CausalGetReply
+	37, // 25: cosla.wire.Envelope.causal_get_tx:type_name -> cosla.wire.CausalGetTx
+	39, // 26: cosla.wire.Envelope.causal_get_tx_reply:type_name -> cosla.wire.CausalGetTxReply
+	40, // 27: cosla.wire.Envelope.propagate:type_name -> cosla.wire.Propagate
+	41, // 28: cosla.wire.Envelope.propagate_ack:type_name -> cosla.wire.PropagateAck
+	42, // 29: cosla.wire.Envelope.stable:type_name -> cosla.wire.Stable
+	43, // 30: cosla.wire.Envelope.read:type_name -> cosla.wire.Read
+	44, // 31: cosla.wire.Envelope.read_reply:type_name -> cosla.wire.ReadReply
+	45, // 32: cosla.wire.Envelope.dep_check:type_name -> cosla.wire.DepCheck
+	46, // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
+	47, // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
+	48, // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
+	26, // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
+	3,  // 37: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	5,  // 38: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	6,  // 39: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,  // 40: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	4,  // 41: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	4,  // 42: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	2,  // 43: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 44: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	15, // 45: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,  // 46: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	2,  // 47: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 48: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,  // 49: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 50: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 51: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	2,  // 52: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 53: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,  // 54: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	2,  // 55: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 56: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,  // 57: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	7,  // 58: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	2,  // 59: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 60: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	7,  // 61: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	2,  // 62: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 63: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	2,  // 64: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 65: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,  // 66: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	2,  // 67: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 68: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	15, // 69: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	2,  // 70: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 71: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	2,  // 72: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,  // 73: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	1,  // 74: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
+	30, // 75: cosla.wire.Dep.version:type_name -> cosla.wire.Version
+	30, // 76: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
+	31, // 77: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
+	30, // 78: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
+	30, // 79: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
+	30, // 80: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
+	30, // 81: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
+	30, // 82: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
+	38, // 83: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
+	30, // 84: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
+	31, // 85: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
+	30, // 86: cosla.wire.Stable.version:type_name -> cosla.wire.Version
+	30, // 87: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	30, // 88: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	30, // 89: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	0,  // 90: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,  // 91: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	91, // [91:92] is the sub-list for method output_type
+	90, // [90:91] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -4696,6 +4789,7 @@ func file_wire_proto_init() {
 		(*Envelope_DepCheckReply)(nil),
 		(*Envelope_Invalidate)(nil),
 		(*Envelope_InvalidateAck)(nil),
+		(*Envelope_RepairReply)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4703,7 +4797,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
