@@ -54,6 +54,12 @@ func TestCausalOverNetwork(t *testing.T) {
 	if _, err := ca.Put(ctx, s, "x", []byte("1"), cosla.WithBound(cosla.Immediate)); !errors.Is(err, cosla.ErrInvalid) {
 		t.Fatalf("a bounded Put on a causal table: %v, want ErrInvalid", err)
 	}
+	if _, _, err := ca.Get(ctx, s, "x", cosla.WithBound(cosla.Within(50*time.Millisecond))); !errors.Is(err, cosla.ErrInvalid) {
+		t.Fatalf("a bounded Get on a causal table: %v, want ErrInvalid", err)
+	}
+	if _, err := ca.BeginSession(tbl, causalSLA, cosla.WithReadLevel(cosla.Quorum)); !errors.Is(err, cosla.ErrInvalid) {
+		t.Fatalf("a session at read level quorum on a causal table: %v, want ErrInvalid", err)
+	}
 	ts, err := ca.Put(ctx, s, "x", []byte("1"))
 	if err != nil || ts.IsZero() {
 		t.Fatalf("Put: %s, %v", ts, err)

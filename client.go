@@ -2,9 +2,7 @@ package cosla
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +63,13 @@ var (
 	// replica and a bound too short to apply even one (dConssandra's
 	// NULL); it returns no value. Result.Pending says how many.
 	ErrNull = clientcore.ErrNull
+	// ErrWriteBack: a Get of a majority of the replicas found them
+	// differing and could not bring a majority up to the newest version
+	// before its deadline (read repair; WithReadRepair), so it returns no
+	// value rather than one a later Get might not see. Result.Held says
+	// how many held it. With the deadline the cause, the error also
+	// matches ErrSLAUnmet or ErrTimeout.
+	ErrWriteBack = clientcore.ErrWriteBack
 )
 
 // QuorumTimeoutError is the error of a Put that missed its write level:
@@ -110,7 +115,11 @@ func ParseStrategy(name string) (Strategy, error) { return clientcore.ParseStrat
 type Config struct {
 	// Site is the site the client runs at, e.g. "china". Required.
 	Site string
-	// Name distinguishes clients at one site. Default: random.
+	// Name distinguishes clients at one site: the client's ID is
+	// "Site/Name". Over TLS it must agree with the client certificate,
+	// which names a client NAME: Name is NAME or NAME-SUFFIX, and nodes
+	// refuse messages from any other ID. Default: NAME-<random> over TLS,
+	// c-<random> without.
 	Name string
 	// Nodes maps every storage node ("england/r1") to the address the
 	// client dials to reach it. Required.
@@ -146,10 +155,6 @@ type Config struct {
 	TLS *tls.Config
 	// Insecure connects without TLS, to nodes started with insecure.
 	Insecure bool
-	// ConnectTimeout bounds how long Open waits for connections to the
-	// nodes; nodes not reached by then are dialed again when used.
-	// Default 5s.
-	ConnectTimeout time.Duration
 	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
 	// share of recent Gets that met each subSLA. Default 1m.
 	SLAWindow time.Duration
@@ -171,8 +176,9 @@ type Client struct {
 	closeOnce sync.Once
 }
 
-// Open connects a client to every node, waiting at most
-// Config.ConnectTimeout; a node it cannot reach is dialed again when used.
+// Open returns a client of the nodes in cfg. It does not wait for them:
+// each is dialed when first used, all at once by OpenTable, and a node it
+// cannot reach is dialed again when used.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Site == "" || strings.Contains(cfg.Site, "/") {
 		return nil, fmt.Errorf("%w: Config.Site must be a site name without '/', got %q", ErrInvalid, cfg.Site)
@@ -186,16 +192,19 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	case cfg.TLS != nil && cfg.Insecure:
 		return nil, fmt.Errorf("%w: Config.TLS and Config.Insecure: choose one", ErrInvalid)
 	}
-	if cfg.Name == "" {
-		var b [4]byte
-		_, _ = cryptorand.Read(b[:])
-		cfg.Name = "c-" + hex.EncodeToString(b[:])
+	name, err := clientName(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Name = name
+	if err := wire.CheckIdentifier("Config.Site", cfg.Site); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := wire.CheckIdentifier("Config.Name", cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 5 * time.Second
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -204,6 +213,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	for id, addr := range cfg.Nodes {
 		if !strings.Contains(id, "/") || addr == "" {
 			return nil, fmt.Errorf("%w: Config.Nodes: %q -> %q: want site/node -> host:port", ErrInvalid, id, addr)
+		}
+		if err := wire.CheckIdentifier("Config.Nodes", id); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		peers[wire.NodeID(id)] = addr
 	}
@@ -227,7 +239,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		MaxValueBytes:    cfg.MaxValueBytes,
 		MaxSessions:      cfg.MaxSessions,
 		SLAWindow:        cfg.SLAWindow,
-		MeasureOnOpen:    true,
+		Measure:          clientcore.MeasureNeeded,
 	})
 	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
@@ -236,11 +248,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.node.Store(n)
-	// Connect to every node now, within a bound, so the monitor's first
-	// round trips measure the network rather than connection setup.
-	warm, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	c.transport.Connect(warm)
-	cancel()
 	return c, nil
 }
 
@@ -441,9 +448,11 @@ func (t *Table) Name() string {
 	return t.t.Name()
 }
 
-// OpenTable fetches a table's layout and probes every replica, returning
-// once each has answered or timed out, so that the first Gets choose among
-// measured nodes (Pileus 4.5).
+// OpenTable fetches a table's layout (the first node to answer gives it)
+// and probes every replica. It does not wait for the probes: an operation
+// waits only for those of the node it would choose, so that the first
+// Gets choose among measured nodes (Pileus 4.5) without waiting for nodes
+// they do not need. That wait is not counted in Result.RTT.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
 	type result struct {
 		t   *clientcore.Table
@@ -510,7 +519,7 @@ func WithStrategy(s Strategy) SessionOption {
 type LevelOption struct {
 	read, write clientcore.Choice
 	delay       time.Duration
-	repair      bool
+	repair      clientcore.ReadRepair
 }
 
 func (l LevelOption) session(c *sessionConfig) {
@@ -524,7 +533,9 @@ func (l LevelOption) session(c *sessionConfig) {
 	if l.delay != 0 {
 		p.Delay = l.delay
 	}
-	p.ReadRepair = p.ReadRepair || l.repair
+	if l.repair != clientcore.RepairAuto {
+		p.ReadRepair = l.repair
+	}
 }
 
 func (l LevelOption) get(o *clientcore.GetOptions) {
@@ -534,7 +545,9 @@ func (l LevelOption) get(o *clientcore.GetOptions) {
 	if l.delay != 0 {
 		o.Delay = l.delay
 	}
-	o.ReadRepair = o.ReadRepair || l.repair
+	if l.repair != clientcore.RepairAuto {
+		o.ReadRepair = l.repair
+	}
 }
 
 func (l LevelOption) put(o *clientcore.PutOptions) {
@@ -571,9 +584,23 @@ func WithTuner(latency time.Duration, stale float64) SessionOption {
 	return sessionFunc(func(c *sessionConfig) { c.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale} })
 }
 
-// WithReadRepair makes a Get of several replicas send the newest version
-// it saw to those that answered with an older one.
-func WithReadRepair() LevelOption { return LevelOption{repair: true} }
+// WithReadRepair turns read repair on or off. Read repair asks the
+// replicas a Get of several replicas read that answered with an older
+// version to catch up to the newest, from their primary. It is on by
+// default for a Get that asks a majority of its tablet's replicas, which
+// then answers only once a majority holds the version it returns (ABD's
+// write-back, Cassandra's blocking read repair): with writes of w, r + w
+// > N, such reads are linearizable per key, not only regular (the README
+// lists the levels). WithReadRepair(false) turns it off, for a Get that
+// may return sooner and be regular; WithReadRepair(true) also turns it on
+// for a Get of fewer than a majority, which sends the repairs without
+// waiting for them.
+func WithReadRepair(on bool) LevelOption {
+	if on {
+		return LevelOption{repair: clientcore.RepairOn}
+	}
+	return LevelOption{repair: clientcore.RepairOff}
+}
 
 // BeginSession starts a session on t whose Gets use agreement unless a Get
 // says otherwise.
@@ -798,11 +825,17 @@ func WithSLA(agreement sla.SLA) GetOption {
 	return getFunc(func(o *clientcore.GetOptions) { o.SLA = agreement })
 }
 
-// WithRetryAfterMiss lets a Get whose reply met no subSLA ask a second node
-// that can still meet a lower subSLA in the time left (beyond Pileus; its
-// section 5.4 describes the case). Result.Retried reports it.
-func WithRetryAfterMiss() GetOption {
-	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = true })
+// WithRetryAfterMiss turns a Get's fallback after a miss on or off; it is
+// on by default (beyond Pileus; its section 5.4 describes the case): when
+// a reply meets no subSLA, or the target subSLA's latency passes without a
+// reply (for an unbounded one, the 2 s probe timeout), the Get also asks
+// the node not yet asked that can best meet a subSLA in the time left, and
+// so on while the SLA allows, each node once; the best reply wins. A node
+// that is down then costs a Get no more than its target's latency.
+// Result.Retried reports it. Off, a Get sends one request, as the paper's
+// Pileus does, and a target that is down costs it the SLA's last latency.
+func WithRetryAfterMiss(on bool) GetOption {
+	return getFunc(func(o *clientcore.GetOptions) { o.RetryAfterMiss = on })
 }
 
 // WithHedge lets a Pileus Get go to a second node at once when that is
@@ -842,21 +875,26 @@ type Result struct {
 	Strategy        Strategy
 	Target          int
 	ExpectedUtility float64
-	// Retried: the first node's reply met no subSLA and the Get asked
-	// Node, a second one (WithRetryAfterMiss). Hedged: the Get went to
-	// two nodes at once and Node's reply was used (WithHedge).
+	// Retried: the Get fell back to another node after a miss
+	// (WithRetryAfterMiss); Node is the one whose reply was used.
+	// Hedged: the Get went to two nodes at once and Node's reply was
+	// used (WithHedge).
 	Retried, Hedged bool
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer, Node is the one
-	// whose (newest) version was returned, HighTS the largest high
-	// timestamp among them and Primary whether the primary answered;
+	// whose (newest) version was returned (the primary whenever it
+	// answered, since it holds the newest) and Primary says whether Node
+	// is the primary; HighTS is the largest high timestamp among them;
 	// Quorum says that a strong subSLA was met without the primary
-	// because the read overlaps the table's write level (r + w > N);
-	// Repaired counts the stale replicas sent the newest version.
+	// because the read overlaps the table's write level (r + w > N).
+	// Repaired counts the stale replicas asked to catch up to the
+	// version returned (WithReadRepair), Held the replicas known to hold
+	// it when the Get answered, a majority when the Get wrote back.
 	Level    int
 	Replies  []ReplicaRead
 	Quorum   bool
 	Repaired int
+	Held     int
 	// Delay is the artificial delay the Get waited (WithDelay), counted
 	// in RTT.
 	Delay time.Duration
@@ -923,6 +961,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Replies         []any    `json:"replies,omitempty"`
 		Quorum          bool     `json:"quorum,omitempty"`
 		Repaired        int      `json:"repaired,omitempty"`
+		Held            int      `json:"held,omitempty"`
 		DelayMS         float64  `json:"delay_ms,omitempty"`
 		TuneP           float64  `json:"tune_p,omitempty"`
 		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
@@ -936,7 +975,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
 		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
 		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
-		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
+		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, Held: r.Held, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
 		Null: r.Null, FromSession: r.FromSession,
 	}
 	if r.Bound != wire.NoBound {
@@ -967,12 +1006,14 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // Get reads key in session s. It returns the value and what was delivered;
 // if no subSLA was met it returns no value, a Result describing the
-// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout).
+// attempt, and an error wrapping ErrSLAUnmet (or ErrTimeout), and if a
+// read of a majority could not write its version back to a majority, no
+// value and an error wrapping ErrWriteBack (WithReadRepair).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
 	if err := s.check(c); err != nil {
 		return nil, Result{Met: -1, Target: -1}, err
 	}
-	var o clientcore.GetOptions
+	o := clientcore.GetOptions{RetryAfterMiss: true}
 	for _, f := range opts {
 		f.get(&o)
 	}
@@ -991,8 +1032,8 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	g := r.r
 	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
 		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retried, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Delay: g.Delay, TuneP: g.TuneP,
+		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
+		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Held: g.Held, Delay: g.Delay, TuneP: g.TuneP,
 		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
 	if g.Causal != nil {
 		cr := causalRead(*g.Causal)

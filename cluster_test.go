@@ -306,7 +306,7 @@ func TestBadInput(t *testing.T) {
 	// A node nobody can reach: a client that knows only a dead address
 	// gets a timeout, not a hang.
 	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": nettest.RefusedAddr(t)}, TLS: n.tls,
-		RequestTimeout: time.Second, ConnectTimeout: time.Second})
+		RequestTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cosla_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 // TestLevelsOverNetwork runs write and read levels (CPQ) on three real
 // nodes over loopback TCP with Pebble: a Put at ALL is held by every
 // replica when it returns, as a read of all three shows; a level above
-// the replicas is refused; and with one node down a Put at ALL ends in
+// the replicas is refused; a read of all three after a Put at ONE writes
+// the version back to the secondaries before it answers (read repair);
+// and with one node down a Put at ALL ends in
 // ErrQuorumTimeout saying that two replicas hold it, and the primary
 // serves it.
 func TestLevelsOverNetwork(t *testing.T) {
@@ -60,6 +63,33 @@ func TestLevelsOverNetwork(t *testing.T) {
 
 	if _, err := c.Put(ctx, s, "k", []byte("v2"), cosla.WithWriteLevel(4)); !errors.Is(err, cosla.ErrInvalid) {
 		t.Errorf("Put at level 4 of 3 replicas: %v, want ErrInvalid", err)
+	}
+	// A session's levels are checked against the table when it begins.
+	for _, o := range []cosla.SessionOption{cosla.WithWriteLevel(4), cosla.WithReadLevel(4)} {
+		_, err := c.BeginSession(tbl, sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Second, Utility: 1}}, o)
+		if !errors.Is(err, cosla.ErrInvalid) || !strings.Contains(err.Error(), "level 4 is more than the tablet's 3 replicas") {
+			t.Errorf("a session at level 4 of 3 replicas: %v, want ErrInvalid naming the level and the replicas", err)
+		}
+	}
+
+	// A Put at ONE reaches England only (no push, pulls a minute apart):
+	// a read of all three finds the others stale, and writes back before
+	// it answers, the secondaries pulling v2 from England.
+	ts2, err := c.Put(ctx, s, "k", []byte("v2"), cosla.WithWriteLevel(cosla.One))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, res, err = c.Get(ctx, s, "k")
+	if err != nil || string(value) != "v2" || res.VersionTS != ts2 || res.Repaired != 2 || res.Held < 2 {
+		t.Fatalf("read of all after a Put at ONE: %q at %s, %d repaired, held by %d, %v; want v2 at %s, 2 repaired, held by 2 or more",
+			value, res.VersionTS, res.Repaired, res.Held, err, ts2)
+	}
+	// Any two replicas hold v2 now, whichever stale one caught up first.
+	for range 5 {
+		value, res, err = c.Get(ctx, s, "k", cosla.WithReadLevel(2), cosla.WithReadRepair(false), cosla.WithGetStrategy(cosla.Random))
+		if err != nil || string(value) != "v2" {
+			t.Errorf("read of two after the write-back: %q (replies %v), %v; want v2", value, res.Replies, err)
+		}
 	}
 
 	servers["india"].Close()

@@ -23,6 +23,9 @@ func Parse(text string) (SLA, error) {
 				return nil, fmt.Errorf("subSLA %d: %w", len(s)+1, err)
 			}
 			s = append(s, sub)
+			if len(s) > MaxSubSLAs {
+				return nil, fmt.Errorf("%w: more than %d subSLAs", ErrInvalid, MaxSubSLAs)
+			}
 		}
 	}
 	if err := s.Validate(); err != nil {

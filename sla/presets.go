@@ -59,6 +59,10 @@ func PresetNames() []string {
 // a directory, as in ./shopping-cart.
 func Resolve(spec string) (SLA, error) {
 	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, fmt.Errorf("%w: the SLA is empty: give a preset (%s), a file or an SLA such as \"strong 150ms 1\"",
+			ErrInvalid, strings.Join(PresetNames(), ", "))
+	}
 	if s, ok := Preset(spec); ok {
 		return s, nil
 	}

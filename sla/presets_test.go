@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,7 +135,9 @@ func TestResolve(t *testing.T) {
 	}{
 		{"unknown word", "shoping-cart", []string{`"shoping-cart" is not a preset (password-checking, shopping-cart, web-application)`}},
 		{"missing file", filepath.Join(dir, "nope.yaml"), []string{"nope.yaml", "not a preset"}},
-		{"empty", "", []string{"not a preset"}},
+		{"empty", "", []string{"the SLA is empty", "a preset (password-checking"}},
+		{"blank", " \t ", []string{"the SLA is empty"}},
+		{"too many subSLAs", strings.Repeat("eventual 1s 1; ", MaxSubSLAs+1), []string{"more than 64 subSLAs"}},
 		{"directory", dir, []string{"not a preset"}},
 		{"bad text", "strong 150ms 1; eventual 150 0.5", []string{"subSLA 2: latency:", `"150"`}},
 	} {

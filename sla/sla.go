@@ -6,7 +6,8 @@
 // of a Get that returns data with at least that consistency within that
 // latency. The first subSLA is the application's preference; lower ones are
 // acceptable alternatives of no greater utility (3.3). A Get reports which
-// subSLA it met, or fails with no data if it met none.
+// subSLA it met, or fails with no data if it met none. An SLA has at most
+// MaxSubSLAs (64) subSLAs.
 //
 // # Text format
 //
@@ -169,11 +170,19 @@ type SLA []SubSLA
 // ErrInvalid is wrapped by every validation and parse error.
 var ErrInvalid = errors.New("cosla: invalid SLA")
 
+// MaxSubSLAs bounds the subSLAs of an SLA. The paper's SLAs have two to
+// five; every Get weighs each subSLA against each replica, so the bound
+// keeps a Get's selection small.
+const MaxSubSLAs = 64
+
 // Validate checks the SLA and returns an error that names the bad subSLA
 // (by its 1-based rank, as in the paper's figures) and field.
 func (s SLA) Validate() error {
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return fmt.Errorf("%w: an SLA needs at least one subSLA", ErrInvalid)
+	case len(s) > MaxSubSLAs:
+		return fmt.Errorf("%w: %d subSLAs, at most %d", ErrInvalid, len(s), MaxSubSLAs)
 	}
 	for i, sub := range s {
 		rank := i + 1

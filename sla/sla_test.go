@@ -3,6 +3,7 @@ package sla
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func TestValidate(t *testing.T) {
 		{name: "unbounded latency", sla: SLA{{EventualConsistency, Unbounded, 0}}},
 		{name: "empty", sla: SLA{}, want: []string{"at least one subSLA"}},
 		{name: "nil", sla: nil, want: []string{"at least one subSLA"}},
+		{name: "the most subSLAs", sla: slices.Repeat(SLA{good}, MaxSubSLAs)},
+		{name: "too many subSLAs", sla: slices.Repeat(SLA{good}, MaxSubSLAs+1), want: []string{"65 subSLAs, at most 64"}},
 		{name: "zero latency", sla: SLA{good, {EventualConsistency, 0, 0.5}},
 			want: []string{"subSLA 2: latency:", "positive"}},
 		{name: "negative latency", sla: SLA{{EventualConsistency, -ms, 0.5}},

@@ -87,8 +87,7 @@ func flagsSet(fs *flag.FlagSet) map[string]bool {
 
 // openSystems opens the named systems in order, saying so on stderr, and
 // returns them with a function that closes them all; on an error it
-// closes those it opened. An ErrInvalid of package bench is a usage
-// error.
+// closes those it opened.
 func openSystems(ctx context.Context, names []string, opts func(name string) bench.SystemOptions, stderr io.Writer) ([]bench.System, func(), error) {
 	var systems []bench.System
 	closeAll := func() {
@@ -111,9 +110,6 @@ func openSystems(ctx context.Context, names []string, opts func(name string) ben
 			fmt.Fprintf(stderr, "cosla bench: starting %s in %s\n", name, filepath.Join(o.Dir, name+"-*"))
 		}
 		s, err := bench.OpenSystem(ctx, name, o)
-		if errors.Is(err, bench.ErrInvalid) {
-			err = usageError{err.Error()}
-		}
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -190,6 +186,9 @@ Flags:`)
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err := f.check(); err != nil {
+		return err
 	}
 	if err := bench.CheckNames([]string{*target}); err != nil {
 		return usagef("--target: %v", err)

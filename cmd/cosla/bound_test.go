@@ -66,6 +66,13 @@ local_rtt: 1ms
 // `cluster down` fails). It returns the cluster's directory.
 func clusterUp(t *testing.T, topology string, args ...string) string {
 	t.Helper()
+	dir, _ := startCluster(t, topology, args...)
+	return dir
+}
+
+// startCluster is clusterUp, returning cluster up's result too.
+func startCluster(t *testing.T, topology string, args ...string) (string, e2eResult) {
+	t.Helper()
 	coslaBinary(t)
 	dir := t.TempDir()
 	topo := filepath.Join(dir, "topology.yaml")
@@ -85,8 +92,9 @@ func clusterUp(t *testing.T, topology string, args ...string) string {
 			}
 		}
 	})
-	wantExit(t, coslaCmd(t, 2*time.Minute, append([]string{"cluster", "up", "--dir", dir, "--topology", topo, "--fresh"}, args...)...), 0)
-	return dir
+	r := coslaCmd(t, 2*time.Minute, append([]string{"cluster", "up", "--dir", dir, "--topology", topo, "--fresh"}, args...)...)
+	wantExit(t, r, 0)
+	return dir, r
 }
 
 // boundedWrite is the JSON that put --bound and rtw print.
@@ -157,14 +165,14 @@ func TestBoundCommands(t *testing.T) {
 		t.Fatalf("rtw --expect-absent on a free lock: want the test held; %s", r)
 	}
 	r = coslaCmd(t, limit, "rtw", "--dir", dir, "--site", "us", "--expect-absent", "lock", "lock", "you")
-	wantExit(t, r, 1)
+	wantExit(t, r, exitUnmet)
 	if !strings.HasPrefix(r.stdout, "test lock absent: failed; lock not written") || !strings.Contains(r.stderr, "failed") {
 		t.Fatalf("rtw --expect-absent on a taken lock: want the test failed; %s", r)
 	}
 	// Staged at the U.S. replica with an unbounded bound: the answer waits
 	// for the primary's outcome, and for every replica when it held.
 	r = coslaCmd(t, limit, "rtw", "--dir", dir, "--site", "us", "--bound", "unbounded", "--json", "lock", "you", "lock", "them")
-	wantExit(t, r, 1)
+	wantExit(t, r, exitUnmet)
 	if w := decodeWrite(t, r); w.Op != "rtw" || w.Test != "failed" || w.Stage != "coordinated" || w.TS != "" || w.Node != "us/r1" {
 		t.Fatalf("rtw --bound unbounded of a test that fails: want failed, coordinated, no ts, through us/r1; %s", r)
 	}

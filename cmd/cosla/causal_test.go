@@ -85,4 +85,8 @@ func TestCausalCommands(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "no bound") {
 		t.Fatalf("a bounded put on a causal table: want refused; %s", r)
 	}
+	r = coslaCmd(t, limit, "get", "--dir", dir, "--site", "b", "--bound", "50ms", "cart")
+	if r.code == 0 || !strings.Contains(r.stderr, "no bound") {
+		t.Fatalf("a bounded get on a causal table: want refused; %s", r)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosla/cosla/internal/chaos"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/private"
 )
 
 func runChaos(args []string, stdout, stderr io.Writer) error {
@@ -84,10 +85,10 @@ Flags:`)
 		args = append(args, "--seed", fmt.Sprint(*seed))
 	}
 	command := "cosla chaos " + strings.Join(args, " ")
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	if err := private.MkdirAll(*dir); err != nil {
 		return err
 	}
-	logFile, err := os.Create(filepath.Join(*dir, "chaos.log"))
+	logFile, err := private.OpenFile(filepath.Join(*dir, "chaos.log"), os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}

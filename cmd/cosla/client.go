@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/keyfmt"
+	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -40,7 +43,7 @@ type clientFlags struct {
 }
 
 func addClientFlags(fs *flag.FlagSet, f *clientFlags, withSLA bool) {
-	fs.StringVar(&f.dir, "dir", cluster.DefaultDir(), "directory of the local cluster (see cosla cluster up)")
+	fs.StringVar(&f.dir, "dir", defaultDir(), "directory of the local cluster (see cosla cluster up; $COSLA_DIR sets the default)")
 	fs.StringVar(&f.config, "config", "", "client config file of a cluster on several hosts (see cosla cluster plan), instead of --dir")
 	fs.StringVar(&f.site, "site", "", "site the client runs at (default: the cluster's first site)")
 	fs.StringVar(&f.table, "table", "", "table (default: the table the cluster created)")
@@ -76,22 +79,24 @@ type target struct {
 // resolveTarget reads the cluster in f.dir, or the client config file
 // f.config, and checks the flags against it, filling in the defaults.
 func resolveTarget(f *clientFlags) (*target, error) {
-	a, err := cluster.Reach(f.dir, f.config)
-	if err != nil {
-		return nil, err
-	}
-	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table)}
-	if tg.table == "" {
-		return nil, usagef("--table: %s names no table; give one", f.config)
-	}
-	if tg.config, err = a.Config(tg.site); err != nil {
-		return nil, usageError{err.Error()}
-	}
 	gets, err := coslaGets(f)
 	if err != nil {
 		return nil, err
 	}
-	tg.agreement, tg.strategy = gets.SLA, gets.Strategy
+	a, err := cluster.Reach(f.dir, f.config)
+	if err != nil {
+		return nil, err
+	}
+	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: gets.SLA, strategy: gets.Strategy}
+	if tg.table == "" {
+		return nil, usagef("--table: %s names no table; give one", f.config)
+	}
+	if err := errors.Join(wire.CheckIdentifier("--table", tg.table), wire.CheckIdentifier("--site", tg.site)); err != nil {
+		return nil, usageError{err}
+	}
+	if tg.config, err = a.Config(tg.site); err != nil {
+		return nil, usagef("--site: %w", err)
+	}
 	return tg, nil
 }
 
@@ -148,23 +153,72 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 }
 
 func runPut(args []string, stdout, stderr io.Writer) error {
+	var valueFile string
+	var value []byte
 	return runOneOp(opCommand{
-		name: "put", operands: constOperands("KEY VALUE"), levels: true,
+		name: "put", levels: true,
+		operands: func() string {
+			if valueFile != "" {
+				return "KEY"
+			}
+			return "KEY VALUE"
+		},
 		doc: "Writes KEY at its primary; prints the version's timestamp once it is durable (and held by\n" +
 			"--write-level replicas; if they do not all hold it within --timeout, says how many do and\n" +
 			"exits 1). With --bound it is a staged write (dConssandra): the nearest replica takes it and\n" +
-			"answers within the bound with the stage it reached.",
+			"answers within the bound with the stage it reached. The value is the VALUE operand, or with\n" +
+			"--value-file the contents of a file (\"-\": stdin), up to 1 MiB.",
 		boundDoc: "staged write: the nearest replica answers within `B` with the stage reached: immediate (once it holds the write durably), unbounded (once every replica has applied it) or a duration such as 50ms; not with --write-level or --cpq",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&valueFile, "value-file", "", "write the contents of `FILE` (\"-\": stdin) instead of a VALUE operand")
+		},
+		check: func(operands []string) error {
+			var err error
+			if valueFile == "" {
+				value = []byte(operands[1])
+			} else {
+				value, err = readValue(valueFile)
+			}
+			return err
+		},
 		op: func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, opArgs []string) error {
-			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], opArgs[1], bound)
+			return cs.put(ctx, stdout, f.jsonOut, opArgs[0], value, bound)
 		},
 	}, args, stderr)
+}
+
+// readValue reads a value from a file, or stdin for "-", refusing one over
+// the value limit.
+func readValue(path string) ([]byte, error) {
+	r, err := openInput(path)
+	if err != nil {
+		return nil, usagef("--value-file: %w", err)
+	}
+	defer r.Close()
+	value, err := io.ReadAll(io.LimitReader(r, clientcore.DefaultMaxValueBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--value-file %s: %w", path, err)
+	case len(value) > clientcore.DefaultMaxValueBytes:
+		return nil, usagef("--value-file %s: over the value limit of %d bytes", path, clientcore.DefaultMaxValueBytes)
+	}
+	return value, nil
+}
+
+// openInput opens a file named on the command line, or stdin for "-".
+func openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
 }
 
 func runGet(args []string, stdout, stderr io.Writer) error {
 	return runOneOp(opCommand{
 		name: "get", operands: constOperands("KEY"), reads: true, levels: true,
 		doc: "Reads KEY under an SLA and says which subSLA was met. Exit status 3 when none was.\n" +
+			"A node that does not answer within its target subSLA's latency (an unbounded one's: 2s)\n" +
+			"is passed over for the next best node the SLA still allows.\n" +
 			"With --bound it is a bounded read (dConssandra): the nearest replica applies what pending\n" +
 			"writes it can within the bound, then reads.",
 		boundDoc: "bounded read: the nearest replica applies the pending writes it can within `B`, then reads: immediate (at once), unbounded (every write the primary ordered before the read) or a duration such as 50ms; not with --strategy or the level flags",
@@ -188,6 +242,8 @@ type opCommand struct {
 	// boundDoc is the help of --bound; flags adds the command's own.
 	boundDoc string
 	flags    func(*flag.FlagSet)
+	// check, if set, checks the operands before anything is sent.
+	check func(operands []string) error
 	// op runs the operation; bound is --bound, zero without it.
 	op func(ctx context.Context, cs *clientSession, f *clientFlags, bound cosla.Bound, operands []string) error
 }
@@ -217,8 +273,13 @@ func runOneOp(c opCommand, args []string, stderr io.Writer) error {
 	if want := c.operands(); fs.NArg() != len(strings.Fields(want)) {
 		return usagef("want %s", want)
 	}
-	if _, err := f.levels.policy(); err != nil {
+	if err := f.check(); err != nil {
 		return err
+	}
+	if c.check != nil {
+		if err := c.check(fs.Args()); err != nil {
+			return err
+		}
 	}
 	bound, err := parseBound(f.bound)
 	if err != nil {
@@ -241,10 +302,28 @@ func runOneOp(c opCommand, args []string, stderr io.Writer) error {
 	defer cancel()
 	cs, err := openSession(ctx, &f)
 	if err != nil {
-		return err
+		return f.explain(err)
 	}
 	defer cs.client.Close()
-	return c.op(ctx, cs, &f, bound, fs.Args())
+	return f.explain(c.op(ctx, cs, &f, bound, fs.Args()))
+}
+
+// check checks the client flags that need no cluster: --timeout and the
+// level flags.
+func (f *clientFlags) check() error {
+	if f.timeout <= 0 {
+		return usagef("--timeout %s: want a positive duration such as 30s", f.timeout)
+	}
+	_, err := f.levels.policy()
+	return err
+}
+
+// explain says so when err is --timeout running out.
+func (f *clientFlags) explain(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within --timeout %s: %w", f.timeout, err)
+	}
+	return err
 }
 
 // parseBound reads --bound: immediate, unbounded or a positive Go
@@ -271,19 +350,19 @@ func parseBound(s string) (cosla.Bound, error) {
 	return cosla.Within(d), nil
 }
 
-func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key, value string, bound cosla.Bound) error {
+func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key string, value []byte, bound cosla.Bound) error {
 	start := time.Now()
 	var wr cosla.WriteResult
 	opts := []cosla.PutOption{cosla.WithWriteResult(&wr)}
 	if bound != 0 {
 		opts = append(opts, cosla.WithBound(bound))
 	}
-	ts, err := cs.client.Put(ctx, cs.session, key, []byte(value), opts...)
+	ts, err := cs.client.Put(ctx, cs.session, key, value, opts...)
 	if qe := (*cosla.QuorumTimeoutError)(nil); errors.As(err, &qe) {
 		// The error names the key, the version and how many replicas of
 		// the level hold it; unlike other failures, the outcome is known.
 		if jsonOut {
-			if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site,
+			if encErr := json.NewEncoder(w).Encode(map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site,
 				"error": err.Error(), "level": qe.Level, "acks": qe.Acks}); encErr != nil {
 				return encErr
 			}
@@ -291,26 +370,27 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 		return fmt.Errorf("%w; the version is durable at the primary and may still reach more", err)
 	}
 	if err != nil {
-		return fmt.Errorf("put %q: %w", key, err)
+		return fmt.Errorf("put %s: %w", keyfmt.Quote(key), err)
 	}
 	latency := time.Since(start)
 	if jsonOut {
-		out := map[string]any{"op": "put", "key": key, "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
+		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
 		if bound != 0 {
 			addWriteFields(out, wr, bound)
 		}
 		return json.NewEncoder(w).Encode(out)
 	}
+	shown := keyfmt.Text(key)
 	if cs.table.Causal() {
 		fmt.Fprintf(w, "put %s: ok, version %s, durable in the session's write buffer at %s/cc (%.1f ms from %s)\n",
-			key, ts, cs.site, milliseconds(latency), cs.site)
+			shown, ts, cs.site, milliseconds(latency), cs.site)
 		return nil
 	}
 	if bound == 0 {
-		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", key, ts, milliseconds(latency), cs.site)
+		fmt.Fprintf(w, "put %s: ok, version %s (%.1f ms from %s)\n", shown, ts, milliseconds(latency), cs.site)
 		return nil
 	}
-	fmt.Fprintf(w, "put %s: %s (bound %s, %.1f ms from %s)\n", key, stagedText(wr), bound, milliseconds(latency), cs.site)
+	fmt.Fprintf(w, "put %s: %s (bound %s, %.1f ms from %s)\n", shown, stagedText(wr), bound, milliseconds(latency), cs.site)
 	printHolders(w, wr)
 	return nil
 }
@@ -375,6 +455,8 @@ func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Mi
 
 func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key string, override sla.SLA, bound cosla.Bound) error {
 	agreement := cs.sla
+	// A node that is down or slow costs a Get no more than its target
+	// subSLA's latency: it falls back to another that the SLA allows.
 	var opts []cosla.GetOption
 	if override != nil {
 		agreement = override
@@ -391,9 +473,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		err = fmt.Errorf("%w: the bounded read returned what %s held", cosla.ErrSLAUnmet, res.Node)
 	}
 	if jsonOut {
-		out := map[string]any{"op": "get", "key": key, "site": cs.site, "sla": agreement.String(), "result": res}
+		out := map[string]any{"op": "get", "key": keyfmt.JSON(key), "site": cs.site, "sla": agreement.String(), "result": res}
 		if delivered {
-			out["value"] = string(value)
+			out["value"] = keyfmt.JSON(value)
 		}
 		if err != nil {
 			out["error"] = err.Error()
@@ -404,7 +486,7 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 		return err
 	}
 	if !delivered && !errors.Is(err, cosla.ErrNull) {
-		return fmt.Errorf("get %q: %w", key, err)
+		return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
 	}
 	shown := strconv.Quote(string(value))
 	switch {
@@ -417,7 +499,7 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	if res.Primary {
 		role = "primary"
 	}
-	fmt.Fprintf(w, "%s = %s\n", key, shown)
+	fmt.Fprintf(w, "%s = %s\n", keyfmt.Text(key), shown)
 	if res.Met >= 0 {
 		fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
 	} else {
@@ -440,14 +522,17 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	if !res.Primary && !res.HighTS.IsZero() {
 		fmt.Fprintf(w, "  estimated staleness %.1f ms behind the primary\n", milliseconds(res.Staleness))
 	}
+	if res.Retried {
+		fmt.Fprintf(w, "  fell back after a miss: the node first asked did not meet its target subSLA\n")
+	}
 	if bound != 0 {
 		fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,
 			res.Applied, plural(res.Applied, "write", "writes"), res.Node, res.Pending)
 		if res.Null {
-			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", key)
+			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", keyfmt.Text(key))
 		}
 		if err != nil {
-			return fmt.Errorf("get %q: %w", key, err)
+			return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
 		}
 		return nil
 	}
@@ -464,8 +549,9 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 			fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
 		}
 		if res.Repaired > 0 {
-			fmt.Fprintf(w, "  read repair sent the newest version to %d stale replicas\n", res.Repaired)
+			fmt.Fprintf(w, "  read repair asked %d stale %s to catch up\n", res.Repaired, plural(res.Repaired, "replica", "replicas"))
 		}
+		fmt.Fprintf(w, "  %d of the %d replicas read held it when the Get answered\n", res.Held, res.Level)
 	}
 	if res.Target >= 0 {
 		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)
@@ -518,11 +604,14 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usagef("want KEY...")
 	}
+	if err := f.check(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	cs, err := openSession(ctx, &f)
 	if err != nil {
-		return err
+		return f.explain(err)
 	}
 	defer cs.client.Close()
 	if !cs.table.Causal() {
@@ -530,16 +619,16 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 	}
 	items, res, err := cs.client.GetTx(ctx, cs.session, fs.Args())
 	if err != nil {
-		return fmt.Errorf("gettx: %w", err)
+		return f.explain(err)
 	}
 	if f.jsonOut {
 		out := map[string]any{"op": "gettx", "site": cs.site, "ring": res.Ring, "ring_name": res.RingName, "rounds": res.Rounds,
 			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
 		var list []map[string]any
 		for _, it := range items {
-			item := map[string]any{"key": it.Key, "found": it.Found, "causal": it.CausalRead.JSON()}
+			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead.JSON()}
 			if it.Found {
-				item["value"] = string(it.Value)
+				item["value"] = keyfmt.JSON(it.Value)
 			}
 			list = append(list, item)
 		}
@@ -559,7 +648,7 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 		case it.InFlight:
 			flight = "in flight"
 		}
-		fmt.Fprintf(stdout, "  %s = %s (%s)\n", it.Key, shown, flight)
+		fmt.Fprintf(stdout, "  %s = %s (%s)\n", keyfmt.Text(it.Key), shown, flight)
 	}
 	return nil
 }
@@ -571,10 +660,7 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func runSession(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "run" {
-		return usagef("want: cosla session run [flags] FILE")
-	}
+func runSessionRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("session run", stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, true)
@@ -595,13 +681,13 @@ goes on; the exit status is 3 if any Get met no subSLA.
 Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want FILE")
 	}
-	if _, err := f.levels.policy(); err != nil {
+	if err := f.check(); err != nil {
 		return err
 	}
 	script, err := readScript(fs.Arg(0))
@@ -612,14 +698,14 @@ Flags:`)
 	defer cancel()
 	cs, err := openSession(ctx, &f)
 	if err != nil {
-		return err
+		return f.explain(err)
 	}
 	defer cs.client.Close()
 	var unmet error
 	for _, st := range script {
 		switch st.op {
 		case "put":
-			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], st.args[1], 0)
+			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], []byte(st.args[1]), 0)
 		case "get":
 			err = cs.get(ctx, stdout, f.jsonOut, st.args[0], st.sla, 0)
 		case "sleep":
@@ -635,7 +721,7 @@ Flags:`)
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("line %d: %w", st.line, err)
+			return fmt.Errorf("line %d: %w", st.line, f.explain(err))
 		}
 	}
 	return unmet
@@ -649,54 +735,66 @@ type scriptStep struct {
 	sleep time.Duration // a sleep's length
 }
 
+// maxScriptLine bounds a line of a session script: a put of the largest
+// key and value, with room for the operation and a get's SLA.
+const maxScriptLine = clientcore.DefaultMaxKeyBytes + clientcore.DefaultMaxValueBytes + 4<<10
+
 // readScript parses a session script, checking every line before any runs.
 func readScript(path string) ([]scriptStep, error) {
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
+	r, err := openInput(path)
+	if err != nil {
+		return nil, usagef("%w", err)
 	}
+	defer r.Close()
 	var steps []scriptStep
 	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 0, 64<<10), maxScriptLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		fields := strings.Fields(line)
-		st := scriptStep{line: n, op: fields[0], args: fields[1:]}
-		want := map[string]string{"put": "KEY VALUE", "get": "KEY [SLA]", "sleep": "DURATION"}[st.op]
-		ok := false
-		switch st.op {
-		case "put":
-			ok = len(st.args) == 2
-		case "get":
-			ok = len(st.args) >= 1
-			if len(st.args) > 1 {
-				var err error
-				if st.sla, err = sla.Resolve(strings.Join(st.args[1:], " ")); err != nil {
-					return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-				}
-			}
-		case "sleep":
-			ok = len(st.args) == 1
-			if ok {
-				var err error
-				if st.sleep, err = time.ParseDuration(st.args[0]); err != nil || st.sleep < 0 {
-					return nil, fmt.Errorf("%s:%d: sleep %q: want a duration such as 2s", path, n, st.args[0])
-				}
-			}
-		default:
-			return nil, fmt.Errorf("%s:%d: unknown operation %q (want put, get or sleep)", path, n, st.op)
+		st, err := parseStep(line)
+		if err != nil {
+			return nil, usagef("%s:%d: %w", path, n, err)
 		}
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want %s %s", path, n, st.op, want)
-		}
+		st.line = n
 		steps = append(steps, st)
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, usagef("%s:%d: line longer than %d bytes (a put's key and value may have up to %d and %d)",
+			path, n, maxScriptLine, clientcore.DefaultMaxKeyBytes, clientcore.DefaultMaxValueBytes)
+	}
 	return steps, sc.Err()
+}
+
+// parseStep parses one line of a session script.
+func parseStep(line string) (scriptStep, error) {
+	fields := strings.Fields(line)
+	st := scriptStep{op: fields[0], args: fields[1:]}
+	var err error
+	switch st.op {
+	case "put":
+		if len(st.args) != 2 {
+			return st, errors.New("want put KEY VALUE")
+		}
+	case "get":
+		switch {
+		case len(st.args) == 0:
+			return st, errors.New("want get KEY [SLA]")
+		case len(st.args) > 1:
+			st.sla, err = sla.Resolve(strings.Join(st.args[1:], " "))
+		}
+	case "sleep":
+		if len(st.args) != 1 {
+			return st, errors.New("want sleep DURATION")
+		}
+		if st.sleep, err = time.ParseDuration(st.args[0]); err != nil || st.sleep < 0 {
+			return st, fmt.Errorf("sleep %q: want a duration such as 2s", st.args[0])
+		}
+	default:
+		return st, fmt.Errorf("unknown operation %q (want put, get or sleep)", st.op)
+	}
+	return st, err
 }

@@ -18,32 +18,9 @@ import (
 
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/topology"
 )
-
-func runCluster(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("want a subcommand: up, down, status, link set, plan or init")
-	}
-	switch args[0] {
-	case "up":
-		return runClusterUp(args[1:], stdout, stderr)
-	case "down":
-		return runClusterDown(args[1:], stdout, stderr)
-	case "status":
-		return runClusterStatus(args[1:], stdout, stderr)
-	case "plan":
-		return runClusterPlan(args[1:], stdout, stderr)
-	case "init":
-		return runClusterInit(args[1:], stdout, stderr)
-	case "link":
-		if len(args) < 2 || args[1] != "set" {
-			return usagef("want: cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]")
-		}
-		return runClusterLink(args[2:], stdout, stderr)
-	}
-	return usagef("unknown subcommand %q (want up, down, status, link set, plan or init)", args[0])
-}
 
 // topologyFlags choose a topology: a preset or a file.
 type topologyFlags struct{ preset, file string }
@@ -64,15 +41,17 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cluster up", stderr)
 	var topo topologyFlags
 	topo.add(fs)
-	dir := fs.String("dir", cluster.DefaultDir(), "directory for the cluster's data, configs and logs")
+	dir := fs.String("dir", defaultDir(), "directory for the cluster's data, configs and logs ($COSLA_DIR sets the default)")
 	var table tableFlags
 	table.add(fs)
 	fresh := fs.Bool("fresh", false, "delete the data of a previous cluster in --dir first")
 	insecure := fs.Bool("insecure", false, "run without TLS: any process that reaches a node's port may send it anything (by default a CA and node and client certificates are written to DIR/tls and every connection is mutual TLS)")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
+	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (gRPC) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
+	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -89,11 +68,14 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cluster.CheckClients(commaList(*clients), *insecure); err != nil {
+		return usagef("--clients: %v", err)
+	}
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: table.pull, Push: table.push,
-			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync})
+			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
 		if err != nil {
 			return err
 		}
@@ -101,6 +83,15 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 		printClusterInfo(stdout, c.Info())
 		c.Wait(ctx)
 		return nil
+	}
+	if pid, running := cluster.Running(*dir); running {
+		return usagef("a cluster is already running in %s (pid %d); stop it with: cosla cluster down%s", *dir, pid, dirArg(*dir))
+	}
+	if *portBase != 0 {
+		// Said here, before the supervisor starts, rather than in its log.
+		if err := cluster.CheckPorts(t, *portBase); err != nil {
+			return err
+		}
 	}
 	return startDetached(*dir, args, stdout)
 }
@@ -116,18 +107,15 @@ func commaList(s string) []string {
 // startDetached runs `cluster up --foreground` in a new session, in the
 // background, and waits until it has written the cluster's description.
 func startDetached(dir string, args []string, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
-	}
-	if in, err := cluster.ReadInfo(dir); err == nil && in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
-		return fmt.Errorf("a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, in.PID, dir)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	logPath := filepath.Join(dir, "cluster.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := private.OpenFile(logPath, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -177,22 +165,30 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 	if in.Insecure {
 		fmt.Fprintln(w, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {
-		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (clients use client.pem)\n", certs.ClusterDir(in.Dir))
+		fmt.Fprintf(w, "mutual TLS: CA and certificates in %s (the CLI uses client.pem; each client sends only as the name in its certificate)\n", certs.ClusterDir(in.Dir))
 	}
+	dir := dirArg(in.Dir)
 	if in.Causal {
 		sites := in.ClientSites()
-		fmt.Fprintf(w, "the table is a causal table (Karma)\ntry: cosla put --site %s cart book; cosla get --site %s cart; cosla gettx --site %s cart note\n",
-			in.DefaultSite, sites[len(sites)-1], sites[len(sites)-1])
+		fmt.Fprintf(w, "the table is a causal table (Karma)\ntry: cosla put%s --site %s cart book; cosla get%s --site %s cart; cosla gettx%s --site %s cart note\n",
+			dir, in.DefaultSite, dir, sites[len(sites)-1], dir, sites[len(sites)-1])
 		return
 	}
-	fmt.Fprintf(w, "try: cosla put cart book; cosla get --site %s --sla shopping-cart cart\n", in.ClientSites()[0])
+	fmt.Fprintf(w, "try: cosla put%s cart book; cosla get%s --site %s --sla shopping-cart cart\n", dir, dir, in.ClientSites()[0])
 }
 
 func runClusterDown(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cluster down", stderr)
-	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
+	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla cluster down [--dir DIR]\n\nStops the cluster running in DIR: its supervisor and every site's process. The data stays\nin DIR for the next cluster up (--fresh deletes it).\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -221,10 +217,17 @@ func runClusterDown(args []string, stdout, stderr io.Writer) error {
 
 func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cluster status", stderr)
-	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
+	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla cluster status [--dir DIR] [--json]\n\nShows the cluster running in DIR: each site's process and HTTP address (status page,\n/metrics), each node's tablets with their role, high timestamp and lag behind the primary,\nPuts and Gets, and the emulated links.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -240,10 +243,10 @@ func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 	now := time.Now()
 	fmt.Fprintf(stdout, "cluster %s in %s\n\n", st.Topology, st.Dir)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "site\tpid\tnode\ttable\ttablet\trole\thigh timestamp\tlag\tputs\tgets")
+	fmt.Fprintln(tw, "site\tpid\thttp\tnode\ttable\ttablet\trole\thigh timestamp\tlag\tputs\tgets")
 	for _, s := range st.Sites {
 		if !s.Up {
-			fmt.Fprintf(tw, "%s\t%d\tDOWN: %s\t\t\t\t\t\t\t\n", s.Name, s.PID, s.Error)
+			fmt.Fprintf(tw, "%s\t%d\t%s\tDOWN: %s\t\t\t\t\t\t\t\n", s.Name, s.PID, s.HTTP, s.Error)
 			continue
 		}
 		for _, n := range s.Serve.Nodes {
@@ -255,7 +258,7 @@ func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 				case t.High.IsZero():
 					lag = "not pulled yet"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", s.Name, s.PID, n.ID, t.Table, t.Ref.Tablet, role, t.High, lag, n.Metrics.Puts, n.Metrics.Gets)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", s.Name, s.PID, s.HTTP, n.ID, t.Table, t.Ref.Tablet, role, t.High, lag, n.Metrics.Puts, n.Metrics.Gets)
 			}
 		}
 	}
@@ -286,25 +289,30 @@ func clusterStatus(ctx context.Context, dir string) (*cluster.Control, cluster.S
 
 func runClusterLink(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("cluster link set", stderr)
-	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster")
-	latency := fs.Duration("latency", -1, "round-trip time between the two sites")
-	jitter := fs.Duration("jitter", -1, "standard deviation of each one-way delay")
+	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
+	latency := fs.Duration("latency", 0, "round-trip time between the two sites (default: unchanged)")
+	jitter := fs.Duration("jitter", 0, "standard deviation of each one-way delay (default: unchanged)")
 	down := fs.Bool("down", false, "partition the two sites")
 	up := fs.Bool("up", false, "heal a partition")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster link set A B [--latency D] [--jitter D] [--down | --up]\n\nChanges the emulated link between sites A and B, both ways, at once. Unset flags keep\nthe link's current value.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	// Sites come first, flags after, as in the usage line.
-	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
-		return usagef("want: cosla cluster link set A B [flags]")
-	}
-	a, b := args[0], args[1]
-	if err := parseFlags(fs, args[2:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *down && *up {
+	if fs.NArg() != 2 {
+		return usagef("want two sites: cosla cluster link set A B [flags]")
+	}
+	a, b := fs.Arg(0), fs.Arg(1)
+	set := flagsSet(fs)
+	switch {
+	case *down && *up:
 		return usagef("--down and --up together")
+	case *latency < 0:
+		return usagef("--latency %s: a round-trip time must not be negative", *latency)
+	case *jitter < 0:
+		return usagef("--jitter %s: a deviation must not be negative", *jitter)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -321,11 +329,11 @@ func runClusterLink(args []string, stdout, stderr io.Writer) error {
 	if req == nil {
 		return usagef("no link between %q and %q", a, b)
 	}
-	if *latency >= 0 {
-		req.RTTMS = float64(*latency) / float64(time.Millisecond)
+	if set["latency"] {
+		req.RTTMS = milliseconds(*latency)
 	}
-	if *jitter >= 0 {
-		req.JitterMS = float64(*jitter) / float64(time.Millisecond)
+	if set["jitter"] {
+		req.JitterMS = milliseconds(*jitter)
 	}
 	if *down {
 		req.Down = true

@@ -15,28 +15,26 @@ import (
 	"github.com/cosla/cosla/internal/experiment"
 )
 
-func runExperiment(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("want a subcommand: experiment list | experiment run NAME|FILE")
+func runExperimentList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("experiment list", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla experiment list\n\nLists the shipped experiments, each with what it reruns; run one with cosla experiment run NAME.")
 	}
-	switch args[0] {
-	case "list":
-		if len(args) > 1 {
-			return usagef("experiment list takes no arguments")
-		}
-		presets, err := experiment.Presets()
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		for _, p := range presets {
-			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Description)
-		}
-		return tw.Flush()
-	case "run":
-		return runExperimentRun(args[1:], stdout, stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	return usagef("unknown subcommand %q (want list or run)", args[0])
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q: experiment list takes none", fs.Arg(0))
+	}
+	presets, err := experiment.Presets()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, p := range presets {
+		fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Description)
+	}
+	return tw.Flush()
 }
 
 func runExperimentRun(args []string, stdout, stderr io.Writer) error {
@@ -54,25 +52,16 @@ func runExperimentRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "runs in the simulator (as its cluster.sim models the cluster) for the report's curves.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	// Accept the scenario before or after the flags.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-		if fs.NArg() > 1 {
-			return usagef("unexpected argument %q", fs.Arg(1))
-		}
-	} else if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if name == "" {
+	switch {
+	case fs.NArg() == 0:
 		return usagef("name a scenario: cosla experiment run NAME|FILE (see cosla experiment list)")
+	case fs.NArg() > 1:
+		return usagef("unexpected argument %q", fs.Arg(1))
 	}
+	name := fs.Arg(0)
 	if *mode != "sim" && *mode != "cluster" {
 		return usagef("--mode %q: want sim or cluster", *mode)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"math"
 	"strconv"
@@ -19,7 +20,32 @@ import (
 type levelFlags struct {
 	read, write, cpq string
 	delay            time.Duration
-	repair           bool
+	repair           clientcore.ReadRepair
+}
+
+// repairFlag is --read-repair: unset, clientcore.RepairAuto; given
+// alone or =true, RepairOn; =false, RepairOff.
+type repairFlag clientcore.ReadRepair
+
+func (f *repairFlag) IsBoolFlag() bool { return true }
+
+func (f *repairFlag) String() string {
+	if f == nil || clientcore.ReadRepair(*f) == clientcore.RepairAuto {
+		return ""
+	}
+	return strconv.FormatBool(clientcore.ReadRepair(*f) == clientcore.RepairOn)
+}
+
+func (f *repairFlag) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*f = repairFlag(clientcore.RepairOff)
+	if on {
+		*f = repairFlag(clientcore.RepairOn)
+	}
+	return nil
 }
 
 // add registers the flags; reads and writes say which the command does.
@@ -27,7 +53,7 @@ func (l *levelFlags) add(fs *flag.FlagSet, reads, writes bool) {
 	if reads {
 		fs.StringVar(&l.read, "read-level", "", "replicas each Get asks, the newest version winning: one, quorum, all or a number (default one)")
 		fs.DurationVar(&l.delay, "delay", 0, "artificial delay before each Get, counted in its latency (CPQ's AD)")
-		fs.BoolVar(&l.repair, "read-repair", false, "send the newest version a Get of several replicas saw to those that answered with an older one")
+		fs.Var((*repairFlag)(&l.repair), "read-repair", "read repair, on by default for Gets of a majority of the replicas, which then answer only once a majority holds the version they return (linearizable with --write-level W, R + W > N); =false turns it off; given, it also makes smaller Gets ask stale replicas to catch up, without waiting")
 	}
 	if writes {
 		fs.StringVar(&l.write, "write-level", "", "replicas that must hold each Put before it returns, the primary included: one, quorum, all or a number (default one)")
@@ -41,7 +67,7 @@ func (l *levelFlags) add(fs *flag.FlagSet, reads, writes bool) {
 
 // set reports whether any level flag was given.
 func (l *levelFlags) set() bool {
-	return l.read != "" || l.write != "" || l.cpq != "" || l.delay != 0 || l.repair
+	return l.read != "" || l.write != "" || l.cpq != "" || l.delay != 0 || l.repair != clientcore.RepairAuto
 }
 
 // policy checks the flags and returns the sessions' policy.
@@ -108,8 +134,8 @@ func sessionOptions(p clientcore.Policy) []cosla.SessionOption {
 	if p.Delay > 0 {
 		opts = append(opts, cosla.WithDelay(p.Delay))
 	}
-	if p.ReadRepair {
-		opts = append(opts, cosla.WithReadRepair())
+	if p.ReadRepair != clientcore.RepairAuto {
+		opts = append(opts, cosla.WithReadRepair(p.ReadRepair == clientcore.RepairOn))
 	}
 	return opts
 }

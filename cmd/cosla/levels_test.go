@@ -21,6 +21,7 @@ func TestLevelFlagsRejected(t *testing.T) {
 		{"cpq not a number", []string{"measure", "run", "--target", "sim", "--out", dir, "--cpq", "half"}},
 		{"cpq with a level", []string{"measure", "run", "--target", "sim", "--out", dir, "--cpq", "0.5", "--read-level", "all"}},
 		{"negative delay", []string{"measure", "run", "--target", "sim", "--out", dir, "--delay", "-5ms"}},
+		{"read repair not a boolean", []string{"measure", "run", "--target", "sim", "--out", dir, "--read-repair=maybe"}},
 		{"levels on mem", []string{"measure", "run", "--target", "mem", "--out", dir, "--read-level", "quorum"}},
 		{"levels on redis", []string{"bench", "--target", "redis", "--cpq", "0.5"}},
 		{"get with a bad level", []string{"get", "--dir", dir, "--read-level", "-3", "k"}},
@@ -38,7 +39,8 @@ func TestLevelFlagsRejected(t *testing.T) {
 // TestMeasureLevels checks that the level flags reach the sessions: in
 // the simulator, Wada's workload (one writer every 3 s, a reader at 50
 // Hz, pull replication) reads stale values at level one and none when
-// reads ask every replica and writes wait for a quorum.
+// reads ask every replica and writes wait for a quorum, or both are at
+// QUORUM, unless --read-repair=false.
 func TestMeasureLevels(t *testing.T) {
 	gamma := func(extra ...string) float64 {
 		t.Helper()
@@ -62,5 +64,15 @@ func TestMeasureLevels(t *testing.T) {
 	}
 	if all := gamma("--read-level", "all", "--write-level", "quorum"); all != 0 {
 		t.Errorf("reads of all replicas after quorum writes: %.0f%% positive Gamma scores, want none", 100*all)
+	}
+	// Reads and writes at QUORUM: a read that sees a write in flight at
+	// one replica writes it back before it answers, so a later read
+	// cannot miss it (issue 25: 99% positive before); without read repair
+	// it can.
+	if quorum := gamma("--read-level", "quorum", "--write-level", "quorum"); quorum != 0 {
+		t.Errorf("quorum reads and writes: %.0f%% positive Gamma scores, want none", 100*quorum)
+	}
+	if regular := gamma("--read-level", "quorum", "--write-level", "quorum", "--read-repair=false"); regular < 0.5 {
+		t.Errorf("quorum reads and writes without read repair: %.0f%% positive Gamma scores, want most", 100*regular)
 	}
 }

@@ -6,10 +6,14 @@
 // Usage:
 //
 //	cosla demo [--json]
-//	cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR]
+//	cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N]
 //	cosla cluster status|down [--dir DIR]
 //	cosla cluster link set A B [--latency D] [--jitter D] [--down|--up]
+//	cosla cluster plan --host SITE=ADDRESS ... [--dir DIR]
+//	cosla cluster init --config FILE
+//	cosla cluster cert client NAME [--dir DIR]
 //	cosla put [--site S] [--bound B] KEY VALUE
+//	cosla put [--site S] --value-file FILE|- KEY
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
 //	cosla rtw [--site S] [--bound B] [--json] TESTKEY EXPECT WRITEKEY VALUE
 //	cosla gettx [--site S] [--json] KEY...
@@ -25,6 +29,13 @@
 //	cosla sla show NAME|FILE|TEXT
 //	cosla sla check FILE
 //	cosla chaos [--faults all|kill,partition,pause] [--kills N] [--puts N] [--duration D] [--json]
+//	cosla version
+//
+// Flags may come before or after the operands. COSLA_DIR, if set, is the
+// default --dir of the commands that use a local cluster. The exit code is
+// 0 when done, 1 when the store or the network failed, 2 on bad input
+// (checked before anything is sent) and 3 when an SLA was not met or a
+// read-test-write's test failed (see exitCode).
 //
 // Run "cosla help" for details.
 package main
@@ -35,38 +46,66 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/cosla/cosla"
+	"strings"
 )
 
-// Exit codes: 1 for failures, exitUsage for bad command lines, exitUnmet
-// when a Get met none of its SLA's subSLAs.
-const (
-	exitUsage = 2
-	exitUnmet = 3
-)
-
+// command is a command or a group of subcommands.
 type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) error
+	name, summary string
+	// run runs the command with the arguments after its name; nil for a
+	// group, which only routes to subs.
+	run func(args []string, stdout, stderr io.Writer) error
+	// subs are the subcommands, picked by the first argument; a command
+	// with run too (bench) runs itself when no sub matches.
+	subs []command
+	// hidden commands are left out of the help: measure worker is run
+	// by measure run itself.
+	hidden bool
 }
 
 func commands() []command {
 	return []command{
-		{"demo", "start a local geo-replicated cluster and compare Pileus with fixed strategies on it", runDemo},
-		{"cluster", "run a multi-site cluster on this machine (cluster up|down|status|link set)", runCluster},
-		{"put", "write a key on a local cluster (put KEY VALUE)", runPut},
-		{"get", "read a key under an SLA (get --sla shopping-cart --site china KEY)", runGet},
-		{"rtw", "write a key only if a key holds a given value, or none (rtw [--bound B] TESTKEY EXPECT WRITEKEY VALUE)", runRTW},
-		{"gettx", "read keys of a causal table as one causally consistent snapshot (gettx KEY...)", runGetTx},
-		{"session", "run a script of puts and gets in one session (session run FILE)", runSession},
-		{"bench", "run a YCSB workload against cosla, Redis, etcd or PostgreSQL (bench --workload b --clients 50), or compare them (bench compare)", runBench},
-		{"serve", "host one site's storage nodes (serve --config FILE)", runServe},
-		{"experiment", "run a scenario file or shipped experiment and write tables, plots and a report (experiment list, experiment run pileus-table1)", runExperiment},
-		{"measure", "measure the consistency a store delivers, Wada-style (measure run --target sim --preset simpledb --out DIR)", runMeasure},
-		{"sla", "show or check an SLA (sla show NAME|FILE|TEXT, sla check FILE)", runSLA},
-		{"chaos", "kill, partition and pause a local cluster's sites under load, then check for lost Puts, convergence and the guarantees (chaos --faults all --kills 10)", runChaos},
+		{name: "demo", summary: "start a local geo-replicated cluster and compare Pileus with fixed strategies on it", run: runDemo},
+		{name: "cluster", summary: "run a multi-site cluster on this machine, or plan one on several hosts", subs: []command{
+			{name: "up", summary: "start a cluster on this machine (up --preset pileus4)", run: runClusterUp},
+			{name: "down", summary: "stop the cluster, keeping its data", run: runClusterDown},
+			{name: "status", summary: "show the sites, their addresses, tablets, high timestamps, lag and links", run: runClusterStatus},
+			{name: "link", summary: "change the emulated network between two sites", subs: []command{
+				{name: "set", summary: "set a link's latency and jitter, or cut and heal it (link set A B --latency 400ms)", run: runClusterLink},
+			}},
+			{name: "plan", summary: "plan a cluster whose sites run on their own hosts (plan --host SITE=ADDRESS ...)", run: runClusterPlan},
+			{name: "init", summary: "create the table of a planned cluster once every site runs", run: runClusterInit},
+			{name: "cert", summary: "issue certificates from the cluster's authority", subs: []command{
+				{name: "client", summary: "issue a client a certificate of its own (cert client NAME)", run: runClusterCertClient},
+			}},
+		}},
+		{name: "put", summary: "write a key (put KEY VALUE, put --value-file FILE KEY)", run: runPut},
+		{name: "get", summary: "read a key under an SLA (get --sla shopping-cart --site china KEY)", run: runGet},
+		{name: "rtw", summary: "write a key only if a key holds a given value, or none (rtw [--bound B] TESTKEY EXPECT WRITEKEY VALUE)", run: runRTW},
+		{name: "gettx", summary: "read keys of a causal table as one causally consistent snapshot (gettx KEY...)", run: runGetTx},
+		{name: "session", summary: "run scripts of operations in one session", subs: []command{
+			{name: "run", summary: "run a script of puts, gets and sleeps in one session (session run FILE)", run: runSessionRun},
+		}},
+		{name: "bench", summary: "run a YCSB workload against cosla, Redis, etcd or PostgreSQL (bench --workload b --clients 50), or compare them", run: runBench, subs: []command{
+			{name: "compare", summary: "run one workload on several stores and compare them side by side", run: runBenchCompare},
+		}},
+		{name: "serve", summary: "host one site's storage nodes (serve --config FILE)", run: runServe},
+		{name: "experiment", summary: "run a scenario file or shipped experiment and write tables, plots and a report", subs: []command{
+			{name: "list", summary: "list the shipped experiments", run: runExperimentList},
+			{name: "run", summary: "run a shipped experiment or a scenario file (run pileus-table1)", run: runExperimentRun},
+		}},
+		{name: "measure", summary: "measure the consistency a store delivers, Wada-style", subs: []command{
+			{name: "run", summary: "run the benchmark against a store (run --target sim --preset simpledb --out DIR)", run: runMeasureRun},
+			{name: "analyze", summary: "rerun every analysis on a trace (analyze TRACE)", run: runMeasureAnalyze},
+			{name: "report", summary: "compare runs side by side in a report (report --out OUT DIR...)", run: runMeasureReport},
+			{name: "worker", summary: "one role of a run with --placement processes", run: runMeasureWorker, hidden: true},
+		}},
+		{name: "sla", summary: "show or check an SLA", subs: []command{
+			{name: "show", summary: "print an SLA's subSLAs (show NAME|FILE|TEXT)", run: runSLAShow},
+			{name: "check", summary: "validate an SLA file, naming the bad field (check FILE)", run: runSLACheck},
+		}},
+		{name: "chaos", summary: "kill, partition and pause a local cluster's sites under load, then check for lost Puts, convergence and the guarantees", run: runChaos},
+		{name: "version", summary: "print the version and the source revision of this binary", run: runVersion},
 	}
 }
 
@@ -74,54 +113,64 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command line args and returns the exit code (see exitCode).
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return 0
-	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			err := c.run(args[1:], stdout, stderr)
-			switch {
-			case err == nil:
-				return 0
-			case errors.Is(err, flag.ErrHelp):
-				return 0
-			case errors.As(err, new(usageError)):
-				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
-				return exitUsage
-			case errors.Is(err, cosla.ErrSLAUnmet):
-				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
-				return exitUnmet
-			default:
-				fmt.Fprintf(stderr, "cosla %s: %v\n", c.name, err)
-				return 1
+	root := command{name: "cosla", summary: "a geo-replicated key-value store with consistency-based SLAs", subs: commands()}
+	path, err := dispatch(root, nil, args, stdout, stderr)
+	return reportError(stderr, strings.Join(path, " "), err)
+}
+
+// dispatch routes args to the command they name under c, whose path
+// (the names after "cosla") is path, and returns the path of the command
+// that ran and its error. A group without a subcommand, or with an
+// unknown one, is a usage error that prints the group's help on stderr;
+// -h, --help and help print it on stdout.
+func dispatch(c command, path, args []string, stdout, stderr io.Writer) ([]string, error) {
+	if len(c.subs) > 0 && len(args) > 0 {
+		for _, sub := range c.subs {
+			if sub.name == args[0] {
+				return dispatch(sub, append(path, sub.name), args[1:], stdout, stderr)
 			}
 		}
 	}
-	fmt.Fprintf(stderr, "cosla: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitUsage
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "cosla: a geo-replicated key-value store with consistency-based SLAs")
-	fmt.Fprintln(w, "\nUsage: cosla <command> [arguments]\n\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	if c.run != nil {
+		return path, c.run(args, stdout, stderr)
 	}
-	fmt.Fprintln(w, "\nRun \"cosla <command> -h\" for a command's flags.")
+	switch {
+	case len(args) == 0:
+		groupHelp(stderr, c, path)
+		return path, usagef("want a command: %s", strings.Join(subNames(c), ", "))
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		groupHelp(stdout, c, path)
+		return path, nil
+	}
+	groupHelp(stderr, c, path)
+	return path, usagef("unknown command %q (want %s)", args[0], strings.Join(subNames(c), ", "))
 }
 
-// usageError marks an error in the command line rather than in the work.
-type usageError struct{ msg string }
+// subNames are the names of c's subcommands that the help shows.
+func subNames(c command) []string {
+	var names []string
+	for _, sub := range c.subs {
+		if !sub.hidden {
+			names = append(names, sub.name)
+		}
+	}
+	return names
+}
 
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// groupHelp prints the help of a group of commands: what it does and its
+// subcommands.
+func groupHelp(w io.Writer, c command, path []string) {
+	name := strings.Join(append([]string{"cosla"}, path...), " ")
+	fmt.Fprintf(w, "%s: %s\n\nUsage: %s <command> [arguments]\n\nCommands:\n", name, c.summary, name)
+	for _, sub := range c.subs {
+		if !sub.hidden {
+			fmt.Fprintf(w, "  %-10s %s\n", sub.name, sub.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun \"%s <command> -h\" for a command's flags.\n", name)
+}
 
 // newFlags returns a flag set that reports errors instead of exiting.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -130,13 +179,14 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
+// parseFlags parses args, flags before or after the operands (see
+// interleave), turning flag errors into usage errors.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(interleave(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err.Error()}
+		return usageError{err}
 	}
 	return nil
 }

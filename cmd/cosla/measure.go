@@ -16,30 +16,9 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/adapters"
-	"github.com/cosla/cosla/internal/cluster"
 	mrun "github.com/cosla/cosla/internal/measure/run"
 	"github.com/cosla/cosla/internal/report"
 )
-
-func runMeasure(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("want a subcommand: measure run|analyze|report|worker")
-	}
-	switch args[0] {
-	case "run":
-		return runMeasureRun(args[1:], stdout, stderr)
-	case "analyze":
-		return runMeasureAnalyze(args[1:], stdout, stderr)
-	case "report":
-		return runMeasureReport(args[1:], stdout, stderr)
-	case "worker":
-		return runMeasureWorker(args[1:], stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "Usage: cosla measure run|analyze|report|worker [flags]\n\nRun \"cosla measure run -h\" for the benchmark's flags.")
-		return nil
-	}
-	return usagef("unknown subcommand %q (want run, analyze, report or worker)", args[0])
-}
 
 // splitList splits a comma-separated flag value, dropping empty entries
 // and blanks around them: "" is no entries.
@@ -77,7 +56,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of a simulated run (and of a sweep's read/write choice)")
 	out := fs.String("out", "", "directory for trace.jsonl, trace.csv and report.json (required)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary instead of the text report")
-	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster (target cosla)")
+	clusterDir := fs.String("cluster-dir", defaultDir(), "directory of the local cluster (target cosla; $COSLA_DIR sets the default)")
 	config := fs.String("config", "", "client config file of a cluster on several hosts (target cosla; see cosla cluster plan), instead of --cluster-dir")
 	writerSite := fs.String("writer-site", "", "site of the writers (target cosla; default: the cluster's first site)")
 	readerSite := fs.String("reader-site", "", "site of the readers (target cosla; default: the writers' site)")
@@ -210,16 +189,20 @@ func spawnWorker(stderr io.Writer) func(context.Context, mrun.WorkerConfig) (mru
 }
 
 // runMeasureWorker is one role of a run with --placement processes.
-func runMeasureWorker(args []string, stderr io.Writer) error {
+func runMeasureWorker(args []string, _ io.Writer, stderr io.Writer) error {
 	fs := newFlags("measure worker", stderr)
 	target := fs.String("target", "", "store: cosla, redis, etcd or postgres")
 	connect := fs.String("connect", "", "comma-separated addresses of the store's servers, as measure run --connect takes them")
-	clusterDir := fs.String("cluster-dir", cluster.DefaultDir(), "directory of the local cluster")
+	clusterDir := fs.String("cluster-dir", defaultDir(), "directory of the local cluster")
 	config := fs.String("config", "", "client config file of a cluster on several hosts, instead of --cluster-dir")
 	site := fs.String("site", "", "site of the client")
 	specJSON := fs.String("spec", "", "the role, as JSON (mrun.RoleSpec)")
 	startUS := fs.Int64("start-us", 0, "CLOCK_REALTIME microseconds at which the run's schedule starts")
 	tracePath := fs.String("trace", "", "file for the role's trace")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla measure worker --target T --spec JSON --start-us N --trace FILE [flags]\n\nRuns one role (a writer or a reader) of a cosla measure run with --placement processes,\nwhich starts it; not meant to be run by hand.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

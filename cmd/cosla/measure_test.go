@@ -55,8 +55,9 @@ func TestMeasureBadFlags(t *testing.T) {
 			}
 		})
 	}
-	if code, _, _ := runCosla(t, "measure", "analyze", filepath.Join(dir, "missing.jsonl")); code != 1 {
-		t.Errorf("analyze of a missing file: exit %d, want 1", code)
+	// A file named on the command line that is not there is bad input.
+	if code, _, _ := runCosla(t, "measure", "analyze", filepath.Join(dir, "missing.jsonl")); code != exitUsage {
+		t.Errorf("analyze of a missing file: exit %d, want %d", code, exitUsage)
 	}
 }
 

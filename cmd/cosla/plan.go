@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,8 +42,13 @@ func (t *tableFlags) add(fs *flag.FlagSet) {
 
 // resolve checks the flags against topo: the placement and write level.
 func (t *tableFlags) resolve(topo topology.Topology) (topology.Placement, wire.Level, error) {
-	if t.pull <= 0 {
+	switch {
+	case t.pull <= 0:
 		return topology.Placement{}, 0, usagef("--pull-interval must be positive")
+	case t.tablets < 1:
+		// Placement reads 0 as its default; given on the command line, it
+		// is a mistake.
+		return topology.Placement{}, 0, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
 	}
 	placement := topology.Placement{Sites: commaList(t.sites), Replicas: t.replicas, Tablets: t.tablets,
 		Partition: t.partition, Starts: commaList(t.starts)}
@@ -90,6 +97,7 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "data", "each site's data directory on its host (relative: inside the host's directory)")
 	httpPublic := fs.Bool("http-public", false, "serve each site's status page, /status and /metrics (plain HTTP, read-only) on its host's address instead of loopback, for Prometheus and for the status page's view of the other sites")
 	insecure := fs.Bool("insecure", false, "plan a cluster without TLS: any process that reaches a node's port may send it anything")
+	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, each with its config file client/client-NAME.yaml, besides the default client.yaml")
 	jsonOut := fs.Bool("json", false, "print the plan as JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cosla cluster plan --topology FILE --host SITE=ADDRESS ... [--dir DIR] [placement flags]")
@@ -97,7 +105,8 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "  hosts/SITE  for each site: serve.yaml, the site's certificate and start.sh; copy it to the")
 		fmt.Fprintln(stderr, "              site's host and run start.sh there")
 		fmt.Fprintln(stderr, "  client      client.yaml (every node's address, the table to create) and the client")
-		fmt.Fprintln(stderr, "              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml")
+		fmt.Fprintln(stderr, "              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml;")
+		fmt.Fprintln(stderr, "              client-NAME.yaml and NAME's certificate for each of --clients")
 		fmt.Fprintln(stderr, "  tls         the certificate authority; its key stays with you")
 		fmt.Fprintln(stderr, "Once every site runs, cosla cluster init --config DIR/client/client.yaml creates the table.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -121,9 +130,9 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: placement, PullInterval: table.pull,
-		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure})
+		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -142,6 +151,9 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  2. copy %s to the machines that run clients\n", res.ClientDir)
 	fmt.Fprintf(stdout, "  3. once every site runs: cosla cluster init --config %s\n", res.ClientConfig)
 	fmt.Fprintf(stdout, "  4. cosla put --config %s cart book; cosla get --config %s --sla shopping-cart cart\n", res.ClientConfig, res.ClientConfig)
+	for _, name := range slices.Sorted(maps.Keys(res.NamedConfigs)) {
+		fmt.Fprintf(stdout, "client %s: --config %s\n", name, res.NamedConfigs[name])
+	}
 	if *insecure {
 		fmt.Fprintln(stdout, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {
@@ -163,8 +175,11 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *config == "" || fs.NArg() > 0 {
+	switch {
+	case *config == "" || fs.NArg() > 0:
 		return usagef("want --config FILE and no arguments")
+	case *timeout <= 0:
+		return usagef("--timeout %s: want a positive duration such as 30s", *timeout)
 	}
 	f, err := clientfile.Load(*config)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 func runRTW(args []string, stdout, stderr io.Writer) error {
@@ -27,7 +28,7 @@ func runRTW(args []string, stdout, stderr io.Writer) error {
 			"orders the write. Both keys must lie in one tablet. Without --bound it goes to the primary;\n" +
 			"with it, the nearest replica takes it as a staged write, and the bound may run out before\n" +
 			"the primary evaluates the test. Prints whether the test held, failed or was not evaluated;\n" +
-			"exits 0 when it held and 1 when it failed or was not evaluated.",
+			"exits 0 when it held and 3 when it failed or was not evaluated within the bound.",
 		boundDoc: "staged write: the nearest replica answers within `B` with the stage reached and, once the primary has ordered it, the test's outcome: immediate, unbounded or a duration such as 50ms (default: at the primary)",
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&expectAbsent, "expect-absent", false, "the test is that TESTKEY has no value (give no EXPECT)")
@@ -54,32 +55,35 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	}
 	wr, err := cs.client.ReadTestWrite(ctx, cs.session, testKey, expect, writeKey, []byte(value), opts...)
 	if err != nil {
-		return fmt.Errorf("rtw %q: %w", writeKey, err)
+		return fmt.Errorf("rtw %s: %w", keyfmt.Quote(writeKey), err)
 	}
 	latency := time.Since(start)
-	test := testKey + " absent"
+	// The keys as text output shows them (escaped, cut when long); the
+	// JSON output has them whole.
+	shownTest, shownWrite := keyfmt.Text(testKey), keyfmt.Text(writeKey)
+	test := shownTest + " absent"
 	if expect != nil {
-		test = testKey + " = " + strconv.Quote(string(expect))
+		test = shownTest + " = " + strconv.Quote(string(expect))
 	}
 	var outcome error
 	switch {
 	case wr.Tested == cosla.Held:
 	case wr.Tested == cosla.Failed:
-		outcome = fmt.Errorf("test %s failed: %s not written", test, writeKey)
+		outcome = testFailedError{fmt.Errorf("test %s failed: %s not written", test, shownWrite)}
 	case bound != 0:
-		outcome = fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, writeKey)
+		outcome = testFailedError{fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, shownWrite)}
 	default:
 		// The primary evaluates the test of a write without a bound before
 		// it answers; no outcome means it did not see the test at all.
-		outcome = fmt.Errorf("test %s: the primary %s answered without an outcome; %s may have been written regardless of the test", test, wr.Node, writeKey)
+		outcome = fmt.Errorf("test %s: the primary %s answered without an outcome; %s may have been written regardless of the test", test, wr.Node, shownWrite)
 	}
 	if jsonOut {
-		out := map[string]any{"op": "rtw", "test_key": testKey, "key": writeKey, "site": cs.site,
+		out := map[string]any{"op": "rtw", "test_key": keyfmt.JSON(testKey), "key": keyfmt.JSON(writeKey), "site": cs.site,
 			"test": wr.Tested.String(), "latency_ms": milliseconds(latency)}
 		if expect == nil {
 			out["expect_absent"] = true
 		} else {
-			out["expect"] = string(expect)
+			out["expect"] = keyfmt.JSON(expect)
 		}
 		addWriteFields(out, wr, bound)
 		if encErr := json.NewEncoder(w).Encode(out); encErr != nil {
@@ -89,15 +93,15 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	}
 	switch wr.Tested {
 	case cosla.Held:
-		fmt.Fprintf(w, "test %s: held; wrote %s = %s\n", test, writeKey, strconv.Quote(value))
+		fmt.Fprintf(w, "test %s: held; wrote %s = %s\n", test, shownWrite, strconv.Quote(value))
 	case cosla.Failed:
-		fmt.Fprintf(w, "test %s: failed; %s not written\n", test, writeKey)
+		fmt.Fprintf(w, "test %s: failed; %s not written\n", test, shownWrite)
 	case cosla.NotEvaluated:
 		if bound == 0 {
 			fmt.Fprintf(w, "test %s: no outcome from the primary\n", test)
 			break
 		}
-		fmt.Fprintf(w, "test %s: not evaluated within the bound; the primary writes %s only if the test holds when it orders the write\n", test, writeKey)
+		fmt.Fprintf(w, "test %s: not evaluated within the bound; the primary writes %s only if the test holds when it orders the write\n", test, shownWrite)
 	}
 	if bound == 0 {
 		// At the primary, which evaluated the test and ordered the write.

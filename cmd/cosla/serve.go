@@ -29,8 +29,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "the listen addresses, the data directory and the addresses of the other sites' nodes:")
 		fmt.Fprintln(stderr, "\n  site: england\n  nodes: [r1]\n  listen: 127.0.0.1:7100\n  http_listen: 127.0.0.1:7180\n  data_dir: /var/lib/cosla/england\n  tls: {cert: node-england.pem, key: node-england-key.pem, ca: ca.pem}\n  peers:\n    us/r1: 127.0.0.1:7200")
 		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
-		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only (cosla cluster up writes")
-		fmt.Fprintln(stderr, "them; see internal/certs).")
+		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only, and only as the client")
+		fmt.Fprintln(stderr, "the certificate names: SITE/NAME or SITE/NAME-SUFFIX (cosla cluster up writes them; cosla")
+		fmt.Fprintln(stderr, "cluster cert client NAME issues one more; see internal/certs). Files it creates are its")
+		fmt.Fprintln(stderr, "owner's only (umask 077); its HTTP listener answers only requests whose Host header names")
+		fmt.Fprintln(stderr, "it (http_listen's host, a loopback address or localhost).")
 		fmt.Fprintln(stderr, "\nOn SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a")
 		fmt.Fprintln(stderr, "storage call that has not returned by then, or that was in progress when its disk failed,")
 		fmt.Fprintln(stderr, "is left behind. It exits 1 if a node's storage failed or was left open, 0 otherwise.")
@@ -61,6 +64,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	server.PrivateUmask()
 	srv, err := server.Start(opts)
 	if err != nil {
 		return err

@@ -10,51 +10,54 @@ import (
 	"github.com/cosla/cosla/sla"
 )
 
-func runSLA(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("want: cosla sla show NAME|FILE|TEXT, or cosla sla check FILE")
+func runSLAShow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sla show", stderr)
+	jsonOut := fs.Bool("json", false, "print the SLA as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: cosla sla show [--json] NAME|FILE|TEXT\n\nPrints an SLA's subSLAs, most preferred first, and its text form. The SLA is a preset\n(%s), a YAML or text file, or SLA text such as \"strong 150ms 1; eventual 1s 0.5\".\n\nFlags:\n",
+			strings.Join(sla.PresetNames(), ", "))
+		fs.PrintDefaults()
 	}
-	switch args[0] {
-	case "show":
-		fs := newFlags("sla show", stderr)
-		jsonOut := fs.Bool("json", false, "print the SLA as JSON")
-		if err := parseFlags(fs, args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			return usagef("sla show takes one preset name, file or SLA text (presets: %s)", strings.Join(sla.PresetNames(), ", "))
-		}
-		agreement, err := sla.Resolve(fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			return json.NewEncoder(stdout).Encode(slaJSON(agreement))
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "rank\tconsistency\tlatency\tutility")
-		for i, sub := range agreement {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%v\n", i+1, sub.Consistency, latencyText(sub), sub.Utility)
-		}
-		tw.Flush()
-		fmt.Fprintf(stdout, "\ntext form: %s\n", agreement)
-		return nil
-	case "check":
-		fs := newFlags("sla check", stderr)
-		if err := parseFlags(fs, args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			return usagef("sla check takes one file")
-		}
-		agreement, err := sla.Load(fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: ok, %d subSLAs: %s\n", fs.Arg(0), len(agreement), agreement)
-		return nil
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	return usagef("unknown sla subcommand %q (want show or check)", args[0])
+	if fs.NArg() != 1 {
+		return usagef("sla show takes one preset name, file or SLA text (presets: %s)", strings.Join(sla.PresetNames(), ", "))
+	}
+	agreement, err := sla.Resolve(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return json.NewEncoder(stdout).Encode(slaJSON(agreement))
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "rank\tconsistency\tlatency\tutility")
+	for i, sub := range agreement {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%v\n", i+1, sub.Consistency, latencyText(sub), sub.Utility)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "\ntext form: %s\n", agreement)
+	return nil
+}
+
+func runSLACheck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sla check", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla sla check FILE\n\nValidates an SLA file (YAML or the text format) and names the bad subSLA and field;\nexits 2 if it is invalid.")
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("sla check takes one file")
+	}
+	agreement, err := sla.Load(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d subSLAs: %s\n", fs.Arg(0), len(agreement), agreement)
+	return nil
 }
 
 func latencyText(sub sla.SubSLA) string {

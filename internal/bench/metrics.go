@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/driver"
+	"github.com/cosla/cosla/internal/hostcheck"
 )
 
 // MetricsHandler serves, at GET /metrics, the Prometheus metrics of the
@@ -40,7 +41,8 @@ func MetricsHandler(target driver.Target) (http.Handler, error) {
 
 // ServeMetrics serves MetricsHandler(target) on addr until stop is
 // called, and returns the address it listens on. An address without a
-// host (":9464") listens on loopback only: the endpoint is plain HTTP.
+// host (":9464") listens on loopback only: the endpoint is plain HTTP. It
+// answers only requests whose Host names it (package hostcheck).
 func ServeMetrics(addr string, target driver.Target) (listening string, stop func(), err error) {
 	h, err := MetricsHandler(target)
 	if err != nil {
@@ -53,7 +55,7 @@ func ServeMetrics(addr string, target driver.Target) (listening string, stop fun
 	if err != nil {
 		return "", nil, fmt.Errorf("bench: metrics: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: hostcheck.Handler(addr, h), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

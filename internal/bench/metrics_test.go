@@ -69,6 +69,20 @@ func TestServeMetrics(t *testing.T) {
 	if code, _ := scrape(); code != http.StatusServiceUnavailable {
 		t.Fatalf("with no client open: status %d, want 503", code)
 	}
+	// DNS rebinding: a page's own name in the Host header is refused.
+	req, err := http.NewRequest(http.MethodGet, "http://"+listening+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "rebound.example:9464"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("with a foreign Host: %s, want 403 Forbidden", resp.Status)
+	}
 	client, err := target.Open(&driver.Group{Name: "run", Site: "england"})
 	if err != nil {
 		t.Fatal(err)

@@ -214,7 +214,8 @@ func (c *Client) Fire(timer any) {
 	case opTimer:
 		for _, req := range c.timeouts.fire(c.env) {
 			if op := c.take(req); op != nil && op.done != nil {
-				op.done(Result{Code: wire.Unavailable})
+				// The coordinator is the node that did not answer.
+				op.done(Result{Code: wire.Unavailable, Node: c.cc, Ring: wire.NoRing, Restricted: op.restricted})
 			}
 		}
 	case notifyTimer:

@@ -558,7 +558,7 @@ func (c *Coordinator) readNearest(p *pendingRead) {
 		order[0], order[i] = order[i], order[0]
 	}
 	if len(order) == 0 {
-		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable})
+		c.env.Send(p.client, c.unavailable(p))
 		return
 	}
 	c.readRing(p, order[0])
@@ -594,10 +594,21 @@ func (c *Coordinator) readTimeout(req uint64) {
 	delete(c.reads, req)
 	c.near.timedOut(p.node, c.env.Now())
 	if p.bound {
-		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable})
+		c.env.Send(p.client, c.unavailable(p))
 		return
 	}
 	c.readNearest(p)
+}
+
+// unavailable is the reply to a read that no ring answered in time. It
+// names the ring's node read last, if any, which did not answer: for a
+// read bound to a ring the one node it could wait for.
+func (c *Coordinator) unavailable(p *pendingRead) *wire.CausalGetReply {
+	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing}
+	if p.ring != wire.NoRing {
+		m.Ring, m.Node = p.ring, p.node
+	}
+	return m
 }
 
 func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {

@@ -73,6 +73,12 @@ func level(op Op, l, n int) Op {
 	return op
 }
 
+// held sets a Get's Held.
+func held(op Op, h int) Op {
+	op.Held = h
+	return op
+}
+
 var (
 	strong   = sla.StrongConsistency
 	causal   = sla.CausalConsistency
@@ -560,6 +566,23 @@ func TestCheck(t *testing.T) {
 				level(get("b", "k", "b", 40, 50, 2, eventual), 2, 3),
 				level(get("c", "k", "a", 60, 70, 1, eventual), 2, 3),
 			},
+		},
+		{
+			// The same, but get #2 wrote back: it returned once two of
+			// the three replicas held put #1's version, so get #3 must
+			// see it. A get held by one replica binds nothing.
+			name: "quorum: new-old inversion after a write-back",
+			h: []Op{
+				level(put("a", "k", "a", 0, 10, 1), 2, 3),
+				level(put("a", "k", "b", 20, 100, 2), 2, 3),
+				held(level(get("b", "k", "b", 40, 50, 2, eventual), 2, 3), 2),
+				level(get("c", "k", "a", 60, 70, 1, eventual), 2, 3),
+				held(level(miss("d", "x", 40, 50, eventual), 2, 3), 1),
+				level(put("g", "x", "x1", 30, 100, 3), 2, 3),
+				held(level(get("e", "x", "x1", 40, 50, 3, eventual), 2, 3), 1),
+				level(miss("f", "x", 60, 70, eventual), 2, 3),
+			},
+			want: []want{{3, RuleQuorum}},
 		},
 		{
 			// A strong quorum get is judged by rule strong as well.

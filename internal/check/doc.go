@@ -101,16 +101,18 @@
 // indeterminate: its version may or may not be seen, although the
 // primary holds it.
 //
-// This is a regular register, not linearizability: two Gets that overlap
-// a Put whose version has reached only some replicas may see it, then,
-// called after the first returned, not see it (a new-old inversion), when
-// they ask different replicas. Read repair would rule that out only if a
-// Get waited until the version it returns held at a write quorum before
-// returning (the write-back phase of ABD); a cosla Get sends its repairs
-// and returns at once, so the rule asks for no more. Strong Gets are held
-// to rule "strong" besides, whether the primary or a quorum (r + w > N for
-// the table's least write level) made them strong: that rule judges the
-// version returned, not the replicas asked.
+// That alone is a regular register, not linearizability: two Gets that
+// overlap a Put whose version has reached only some replicas may see it,
+// then, called after the first returned, not see it (a new-old
+// inversion), when they ask different replicas. A Get that writes back
+// (read repair; clientcore/quorum.go) returns only once a majority holds
+// its version, and says how many did (Op.Held): the rule holds a later
+// Get to it as to a Put of write level Held, so that with writes of w,
+// r + w > N, and reads of a majority that write back it rules the
+// inversion out. Strong Gets are held to rule "strong" besides, whether
+// the primary or a quorum (r + w > N for the table's least write level)
+// made them strong: that rule judges the version returned, not the
+// replicas asked.
 //
 // # Cost
 //

@@ -86,6 +86,12 @@ type Op struct {
 	// Replicas is the number N of replicas of the tablet that holds Key,
 	// or zero when unknown. Rule "quorum" reads it from Gets.
 	Replicas int
+	// Held is, for an OK Get, the number of replicas known to hold the
+	// version it returned (or a newer one) when it returned: a Get that
+	// writes back returns once a majority does (read repair). Zero means
+	// unknown. Rule "quorum" holds later Gets to it as to a Put of write
+	// level Held.
+	Held int
 }
 
 // Rules name what a Violation breaks. The guarantee rules equal the

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/cosla/cosla/internal/hlc"
 )
 
-// levelPuts are the acknowledged Puts to one key with one write level, in
-// Return order; newest[k] is the newest of puts[:k+1].
+// levelPuts are the acknowledged Puts to one key with one write level,
+// and the Gets of the key that returned once that many replicas held
+// their version (Op.Held), in Return order; newest[k] is the newest
+// version of puts[:k+1].
 type levelPuts struct {
 	w      int
 	puts   []int
@@ -22,34 +26,39 @@ func quorumBound(r, w, n int) bool { return r > 0 && w > 0 && n > 0 && r+w > n }
 // checkQuorum checks rule "quorum": an OK Get with read level r returns a
 // version no older than any acknowledged Put to its key with write level
 // w, r + w > N, that returned before it was called or precedes it in its
-// session (see the package documentation for why no more).
+// session, and no older than the version of any Get of the key that
+// returned before it was called once w replicas held that version (see
+// the package documentation for why no more).
 func (c *checker) checkQuorum() {
 	byKey := make(map[string][]*levelPuts)
-	for _, puts := range c.putsByKey(func(st *opState) bool { return st.acked }) {
-		var levels []*levelPuts
-		for _, p := range puts {
-			w := c.h[p].Level
-			if w <= 0 || c.st[p].pending {
-				continue
-			}
-			k := slices.IndexFunc(levels, func(lp *levelPuts) bool { return lp.w == w })
-			if k < 0 {
-				k = len(levels)
-				levels = append(levels, &levelPuts{w: w})
-			}
-			levels[k].puts = append(levels[k].puts, p)
+	add := func(i, w int) {
+		levels := byKey[c.h[i].Key]
+		k := slices.IndexFunc(levels, func(lp *levelPuts) bool { return lp.w == w })
+		if k < 0 {
+			k = len(levels)
+			byKey[c.h[i].Key] = append(levels, &levelPuts{w: w})
 		}
+		byKey[c.h[i].Key][k].puts = append(byKey[c.h[i].Key][k].puts, i)
+	}
+	for i, op := range c.h {
+		st := &c.st[i]
+		switch {
+		case !st.valid:
+		case op.Kind == Put && st.acked && !st.pending && op.Level > 0:
+			add(i, op.Level)
+		case op.Kind == Get && op.OK && st.retKnown && op.Held > 0:
+			add(i, op.Held)
+		}
+	}
+	for _, levels := range byKey {
 		for _, lp := range levels {
 			slices.SortStableFunc(lp.puts, func(a, b int) int { return cmp.Compare(c.h[a].Return, c.h[b].Return) })
 			lp.newest = make([]ref, len(lp.puts))
 			var newest ref
 			for k, p := range lp.puts {
-				newest = maxRef(newest, ref{ts: c.st[p].ts, op: p})
+				newest = maxRef(newest, ref{ts: c.heldTS(p), op: p})
 				lp.newest[k] = newest
 			}
-		}
-		if len(levels) > 0 {
-			byKey[c.h[puts[0]].Key] = levels
 		}
 	}
 	c.quorumSessionPuts()
@@ -76,9 +85,22 @@ func (c *checker) checkQuorum() {
 		if p.Return < op.Call {
 			why = fmt.Sprintf("which returned at %s, before the get was called at %s", p.Return, op.Call)
 		}
+		held := p.Level
+		if p.Kind == Get {
+			held = p.Held
+		}
 		c.report(i, RuleQuorum, "%s %s, but a read of %d of %d replicas requires a version >= %s from %s, which %d replicas held, %s",
-			c.desc(i), c.readDesc(i), op.Level, op.Replicas, need.ts, c.desc(need.op), p.Level, why)
+			c.desc(i), c.readDesc(i), op.Level, op.Replicas, need.ts, c.desc(need.op), held, why)
 	}
+}
+
+// heldTS is the version timestamp of a Put of levelPuts, or of the
+// version a Get of it returned.
+func (c *checker) heldTS(i int) hlc.Timestamp {
+	if c.h[i].Kind == Get {
+		return c.st[i].ret
+	}
+	return c.st[i].ts
 }
 
 // quorumSessionPuts sets each OK Get's sessionQuorum: the newest

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -233,7 +234,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
 			s.dropPending(slot)
 			if reply.Code != wire.OK {
-				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
+				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
 			if !reply.TS.IsZero() {
@@ -251,7 +252,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 			c.boundedRTT(sent)
 			s.dropPending(slot)
 			c.release(s)
-			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
+			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %s: no reply from %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
 		},
 	})
 }
@@ -383,7 +384,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 			c.boundedRTT(sent)
 			res.RTT = c.env.Now().Sub(o.since)
 			if reply.Code != wire.OK {
-				done(res, fmt.Errorf("get %q at %s: %w", key, r.id, codeError(reply.Code)))
+				done(res, fmt.Errorf("get %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
 			c.observeHigh(tv, r, reply.HighTS)
@@ -392,7 +393,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 				return
 			}
 			if reply.Null {
-				done(res, fmt.Errorf("%w: get %q at %s: %d pending, none could be applied within %s", ErrNull, key, r.id, reply.Pending, o.Bound))
+				done(res, fmt.Errorf("%w: get %s at %s: %d pending, none could be applied within %s", ErrNull, keyfmt.Quote(key), r.id, reply.Pending, o.Bound))
 				return
 			}
 			res.Value, res.Found, res.VersionTS = reply.Value, reply.Found, reply.VersionTS
@@ -407,7 +408,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 		},
 		onTimeout: func() {
 			c.boundedRTT(sent)
-			done(res, fmt.Errorf("%w: get %q: no reply from %s within %s", ErrTimeout, key, r.id, timeout))
+			done(res, fmt.Errorf("%w: get %s: no reply from %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
 		},
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/node"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
@@ -174,6 +175,9 @@ func (c *Client) putCausal(s *Session, key string, value []byte, o PutOptions, d
 // consistency a causal table serves holds, so the subSLA met is the first
 // whose latency the read met.
 func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetResult, error)) error {
+	if o.Bound != wire.NoBound || o.Read.set() {
+		return fmt.Errorf("%w: a causal table's Get takes no bound or read level: its coordinator reads one ring or its site's cache", ErrInvalid)
+	}
 	agreement := s.sla
 	if o.SLA != nil {
 		agreement = o.SLA
@@ -191,6 +195,10 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 		if err := causalError(r.Code); err != nil {
 			c.unmet++
 			c.recordGet(agreement, -1)
+			if r.Code == wire.Unavailable {
+				res.TimedOut = true
+				err = ct.timeoutError(key, r)
+			}
 			done(res, err)
 			return
 		}
@@ -212,6 +220,25 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 	return nil
 }
 
+// timeoutError says which node a causal Get of key waited for in vain:
+// the coordinator itself, which did not answer within the client's
+// timeout, or the ring's node the coordinator read last (a read bound to
+// a ring, Karma 4.2, waits for that one node), if it names one.
+func (ct *causalTable) timeoutError(key string, r causal.Result) error {
+	switch r.Node {
+	case ct.cc:
+		return fmt.Errorf("%w: get %s: no answer from the coordinator %s", ErrTimeout, keyfmt.Quote(key), ct.cc)
+	case "":
+		return fmt.Errorf("get %s: %w", keyfmt.Quote(key), causalError(r.Code))
+	}
+	bound := ""
+	if r.Restricted {
+		bound = "; a ring restriction binds the session to that ring (Karma 4.2)"
+	}
+	return fmt.Errorf("%w: get %s: %s of ring %d (%s) did not answer within the coordinator's read timeout%s",
+		ErrTimeout, keyfmt.Quote(key), r.Node, r.Ring, ct.ringName(r.Ring), bound)
+}
+
 // GetTx reads keys of a causal table as one causally consistent snapshot
 // (Karma 4.5). If GetTx returns an error, done is never called.
 func (c *Client) GetTx(s *Session, keys []string, done func(TxResult, error)) error {
@@ -230,7 +257,7 @@ func (c *Client) GetTx(s *Session, keys []string, done func(TxResult, error)) er
 			return fmt.Errorf("%w: key of %d bytes, limit %d", ErrTooLarge, len(k), c.opts.MaxKeyBytes)
 		}
 		if seen[k] {
-			return fmt.Errorf("%w: key %q is named twice", ErrInvalid, k)
+			return fmt.Errorf("%w: key %s is named twice", ErrInvalid, keyfmt.Quote(k))
 		}
 		seen[k] = true
 	}

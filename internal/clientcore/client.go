@@ -40,6 +40,7 @@ var (
 	ErrOverloaded      = errors.New("cosla: node overloaded")
 	ErrTooManySessions = errors.New("cosla: too many open sessions")
 	ErrAborted         = errors.New("cosla: get-transaction found no snapshot in time; try again")
+	ErrWriteBack       = errors.New("cosla: the version read was not written back to a majority")
 )
 
 // codeError maps a reply code to an error.
@@ -57,6 +58,8 @@ func codeError(c wire.Code) error {
 		return ErrStorageFailed
 	case wire.Overloaded:
 		return ErrOverloaded
+	case wire.Unencodable:
+		return fmt.Errorf("%w: the request could not be encoded for the network and was not sent", ErrInvalid)
 	}
 	return fmt.Errorf("%w: replica answered %q", ErrInvalid, c)
 }
@@ -94,6 +97,13 @@ func ParseStrategy(name string) (Strategy, error) {
 	}
 	return 0, fmt.Errorf("%w: unknown strategy %q (want pileus, primary, random or closest)", ErrInvalid, name)
 }
+
+// The default limits of keys and values (Options.MaxKeyBytes and
+// MaxValueBytes): 4 KiB and 1 MiB.
+const (
+	DefaultMaxKeyBytes   = 4 << 10
+	DefaultMaxValueBytes = 1 << 20
+)
 
 // Options configures a Client. EnsureDefaults fills in unset fields.
 type Options struct {
@@ -137,14 +147,12 @@ type Options struct {
 	// much more freshness. With clocks within e of true time set it to 2e.
 	// Default 0 (synchronized clocks).
 	ClockUncertainty time.Duration
-	// MeasureOnOpen makes OpenTable finish only when the first probe of
-	// every replica has been answered or has timed out, so that the first
-	// Gets choose among measured nodes. A short-lived client (a command
-	// line, say) wants it; a long-lived one can start sooner without it.
-	// Default false.
-	MeasureOnOpen bool
+	// Measure says how the first operations come to choose among
+	// measured nodes (Pileus 4.5): see Measuring. Default MeasureLater.
+	Measure Measuring
 	// MaxKeyBytes and MaxValueBytes are checked before a Put is sent.
-	// Defaults 4 KiB and 1 MiB, as on the replicas.
+	// Defaults DefaultMaxKeyBytes and DefaultMaxValueBytes, as on the
+	// replicas.
 	MaxKeyBytes, MaxValueBytes int
 	// MaxSessions bounds the sessions open at once; BeginSession beyond
 	// it fails with ErrTooManySessions. Default 10000.
@@ -184,13 +192,13 @@ func (o Options) EnsureDefaults() Options {
 		o.ProbeTimeout = min(2*time.Second, o.RequestTimeout)
 	}
 	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = 4 << 10
+		o.MaxKeyBytes = DefaultMaxKeyBytes
 	}
 	if o.MaxSessions == 0 {
 		o.MaxSessions = 10_000
 	}
 	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = 1 << 20
+		o.MaxValueBytes = DefaultMaxValueBytes
 	}
 	if o.SLAWindow == 0 {
 		o.SLAWindow = time.Minute
@@ -225,6 +233,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.MaxSessions must not be negative, got %d", o.MaxSessions)
 	case o.SLAWindow <= 0:
 		return fmt.Errorf("clientcore: Options.SLAWindow must be positive, got %s", o.SLAWindow)
+	case o.Measure > MeasureNeeded:
+		return fmt.Errorf("clientcore: Options.Measure %d is none of MeasureLater, MeasureAll and MeasureNeeded", o.Measure)
 	case o.NotifyEvery < 0:
 		return fmt.Errorf("clientcore: Options.NotifyEvery must not be negative, got %s", o.NotifyEvery)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
@@ -232,6 +242,31 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// Measuring says how a client's first operations come to choose among
+// measured nodes. OpenTable probes every replica at once in every mode.
+type Measuring uint8
+
+// Measuring modes.
+const (
+	// MeasureLater: OpenTable returns at once, and an operation may go
+	// to a node not yet measured as if it met every latency; its reply
+	// measures the node.
+	MeasureLater Measuring = iota
+	// MeasureAll: OpenTable returns once every replica's first probe has
+	// been answered or has timed out; for a long-running client whose
+	// work starts with every node measured (the driver's runs, whose
+	// operations' latencies and histories must not hold a wait for
+	// probes).
+	MeasureAll
+	// MeasureNeeded: OpenTable returns at once, and an operation that
+	// chooses its replica by the monitor waits only until the replica
+	// it would choose is measured (awaitProbe), so that it does not wait
+	// for nodes it does not need; for a command line. The connections
+	// may still be being set up, so each replica's first probe is a
+	// warm-up and the probe its reply sends its first sample.
+	MeasureNeeded
+)
 
 // Table is an open table: its layout and the client's view of each of its
 // tablets' replicas.
@@ -282,6 +317,9 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
+	// awaiting are the operations waiting for a first probe (await), in
+	// the order they came.
+	awaiting []func()
 	// causal holds the client sides of the open causal tables, by ID.
 	causal map[uint64]*causalTable
 	// causalSessions numbers the sessions on causal tables.
@@ -322,6 +360,7 @@ func (c *Client) Start(env node.Env) error {
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
 	c.causal = map[uint64]*causalTable{}
+	c.awaiting = nil
 	c.started = env.Now()
 	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
 	c.met, c.slas = nil, nil
@@ -331,6 +370,9 @@ func (c *Client) Start(env node.Env) error {
 
 // Receive handles a reply from a storage node.
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
+	if s := c.rtt[from]; s != nil {
+		s.down = false // whatever it sends, the node is reachable again
+	}
 	if m, ok := m.(*wire.Resolved); ok {
 		c.resolved(from, m)
 		return
@@ -378,6 +420,9 @@ func answers(request, reply wire.Msg) bool {
 	case *wire.ProbeRequest:
 		_, ok := reply.(*wire.ProbeReply)
 		return ok
+	case *wire.Repair:
+		_, ok := reply.(*wire.RepairReply)
+		return ok
 	}
 	return false
 }
@@ -396,6 +441,8 @@ func replyReq(m wire.Msg) (uint64, bool) {
 		return m.Req, true
 	case *wire.ProbeReply:
 		return m.Req, true
+	case *wire.RepairReply:
+		return m.Req, true
 	}
 	return 0, false
 }
@@ -412,7 +459,11 @@ func (c *Client) Fire(timer any) {
 		c.probeIdle()
 		c.env.After(c.probeTick(), t)
 	case holdTimer:
-		c.finishHeld(t.g)
+		if t.held == t.g.held {
+			c.finishHeld(t.g)
+		}
+	case waitTimer:
+		c.waited(t)
 	case delayTimer:
 		t.send()
 	case heldTimer:
@@ -456,14 +507,27 @@ func (c *Client) nodeRTT(id wire.NodeID) *rttStats {
 	return s
 }
 
-// observeRTT records a round trip to a node that started at sent.
+// observeRTT records a round trip to a node that started at sent, unless
+// it may include setting up the connection (replicaState.warming).
 func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
 	now := c.env.Now()
 	rtt := now.Sub(sent)
+	r.lastContact = now
+	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
+		return rtt
+	}
 	r.rtt.add(now, rtt)
 	r.rtt.expire(now.Add(-c.opts.RTTWindow))
-	r.lastContact = now
 	return rtt
+}
+
+// observeSilence records a request to r, sent at sent, that timed out:
+// the node was at least that slow (4.5), and it is down until it next
+// answers (rttStats.down). It returns the time waited.
+func (c *Client) observeSilence(r *replicaState, sent time.Time) time.Duration {
+	waited := c.observeRTT(r, sent)
+	r.rtt.down = true
+	return waited
 }
 
 // BeginSession starts a session on an open table with a default SLA and

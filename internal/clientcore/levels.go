@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 )
 
@@ -56,7 +57,7 @@ type QuorumTimeoutError struct {
 }
 
 func (e *QuorumTimeoutError) Error() string {
-	return fmt.Sprintf("%v: put %q (ts %s) is held by %d of the %d replicas it waited for", ErrQuorumTimeout, e.Key, e.TS, e.Acks, e.Level)
+	return fmt.Sprintf("%v: put %s (ts %s) is held by %d of the %d replicas it waited for", ErrQuorumTimeout, keyfmt.Quote(e.Key), e.TS, e.Acks, e.Level)
 }
 
 // Is makes errors.Is(err, ErrQuorumTimeout) hold.
@@ -86,6 +87,26 @@ func (c Choice) validate() error {
 	}
 	if c.A < All || c.B < All {
 		return fmt.Errorf("%w: levels %s and %s", ErrInvalid, c.A, c.B)
+	}
+	return nil
+}
+
+// check validates the choice and refuses, before anything is sent, a
+// level it may draw that is more than a tablet's n replicas; what names
+// the operation ("read" or "write").
+func (c Choice) check(n int, what string) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	var err error
+	if c.P < 1 {
+		err = c.A.Check(n)
+	}
+	if err == nil && c.P > 0 {
+		err = c.B.Check(n)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s %w", ErrInvalid, what, err)
 	}
 	return nil
 }
@@ -122,13 +143,38 @@ type Policy struct {
 	// Delay is an artificial delay (AD, CPQ 3.2): each Get waits this long
 	// before it is sent, and the wait counts in its latency.
 	Delay time.Duration
-	// ReadRepair sends the newest version a Get of several replicas saw
-	// to those of them that answered with an older one.
-	ReadRepair bool
+	// ReadRepair says whether a Get of several replicas brings those
+	// that answered with an older version up to the newest (see
+	// ReadRepair). Unset: RepairAuto.
+	ReadRepair ReadRepair
 	// Tune, when set, chooses Read and Write itself (see Tune), which
 	// must then be unset.
 	Tune Tune
 }
+
+// ReadRepair says whether a Get of several replicas repairs the replicas
+// it asked that answered with an older version than the newest (quorum.go):
+// it asks each to catch up to the newest version's timestamp from its
+// primary (wire.Repair).
+type ReadRepair uint8
+
+// Read repair settings.
+const (
+	// RepairAuto, the default: a Get that asked a majority of its
+	// tablet's replicas writes back (RepairOn); a smaller one does not
+	// repair, and neither does a quorum Pileus picks for a strong
+	// subSLA (GetOptions.NoQuorum), which meets strong without it.
+	RepairAuto ReadRepair = iota
+	// RepairOn: a Get that asked a majority answers only once a majority
+	// holds the version it returns (ABD's write-back; Cassandra's
+	// blocking read repair), which makes reads of a majority with writes
+	// of w, r + w > N, linearizable per key; a smaller Get sends its
+	// repairs and answers at once.
+	RepairOn
+	// RepairOff: no repair. Reads of r, r + w > N, are then regular, not
+	// linearizable.
+	RepairOff
+)
 
 // Validate reports the first invalid field.
 func (p Policy) Validate() error {
@@ -140,6 +186,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Delay < 0 {
 		return fmt.Errorf("%w: negative delay %s", ErrInvalid, p.Delay)
+	}
+	if p.ReadRepair > RepairOff {
+		return fmt.Errorf("%w: read repair setting %d", ErrInvalid, p.ReadRepair)
 	}
 	if p.Tune.set() {
 		if err := p.Tune.validate(); err != nil {

@@ -15,10 +15,16 @@ import (
 
 // fakeEnv is an environment whose clock moves only when a test advances
 // it; the client's wall clock reads the same instant. Messages sent are
-// queued for the test to answer; timers are dropped.
+// queued for the test to answer, timers for it to fire.
 type fakeEnv struct {
-	now  time.Time
-	sent []sentMsg
+	now    time.Time
+	sent   []sentMsg
+	timers []timerAt
+}
+
+type timerAt struct {
+	at    time.Time
+	timer any
 }
 
 type sentMsg struct {
@@ -30,10 +36,12 @@ func (e *fakeEnv) ID() wire.NodeID                 { return "china/c1" }
 func (e *fakeEnv) Now() time.Time                  { return e.now }
 func (e *fakeEnv) WallNanos() int64                { return e.now.UnixNano() }
 func (e *fakeEnv) Send(to wire.NodeID, m wire.Msg) { e.sent = append(e.sent, sentMsg{to, m}) }
-func (e *fakeEnv) After(time.Duration, any)        {}
-func (e *fakeEnv) Rand() *rand.Rand                { return rand.New(rand.NewPCG(1, 2)) }
-func (e *fakeEnv) Engine() storage.Engine          { return nil }
-func (e *fakeEnv) Logger() *slog.Logger            { return slog.New(slog.DiscardHandler) }
+func (e *fakeEnv) After(d time.Duration, timer any) {
+	e.timers = append(e.timers, timerAt{e.now.Add(d), timer})
+}
+func (e *fakeEnv) Rand() *rand.Rand       { return rand.New(rand.NewPCG(1, 2)) }
+func (e *fakeEnv) Engine() storage.Engine { return nil }
+func (e *fakeEnv) Logger() *slog.Logger   { return slog.New(slog.DiscardHandler) }
 
 func (e *fakeEnv) advance(d time.Duration) { e.now = e.now.Add(d) }
 

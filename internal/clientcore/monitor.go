@@ -7,6 +7,7 @@ import (
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/sla"
 )
 
 // Monitor (Pileus 4.5). Every round trip to a node adds a latency sample;
@@ -23,6 +24,11 @@ type rttStats struct {
 	// binary search.
 	sorted []time.Duration
 	sum    time.Duration
+	// down is set when a request to the node ended without a reply (a
+	// probe, a Get or a Put timed out) and cleared by the next message
+	// the node sends (Client.Receive): a node that has not answered since
+	// it last failed to is taken as unreachable (see pWithin).
+	down bool
 }
 
 type rttSample struct {
@@ -64,8 +70,16 @@ func (s *rttStats) expire(cutoff time.Time) {
 
 // pWithin is PNodeLat: the fraction of samples no larger than latency. With
 // no samples it is 1: an unmeasured node is worth trying, and the reply
-// measures it (the paper leaves this case open).
+// measures it (the paper leaves this case open). A node that is down is
+// expected to meet no latency at all, however fast its past samples: the
+// window still holds minutes of them, and a timed-out request adds only
+// one, as long as its timeout, which an SLA's longer latency would count
+// as met (a primary whose process had stopped kept its appeal for a
+// "strong 5s" subSLA after a 2 s probe timed out).
 func (s *rttStats) pWithin(latency time.Duration) float64 {
+	if s.down {
+		return 0
+	}
 	if s.size == 0 {
 		return 1
 	}
@@ -110,6 +124,14 @@ type replicaState struct {
 	// monitor probes replicas it has not heard from for a while.
 	lastContact time.Time
 	probing     bool
+	// warming is set, under MeasureNeeded, from OpenTable until
+	// the replica's first measured probe is answered or times out; the
+	// operations that would choose it wait meanwhile (awaitProbe).
+	// Requests sent while the warm-up probe is out, or before coldUntil,
+	// when the measured probe was sent, may have waited for the
+	// connection to be set up: their round trips are not sampled.
+	warming   bool
+	coldUntil time.Time
 	// probeInterval is this replica's own probe interval under
 	// Options.AdaptiveProbing; zero until a probe has adapted it, which
 	// stands for Options.ProbeInterval.
@@ -211,6 +233,63 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 		r.rtt.expire(r.shiftSent)
 	}
 	r.shift, r.shiftSent = rtt, sent
+}
+
+// awaitProbe makes a Get wait, under MeasureNeeded, while the
+// replica it would go to is still warming (Pileus 4.5): an unmeasured
+// node promises every latency (pWithin) and counts as the farthest, so
+// among several the choice falls on the first in the layout, not the
+// nearest, nor the one that can meet the SLA. Pileus's choice (Fig. 8),
+// the Closest strategy's and a bounded Get's (the nearest replica) are
+// the ones that read the monitor. It reports whether it held the Get,
+// which chooses again once a probe is answered or times out (probed):
+// the probes went out together, so the first to answer is the nearest
+// node, and the Get waits for no other unless it would choose it, at
+// most ProbeTimeout for each. The wait is the table's measuring, as if
+// OpenTable had waited for it: it does not count in the Get's latency,
+// which an SLA judges by the Get's own round trip.
+func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
+	if c.opts.Measure != MeasureNeeded {
+		return false
+	}
+	tablet := s.table.layout.TabletFor(key)
+	tv := &s.table.tablets[tablet]
+	var r *replicaState
+	switch {
+	case o.Bound != wire.NoBound:
+		r = c.receiver(s, tv, tablet)
+	case strategy == Pileus:
+		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
+		r = tv.replicas[pick]
+	case strategy == Closest:
+		r = tv.replicas[closest(tv.replicas)]
+	}
+	if r == nil || !r.warming {
+		return false
+	}
+	held := c.env.Now()
+	c.await(func() {
+		o.since = o.since.Add(c.env.Now().Sub(held))
+		if err := c.get(s, key, o, done, true); err != nil {
+			done(GetResult{Met: -1, Target: -1}, err)
+		}
+	})
+	return true
+}
+
+// await holds an operation until the next probe is answered or times out;
+// retry then runs it again.
+func (c *Client) await(retry func()) {
+	c.awaiting = append(c.awaiting, retry)
+}
+
+// probed lets the operations waiting for a first probe choose again.
+func (c *Client) probed() {
+	waiting := c.awaiting
+	c.awaiting = nil
+	for _, f := range waiting {
+		f()
+	}
 }
 
 // ProbesSent returns the number of probes the client has sent since New

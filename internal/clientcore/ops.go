@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
-	"github.com/cosla/cosla/internal/invariants"
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -17,10 +17,16 @@ type GetOptions struct {
 	SLA sla.SLA
 	// Strategy replaces the session's strategy when not zero.
 	Strategy Strategy
-	// RetryAfterMiss: when the reply meets no subSLA but another node is
-	// expected to meet a lower one within the latency left, ask it
-	// (beyond the paper: Pileus 5.4 describes the case, 6 invites it).
-	// At most one retry.
+	// RetryAfterMiss lets a Get fall back after a miss (beyond the paper:
+	// Pileus 5.4 describes the case, 6 invites it): when a reply meets no
+	// subSLA, or its target subSLA's latency passes with no reply, the
+	// Get also asks the node not yet asked that is expected to deliver
+	// the most utility in the time left, if any is; and so on while the
+	// SLA has time, each node once. Requests already out stay open until
+	// the Get's deadline, as a late reply may still meet a lower subSLA
+	// (Fig. 9); the best reply wins, as for a hedged Get. For an
+	// unbounded target the wait ends at Options.ProbeTimeout, after which
+	// the monitor takes a silent node for unreachable.
 	RetryAfterMiss bool
 	// HedgeCost, when positive, lets a Pileus Get go to a second node at
 	// once if that raises its expected utility by more than HedgeCost, the
@@ -32,8 +38,9 @@ type GetOptions struct {
 	Read Choice
 	// Delay, when positive, replaces the session's artificial delay.
 	Delay time.Duration
-	// ReadRepair turns on read repair for this Get (Policy.ReadRepair).
-	ReadRepair bool
+	// ReadRepair, when not RepairAuto, replaces the session's read
+	// repair setting (Policy.ReadRepair) for this Get.
+	ReadRepair ReadRepair
 	// NoQuorum leaves quorums out of Pileus's selection even when the
 	// table's write level makes them strong: only single replicas are
 	// candidates, as in the paper.
@@ -77,25 +84,30 @@ type GetResult struct {
 	// TimedOut is set when no reply came before every subSLA's latency
 	// had passed.
 	TimedOut bool
-	// Retried is set when the first reply met no subSLA and the Get went
-	// to a second node (GetOptions.RetryAfterMiss); Node is then that
-	// node and RTT the whole time from the Get's start.
-	Retried bool
+	// Retries counts the nodes the Get fell back to after a miss
+	// (GetOptions.RetryAfterMiss); Node is then the one whose reply was
+	// used and RTT the whole time from the Get's start.
+	Retries int
 	// Hedged is set when the Get also went to a second node at once
 	// (GetOptions.HedgeCost); Node is then the one whose reply was used.
 	Hedged bool
 	// Level is the number of replicas the Get asked (its read level).
 	// With more than one, Replies holds each one's answer in the order
 	// they came, Node is the one whose version was returned (the
-	// newest), HighTS the largest high timestamp among the replies, and
-	// Primary whether the primary was among them; Quorum says that the
-	// Get met a strong subSLA without the primary, because its read level
-	// and the table's write level overlap (r + w > N); Repaired counts the
-	// stale replicas sent the newest version (read repair).
+	// newest; the primary when it answered, as it holds the newest), and
+	// HighTS the largest high timestamp among the replies; Quorum says
+	// that the Get met a strong subSLA without the primary, because its
+	// read level and the table's write level overlap (r + w > N).
+	// Repaired counts the stale replicas asked to catch up to the
+	// version returned (read repair, ReadRepair), and Held the replicas
+	// known to hold it when the Get answered: those whose high
+	// timestamp reached it, and those that caught up when asked. A Get
+	// that writes back answers only once Held is a majority.
 	Level    int
 	Replies  []ReplicaRead
 	Quorum   bool
 	Repaired int
+	Held     int
 	// Delay is the artificial delay the Get waited before it was sent;
 	// it counts in RTT.
 	Delay time.Duration
@@ -189,7 +201,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 				}
 			},
 			func() {
-				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %q: the session's pending writes of the key were not ordered within %s", ErrTimeout, key, c.opts.RequestTimeout))
+				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %s: the session's pending writes of the key were not ordered within %s", ErrTimeout, keyfmt.Quote(key), c.opts.RequestTimeout))
 			})
 		return nil
 	}
@@ -204,6 +216,9 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Strategy != 0 {
 		strategy = o.Strategy
 	}
+	if c.awaitProbe(s, key, agreement, strategy, o, done) {
+		return nil
+	}
 	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	done = c.countGet(agreement, tv, done)
 	read, delay := s.policy.Read, s.policy.Delay
@@ -215,7 +230,11 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		tn = c.tunerFor(s.policy.Tune)
 		read = Mix(tn.adjust(tv, s.policy.Tune), One, Quorum)
 	}
-	if err := read.validate(); err != nil {
+	if err := read.check(len(tv.replicas), "read"); err != nil {
+		return err
+	}
+	repair, err := o.readRepair(s.policy.ReadRepair)
+	if err != nil {
 		return err
 	}
 	if err := checkBound(o.Bound); err != nil {
@@ -233,11 +252,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Delay > 0 {
 		delay = o.Delay
 	}
-	level := read.draw(c.env.Rand())
-	if err := level.Check(len(tv.replicas)); err != nil {
-		return fmt.Errorf("%w: read %w", ErrInvalid, err)
-	}
-	r := level.Count(len(tv.replicas))
+	r := read.draw(c.env.Rand()).Count(len(tv.replicas))
 	mins := c.minReadTimestamps(s, agreement, key)
 	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
 	if tn != nil {
@@ -253,7 +268,7 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		if len(tv.replicas) > maxReplicas {
 			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
 		}
-		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
+		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), repair, res, o.since, done)
 		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
 		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 		return nil
@@ -262,7 +277,14 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
 		if useQuorum {
 			res.Level = quorum
-			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), s.policy.ReadRepair || o.ReadRepair, res, o.since, done)
+			if repair == RepairAuto {
+				// A quorum Pileus chose for a strong subSLA meets it
+				// as Pileus defines strong (every Put that returned
+				// before the Get) without writing back, which would
+				// cost a trip to the primary, the trip it avoids.
+				repair = RepairOff
+			}
+			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), repair, res, o.since, done)
 			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
 			return nil
 		}
@@ -285,13 +307,25 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
 	}
 	c.after(delay, key, g.start, func() {
-		c.getFrom(g, tv.replicas[pick])
+		c.getFrom(g, tv.replicas[pick], res.Target)
 		if hedge != nil {
 			g.res.Hedged = true
-			c.getFrom(g, hedge)
+			c.getFrom(g, hedge, -1)
 		}
 	})
 	return nil
+}
+
+// readRepair returns the Get's read repair setting: its own if set,
+// else session, the session's.
+func (o GetOptions) readRepair(session ReadRepair) (ReadRepair, error) {
+	switch {
+	case o.ReadRepair > RepairOff:
+		return 0, fmt.Errorf("%w: read repair setting %d", ErrInvalid, o.ReadRepair)
+	case o.ReadRepair != RepairAuto:
+		return o.ReadRepair, nil
+	}
+	return session, nil
 }
 
 // countGet wraps a Get's done: it estimates the staleness of what was
@@ -310,7 +344,7 @@ func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult
 
 // newQuorum prepares a Get of several replicas.
 func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
-	repair bool, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
+	repair ReadRepair, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
 	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
 		start: start, startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
 }
@@ -322,191 +356,6 @@ func (c *Client) after(delay time.Duration, key string, start time.Time, send fu
 		return
 	}
 	c.env.After(delay, delayTimer{key: key, start: start, send: send})
-}
-
-// getCall is a Get in flight: what it asks for and what it has so far.
-type getCall struct {
-	s         *Session
-	key       string
-	agreement sla.SLA
-	mins      []minTS // c.mins is scratch space; this is the Get's own copy
-	tv        *tabletView
-	retry     bool   // retry after a miss, if not done yet
-	tuner     *tuner // the tuner that drew the Get's level, told its latency
-	start     time.Time
-	res       GetResult
-	done      func(GetResult, error)
-	// outstanding counts the requests not yet answered or timed out;
-	// finished is set once done has been called. A hedged Get has two
-	// requests and finishes with the first reply that meets a subSLA.
-	outstanding int
-	finished    bool
-	// held is the best reply so far of a hedged Get whose other request
-	// might still meet a higher subSLA; it is used when that request
-	// fails, or when the held subSLA's latency is about to run out.
-	held *heldReply
-}
-
-type heldReply struct {
-	r     *replicaState
-	reply *wire.GetReply
-	met   int
-}
-
-// holdMargin is how long before its subSLA's latency runs out a held
-// reply is handed to the caller. A real timer fires late (the Go runtime,
-// a loaded machine), and a reply handed over even a microsecond after the
-// latency has run out meets that subSLA no more: on a local cluster,
-// holding to the last moment lost most held replies. Our choice: 5 ms,
-// several times the lateness we saw under load.
-const holdMargin = 5 * time.Millisecond
-
-// holdTimer fires when a held reply's subSLA latency is about to run out.
-type holdTimer struct{ g *getCall }
-
-// String names the timer by the Get's key and start, not the pointer, so
-// that a simulator's trace of it is the same in every run.
-func (t holdTimer) String() string {
-	return fmt.Sprintf("{%q %s}", t.g.key, t.g.start.Format(time.RFC3339Nano))
-}
-
-// finish reports the Get's outcome, once.
-func (g *getCall) finish(err error) {
-	if !g.finished {
-		g.finished = true
-		if g.tuner != nil {
-			g.tuner.readDone(g.res)
-		}
-		g.done(g.res, err)
-	}
-}
-
-// getFrom sends the Get to replica r. Its round trip counts from the
-// Get's start, so that a retry's reply is judged by the whole time the
-// caller waited.
-func (c *Client) getFrom(g *getCall, r *replicaState) {
-	res := &g.res
-	if g.outstanding == 0 {
-		res.Node, res.Primary = r.id, r.primary
-	}
-	g.outstanding++
-	timeout, unmetErr := g.agreement.MaxLatency()-c.env.Now().Sub(g.start), ErrSLAUnmet
-	if timeout > c.opts.RequestTimeout {
-		timeout, unmetErr = c.opts.RequestTimeout, ErrTimeout
-	}
-	sent := c.env.Now()
-	req := c.newReq()
-	c.send(r.id, &wire.GetRequest{Req: req, Tablet: g.tv.ref, Key: g.key}, req, timeout, &pending{
-		onReply: func(_ wire.NodeID, m wire.Msg) {
-			g.outstanding--
-			reply := m.(*wire.GetReply)
-			c.observeRTT(r, sent)
-			if reply.Code == wire.OK {
-				c.observeHigh(g.tv, r, reply.HighTS)
-			}
-			if g.finished {
-				return // the other request of a hedged Get answered first
-			}
-			rtt := c.env.Now().Sub(g.start)
-			if reply.Code != wire.OK {
-				if g.outstanding == 0 {
-					res.Node, res.Primary, res.RTT = r.id, r.primary, rtt
-					g.finish(fmt.Errorf("get %q from %s: %w", g.key, r.id, codeError(reply.Code)))
-				}
-				return
-			}
-			met := metSubSLA(g.agreement, g.mins, int64(rtt), reply.HighTS, reply.Primary)
-			if g.outstanding > 0 && (met < 0 || g.higherStillPossible(met, rtt)) {
-				// A hedged Get whose other request may do better: keep
-				// the better reply and wait, at most until holdMargin
-				// before its subSLA's latency runs out.
-				if met >= 0 && (g.held == nil || met < g.held.met) {
-					g.held = &heldReply{r: r, reply: reply, met: met}
-					// An unbounded subSLA never runs out: the held
-					// reply waits for the other request's answer or
-					// timeout.
-					if latency := g.agreement[met].Latency; latency != sla.Unbounded {
-						c.env.After(max(0, latency-rtt-holdMargin), holdTimer{g})
-					}
-				}
-				return
-			}
-			if met < 0 && g.held != nil {
-				c.finishHeld(g)
-				return
-			}
-			res.Node, res.RTT, res.Met = r.id, rtt, met
-			res.HighTS, res.VersionTS, res.Primary = reply.HighTS, reply.VersionTS, reply.Primary
-			if met < 0 {
-				if next := c.retryTarget(g, r); next != nil {
-					g.retry = false
-					res.Retried = true
-					c.getFrom(g, next)
-					return
-				}
-				g.finish(fmt.Errorf("%w: get %q from %s took %s with high timestamp %s", ErrSLAUnmet, g.key, r.id, rtt, reply.HighTS))
-				return
-			}
-			res.SubSLA = g.agreement[met]
-			if invariants.Enabled {
-				m := g.mins[met]
-				invariants.Check(rtt <= res.SubSLA.Latency && (reply.Primary || (!m.primaryOnly && !reply.HighTS.Less(m.ts))),
-					"subSLA %d (%s) reported met by %s with rtt %s, high %s, minimum %s", met+1, res.SubSLA, r.id, rtt, reply.HighTS, m.ts)
-			}
-			res.Value, res.Found = reply.Value, reply.Found
-			g.s.recordRead(g.key, reply.VersionTS)
-			g.finish(nil)
-		},
-		onTimeout: func() {
-			g.outstanding--
-			// The replica was at least this slow: count it, so that a
-			// node that stops answering loses its appeal (4.5).
-			c.observeRTT(r, sent)
-			if g.finished || g.outstanding > 0 {
-				return
-			}
-			if g.held != nil {
-				c.finishHeld(g)
-				return
-			}
-			res.Node, res.Primary = r.id, r.primary
-			res.RTT = c.env.Now().Sub(g.start)
-			res.TimedOut = true
-			g.finish(fmt.Errorf("%w: get %q: no reply from %s within %s", unmetErr, g.key, r.id, timeout))
-		},
-	})
-}
-
-// higherStillPossible reports whether a subSLA above met still has
-// latency left at rtt, so a request still out might meet it.
-func (g *getCall) higherStillPossible(met int, rtt time.Duration) bool {
-	for i := range met {
-		if g.agreement[i].Latency > rtt {
-			return true
-		}
-	}
-	return false
-}
-
-// finishHeld ends a hedged Get with its held reply, judged at the time it
-// is handed to the caller.
-func (c *Client) finishHeld(g *getCall) {
-	if g.finished || g.held == nil {
-		return
-	}
-	h, res := g.held, &g.res
-	res.RTT = c.env.Now().Sub(g.start)
-	res.Node, res.Primary = h.r.id, h.reply.Primary
-	res.HighTS, res.VersionTS = h.reply.HighTS, h.reply.VersionTS
-	res.Met = metSubSLA(g.agreement, g.mins, int64(res.RTT), h.reply.HighTS, h.reply.Primary)
-	if res.Met < 0 {
-		g.finish(fmt.Errorf("%w: get %q: the reply from %s came in time for no subSLA", ErrSLAUnmet, g.key, h.r.id))
-		return
-	}
-	res.SubSLA = g.agreement[res.Met]
-	res.Value, res.Found = h.reply.Value, h.reply.Found
-	g.s.recordRead(g.key, h.reply.VersionTS)
-	g.finish(nil)
 }
 
 // hedgeTarget is hedging, beyond the paper (its 6.3 suggests sending a Get
@@ -548,37 +397,6 @@ func pairUtility(agreement sla.SLA, mins []minTS, a, b *replicaState) float64 {
 	return utility
 }
 
-// retryTarget is retry-after-miss, beyond the paper (its 5.4 describes the
-// case between #3 and #4, where a reply misses every subSLA but another
-// node could still have met a lower one): if the Get may retry, the node
-// other than missed with the highest expected utility for a subSLA whose
-// latency has not yet run out, judged on the time that is left. It returns
-// nil when no node is expected to deliver anything.
-func (c *Client) retryTarget(g *getCall, missed *replicaState) *replicaState {
-	if !g.retry {
-		return nil
-	}
-	elapsed := c.env.Now().Sub(g.start)
-	var best *replicaState
-	bestUtility := 0.0
-	for i := range g.agreement {
-		sub := &g.agreement[i]
-		left := sub.Latency - elapsed
-		if left <= 0 {
-			continue
-		}
-		for _, r := range g.tv.replicas {
-			if r == missed {
-				continue
-			}
-			if u := pNodeCons(r, g.mins[i]) * r.rtt.pWithin(left) * sub.Utility; u > bestUtility {
-				best, bestUtility = r, u
-			}
-		}
-	}
-	return best
-}
-
 // Put writes key in session s at the tablet's primary (Pileus 4.2), which
 // answers once the Put's write level is reached (CPQ). If Put returns an
 // error, done is never called; otherwise done is called exactly once,
@@ -608,7 +426,8 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	case s.policy.Tune.set():
 		write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
 	}
-	if err := write.validate(); err != nil {
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	if err := write.check(len(tv.replicas), "write"); err != nil {
 		return err
 	}
 	if o.Timeout < 0 {
@@ -617,7 +436,6 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	if err := checkBound(o.Bound); err != nil {
 		return err
 	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
 	timeout := c.opts.RequestTimeout
 	if o.Timeout > 0 {
 		timeout = min(timeout, o.Timeout)
@@ -627,7 +445,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			return fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
 		}
 		if s.table.layout.TabletFor(o.Test.Key) != s.table.layout.TabletFor(key) {
-			return fmt.Errorf("%w: read-test-write keys %q and %q lie in different tablets", ErrInvalid, o.Test.Key, key)
+			return fmt.Errorf("%w: read-test-write keys %s and %s lie in different tablets", ErrInvalid, keyfmt.Quote(o.Test.Key), keyfmt.Quote(key))
 		}
 	}
 	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
@@ -638,8 +456,17 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 				}
 			},
 			func() {
-				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %q: the session's earlier writes were not ordered within %s", ErrTimeout, key, timeout))
+				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), timeout))
 			})
+		return nil
+	}
+	if o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
+		// A bounded Put goes to the nearest replica: see awaitProbe.
+		c.await(func() {
+			if err := c.put(s, key, value, o, done, true); err != nil {
+				done(PutResult{}, err)
+			}
+		})
 		return nil
 	}
 	done = c.countPut(done)
@@ -647,11 +474,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		c.putBounded(s, tv, key, value, o, timeout, done)
 		return nil
 	}
-	level := write.draw(c.env.Rand())
-	if err := level.Check(len(tv.replicas)); err != nil {
-		return fmt.Errorf("%w: write %w", ErrInvalid, err)
-	}
-	w := max(level.Count(len(tv.replicas)), tv.writeCount)
+	w := max(write.draw(c.env.Rand()).Count(len(tv.replicas)), tv.writeCount)
 	r := tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()
@@ -670,7 +493,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			// sample), so they count.
 			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent), Level: w}
 			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
-				done(res, fmt.Errorf("put %q at %s: %w", key, r.id, codeError(reply.Code)))
+				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
 			// Pileus 4.5: a Put's timestamp is a lower bound on the
@@ -685,8 +508,8 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			done(res, nil)
 		},
 		onTimeout: func() {
-			c.observeRTT(r, sent)
-			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %q: no reply from primary %s within %s", ErrTimeout, key, r.id, timeout))
+			c.observeSilence(r, sent)
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
 		},
 	})
 	return nil
@@ -703,11 +526,14 @@ func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 	}
 }
 
-// probe asks a replica for its high timestamp, measuring the round trip.
-// finished, if not nil, is called when the probe is answered or times out;
-// a probe already in flight is not repeated, and then finished is not
-// called.
-func (c *Client) probe(tv *tabletView, r *replicaState, finished func()) {
+// probe asks a replica for its high timestamp, measuring the round trip;
+// a probe already in flight is not repeated. A warm-up probe measures
+// nothing: OpenTable sends one to each replica under
+// MeasureNeeded, on connections that may not be set up yet, and
+// its reply sends the replica's first measured probe. Once that is
+// answered or times out, the operations that waited for it go on
+// (awaitProbe).
+func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 	if r.probing {
 		return
 	}
@@ -718,22 +544,24 @@ func (c *Client) probe(tv *tabletView, r *replicaState, finished func()) {
 	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: tv.ref}, req, c.opts.ProbeTimeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
-			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
 				c.observeHigh(tv, r, reply.HighTS)
 			}
-			if finished != nil {
-				finished()
+			if warmUp {
+				r.coldUntil = c.env.Now()
+				c.probe(tv, r, false)
+				return
 			}
+			r.warming = false
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
+			c.probed()
 		},
 		onTimeout: func() {
-			r.probing = false
+			r.probing, r.warming = false, false
 			mean, measured := r.rtt.mean(), r.rtt.size > 0
-			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), true)
-			if finished != nil {
-				finished()
-			}
+			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
+			c.probed()
 		},
 	})
 }
@@ -752,7 +580,7 @@ func (c *Client) probeIdle() {
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
 				if now.Sub(r.lastContact) >= c.probeInterval(r) {
-					c.probe(&t.tablets[i], r, nil)
+					c.probe(&t.tablets[i], r, false)
 				}
 			}
 		}

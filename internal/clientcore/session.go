@@ -1,6 +1,8 @@
 package clientcore
 
 import (
+	"fmt"
+
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/sla"
@@ -29,10 +31,24 @@ type Session struct {
 	causal *causal.Session
 }
 
-// SetPolicy sets the levels and delay of the session's operations.
+// SetPolicy sets the levels and delay of the session's operations. A
+// level above a tablet's replica count is refused here, before any
+// operation is sent, and so is any policy on a causal table, whose reads
+// and writes go through its coordinator.
 func (s *Session) SetPolicy(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
+	}
+	if s.table.causal != nil && p != (Policy{}) {
+		return fmt.Errorf("%w: causal table %q takes no read or write level, delay, read repair or tuner", ErrInvalid, s.table.Name())
+	}
+	for _, tv := range s.table.tablets {
+		if err := p.Read.check(len(tv.replicas), "read"); err != nil {
+			return err
+		}
+		if err := p.Write.check(len(tv.replicas), "write"); err != nil {
+			return err
+		}
 	}
 	s.policy = p
 	return nil

@@ -80,33 +80,43 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
-		// probe round, so the first Gets are well informed.
-		outstanding := 0
-		finished := func() {
-			if outstanding--; outstanding == 0 {
-				done(t, nil)
-			}
-		}
-		if !c.opts.MeasureOnOpen {
-			finished = nil
-		}
+		// probe round, so the first Gets are well informed (see
+		// Options.Measure).
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				if !r.probing {
-					outstanding++
-					c.probe(&t.tablets[i], r, finished)
-				}
+				r.warming = c.opts.Measure == MeasureNeeded && r.rtt.size == 0
+				c.probe(&t.tablets[i], r, r.warming)
 			}
 		}
-		if finished == nil || outstanding == 0 {
-			done(t, nil)
+		if c.opts.Measure == MeasureAll {
+			c.awaitMeasured(t, func() { done(t, nil) })
+			return
 		}
+		done(t, nil)
 	})
+}
+
+// awaitMeasured calls done once no replica of t has a probe out
+// (MeasureAll).
+func (c *Client) awaitMeasured(t *Table, done func()) {
+	for i := range t.tablets {
+		for _, r := range t.tablets[i].replicas {
+			if r.probing {
+				c.await(func() { c.awaitMeasured(t, done) })
+				return
+			}
+		}
+	}
+	done()
 }
 
 // lookupLayout asks every known node for the layout and answers with the
 // first one found; ErrNoTable if every node answers that it has none.
 func (c *Client) lookupLayout(name string, done func(wire.Layout, error)) {
+	if err := wire.CheckIdentifier("table name", name); err != nil {
+		done(wire.Layout{}, fmt.Errorf("%w: %w", ErrInvalid, err))
+		return
+	}
 	outstanding := len(c.opts.Nodes)
 	finished := false
 	var timedOut []wire.NodeID

@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/private"
 )
 
 // ErrInvalid is wrapped by every error about a file's contents.
@@ -124,8 +125,8 @@ func (f *File) Validate() error {
 	return nil
 }
 
-// Write writes f to path, readable by its owner and group only: it names
-// the client's key.
+// Write writes f to path, readable by its owner only: it names the
+// client's key.
 func Write(path string, f File) error {
 	data, err := yaml.Marshal(f)
 	if err != nil {
@@ -133,5 +134,5 @@ func Write(path string, f File) error {
 	}
 	header := "# cosla client config: cosla --config THIS_FILE, or cosla.LoadConfig in Go.\n" +
 		"# Paths are relative to this file's directory.\n"
-	return os.WriteFile(path, append([]byte(header), data...), 0o640)
+	return private.WriteFile(path, append([]byte(header), data...))
 }

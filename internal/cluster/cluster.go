@@ -39,6 +39,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
@@ -69,10 +70,14 @@ type Options struct {
 	WriteLevel wire.Level
 	// Insecure runs the cluster without TLS; each site warns at start.
 	// Otherwise Start writes a certificate authority, a node certificate
-	// per site and a client certificate into certs.ClusterDir(Dir),
-	// keeping those of a previous run, and every connection is mutual
-	// TLS.
+	// per site and the default client certificate (certs.DefaultClient,
+	// the CLI's) into certs.ClusterDir(Dir), keeping those of a previous
+	// run, and every connection is mutual TLS.
 	Insecure bool
+	// Clients names more clients to issue certificates to, each of its
+	// own (certs.IssueClient): a client may send only under the name its
+	// certificate carries.
+	Clients []string
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
@@ -83,6 +88,13 @@ type Options struct {
 	// Otherwise the sites recover it, and an existing Table is kept as it
 	// was created.
 	Fresh bool
+	// PortBase, if not 0, fixes the ports of the sites' processes: the
+	// i-th site with storage nodes, in the topology's order, listens on
+	// PortBase+2i (gRPC) and PortBase+2i+1 (HTTP), so the status page and
+	// Prometheus targets stay the same across restarts. Default: free
+	// ports chosen at start. The emulated links and the control API take
+	// free ports either way.
+	PortBase int
 	// Binary is the cosla executable to run `serve` with. Default: this
 	// process's own executable.
 	Binary string
@@ -131,17 +143,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.Binary = exe
 	}
 	topo := opts.Topology
-	var storageSites []topology.Site
-	for _, s := range topo.Sites {
-		if len(s.Replicas) > 0 {
-			storageSites = append(storageSites, s)
-		}
-	}
+	storageSites := storageSites(topo)
 	if len(storageSites) == 0 {
 		return nil, fmt.Errorf("%w: %s: no site has storage nodes", topology.ErrInvalid, topo.Name)
 	}
 	table, err := tableSpec(topo, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
 		return nil, err
 	}
 	if err := claimDir(opts.Dir); err != nil {
@@ -162,8 +172,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		for _, s := range storageSites {
 			sites = append(sites, s.Name)
 		}
-		if err := certs.Ensure(certs.ClusterDir(opts.Dir), sites); err != nil {
-			return nil, fmt.Errorf("cluster: certificates: %w", err)
+		if err := issueCerts(certs.ClusterDir(opts.Dir), sites, opts.Clients); err != nil {
+			return nil, err
 		}
 	}
 	if c.net, err = wan.NewNet(wan.Options{Logger: opts.Logger.With("component", "wan")}); err != nil {
@@ -178,13 +188,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // claimDir makes the cluster directory, refusing one a live cluster uses.
 func claimDir(dir string) error {
-	if in, err := ReadInfo(dir); err == nil {
-		if in.PID > 0 && syscall.Kill(in.PID, 0) == nil {
-			return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, in.PID, dir)
-		}
-		_ = os.Remove(filepath.Join(dir, InfoFile))
+	if pid, running := Running(dir); running {
+		return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, pid, dir)
 	}
-	return os.MkdirAll(dir, 0o755)
+	_ = os.Remove(filepath.Join(dir, InfoFile))
+	return private.MkdirAll(dir)
 }
 
 func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error {
@@ -198,20 +206,16 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	// ports stay reserved (bound here) until it starts: released at once,
 	// one went to a later listener of this process in about one start in
 	// a hundred, and that site never came up.
-	reserved := map[string][]net.Listener{}
+	reserved, err := reservePorts(storageSites, c.opts.PortBase)
 	defer func() {
 		for _, ls := range reserved {
 			closeAll(ls)
 		}
 	}()
+	if err != nil {
+		return err
+	}
 	for _, s := range storageSites {
-		for range 2 {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
-			}
-			reserved[s.Name] = append(reserved[s.Name], l)
-		}
 		ls := reserved[s.Name]
 		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: ls[0].Addr().String(), HTTP: ls[1].Addr().String()})
 	}
@@ -260,14 +264,63 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	if err := c.createTable(ctx); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := c.serveControl(); err != nil {
 		return err
 	}
-	c.info.Control = lis.Addr().String()
-	c.control = &http.Server{Handler: c.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = c.control.Serve(lis) }()
 	return writeInfo(&c.info)
+}
+
+// reservePorts binds each storage site's gRPC and HTTP listeners on
+// loopback: at base+2i and base+2i+1 for the i-th site, or free ports
+// when base is 0. An error names the port that is taken and its use; the
+// listeners bound so far are returned with it, for the caller to close.
+func reservePorts(storageSites []topology.Site, base int) (map[string][]net.Listener, error) {
+	if base != 0 && (base < 1 || base+2*len(storageSites)-1 > 65535) {
+		return nil, fmt.Errorf("%w: port base %d: want one from 1 to %d for %d sites", ErrBadPorts, base, 65535-2*len(storageSites)+1, len(storageSites))
+	}
+	reserved := map[string][]net.Listener{}
+	for i, s := range storageSites {
+		for j, use := range []string{"gRPC", "HTTP"} {
+			port := 0
+			if base != 0 {
+				port = base + 2*i + j
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				if base != 0 {
+					err = fmt.Errorf("%w: port %d, for site %s's %s, is taken: %w", ErrBadPorts, port, s.Name, use, err)
+				}
+				return reserved, err
+			}
+			reserved[s.Name] = append(reserved[s.Name], l)
+		}
+	}
+	return reserved, nil
+}
+
+// ErrBadPorts is wrapped by the errors of Options.PortBase: out of range,
+// or a port taken.
+var ErrBadPorts = errors.New("cosla: cluster ports unusable")
+
+// CheckPorts reports whether the ports Options.PortBase base gives topo's
+// sites are free now, naming the first that is not.
+func CheckPorts(topo topology.Topology, base int) error {
+	reserved, err := reservePorts(storageSites(topo), base)
+	for _, ls := range reserved {
+		closeAll(ls)
+	}
+	return err
+}
+
+// storageSites are the sites of topo with storage nodes, in its order.
+func storageSites(topo topology.Topology) []topology.Site {
+	var sites []topology.Site
+	for _, s := range topo.Sites {
+		if len(s.Replicas) > 0 {
+			sites = append(sites, s)
+		}
+	}
+	return sites
 }
 
 // served returns the nodes a site's serve process hosts: its storage
@@ -286,7 +339,7 @@ func pairKey(a, b string) [2]string {
 // spawn writes a site's serve config and starts its process.
 func (c *Cluster) spawn(s *SiteInfo) error {
 	dir := filepath.Join(c.opts.Dir, s.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return err
 	}
 	peers := map[wire.NodeID]string{}
@@ -316,10 +369,10 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		return err
 	}
 	path := filepath.Join(dir, "serve.yaml")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := private.WriteFile(path, data); err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := private.OpenFile(filepath.Join(dir, "serve.log"), os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return err
 	}
@@ -407,7 +460,9 @@ func (c *Cluster) supervisor(ctx context.Context, site string) (*cosla.Client, e
 	if err != nil {
 		return nil, err
 	}
-	cfg.Name = "supervisor"
+	// The supervisor holds the CLI's certificate: its ID is that client's,
+	// with a suffix saying who it is (certs.CheckClientID).
+	cfg.Name = certs.DefaultClient + "-supervisor"
 	return cosla.Open(ctx, cfg)
 }
 
@@ -546,8 +601,10 @@ type LinkStatus struct {
 
 // SiteStatus is one site's process as the supervisor sees it.
 type SiteStatus struct {
-	Name  string         `json:"name"`
-	PID   int            `json:"pid"`
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// HTTP is the address of the site's status page and /metrics.
+	HTTP  string         `json:"http"`
 	Up    bool           `json:"up"`
 	Error string         `json:"error,omitempty"`
 	Serve *server.Status `json:"serve,omitempty"`
@@ -570,7 +627,7 @@ func (c *Cluster) Status(ctx context.Context) Status {
 	sites := slices.Clone(c.info.Sites)
 	c.mu.Unlock()
 	for _, s := range sites {
-		ss := SiteStatus{Name: s.Name, PID: s.PID}
+		ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP}
 		var serve server.Status
 		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
 			ss.Error = err.Error()
@@ -771,9 +828,10 @@ func (c *Cluster) controlHandler() http.Handler {
 }
 
 // Control is a client of a running cluster's control API.
-type Control struct{ addr string }
+type Control struct{ addr, token string }
 
-// Connect returns a client of the cluster running in dir.
+// Connect returns a client of the cluster running in dir, with the
+// control API's token from the directory.
 func Connect(dir string) (*Control, *Info, error) {
 	in, err := ReadInfo(dir)
 	if err != nil {
@@ -782,7 +840,11 @@ func Connect(dir string) (*Control, *Info, error) {
 	if in.PID > 0 && syscall.Kill(in.PID, 0) != nil {
 		return nil, nil, fmt.Errorf("%w in %s (its supervisor, pid %d, is gone)", ErrNotRunning, dir, in.PID)
 	}
-	return &Control{addr: in.Control}, in, nil
+	token, err := readToken(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Control{addr: in.Control, token: token}, in, nil
 }
 
 // KillSites stops, with SIGTERM, the site processes a cluster description
@@ -808,8 +870,12 @@ func KillSites(in *Info) int {
 // Status fetches the cluster's status.
 func (c *Control) Status(ctx context.Context) (Status, error) {
 	var st Status
-	err := getJSON(ctx, "http://"+c.addr+"/status", &st)
-	return st, err
+	resp, err := c.request(ctx, http.MethodGet, "/status", nil)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // SetLink changes a link.
@@ -822,23 +888,14 @@ func (c *Control) SetLink(ctx context.Context, req LinkRequest) error {
 }
 
 // Shutdown asks the supervisor to stop the cluster.
-func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", nil) }
+func (c *Control) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", []byte("{}")) }
 
 func (c *Control) post(ctx context.Context, path string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.addr+path, bytes.NewReader(body))
+	resp, err := c.request(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(string(msg))
-	}
-	return nil
+	return resp.Body.Close()
 }
 
 // WaitStopped waits until the supervisor with the given pid has exited,

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/cluster/clustertest"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wan"
@@ -83,8 +86,12 @@ func TestStartBadPlacement(t *testing.T) {
 // TestSeveralTabletsAndNodes runs a cluster of two sites with two storage
 // nodes each and a client-only site, whose table has four tablets placed
 // by hash with three replicas each, and checks that a client writes and
-// reads every key and that the status shows every tablet replica.
+// reads every key and that the status shows every tablet replica; that
+// every file of the cluster is its owner's only, whatever the umask (here
+// the common 022); that each HTTP listener refuses a foreign Host; and
+// that the control API takes only its token's requests.
 func TestSeveralTabletsAndNodes(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0o022))
 	topo := topology.Topology{Name: "two-by-two", LocalRTT: time.Millisecond,
 		Sites: []topology.Site{
 			{Name: "a", Replicas: []string{"r1", "r2"}},
@@ -100,7 +107,8 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	placement := topology.Placement{Replicas: 3, Tablets: 4, Partition: "hash"}
-	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true})
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true,
+		Clients: []string{"alice"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +161,16 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	if puts != keys {
 		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
 	}
+	if _, err := os.Stat(certs.NamedClientFiles(certs.ClusterDir(info.Dir), "alice").Key); err != nil {
+		t.Errorf("alice's certificate: %v", err)
+	}
+	checkPrivate(t, info.Dir)
+	for _, s := range info.Sites {
+		if code := controlRequest(t, http.MethodGet, s.HTTP, "/status", "rebound.example", "", ""); code != http.StatusForbidden {
+			t.Errorf("site %s's /status with a foreign Host: status %d, want 403", s.Name, code)
+		}
+	}
+	checkControl(ctx, t, c, "a", "b")
 }
 
 // TestOneSiteDirect runs a one-site cluster with no local round trip to

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/private"
 )
 
 // InfoFile is the name, in the cluster directory, of the file that
@@ -20,7 +22,7 @@ import (
 const InfoFile = "cluster.json"
 
 // ErrNotRunning is returned when a directory holds no running cluster.
-var ErrNotRunning = errors.New("cosla: no cluster running (start one with: cosla cluster up)")
+var ErrNotRunning = errors.New("cosla: no cluster running")
 
 // Info describes a running local cluster.
 type Info struct {
@@ -152,7 +154,7 @@ func (a Access) Config(site string) (cosla.Config, error) {
 func ReadInfo(dir string) (*Info, error) {
 	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s", ErrNotRunning, dir)
+		return nil, fmt.Errorf("%w in %s (start one with: cosla cluster up --dir %s)", ErrNotRunning, dir, dir)
 	}
 	if err != nil {
 		return nil, err
@@ -164,6 +166,16 @@ func ReadInfo(dir string) (*Info, error) {
 	return &in, nil
 }
 
+// Running reports whether a cluster's supervisor is running in dir, and
+// its process.
+func Running(dir string) (pid int, running bool) {
+	in, err := ReadInfo(dir)
+	if err != nil || in.PID <= 0 {
+		return 0, false
+	}
+	return in.PID, syscall.Kill(in.PID, 0) == nil
+}
+
 // writeInfo writes the description atomically, so a reader never sees half
 // of it.
 func writeInfo(in *Info) error {
@@ -171,11 +183,7 @@ func writeInfo(in *Info) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(in.Dir, InfoFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(in.Dir, InfoFile))
+	return private.WriteFileAtomic(filepath.Join(in.Dir, InfoFile), data)
 }
 
 // DefaultDir is where a cluster lives unless told otherwise: under the

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -15,6 +17,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientfile"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/topology"
 	"github.com/cosla/cosla/internal/wire"
@@ -59,6 +62,10 @@ type PlanOptions struct {
 	HTTPPublic bool
 	// Insecure plans a cluster without TLS.
 	Insecure bool
+	// Clients names clients to issue certificates to besides the
+	// default one, each with a client config file of its own in the
+	// client directory.
+	Clients []string
 }
 
 // PlannedHost is one host of a plan.
@@ -76,8 +83,11 @@ type PlannedHost struct {
 type PlanResult struct {
 	Hosts []PlannedHost
 	// ClientDir is the directory to copy to the machines that run
-	// clients; ClientConfig the config file in it.
+	// clients; ClientConfig the config file in it, of the default
+	// client certificate, and NamedConfigs those of PlanOptions.Clients,
+	// by name.
 	ClientDir, ClientConfig string
+	NamedConfigs            map[string]string
 	// TLSDir holds the authority's key: it stays with the operator.
 	TLSDir string
 }
@@ -85,7 +95,12 @@ type PlanResult struct {
 // Plan writes a cluster whose sites run on their own hosts into
 // opts.Dir: hosts/SITE for each site (its serve.yaml, certificate and
 // start.sh), client (client.yaml with every node's address, the client
-// certificate, and the table to create), and tls (the authority).
+// certificate, and the table to create, and client-NAME.yaml with NAME's
+// certificate for each of opts.Clients), and tls (the authority). Every
+// file is its owner's only (package private): copy them as that user.
+//
+// Errors in the options wrap ErrBadPlan. Plan refuses a directory a
+// running local cluster uses: its authority would be replaced.
 func Plan(opts PlanOptions) (PlanResult, error) {
 	var res PlanResult
 	topo := opts.Topology
@@ -98,15 +113,21 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		opts.PullInterval = time.Minute
 	}
 	if opts.Dir == "" {
-		return res, fmt.Errorf("cluster plan: a directory is required")
+		return res, fmt.Errorf("%w: a directory is required", ErrBadPlan)
+	}
+	if pid, running := Running(opts.Dir); running {
+		return res, fmt.Errorf("%w: a cluster is running in %s (pid %d): plan into another directory", ErrBadPlan, opts.Dir, pid)
+	}
+	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrBadPlan, err)
 	}
 	for site := range opts.Hosts {
 		i := slices.IndexFunc(topo.Sites, func(s topology.Site) bool { return s.Name == site })
 		switch {
 		case i < 0:
-			return res, fmt.Errorf("cluster plan: --host %s: no such site in topology %s", site, topo.Name)
+			return res, fmt.Errorf("%w: --host %s: no such site in topology %s", ErrBadPlan, site, topo.Name)
 		case len(topo.Sites[i].Replicas) == 0:
-			return res, fmt.Errorf("cluster plan: --host %s: the site has no storage nodes; its clients need only the client directory", site)
+			return res, fmt.Errorf("%w: --host %s: the site has no storage nodes; its clients need only the client directory", ErrBadPlan, site)
 		}
 	}
 	listens := map[string]string{}
@@ -116,7 +137,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		}
 		addr, ok := opts.Hosts[s.Name]
 		if !ok {
-			return res, fmt.Errorf("cluster plan: site %s has storage nodes but no host: add --host %s=ADDRESS", s.Name, s.Name)
+			return res, fmt.Errorf("%w: site %s has storage nodes but no host: add --host %s=ADDRESS", ErrBadPlan, s.Name, s.Name)
 		}
 		h, err := plannedHost(opts, s, addr)
 		if err != nil {
@@ -128,7 +149,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		_, httpPort, _ := net.SplitHostPort(h.HTTP)
 		for _, a := range []string{h.Addr, net.JoinHostPort(host, httpPort)} {
 			if other, ok := listens[a]; ok {
-				return res, fmt.Errorf("cluster plan: sites %s and %s would both listen on %s: give one of them another port (--host %s=HOST:PORT)", other, s.Name, a, s.Name)
+				return res, fmt.Errorf("%w: sites %s and %s would both listen on %s: give one of them another port (--host %s=HOST:PORT)", ErrBadPlan, other, s.Name, a, s.Name)
 			}
 			listens[a] = s.Name
 		}
@@ -138,15 +159,17 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	if err != nil {
 		return res, err
 	}
-
+	if err := private.MkdirAll(opts.Dir); err != nil {
+		return res, err
+	}
 	res.TLSDir = filepath.Join(opts.Dir, "tls")
 	if !opts.Insecure {
 		var sites []string
 		for _, h := range res.Hosts {
 			sites = append(sites, h.Site)
 		}
-		if err := certs.Ensure(res.TLSDir, sites); err != nil {
-			return res, fmt.Errorf("cluster plan: certificates: %w", err)
+		if err := issueCerts(res.TLSDir, sites, opts.Clients); err != nil {
+			return res, fmt.Errorf("certificates: %w", err)
 		}
 	}
 	nodes := map[string]string{}
@@ -160,18 +183,69 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 			return res, err
 		}
 	}
-	res.ClientDir = filepath.Join(opts.Dir, "client")
-	res.ClientConfig = filepath.Join(res.ClientDir, "client.yaml")
-	if err := os.MkdirAll(res.ClientDir, 0o755); err != nil {
-		return res, err
-	}
 	f := clientfile.File{Site: topo.Sites[0].Name, Table: opts.Table, Nodes: nodes, Insecure: opts.Insecure, Create: fileTable(spec)}
-	if !opts.Insecure {
-		if f.TLS, err = copyTLS(certs.ClientFiles(res.TLSDir), res.ClientDir); err != nil {
-			return res, err
+	return res, writeClientDir(&res, opts.Dir, f, opts.Clients)
+}
+
+// writeClientDir writes the plan's client directory in dir: the config
+// file of the default client and of each of clients, with their
+// certificates.
+func writeClientDir(res *PlanResult, dir string, f clientfile.File, clients []string) error {
+	res.ClientDir = filepath.Join(dir, "client")
+	if err := private.MkdirAll(res.ClientDir); err != nil {
+		return err
+	}
+	var err error
+	if res.ClientConfig, err = writeClientConfig(*res, f, certs.DefaultClient); err != nil {
+		return err
+	}
+	res.NamedConfigs = map[string]string{}
+	for _, name := range clients {
+		if res.NamedConfigs[name], err = writeClientConfig(*res, f, name); err != nil {
+			return err
 		}
 	}
-	return res, clientfile.Write(res.ClientConfig, f)
+	return nil
+}
+
+// writeClientConfig writes into the client directory the config file of
+// client name, with a copy of its certificate, and returns its path:
+// client.yaml for the default client, client-NAME.yaml for the others.
+func writeClientConfig(res PlanResult, f clientfile.File, name string) (string, error) {
+	files := certs.NamedClientFiles(res.TLSDir, name)
+	path := filepath.Join(res.ClientDir, strings.TrimSuffix(filepath.Base(files.Cert), ".pem")+".yaml")
+	if !f.Insecure {
+		var err error
+		if f.TLS, err = copyTLS(files, res.ClientDir); err != nil {
+			return "", err
+		}
+	}
+	return path, clientfile.Write(path, f)
+}
+
+// ErrBadPlan is wrapped by the errors of a plan's options.
+var ErrBadPlan = errors.New("cosla: invalid cluster plan")
+
+// validHost reports whether host is an IP address or a DNS name
+// (RFC 1123: dot-separated labels of letters, digits and inner hyphens).
+func validHost(host string) bool {
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // plannedHost places site s at addr.
@@ -179,12 +253,12 @@ func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, e
 	host, port := addr, DefaultPort
 	if h, p, err := net.SplitHostPort(addr); err == nil {
 		if port, err = strconv.Atoi(p); err != nil || port <= 0 || port+HTTPPortOffset > 65535 {
-			return PlannedHost{}, fmt.Errorf("cluster plan: --host %s=%s: want a port from 1 to %d", s.Name, addr, 65535-HTTPPortOffset)
+			return PlannedHost{}, fmt.Errorf("%w: --host %s=%s: want a port from 1 to %d", ErrBadPlan, s.Name, addr, 65535-HTTPPortOffset)
 		}
 		host = h
 	}
-	if host == "" {
-		return PlannedHost{}, fmt.Errorf("cluster plan: --host %s=%s: want the host's address (an IP or a name the other hosts resolve)", s.Name, addr)
+	if !validHost(host) {
+		return PlannedHost{}, fmt.Errorf("%w: --host %s=%s: want the host's address (an IP or a name the other hosts resolve)", ErrBadPlan, s.Name, addr)
 	}
 	httpHost := "127.0.0.1"
 	if opts.HTTPPublic {
@@ -198,7 +272,7 @@ func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, e
 // writeHost writes one host's directory: serve.yaml naming every other
 // site's nodes at their hosts, the site's certificate, and start.sh.
 func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
-	if err := os.MkdirAll(h.Dir, 0o755); err != nil {
+	if err := private.MkdirAll(h.Dir); err != nil {
 		return err
 	}
 	cfg := server.Options{Site: h.Site, Nodes: h.Nodes, Listen: h.Addr, HTTPListen: h.HTTP, DataDir: opts.DataDir,
@@ -231,28 +305,24 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		return err
 	}
 	header := fmt.Sprintf("# cosla site %s, planned by cosla cluster plan: run start.sh on the host.\n# Paths are relative to this file's directory.\n", h.Site)
-	if err := os.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...), 0o644); err != nil {
+	if err := private.WriteFile(filepath.Join(h.Dir, "serve.yaml"), append([]byte(header), data...)); err != nil {
 		return err
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# Runs cosla site %s on this host until interrupted. cosla must be on PATH,\n# or COSLA must name it.\ncd \"$(dirname \"$0\")\" && exec \"${COSLA:-cosla}\" serve --config serve.yaml \"$@\"\n", h.Site)
-	return os.WriteFile(h.Start, []byte(script), 0o755)
+	return private.WriteScript(h.Start, []byte(script))
 }
 
 // copyTLS copies a holder's files into dir and returns their names there,
-// relative to dir; keys stay readable by the owner only.
+// relative to dir.
 func copyTLS(f certs.Files, dir string) (certs.Files, error) {
 	var out certs.Files
-	for _, c := range []struct {
-		src  string
-		dst  *string
-		mode os.FileMode
-	}{{f.Cert, &out.Cert, 0o644}, {f.Key, &out.Key, 0o600}, {f.CA, &out.CA, 0o644}} {
-		data, err := os.ReadFile(c.src)
+	for _, c := range []struct{ src, dst *string }{{&f.Cert, &out.Cert}, {&f.Key, &out.Key}, {&f.CA, &out.CA}} {
+		data, err := os.ReadFile(*c.src)
 		if err != nil {
 			return out, err
 		}
-		name := filepath.Base(c.src)
-		if err := os.WriteFile(filepath.Join(dir, name), data, c.mode); err != nil {
+		name := filepath.Base(*c.src)
+		if err := private.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return out, err
 		}
 		*c.dst = name

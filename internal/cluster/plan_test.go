@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,7 +24,7 @@ import (
 func TestPlan(t *testing.T) {
 	dir := t.TempDir()
 	topo := topology.Pileus4()
-	res, err := Plan(PlanOptions{Dir: dir, Topology: topo, Push: true, WriteLevel: wire.Quorum,
+	res, err := Plan(PlanOptions{Dir: dir, Topology: topo, Push: true, WriteLevel: wire.Quorum, Clients: []string{"alice"},
 		Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.1:7200"}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +82,17 @@ func TestPlan(t *testing.T) {
 	if _, err := certs.Load(f.TLS); err != nil {
 		t.Errorf("client certificate: %v", err)
 	}
+	// Alice's config differs in its certificate only, which names her.
+	alice, err := clientfile.Load(res.NamedConfigs["alice"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := certs.Load(alice.TLS); err != nil {
+		t.Errorf("alice's certificate: %v", err)
+	} else if name, err := certs.ClientName(cfg); name != "alice" || err != nil || !reflect.DeepEqual(alice.Nodes, f.Nodes) {
+		t.Errorf("alice's config: certificate of %q (%v), nodes %v; want alice's, nodes %v", name, err, alice.Nodes, f.Nodes)
+	}
+	checkPrivate(t, dir)
 	spec, err := TableSpec(*f.Create)
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +157,56 @@ func TestPlanErrors(t *testing.T) {
 		{"http port of another site", with("us", "10.0.0.1:7180"), "would both listen on 10.0.0.1:7180"},
 		{"bad port", with("us", "10.0.0.2:x"), "want a port"},
 		{"no host", with("us", ":7100"), "want the host's address"},
+		{"not a host", with("england", "not a host"), "--host england=not a host: want the host's address"},
+		{"not a name", with("england", "-x.example.com:7100"), "want the host's address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Plan(PlanOptions{Dir: t.TempDir(), Topology: topology.Pileus4(), Hosts: tc.hosts, Insecure: true})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Plan: %v; want an error saying %q", err, tc.want)
 			}
 		})
+	}
+	for _, host := range []string{"10.0.0.1", "::1", "db-1.example.com", "localhost"} {
+		if !validHost(host) {
+			t.Errorf("validHost(%q) = false, want true", host)
+		}
+	}
+}
+
+// TestPlanIntoRunningCluster: a plan into the directory of a running
+// local cluster is refused before it writes anything (it would replace
+// the cluster's certificate authority).
+func TestPlanIntoRunningCluster(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeInfo(&Info{Dir: dir, PID: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Plan(PlanOptions{Dir: dir, Topology: topology.Pileus4(), Insecure: true,
+		Hosts: map[string]string{"england": "10.0.0.1", "us": "10.0.0.2", "india": "10.0.0.3"}})
+	if !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "a cluster is running in "+dir) {
+		t.Fatalf("Plan into a running cluster's directory: %v; want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hosts")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused plan wrote %s (%v)", filepath.Join(dir, "hosts"), err)
+	}
+}
+
+// TestCheckPorts: --port-base's ports are checked, naming a taken one and
+// what it was for.
+func TestCheckPorts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	err = CheckPorts(topology.Pileus4(), port)
+	want := fmt.Sprintf("port %d, for site england's gRPC, is taken", port)
+	if !errors.Is(err, ErrBadPorts) || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckPorts at a taken port: %v; want %q", err, want)
+	}
+	if err := CheckPorts(topology.Pileus4(), 65531); !errors.Is(err, ErrBadPorts) || !strings.Contains(err.Error(), "want one from 1 to 65530 for 3 sites") {
+		t.Errorf("CheckPorts(65531) for three sites: %v; want the range refused", err)
 	}
 }

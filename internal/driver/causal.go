@@ -140,6 +140,11 @@ func (s *causalSession) Do(op *Op, done func()) {
 			op.Err, op.Refused = codeErr(op.Kind, r.Code)
 			op.RTT = op.End - op.Start
 			op.Restricted = r.Restricted
+			if r.Code == wire.Unavailable && r.Node != "" {
+				// A read that timed out names the node it waited for.
+				op.Node, op.Ring = string(r.Node), r.Ring
+				op.Err = fmt.Errorf("%w: %s did not answer in time", op.Err, r.Node)
+			}
 			if op.Err == nil {
 				op.Consistency = "causal"
 				op.Found, op.TS, op.Node = r.Found, r.Version.TS, string(r.Node)

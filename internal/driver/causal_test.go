@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,46 @@ func TestCausalSimTargetRefusesRTW(t *testing.T) {
 	}
 	if !errors.Is(d.Err(), ErrUnsupported) {
 		t.Fatalf("driver error %v, want ErrUnsupported", d.Err())
+	}
+}
+
+// TestCausalSimTargetReadTimeout checks that a causal read that times out
+// is recorded as such with the node that did not answer (issue 25 item
+// 6): under COPS-PR a client at a is bound to ring a, whose nodes are
+// down; the coordinator's read times out, and the op's error, its node
+// and its measure trace record name the ring's node it waited for.
+func TestCausalSimTargetReadTimeout(t *testing.T) {
+	w, err := harness.NewCausal(harness.CausalOptions{Seed: 1, Topology: causalTopology(), Rings: [][]string{{"a"}, {"b"}}, Strategy: causal.COPSPR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []wire.NodeID{"a/r1", "a/r2"} {
+		if err := w.Sim.Crash(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, _ := workload.NewUniform(5)
+	mix, _ := NewKeyMix([]Weighted{{Kind: Get, Weight: 1}}, keys, 0)
+	var ops []Op
+	rec := &Recorder{OnOp: func(g *Group, op *Op) { ops = append(ops, *op) }}
+	d, err := New(&CausalSimTarget{World: w}, Spec{Groups: []*Group{{Name: "a", Site: "a", Rand: rand.New(rand.NewPCG(1, 2)),
+		Streams: []Stream{{Mix: mix}}}}, Steps: 1, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Start(SimRuntime{Sim: w.Sim})
+	if err := w.Sim.RunUntil(time.Hour, d.Done); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 {
+		t.Fatalf("%d ops recorded, want 1", len(ops))
+	}
+	op := ops[0]
+	node := string(w.Layout.Node(0, op.Key))
+	tr := op.TraceOp("run", 0)
+	if !errors.Is(op.Err, ErrCausal) || !strings.Contains(op.Err.Error(), node+" did not answer") || op.Node != node || op.Ring != 0 ||
+		tr.OK || tr.Replica != node || !strings.Contains(tr.Error, node) {
+		t.Fatalf("timed-out read of %s: err %v, node %q, ring %d; trace replica %q, error %q; want a timeout naming %s of ring 0",
+			op.Key, op.Err, op.Node, op.Ring, tr.Replica, tr.Error, node)
 	}
 }

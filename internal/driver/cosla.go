@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/causal"
+	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/clientcore"
 	"github.com/cosla/cosla/internal/harness"
 	"github.com/cosla/cosla/internal/host"
@@ -64,16 +65,14 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
-			op.Level = r.Level
+			op.Level, op.Held = r.Level, r.Held
 			op.Applied, op.Pending, op.Null, op.FromSession = r.Applied, r.Pending, r.Null, r.FromSession
 			if errors.Is(err, clientcore.ErrNull) {
 				// dConssandra 2-B: NULL is the answer a bound too short
 				// for the pending writes gets, not a failure.
 				op.Err, op.Null = nil, true
 			}
-			if r.Retried {
-				op.Extra++
-			}
+			op.Extra += r.Retries
 			if r.Hedged {
 				op.Extra++
 			}
@@ -161,6 +160,11 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 			op.End, op.Err, op.RTT, op.Met, op.Target = now(), err, r.RTT, r.Met, r.Target
 			if r.Causal != nil {
 				op.Restricted = r.Causal.Restricted
+			}
+			if r.TimedOut {
+				// The node that did not answer (clientcore's error
+				// names it too).
+				op.Node, op.Ring = string(r.Node), r.Causal.Ring
 			}
 			if err == nil {
 				op.SubSLA, op.Consistency = r.SubSLA, "causal"
@@ -378,11 +382,16 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	}
 	opts := g.Cosla.Client
 	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
-	opts.MeasureOnOpen = true
-	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla}
+	opts.Measure = clientcore.MeasureAll
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])
-	c.id = topology.NodeID(g.Site, "driver-"+hex.EncodeToString(nonce[:]))
+	// Over TLS the ID is the client certificate's name and a suffix: the
+	// nodes take no other from it (certs.CheckClientID).
+	name, err := certs.ClientNodeName(t.TLS, "driver-"+hex.EncodeToString(nonce[:]))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla, id: topology.NodeID(g.Site, name)}
 	var hosted atomic.Pointer[host.Node]
 	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, TLS: t.TLS, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
 		if to != c.id {

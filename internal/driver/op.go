@@ -136,8 +136,9 @@ type Op struct {
 	Extra  int
 	// Level is the number of replicas a cosla op involved: the replicas a
 	// Get asked, or those a Put waited for; Acks the replicas that held a
-	// Put when its primary answered (CPQ).
-	Level, Acks int
+	// Put when its primary answered (CPQ); Held those known to hold the
+	// version a Get of several replicas returned (read repair).
+	Level, Acks, Held int
 
 	// What a bounded cosla op reported (dConssandra). A Put's or RTW's
 	// Stage, the stage its write reached when answered, and an RTW's

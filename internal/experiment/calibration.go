@@ -41,8 +41,8 @@ import (
 // user time and a Get's system time; the fsync is charged apart); probe,
 // pull and pull reply the transport's 21 µs plus their core's work; push,
 // a message with no reply, about half the transport's plus applying it;
-// a read repair the same; a push acknowledgement (CPQ) half the
-// transport's, with nothing to apply. The jitters are our choice, about
+// a read repair, a timestamp compared and answered, a probe's; a push
+// acknowledgement (CPQ) half the transport's, with nothing to apply. The jitters are our choice, about
 // a fifth of the mean. Costs do not grow with a value's size.
 //
 // The messages of causal tables (Karma) are not measured: each costs what
@@ -61,7 +61,7 @@ var calibratedService = map[string]sim.Latency{
 	"pull-reply": {Mean: 35 * time.Microsecond, Jitter: 7 * time.Microsecond},
 	"push":       {Mean: 13 * time.Microsecond, Jitter: 3 * time.Microsecond},
 	"push-ack":   {Mean: 10 * time.Microsecond, Jitter: 2 * time.Microsecond},
-	"repair":     {Mean: 13 * time.Microsecond, Jitter: 3 * time.Microsecond},
+	"repair":     {Mean: 21 * time.Microsecond, Jitter: 4 * time.Microsecond}, // probe
 
 	"causal-put":      {Mean: 40 * time.Microsecond, Jitter: 8 * time.Microsecond}, // put
 	"causal-get":      {Mean: 23 * time.Microsecond, Jitter: 5 * time.Microsecond}, // get

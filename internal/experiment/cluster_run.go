@@ -57,6 +57,9 @@ func (c *ClusterSpec) validate() error {
 	if c.ReplicasPerSite < 0 {
 		return invalid("cluster.replicas_per_site", "negative: %d", c.ReplicasPerSite)
 	}
+	if c.Ops < 0 || c.Ops > maxOps {
+		return invalid("cluster.ops", "%d outside 0..%d", c.Ops, maxOps)
+	}
 	return nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"github.com/cosla/cosla/internal/clientcore"
 )
 
-// TestLevelStrategies checks the names of CPQ's strategies.
+// TestLevelStrategies checks the names of CPQ's strategies, and beyond
+// them of any read and write levels, numbers among them, with or without
+// read repair.
 func TestLevelStrategies(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -17,6 +19,9 @@ func TestLevelStrategies(t *testing.T) {
 	}{
 		{"one-one", clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One), "0s"},
 		{"quo-one", clientcore.Fixed(clientcore.Quorum), clientcore.Fixed(clientcore.One), "0s"},
+		{"3-3", clientcore.Fixed(3), clientcore.Fixed(3), "0s"},
+		{"all-one", clientcore.Fixed(clientcore.All), clientcore.Fixed(clientcore.One), "0s"},
+		{"quorum-2", clientcore.Fixed(clientcore.Quorum), clientcore.Fixed(2), "0s"},
 		{"cpq(0.3)", clientcore.Mix(0.3, clientcore.One, clientcore.Quorum), clientcore.Mix(0.3, clientcore.One, clientcore.Quorum), "0s"},
 		{"ad(20ms)", clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One), "20ms"},
 	} {
@@ -32,7 +37,10 @@ func TestLevelStrategies(t *testing.T) {
 	if v, err := parseStrategyVariant("cpq-tune(5ms, 0.01)"); err != nil || v.policy.Tune != (clientcore.Tune{Latency: 5e6, Stale: 0.01}) {
 		t.Errorf("cpq-tune(5ms, 0.01): %+v, %v", v.policy, err)
 	}
-	for _, bad := range []string{"one-all", "cpq(2)", "cpq(x)", "ad(-5ms)", "ad(soon)", "cpq-tune(5ms)", "cpq-tune(0s, 0.1)", "quo(1)"} {
+	if v, err := parseStrategyVariant("3-2+norepair"); err != nil || v.policy.ReadRepair != clientcore.RepairOff || v.policy.Read != clientcore.Fixed(3) {
+		t.Errorf("3-2+norepair: %+v, %v", v.policy, err)
+	}
+	for _, bad := range []string{"one-x", "quo-0", "2-+norepair", "one-quo+repair", "cpq(2)", "cpq(x)", "ad(-5ms)", "ad(soon)", "cpq-tune(5ms)", "cpq-tune(0s, 0.1)", "quo(1)"} {
 		if _, err := parseStrategyVariant(bad); err == nil {
 			t.Errorf("%s parsed", bad)
 		}

@@ -719,7 +719,7 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 	base, options, _ := strings.Cut(name, "+")
 	strategy, err := clientcore.ParseStrategy(base)
 	if err != nil {
-		return strategyVariant{}, err
+		return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strategyNames)
 	}
 	v := strategyVariant{strategy: strategy}
 	for option := range strings.SplitSeq(options, "+") {
@@ -734,11 +734,16 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 		case option == "noquorum" && strategy == clientcore.Pileus:
 			v.get.NoQuorum = true
 		default:
-			return strategyVariant{}, fmt.Errorf("%w: unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", clientcore.ErrInvalid, option, base)
+			return strategyVariant{}, fmt.Errorf("unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", option, base)
 		}
 	}
 	return v, nil
 }
+
+// strategyNames are the strategies a scenario may name (see
+// parseStrategyVariant).
+const strategyNames = "pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, " +
+	"one-one, one-quo, quo-one, quo-quo or any R-W such as 3-3 (+norepair), cpq(P), ad(D), cpq-tune(L,S) or cpq-tune"
 
 // hedgeCost is the price, in utility, of the extra request of a hedged
 // Get in the pileus+hedge strategy. Section 6.3 leaves it to the
@@ -747,8 +752,12 @@ func parseStrategyVariant(name string) (strategyVariant, error) {
 const hedgeCost = 0.1
 
 // parseLevelStrategy reads the strategies of CPQ 3.2, which choose how
-// many replicas each operation involves: "one-one", "one-quo", "quo-one" and "quo-quo"
-// (read level, then write level, as CPQ Fig. 1 names them); "cpq(P)",
+// many replicas each operation involves: "one-one", "one-quo", "quo-one"
+// and "quo-quo" (read level, then write level, as CPQ Fig. 1 names them),
+// and beyond them "R-W" for any read level R and write level W, each one,
+// quo (or quorum), all or a number, as "3-3" or "all-one"; each with
+// "+norepair" turns read repair off (clientcore.RepairOff), so that reads
+// of a majority are regular rather than atomic; "cpq(P)",
 // QUORUM with probability P and ONE otherwise, for reads and writes
 // alike; "ad(D)", ONE reads and writes with every read delayed by D; and
 // beyond the paper "cpq-tune(L,S)", the tuner keeping read p95 within L
@@ -765,10 +774,19 @@ const hedgeCost = 0.1
 // primary: random replicas are the closer model.
 func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 	v.strategy = clientcore.Random
-	levels := map[string]clientcore.Level{"one": clientcore.One, "quo": clientcore.Quorum}
-	if r, w, found := strings.Cut(name, "-"); found && levels[r] != 0 && levels[w] != 0 {
-		v.policy.Read, v.policy.Write = clientcore.Fixed(levels[r]), clientcore.Fixed(levels[w])
-		return v, true, nil
+	if r, w, found := strings.Cut(name, "-"); found {
+		if read, ok := strategyLevel(r); ok {
+			w, norepair := strings.CutSuffix(w, "+norepair")
+			write, ok := strategyLevel(w)
+			if !ok {
+				return v, true, fmt.Errorf("strategy %q: want R-W, each of one, quo, all or a number of replicas, and +norepair if any", name)
+			}
+			v.policy.Read, v.policy.Write = clientcore.Fixed(read), clientcore.Fixed(write)
+			if norepair {
+				v.policy.ReadRepair = clientcore.RepairOff
+			}
+			return v, true, nil
+		}
 	}
 	if name == "cpq-tune" {
 		v.scenarioTargets = true
@@ -780,7 +798,7 @@ func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 	}
 	arg = strings.TrimSuffix(arg, ")")
 	bad := func(want string) error {
-		return fmt.Errorf("%w: strategy %q: want %s", clientcore.ErrInvalid, name, want)
+		return fmt.Errorf("strategy %q: want %s", name, want)
 	}
 	switch fn {
 	case "cpq":
@@ -809,6 +827,40 @@ func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
 		return v, false, nil
 	}
 	return v, true, nil
+}
+
+// strategyLevel reads one level of an "R-W" strategy: quo, or what
+// wire.ParseLevel reads.
+func strategyLevel(s string) (wire.Level, bool) {
+	if s == "quo" {
+		return wire.Quorum, true
+	}
+	l, err := wire.ParseLevel(s)
+	return l, err == nil
+}
+
+// checkLevels reports a read or write level above the n replicas of the
+// scenario's tablets.
+func (v strategyVariant) checkLevels(n int) error {
+	for _, l := range []wire.Level{v.policy.Read.A, v.policy.Read.B, v.policy.Write.A, v.policy.Write.B} {
+		if err := l.Check(n); l != 0 && err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tabletReplicas is the fewest replicas a tablet of the table has
+// (validateTable checked its layout).
+func (s *Scenario) tabletReplicas() int {
+	l, _ := s.layout()
+	n := 0
+	for i, t := range l.Tablets {
+		if c := 1 + len(t.Secondaries); i == 0 || c < n {
+			n = c
+		}
+	}
+	return n
 }
 
 // writeLevel is the table's write level; validate checked it.

@@ -287,6 +287,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"ad delay", base + "strategies: [one-one, ad(-1ms)]\n", "strategies[1]"},
 		{"tuner target", base + "strategies: [cpq-tune(0s, 0.1)]\n", "strategies[0]"},
 		{"tuner without targets", base + "strategies: [cpq-tune]\n", "strategies[0]"},
+		{"level above the replicas", base + "strategies: [3-3, quo-4]\n", "strategies[1]"},
 		{"cluster targets", base + "targets: {read_p95: 1ms, stale: 0.1}\ncluster: {targets: {read_p95: 0s, stale: 0.1}}\n", "cluster.targets.read_p95"},
 		{"cluster targets alone", base + "cluster: {targets: {read_p95: 1ms, stale: 0.1}}\n", "cluster.targets"},
 		{"write level", base + "table: {write_level: 5}\n", "table.write_level"},
@@ -344,6 +345,33 @@ func TestValidateNamesTheField(t *testing.T) {
 			}
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// TestValidateSaysWhy checks that an error says what is wrong with the
+// field, not only which it is: a strategy's own error rather than
+// "unknown or repeated", and the bound on operations (a scenario of 1e15
+// operations ran for ever without a progress line).
+func TestValidateSaysWhy(t *testing.T) {
+	base := "slas: [{sla: password-checking}]\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"cpq probability", base + "strategies: [cpq(1.5)]\n", `strategies[0]: strategy "cpq(1.5)": want cpq(P) with P in [0, 1]`},
+		{"ad delay", base + "strategies: [ad(-5ms)]\n", `strategies[0]: strategy "ad(-5ms)": want ad(D) with a duration D of 0 or more`},
+		{"tuner", base + "strategies: [cpq-tune(5ms)]\n", "want cpq-tune(L,S) with a positive latency L"},
+		{"unknown", base + "strategies: [nearest]\n", `unknown strategy "nearest" (want pileus,`},
+		{"option", base + "strategies: [primary+hedge]\n", `unknown option "hedge" of strategy "primary"`},
+		{"repeated", base + "strategies: [pileus, primary, pileus]\n", `strategies[2]: "pileus" repeats strategies[0]`},
+		{"ops", base + "workload: {ops: 1e15}\n", "workload.ops: 1000000000000000 outside 0..1000000"},
+		{"cluster ops", base + "cluster: {ops: 2000000}\n", "cluster.ops: 2000000 outside 0..1000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "test")
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse: %v; want an error saying %q", err, tc.want)
 			}
 		})
 	}

@@ -28,6 +28,10 @@ const (
 	maxRepeat   = 100
 	maxValue    = 1 << 20
 	maxDuration = 24 * time.Hour
+	// maxOps bounds workload.ops and cluster.ops: 50 times the largest
+	// shipped scenario's, so that no run goes on for hours without a
+	// progress line.
+	maxOps = 1_000_000
 )
 
 // Validate resolves the topology, fills in the defaults and checks every
@@ -368,8 +372,8 @@ func (s *Scenario) validateWorkload() error {
 		return invalid("workload.value_size", "%d outside [0, %d]", w.ValueSize, maxValue)
 	case w.SessionOps < 0:
 		return invalid("workload.session_ops", "negative: %d", w.SessionOps)
-	case w.Ops < 0:
-		return invalid("workload.ops", "negative: %d", w.Ops)
+	case w.Ops < 0 || w.Ops > maxOps:
+		return invalid("workload.ops", "%d outside 0..%d", w.Ops, maxOps)
 	case w.Duration < 0:
 		return invalid("workload.duration", "negative: %s", w.Duration)
 	case w.Ops > 0 && w.Duration > 0:
@@ -426,12 +430,19 @@ func (s *Scenario) validateStrategies() error {
 		return s.validateCausalStrategies()
 	}
 	for i, name := range s.Strategies {
+		field := fmt.Sprintf("strategies[%d]", i)
+		if j := slices.Index(s.Strategies, name); j != i {
+			return invalid(field, "%q repeats strategies[%d]", name, j)
+		}
 		v, err := parseStrategyVariant(name)
-		if err != nil || slices.Index(s.Strategies, name) != i {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "%q unknown or repeated (want pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, one-one, one-quo, quo-one, quo-quo, cpq(P), ad(D), cpq-tune(L,S) or cpq-tune)", name)
+		if err != nil {
+			return invalid(field, "%v", err)
 		}
 		if v.scenarioTargets && s.Targets == nil {
-			return invalid(fmt.Sprintf("strategies[%d]", i), "cpq-tune without (L,S) aims at the scenario's targets: set targets")
+			return invalid(field, "cpq-tune without (L,S) aims at the scenario's targets: set targets")
+		}
+		if err := v.checkLevels(s.tabletReplicas()); err != nil {
+			return invalid(field, "%q: %v", name, err)
 		}
 	}
 	if n := len(s.slas) * len(s.Clients) * len(s.Strategies) * s.Repeat * max(1, s.points()) * max(1, len(s.Series)); n > maxRuns {

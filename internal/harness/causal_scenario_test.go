@@ -328,6 +328,9 @@ func (sc *causalScenario) source(source wire.Source, ring int32, node wire.NodeI
 }
 
 func (sc *causalScenario) formatGet(r causal.Result) string {
+	if r.Code != wire.OK && r.Node != "" {
+		return fmt.Sprintf("failed: %s: ring %s node %s did not answer", r.Code, sc.ringName(r.Ring), r.Node)
+	}
 	if r.Code != wire.OK {
 		return "failed: " + r.Code.String()
 	}

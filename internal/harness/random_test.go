@@ -154,14 +154,14 @@ func randomLevels(seed uint64, rw *randomWorld) {
 
 // randomPolicy returns a session's policy: in a world with levels, none
 // (reads of one, writes at the table's level), or random fixed levels or
-// CPQ(p, a, b) mixes (CPQ 3.2), with or without read repair, sometimes
+// CPQ(p, a, b) mixes (CPQ 3.2), with read repair by default, on or off, sometimes
 // with a small artificial delay.
 func (rw *randomWorld) randomPolicy() clientcore.Policy {
 	q := rw.cpq
 	if !rw.levels || q.IntN(4) == 0 {
 		return clientcore.Policy{}
 	}
-	p := clientcore.Policy{Read: randomChoice(q), Write: randomChoice(q), ReadRepair: q.IntN(2) == 0}
+	p := clientcore.Policy{Read: randomChoice(q), Write: randomChoice(q), ReadRepair: clientcore.ReadRepair(q.IntN(3))}
 	if q.IntN(4) == 0 {
 		p.Delay = time.Duration(1+q.IntN(50)) * time.Millisecond
 	}
@@ -345,7 +345,7 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 		c := op.CheckOp()
 		if op.Level > 0 {
 			// Every tablet has every replica.
-			c.Level, c.Replicas = op.Level, len(rw.replicas)
+			c.Level, c.Replicas, c.Held = op.Level, len(rw.replicas), op.Held
 		}
 		var info *stagedOp
 		if staged != nil {

@@ -23,20 +23,23 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide] [adaptive-probing] [pull-batch-max=N]
+//	world [seed=N] [probes=hide] [adaptive-probing] [measure-needed] [pull-batch-max=N]
 //	                                           build the world from the topology; adaptive-probing
 //	                                           sets the clients' Options.AdaptiveProbing,
+//	                                           measure-needed their Options.Measure to MeasureNeeded,
 //	                                           pull-batch-max the nodes' replica.Options.PullBatchMax
 //	create-table client=C name=T primary=SITE [mode=pull|push] [interval=D] [write-level=L]
 //	session client=C table=T name=S [strategy=pileus|primary|random|closest]
 //	                                           body: the SLA, a preset name or text
-//	put session=S key=K value=V [level=L] [timeout=D]
-//	                                           level and timeout set PutOptions.Write and Timeout
-//	get session=S key=K [strategy=...] [retry] [hedge=COST] [level=L] [repair] [delay=D] [noquorum]
+//	put session=S key=K value=V [level=L] [timeout=D] [async]
+//	                                           level and timeout set PutOptions.Write and Timeout;
+//	                                           async returns at once, the outcome joining the trace later
+//	get session=S key=K [strategy=...] [retry] [hedge=COST] [level=L] [repair|norepair] [delay=D] [noquorum]
 //	                                           body (optional): an SLA overriding the session's;
 //	                                           retry and hedge set GetOptions.RetryAfterMiss and HedgeCost,
-//	                                           level, repair, delay and noquorum GetOptions.Read,
-//	                                           ReadRepair, Delay and NoQuorum
+//	                                           level, delay and noquorum GetOptions.Read, Delay and
+//	                                           NoQuorum; repair and norepair set ReadRepair to RepairOn
+//	                                           and RepairOff (default RepairAuto)
 //	tick D                                     run the world for D of virtual time
 //	partition A B | heal A B                   cut or restore the link between two sites
 //	latency A B rtt=D                          change a link's round-trip time
@@ -92,8 +95,12 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		if d.HasArg("pull-batch-max") {
 			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
 		}
+		measure := clientcore.MeasureLater
+		if d.HasArg("measure-needed") {
+			measure = clientcore.MeasureNeeded
+		}
 		sc.world, err = New(Options{Seed: seed, Topology: sc.topo, Trace: sc.record, Replica: ropts,
-			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing")}})
+			Client: clientcore.Options{AdaptiveProbing: d.HasArg("adaptive-probing"), Measure: measure}})
 	case "create-table":
 		outcome, err = sc.createTable(d)
 	case "session":
@@ -311,31 +318,18 @@ func (sc *scenario) put(d *datadriven.TestData) (string, error) {
 			o.Test.Found, o.Test.Value = true, []byte(v)
 		}
 	}
+	if d.HasArg("async") {
+		// The outcome joins the trace when the Put returns, in a later
+		// command's output if need be.
+		err := c.Put(s.session, key, []byte(value), o, func(r clientcore.PutResult, err error) {
+			sc.trace = append(sc.trace, strings.TrimSuffix(formatPut(key, value, o, r, err), "\n"))
+		})
+		return fmt.Sprintf("put %s=%s: started\n", key, value), err
+	}
 	var out string
 	err = sc.world.Await(time.Minute, func(done func()) {
 		if err := c.Put(s.session, key, []byte(value), o, func(r clientcore.PutResult, err error) {
-			acks := ""
-			if r.Level > 1 {
-				acks = fmt.Sprintf(" acks=%d/%d", r.Acks, r.Level)
-			}
-			staged := ""
-			if r.Stage != 0 {
-				staged = fmt.Sprintf(" stage=%s node=%s", r.Stage, r.Node)
-				if r.WriteID != 0 {
-					staged += fmt.Sprintf(" write=%d", r.WriteID)
-				}
-				if len(r.Holders) > 0 {
-					staged += fmt.Sprintf(" holders=%v", r.Holders)
-				}
-			}
-			if o.Test != nil {
-				staged += " test " + r.Tested.String()
-			}
-			if err != nil {
-				out = fmt.Sprintf("put %s=%s:%s%s %v\n", key, value, acks, staged, err)
-			} else {
-				out = fmt.Sprintf("put %s=%s: ts=%s rtt=%s%s%s\n", key, value, r.TS, r.RTT, acks, staged)
-			}
+			out = formatPut(key, value, o, r, err)
 			done()
 		}); err != nil {
 			out = fmt.Sprintf("put %s=%s: %v\n", key, value, err)
@@ -343,6 +337,31 @@ func (sc *scenario) put(d *datadriven.TestData) (string, error) {
 		}
 	})
 	return out, err
+}
+
+// formatPut describes a Put's outcome on one line.
+func formatPut(key, value string, o clientcore.PutOptions, r clientcore.PutResult, err error) string {
+	acks := ""
+	if r.Level > 1 {
+		acks = fmt.Sprintf(" acks=%d/%d", r.Acks, r.Level)
+	}
+	staged := ""
+	if r.Stage != 0 {
+		staged = fmt.Sprintf(" stage=%s node=%s", r.Stage, r.Node)
+		if r.WriteID != 0 {
+			staged += fmt.Sprintf(" write=%d", r.WriteID)
+		}
+		if len(r.Holders) > 0 {
+			staged += fmt.Sprintf(" holders=%v", r.Holders)
+		}
+	}
+	if o.Test != nil {
+		staged += " test " + r.Tested.String()
+	}
+	if err != nil {
+		return fmt.Sprintf("put %s=%s:%s%s %v\n", key, value, acks, staged, err)
+	}
+	return fmt.Sprintf("put %s=%s: ts=%s rtt=%s%s%s\n", key, value, r.TS, r.RTT, acks, staged)
 }
 
 func (sc *scenario) get(d *datadriven.TestData) (string, error) {
@@ -366,7 +385,12 @@ func (sc *scenario) get(d *datadriven.TestData) (string, error) {
 		}
 	}
 	opts.RetryAfterMiss = d.HasArg("retry")
-	opts.ReadRepair = d.HasArg("repair")
+	switch {
+	case d.HasArg("repair"):
+		opts.ReadRepair = clientcore.RepairOn
+	case d.HasArg("norepair"):
+		opts.ReadRepair = clientcore.RepairOff
+	}
 	opts.NoQuorum = d.HasArg("noquorum")
 	if d.HasArg("level") {
 		if opts.Read, err = scanLevel(sc.t, d); err != nil {
@@ -448,10 +472,14 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	if r.FromSession {
 		b.WriteString(" from-session")
 	}
-	if r.Retried {
-		b.WriteString(" retried")
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, " retried=%d", r.Retries)
 	}
-	fmt.Fprintf(&b, " node=%s rtt=%s\n", r.Node, r.RTT)
+	fmt.Fprintf(&b, " node=%s", r.Node)
+	if r.Level > 1 && r.Primary {
+		b.WriteString(" (primary)")
+	}
+	fmt.Fprintf(&b, " rtt=%s\n", r.RTT)
 	for _, rr := range r.Replies {
 		value := "not-found"
 		if rr.Found {
@@ -464,6 +492,9 @@ func formatGet(key string, r clientcore.GetResult, err error) string {
 	}
 	if r.Repaired > 0 {
 		fmt.Fprintf(&b, "  repaired %d\n", r.Repaired)
+	}
+	if r.Level > 1 {
+		fmt.Fprintf(&b, "  held by %d\n", r.Held)
 	}
 	if err != nil {
 		fmt.Fprintf(&b, "  unmet: %v\n", err)

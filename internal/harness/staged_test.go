@@ -233,9 +233,7 @@ func (s *stagedSession) Do(op *driver.Op, done func()) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
 			op.Level = r.Level
-			if r.Retried {
-				op.Extra++
-			}
+			op.Extra += r.Retries
 			if r.Hedged {
 				op.Extra++
 			}

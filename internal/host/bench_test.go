@@ -50,7 +50,7 @@ func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg),
 	if err != nil {
 		b.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(server.ServerOptions()...)
 	server.Register(gs)
 	go func() { _ = gs.Serve(lis) }()
 

@@ -38,10 +38,10 @@ type TransportOptions struct {
 	// credentials; the transport checks the role of each one's
 	// certificate either way.
 	TLS *tls.Config
-	// MaxMessageBytes bounds an envelope's encoding, sent or received;
-	// gRPC refuses a larger one, ending its stream. It must cover the
-	// largest message the nodes send (replica.Options.MessageBytesMax).
-	// Default 16 MiB.
+	// MaxMessageBytes bounds an envelope's encoding, sent or received:
+	// Send drops a larger one alone (see Send), and gRPC refuses a larger
+	// one received, ending its stream. It must cover the largest message
+	// the nodes send (replica.Options.MessageBytesMax). Default 16 MiB.
 	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
@@ -71,7 +71,9 @@ func (o *TransportOptions) ensureDefaults() {
 
 // TransportStats counts envelopes. Refused counts streams ended because
 // the peer's certificate did not allow what it sent, TooLarge messages
-// not sent for being over MaxMessageBytes.
+// not sent for being over MaxMessageBytes, Malformed messages received
+// that could not be decoded and messages to send that could not be
+// encoded.
 type TransportStats struct {
 	Sent, Received, Dropped, Unroutable, Malformed, Refused, TooLarge int64
 }
@@ -92,9 +94,9 @@ type Transport struct {
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex
-	outbound map[string]*peer       // by address
-	reverse  map[wire.NodeID]*queue // nodes that reached us over a stream they opened
-	inbound  map[*queue]bool        // the write queues of streams others opened
+	outbound map[string]*peer      // by address
+	reverse  map[wire.NodeID]route // nodes that reached us over a stream they opened
+	inbound  map[*queue]bool       // the write queues of streams others opened
 	closed   bool
 
 	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
@@ -107,7 +109,7 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
 		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
-		outbound: map[string]*peer{}, reverse: map[wire.NodeID]*queue{}, inbound: map[*queue]bool{},
+		outbound: map[string]*peer{}, reverse: map[wire.NodeID]route{}, inbound: map[*queue]bool{},
 	}
 }
 
@@ -116,9 +118,11 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
 
 // ServerOptions are the options the gRPC server Register is given must
-// have: the message size limit.
+// have: the message size limit and the codec that writes the envelopes
+// Send encoded.
 func (t *Transport) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes),
+		grpc.ForceServerCodecV2(wirepb.Codec)}
 }
 
 // Stats returns the transport's counters.
@@ -128,22 +132,29 @@ func (t *Transport) Stats() TransportStats {
 }
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
+//
+// m is encoded here, in the sender's goroutine: a message that cannot be
+// encoded, or is over MaxMessageBytes, is dropped alone and, if it is a
+// request that is answered, refused to its sender at once (wire.Refusal),
+// so that its operation fails rather than times out. Written to a stream,
+// it would fail the write and end the stream, losing every message queued
+// behind it, other senders' too, again at every retry.
 func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	if t.deliver(from, to, m) {
 		return // a node of this process
 	}
-	if size := wire.EnvelopeSize(from, to, m); size > t.opts.MaxMessageBytes {
-		// gRPC would refuse it and break the stream, losing everything
-		// queued behind it, again at every retry: drop it alone, loudly.
-		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
-			"type", fmt.Sprintf("%T", m), "bytes", size, "limit", t.opts.MaxMessageBytes)
-		t.tooLarge.Add(1)
-		return
-	}
-	e, err := wirepb.Wrap(from, to, m)
-	if err != nil {
-		t.opts.Logger.Error("host: cannot encode message", "to", to, "err", err)
+	e, err := wirepb.Encode(from, to, m)
+	switch {
+	case err != nil:
+		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "err", err)
 		t.malformed.Add(1)
+		t.refuse(from, to, m, wire.Unencodable)
+		return
+	case len(e) > t.opts.MaxMessageBytes:
+		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
+			"type", wire.Kind(m), "bytes", len(e), "limit", t.opts.MaxMessageBytes)
+		t.tooLarge.Add(1)
+		t.refuse(from, to, m, wire.TooLarge)
 		return
 	}
 	t.mu.Lock()
@@ -154,7 +165,9 @@ func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	var q *queue
 	if addr, ok := t.opts.Peers[to]; ok {
 		q = t.peerLocked(addr, to).q
-	} else if q, ok = t.reverse[to]; !ok {
+	} else if r, ok := t.reverse[to]; ok {
+		q = r.q
+	} else {
 		t.unroutable.Add(1)
 		return
 	}
@@ -162,6 +175,15 @@ func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 		t.sent.Add(1)
 	} else {
 		t.dropped.Add(1)
+	}
+}
+
+// refuse answers from's request m, which could not be sent to to, with
+// code, as to would refuse it; m that is not an answered request
+// (wire.Refusal) is only dropped.
+func (t *Transport) refuse(from, to wire.NodeID, m wire.Msg, code wire.Code) {
+	if reply := wire.Refusal(m, code); reply != nil {
+		t.deliver(to, from, reply)
 	}
 }
 
@@ -243,7 +265,8 @@ func (t *Transport) runPeer(p *peer) {
 	reconnect := grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
 		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes),
+			grpc.ForceCodecV2(wirepb.Codec)))
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
 		p.q.close()
@@ -273,7 +296,7 @@ func (t *Transport) runPeer(p *peer) {
 				_ = t.receive(stream, nil, sender{role: role, name: p.site})
 				cancel()
 			}()
-			err = t.write(ctx, stream.Send, p.q)
+			err = t.write(ctx, stream.SendMsg, p.q)
 			_ = stream.CloseSend()
 		}
 		cancel()
@@ -313,7 +336,7 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	defer cancel()
 	go func() {
 		defer t.wg.Done()
-		_ = t.write(ctx, stream.Send, q)
+		_ = t.write(ctx, stream.SendMsg, q)
 		cancel()
 	}()
 	err = t.receive(stream, q, who)
@@ -321,7 +344,7 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	t.mu.Lock()
 	delete(t.inbound, q)
 	for id, r := range t.reverse {
-		if r == q {
+		if r.q == q {
 			delete(t.reverse, id)
 		}
 	}
@@ -356,13 +379,16 @@ func streamSender(ctx context.Context) (sender, error) {
 }
 
 // allows reports why the sender may not send m as from, or nil: a client
-// certificate sends only client requests, and a node's speaks only for
-// its own site's nodes.
+// certificate sends only client requests, and only as the client it names
+// (certs.CheckClientID); a node's speaks only for its own site's nodes.
 func (s sender) allows(from wire.NodeID, m wire.Msg) error {
 	switch s.role {
 	case certs.Client:
 		if !wire.FromClient(m) {
 			return fmt.Errorf("a client certificate sent %T as %s, a message only storage nodes send", m, from)
+		}
+		if err := certs.CheckClientID(s.name, string(from)); err != nil {
+			return fmt.Errorf("%T: %w", m, err)
 		}
 	case certs.Node:
 		if site, _, _ := strings.Cut(string(from), "/"); site != s.name {
@@ -399,13 +425,7 @@ func (t *Transport) receive(stream interface {
 			return status.Error(codes.PermissionDenied, err.Error())
 		}
 		if back != nil {
-			if _, ok := t.opts.Peers[from]; !ok {
-				t.mu.Lock()
-				if !t.closed {
-					t.reverse[from] = back
-				}
-				t.mu.Unlock()
-			}
+			t.routeBack(from, route{q: back, who: who})
 		}
 		t.received.Add(1)
 		if !t.deliver(from, to, m) {
@@ -414,16 +434,44 @@ func (t *Transport) receive(stream interface {
 	}
 }
 
+// route is the way back to a node with no peer address (a client): the
+// write queue of the stream it last sent from, and who holds that stream.
+type route struct {
+	q   *queue
+	who sender
+}
+
+// routeBack makes r the route to from, unless from has a peer address or
+// a route through a stream of another sender: a client's replies go on
+// to it even when a stream of another identity sends as it (a node
+// certificate may speak for any ID at its site). The route moves only
+// between streams of one identity, such as a client's new stream after
+// its old one broke; a route goes when its stream ends.
+func (t *Transport) routeBack(from wire.NodeID, r route) {
+	if _, ok := t.opts.Peers[from]; ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.reverse[from]; t.closed || ok && old.who != r.who {
+		return
+	}
+	t.reverse[from] = r
+}
+
 // write sends the queue's envelopes until the queue closes or a send
-// fails.
-func (t *Transport) write(ctx context.Context, send func(*wirepb.Envelope) error, q *queue) error {
+// fails. They are encoded already (Send), so a send fails only when the
+// stream does.
+func (t *Transport) write(ctx context.Context, send func(any) error, q *queue) error {
 	for {
 		batch, ok := q.take(ctx)
 		if !ok {
 			return ctx.Err()
 		}
-		for _, e := range batch {
-			if err := send(e); err != nil {
+		for i := range batch {
+			// A pointer into the batch, which is never written again,
+			// rather than a copy boxed per message.
+			if err := send(&batch[i]); err != nil {
 				t.dropped.Add(1)
 				return fmt.Errorf("host: send: %w", err)
 			}
@@ -434,7 +482,7 @@ func (t *Transport) write(ctx context.Context, send func(*wirepb.Envelope) error
 // queue is a bounded FIFO of envelopes with one reader.
 type queue struct {
 	mu     sync.Mutex
-	items  []*wirepb.Envelope
+	items  []wirepb.Encoded
 	max    int
 	closed bool
 	ready  chan struct{} // holds a token while items is not empty or closed
@@ -451,7 +499,7 @@ func (q *queue) signal() {
 	}
 }
 
-func (q *queue) push(e *wirepb.Envelope) bool {
+func (q *queue) push(e wirepb.Encoded) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || len(q.items) >= q.max {
@@ -479,7 +527,7 @@ func (q *queue) wait() bool {
 }
 
 // take returns every queued envelope, waiting for at least one.
-func (q *queue) take(ctx context.Context) ([]*wirepb.Envelope, bool) {
+func (q *queue) take(ctx context.Context) ([]wirepb.Encoded, bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {

@@ -29,6 +29,7 @@ var purePackages = []string{
 	"internal/hlc",
 	"internal/wire",
 	"internal/node",
+	"internal/keyfmt", // how keys are written, for the cores' errors and layouts
 }
 
 // encodingPackages sit under a pure package but are not protocol code: the

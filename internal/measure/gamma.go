@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"text/tabwriter"
+
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // negInfUS and posInfUS stand for times before and after every op: the
@@ -22,9 +24,9 @@ const (
 // ICDCS'14; CPQ 2): how far the operations that wrote or read the value
 // deviate from linearizability. See the package doc for the formula.
 type ValueScore struct {
-	Run   string `json:"run,omitempty"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
+	Run   string      `json:"run,omitempty"`
+	Key   keyfmt.JSON `json:"key"`
+	Value keyfmt.JSON `json:"value"`
 	// Initial marks the key's initial (empty) value, scored when read.
 	Initial bool `json:"initial,omitempty"`
 	// Reads counts the OK reads that returned the value.
@@ -34,8 +36,8 @@ type ValueScore struct {
 	// Against is the value whose operations the score conflicts with, and
 	// FutureRead reports that the score comes from a read that returned
 	// before the value's write was invoked.
-	Against    string `json:"against,omitempty"`
-	FutureRead bool   `json:"future_read,omitempty"`
+	Against    keyfmt.JSON `json:"against,omitempty"`
+	FutureRead bool        `json:"future_read,omitempty"`
 }
 
 // GammaResult summarizes the per-value Gamma scores of a trace.
@@ -137,7 +139,7 @@ func scoreRegister(h *history, rk regKey, reg *register, reads map[string][]int)
 	newCluster := func(version int, value string, writeStart, writeFinish int64) *cluster {
 		c := &cluster{
 			version:      version,
-			score:        ValueScore{Run: rk.run, Key: rk.key, Value: value, Initial: version == 0},
+			score:        ValueScore{Run: rk.run, Key: keyfmt.JSON(rk.key), Value: keyfmt.JSON(value), Initial: version == 0},
 			a:            writeFinish,
 			b:            writeStart,
 			writeStartUS: writeStart,

@@ -140,7 +140,7 @@ func TestGammaScores(t *testing.T) {
 			positive := 0
 			for i, w := range tc.want {
 				s := g.Scores[i]
-				if s.Value != w.value || s.ScoreMS != w.scoreMS || s.FutureRead != w.future {
+				if string(s.Value) != w.value || s.ScoreMS != w.scoreMS || s.FutureRead != w.future {
 					t.Errorf("score %d = %+v, want value %q score %v ms future %v", i, s, w.value, w.scoreMS, w.future)
 				}
 				if w.scoreMS > 0 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // regKey names a register: one key within one run. Runs are independent
@@ -224,13 +226,13 @@ const (
 type Anomaly struct {
 	Kind AnomalyKind `json:"kind"`
 	// Index is the op's 0-based position in the trace.
-	Index  int    `json:"index"`
-	Run    string `json:"run,omitempty"`
-	Client string `json:"client"`
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	CallUS int64  `json:"call_us"`
-	Detail string `json:"detail"`
+	Index  int         `json:"index"`
+	Run    string      `json:"run,omitempty"`
+	Client string      `json:"client"`
+	Key    keyfmt.JSON `json:"key"`
+	Value  keyfmt.JSON `json:"value"`
+	CallUS int64       `json:"call_us"`
+	Detail string      `json:"detail"`
 }
 
 // Anomalies are what makes part of a trace unusable or impossible; the
@@ -265,8 +267,8 @@ func (a *Anomalies) add(dst *[]Anomaly, maxExamples int, kind AnomalyKind, i int
 	}
 	a.perKind[kind]++
 	*dst = append(*dst, Anomaly{
-		Kind: kind, Index: i, Run: op.Run, Client: op.Client, Key: op.Key,
-		Value: op.Value, CallUS: op.CallUS, Detail: detail,
+		Kind: kind, Index: i, Run: op.Run, Client: op.Client, Key: keyfmt.JSON(op.Key),
+		Value: keyfmt.JSON(op.Value), CallUS: op.CallUS, Detail: detail,
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"text/tabwriter"
+
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // PairTable is Wada Table 2 for one read option: successive reads of one
@@ -226,8 +228,8 @@ func readYourWrites(h *history, cfg Config) RYWResult {
 				if len(o.Examples) < cfg.MaxExamples {
 					reg := h.regs[regKey{op.Run, op.Key}]
 					o.Examples = append(o.Examples, Anomaly{
-						Kind: "read-your-writes", Index: i, Run: op.Run, Client: op.Client, Key: op.Key,
-						Value: op.Value, CallUS: op.CallUS,
+						Kind: "read-your-writes", Index: i, Run: op.Run, Client: op.Client, Key: keyfmt.JSON(op.Key),
+						Value: keyfmt.JSON(op.Value), CallUS: op.CallUS,
 						Detail: fmt.Sprintf("the client had written %q", h.ops[reg.writes[own-1]].Value),
 					})
 				}
@@ -278,8 +280,8 @@ type InterElementOption struct {
 // InterElementResult is Wada Table 3: the consistency of two elements X
 // and Y that one writer writes, as one reader sees them.
 type InterElementResult struct {
-	KeyX string `json:"key_x"`
-	KeyY string `json:"key_y"`
+	KeyX keyfmt.JSON `json:"key_x"`
+	KeyY keyfmt.JSON `json:"key_y"`
 	// Skipped says why the analysis did not run, empty when it did.
 	Skipped string               `json:"skipped,omitempty"`
 	Window  RangeMS              `json:"window"`
@@ -297,24 +299,26 @@ func InterElement(ops []Op, cfg Config) InterElementResult {
 }
 
 func interElement(h *history, cfg Config) InterElementResult {
-	res := InterElementResult{KeyX: cfg.InterElementKeys[0], KeyY: cfg.InterElementKeys[1], Window: cfg.InterElementWindow}
-	if res.KeyX == "" {
-		res.KeyX, res.KeyY, res.Skipped = guessElements(h)
-		if res.Skipped != "" {
-			return res
-		}
+	res := InterElementResult{Window: cfg.InterElementWindow}
+	x, y := cfg.InterElementKeys[0], cfg.InterElementKeys[1]
+	if x == "" {
+		x, y, res.Skipped = guessElements(h)
+	}
+	res.KeyX, res.KeyY = keyfmt.JSON(x), keyfmt.JSON(y)
+	if res.Skipped != "" {
+		return res
 	}
 	groups := map[string]*InterElementOption{}
 	for _, ck := range h.clientKeys {
 		seq := h.clients[ck]
 		for j := 0; j+1 < len(seq); j++ {
 			xi, yi := seq[j], seq[j+1]
-			if h.ops[xi].Key == res.KeyY && h.ops[yi].Key == res.KeyX {
+			if h.ops[xi].Key == y && h.ops[yi].Key == x {
 				xi, yi = yi, xi
 			}
 			xc, xRead := h.reads[xi]
 			yc, yRead := h.reads[yi]
-			if !xRead || !yRead || h.ops[xi].Key != res.KeyX || h.ops[yi].Key != res.KeyY {
+			if !xRead || !yRead || h.ops[xi].Key != x || h.ops[yi].Key != y {
 				continue
 			}
 			j++ // both ops are used up

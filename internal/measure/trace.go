@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
+
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // Kind is what an operation did.
@@ -47,7 +50,9 @@ type Op struct {
 	Client string `json:"client"`
 	Role   Role   `json:"role,omitempty"`
 	Kind   Kind   `json:"kind"`
-	Key    string `json:"key"`
+	// Key may be any bytes, and so may Value; in the trace each is a JSON
+	// string when it is valid UTF-8, else {"base64": ...} (keyfmt.JSON).
+	Key string `json:"key"`
 	// Value is the value written, or the value read ("" if none found).
 	Value string `json:"value"`
 	// CallUS and ReturnUS are the invocation and response times.
@@ -66,6 +71,52 @@ type Op struct {
 	// "eventual" or "consistent" (Wada 2.1), "primary" or "replica". The
 	// analyses group reads by it.
 	Option string `json:"option,omitempty"`
+}
+
+// opJSON is an Op as a trace line: its key and value as keyfmt.JSON, the
+// fields before them repeated so that a line keeps Op's field order (and
+// the bytes it had before keys could be any bytes).
+type opJSON struct {
+	Run    string      `json:"run,omitempty"`
+	Client string      `json:"client"`
+	Role   Role        `json:"role,omitempty"`
+	Kind   Kind        `json:"kind"`
+	Key    keyfmt.JSON `json:"key"`
+	Value  keyfmt.JSON `json:"value"`
+	opFields
+}
+
+// opFields is Op without its JSON methods.
+type opFields Op
+
+// line returns what encodes op as a trace line: Op's own fields when its
+// key and value are valid UTF-8, which encode alike and faster, else an
+// opJSON.
+func (op *Op) line() any {
+	if utf8.ValidString(op.Key) && utf8.ValidString(op.Value) {
+		return (*opFields)(op)
+	}
+	return &opJSON{Run: op.Run, Client: op.Client, Role: op.Role, Kind: op.Kind,
+		Key: keyfmt.JSON(op.Key), Value: keyfmt.JSON(op.Value), opFields: opFields(*op)}
+}
+
+func (v *opJSON) op() Op {
+	op := Op(v.opFields)
+	op.Run, op.Client, op.Role, op.Kind, op.Key, op.Value = v.Run, v.Client, v.Role, v.Kind, string(v.Key), string(v.Value)
+	return op
+}
+
+// MarshalJSON implements json.Marshaler: op as a trace line.
+func (op Op) MarshalJSON() ([]byte, error) { return json.Marshal(op.line()) }
+
+// UnmarshalJSON implements json.Unmarshaler: op from a trace line.
+func (op *Op) UnmarshalJSON(b []byte) error {
+	var v opJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*op = v.op()
+	return nil
 }
 
 // ErrInvalidOp is wrapped by every error Validate returns.
@@ -116,7 +167,7 @@ func NewJSONLWriter(w io.Writer) *JSONLWriter {
 
 // Write appends one op as one line.
 func (jw *JSONLWriter) Write(op Op) error {
-	if err := jw.enc.Encode(op); err != nil {
+	if err := jw.enc.Encode(op.line()); err != nil {
 		return fmt.Errorf("measure: writing op: %w", err)
 	}
 	return nil
@@ -171,10 +222,11 @@ func (jr *JSONLReader) Next() (Op, error) {
 		if len(trimSpace(b)) == 0 {
 			continue
 		}
-		var op Op
-		if err := json.Unmarshal(b, &op); err != nil {
+		var v opJSON
+		if err := json.Unmarshal(b, &v); err != nil {
 			return Op{}, fmt.Errorf("%w: line %d: %v", ErrMalformed, jr.line, err)
 		}
+		op := v.op()
 		if err := op.Validate(); err != nil {
 			return Op{}, fmt.Errorf("line %d: %w", jr.line, err)
 		}

@@ -3,10 +3,15 @@ package measure
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 func TestJSONLRoundTrip(t *testing.T) {
@@ -15,10 +20,23 @@ func TestJSONLRoundTrip(t *testing.T) {
 		{Run: "run-1", Client: "r1", Role: RoleReader, Kind: KindRead, Key: "x", Value: "", CallUS: 30, ReturnUS: 45,
 			OK: false, Error: "503: service unavailable, \"quoted\"\nnewline", Consistency: "eventual", Replica: "us-west-2", Option: "eventual"},
 		{Client: "c", Kind: KindRead, Key: "ключ", Value: "値", CallUS: 1 << 50, ReturnUS: 1<<50 + 7, OK: true},
+		// Keys and values are any bytes (issue 25).
+		{Run: "run-1", Client: "c", Role: RoleWriter, Kind: KindWrite, Key: "\xff\xfe\x80key", Value: "\xc3", CallUS: 50, ReturnUS: 51, OK: true},
+		{Client: "c", Kind: KindRead, Key: "\xed\xa0\x80", Value: "v\x00\n", CallUS: 52, ReturnUS: 53, OK: true},
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, ops); err != nil {
 		t.Fatal(err)
+	}
+	// A line keeps the bytes and field order it had before keys could
+	// be any bytes; a key that is not UTF-8 is in base64, where it was.
+	for _, want := range []string{
+		`{"run":"run-1","client":"w0","role":"writer","kind":"write","key":"x","value":"w0-1700000000000001","call_us":10,`,
+		`{"run":"run-1","client":"c","role":"writer","kind":"write","key":{"base64":"//6Aa2V5"},"value":{"base64":"ww=="},"call_us":50,`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("trace lacks %s:\n%s", want, buf.String())
+		}
 	}
 	if n := strings.Count(buf.String(), "\n"); n != len(ops) {
 		t.Fatalf("%d lines, want %d:\n%s", n, len(ops), buf.String())
@@ -109,5 +127,31 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if !strings.Contains(cfg.String(), "bucket_width_ms=1 ") {
 		t.Errorf("String() = %s", cfg.String())
+	}
+}
+
+// TestReportKeysAnyBytes: the analyses keep two keys apart that differ
+// only in bytes that are not UTF-8, and their JSON names each exactly.
+func TestReportKeysAnyBytes(t *testing.T) {
+	ops := []Op{
+		wr("w", "\xff", "1", 0, 10), wr("w", "\xfe", "2", 20, 30),
+		rd("r", "\xff", "", 40, 50), // stale: "1" was written before
+		rd("r", "\xfe", "2", 60, 70),
+	}
+	g := Gamma(ops, Config{})
+	b, err := json.Marshal(g.Scores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []ValueScore
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[keyfmt.JSON]bool{}
+	for _, s := range back {
+		keys[s.Key] = true
+	}
+	if !keys["\xff"] || !keys["\xfe"] || len(keys) != 2 {
+		t.Errorf("Gamma scores name keys %q, want \\xff and \\xfe:\n%s", slices.Collect(maps.Keys(keys)), b)
 	}
 }

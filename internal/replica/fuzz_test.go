@@ -250,7 +250,7 @@ func fuzzSeedEngines(tb testing.TB) []storage.Engine {
 			n.Receive(fuzzPrimary, &wire.PullReply{Tablet: ref, Since: hlc.Timestamp{}, High: ts(10),
 				Entries: []wire.Entry{{TS: ts(3), Key: "n", Value: []byte("n")}, {TS: ts(7), Key: "o"}}})
 			n.Receive(fuzzPrimary, &wire.Push{Tablet: ref, Prev: ts(7), Entry: wire.Entry{TS: ts(12), Key: "p", Value: []byte("p")}, Ack: true})
-			n.Receive(fuzzClient, &wire.Repair{Tablet: ref, Entry: wire.Entry{TS: ts(20), Key: "q", Value: []byte("q")}})
+			n.Receive(fuzzClient, &wire.Repair{Req: uint64(50 + j), Tablet: ref, TS: ts(20)})
 			// Staged writes (stage.go): a staging record where the node
 			// is a secondary, a receiver's record where it is primary.
 			n.Receive(fuzzClient, &wire.PutRequest{Req: uint64(30 + j), Tablet: ref, Key: "r", Value: []byte("r"), Bound: wire.Immediate})
@@ -327,7 +327,7 @@ func exercise(n *Node, env *fuzzEnv) map[wire.TabletRef]map[string]fuzzPut {
 			ask(tb.primary, &wire.PullReply{Tablet: ref, High: snap, Entries: []wire.Entry{{TS: snap, Key: entry.Key + "z", Value: []byte("snap")}},
 				Snapshot: true, InSnapshot: true, SnapshotAfter: entry.Key, SnapshotLast: entry.Key + "z"})
 			ask(tb.primary, &wire.Push{Tablet: ref, Prev: tb.lastUpdate, Entry: wire.Entry{TS: next(7), Key: "k", Value: []byte("pushed")}, Ack: true})
-			ask(fuzzClient, &wire.Repair{Tablet: ref, Entry: wire.Entry{TS: next(11), Key: "k", Value: []byte("repaired")}})
+			ask(fuzzClient, &wire.Repair{Req: req, Tablet: ref, TS: next(11)})
 		}
 	}
 	timers := env.timers

@@ -16,7 +16,7 @@ import (
 //	d <table id><tablet> <key>          -> timestamp + value (tablet store, Pileus 4.3)
 //	l <table id><tablet> <timestamp>    -> key + value (the primary's update log)
 //	m <table id><tablet> h|u|t|r|f      -> high, last update, log truncation point,
-//	                                       largest repaired timestamp, staged writes ordered
+//	                                       largest timestamp ahead of a snapshot, staged writes ordered
 //	s <table id><tablet> <seq>          -> a staged write (receiver, stage.go)
 //	o <table id><tablet> <node>         -> a receiver's writes ordered (primary, stage.go)
 //	q <table id><tablet> <node> 0 <seq> -> the result of a receiver's write (primary, stage.go)
@@ -37,7 +37,7 @@ const (
 	metaHigh      = 'h'
 	metaLast      = 'u'
 	metaTruncated = 't'
-	metaRepaired  = 'r'
+	metaAhead     = 'r' // 'r': written by read repair once, which shared it
 	metaForwarded = 'f'
 
 	tsLen     = 12

@@ -65,6 +65,7 @@ func TestPartitionKeyCheck(t *testing.T) {
 		starts    []string
 	}{
 		{wire.ByRange, []string{"", "m"}},
+		{wire.ByRange, []string{"", "\xc3", "\xff"}}, // keys are any bytes, and so are starts
 		{wire.ByHash, append([]string{""}, wire.HashStarts(2)...)},
 		{wire.ByHash, append([]string{""}, wire.HashStarts(5)...)},
 	} {
@@ -80,7 +81,7 @@ func TestPartitionKeyCheck(t *testing.T) {
 			if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}); r.(*wire.CreateTableReply).Code != wire.OK {
 				t.Fatalf("CreateTable: %v", r)
 			}
-			keys := []string{"", "a", "b", "lzz", "m", "user1", "zebra"}
+			keys := []string{"", "a", "b", "lzz", "m", "user1", "zebra", "\xc2\x80", "\xc3\xa9", "\xfe", "\xff\xfe\x80key"}
 			for i := range uint64(20) {
 				keys = append(keys, workload.Key(i))
 			}

@@ -5,11 +5,10 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/hlc"
-	"github.com/cosla/cosla/internal/storage"
 	"github.com/cosla/cosla/internal/wire"
 )
 
-// Write levels and read repair (CPQ, DESIGN.md section 4). A Put with a
+// Write levels (CPQ, DESIGN.md section 4). A Put with a
 // write level w above one is pushed to every secondary at once, whatever
 // the table's replication mode, with Push.Ack set; each secondary answers
 // with a PushAck once it holds the version durably, and the primary
@@ -194,34 +193,6 @@ func (n *Node) ackPush(tb *tablet) {
 	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
 }
 
-// repair applies read repair at a secondary: the newest version of a key
-// that a client saw at another replica. It is kept only over an older
-// version of the key. The replica's high timestamp stays: versions of
-// other keys below Entry.TS may still be missing. The repaired timestamp
-// is recorded in the same batch so that replication, which may later
-// deliver older versions of the key, does not write over it.
-func (n *Node) repair(m *wire.Repair) {
-	tb := n.tablet(m.Tablet)
-	if tb == nil || tb.isPrimary || !tb.holds(m.Entry.Key) || !tb.high.Less(m.Entry.TS) {
-		n.metrics.RepairsIgnored++
-		return
-	}
-	if newer, err := n.storedAtLeast(tb, m.Entry.Key, m.Entry.TS); err != nil || newer {
-		n.metrics.RepairsIgnored++
-		return
-	}
-	var b storage.Batch
-	b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
-	repaired := hlc.Max(tb.repaired, m.Entry.TS)
-	b.Set(metaKey(tb.ref, metaRepaired), appendTS(nil, repaired))
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
-		return
-	}
-	tb.repaired = repaired
-	n.metrics.RepairsApplied++
-}
-
 // storedAtLeast reports whether the replica holds a version of key with a
 // timestamp at or above ts.
 func (n *Node) storedAtLeast(tb *tablet, key string, ts hlc.Timestamp) (bool, error) {
@@ -241,11 +212,12 @@ func (n *Node) storedAtLeast(tb *tablet, key string, ts hlc.Timestamp) (bool, er
 	return !stored.Less(ts), nil
 }
 
-// overRepaired reports whether a replicated version must not be applied
-// because read repair already wrote a newer version of its key. Only
-// versions at or below the largest repaired timestamp need the check.
-func (n *Node) overRepaired(tb *tablet, e *wire.Entry) (bool, error) {
-	if tb.repaired.Less(e.TS) {
+// superseded reports whether a replicated version must not be applied
+// because a snapshot chunk already brought a newer version of its key
+// (see replicate.go). Only versions at or below tablet.ahead need the
+// check.
+func (n *Node) superseded(tb *tablet, e *wire.Entry) (bool, error) {
+	if tb.ahead.Less(e.TS) {
 		return false, nil
 	}
 	return n.storedAtLeast(tb, e.Key, e.TS)

@@ -40,6 +40,14 @@ type Options struct {
 	// version; a secondary that is further behind pulls again at once.
 	// Defaults 1000 and 4 MiB.
 	PullBatchMax, PullBatchBytes int
+	// RepairWait is the longest a secondary keeps a read repair
+	// (wire.Repair) waiting for the pull that brings it up to the
+	// repair's timestamp before it answers Behind; a pull takes one
+	// round trip to the primary. Default 2s.
+	RepairWait time.Duration
+	// RepairsWaitingMax is the most read repairs waiting per tablet;
+	// one more is answered Overloaded at once. Default 1024.
+	RepairsWaitingMax int
 }
 
 // MessageBytesMax is the size of the largest message a node with these
@@ -65,6 +73,12 @@ func (o Options) EnsureDefaults() Options {
 	if o.PullBatchBytes == 0 {
 		o.PullBatchBytes = 4 << 20
 	}
+	if o.RepairWait == 0 {
+		o.RepairWait = 2 * time.Second
+	}
+	if o.RepairsWaitingMax == 0 {
+		o.RepairsWaitingMax = 1024
+	}
 	return o
 }
 
@@ -79,6 +93,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
 	case o.PullBatchBytes < 0:
 		return fmt.Errorf("replica: Options.PullBatchBytes must be positive, got %d", o.PullBatchBytes)
+	case o.RepairWait < 0:
+		return fmt.Errorf("replica: Options.RepairWait must be positive, got %s", o.RepairWait)
+	case o.RepairsWaitingMax < 0:
+		return fmt.Errorf("replica: Options.RepairsWaitingMax must be positive, got %d", o.RepairsWaitingMax)
 	}
 	return nil
 }
@@ -110,7 +128,11 @@ type Metrics struct {
 	LevelPuts, LevelTimeouts       int64
 	DuplicatePuts                  int64
 	PushAcksSent, PushAcksReceived int64
-	RepairsApplied, RepairsIgnored int64
+	// Read repairs (repair.go) answered OK, the replica holding their
+	// timestamp, at once or after a pull; and refused: Behind (the
+	// timestamp not reached within RepairWait), Overloaded, or for a
+	// tablet the node does not hold.
+	RepairsAcked, RepairsRefused int64
 	// Staged writes and bounded reads (dConssandra): Puts and Gets with
 	// a bound; staged writes forwarded, sent again after forwardResend,
 	// and acknowledged, at a receiver; forwarded writes ordered,
@@ -257,8 +279,8 @@ type tablet struct {
 	waits []*putWait
 
 	// Secondary only: a pull is outstanding; ackPull: a Push that asked
-	// for an acknowledgement revealed a gap, so the pull that fills it is
-	// acknowledged with a PushAck.
+	// for an acknowledgement revealed a gap, or a read repair waits, so
+	// the pull that fills it is acknowledged with a PushAck.
 	pulling, ackPull bool
 	// Secondary only, volatile: the pull being timed (rtt.go), its Since
 	// and when it was sent, and whether it was sent again unanswered.
@@ -268,13 +290,18 @@ type tablet struct {
 	// Primary only, volatile: the pushes with Ack set that each secondary
 	// has not acknowledged yet, oldest first, timed (rtt.go).
 	pushTimed map[wire.NodeID][]timedPush
-	// repaired is the largest timestamp of a version written by read
-	// repair, or by a snapshot chunk above the snapshot's high timestamp
-	// (durable). Versions at or below it are applied only over an older
-	// version of their key.
-	repaired hlc.Timestamp
+	// ahead is the largest timestamp of a version a snapshot chunk
+	// brought above the snapshot's high timestamp (durable). Versions at
+	// or below it are applied only over an older version of their key.
+	ahead hlc.Timestamp
 	// Secondary only: the snapshot being received, or nil (volatile).
 	snap *snapshotProgress
+	// Secondary only, volatile: the read repairs waiting for a pull
+	// (repair.go), in arrival order; repairTimer: a timer is set for the
+	// first; pulledAt: when the last pull was sent.
+	repairs     []*repairWait
+	repairTimer bool
+	pulledAt    time.Time
 
 	// Receiver of staged writes (stage.go), any replica but the
 	// primary: the writes not yet ordered, in sequence order (durable);
@@ -381,7 +408,7 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 	for _, m := range []struct {
 		which byte
 		dst   *hlc.Timestamp
-	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaRepaired, &tb.repaired}} {
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}} {
 		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
 		if err != nil {
 			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
@@ -488,7 +515,7 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.PushAck:
 		n.pushAcked(from, m)
 	case *wire.Repair:
-		n.repair(m)
+		n.repair(from, m)
 	case *wire.Forward:
 		n.forwarded(from, m)
 	case *wire.ForwardAck:
@@ -514,6 +541,8 @@ func (n *Node) Fire(timer any) {
 		n.deadlineFired(t)
 	case forwardTimer:
 		n.forwardTimerFired(t)
+	case repairTimer:
+		n.repairTimerFired(t)
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

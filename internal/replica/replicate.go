@@ -23,12 +23,13 @@ import (
 // reads each of its keys at or after S, so once the secondary has every
 // chunk it holds every version up to S, and versions newer than S besides;
 // it takes S as its high timestamp only then, and guards the newer ones
-// as read repair guards its versions (tablet.repaired), so that the
-// versions after S that it pulls next do not take a key back.
+// (tablet.ahead), so that the versions after S that it pulls next do not
+// take a key back.
 
 func (n *Node) requestPull(tb *tablet) {
 	tb.pulling = true
 	tb.pullsSent++
+	tb.pulledAt = n.env.Now()
 	n.timePullSent(tb, tb.high)
 	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
 	if tb.snap != nil {
@@ -261,6 +262,7 @@ func (n *Node) applyPull(from wire.NodeID, m *wire.PullReply) {
 		n.requestPull(tb)
 	}
 	n.advanceReads(tb)
+	n.advanceRepairs(tb)
 }
 
 // applyPullReply applies a pull reply's versions or snapshot chunk.
@@ -300,7 +302,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 			continue
 		}
 		last = hlc.Max(last, e.TS)
-		if skip, err := n.overRepaired(tb, e); err != nil {
+		if skip, err := n.superseded(tb, e); err != nil {
 			return
 		} else if skip {
 			continue
@@ -358,7 +360,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	}
 	var b storage.Batch
 	var next snapshotProgress
-	repaired := tb.repaired
+	ahead := tb.ahead
 	if first {
 		prefix := tabletPrefix(spaceData, tb.ref)
 		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
@@ -370,44 +372,36 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 			return
 		}
 		next.high = m.High
-		// The versions read repair wrote are gone with the rest.
-		repaired = hlc.Timestamp{}
+		// The versions an earlier snapshot brought are gone with the
+		// rest.
+		ahead = hlc.Timestamp{}
 	} else {
 		next = *tb.snap
 	}
-	applied := 0
 	for i := range m.Entries {
 		e := &m.Entries[i]
 		if m.High.Less(e.TS) {
-			// Newer than the snapshot: like a version read repair
-			// wrote, it must not be replaced by an older version of its
-			// key, which the pull after the snapshot may bring.
-			repaired = hlc.Max(repaired, e.TS)
+			// Newer than the snapshot: it must not be replaced by an
+			// older version of its key, which the pull after the
+			// snapshot may bring. (Nothing else writes a key during a
+			// snapshot: pushes and pulls wait until it is complete.)
+			ahead = hlc.Max(ahead, e.TS)
 		} else {
 			next.lastUpdate = hlc.Max(next.lastUpdate, e.TS)
 		}
-		if !first {
-			// Read repair may have written a newer version since the
-			// first chunk.
-			if skip, err := n.overRepaired(tb, e); err != nil {
-				return
-			} else if skip {
-				continue
-			}
-		}
 		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
-		applied++
 	}
+	applied := len(m.Entries)
 	next.last = m.SnapshotLast
-	if first || repaired != tb.repaired {
-		b.Set(metaKey(tb.ref, metaRepaired), appendTS(nil, repaired))
+	if first || ahead != tb.ahead {
+		b.Set(metaKey(tb.ref, metaAhead), appendTS(nil, ahead))
 	}
 	if !m.More {
 		// Complete: every key's latest version as of S, or a newer one.
 		if !n.commitReplicated(tb, &b, m.High, next.lastUpdate) {
 			return
 		}
-		tb.repaired, tb.snap = repaired, nil
+		tb.ahead, tb.snap = ahead, nil
 		n.metrics.SnapshotChunksApplied++
 		n.metrics.SnapshotsApplied++
 		n.metrics.EntriesApplied += int64(applied)
@@ -430,7 +424,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	if first {
 		tb.high, tb.lastUpdate = hlc.Timestamp{}, hlc.Timestamp{}
 	}
-	tb.repaired, tb.snap = repaired, &next
+	tb.ahead, tb.snap = ahead, &next
 	n.metrics.SnapshotChunksApplied++
 	n.metrics.EntriesApplied += int64(applied)
 	n.requestPull(tb)
@@ -470,7 +464,7 @@ func (n *Node) applyPush(m *wire.Push) {
 		return
 	}
 	var b storage.Batch
-	skip, err := n.overRepaired(tb, &m.Entry)
+	skip, err := n.superseded(tb, &m.Entry)
 	if err != nil {
 		return
 	}
@@ -485,6 +479,7 @@ func (n *Node) applyPush(m *wire.Push) {
 	if m.Ack {
 		n.ackPush(tb)
 	}
+	n.advanceRepairs(tb)
 }
 
 // commitReplicated adds the new high and last-update timestamps to b and

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cosla/cosla/internal/keyfmt"
 	"github.com/cosla/cosla/internal/measure"
 )
 
@@ -406,9 +407,9 @@ func interTable(runs []Run, labels []string) table {
 		header: []string{"run", "X", "Y", "option", "observations", "A both fresh", "B X fresh, Y stale", "C X stale, Y fresh", "D both stale"}}
 	for i, r := range runs {
 		ie := r.Report.InterElement
-		x, y := ie.KeyX, ie.KeyY
-		if x == "" {
-			x, y = na, na
+		x, y := na, na
+		if ie.KeyX != "" {
+			x, y = keyfmt.Text(string(ie.KeyX)), keyfmt.Text(string(ie.KeyY))
 		}
 		if ie.Skipped != "" || len(ie.Options) == 0 {
 			why := na

@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -30,7 +30,9 @@ import (
 	"github.com/cosla/cosla/internal/causal"
 	"github.com/cosla/cosla/internal/certs"
 	"github.com/cosla/cosla/internal/host"
+	"github.com/cosla/cosla/internal/hostcheck"
 	"github.com/cosla/cosla/internal/node"
+	"github.com/cosla/cosla/internal/private"
 	"github.com/cosla/cosla/internal/replica"
 	"github.com/cosla/cosla/internal/storage/pebbledb"
 	"github.com/cosla/cosla/internal/wire"
@@ -83,7 +85,8 @@ type Options struct {
 	// etcd's --unsafe-no-fsync); the server warns at start.
 	UnsafeNoFsync bool `yaml:"unsafe_no_fsync"`
 	// Replica configures the storage nodes: key and value limits, pull
-	// batch size and bytes (defaults 4 KiB, 1 MiB, 1000, 4 MiB). The
+	// batch size and bytes, and how long and how many read repairs may
+	// wait for a pull (defaults 4 KiB, 1 MiB, 1000, 4 MiB, 2s, 1024). The
 	// gRPC message limit follows from them (replica.MessageBytesMax).
 	Replica ReplicaOptions `yaml:"replica"`
 	// Mailbox bounds what waits for each node (host.NodeOptions).
@@ -139,10 +142,12 @@ type TLSFiles struct {
 
 // ReplicaOptions are the settable fields of replica.Options.
 type ReplicaOptions struct {
-	MaxKeyBytes    int `yaml:"max_key_bytes"`
-	MaxValueBytes  int `yaml:"max_value_bytes"`
-	PullBatchMax   int `yaml:"pull_batch_max"`
-	PullBatchBytes int `yaml:"pull_batch_bytes"`
+	MaxKeyBytes       int           `yaml:"max_key_bytes"`
+	MaxValueBytes     int           `yaml:"max_value_bytes"`
+	PullBatchMax      int           `yaml:"pull_batch_max"`
+	PullBatchBytes    int           `yaml:"pull_batch_bytes"`
+	RepairWait        time.Duration `yaml:"repair_wait"`
+	RepairsWaitingMax int           `yaml:"repairs_waiting_max"`
 }
 
 // EnsureDefaults fills in unset fields.
@@ -164,8 +169,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Site == "" || strings.Contains(o.Site, "/"):
-		return bad("site must be a non-empty name without '/', got %q", o.Site)
+	case o.Site == "" || strings.Contains(o.Site, "/") || !utf8.ValidString(o.Site):
+		return bad("site must be a non-empty name in UTF-8 without '/', got %q", o.Site)
 	case o.Listen == "":
 		return bad("listen: an address is required, e.g. 127.0.0.1:7100")
 	case o.DataDir == "":
@@ -183,8 +188,8 @@ func (o *Options) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, n := range o.Nodes {
-		if n == "" || strings.Contains(n, "/") || seen[n] {
-			return bad("nodes: %q is empty, contains '/' or is listed twice", n)
+		if n == "" || strings.Contains(n, "/") || !utf8.ValidString(n) || seen[n] {
+			return bad("nodes: %q is empty, contains '/', is not UTF-8 or is listed twice", n)
 		}
 		if n == causal.CoordinatorName || n == causal.CacheName {
 			return bad("nodes: %q is the name of the site's causal-table %s", n, map[string]string{causal.CoordinatorName: "coordinator", causal.CacheName: "cache"}[n])
@@ -193,8 +198,8 @@ func (o *Options) Validate() error {
 	}
 	for id, addr := range o.Peers {
 		site, _, ok := strings.Cut(string(id), "/")
-		if !ok || addr == "" {
-			return bad("peers: %q -> %q: want site/node -> host:port", id, addr)
+		if !ok || addr == "" || !utf8.ValidString(string(id)) {
+			return bad("peers: %q -> %q: want site/node -> host:port, in UTF-8", id, addr)
 		}
 		if site == o.Site {
 			return bad("peers: %q is at this process's own site", id)
@@ -282,7 +287,7 @@ func Start(opts Options) (*Server, error) {
 	lis, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("cosla serve: listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.listener = lis
 	s.grpc = grpc.NewServer(append(serverOpts, s.transport.ServerOptions()...)...)
@@ -295,13 +300,14 @@ func Start(opts Options) (*Server, error) {
 		}
 	}()
 	if opts.HTTPListen != "" {
-		hl, err := net.Listen("tcp", loopbackUnlessNamed(opts.HTTPListen))
+		listen := loopbackUnlessNamed(opts.HTTPListen)
+		hl, err := net.Listen("tcp", listen)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("cosla serve: http listen: %w", err)
+			return nil, fmt.Errorf("http listen: %w", err)
 		}
 		s.httpAddr = hl.Addr().String()
-		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.http = &http.Server{Handler: hostcheck.Handler(listen, s.httpHandler()), ReadHeaderTimeout: 10 * time.Second}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -324,7 +330,7 @@ func transportSecurity(opts Options) ([]grpc.ServerOption, *tls.Config, error) {
 	}
 	cfg, err := certs.Load(certs.Files(opts.TLS))
 	if err != nil {
-		return nil, nil, fmt.Errorf("cosla serve: %w", err)
+		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, cfg, nil
 }
@@ -363,8 +369,10 @@ func (s *Server) startNodes() error {
 func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node) error {
 	id := wire.NodeID(s.opts.Site + "/" + name)
 	dir := filepath.Join(s.opts.DataDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+	// The node's data is its owner's whatever the umask: Pebble creates
+	// its files under it with the umask's modes (PrivateUmask).
+	if err := private.MkdirAll(dir); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	logger := s.opts.Logger.With("node", string(id))
 	if s.opts.UnsafeNoFsync {
@@ -372,14 +380,14 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 	}
 	eng, err := pebbledb.Open(dir, pebbledb.Options{Logger: logger.With("component", "pebble"), UnsafeNoSync: s.opts.UnsafeNoFsync})
 	if err != nil {
-		return fmt.Errorf("cosla serve: %s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
 		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient,
 		StopTimeout: s.opts.StopTimeout})
 	if err != nil {
 		eng.Close()
-		return fmt.Errorf("cosla serve: %s: recover: %w", id, err)
+		return fmt.Errorf("%s: recover: %w", id, err)
 	}
 	s.mu.Lock()
 	s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}

@@ -25,6 +25,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no site", func(o *Options) { o.Site = "" }, "site"},
 		{"site with slash", func(o *Options) { o.Site = "a/b" }, "site"},
+		{"site not UTF-8", func(o *Options) { o.Site = "\xffx" }, "site"},
+		{"node not UTF-8", func(o *Options) { o.Nodes = []string{"r\xc3"} }, "nodes"},
+		{"peer not UTF-8", func(o *Options) { o.Peers = map[wire.NodeID]string{"us/\x80": "127.0.0.1:1"} }, "peers"},
 		{"no listen", func(o *Options) { o.Listen = "" }, "listen"},
 		{"no data dir", func(o *Options) { o.DataDir = "" }, "data_dir"},
 		{"node twice", func(o *Options) { o.Nodes = []string{"r1", "r1"} }, "nodes"},
@@ -76,6 +79,24 @@ func TestHTTPEndpoints(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("GET %s: %s %q, want 200 containing %q", path, resp.Status, body, want)
+		}
+	}
+
+	// DNS rebinding: a page whose own name resolves to 127.0.0.1 reaches
+	// the listener, but its Host header names it; every path refuses it.
+	for _, path := range []string{"/", "/cluster", "/healthz", "/metrics", "/status", "/decisions"} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "rebound.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with Host rebound.example: %s, want 403 Forbidden", path, resp.Status)
 		}
 	}
 }

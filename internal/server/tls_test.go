@@ -104,7 +104,7 @@ func TestTLSRoles(t *testing.T) {
 	srv, dir, log := startTLS(t)
 	client := holder(t, certs.ClientFiles(dir))
 
-	reply, err := exchange(t, srv.Addr(), client, "us/c1", &wire.TableInfoRequest{Req: 1, Name: "t"})
+	reply, err := exchange(t, srv.Addr(), client, "us/client-1", &wire.TableInfoRequest{Req: 1, Name: "t"})
 	if err != nil {
 		t.Fatalf("a client request under a client certificate: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestTLSRoles(t *testing.T) {
 		m     wire.Msg
 		log   string
 	}{
-		{"client sends a pull", client, "us/c1", &wire.PullRequest{Tablet: wire.TabletRef{Table: 1}}, "a client certificate sent *wire.PullRequest"},
+		{"client sends a pull", client, "us/client-1", &wire.PullRequest{Tablet: wire.TabletRef{Table: 1}}, "a client certificate sent *wire.PullRequest"},
 		{"client sends a push", client, "us/r1", &wire.Push{Entry: wire.Entry{TS: hlc.Timestamp{WallNanos: 1}, Key: "k"}}, "a client certificate sent *wire.Push"},
 		{"client sends a reply", client, "us/r1", &wire.GetReply{Req: 1}, "a client certificate sent *wire.GetReply"},
 		{"us's node speaks for india", holder(t, certs.NodeFiles(dir, "us")), "india/r1", &wire.PushAck{}, "sent *wire.PushAck as india/r1"},
@@ -186,4 +186,98 @@ func TestTLSRefusesStrangers(t *testing.T) {
 func withServerName(cfg *tls.Config, name string) *tls.Config {
 	cfg.ServerName = name
 	return cfg
+}
+
+// stream is an open stream to england's node under one certificate.
+type stream struct {
+	t *testing.T
+	s wirepb.Node_StreamClient
+}
+
+func openStream(t *testing.T, addr string, creds credentials.TransportCredentials) stream {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	s, err := wirepb.NewNodeClient(conn).Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream{t, s}
+}
+
+// ask sends a TableInfoRequest as from to england/r1.
+func (s stream) ask(from wire.NodeID, req uint64) {
+	s.t.Helper()
+	e, err := wirepb.Wrap(from, "england/r1", &wire.TableInfoRequest{Req: req, Name: "t"})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.s.Send(e); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// reply returns the request number and addressee of the next reply.
+func (s stream) reply() (uint64, wire.NodeID, error) {
+	e, err := s.s.Recv()
+	if err != nil {
+		return 0, "", err
+	}
+	_, to, m, err := wirepb.Unwrap(e)
+	if err != nil {
+		return 0, "", err
+	}
+	return m.(*wire.TableInfoReply).Req, to, nil
+}
+
+// TestTLSClientIdentity: each client holds a certificate of its own, and
+// a node takes a client's messages only under the ID the certificate
+// names. Alice's certificate sending as bob is refused, ending its
+// stream; bob's replies keep going to bob, even when a stream of another
+// identity that may speak for bob's ID (us's node certificate) sends as
+// him.
+func TestTLSClientIdentity(t *testing.T) {
+	srv, dir, log := startTLS(t)
+	issue := func(name string) credentials.TransportCredentials {
+		f, _, err := certs.IssueClient(dir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return holder(t, f)
+	}
+	alice, bob := issue("alice"), issue("bob")
+	b := openStream(t, srv.Addr(), bob)
+	b.ask("us/bob-1", 1)
+	if req, to, err := b.reply(); err != nil || req != 1 || to != "us/bob-1" {
+		t.Fatalf("bob's first reply: request %d to %s, %v; want request 1 to us/bob-1", req, to, err)
+	}
+
+	before := srv.Status().Transport.Refused
+	a := openStream(t, srv.Addr(), alice)
+	a.ask("us/bob-1", 2)
+	if req, to, err := a.reply(); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("alice sending as us/bob-1: got request %d's reply to %s, %v; want PermissionDenied", req, to, err)
+	}
+	if got := srv.Status().Transport.Refused; got != before+1 {
+		t.Errorf("refused count %d -> %d, want one more", before, got)
+	}
+	if want := `the certificate of client \"alice\" sends as SITE/alice or SITE/alice-SUFFIX, not as \"us/bob-1\"`; !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not say %s:\n%s", want, log)
+	}
+
+	// us's node certificate speaks for any ID at us, but the answer to
+	// what it sends as bob goes to bob's stream, which holds the route.
+	openStream(t, srv.Addr(), holder(t, certs.NodeFiles(dir, "us"))).ask("us/bob-1", 3)
+	if req, to, err := b.reply(); err != nil || req != 3 || to != "us/bob-1" {
+		t.Fatalf("bob's next reply: request %d to %s, %v; want request 3 to us/bob-1", req, to, err)
+	}
+	b.ask("us/bob-1", 4)
+	if req, _, err := b.reply(); err != nil || req != 4 {
+		t.Fatalf("bob's reply after the attempts: request %d, %v; want 4", req, err)
+	}
 }

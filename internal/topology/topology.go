@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -128,14 +129,14 @@ func (t *Topology) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, s := range t.Sites {
-		if s.Name == "" || seen[s.Name] {
-			return fmt.Errorf("%w: %s: site name %q empty or repeated", ErrInvalid, t.Name, s.Name)
+		if s.Name == "" || seen[s.Name] || !utf8.ValidString(s.Name) {
+			return fmt.Errorf("%w: %s: site name %q empty, repeated or not UTF-8", ErrInvalid, t.Name, s.Name)
 		}
 		seen[s.Name] = true
 		names := map[string]bool{}
 		for _, n := range append(slices.Clone(s.Replicas), s.Clients...) {
-			if n == "" || names[n] {
-				return fmt.Errorf("%w: %s: site %s: node name %q empty or repeated", ErrInvalid, t.Name, s.Name, n)
+			if n == "" || names[n] || !utf8.ValidString(n) {
+				return fmt.Errorf("%w: %s: site %s: node name %q empty, repeated or not UTF-8", ErrInvalid, t.Name, s.Name, n)
 			}
 			names[n] = true
 		}

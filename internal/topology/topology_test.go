@@ -36,6 +36,8 @@ links:
 		"unknown-field.yaml": "sites: [{name: a}]\nlinkz: []\n",
 		"missing-link.yaml":  "sites: [{name: a}, {name: b}]\n",
 		"bad-rtt.yaml":       "sites: [{name: a}, {name: b}]\nlinks: [{a: a, b: b, rtt: fast}]\n",
+		"binary-site.yaml":   "sites: [{name: !!binary /w==}]\n", // a site named "\xff"
+		"binary-node.yaml":   "sites: [{name: a, replicas: [!!binary gA==]}]\n",
 	} {
 		if _, err := Load(write(name, text)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err %v, want ErrInvalid", name, err)

@@ -243,7 +243,11 @@ func (m *PushAck) String() string {
 }
 
 func (m *Repair) String() string {
-	return fmt.Sprintf("Repair(tablet=%s key=%q value=%s ts=%s)", m.Tablet, m.Entry.Key, valueString(m.Entry.Value), m.Entry.TS)
+	return fmt.Sprintf("Repair(req=%d tablet=%s ts=%s)", m.Req, m.Tablet, m.TS)
+}
+
+func (m *RepairReply) String() string {
+	return fmt.Sprintf("RepairReply(req=%d high=%s%s)", m.Req, m.High, codeSuffix(m.Code))
 }
 
 func (m *Forward) String() string {

@@ -62,6 +62,9 @@ func TestString(t *testing.T) {
 			`ForwardAck(tablet=42/3 seq=6 ts=0.000000000,0 err="key or value too large")`},
 		{&wire.Resolved{Tablet: ref, WriteID: 3, TS: ts}, `Resolved(tablet=42/3 write=3 ts=1.500000000,2)`},
 		{&wire.Resolved{Tablet: ref, WriteID: 3, Code: wire.StorageFailed}, `Resolved(tablet=42/3 write=3 ts=0.000000000,0 err="storage failed")`},
+		{&wire.Repair{Req: 4, Tablet: ref, TS: ts}, `Repair(req=4 tablet=42/3 ts=1.500000000,2)`},
+		{&wire.RepairReply{Req: 4, High: ts}, `RepairReply(req=4 high=1.500000000,2)`},
+		{&wire.RepairReply{Req: 4, Code: wire.Behind}, `RepairReply(req=4 high=0.000000000,0 err="replica behind the timestamp")`},
 	} {
 		if got := tc.m.String(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)

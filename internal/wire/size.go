@@ -25,12 +25,13 @@ var Kinds = []string{
 	"read", "read-reply",
 	"dep-check", "dep-check-reply",
 	"invalidate", "invalidate-ack",
+	"repair-reply",
 }
 
 // NodeKinds are the kinds of the messages a node serves: the requests of
 // clients and, from the replication protocol (Pileus 4.2), the pulls and
 // push acknowledgements a primary handles and the pull replies, pushes
-// and read repairs a secondary applies, and from staged writes
+// and read repairs a secondary answers, and from staged writes
 // (dConssandra 3) the forwards a primary orders and the acknowledgements
 // the receiving replica takes. Of causal tables (Karma), a client
 // coordinator serves the causal puts, gets and get-transactions of
@@ -92,6 +93,8 @@ func Kind(m Msg) string {
 		return "push-ack"
 	case *Repair:
 		return "repair"
+	case *RepairReply:
+		return "repair-reply"
 	case *Forward:
 		return "forward"
 	case *ForwardAck:
@@ -266,9 +269,14 @@ func envelopeField(m Msg) (field, body int) {
 		return 25, body
 	case *Repair:
 		if m != nil {
-			body = msgField(1, refSize(m.Tablet)) + msgField(2, entrySize(&m.Entry))
+			body = msgField(1, refSize(m.Tablet)) + uintField(3, m.Req) + tsField(4, m.TS)
 		}
 		return 26, body
+	case *RepairReply:
+		if m != nil {
+			body = uintField(1, m.Req) + uintField(2, uint64(m.Code)) + tsField(3, m.High)
+		}
+		return 46, body
 	case *Forward:
 		if m != nil {
 			body = msgField(1, refSize(m.Tablet)) + uintField(2, m.Seq) + bytesField(3, len(m.Key)) +

@@ -28,6 +28,7 @@ func oneOfEach() []wire.Msg {
 		&wire.Read{Req: 1}, &wire.ReadReply{Req: 1},
 		&wire.DepCheck{Req: 1}, &wire.DepCheckReply{Req: 1},
 		&wire.Invalidate{Req: 1}, &wire.InvalidateAck{Req: 1},
+		&wire.RepairReply{Req: 1},
 	}
 }
 
@@ -52,7 +53,7 @@ func TestKind(t *testing.T) {
 	// What a storage node serves: every client request, and every message
 	// that neither clients send nor clients receive.
 	clientBound := []string{"create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved",
-		"causal-put-reply", "causal-complete", "causal-get-reply", "causal-get-tx-reply"}
+		"repair-reply", "causal-put-reply", "causal-complete", "causal-get-reply", "causal-get-tx-reply"}
 	for _, m := range msgs {
 		k := wire.Kind(m)
 		if want := wire.FromClient(m) || !slices.Contains(clientBound, k); slices.Contains(wire.NodeKinds, k) != want {

@@ -7,6 +7,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cosla/cosla/internal/hlc"
+	"github.com/cosla/cosla/internal/keyfmt"
 )
 
 // NodeID names a node (a storage node or a client) uniquely in a cluster.
@@ -60,6 +63,14 @@ const (
 	// Aborted: a causal get-transaction found no snapshot within its
 	// rounds (Karma 4.5: abort after a timeout); try again.
 	Aborted
+	// Behind: a secondary asked by a Repair to catch up to a timestamp
+	// did not reach it within its wait: the primary had not ordered it,
+	// or could not be reached.
+	Behind
+	// Unencodable: the request could not be encoded for the network (an
+	// identifier that is not valid UTF-8), so it was never sent. Nodes do
+	// not send it: the sender's transport refuses the request with it.
+	Unencodable
 )
 
 var codeNames = [...]string{
@@ -75,6 +86,8 @@ var codeNames = [...]string{
 	Overloaded:    "node overloaded",
 	Unavailable:   "no replica answered in time",
 	Aborted:       "no snapshot found; try again",
+	Behind:        "replica behind the timestamp",
+	Unencodable:   "not encodable for the network; not sent",
 }
 
 func (c Code) String() string {
@@ -304,6 +317,32 @@ type Tablet struct {
 	Secondaries []NodeID
 }
 
+// tabletJSON is a Tablet as JSON (storage nodes keep layouts in their
+// catalog as JSON): Start, a key that may be any bytes, as keyfmt.JSON,
+// first, as before; the rest as Tablet's.
+type tabletJSON struct {
+	Start keyfmt.JSON
+	tabletFields
+}
+
+type tabletFields Tablet
+
+// MarshalJSON implements json.Marshaler.
+func (t Tablet) MarshalJSON() ([]byte, error) {
+	return json.Marshal(tabletJSON{keyfmt.JSON(t.Start), tabletFields(t)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Tablet) UnmarshalJSON(b []byte) error {
+	var v tabletJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Tablet(v.tabletFields)
+	t.Start = string(v.Start)
+	return nil
+}
+
 // Replicas returns the primary followed by the secondaries.
 func (t Tablet) Replicas() []NodeID {
 	return append([]NodeID{t.Primary}, t.Secondaries...)
@@ -369,10 +408,52 @@ func siteOf(id NodeID) string {
 // ErrBadLayout is wrapped by every layout validation error.
 var ErrBadLayout = errors.New("cosla: invalid table layout")
 
+// CheckIdentifier says what is wrong with an identifier that is not valid
+// UTF-8, or returns nil. Node IDs and table and ring names travel as
+// protobuf strings (wirepb), which must be valid UTF-8; keys and values
+// may be any bytes.
+func CheckIdentifier(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8 (names and node IDs must be; keys may be any bytes)", what, s)
+	}
+	return nil
+}
+
+// checkIdentifiers checks that the layout's name and every node and ring
+// it names are valid UTF-8 (CheckIdentifier).
+func (l *Layout) checkIdentifiers() error {
+	ids := []NodeID{}
+	for _, t := range l.Tablets {
+		ids = append(append(ids, t.Primary), t.Secondaries...)
+	}
+	names := []string{l.Name}
+	if c := l.Causal; c != nil {
+		ids = append(append(ids, c.Coordinators...), c.Caches...)
+		for _, r := range c.Rings {
+			names = append(names, r.Name)
+			ids = append(ids, r.Nodes...)
+		}
+	}
+	for _, n := range names {
+		if err := CheckIdentifier("name", n); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		if err := CheckIdentifier("node", string(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Validate checks that the layout is usable.
 func (l *Layout) Validate() error {
 	if l.Name == "" {
 		return fmt.Errorf("%w: empty table name", ErrBadLayout)
+	}
+	if err := l.checkIdentifiers(); err != nil {
+		return fmt.Errorf("%w: table %q: %w", ErrBadLayout, l.Name, err)
 	}
 	if l.ID == 0 {
 		return fmt.Errorf("%w: table %q: zero ID", ErrBadLayout, l.Name)
@@ -928,14 +1009,28 @@ type Resolved struct {
 	TS      hlc.Timestamp
 }
 
-// Repair is read repair (CPQ; Cassandra's read repair): a client that
-// read several replicas sends the newest version it saw to a replica that
-// answered with an older one. The replica keeps it if it has nothing
-// newer of the key; its high timestamp does not change, since it may
-// still lack other versions below Entry.TS.
+// Repair is read repair (CPQ; Cassandra's blocking read repair, ABD's
+// write-back): a client that read several replicas asks one that
+// answered with an older version to catch up to TS, the newest version's
+// timestamp. It carries no data: a secondary that has not reached TS
+// pulls from the primary, so it only ever holds versions the primary
+// ordered, still a prefix of the tablet's history. It answers with a
+// RepairReply once its high timestamp is at or above TS, or Behind when
+// it cannot get there within its wait (a TS the primary has not ordered,
+// or a primary it cannot reach).
 type Repair struct {
+	Req    uint64
 	Tablet TabletRef
-	Entry  Entry
+	TS     hlc.Timestamp
+}
+
+// RepairReply answers Repair: Code is OK when the replica holds every
+// version up to the Repair's TS durably; High is its high timestamp
+// (for the primary, its clock).
+type RepairReply struct {
+	Req  uint64
+	Code Code
+	High hlc.Timestamp
 }
 
 func (*CreateTableRequest) isMsg() {}
@@ -955,12 +1050,13 @@ func (*PullReply) isMsg()          {}
 func (*Push) isMsg()               {}
 func (*PushAck) isMsg()            {}
 func (*Repair) isMsg()             {}
+func (*RepairReply) isMsg()        {}
 func (*Forward) isMsg()            {}
 func (*ForwardAck) isMsg()         {}
 func (*Resolved) isMsg()           {}
 
 // FromClient reports whether clients send m: the requests of the client
-// protocol, the read repair a quorum Get sends (CPQ), and the causal puts,
+// protocol, with the read repair a quorum Get sends (CPQ), and the causal puts,
 // gets and get-transactions a client sends its coordinator (Karma).
 // Everything else (replication, the protocol among a causal table's
 // coordinators, middle men and caches, and replies) only storage nodes
@@ -975,9 +1071,9 @@ func FromClient(m Msg) bool {
 }
 
 // Refusal returns the reply that refuses the client request m with code,
-// or nil if m is not a request that is answered (wire.FromClient; Repair
-// has no answer). A refused causal put or read carries no version, and
-// the table its request named.
+// or nil if m is not a request a client sends (wire.FromClient). A
+// refused causal put or read carries no version, and the table its
+// request named.
 func Refusal(m Msg, code Code) Msg {
 	switch m := m.(type) {
 	case *CreateTableRequest:
@@ -992,6 +1088,8 @@ func Refusal(m Msg, code Code) Msg {
 		return &GetReply{Req: m.Req, Code: code}
 	case *ProbeRequest:
 		return &ProbeReply{Req: m.Req, Code: code}
+	case *Repair:
+		return &RepairReply{Req: m.Req, Code: code}
 	case *CausalPut:
 		return &CausalPutReply{Req: m.Req, Table: m.Table, Code: code}
 	case *CausalGet:

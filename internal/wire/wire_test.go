@@ -171,6 +171,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"range", valid(wire.ByRange, "", "m", "t"), ""},
 		{"range any key", valid(wire.ByRange, "", "M", "zz"), ""},
+		{"range keys not UTF-8", valid(wire.ByRange, "", "\xc3", "\xff\xfe"), ""},
+		{"name not UTF-8", func(l *wire.Layout) { l.Name = "t\xff" }, `name "t\xff" is not valid UTF-8`},
+		{"node not UTF-8", func(l *wire.Layout) { l.Tablets[1].Secondaries = []wire.NodeID{"s/\xc3"} }, `node "s/\xc3" is not valid UTF-8`},
 		{"hash", valid(wire.ByHash, "", "4000000000000000", "c000000000000000"), ""},
 		{"hash one tablet", valid(wire.ByHash, ""), ""},
 		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
@@ -247,6 +250,8 @@ func TestValidateCausal(t *testing.T) {
 		{"unused fields invalid", func(l *wire.Layout) { l.Partition, l.Replication.Mode = 9, 9 }, ""},
 
 		{"no name", func(l *wire.Layout) { l.Name = "" }, "empty table name"},
+		{"ring name not UTF-8", func(l *wire.Layout) { l.Causal.Rings[1].Name = "\x80" }, `table "t": name "\x80" is not valid UTF-8`},
+		{"cache not UTF-8", func(l *wire.Layout) { l.Causal.Caches[0] = "a/\xff" }, `table "t": node "a/\xff" is not valid UTF-8`},
 		{"zero ID", func(l *wire.Layout) { l.ID = 0 }, `table "t": zero ID`},
 		{"tablets", func(l *wire.Layout) { l.Tablets = []wire.Tablet{{Primary: "a/s1"}} }, `table "t": causal, but lists tablets`},
 		{"empty", func(l *wire.Layout) { l.Causal = &wire.CausalLayout{} }, `table "t": causal, but has no rings`},
@@ -358,7 +363,7 @@ func TestEqualCausal(t *testing.T) {
 // (internal/replica). A causal layout comes back as it was; a table of
 // tablets' JSON has no Causal, so that stored layouts keep their bytes.
 func TestLayoutJSON(t *testing.T) {
-	for _, l := range []wire.Layout{causalLayout(), layoutOf(wire.ByHash, "", "8000000000000000")} {
+	for _, l := range []wire.Layout{causalLayout(), layoutOf(wire.ByHash, "", "8000000000000000"), layoutOf(wire.ByRange, "", "\xc3", "\xff\xfe")} {
 		b, err := json.Marshal(l)
 		if err != nil {
 			t.Fatal(err)
@@ -373,6 +378,24 @@ func TestLayoutJSON(t *testing.T) {
 		if !reflect.DeepEqual(back, l) || !back.Equal(&l) {
 			t.Errorf("JSON round trip changed the layout:\n got %#v\nwant %#v", back, l)
 		}
+	}
+	// A tablet whose start is UTF-8 keeps the bytes it had before starts
+	// could be any bytes; one whose start is not has it in base64.
+	type plainTablet struct {
+		Start       string
+		Primary     wire.NodeID
+		Secondaries []wire.NodeID
+	}
+	for _, tb := range []wire.Tablet{{Start: "m", Primary: "a/r1", Secondaries: []wire.NodeID{"b/r1"}}, {Primary: "a/r1"}} {
+		got, _ := json.Marshal(tb)
+		want, _ := json.Marshal(plainTablet(tb))
+		if string(got) != string(want) {
+			t.Errorf("tablet JSON %s, want %s as before", got, want)
+		}
+	}
+	got, _ := json.Marshal(wire.Tablet{Start: "\xff", Primary: "a/r1"})
+	if want := `{"Start":{"base64":"/w=="},"Primary":"a/r1","Secondaries":null}`; string(got) != want {
+		t.Errorf("tablet JSON %s, want %s", got, want)
 	}
 }
 
@@ -428,11 +451,11 @@ func TestLevel(t *testing.T) {
 	}
 }
 
-// TestRefusal: every client request that is answered has a refusal with
-// its request number and the code; other messages have none.
+// TestRefusal: every client request has a refusal with its request
+// number and the code; other messages have none.
 func TestRefusal(t *testing.T) {
 	for _, m := range []wire.Msg{&wire.CreateTableRequest{Req: 7}, &wire.DeleteTableRequest{Req: 7}, &wire.TableInfoRequest{Req: 7},
-		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7},
+		&wire.PutRequest{Req: 7}, &wire.GetRequest{Req: 7}, &wire.ProbeRequest{Req: 7}, &wire.Repair{Req: 7},
 		&wire.CausalPut{Req: 7, Table: 9}, &wire.CausalGet{Req: 7, Table: 9}, &wire.CausalGetTx{Req: 7, Table: 9}} {
 		r := wire.Refusal(m, wire.Overloaded)
 		if r == nil || !wire.FromClient(m) {
@@ -450,7 +473,7 @@ func TestRefusal(t *testing.T) {
 			t.Errorf("%T: refusal names table %d, want 9", m, table.Uint())
 		}
 	}
-	for _, m := range []wire.Msg{&wire.Repair{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{},
+	for _, m := range []wire.Msg{&wire.RepairReply{}, &wire.Push{}, &wire.PushAck{}, &wire.PullRequest{}, &wire.PullReply{}, &wire.GetReply{},
 		&wire.CausalPutReply{}, &wire.CausalGetReply{}, &wire.Propagate{}, &wire.Read{}, &wire.DepCheck{}, &wire.Invalidate{}} {
 		if r := wire.Refusal(m, wire.Overloaded); r != nil {
 			t.Errorf("%T: refusal %v, want none", m, r)

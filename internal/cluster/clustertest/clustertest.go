@@ -50,6 +50,7 @@ func serve(path string) error {
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	opts.EnsureDefaults()
+	server.PrivateUmask()
 	srv, err := server.Start(opts)
 	if err != nil {
 		return err

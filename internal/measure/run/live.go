@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/adapters"
+	"github.com/cosla/cosla/internal/clientfile"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/driver"
 	"github.com/cosla/cosla/internal/measure"
@@ -53,7 +54,7 @@ func OpenCluster(dir, config, writerSite, readerSite string) (*Cluster, error) {
 		}
 	}
 	if a.Table == "" {
-		return nil, fmt.Errorf("cosla measure: %s names no table", config)
+		return nil, fmt.Errorf("%w: %s names no table", clientfile.ErrInvalid, config)
 	}
 	return &Cluster{Nodes: a.Nodes, TLS: a.TLS, Table: a.Table, WriterSite: writerSite, ReaderSite: readerSite}, nil
 }

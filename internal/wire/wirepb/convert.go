@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/cosla/cosla/internal/hlc"
 	"github.com/cosla/cosla/internal/wire"
@@ -13,7 +14,9 @@ import (
 // message or carries fields out of range.
 var ErrMalformed = errors.New("cosla: malformed wire message")
 
-// Wrap encodes a message and its addresses as an envelope.
+// Wrap encodes a message and its addresses as an envelope. The envelope
+// shares the message's keys and values: it is for marshaling, and must
+// not be written to.
 func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	e := &Envelope{From: string(from), To: string(to)}
 	switch m := m.(type) {
@@ -30,13 +33,13 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.TableInfoReply:
 		e.Msg = &Envelope_TableInfoReply{&TableInfoReply{Req: m.Req, Code: uint32(m.Code), Layout: layoutPB(m.Layout)}}
 	case *wire.PutRequest:
-		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS),
+		e.Msg = &Envelope_PutRequest{&PutRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: keyBytes(m.Key), Value: m.Value, MinTs: tsPB(m.MinTS),
 			W: m.W, WaitNanos: int64(m.Wait), Bound: int64(m.Bound), BudgetNanos: int64(m.Budget), Test: testPB(m.Test)}}
 	case *wire.PutReply:
 		e.Msg = &Envelope_PutReply{&PutReply{Req: m.Req, Code: uint32(m.Code), Ts: tsPB(m.TS), Acks: m.Acks,
 			Stage: uint32(m.Stage), WriteId: m.WriteID, Holders: holdersPB(m.Holders), Tested: uint32(m.Tested)}}
 	case *wire.GetRequest:
-		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: m.Key,
+		e.Msg = &Envelope_GetRequest{&GetRequest{Req: m.Req, Tablet: refPB(m.Tablet), Key: keyBytes(m.Key),
 			Bound: int64(m.Bound), BudgetNanos: int64(m.Budget)}}
 	case *wire.GetReply:
 		e.Msg = &Envelope_GetReply{&GetReply{Req: m.Req, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
@@ -47,7 +50,7 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.ProbeReply:
 		e.Msg = &Envelope_ProbeReply{&ProbeReply{Req: m.Req, Code: uint32(m.Code), HighTs: tsPB(m.HighTS), Primary: m.Primary}}
 	case *wire.PullRequest:
-		r := &PullRequest{Tablet: refPB(m.Tablet), Since: tsPB(m.Since), InSnapshot: m.InSnapshot, SnapshotAfter: m.SnapshotAfter}
+		r := &PullRequest{Tablet: refPB(m.Tablet), Since: tsPB(m.Since), InSnapshot: m.InSnapshot, SnapshotAfter: keyBytes(m.SnapshotAfter)}
 		if !m.SnapshotHigh.IsZero() {
 			// Left out of ordinary pulls, which keep their size.
 			r.SnapshotHigh = tsPB(m.SnapshotHigh)
@@ -55,7 +58,7 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 		e.Msg = &Envelope_PullRequest{r}
 	case *wire.PullReply:
 		r := &PullReply{Tablet: refPB(m.Tablet), Code: uint32(m.Code), Since: tsPB(m.Since), High: tsPB(m.High),
-			More: m.More, Snapshot: m.Snapshot, InSnapshot: m.InSnapshot, SnapshotAfter: m.SnapshotAfter, SnapshotLast: m.SnapshotLast,
+			More: m.More, Snapshot: m.Snapshot, InSnapshot: m.InSnapshot, SnapshotAfter: keyBytes(m.SnapshotAfter), SnapshotLast: keyBytes(m.SnapshotLast),
 			Entries: make([]*Entry, len(m.Entries))}
 		for i, en := range m.Entries {
 			r.Entries[i] = entryPB(en)
@@ -66,9 +69,11 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.PushAck:
 		e.Msg = &Envelope_PushAck{&PushAck{Tablet: refPB(m.Tablet), High: tsPB(m.High)}}
 	case *wire.Repair:
-		e.Msg = &Envelope_Repair{&Repair{Tablet: refPB(m.Tablet), Entry: entryPB(m.Entry)}}
+		e.Msg = &Envelope_Repair{&Repair{Req: m.Req, Tablet: refPB(m.Tablet), Ts: tsPB(m.TS)}}
+	case *wire.RepairReply:
+		e.Msg = &Envelope_RepairReply{&RepairReply{Req: m.Req, Code: uint32(m.Code), High: tsPB(m.High)}}
 	case *wire.Forward:
-		e.Msg = &Envelope_Forward{&Forward{Tablet: refPB(m.Tablet), Seq: m.Seq, Key: m.Key, Value: m.Value, MinTs: tsPB(m.MinTS),
+		e.Msg = &Envelope_Forward{&Forward{Tablet: refPB(m.Tablet), Seq: m.Seq, Key: keyBytes(m.Key), Value: m.Value, MinTs: tsPB(m.MinTS),
 			W: m.W, WaitNanos: int64(m.Wait), Test: testPB(m.Test)}}
 	case *wire.ForwardAck:
 		e.Msg = &Envelope_ForwardAck{&ForwardAck{Tablet: refPB(m.Tablet), Seq: m.Seq, Code: uint32(m.Code), Ts: tsPB(m.TS),
@@ -76,49 +81,49 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	case *wire.Resolved:
 		e.Msg = &Envelope_Resolved{&Resolved{Tablet: refPB(m.Tablet), WriteId: m.WriteID, Code: uint32(m.Code), Ts: tsPB(m.TS)}}
 	case *wire.CausalPut:
-		e.Msg = &Envelope_CausalPut{&CausalPut{Req: m.Req, Table: m.Table, Session: m.Session, Seq: m.Seq, Key: m.Key, Value: m.Value,
+		e.Msg = &Envelope_CausalPut{&CausalPut{Req: m.Req, Table: m.Table, Session: m.Session, Seq: m.Seq, Key: keyBytes(m.Key), Value: m.Value,
 			Seen: versionPB(m.Seen), Deps: depsPB(m.Deps), Notify: m.Notify}}
 	case *wire.CausalPutReply:
 		e.Msg = &Envelope_CausalPutReply{&CausalPutReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Version: versionPB(m.Version)}}
 	case *wire.CausalComplete:
 		e.Msg = &Envelope_CausalComplete{&CausalComplete{Table: m.Table, Session: m.Session, Seq: m.Seq}}
 	case *wire.CausalGet:
-		e.Msg = &Envelope_CausalGet{&CausalGet{Req: m.Req, Table: m.Table, Session: m.Session, Key: m.Key, Ring: m.Ring,
+		e.Msg = &Envelope_CausalGet{&CausalGet{Req: m.Req, Table: m.Table, Session: m.Session, Key: keyBytes(m.Key), Ring: m.Ring,
 			MaxRead: versionPB(m.MaxRead)}}
 	case *wire.CausalGetReply:
 		e.Msg = &Envelope_CausalGetReply{&CausalGetReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
 			Version: versionPB(m.Version), Source: uint32(m.Source), Ring: m.Ring, Node: string(m.Node), InFlight: m.InFlight}}
 	case *wire.CausalGetTx:
-		e.Msg = &Envelope_CausalGetTx{&CausalGetTx{Req: m.Req, Table: m.Table, Session: m.Session, Keys: m.Keys, Ring: m.Ring,
+		e.Msg = &Envelope_CausalGetTx{&CausalGetTx{Req: m.Req, Table: m.Table, Session: m.Session, Keys: keysPB(m.Keys), Ring: m.Ring,
 			MaxRead: versionPB(m.MaxRead)}}
 	case *wire.CausalGetTxReply:
 		r := &CausalGetTxReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Ring: m.Ring, Rounds: m.Rounds}
 		if len(m.Items) > 0 {
 			r.Items = make([]*TxItem, len(m.Items))
 			for i, it := range m.Items {
-				r.Items[i] = &TxItem{Key: it.Key, Found: it.Found, Value: it.Value, Version: versionPB(it.Version),
+				r.Items[i] = &TxItem{Key: keyBytes(it.Key), Found: it.Found, Value: it.Value, Version: versionPB(it.Version),
 					Source: uint32(it.Source), InFlight: it.InFlight}
 			}
 		}
 		e.Msg = &Envelope_CausalGetTxReply{r}
 	case *wire.Propagate:
-		e.Msg = &Envelope_Propagate{&Propagate{Table: m.Table, Session: m.Session, Seq: m.Seq, Key: m.Key, Value: m.Value,
+		e.Msg = &Envelope_Propagate{&Propagate{Table: m.Table, Session: m.Session, Seq: m.Seq, Key: keyBytes(m.Key), Value: m.Value,
 			Version: versionPB(m.Version), Deps: depsPB(m.Deps), Notify: m.Notify, Client: string(m.Client)}}
 	case *wire.PropagateAck:
 		e.Msg = &Envelope_PropagateAck{&PropagateAck{Table: m.Table, Session: m.Session, Seq: m.Seq, Ring: m.Ring, Client: string(m.Client)}}
 	case *wire.Stable:
-		e.Msg = &Envelope_Stable{&Stable{Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+		e.Msg = &Envelope_Stable{&Stable{Table: m.Table, Key: keyBytes(m.Key), Version: versionPB(m.Version)}}
 	case *wire.Read:
-		e.Msg = &Envelope_Read{&Read{Req: m.Req, Table: m.Table, Key: m.Key, Fill: m.Fill}}
+		e.Msg = &Envelope_Read{&Read{Req: m.Req, Table: m.Table, Key: keyBytes(m.Key), Fill: m.Fill}}
 	case *wire.ReadReply:
 		e.Msg = &Envelope_ReadReply{&ReadReply{Req: m.Req, Table: m.Table, Code: uint32(m.Code), Found: m.Found, Value: m.Value,
 			Version: versionPB(m.Version), InFlight: m.InFlight, Source: uint32(m.Source), Ring: m.Ring, Node: string(m.Node)}}
 	case *wire.DepCheck:
-		e.Msg = &Envelope_DepCheck{&DepCheck{Req: m.Req, Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+		e.Msg = &Envelope_DepCheck{&DepCheck{Req: m.Req, Table: m.Table, Key: keyBytes(m.Key), Version: versionPB(m.Version)}}
 	case *wire.DepCheckReply:
 		e.Msg = &Envelope_DepCheckReply{&DepCheckReply{Req: m.Req, Table: m.Table, Done: m.Done}}
 	case *wire.Invalidate:
-		e.Msg = &Envelope_Invalidate{&Invalidate{Req: m.Req, Table: m.Table, Key: m.Key, Version: versionPB(m.Version)}}
+		e.Msg = &Envelope_Invalidate{&Invalidate{Req: m.Req, Table: m.Table, Key: keyBytes(m.Key), Version: versionPB(m.Version)}}
 	case *wire.InvalidateAck:
 		e.Msg = &Envelope_InvalidateAck{&InvalidateAck{Req: m.Req, Table: m.Table}}
 	default:
@@ -127,7 +132,8 @@ func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
 	return e, nil
 }
 
-// Unwrap decodes an envelope.
+// Unwrap decodes an envelope. The message shares the envelope's keys and
+// values: the envelope must not be written to afterwards.
 func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 	from, to = wire.NodeID(e.GetFrom()), wire.NodeID(e.GetTo())
 	switch x := e.GetMsg().(type) {
@@ -161,7 +167,7 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		r := x.PutRequest
 		var b wire.Bound
 		if b, err = boundWire(r.GetBound()); err == nil {
-			m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
+			m = &wire.PutRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: keyString(r.GetKey()), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
 				W: r.GetW(), Wait: time.Duration(r.GetWaitNanos()), Bound: b, Budget: time.Duration(r.GetBudgetNanos()), Test: testWire(r.GetTest())}
 		}
 	case *Envelope_PutReply:
@@ -177,7 +183,7 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		r := x.GetRequest
 		var b wire.Bound
 		if b, err = boundWire(r.GetBound()); err == nil {
-			m = &wire.GetRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: r.GetKey(), Bound: b, Budget: time.Duration(r.GetBudgetNanos())}
+			m = &wire.GetRequest{Req: r.GetReq(), Tablet: refWire(r.GetTablet()), Key: keyString(r.GetKey()), Bound: b, Budget: time.Duration(r.GetBudgetNanos())}
 		}
 	case *Envelope_GetReply:
 		r := x.GetReply
@@ -198,12 +204,12 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 	case *Envelope_PullRequest:
 		r := x.PullRequest
 		m = &wire.PullRequest{Tablet: refWire(r.GetTablet()), Since: tsWire(r.GetSince()),
-			InSnapshot: r.GetInSnapshot(), SnapshotHigh: tsWire(r.GetSnapshotHigh()), SnapshotAfter: r.GetSnapshotAfter()}
+			InSnapshot: r.GetInSnapshot(), SnapshotHigh: tsWire(r.GetSnapshotHigh()), SnapshotAfter: keyString(r.GetSnapshotAfter())}
 	case *Envelope_PullReply:
 		r := x.PullReply
 		out := &wire.PullReply{Tablet: refWire(r.GetTablet()), Since: tsWire(r.GetSince()), High: tsWire(r.GetHigh()),
-			More: r.GetMore(), Snapshot: r.GetSnapshot(), InSnapshot: r.GetInSnapshot(), SnapshotAfter: r.GetSnapshotAfter(),
-			SnapshotLast: r.GetSnapshotLast(), Entries: make([]wire.Entry, len(r.GetEntries()))}
+			More: r.GetMore(), Snapshot: r.GetSnapshot(), InSnapshot: r.GetInSnapshot(), SnapshotAfter: keyString(r.GetSnapshotAfter()),
+			SnapshotLast: keyString(r.GetSnapshotLast()), Entries: make([]wire.Entry, len(r.GetEntries()))}
 		for i, en := range r.GetEntries() {
 			out.Entries[i] = entryWire(en)
 		}
@@ -214,10 +220,16 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 	case *Envelope_PushAck:
 		m = &wire.PushAck{Tablet: refWire(x.PushAck.GetTablet()), High: tsWire(x.PushAck.GetHigh())}
 	case *Envelope_Repair:
-		m = &wire.Repair{Tablet: refWire(x.Repair.GetTablet()), Entry: entryWire(x.Repair.GetEntry())}
+		m = &wire.Repair{Req: x.Repair.GetReq(), Tablet: refWire(x.Repair.GetTablet()), TS: tsWire(x.Repair.GetTs())}
+	case *Envelope_RepairReply:
+		r := x.RepairReply
+		var c wire.Code
+		if c, err = codeWire(r.GetCode()); err == nil {
+			m = &wire.RepairReply{Req: r.GetReq(), Code: c, High: tsWire(r.GetHigh())}
+		}
 	case *Envelope_Forward:
 		r := x.Forward
-		m = &wire.Forward{Tablet: refWire(r.GetTablet()), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
+		m = &wire.Forward{Tablet: refWire(r.GetTablet()), Seq: r.GetSeq(), Key: keyString(r.GetKey()), Value: r.GetValue(), MinTS: tsWire(r.GetMinTs()),
 			W: r.GetW(), Wait: time.Duration(r.GetWaitNanos()), Test: testWire(r.GetTest())}
 	case *Envelope_ForwardAck:
 		r := x.ForwardAck
@@ -234,7 +246,7 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		}
 	case *Envelope_CausalPut:
 		r := x.CausalPut
-		m = &wire.CausalPut{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(),
+		m = &wire.CausalPut{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: keyString(r.GetKey()), Value: r.GetValue(),
 			Seen: versionWire(r.GetSeen()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify()}
 	case *Envelope_CausalPutReply:
 		r := x.CausalPutReply
@@ -247,7 +259,7 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = &wire.CausalComplete{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq()}
 	case *Envelope_CausalGet:
 		r := x.CausalGet
-		m = &wire.CausalGet{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Key: r.GetKey(), Ring: r.GetRing(),
+		m = &wire.CausalGet{Req: r.GetReq(), Table: r.GetTable(), Session: r.GetSession(), Key: keyString(r.GetKey()), Ring: r.GetRing(),
 			MaxRead: versionWire(r.GetMaxRead())}
 	case *Envelope_CausalGetReply:
 		r := x.CausalGetReply
@@ -268,7 +280,7 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		if items := r.GetItems(); err == nil && len(items) > 0 {
 			out.Items = make([]wire.TxItem, len(items))
 			for i, it := range items {
-				out.Items[i] = wire.TxItem{Key: it.GetKey(), Found: it.GetFound(), Value: it.GetValue(), Version: versionWire(it.GetVersion()),
+				out.Items[i] = wire.TxItem{Key: keyString(it.GetKey()), Found: it.GetFound(), Value: it.GetValue(), Version: versionWire(it.GetVersion()),
 					InFlight: it.GetInFlight()}
 				if out.Items[i].Source, err = sourceWire(it.GetSource()); err != nil {
 					break
@@ -278,17 +290,17 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = out
 	case *Envelope_Propagate:
 		r := x.Propagate
-		m = &wire.Propagate{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: r.GetKey(), Value: r.GetValue(),
+		m = &wire.Propagate{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Key: keyString(r.GetKey()), Value: r.GetValue(),
 			Version: versionWire(r.GetVersion()), Deps: depsWire(r.GetDeps()), Notify: r.GetNotify(), Client: wire.NodeID(r.GetClient())}
 	case *Envelope_PropagateAck:
 		r := x.PropagateAck
 		m = &wire.PropagateAck{Table: r.GetTable(), Session: r.GetSession(), Seq: r.GetSeq(), Ring: r.GetRing(), Client: wire.NodeID(r.GetClient())}
 	case *Envelope_Stable:
 		r := x.Stable
-		m = &wire.Stable{Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+		m = &wire.Stable{Table: r.GetTable(), Key: keyString(r.GetKey()), Version: versionWire(r.GetVersion())}
 	case *Envelope_Read:
 		r := x.Read
-		m = &wire.Read{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Fill: r.GetFill()}
+		m = &wire.Read{Req: r.GetReq(), Table: r.GetTable(), Key: keyString(r.GetKey()), Fill: r.GetFill()}
 	case *Envelope_ReadReply:
 		r := x.ReadReply
 		out := &wire.ReadReply{Req: r.GetReq(), Table: r.GetTable(), Found: r.GetFound(), Value: r.GetValue(), Version: versionWire(r.GetVersion()),
@@ -299,12 +311,12 @@ func Unwrap(e *Envelope) (from, to wire.NodeID, m wire.Msg, err error) {
 		m = out
 	case *Envelope_DepCheck:
 		r := x.DepCheck
-		m = &wire.DepCheck{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+		m = &wire.DepCheck{Req: r.GetReq(), Table: r.GetTable(), Key: keyString(r.GetKey()), Version: versionWire(r.GetVersion())}
 	case *Envelope_DepCheckReply:
 		m = &wire.DepCheckReply{Req: x.DepCheckReply.GetReq(), Table: x.DepCheckReply.GetTable(), Done: x.DepCheckReply.GetDone()}
 	case *Envelope_Invalidate:
 		r := x.Invalidate
-		m = &wire.Invalidate{Req: r.GetReq(), Table: r.GetTable(), Key: r.GetKey(), Version: versionWire(r.GetVersion())}
+		m = &wire.Invalidate{Req: r.GetReq(), Table: r.GetTable(), Key: keyString(r.GetKey()), Version: versionWire(r.GetVersion())}
 	case *Envelope_InvalidateAck:
 		m = &wire.InvalidateAck{Req: x.InvalidateAck.GetReq(), Table: x.InvalidateAck.GetTable()}
 	default:
@@ -330,10 +342,12 @@ func refWire(r *TabletRef) wire.TabletRef {
 	return wire.TabletRef{Table: r.GetTable(), Tablet: r.GetTablet()}
 }
 
-func entryPB(e wire.Entry) *Entry { return &Entry{Ts: tsPB(e.TS), Key: e.Key, Value: e.Value} }
+func entryPB(e wire.Entry) *Entry {
+	return &Entry{Ts: tsPB(e.TS), Key: keyBytes(e.Key), Value: e.Value}
+}
 
 func entryWire(e *Entry) wire.Entry {
-	return wire.Entry{TS: tsWire(e.GetTs()), Key: e.GetKey(), Value: e.GetValue()}
+	return wire.Entry{TS: tsWire(e.GetTs()), Key: keyString(e.GetKey()), Value: e.GetValue()}
 }
 
 // codeWire range-checks a reply code: the wire type is a byte.
@@ -373,14 +387,14 @@ func testPB(t *wire.Test) *Test {
 	if t == nil {
 		return nil
 	}
-	return &Test{Key: t.Key, Found: t.Found, Value: t.Value}
+	return &Test{Key: keyBytes(t.Key), Found: t.Found, Value: t.Value}
 }
 
 func testWire(t *Test) *wire.Test {
 	if t == nil {
 		return nil
 	}
-	return &wire.Test{Key: t.GetKey(), Found: t.GetFound(), Value: t.GetValue()}
+	return &wire.Test{Key: keyString(t.GetKey()), Found: t.GetFound(), Value: t.GetValue()}
 }
 
 // versionPB encodes a causal table's version; the zero version, of a key
@@ -406,7 +420,7 @@ func depsPB(deps []wire.Dep) []*Dep {
 	}
 	out := make([]*Dep, len(deps))
 	for i, d := range deps {
-		out[i] = &Dep{Key: d.Key, Version: versionPB(d.Version)}
+		out[i] = &Dep{Key: keyBytes(d.Key), Version: versionPB(d.Version)}
 	}
 	return out
 }
@@ -418,17 +432,44 @@ func depsWire(deps []*Dep) []wire.Dep {
 	}
 	out := make([]wire.Dep, len(deps))
 	for i, d := range deps {
-		out[i] = wire.Dep{Key: d.GetKey(), Version: versionWire(d.GetVersion())}
+		out[i] = wire.Dep{Key: keyString(d.GetKey()), Version: versionWire(d.GetVersion())}
+	}
+	return out
+}
+
+// keyBytes returns a key as the bytes of a bytes field, sharing the
+// string's memory rather than copying it: an envelope Wrap builds is only
+// marshaled, never written to, so the bytes stay as immutable as the
+// string (this saves an allocation per key on every send).
+func keyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k)) }
+
+// keyString returns a decoded key as a string sharing the envelope's
+// memory: the message decoding allocated those bytes for this field
+// alone, and Unwrap's caller does not write to the envelope afterwards.
+func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// keysPB encodes a list of keys; none is nil.
+func keysPB(keys []string) [][]byte {
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = keyBytes(k)
 	}
 	return out
 }
 
 // keysWire decodes a list of keys; none is nil.
-func keysWire(keys []string) []string {
+func keysWire(keys [][]byte) []string {
 	if len(keys) == 0 {
 		return nil
 	}
-	return keys
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = keyString(k)
+	}
+	return out
 }
 
 // sourceWire range-checks where a causal read's value came from.
@@ -460,7 +501,7 @@ func layoutPB(l wire.Layout) *Layout {
 	out := &Layout{Name: l.Name, Id: l.ID, Partition: uint32(l.Partition), WriteLevel: int32(l.WriteLevel), ReplicationMode: uint32(l.Replication.Mode),
 		ReplicationIntervalNanos: int64(l.Replication.Interval), Tablets: make([]*Tablet, len(l.Tablets))}
 	for i, t := range l.Tablets {
-		pt := &Tablet{Start: t.Start, Primary: string(t.Primary)}
+		pt := &Tablet{Start: keyBytes(t.Start), Primary: string(t.Primary)}
 		for _, s := range t.Secondaries {
 			pt.Secondaries = append(pt.Secondaries, string(s))
 		}
@@ -517,7 +558,7 @@ func layoutWire(l *Layout) (wire.Layout, error) {
 		Interval: time.Duration(l.GetReplicationIntervalNanos()),
 	}}
 	for _, t := range l.GetTablets() {
-		wt := wire.Tablet{Start: t.GetStart(), Primary: wire.NodeID(t.GetPrimary())}
+		wt := wire.Tablet{Start: keyString(t.GetStart()), Primary: wire.NodeID(t.GetPrimary())}
 		for _, s := range t.GetSecondaries() {
 			wt.Secondaries = append(wt.Secondaries, wire.NodeID(s))
 		}

@@ -67,7 +67,8 @@ func TestRoundTrip(t *testing.T) {
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
-		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		&wire.Repair{Req: 13, Tablet: ref, TS: ts},
+		&wire.RepairReply{Req: 13, Code: wire.Behind, High: ts},
 		// Staged writes (dConssandra) and bounded reads.
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Immediate},
@@ -92,6 +93,21 @@ func TestRoundTrip(t *testing.T) {
 	for _, m := range causalMsgs() {
 		msgs = append(msgs, m)
 	}
+	// Keys are any bytes (issue 25): not UTF-8, NUL, a lone surrogate's
+	// encoding, in every kind of key field.
+	const bad = "\xff\xfe\x80key\x00"
+	binary := layout
+	binary.Tablets = []wire.Tablet{{Primary: "england/r1"}, {Start: "\xc3", Primary: "us/r1"}, {Start: "\xff", Primary: "us/r1"}}
+	msgs = append(msgs,
+		&wire.PutRequest{Req: 7, Tablet: ref, Key: bad, Value: []byte("v"), MinTS: ts, Test: &wire.Test{Key: "\xed\xa0\x80"}},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: bad},
+		&wire.CreateTableRequest{Req: 1, Layout: binary},
+		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: bad},
+		&wire.PullReply{Tablet: ref, High: ts, Entries: []wire.Entry{{TS: ts, Key: bad, Value: []byte("1")}}, Snapshot: true, InSnapshot: true,
+			SnapshotAfter: "\x80", SnapshotLast: bad},
+		&wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Keys: []string{bad, "\xc3"}, Ring: wire.NoRing},
+		&wire.CausalPut{Req: 1, Table: 42, Key: bad, Value: []byte("v"), Deps: []wire.Dep{{Key: "\xff"}}},
+	)
 	for _, m := range msgs {
 		t.Run(fmt.Sprint(m), func(t *testing.T) {
 			e, err := Wrap("us/c1", "england/r1", m)
@@ -146,7 +162,7 @@ func TestUnwrapMalformed(t *testing.T) {
 		{"causal-get-reply source out of range", &Envelope{Msg: &Envelope_CausalGetReply{&CausalGetReply{Source: 256 + uint32(wire.FromBuffer)}}}},
 		{"causal-get-tx-reply code out of range", &Envelope{Msg: &Envelope_CausalGetTxReply{&CausalGetTxReply{Code: 1 << 20}}}},
 		{"causal-get-tx-reply item source", &Envelope{Msg: &Envelope_CausalGetTxReply{&CausalGetTxReply{
-			Items: []*TxItem{{Key: "a"}, {Key: "b", Source: 3}}}}}},
+			Items: []*TxItem{{Key: []byte("a")}, {Key: []byte("b"), Source: 3}}}}}},
 		{"read-reply code out of range", &Envelope{Msg: &Envelope_ReadReply{&ReadReply{Code: 300}}}},
 		{"read-reply unknown source", &Envelope{Msg: &Envelope_ReadReply{&ReadReply{Source: 3}}}},
 	} {

@@ -124,6 +124,7 @@ func fuzzSeeds() []wire.Msg {
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, W: 2, Wait: time.Second},
 		&wire.PutReply{Req: 8, Code: wire.QuorumTimeout, TS: ts, Acks: 2},
 		&wire.GetRequest{Req: 9, Tablet: wire.TabletRef{Table: 1, Tablet: -1}, Key: "k"},
+		&wire.GetRequest{Req: 9, Tablet: ref, Key: "\xff\xfe\x80key"}, // keys are any bytes
 		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Primary: true},
 		&wire.ProbeRequest{Req: 11, Tablet: ref},
 		&wire.ProbeReply{Req: 12, Code: wire.OK, HighTS: ts, Primary: true},
@@ -133,7 +134,8 @@ func fuzzSeeds() []wire.Msg {
 		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, More: true, Snapshot: true, InSnapshot: true, SnapshotAfter: "\x00", SnapshotLast: "b"},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
-		&wire.Repair{Tablet: ref, Entry: entries[1]},
+		&wire.Repair{Req: 13, Tablet: ref, TS: ts},
+		&wire.RepairReply{Req: 13, Code: wire.Behind, High: ts},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", Value: []byte("v"), MinTS: ts, Bound: wire.Bound(50 * time.Millisecond), Budget: 40 * time.Millisecond,
 			Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
 		&wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Bound: wire.Immediate, Test: &wire.Test{}},
@@ -218,10 +220,6 @@ func emptyValuesNil(m wire.Msg) wire.Msg {
 		}
 		return &c
 	case *wire.Push:
-		c := *m
-		c.Entry = entry(c.Entry)
-		return &c
-	case *wire.Repair:
 		c := *m
 		c.Entry = entry(c.Entry)
 		return &c

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/cluster"
+)
+
+// runClusterCertClient issues a client certificate: cosla cluster cert
+// client NAME [--dir DIR].
+func runClusterCertClient(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cluster cert client", stderr)
+	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster (cluster up's --dir) or of the plan (cluster plan's --dir): its tls directory holds the authority")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cosla cluster cert client NAME [--dir DIR]\n\nIssues client NAME a certificate of the cluster's authority, into DIR/tls as\nclient-NAME.pem and client-NAME-key.pem (readable by their owner only). Its holder may\nsend as client SITE/NAME or SITE/NAME-SUFFIX only: nodes refuse any other client ID from\nit. NAME is letters, digits, '_' and '.'. A certificate already issued is kept.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want: cosla cluster cert client NAME [--dir DIR]")
+	}
+	name := fs.Arg(0)
+	files, created, err := certs.IssueClient(certs.ClusterDir(*dir), name)
+	if err != nil {
+		return err
+	}
+	verb := "issued"
+	if !created {
+		verb = "kept the existing"
+	}
+	fmt.Fprintf(stdout, "%s client certificate %q:\n  cert %s\n  key  %s\n  ca   %s\n", verb, name, files.Cert, files.Key, files.CA)
+	fmt.Fprintf(stdout, "its holder sends as SITE/%s or SITE/%s-SUFFIX; in Go: cosla.LoadTLS(cert, key, ca)\n", name, name)
+	return nil
+}
