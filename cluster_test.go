@@ -12,22 +12,11 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/nettest"
 	"github.com/cosla/cosla/internal/server"
 	"github.com/cosla/cosla/internal/wire"
 	"github.com/cosla/cosla/sla"
 )
-
-// freeAddr returns a loopback address with a port free at the time of the
-// call.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // reservePorts binds n loopback ports and returns their addresses, and a
 // function that releases port i: hold a port until its server binds it,
@@ -316,7 +305,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// A node nobody can reach: a client that knows only a dead address
 	// gets a timeout, not a hang.
-	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": freeAddr(t)}, TLS: n.tls,
+	dead, err := cosla.Open(ctx, cosla.Config{Site: "us", Nodes: map[string]string{"england/r1": nettest.RefusedAddr(t)}, TLS: n.tls,
 		RequestTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

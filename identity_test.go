@@ -9,6 +9,7 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/nettest"
 )
 
 // TestClientIDFromCertificate: over TLS a client's ID derives from its
@@ -32,7 +33,7 @@ func TestClientIDFromCertificate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes := map[string]string{"england/r1": freeAddr(t)}
+	nodes := map[string]string{"england/r1": nettest.RefusedAddr(t)}
 	open := func(cfg cosla.Config) (string, error) {
 		cfg.Site, cfg.Nodes = "us", nodes
 		c, err := cosla.Open(ctx, cfg)

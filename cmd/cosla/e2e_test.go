@@ -33,6 +33,7 @@ import (
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/cluster"
 	"github.com/cosla/cosla/internal/keyfmt"
+	"github.com/cosla/cosla/internal/nettest"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -721,9 +722,10 @@ func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 	}
 
 	// The U.S. secondary converges. Its client is told of no reachable
-	// England node (a port nothing listens on), so that Closest cannot
-	// pick the primary, which on loopback is as near as the secondary.
-	deadAddr := e2eFreeAddrs(t, 1)[0]
+	// England node (a port that refuses connections), so that Closest
+	// cannot pick the primary, which on loopback is as near as the
+	// secondary.
+	deadAddr := nettest.RefusedAddr(t)
 	// (OpenTable waits for its probe of that node to time out: keep the
 	// request timeout short.)
 	usClient := openClient(ctx, t, "us", map[string]string{"england/r1": deadAddr, "us/r1": usAddr}, 2*time.Second)

@@ -34,6 +34,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "cluster cert client NAME issues one more; see internal/certs). Files it creates are its")
 		fmt.Fprintln(stderr, "owner's only (umask 077); its HTTP listener answers only requests whose Host header names")
 		fmt.Fprintln(stderr, "it (http_listen's host, a loopback address or localhost).")
+		fmt.Fprintln(stderr, "\nOn SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a")
+		fmt.Fprintln(stderr, "storage call that has not returned by then, or that was in progress when its disk failed,")
+		fmt.Fprintln(stderr, "is left behind. It exits 1 if a node's storage failed or was left open, 0 otherwise.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -71,6 +74,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	<-stop
 	srv.Close()
+	if err := srv.Err(); err != nil {
+		return fmt.Errorf("stopped with failed storage: %w", err)
+	}
 	return nil
 }
 

@@ -1,8 +1,11 @@
 package host
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cosla/cosla/internal/storage"
 	"github.com/cosla/cosla/internal/wire"
@@ -36,7 +39,9 @@ import (
 // has, the node stops: the messages waiting for a sync are dropped, it
 // acknowledges nothing more, and Err reports the failure. A disk that
 // failed a sync may have lost the writes it was given, and only a restart
-// (recovery from what the engine kept) tells what is left.
+// (recovery from what the engine kept) tells what is left. A call into
+// the engine in progress then may never return (Node.Stop does not wait
+// for it): the committer counts them.
 //
 // An event whose read or write of the engine failed waits for a sync too,
 // even if it wrote nothing. The handler answers such an event with an
@@ -62,19 +67,25 @@ type committer struct {
 	stopped  bool
 	err      error
 
-	wake chan struct{} // hands next to the syncer
-	quit chan struct{}
-	done chan struct{} // the syncer has returned
+	wake        chan struct{} // hands next to the syncer
+	quit        chan struct{} // closed by stop
+	quitOnce    sync.Once
+	failed      chan struct{} // closed by failLocked
+	syncerDone  chan struct{} // the syncer has returned
+	watcherDone chan struct{} // the failer's watcher has returned
 
+	// calls counts the calls into the engine in progress, on the node's
+	// goroutine or the syncer.
+	calls         atomic.Int32
 	syncs, synced atomic.Int64
 }
 
 // failer is implemented by an engine that can fail as a whole, and then
 // refuses every operation (pebbledb's, when its disk fails). Failed is
 // closed when it has; Err says why. The node stops then, even if it is
-// idle: nothing it could do would succeed, and Err tells the operator.
-// The syncer goroutine watches it, so an engine that syncs inline is not
-// watched.
+// idle: nothing it could do would succeed, and Err tells the operator. A
+// goroutine of its own watches it: the node's goroutine and the syncer
+// may both be held in the engine by the failure.
 type failer interface {
 	Failed() <-chan struct{}
 	Err() error
@@ -100,33 +111,77 @@ func (c *committer) init(n *Node) {
 	c.failer, _ = n.opts.Engine.(failer)
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
-	c.done = make(chan struct{})
+	c.failed = make(chan struct{})
+	c.syncerDone = make(chan struct{})
+	c.watcherDone = make(chan struct{})
 }
 
-// start starts the syncer goroutine, if the engine syncs concurrently.
+// start starts the syncer goroutine, if the engine syncs concurrently,
+// and the watcher, if it can fail as a whole.
 func (c *committer) start() {
-	if c.syncer == nil {
-		close(c.done)
-		return
+	if c.syncer != nil {
+		go c.run()
+	} else {
+		close(c.syncerDone)
 	}
-	go c.run()
+	if c.failer != nil {
+		go c.watch()
+	} else {
+		close(c.watcherDone)
+	}
 }
 
-// stop drops what waits for a sync and waits for the syncer to return.
-// The node's goroutine has returned.
+// stop drops what waits for a sync and tells the syncer and the watcher
+// to return; Node.Stop waits for them (await).
 func (c *committer) stop() {
 	c.mu.Lock()
 	c.stopped = true
 	c.next, c.inflight = nil, nil
 	c.mu.Unlock()
-	if c.syncer != nil {
+	c.quitOnce.Do(func() { close(c.quit) })
+}
+
+// await waits for done, closed when one of the node's goroutines returns.
+// It gives up, and says why, if a call into the engine is in progress
+// when the node's storage has failed, or at the deadline.
+func (c *committer) await(done <-chan struct{}, deadline <-chan time.Time) string {
+	failed, engineFailed := c.failed, (<-chan struct{})(nil)
+	if c.failer != nil {
+		engineFailed = c.failer.Failed()
+	}
+	for {
 		select {
-		case <-c.quit:
-		default:
-			close(c.quit)
+		case <-done:
+			return ""
+		case <-deadline:
+			return fmt.Sprintf("it had not returned %v after Stop", c.n.opts.StopTimeout)
+		case <-failed:
+			failed = nil
+		case <-engineFailed:
+			engineFailed = nil
+		}
+		if c.calls.Load() > 0 {
+			return "the storage failed under it"
 		}
 	}
-	<-c.done
+}
+
+// leave records that Stop returned without waiting for a storage call.
+func (c *committer) leave(why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(c.err, ErrStorageStuck) {
+		return // an earlier Stop left it
+	}
+	cause := c.err
+	if cause == nil && c.failer != nil {
+		cause = c.failer.Err()
+	}
+	c.err = fmt.Errorf("%w (%s)", ErrStorageStuck, why)
+	if cause != nil {
+		c.err = fmt.Errorf("%w: %w", c.err, cause)
+	}
+	c.n.opts.Logger.Error("host: the node stopped without waiting for a storage call; its storage is left open", "err", c.err)
 }
 
 func (c *committer) beginEvent() {
@@ -184,7 +239,9 @@ func (c *committer) flush() bool {
 	}
 	c.next = nil
 	c.mu.Unlock()
+	c.calls.Add(1)
 	err := c.engine.Apply(nil, true)
+	c.calls.Add(-1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.complete(g, err)
@@ -193,21 +250,10 @@ func (c *committer) flush() bool {
 // run is the syncer: it syncs inflight, releases its messages, and goes on
 // with next if events queued up meanwhile.
 func (c *committer) run() {
-	defer close(c.done)
-	var failed <-chan struct{}
-	if c.failer != nil {
-		failed = c.failer.Failed()
-	}
+	defer close(c.syncerDone)
 	for {
 		select {
 		case <-c.quit:
-			return
-		case <-failed:
-			c.mu.Lock()
-			if !c.stopped {
-				c.failLocked("storage failed", c.failer.Err())
-			}
-			c.mu.Unlock()
 			return
 		case <-c.wake:
 		}
@@ -215,13 +261,29 @@ func (c *committer) run() {
 		g := c.inflight
 		for g != nil && !c.stopped {
 			c.mu.Unlock()
+			c.calls.Add(1)
 			err := c.syncer.Sync()
+			c.calls.Add(-1)
 			c.mu.Lock()
 			if !c.complete(g, err) {
 				break
 			}
 			c.inflight, c.next = c.next, nil
 			g = c.inflight
+		}
+		c.mu.Unlock()
+	}
+}
+
+// watch stops the node when its engine says it failed.
+func (c *committer) watch() {
+	defer close(c.watcherDone)
+	select {
+	case <-c.quit:
+	case <-c.failer.Failed():
+		c.mu.Lock()
+		if !c.stopped {
+			c.failLocked("storage failed", c.failer.Err())
 		}
 		c.mu.Unlock()
 	}
@@ -250,7 +312,8 @@ func (c *committer) failLocked(what string, err error) {
 	c.err = err
 	c.stopped = true
 	c.next, c.inflight = nil, nil
-	c.n.opts.Logger.Error("host: "+what+"; the node stops and acknowledges nothing more", "node", string(c.n.opts.ID), "err", err)
+	close(c.failed)
+	c.n.opts.Logger.Error("host: "+what+"; the node stops and acknowledges nothing more", "err", err)
 	c.n.halt()
 }
 
@@ -271,6 +334,8 @@ func (c *committer) send(to wire.NodeID, m wire.Msg) {
 
 // Get implements storage.Engine.
 func (c *committer) Get(key []byte) ([]byte, bool, error) {
+	c.calls.Add(1)
+	defer c.calls.Add(-1)
 	v, ok, err := c.engine.Get(key)
 	c.noteErr(err)
 	return v, ok, err
@@ -278,6 +343,8 @@ func (c *committer) Get(key []byte) ([]byte, bool, error) {
 
 // Scan implements storage.Engine.
 func (c *committer) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	c.calls.Add(1)
+	defer c.calls.Add(-1)
 	err := c.engine.Scan(start, end, fn)
 	c.noteErr(err)
 	return err
@@ -286,6 +353,8 @@ func (c *committer) Scan(start, end []byte, fn func(key, value []byte) bool) err
 // Apply implements storage.Engine: inside an event a synced Apply is
 // deferred to the group's sync.
 func (c *committer) Apply(b *storage.Batch, sync bool) error {
+	c.calls.Add(1)
+	defer c.calls.Add(-1)
 	if !c.inEvent {
 		return c.engine.Apply(b, sync)
 	}

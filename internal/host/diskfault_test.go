@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,11 +33,9 @@ import (
 // A flush that cannot write its sstable (a disk full for sstables while
 // Pebble reuses its WAL files) fails the engine too (pebbledb's
 // TestFlushENOSPC), and the node stops when its engine says so
-// (TestEngineFailureStopsNode). It is not run here: Pebble often finishes
-// a flush only after the next memtable has filled, and a node writing
-// then waits in Pebble's write stall for a flush that never succeeds.
-// The node has failed and says so, but its goroutine stays in Pebble,
-// and Stop would wait for it forever.
+// (TestEngineFailureStopsNode). A node writing while that flush runs may
+// wait in Pebble's write stall for it, and so for good: Stop leaves that
+// write behind (TestDiskFullStalledWrite).
 
 const storeNodeID = wire.NodeID("s/r1")
 
@@ -51,7 +51,7 @@ type storeNode struct {
 // is an error: a restart that refuses. The caller stops the node and
 // closes the engine (stop).
 func startStoreNode(fs vfs.FS, opts replica.Options, logger *slog.Logger, send func(from, to wire.NodeID, m wire.Msg)) (*storeNode, error) {
-	eng, err := pebbledb.Open("db", pebbledb.Options{FS: fs, MemTableSizeBytes: 64 << 10})
+	eng, err := pebbledb.Open("db", pebbledb.Options{FS: fs, MemTableSizeBytes: 64 << 10, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +64,13 @@ func startStoreNode(fs vfs.FS, opts replica.Options, logger *slog.Logger, send f
 	return &storeNode{eng: eng, rep: rep, n: n}, nil
 }
 
-// stop stops the node and closes its engine, returning Close's error.
+// stop stops the node and closes its engine, returning Close's error,
+// or, if Stop left a storage call behind, the node's error.
 func (s *storeNode) stop() error {
 	s.n.Stop()
+	if err := s.n.Err(); errors.Is(err, ErrStorageStuck) {
+		return err
+	}
 	return s.eng.Close()
 }
 
@@ -96,14 +100,35 @@ func (s *storeNode) versions(refs ...wire.TabletRef) ([]map[string]wire.Entry, r
 
 // syncBuffer is a log destination the node's goroutines may share.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // signalled after each Write
 }
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{written: make(chan struct{}, 1)} }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case s.written <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
+}
+
+// waitFor waits until the log holds text, failing the test if it does
+// not within a minute (a guard: it holds it at once, or soon).
+func (s *syncBuffer) waitFor(t *testing.T, text string) {
+	t.Helper()
+	guard := time.After(time.Minute)
+	for !strings.Contains(s.String(), text) {
+		select {
+		case <-s.written:
+		case <-guard:
+			t.Fatalf("the log still lacks %q a minute on:\n%s", text, s.String())
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -149,17 +174,19 @@ var diskFaults = []struct {
 		}
 		return nil
 	}},
-	// A full disk fails every allocation: new files, writes, and syncs
-	// of data written before (delayed allocation reports ENOSPC at
-	// fsync).
-	{"disk full", syscall.ENOSPC, func(op errorfs.Op) error {
-		switch {
-		case op.Kind == errorfs.OpCreate, op.Kind == errorfs.OpReuseForWrite, op.Kind == errorfs.OpLink,
-			op.Kind == errorfs.OpMkdirAll, isWriteOp(op), isSyncOp(op):
-			return syscall.ENOSPC
-		}
-		return nil
-	}},
+	{"disk full", syscall.ENOSPC, diskFull},
+}
+
+// diskFull fails every allocation, as a full disk does: new files,
+// writes, and syncs of data written before (delayed allocation reports
+// ENOSPC at fsync).
+func diskFull(op errorfs.Op) error {
+	switch {
+	case op.Kind == errorfs.OpCreate, op.Kind == errorfs.OpReuseForWrite, op.Kind == errorfs.OpLink,
+		op.Kind == errorfs.OpMkdirAll, isWriteOp(op), isSyncOp(op):
+		return syscall.ENOSPC
+	}
+	return nil
 }
 
 // faultRun drives a replica node on a store whose disk fails when the
@@ -182,7 +209,7 @@ type faultRun struct {
 func newFaultRun(t *testing.T, inject func(errorfs.Op) error) *faultRun {
 	t.Helper()
 	r := &faultRun{
-		t: t, mem: newCloneGuardFS(vfs.NewCrashableMem()), log: &syncBuffer{},
+		t: t, mem: newCloneGuardFS(vfs.NewCrashableMem()), log: newSyncBuffer(),
 		faults:  &errorfs.Toggle{Injector: errorfs.InjectorFunc(inject)},
 		replies: make(chan wire.Msg, 1024),
 		acked:   map[uint64]wire.Entry{}, sent: map[uint64]wire.Entry{},
@@ -231,16 +258,15 @@ func (r *faultRun) reply(m wire.Msg) bool {
 func (r *faultRun) stopped(allowed int) {
 	r.t.Helper()
 	for {
-		select {
-		case m := <-r.replies:
-			if !r.reply(m) {
-				r.t.Fatalf("released %T %+v after the fault; a reply that waited for a failed sync went out", m, m)
-			}
-			if allowed--; allowed < 0 {
-				r.t.Fatalf("acknowledged Put %d after the fault", m.(*wire.PutReply).Req)
-			}
-		case <-r.s.n.done:
+		m, stopped := r.next()
+		if stopped {
 			return
+		}
+		if !r.reply(m) {
+			r.t.Fatalf("released %T %+v after the fault; a reply that waited for a failed sync went out", m, m)
+		}
+		if allowed--; allowed < 0 {
+			r.t.Fatalf("acknowledged Put %d after the fault", m.(*wire.PutReply).Req)
 		}
 	}
 }
@@ -333,7 +359,7 @@ func (r *faultRun) next() (wire.Msg, bool) {
 	select {
 	case m := <-r.replies:
 		return m, false
-	case <-r.s.n.done:
+	case <-r.s.n.halted:
 		select {
 		case m := <-r.replies:
 			return m, false
@@ -351,44 +377,139 @@ func TestDiskFaultUnderLoad(t *testing.T) {
 	for _, f := range diskFaults {
 		t.Run(f.name, func(t *testing.T) {
 			r := newFaultRun(t, f.inject)
-			const clients = 8
-			const size = 100
-			owner := map[uint64]wire.NodeID{}
-			send := func(c wire.NodeID) {
-				r.put(c, size)
-				owner[r.nextReq] = c
-			}
-			for c := range clients {
-				send(wire.NodeID(fmt.Sprintf("c/%d", c)))
-			}
-			for puts := clients; ; puts++ {
-				if puts == 50 {
-					r.faults.On()
-				}
-				if puts == 5000 {
-					t.Fatal("the node still acknowledges 5000 Puts in")
-				}
-				m, stopped := r.next()
-				if stopped {
-					break
-				}
-				if !r.reply(m) {
-					if pr, ok := m.(*wire.PutReply); !ok || pr.Code != wire.StorageFailed {
-						t.Fatalf("released %T %+v", m, m)
-					}
-					t.Fatalf("released %+v: a Put whose write failed was answered before a sync", m)
-				}
-				send(owner[m.(*wire.PutReply).Req])
-			}
+			r.underLoad(50)
 			r.checkReported(f.cause)
-			if len(r.acked) < 50-clients {
-				t.Fatalf("only %d Puts acknowledged before the fault", len(r.acked))
-			}
-			t.Logf("%d Puts acknowledged", len(r.acked))
 			r.restart(0)
 			r.restart(100)
 		})
 	}
+}
+
+// underLoad has eight clients keep a Put of 100 bytes each in flight
+// until the node stops; the fault comes on after faultAfter Puts. It
+// fails the test if a Put that failed is answered, or if the node goes
+// on acknowledging 5000 Puts in.
+func (r *faultRun) underLoad(faultAfter int) {
+	r.t.Helper()
+	const clients = 8
+	const size = 100
+	owner := map[uint64]wire.NodeID{}
+	send := func(c wire.NodeID) {
+		r.put(c, size)
+		owner[r.nextReq] = c
+	}
+	for c := range clients {
+		send(wire.NodeID(fmt.Sprintf("c/%d", c)))
+	}
+	for puts := clients; ; puts++ {
+		if puts == faultAfter {
+			r.faults.On()
+		}
+		if puts == 5000 {
+			r.t.Fatal("the node still acknowledges 5000 Puts in")
+		}
+		m, stopped := r.next()
+		if stopped {
+			break
+		}
+		if !r.reply(m) {
+			if pr, ok := m.(*wire.PutReply); !ok || pr.Code != wire.StorageFailed {
+				r.t.Fatalf("released %T %+v", m, m)
+			}
+			r.t.Fatalf("released %+v: a Put whose write failed was answered before a sync", m)
+		}
+		send(owner[m.(*wire.PutReply).Req])
+	}
+	if len(r.acked) < faultAfter-clients {
+		r.t.Fatalf("only %d Puts acknowledged before the fault", len(r.acked))
+	}
+	r.t.Logf("%d Puts acknowledged", len(r.acked))
+}
+
+// stopWithin stops the node, failing the test if Stop has not returned a
+// minute on (a guard: it returns at once, or soon).
+func (r *faultRun) stopWithin() {
+	r.t.Helper()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		r.s.n.Stop()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		r.t.Fatal("Stop has not returned a minute on: it waits for a storage call that never returns")
+	}
+}
+
+// TestManifestWriteFault: under load the disk fails a write of Pebble's
+// MANIFEST, which Pebble makes at the end of each flush on a goroutine of
+// its own and deems fatal. Before the engine caught Pebble's Fatalf
+// there, the process ended with every node in it. The node stops and
+// reports it instead, Stop returns, and a restart holds every
+// acknowledged Put.
+func TestManifestWriteFault(t *testing.T) {
+	r := newFaultRun(t, func(op errorfs.Op) error {
+		if strings.Contains(op.Path, "MANIFEST") && isWriteOp(op) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	r.underLoad(50)
+	r.checkReported(syscall.ENOSPC)
+	if err := r.s.n.Err(); !strings.Contains(err.Error(), "MANIFEST") {
+		t.Fatalf("Node.Err() = %v, want it to name the MANIFEST", err)
+	}
+	r.stopWithin()
+	r.restart(0)
+	r.restart(100)
+}
+
+// TestDiskFullStalledWrite fills the disk under a stream of synced Puts
+// while the node waits in Pebble's write stall: a flush is under way
+// (the test holds it where it creates its sstable), the next memtable
+// has filled, and the write that needs room waits for the flush. The
+// flush then fails with ENOSPC, as does every later write of the disk,
+// and the node fails; but the stalled write waits for a flush that can
+// never succeed, and before Stop gave up on it, Stop (and so the server's
+// Close, and the process) waited for it for ever.
+func TestDiskFullStalledWrite(t *testing.T) {
+	flushing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var full atomic.Bool
+	r := newFaultRun(t, func(op errorfs.Op) error {
+		switch {
+		case full.Load():
+			return diskFull(op)
+		case op.Kind == errorfs.OpCreate && strings.HasSuffix(op.Path, ".sst"):
+			once.Do(func() { close(flushing) })
+			<-release
+			return diskFull(op)
+		}
+		return nil
+	})
+	r.faults.On()
+	// 2 MiB of Puts in memtables of 64 KiB: the first flush holds them
+	// back well before the end.
+	for i := range 256 {
+		r.put(wire.NodeID(fmt.Sprintf("c/%d", i%8)), 8<<10)
+	}
+	<-flushing
+	r.log.waitFor(t, "writes stall")
+	full.Store(true)
+	close(release)
+	<-r.s.n.halted
+	r.stopWithin()
+	for _, cause := range []error{syscall.ENOSPC, pebbledb.ErrFailed, ErrStorageStuck} {
+		if err := r.s.n.Err(); !errors.Is(err, cause) {
+			t.Errorf("Node.Err() = %v, want it to wrap %v", err, cause)
+		}
+	}
+	r.log.waitFor(t, "its storage is left open")
+	r.stopped(len(r.sent))
+	r.checkReported(syscall.ENOSPC)
+	r.restart(0)
+	r.restart(100)
 }
 
 // TestStorageErrorWaitsForSync: an event whose engine call failed waits
@@ -475,4 +596,66 @@ func TestEngineFailureStopsNode(t *testing.T) {
 		t.Fatal("a node whose engine failed accepted a message")
 	}
 	expectNone(t, out, "after the engine failed")
+}
+
+// TestStopTimeout: a disk that hangs holds a sync for good, and the
+// engine never says it failed. Stop waits for the sync for StopTimeout,
+// then returns without it and reports it; before, it waited for ever.
+func TestStopTimeout(t *testing.T) {
+	eng := &gatedEngine{mem: storage.NewMem(), syncs: make(chan chan error)}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: &writer{}, Engine: eng, StopTimeout: time.Millisecond,
+		Send: func(wire.NodeID, wire.NodeID, wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(n, 1)
+	hung := <-eng.syncs // never answered until the end
+	defer func() { hung <- nil }()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		n.Stop()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Stop has not returned a minute on: it waits for a sync that never returns")
+	}
+	if err := n.Err(); !errors.Is(err, ErrStorageStuck) || !strings.Contains(err.Error(), "had not returned") {
+		t.Fatalf("Err = %v, want ErrStorageStuck saying the call had not returned", err)
+	}
+}
+
+// TestDoWhenNodeFails: a Do queued behind an event held in the engine
+// returns ErrStopped when the engine fails, instead of waiting for that
+// event (the server's /status asks every node through Do).
+func TestDoWhenNodeFails(t *testing.T) {
+	eng := &failingEngine{
+		gatedEngine: &gatedEngine{mem: storage.NewMem(), syncs: make(chan chan error)},
+		failed:      make(chan struct{}),
+		err:         errors.New("flush: no space left on device"),
+	}
+	n, _ := startWriter(t, eng)
+	held, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	if err := n.Post(func(node.Handler) { close(held); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	done := make(chan error)
+	go func() { done <- n.Do(func(node.Handler) { t.Error("Do ran on a failed node") }) }()
+	for queued := 0; queued == 0; runtime.Gosched() {
+		n.mu.Lock()
+		queued = len(n.events)
+		n.mu.Unlock()
+	}
+	close(eng.failed)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrStopped) {
+			t.Fatalf("Do on a failed node: %v, want ErrStopped", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Do has not returned a minute after the node failed: it waits for the event held in the engine")
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cosla/cosla/internal/node"
@@ -31,6 +32,12 @@ import (
 
 // ErrStopped is returned by Do on a node that has stopped.
 var ErrStopped = errors.New("cosla: node stopped")
+
+// ErrStorageStuck is wrapped by Node.Err after a Stop that returned
+// without waiting for a call into the node's engine (see Node.Stop). The
+// call may still be using the engine, so the engine must not be closed;
+// the process should exit, which releases it.
+var ErrStorageStuck = errors.New("cosla: node stopped with a storage call in progress")
 
 // NodeOptions configures a Node.
 type NodeOptions struct {
@@ -48,7 +55,12 @@ type NodeOptions struct {
 	// wire.Overloaded by the server. Timers and calls are never refused.
 	// Defaults 65536, 64 MiB and 1024.
 	MailboxMax, MailboxBytes, SenderMax int
-	// Logger is the node's logger. Default: discard.
+	// StopTimeout bounds how long Stop waits for the event and the sync
+	// in progress (see Node.Stop). Default 10s.
+	StopTimeout time.Duration
+	// Logger is the node's logger; its records name the node if the
+	// logger does (the server's carries a node attribute). Default:
+	// discard.
 	Logger *slog.Logger
 	// Seed seeds the node's random source. Default: random.
 	Seed uint64
@@ -66,8 +78,9 @@ type Node struct {
 	requests map[wire.NodeID]int // client requests by sender, for SenderMax
 	dropped  int64
 	stopped  bool
+	halted   chan struct{} // closed when stopped is set
 	ready    chan struct{}
-	done     chan struct{}
+	done     chan struct{} // closed when the node's goroutine returns
 	timers   map[*time.Timer]bool
 
 	commit committer
@@ -93,6 +106,9 @@ func StartNode(opts NodeOptions) (*Node, error) {
 	if opts.SenderMax == 0 {
 		opts.SenderMax = 1024
 	}
+	if opts.StopTimeout == 0 {
+		opts.StopTimeout = 10 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +120,7 @@ func StartNode(opts NodeOptions) (*Node, error) {
 	n := &Node{
 		opts:     opts,
 		rng:      rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),
+		halted:   make(chan struct{}),
 		ready:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		timers:   map[*time.Timer]bool{},
@@ -144,10 +161,28 @@ func (n *Node) Deliver(from wire.NodeID, m wire.Msg) bool {
 }
 
 // Do runs fn on the node's goroutine, between events, and waits for it.
+// It returns ErrStopped if the node stops before fn starts; it does not
+// wait then for the event in progress, which may be held in a failed
+// engine for good.
 func (n *Node) Do(fn func(node.Handler)) error {
+	var started atomic.Bool
 	finished := make(chan struct{})
-	if !n.post(event{call: func(h node.Handler) { fn(h); close(finished) }}) {
+	call := func(h node.Handler) {
+		if started.CompareAndSwap(false, true) {
+			fn(h)
+			close(finished)
+		}
+	}
+	if !n.post(event{call: call}) {
 		return ErrStopped
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-n.halted:
+		if started.CompareAndSwap(false, true) {
+			return ErrStopped // fn will not run
+		}
 	}
 	select {
 	case <-finished:
@@ -174,12 +209,29 @@ func (n *Node) Dropped() int64 {
 }
 
 // Stop stops the node's goroutine and timers and waits for the event in
-// progress to finish. Queued events are discarded; the engine stays open
-// for the caller to close.
+// progress, and the sync in progress, to finish. Queued events are
+// discarded; the engine stays open for the caller to close.
+//
+// Stop does not wait for a call into the engine that may never return:
+// one in progress when the node's storage fails (Pebble can hold a write
+// for good once its disk has filled: the write waits for a flush that
+// cannot succeed), or one that has not returned within StopTimeout (a
+// disk that hangs). It returns without it, logs why, and Err reports
+// ErrStorageStuck: the caller must not close the engine.
 func (n *Node) Stop() {
 	n.halt()
-	<-n.done
+	deadline := time.NewTimer(n.opts.StopTimeout)
+	defer deadline.Stop()
+	why := n.commit.await(n.done, deadline.C)
 	n.commit.stop()
+	for _, done := range []<-chan struct{}{n.commit.syncerDone, n.commit.watcherDone} {
+		if why == "" {
+			why = n.commit.await(done, deadline.C)
+		}
+	}
+	if why != "" {
+		n.commit.leave(why)
+	}
 }
 
 // halt stops the node without waiting for its goroutine.
@@ -190,6 +242,7 @@ func (n *Node) halt() {
 		return
 	}
 	n.stopped = true
+	close(n.halted)
 	for t := range n.timers {
 		t.Stop()
 	}
@@ -198,8 +251,10 @@ func (n *Node) halt() {
 	n.signal()
 }
 
-// Err returns the error that stopped the node, if a sync of its engine
-// failed; nil otherwise.
+// Err returns the error that stopped the node: a sync of its engine that
+// failed, or the engine's failure (see failer); after a Stop that did not
+// wait for a storage call, an error that wraps ErrStorageStuck (and the
+// failure, if there was one). nil otherwise.
 func (n *Node) Err() error {
 	n.commit.mu.Lock()
 	defer n.commit.mu.Unlock()

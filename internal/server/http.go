@@ -83,7 +83,7 @@ func (s *Server) nodeIDs() []wire.NodeID {
 // writeNodeFailed writes the gauge cosla_node_failed: 1 for each node in
 // failed, 0 for the other nodes of ids.
 func writeNodeFailed(w io.Writer, ids []wire.NodeID, failed []nodeFailure) {
-	fmt.Fprintf(w, "# HELP cosla_node_failed Whether the node stopped because its storage failed (a sync, a WAL write, a flush); /healthz says why.\n# TYPE cosla_node_failed gauge\n")
+	fmt.Fprintf(w, "# HELP cosla_node_failed Whether the node stopped because its storage failed (a sync, a WAL write, a flush, a compaction, a MANIFEST write); /healthz says why.\n# TYPE cosla_node_failed gauge\n")
 	for _, id := range ids {
 		v := 0
 		if slices.ContainsFunc(failed, func(f nodeFailure) bool { return f.id == id }) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla/internal/nettest"
 	"github.com/cosla/cosla/internal/replica"
 )
 
@@ -74,14 +75,10 @@ func TestClusterView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	// refused: a port nobody listens on; silent: a listener that accepts
-	// and never answers.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := l.Addr().String()
-	l.Close()
+	// refused: a port held by a socket that does not listen (a closed
+	// listener's port may be taken by another test's listener by the time
+	// a is asked); silent: a listener that accepts and never answers.
+	refused := nettest.RefusedAddr(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

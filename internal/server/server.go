@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -95,6 +94,13 @@ type Options struct {
 	// Causal configures the site's part of causal tables: its client
 	// coordinator, its cache and its storage nodes' middle men.
 	Causal CausalOptions `yaml:"causal"`
+	// StopTimeout bounds how long Close waits for each node: for the
+	// event and the sync in progress (host.NodeOptions.StopTimeout), and
+	// then for its storage to close. A node whose storage failed is not
+	// waited for at all if a storage call is in progress: it may never
+	// return. Storage not closed in time is left to the process's exit
+	// to release, and Err reports it. Default 10s.
+	StopTimeout time.Duration `yaml:"stop_timeout"`
 	// Logger receives the process's logs. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -152,6 +158,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 10 * time.Second
+	}
 }
 
 // Validate reports the first invalid field, naming it.
@@ -170,6 +179,8 @@ func (o *Options) Validate() error {
 		return bad("mailbox: messages, bytes and per_client must not be negative")
 	case o.Causal.ReadTimeout < 0 || o.Causal.Resend < 0 || o.Causal.CacheCapacity < 0:
 		return bad("causal: read_timeout, resend and cache_capacity must not be negative")
+	case o.StopTimeout < 0:
+		return bad("stop_timeout must not be negative, got %v", o.StopTimeout)
 	case o.Insecure && o.TLS != TLSFiles{}:
 		return bad("tls and insecure: choose one")
 	case !o.Insecure && (o.TLS.Cert == "" || o.TLS.Key == "" || o.TLS.CA == ""):
@@ -230,7 +241,11 @@ type Server struct {
 	mu      sync.RWMutex
 	nodes   map[wire.NodeID]*hosted
 	closing bool
-	wg      sync.WaitGroup
+	closed  bool
+	// closeErr is what Close met: storage that failed, or was left
+	// open.
+	closeErr error
+	wg       sync.WaitGroup
 }
 
 type hosted struct {
@@ -368,7 +383,8 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 		return fmt.Errorf("%s: %w", id, err)
 	}
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
-		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient})
+		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient,
+		StopTimeout: s.opts.StopTimeout})
 	if err != nil {
 		eng.Close()
 		return fmt.Errorf("%s: recover: %w", id, err)
@@ -411,7 +427,10 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 // HTTPAddr returns the address of the HTTP listener, or "".
 func (s *Server) HTTPAddr() string { return s.httpAddr }
 
-// Close stops serving and closes every node's storage.
+// Close stops serving, stops every node and closes its storage, all
+// within about twice StopTimeout: storage that a stuck call may still be
+// using, or that does not close in time, is left open for the process's
+// exit to release (see Options.StopTimeout). Err reports what Close met.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closing {
@@ -433,17 +452,69 @@ func (s *Server) Close() {
 	// Stop the nodes without holding s.mu: a node's event in progress may
 	// be sending to a node of this process, and deliver takes s.mu to find
 	// it. Holding the lock here deadlocked Stop against that event.
-	s.mu.RLock()
-	nodes := slices.Collect(maps.Values(s.nodes))
-	s.mu.RUnlock()
-	for _, h := range nodes {
-		h.node.Stop()
-		if err := h.engine.Close(); err != nil {
-			s.opts.Logger.Error("cosla serve: close storage", "err", err)
-		}
+	ids := s.nodeIDs()
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		s.mu.RLock()
+		h := s.nodes[id]
+		s.mu.RUnlock()
+		wg.Go(func() { errs[i] = s.stopNode(id, h) })
 	}
+	wg.Wait()
 	s.wg.Wait()
+	s.mu.Lock()
+	s.closed, s.closeErr = true, errors.Join(errs...)
+	s.mu.Unlock()
 	s.opts.Logger.Info("cosla serve: stopped")
+}
+
+// stopNode stops a node and closes its storage, unless Stop left a
+// storage call behind (host.ErrStorageStuck: closing would wait for it,
+// or pull the store from under it), or Close does not return within
+// StopTimeout. Either way the storage is left to the process's exit.
+func (s *Server) stopNode(id wire.NodeID, h *hosted) error {
+	h.node.Stop()
+	if err := h.node.Err(); errors.Is(err, host.ErrStorageStuck) {
+		return s.leftOpen(id, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- h.engine.Close() }()
+	timeout := time.NewTimer(s.opts.StopTimeout)
+	defer timeout.Stop()
+	select {
+	case err := <-closed:
+		if err != nil {
+			s.opts.Logger.Error("cosla serve: close storage", "node", string(id), "err", err)
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		return nil
+	case <-timeout.C:
+		return s.leftOpen(id, fmt.Errorf("its Close had not returned after %v", s.opts.StopTimeout))
+	}
+}
+
+func (s *Server) leftOpen(id wire.NodeID, err error) error {
+	s.opts.Logger.Error("cosla serve: storage left open, for the process's exit to release", "node", string(id), "err", err)
+	return fmt.Errorf("%s: storage left open: %w", id, err)
+}
+
+// Err reports the storage failures of the process's nodes, joined, one a
+// node: before Close, the nodes whose storage failed (as /healthz); after
+// it, what Close met: storage that failed, or was left open. nil if
+// every node's storage is sound. `cosla serve` exits 1 with it.
+func (s *Server) Err() error {
+	s.mu.RLock()
+	closed, closeErr := s.closed, s.closeErr
+	s.mu.RUnlock()
+	if closed {
+		return closeErr
+	}
+	var errs []error
+	for _, f := range s.failures() {
+		errs = append(errs, fmt.Errorf("%s: %w", f.id, f.err))
+	}
+	return errors.Join(errs...)
 }
 
 // NodeStatus is what /status reports of one storage node.

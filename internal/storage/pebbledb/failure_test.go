@@ -1,6 +1,7 @@
 package pebbledb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -246,6 +248,129 @@ func TestFlushENOSPC(t *testing.T) {
 	}
 	if n := s.e.backgroundErrors.Load(); n > 1 {
 		t.Errorf("%d failed flushes; the first should have been the last before Close", n)
+	}
+	wantSynced(t, s.restart(t, 0), synced)
+}
+
+func isManifest(op errorfs.Op) bool { return strings.Contains(op.Path, "MANIFEST") }
+
+// TestManifestWriteFails fails the writes of the MANIFEST, which Pebble
+// writes at the end of every flush and deems fatal to fail: its logger's
+// Fatalf, on the flush's goroutine, where nothing can recover a panic.
+// Before the engine caught that, the process ended. The engine fails
+// instead, and Close leaves the store open rather than wait for the flush
+// that Fatalf ended; a restart recovers what was synced.
+func TestManifestWriteFails(t *testing.T) {
+	s := openFaulty(t, Options{}, func(op errorfs.Op) error {
+		if isManifest(op) && isWrite(op) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	const synced = 10
+	setSynced(t, s.e, synced)
+	s.faults.On()
+	if _, err := s.e.db.AsyncFlush(); err != nil {
+		t.Fatal(err)
+	}
+	<-s.e.Failed()
+	wantFailed(t, s.e, s.e.Err(), syscall.ENOSPC)
+	if !strings.Contains(s.e.Err().Error(), "MANIFEST") {
+		t.Errorf("Err() = %v, want it to name the MANIFEST", s.e.Err())
+	}
+	if err := s.e.Close(); !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "left open") {
+		t.Fatalf("Close after a fatal error: %v, want the failure, store left open", err)
+	}
+	crashed := s.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	e, err := Open("db", Options{FS: crashed})
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	wantSynced(t, e, synced)
+}
+
+// TestOpenManifestFails: a new store whose MANIFEST cannot be written (a
+// disk full at the first start) makes Pebble call Fatalf inside Open:
+// Open returns the error instead of ending the process.
+func TestOpenManifestFails(t *testing.T) {
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if isManifest(op) && isWrite(op) {
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	e, err := Open("db", Options{FS: fs})
+	if !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, ErrFailed) {
+		if e != nil {
+			_ = e.Close()
+		}
+		t.Fatalf("Open with a MANIFEST that cannot be written: %v, want ErrFailed wrapping ENOSPC", err)
+	}
+}
+
+// TestFatalf: Pebble's Fatalf fails the engine on any goroutine. Inside
+// an engine call (here Scan, whose callback runs inside it) it ends the
+// call, which returns the failure; on a goroutine of its own it ends the
+// goroutine, and the process goes on.
+func TestFatalf(t *testing.T) {
+	noFaults := func(errorfs.Op) error { return nil }
+	t.Run("in an engine call", func(t *testing.T) {
+		e := openFaulty(t, Options{}, noFaults).e
+		setSynced(t, e, 1)
+		err := e.Scan(nil, nil, func(_, _ []byte) bool {
+			pebbleLogger{logger: e.logger, e: e}.Fatalf("injected: %v", syscall.EIO)
+			t.Error("Fatalf returned")
+			return true
+		})
+		wantFailed(t, e, err, syscall.EIO)
+	})
+	t.Run("on Pebble's goroutine", func(t *testing.T) {
+		e := openFaulty(t, Options{}, noFaults).e
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			pebbleLogger{logger: e.logger, e: e}.Fatalf("injected: %v", syscall.EIO)
+			t.Error("Fatalf returned")
+		}()
+		<-ended
+		wantFailed(t, e, e.Err(), syscall.EIO)
+	})
+}
+
+// TestCompactionENOSPC fills the disk under a compaction while flushes
+// still fit: Pebble would retry the compaction without end while flushes
+// pile up in level 0 until writes stall for good; the engine fails
+// instead.
+func TestCompactionENOSPC(t *testing.T) {
+	s := openFaulty(t, Options{}, func(op errorfs.Op) error {
+		if strings.HasSuffix(op.Path, ".sst") && (isWrite(op) || op.Kind == errorfs.OpCreate) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	const synced = 10
+	// Three flushes leave three sstables in level 0 for Compact to
+	// merge; no memtable holds anything for it to flush first.
+	for range 3 {
+		setSynced(t, s.e, synced)
+		if err := s.e.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.faults.On()
+	// The compaction fails the engine. Compact may not return until
+	// Close: if Pebble compacted on its own first and failed the engine,
+	// guardFS holds back the files Compact's compaction creates.
+	go func() { _ = s.e.db.Compact(context.Background(), []byte{keyPrefix}, []byte{keyPrefix + 1}, true) }()
+	select {
+	case <-s.e.Failed():
+	case <-time.After(time.Minute):
+		t.Fatal("the engine has not failed a minute after a compaction met a full disk")
+	}
+	wantFailed(t, s.e, s.e.Err(), syscall.ENOSPC)
+	if !strings.Contains(s.e.Err().Error(), "compaction") {
+		t.Errorf("Err() = %v, want it to name the compaction", s.e.Err())
 	}
 	wantSynced(t, s.restart(t, 0), synced)
 }

@@ -26,9 +26,11 @@
 // TestEmptyKeyFlush). The prefix also leaves the other first bytes free
 // for the engine's own metadata, should it need any.
 //
-// A disk that fails a write or sync of the WAL, or a flush (EIO, ENOSPC),
-// fails the engine for good, where Pebble would panic or retry without
-// end: see Engine.Err and guardFS.
+// A disk that fails a write or sync of the WAL, a flush or a compaction
+// (EIO, ENOSPC), fails the engine for good, where Pebble would panic or
+// retry without end; so does an error that Pebble deems fatal (a failed
+// write of its MANIFEST), where Pebble would end the process: see
+// Engine.Err, guardFS and pebbleLogger.Fatalf.
 package pebbledb
 
 import (
@@ -65,8 +67,12 @@ const keyPrefix = 'u'
 // lost in practice; only a crash loses unsynced batches.
 //
 // An engine fails, and Err reports why, when a write or sync of its WAL
-// fails or the disk fails a flush (see Err). From then on every Get,
-// Scan, Apply and Sync returns that error, which wraps ErrFailed.
+// fails, the disk fails a flush or a compaction, or Pebble meets an error
+// it deems fatal (see Err). From then on every Get, Scan, Apply and Sync
+// returns that error, which wraps ErrFailed. A call already inside Pebble
+// when the engine fails may never return (a write in a stall waiting for
+// a flush that cannot succeed): its caller should give up on it rather
+// than wait (host.Node.Stop does).
 type Engine struct {
 	db     *pebble.DB
 	noSync bool // Options.UnsafeNoSync
@@ -94,7 +100,8 @@ type Engine struct {
 const backgroundErrorsLogged = 10
 
 // ErrFailed is wrapped by every error of an engine that has failed: its
-// disk failed a write, a sync or a flush. The engine refuses every
+// disk failed a write, a sync, a flush or a compaction, or Pebble met an
+// error it deems fatal. The engine refuses every
 // operation from then on; opening the store again (a restart) recovers
 // what the disk kept, and every batch whose synced Apply succeeded is in
 // it.
@@ -105,12 +112,17 @@ type failure struct {
 	err  atomic.Pointer[error]
 	done chan struct{} // closed when err is set
 	// wedged: Pebble panicked inside its commit pipeline and may hold
-	// its locks, so Close must not call into it.
+	// its locks, or ended one of its goroutines in Fatalf, so Close must
+	// not call into it.
 	wedged atomic.Bool
 }
 
+// get returns the failure, or nil. set publishes err before it closes
+// done; a reader that sees err waits for the close, which follows at
+// once, so that whoever sees Err also finds Failed closed.
 func (f *failure) get() error {
 	if p := f.err.Load(); p != nil {
+		<-f.done
 		return *p
 	}
 	return nil
@@ -133,7 +145,7 @@ var _ storage.Engine = (*Engine)(nil)
 
 // Open opens the Pebble store in dir, creating it if it does not exist, and
 // recovers the batches its WAL holds. It logs the effective options.
-func Open(dir string, opts Options) (*Engine, error) {
+func Open(dir string, opts Options) (_ *Engine, err error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -147,60 +159,92 @@ func Open(dir string, opts Options) (*Engine, error) {
 	popts := &pebble.Options{
 		FS: guardFS{FS: opts.FS, fail: func(err error) { e.failed(err) },
 			failed: e.fail.done, closing: e.closing, failure: e.Err},
-		Cache:        cache,
-		MemTableSize: uint64(opts.MemTableSizeBytes),
-		Logger:       slogLogger{opts.Logger},
-		EventListener: &pebble.EventListener{
-			// A flush that the filesystem failed (ENOSPC, EIO) has met a
-			// full or failing disk. Pebble would retry it, at once and
-			// without end, while writes pile up in memtables until they
-			// stall, the node hung with nothing said; the engine fails
-			// instead, so that the node stops and reports why. Other
-			// background errors (compactions, table statistics) Pebble
-			// logs and retries.
-			FlushEnd: func(info pebble.FlushInfo) {
-				var errno syscall.Errno
-				if errors.As(info.Err, &errno) {
-					e.failed(fmt.Errorf("flush: %w", info.Err))
-				}
-			},
-			// Pebble's default listener logs every background error; a
-			// failed flush it retries at once, each time, and would fill
-			// the log (on the disk that is full).
-			BackgroundError: func(err error) {
-				if n := e.backgroundErrors.Add(1); n <= backgroundErrorsLogged {
-					// err.Error(): slog would format Pebble's errors with
-					// %+v, stack traces and all.
-					opts.Logger.Error("pebble: background error", "err", err.Error(), "count", n, "logged_max", backgroundErrorsLogged)
-				}
-			},
-		},
+		Cache:         cache,
+		MemTableSize:  uint64(opts.MemTableSizeBytes),
+		Logger:        pebbleLogger{logger: opts.Logger, e: e},
+		EventListener: e.eventListener(),
 		// Pin the on-disk format instead of taking Pebble's oldest
 		// supported one, so that a new store gets the current format and an
 		// upgrade of Pebble does not change it silently. Raising it later
 		// is a one-way step (DB.RatchetFormatMajorVersion).
 		FormatMajorVersion: pebble.FormatValueSeparation,
 	}
+	// A MANIFEST that cannot be written (a full disk at the first start)
+	// makes Pebble call Fatalf on this goroutine: the error is Open's.
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
+		}
+	}()
+	defer recoverFatal(&err)
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
-		return nil, fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
+		return nil, err
 	}
 	e.db = db
 	// A flush that failed while Open replayed the WAL failed the engine.
 	// (Pebble reports it in the EventListener, not always as Open's error.)
 	if err := e.Err(); err != nil {
-		close(e.closing)
-		_ = db.Close()
-		return nil, fmt.Errorf("cosla: pebbledb: open %s: %w", dir, err)
+		if !e.fail.wedged.Load() {
+			close(e.closing)
+			_ = db.Close()
+		}
+		return nil, err
 	}
 	return e, nil
+}
+
+// eventListener returns the callbacks by which Pebble tells the engine
+// about its background work.
+func (e *Engine) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		// A flush or a compaction that the filesystem failed (ENOSPC, EIO)
+		// has met a full or failing disk. Pebble would retry it, at once
+		// and without end: a flush while writes pile up in memtables until
+		// they stall, a compaction while flushes pile up in level 0 until
+		// writes stall; either way the node hangs with nothing said. The
+		// engine fails instead, so that the node stops and reports why.
+		// Other background errors (table statistics, say) Pebble logs and
+		// retries.
+		FlushEnd: func(info pebble.FlushInfo) { e.failOnDisk("flush", info.Err) },
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			e.failOnDisk("compaction", info.Err)
+		},
+		// Pebble's default listener logs every background error; a
+		// failed flush it retries at once, each time, and would fill
+		// the log (on the disk that is full).
+		BackgroundError: func(err error) {
+			if n := e.backgroundErrors.Add(1); n <= backgroundErrorsLogged {
+				// err.Error(): slog would format Pebble's errors with
+				// %+v, stack traces and all.
+				e.logger.Error("pebble: background error", "err", err.Error(), "count", n, "logged_max", backgroundErrorsLogged)
+			}
+		},
+		// A write stall holds every write until a flush or compaction
+		// catches up, however long that takes: the log says when one
+		// begins and ends.
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			e.logger.Info("pebbledb: writes stall until a flush or compaction catches up", "reason", info.Reason)
+		},
+		WriteStallEnd: func() { e.logger.Info("pebbledb: writes resume") },
+	}
+}
+
+// failOnDisk fails the engine if err, the error of a background job, is
+// the filesystem's.
+func (e *Engine) failOnDisk(job string, err error) {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		e.failed(fmt.Errorf("%s: %w", job, err))
+	}
 }
 
 // Err returns the error that failed the engine, which wraps ErrFailed, or
 // nil. The engine fails for good when Pebble reports that a write or sync
 // of its WAL failed (it would panic; the engine turns the panic into this
-// error), when a synced Apply's WAL sync fails, and when the filesystem
-// fails a flush. A failed sync may have lost any write not yet synced,
+// error), when a synced Apply's WAL sync fails, when the filesystem
+// fails a flush or a compaction, and when Pebble calls its logger's
+// Fatalf (a write of its MANIFEST failed, say). A failed sync may have lost any write not yet synced,
 // and Pebble's own state after one is undefined, so no later operation
 // may succeed: after a failed fsync a retried one can report success
 // for data the disk dropped.
@@ -221,7 +265,8 @@ func (e *Engine) failed(cause error) error {
 }
 
 // Get implements storage.Engine.
-func (e *Engine) Get(key []byte) ([]byte, bool, error) {
+func (e *Engine) Get(key []byte) (_ []byte, _ bool, err error) {
+	defer recoverFatal(&err)
 	if e.closed.Load() {
 		return nil, false, storage.ErrClosed
 	}
@@ -251,6 +296,7 @@ func (e *Engine) Get(key []byte) ([]byte, bool, error) {
 // passes copies instead and overwrites them once fn returns, so that a
 // caller keeping or modifying them is caught.
 func (e *Engine) Scan(start, end []byte, fn func(key, value []byte) bool) (err error) {
+	defer recoverFatal(&err)
 	if e.closed.Load() {
 		return storage.ErrClosed
 	}
@@ -378,8 +424,8 @@ func (e *Engine) Apply(b *storage.Batch, sync bool) error {
 // pb is queued for the WAL's sync, which pb.SyncWait then waits for.
 //
 // Pebble treats a failed WAL write as fatal: it panics inside the
-// pipeline (commitWrite), or calls Logger.Fatalf, which panics too
-// (slogLogger). Both happen on this goroutine; commit turns them into the
+// pipeline (commitWrite), or calls Logger.Fatalf, which panics too on
+// this goroutine (pebbleLogger.Fatalf). commit turns both into the
 // engine's failure instead of letting them end the process, and every
 // node with it.
 func (e *Engine) commit(pb *pebble.Batch, sync bool) (err error) {
@@ -390,7 +436,12 @@ func (e *Engine) commit(pb *pebble.Batch, sync bool) (err error) {
 		return err
 	}
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if p, ok := r.(fatalPanic); ok {
+			err = p.err // Fatalf failed the engine, and wedged it
+			return
+		}
+		if r != nil {
 			e.fail.wedged.Store(true)
 			e.logger.Error("pebbledb: pebble panicked in commit", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			cause, ok := r.(error)
@@ -418,12 +469,14 @@ func (e *Engine) commit(pb *pebble.Batch, sync bool) (err error) {
 func (e *Engine) Sync() error { return e.Apply(nil, true) }
 
 // Close implements storage.Engine. Closing a failed engine returns its
-// failure. Pebble's Close takes its commit pipeline's locks, which a
-// failed engine may never get back: Pebble panicked holding them, or a
-// commit waits in a write stall for a flush that fails. Close then leaves
-// the store open (its goroutines and file lock go with the process)
-// rather than hang.
-func (e *Engine) Close() error {
+// failure. Pebble's Close takes its commit pipeline's locks and waits for
+// the flushes and compactions under way, which a failed engine may never
+// get back: Pebble panicked holding the locks, a commit waits in a write
+// stall for a flush that fails, or Pebble ended a flush in Fatalf (see
+// pebbleLogger.Fatalf). Close then leaves the store open (its goroutines
+// and file lock go with the process) rather than hang.
+func (e *Engine) Close() (err error) {
+	defer recoverFatal(&err)
 	if !e.closed.CompareAndSwap(false, true) {
 		return storage.ErrClosed
 	}
@@ -458,32 +511,4 @@ func scribble(p []byte) {
 	for i := range p {
 		p[i] = 0xa5
 	}
-}
-
-// slogLogger passes Pebble's log lines to a *slog.Logger.
-type slogLogger struct {
-	logger *slog.Logger
-}
-
-var _ pebble.Logger = slogLogger{}
-
-func (l slogLogger) Infof(format string, args ...any) {
-	l.logger.Info(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (l slogLogger) Errorf(format string, args ...any) {
-	l.logger.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// Fatalf logs and panics. Pebble calls it on failures it cannot recover
-// from, a failed WAL write or sync among them, and expects it not to
-// return; its default logger exits the process. On a goroutine committing
-// a batch, Engine.commit recovers the panic and fails the engine. On one of
-// Pebble's own (a failed MANIFEST write in a flush or compaction) nothing
-// recovers it and the process ends, as with Pebble's default logger: what
-// was synced is on disk for the restart.
-func (l slogLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.logger.Error(msg, "component", "pebble", "fatal", true)
-	panic("cosla: pebbledb: fatal pebble error: " + msg)
 }
