@@ -78,15 +78,15 @@ func TestCausalCommands(t *testing.T) {
 		t.Fatalf("gettx cart note none at b: %s", r)
 	}
 	r = coslaCmd(t, limit, "get", "--dir", dir, "--site", "b", "--sla", "strong 1s 1", "cart")
-	if r.code == 0 || !strings.Contains(r.stderr, "a causal table serves causal, read-my-writes, monotonic and eventual reads") {
-		t.Fatalf("a strong get on a causal table: want refused; %s", r)
+	if r.code != 2 || !strings.Contains(r.stderr, "a causal table serves causal, read-my-writes, monotonic and eventual reads") {
+		t.Fatalf("a strong get on a causal table: want refused with exit 2; %s", r)
 	}
 	r = coslaCmd(t, limit, "put", "--dir", dir, "--site", "b", "--bound", "immediate", "cart", "pen")
-	if r.code == 0 || !strings.Contains(r.stderr, "no bound") {
-		t.Fatalf("a bounded put on a causal table: want refused; %s", r)
+	if r.code != 2 || !strings.Contains(r.stderr, "no bound") {
+		t.Fatalf("a bounded put on a causal table: want refused with exit 2; %s", r)
 	}
 	r = coslaCmd(t, limit, "get", "--dir", dir, "--site", "b", "--bound", "50ms", "cart")
-	if r.code == 0 || !strings.Contains(r.stderr, "no bound") {
-		t.Fatalf("a bounded get on a causal table: want refused; %s", r)
+	if r.code != 2 || !strings.Contains(r.stderr, "no bound") {
+		t.Fatalf("a bounded get on a causal table: want refused with exit 2; %s", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLevelsRefusedBeforeSending checks that a read or write level above
@@ -38,5 +39,31 @@ func TestLevelsRefusedBeforeSending(t *testing.T) {
 	}
 	if len(env.sent) != 0 {
 		t.Errorf("sent %v for operations refused", env.sent)
+	}
+}
+
+// TestLevelWaitLeavesRoom checks that the primary's wait for a write
+// level ends early enough for its QuorumTimeout to reach the client
+// before the Put's own timeout: on loopback, where the round trip is
+// next to nothing, a 2 s Put left 5 ms, less than a loaded machine's
+// timer lateness, and the client timed out instead.
+func TestLevelWaitLeavesRoom(t *testing.T) {
+	at := time.Unix(0, 0)
+	for _, tc := range []struct {
+		timeout, rtt, want time.Duration
+	}{
+		{2 * time.Second, 100 * time.Microsecond, 2*time.Second - 200*time.Microsecond - 100*time.Millisecond},
+		{10 * time.Second, 150 * time.Millisecond, 10*time.Second - 300*time.Millisecond - 500*time.Millisecond},
+		{50 * time.Millisecond, 100 * time.Microsecond, 50*time.Millisecond - 200*time.Microsecond - holdMargin},
+		{time.Second, 400 * time.Millisecond, 500 * time.Millisecond},
+	} {
+		r := &replicaState{rtt: newRTTStats(8)}
+		r.rtt.add(at, tc.rtt)
+		if got := levelWait(tc.timeout, r); got != tc.want {
+			t.Errorf("levelWait(%s) with a %s round trip = %s, want %s", tc.timeout, tc.rtt, got, tc.want)
+		}
+	}
+	if got := levelWait(time.Second, &replicaState{rtt: newRTTStats(8)}); got != 500*time.Millisecond {
+		t.Errorf("levelWait(1s) with no round trip known = %s, want half", got)
 	}
 }
