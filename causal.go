@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cosla/cosla/internal/clientcore"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/wire"
 )
 
 // CausalTableSpec describes a causal table (Karma; DESIGN.md section 5):

@@ -14,15 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cosla/cosla/internal/causal"
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/clientcore"
-	"github.com/cosla/cosla/internal/clientfile"
-	"github.com/cosla/cosla/internal/hlc"
-	"github.com/cosla/cosla/internal/host"
-	"github.com/cosla/cosla/internal/node"
-	"github.com/cosla/cosla/internal/storage"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/clientfile"
+	"github.com/cosla/cosla/internal/runtime/host"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -266,7 +266,7 @@ func ClusterTLS(dir string) (*tls.Config, error) {
 // LoadConfig reads a client config file, as `cosla cluster plan` writes
 // for a cluster whose sites run on their own hosts: the client's site,
 // every node's address and the client certificate (package
-// internal/clientfile describes the format). Set the other fields of the
+// internal/runtime/clientfile describes the format). Set the other fields of the
 // Config it returns as you need.
 func LoadConfig(path string) (Config, error) {
 	f, err := clientfile.Load(path)

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/nettest"
-	"github.com/cosla/cosla/internal/server"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/nettest"
+	"github.com/cosla/cosla/internal/runtime/server"
 	"github.com/cosla/cosla/sla"
 )
 

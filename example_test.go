@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/runtime/server"
 	"github.com/cosla/cosla/sla"
 )
 

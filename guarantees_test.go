@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/check"
-	"github.com/cosla/cosla/internal/driver"
-	"github.com/cosla/cosla/internal/server"
-	"github.com/cosla/cosla/internal/wan"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/check"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/server"
+	"github.com/cosla/cosla/internal/runtime/wan"
 	"github.com/cosla/cosla/sla"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/runtime/certs"
 )
 
 // clientName returns the name a client opened with cfg goes by, its ID

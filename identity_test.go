@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/nettest"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/nettest"
 )
 
 // TestClientIDFromCertificate: over TLS a client's ID derives from its

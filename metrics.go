@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/core/clientcore"
 )
 
 // Metrics is a snapshot of a client: what its operations delivered and

@@ -15,11 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosla/cosla/internal/adapters"
-	"github.com/cosla/cosla/internal/bench"
-	"github.com/cosla/cosla/internal/driver"
-	"github.com/cosla/cosla/internal/report"
-	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/internal/lab/adapters"
+	"github.com/cosla/cosla/internal/lab/bench"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/lab/report"
+	"github.com/cosla/cosla/internal/lab/workload"
 )
 
 // workloadFlags are the flags that say the YCSB workload of `bench` and

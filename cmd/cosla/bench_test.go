@@ -22,10 +22,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosla/cosla/internal/adapters"
-	"github.com/cosla/cosla/internal/bench"
-	"github.com/cosla/cosla/internal/report"
-	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/internal/lab/adapters"
+	"github.com/cosla/cosla/internal/lab/bench"
+	"github.com/cosla/cosla/internal/lab/report"
+	"github.com/cosla/cosla/internal/lab/workload"
 )
 
 // skipUnlessInstalled skips a test whose command failed because a

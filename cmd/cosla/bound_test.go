@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 // TestBoundFlagsRejected checks the usage errors of --bound and rtw's

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 // runClusterCertClient issues a client certificate: cosla cluster cert

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosla/cosla/internal/certs"
+	"github.com/cosla/cosla/internal/runtime/certs"
 )
 
 // TestClusterCertClient: `cluster cert client NAME` issues NAME a

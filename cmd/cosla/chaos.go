@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosla/cosla/internal/chaos"
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/private"
+	"github.com/cosla/cosla/internal/lab/chaos"
+	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/private"
 )
 
 func runChaos(args []string, stdout, stderr io.Writer) error {

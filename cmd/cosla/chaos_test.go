@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 var (

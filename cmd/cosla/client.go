@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/clientcore"
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/driver"
-	"github.com/cosla/cosla/internal/keyfmt"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/sla"
 )
 

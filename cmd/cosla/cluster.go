@@ -16,10 +16,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cosla/cosla/internal/certs"
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/private"
-	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/private"
+	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
 // topologyFlags choose a topology: a preset or a file.
@@ -27,7 +27,7 @@ type topologyFlags struct{ preset, file string }
 
 func (t *topologyFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&t.preset, "preset", "pileus4", "topology preset: pileus4 (Pileus 5.1: England, U.S., India, China) , local (one site, clients dial the node directly) or karma8 (Karma 5: eight datacenters in three rings, six storage nodes each; the table is a causal table)")
-	fs.StringVar(&t.file, "topology", "", "topology YAML file (instead of --preset); see internal/topology.Load")
+	fs.StringVar(&t.file, "topology", "", "topology YAML file (instead of --preset); see internal/runtime/topology.Load")
 }
 
 func (t *topologyFlags) resolve() (topology.Topology, error) {
@@ -51,7 +51,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (gRPC) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
 	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/runtime/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/experiment"
+	"github.com/cosla/cosla/internal/lab/experiment"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) error {

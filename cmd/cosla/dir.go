@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cosla/cosla/internal/cluster"
+	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 // dirEnv names the environment variable that sets the default --dir of

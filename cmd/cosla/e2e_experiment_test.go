@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosla/cosla/internal/experiment"
+	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 // TestExperimentClusterMode runs a scenario with one scheduled change on a

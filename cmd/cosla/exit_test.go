@@ -15,7 +15,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/cosla/cosla/internal/clientcore"
+	"github.com/cosla/cosla/internal/core/clientcore"
 )
 
 // walkCommands calls leaf for every command that runs (bench too, which

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cosla/cosla/internal/experiment"
+	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 func runExperimentList(args []string, stdout, stderr io.Writer) error {

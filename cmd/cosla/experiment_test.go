@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosla/cosla/internal/experiment"
+	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 // TestExperimentRunSim runs `cosla experiment run` in the simulator,

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/topology"
+	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
 // freePortBase returns a port base whose ports the sites of a two-site

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/driver"
-	"github.com/cosla/cosla/internal/workload"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/lab/workload"
 	"github.com/cosla/cosla/sla"
 )
 

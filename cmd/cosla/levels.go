@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/clientcore"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/wire"
 )
 
 // levelFlags are the read and write level flags (CPQ) of the commands that

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cosla/cosla/internal/adapters"
-	mrun "github.com/cosla/cosla/internal/measure/run"
-	"github.com/cosla/cosla/internal/report"
+	"github.com/cosla/cosla/internal/lab/adapters"
+	mrun "github.com/cosla/cosla/internal/lab/measure/run"
+	"github.com/cosla/cosla/internal/lab/report"
 )
 
 // splitList splits a comma-separated flag value, dropping empty entries

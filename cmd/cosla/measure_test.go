@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosla/cosla/internal/measure"
-	mrun "github.com/cosla/cosla/internal/measure/run"
+	"github.com/cosla/cosla/internal/lab/measure"
+	mrun "github.com/cosla/cosla/internal/lab/measure/run"
 )
 
 func runCosla(t *testing.T, args ...string) (code int, stdout, stderr string) {

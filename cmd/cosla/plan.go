@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/clientfile"
-	"github.com/cosla/cosla/internal/cluster"
-	"github.com/cosla/cosla/internal/topology"
-	"github.com/cosla/cosla/internal/wire"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/clientfile"
+	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
 // tableFlags place the table a cluster creates (cluster up, cluster plan).

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/keyfmt"
+	"github.com/cosla/cosla/internal/core/keyfmt"
 )
 
 func runRTW(args []string, stdout, stderr io.Writer) error {

@@ -12,12 +12,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cosla/cosla/internal/server"
+	"github.com/cosla/cosla/internal/runtime/server"
 )
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
-	config := fs.String("config", "", "YAML file of server options (required); see internal/server.Options")
+	config := fs.String("config", "", "YAML file of server options (required); see internal/runtime/server.Options")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	tlsCert := fs.String("tls-cert", "", "the site's node certificate (PEM); overrides the config's tls.cert")
 	tlsKey := fs.String("tls-key", "", "the node certificate's key (PEM); overrides tls.key")
@@ -31,7 +31,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
 		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only, and only as the client")
 		fmt.Fprintln(stderr, "the certificate names: SITE/NAME or SITE/NAME-SUFFIX (cosla cluster up writes them; cosla")
-		fmt.Fprintln(stderr, "cluster cert client NAME issues one more; see internal/certs). Files it creates are its")
+		fmt.Fprintln(stderr, "cluster cert client NAME issues one more; see internal/runtime/certs). Files it creates are its")
 		fmt.Fprintln(stderr, "owner's only (umask 077); its HTTP listener answers only requests whose Host header names")
 		fmt.Fprintln(stderr, "it (http_listen's host, a loopback address or localhost).")
 		fmt.Fprintln(stderr, "\nOn SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a")

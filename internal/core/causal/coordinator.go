@@ -1,0 +1,646 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// CoordinatorOptions configures a client coordinator.
+type CoordinatorOptions struct {
+	// Layout places the table. Required, validated.
+	Layout *Layout
+	// RTT holds initial round-trip estimates to storage and cache nodes;
+	// measured round trips replace them. A node without one is tried last.
+	RTT map[wire.NodeID]time.Duration
+	// Resend is how long a propagator waits for a ring's acknowledgement
+	// before sending the write again. Default 1s.
+	Resend time.Duration
+	// ReadTimeout is how long a read waits for a storage node or cache
+	// before trying another ring, or failing when bound to one. Default 1s.
+	ReadTimeout time.Duration
+	// RandomRings makes an unbound read (or get-transaction) go to a
+	// ring drawn at random instead of the nearest: Karma's choice of any
+	// ring, exercised in full (randomized tests). Default false.
+	RandomRings bool
+	// Window bounds a session's writes sent to one ring and not yet
+	// acknowledged. Default 64.
+	Window int
+	// TxRounds bounds the rounds of a get-transaction. Default 8.
+	TxRounds int
+	// MaxValueBytes bounds a written value. Default 1 MiB.
+	MaxValueBytes int
+	// Logger. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *CoordinatorOptions) setDefaults() {
+	if o.Resend == 0 {
+		o.Resend = time.Second
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = time.Second
+	}
+	if o.TxRounds == 0 {
+		o.TxRounds = 8
+	}
+	if o.Window == 0 {
+		o.Window = 64
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks the options.
+func (o *CoordinatorOptions) Validate() error {
+	if o.Layout == nil {
+		return errors.New("causal: CoordinatorOptions.Layout is required")
+	}
+	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
+		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds, MaxValueBytes and Window must not be negative")
+	}
+	return nil
+}
+
+// sessionID names a client session: the client node and its number for it.
+type sessionID struct {
+	client  wire.NodeID
+	session uint64
+}
+
+// buffered is one write in a session's write buffer (Karma 4.1.2), or a
+// notify-after.
+type buffered struct {
+	seq     uint64
+	key     string
+	value   []byte
+	version wire.Version
+	deps    []wire.Dep
+	notify  bool
+	// acked has bit r set once ring r acknowledged; sent[r] is when the
+	// write was last sent to ring r (zero: not yet).
+	acked uint64
+	sent  []time.Time
+	// tries[r] counts the sends to ring r: a write is sent again after
+	// Resend, then twice that, and so on up to 32 times (backoff).
+	tries []uint8
+}
+
+// wbSession is a session's write buffer: its writes not yet complete, in
+// program order. It stays once empty, so that a CausalPut delivered again
+// is recognised by its Seq; it is volatile, so a coordinator restarted
+// knows only the sessions with buffered writes.
+type wbSession struct {
+	id      sessionID
+	entries []*buffered
+	taken   uint64 // highest Seq taken
+}
+
+// Coordinator is a client coordinator (Karma 4.1.1): it takes a site's
+// clients' writes into durable per-session write buffers and acknowledges
+// at once, propagates them to every ring in causal order (one propagator
+// per session and ring, each sending the session's writes in program
+// order), detects global completion and announces it with STABLE, and serves
+// reads from the write buffer, the site's cache or a ring.
+//
+// Choices the paper leaves open (karma.md section 5):
+//   - The put-after's dependencies are the in-flight versions the session
+//     read and has not seen complete; the client sends them.
+//   - Propagators pipeline a session's writes to a ring, up to Window
+//     unacknowledged: a write sent before the ring acknowledged the
+//     session's previous write carries that write as one more put-after
+//     dependency, so the ring still applies the session's writes in
+//     program order (Karma orders them by completing each before the
+//     next; waiting a round trip to the farthest ring per write capped a
+//     session at a few writes a second). Writes complete, and are
+//     announced STABLE, in program order. Sessions propagate in parallel;
+//     their writes are ordered across sessions only by put-after.
+//   - A coordinator keeps no per-session read state: the client does
+//     (its ring restriction and dependencies), so that a coordinator's
+//     crash loses no restriction. The write buffer is durable in the
+//     coordinator's engine, synced before the put is acknowledged.
+type Coordinator struct {
+	opts   CoordinatorOptions
+	layout *Layout
+	env    node.Env
+	clock  *hlc.Clock
+	site   string
+	home   int
+	near   *nearness
+	batch  storage.Batch
+
+	sessions map[sessionID]*wbSession
+	// incomplete indexes buffered writes by version, to answer a store's
+	// question whether one is complete (DepCheck).
+	incomplete map[wire.Version]*buffered
+	nextReq    uint64
+	reads      map[uint64]*pendingRead
+	txs        map[uint64]*pendingTx
+	txReads    map[uint64]txRead
+	// resends, ringReads and cacheReads time out propagations, reads of
+	// storage nodes and reads through the cache (which may itself wait
+	// ReadTimeout for a ring, so it gets twice that).
+	resends    *deadlines[resend]
+	ringReads  *deadlines[uint64]
+	cacheReads *deadlines[uint64]
+}
+
+// NewCoordinator returns a coordinator; Start starts it.
+func NewCoordinator(opts CoordinatorOptions) *Coordinator {
+	opts.setDefaults()
+	return &Coordinator{opts: opts}
+}
+
+// resend names a write sent to a ring, to send again if unacknowledged.
+type resend struct {
+	s    sessionID
+	seq  uint64
+	ring int
+}
+
+// The coordinator's timers: each fires its deadlines queue.
+type (
+	resendTimer    struct{}
+	readTimer      struct{}
+	cacheReadTimer struct{}
+)
+
+// Start implements node.Handler: it reloads the write buffers and
+// propagates what they hold (Karma 4.4: pending propagation completes on
+// recovery).
+func (c *Coordinator) Start(env node.Env) error {
+	if err := c.opts.Validate(); err != nil {
+		return err
+	}
+	c.env = env
+	c.layout = c.opts.Layout
+	c.clock = hlc.NewClock(env.WallNanos)
+	c.site = Site(env.ID())
+	c.home = c.layout.HomeRing(c.site)
+	if c.layout.Static && c.home < 0 {
+		return fmt.Errorf("causal: coordinator %s: the table's reads are static, but site %s has no ring", env.ID(), c.site)
+	}
+	c.near = newNearness(Site(env.ID()), c.opts.RTT)
+	c.sessions = map[sessionID]*wbSession{}
+	c.incomplete = map[wire.Version]*buffered{}
+	c.reads = map[uint64]*pendingRead{}
+	c.txs = map[uint64]*pendingTx{}
+	c.txReads = map[uint64]txRead{}
+	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
+	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
+	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
+	start := []byte{spaceBuffer}
+	var scanErr error
+	err := env.Engine().Scan(start, []byte{spaceBuffer + 1}, func(k, v []byte) bool {
+		var s sessionID
+		var seq uint64
+		var e *buffered
+		if s, seq, scanErr = parseBufferKey(k); scanErr != nil {
+			return false
+		}
+		if e, scanErr = decodeBuffered(v); scanErr != nil {
+			return false
+		}
+		e.seq = seq
+		e.sent = make([]time.Time, len(c.layout.Rings))
+		e.tries = make([]uint8, len(c.layout.Rings))
+		ws := c.session(s)
+		ws.entries = append(ws.entries, e)
+		ws.taken = max(ws.taken, seq)
+		c.incomplete[e.version] = e
+		c.clock.Update(e.version.TS)
+		return true
+	})
+	if err == nil {
+		err = scanErr
+	}
+	if err != nil {
+		return fmt.Errorf("causal: coordinator %s: read write buffers: %w", env.ID(), err)
+	}
+	for _, ws := range c.sortedSessions() {
+		c.propagate(ws)
+	}
+	return nil
+}
+
+func (c *Coordinator) sortedSessions() []*wbSession {
+	out := make([]*wbSession, 0, len(c.sessions))
+	for _, ws := range c.sessions {
+		out = append(out, ws)
+	}
+	slices.SortFunc(out, func(a, b *wbSession) int {
+		if a.id.client != b.id.client {
+			if a.id.client < b.id.client {
+				return -1
+			}
+			return 1
+		}
+		return int(a.id.session) - int(b.id.session)
+	})
+	return out
+}
+
+func (c *Coordinator) session(id sessionID) *wbSession {
+	ws := c.sessions[id]
+	if ws == nil {
+		ws = &wbSession{id: id}
+		c.sessions[id] = ws
+	}
+	return ws
+}
+
+// Receive implements node.Handler.
+func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
+	switch m := m.(type) {
+	case *wire.CausalPut:
+		c.put(from, m)
+	case *wire.PropagateAck:
+		c.propagateAck(m)
+	case *wire.CausalGet:
+		c.get(from, m)
+	case *wire.CausalGetTx:
+		c.getTx(from, m)
+	case *wire.ReadReply:
+		c.readReply(from, m)
+	case *wire.DepCheck:
+		_, pending := c.incomplete[m.Version]
+		c.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: c.layout.Table, Done: !pending})
+	}
+}
+
+// Fire implements node.Handler.
+func (c *Coordinator) Fire(timer any) {
+	switch timer.(type) {
+	case resendTimer:
+		for _, t := range c.resends.fire(c.env) {
+			c.resend(t)
+		}
+	case readTimer:
+		for _, req := range c.ringReads.fire(c.env) {
+			c.readTimeout(req)
+		}
+	case cacheReadTimer:
+		for _, req := range c.cacheReads.fire(c.env) {
+			c.readTimeout(req)
+		}
+	}
+}
+
+// put takes a write (or notify-after) into the session's write buffer.
+func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
+	reply := &wire.CausalPutReply{Req: m.Req, Table: c.layout.Table}
+	switch {
+	case m.Table != c.layout.Table:
+		reply.Code = wire.NoTable
+	case len(m.Value) > c.opts.MaxValueBytes:
+		reply.Code = wire.TooLarge
+	case m.Seq == 0 || (!m.Notify && m.Key == "") || (m.Notify && (m.Key != "" || len(m.Value) > 0)):
+		reply.Code = wire.Invalid
+	}
+	if reply.Code != wire.OK {
+		c.env.Send(from, reply)
+		return
+	}
+	ws := c.session(sessionID{from, m.Session})
+	if m.Seq <= ws.taken {
+		// A duplicate: answer again if the write is still buffered.
+		for _, e := range ws.entries {
+			if e.seq == m.Seq {
+				reply.Version = e.version
+				c.env.Send(from, reply)
+			}
+		}
+		return
+	}
+	c.clock.Update(m.Seen.TS)
+	for _, d := range m.Deps {
+		c.clock.Update(d.Version.TS)
+	}
+	e := &buffered{
+		seq: m.Seq, key: m.Key, value: m.Value, notify: m.Notify,
+		version: wire.Version{TS: c.clock.Now(), Origin: c.env.ID()},
+		deps:    m.Deps,
+		sent:    make([]time.Time, len(c.layout.Rings)),
+		tries:   make([]uint8, len(c.layout.Rings)),
+	}
+	c.batch.Reset()
+	c.batch.Set(bufferKey(c.layout.Table, ws.id, e.seq), encodeBuffered(e))
+	if err := c.env.Engine().Apply(&c.batch, true); err != nil {
+		reply.Code = wire.StorageFailed
+		c.env.Send(from, reply)
+		return
+	}
+	ws.taken = m.Seq
+	ws.entries = append(ws.entries, e)
+	c.incomplete[e.version] = e
+	reply.Version = e.version
+	c.env.Send(from, reply)
+	c.propagate(ws)
+}
+
+// propagate sends, for each ring, the session's writes not yet sent to
+// it, in program order, up to Window unacknowledged (Karma Fig. 5:
+// per-ring propagators in queue order).
+func (c *Coordinator) propagate(ws *wbSession) {
+	for r := range c.layout.Rings {
+		unacked := 0
+		for i, e := range ws.entries {
+			if e.acked&(1<<r) != 0 {
+				continue
+			}
+			if unacked >= c.opts.Window {
+				break
+			}
+			unacked++
+			if e.sent[r].IsZero() {
+				c.send(ws, i, r)
+			}
+		}
+	}
+	c.completeHeads(ws)
+}
+
+// resend sends a write again to a ring that has not acknowledged it: only
+// the session's oldest write the ring lacks, and with backoff, so that a
+// ring slowed by load is not sent every write again each Resend (the
+// transport is reliable; a write is lost only with a crashed node or a
+// cut link, and the ring then lacks the oldest too). A later write whose
+// turn has not come waits another Resend.
+func (c *Coordinator) resend(t resend) {
+	ws := c.sessions[t.s]
+	if ws == nil {
+		return
+	}
+	oldest := true
+	for i, e := range ws.entries {
+		if e.acked&(1<<t.ring) != 0 {
+			continue
+		}
+		if e.seq != t.seq {
+			oldest = false
+			continue
+		}
+		backoff := c.opts.Resend << min(max(e.tries[t.ring], 1)-1, 5)
+		if !oldest || c.env.Now().Sub(e.sent[t.ring]) < backoff {
+			c.resends.add(c.env, t)
+			return
+		}
+		c.send(ws, i, t.ring)
+		return
+	}
+}
+
+// send sends the session's i-th buffered write to ring r. If the ring
+// has not acknowledged the session's previous write, that write becomes
+// a dependency too, so that the ring applies them in program order.
+func (c *Coordinator) send(ws *wbSession, i int, r int) {
+	e := ws.entries[i]
+	deps := e.deps
+	for j := i - 1; j >= 0; j-- {
+		if p := ws.entries[j]; !p.notify {
+			if p.acked&(1<<r) == 0 {
+				deps = append(slices.Clip(deps), wire.Dep{Key: p.key, Version: p.version})
+			}
+			break
+		}
+	}
+	if e.notify && len(deps) == 0 {
+		e.acked |= 1 << r // nothing to check
+		return
+	}
+	e.sent[r] = c.env.Now()
+	e.tries[r] = min(e.tries[r]+1, 6)
+	target := c.layout.Node(r, e.key)
+	if e.notify {
+		target = c.layout.Node(r, deps[0].Key)
+	}
+	c.env.Send(target, &wire.Propagate{
+		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
+		Key: e.key, Value: e.value, Version: e.version, Deps: deps, Notify: e.notify,
+		Client: ws.id.client,
+	})
+	c.resends.add(c.env, resend{ws.id, e.seq, r})
+}
+
+func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
+	if m.Table != c.layout.Table || m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings) {
+		return
+	}
+	ws := c.sessions[sessionID{m.Client, m.Session}]
+	if ws == nil {
+		return
+	}
+	r := int(m.Ring)
+	for _, e := range ws.entries {
+		if e.seq == m.Seq {
+			e.acked |= 1 << r
+		}
+	}
+	c.propagate(ws)
+}
+
+// completeHeads retires the session's writes that every ring holds, in
+// program order: STABLE to the key's node in every ring (Karma 4.1.2),
+// completion to the client, and the write leaves the buffer.
+func (c *Coordinator) completeHeads(ws *wbSession) {
+	all := uint64(1)<<len(c.layout.Rings) - 1
+	for len(ws.entries) > 0 && ws.entries[0].acked == all {
+		e := ws.entries[0]
+		ws.entries = ws.entries[1:]
+		delete(c.incomplete, e.version)
+		if !e.notify {
+			for r := range c.layout.Rings {
+				c.env.Send(c.layout.Node(r, e.key), &wire.Stable{Table: c.layout.Table, Key: e.key, Version: e.version})
+			}
+		}
+		c.env.Send(ws.id.client, &wire.CausalComplete{Table: c.layout.Table, Session: ws.id.session, Seq: e.seq})
+		c.batch.Reset()
+		c.batch.Delete(bufferKey(c.layout.Table, ws.id, e.seq))
+		// Unsynced: a delete lost in a crash propagates the write again,
+		// which the rings take as a duplicate.
+		if err := c.env.Engine().Apply(&c.batch, false); err != nil {
+			c.opts.Logger.Error("causal: drop buffered write", "err", err)
+		}
+	}
+}
+
+// buffered returns the session's newest buffered write of key, or nil.
+func (c *Coordinator) bufferedWrite(id sessionID, key string) *buffered {
+	ws := c.sessions[id]
+	if ws == nil {
+		return nil
+	}
+	for i := len(ws.entries) - 1; i >= 0; i-- {
+		if e := ws.entries[i]; !e.notify && e.key == key {
+			return e
+		}
+	}
+	return nil
+}
+
+// pendingRead is a client's Get in progress, or one key of a
+// get-transaction's round.
+type pendingRead struct {
+	client wire.NodeID
+	get    *wire.CausalGet
+	wb     *buffered
+	// ring is the ring being read, or NoRing when the cache is asked;
+	// node is the node asked; tried the rings tried (a bit set).
+	ring   int32
+	node   wire.NodeID
+	sent   time.Time
+	bound  bool
+	tried  uint64
+	cached bool // the cache was tried
+}
+
+// get serves a client's read (Karma Fig. 3): the session's write buffer,
+// then, unless bound to a ring, the site's cache, then a ring.
+func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
+	if m.Table != c.layout.Table {
+		c.env.Send(from, &wire.CausalGetReply{Req: m.Req, Table: c.layout.Table, Code: wire.NoTable})
+		return
+	}
+	if m.Ring != wire.NoRing && (m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings)) {
+		c.env.Send(from, &wire.CausalGetReply{Req: m.Req, Table: c.layout.Table, Code: wire.Invalid})
+		return
+	}
+	wb := c.bufferedWrite(sessionID{from, m.Session}, m.Key)
+	// Karma Fig. 3 step 1, made safe under last-writer-wins: a buffered
+	// write newer than every version the session read elsewhere is
+	// newer than anything in their causal pasts, so it is the answer.
+	// An older one may have been overwritten by a version the session's
+	// reads depend on (Karma 4.1.2 reads the ring instead when bound to
+	// a ring the write reached; that misses a concurrent newer version
+	// in a ring the write did not reach), so the stores are asked and
+	// the newer of the two wins.
+	if wb != nil && m.MaxRead.Less(wb.version) {
+		c.env.Send(from, c.fromBuffer(m.Req, wb))
+		return
+	}
+	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing}
+	switch {
+	case m.Ring != wire.NoRing:
+		p.bound = true
+		c.readRing(p, int(m.Ring))
+	case c.layout.Static:
+		p.bound = true
+		c.readRing(p, c.home)
+	case c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now()) &&
+		!(c.opts.RandomRings && c.env.Rand().IntN(2) == 0):
+		p.cached = true
+		c.readNode(p, c.layout.Caches[c.site], wire.NoRing)
+	default:
+		c.readNearest(p)
+	}
+}
+
+func (c *Coordinator) fromBuffer(req uint64, e *buffered) *wire.CausalGetReply {
+	return &wire.CausalGetReply{Req: req, Table: c.layout.Table, Found: true, Value: e.value, Version: e.version,
+		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true}
+}
+
+func (c *Coordinator) readNearest(p *pendingRead) {
+	order := c.near.order(c.layout, p.get.Key, c.env.Now(), p.tried)
+	if c.opts.RandomRings && len(order) > 1 {
+		i := c.env.Rand().IntN(len(order))
+		order[0], order[i] = order[i], order[0]
+	}
+	if len(order) == 0 {
+		c.env.Send(p.client, c.unavailable(p))
+		return
+	}
+	c.readRing(p, order[0])
+}
+
+func (c *Coordinator) readRing(p *pendingRead, r int) {
+	p.tried |= 1 << r
+	c.readNode(p, c.layout.Node(r, p.get.Key), int32(r))
+}
+
+func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
+	c.nextReq++
+	req := c.nextReq
+	p.ring, p.node, p.sent = ring, to, c.env.Now()
+	c.reads[req] = p
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key})
+	if ring == wire.NoRing {
+		c.cacheReads.add(c.env, req)
+	} else {
+		c.ringReads.add(c.env, req)
+	}
+}
+
+func (c *Coordinator) readTimeout(req uint64) {
+	if tr, ok := c.txReads[req]; ok {
+		c.txTimeout(req, tr)
+		return
+	}
+	p := c.reads[req]
+	if p == nil {
+		return
+	}
+	delete(c.reads, req)
+	c.near.timedOut(p.node, c.env.Now())
+	if p.bound {
+		c.env.Send(p.client, c.unavailable(p))
+		return
+	}
+	c.readNearest(p)
+}
+
+// unavailable is the reply to a read that no ring answered in time. It
+// names the ring's node read last, if any, which did not answer: for a
+// read bound to a ring the one node it could wait for.
+func (c *Coordinator) unavailable(p *pendingRead) *wire.CausalGetReply {
+	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing}
+	if p.ring != wire.NoRing {
+		m.Ring, m.Node = p.ring, p.node
+	}
+	return m
+}
+
+func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
+	if tr, ok := c.txReads[m.Req]; ok {
+		c.txReply(from, m, tr)
+		return
+	}
+	p := c.reads[m.Req]
+	if p == nil || from != p.node {
+		return
+	}
+	delete(c.reads, m.Req)
+	if m.Code == wire.OK && m.Source != wire.FromCache {
+		c.near.observe(m.Node, c.env.Now().Sub(p.sent))
+	}
+	if m.Code != wire.OK {
+		if p.cached && m.Code == wire.Unavailable {
+			// The cache's fill from m.Node timed out: avoid that node
+			// and try the rings from here.
+			if m.Node != "" {
+				c.near.timedOut(m.Node, c.env.Now())
+			}
+			c.readNearest(p)
+			return
+		}
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code})
+		return
+	}
+	if p.wb != nil && m.Version.Less(p.wb.version) {
+		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb))
+		return
+	}
+	c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Found: m.Found, Value: m.Value, Version: m.Version,
+		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight})
+}

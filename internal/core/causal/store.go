@@ -1,0 +1,478 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// StoreOptions configures a storage node of a causal table with its
+// middle man.
+type StoreOptions struct {
+	// Layout places the table. Required, validated.
+	Layout *Layout
+	// Resend is how long the node waits for an answer to a dependency
+	// check or an invalidation before sending it again. Default 1s.
+	Resend time.Duration
+	// Logger. Default: discard.
+	Logger *slog.Logger
+}
+
+// Store is a storage node of a causal table together with its middle man
+// (Karma 4.1.1): it holds one ring's replica of its keys, and per key the
+// newest version, whether that version is stable, and the caches that may
+// hold it (cached-at, Karma 4.3).
+//
+// A write arriving from a propagator is applied once its dependencies are
+// in this ring (put-after: each is checked at its key's node in the ring),
+// newest version winning; then the caches that may hold the key are
+// invalidated, and only when they have acknowledged is the write
+// acknowledged (Karma 4.3).
+//
+// Choices the paper leaves open (karma.md section 5):
+//   - A dependency (k, v) holds in a ring once k's node there has
+//     processed v: applied it, or found a newer version, after v's own
+//     dependencies held. A newer version alone is not enough under
+//     last-writer-wins: a concurrent newer write does not carry v's causal
+//     past. So a node remembers the versions it processed until they are
+//     stable; asked about a version older than its own that it does not
+//     remember, it asks v's coordinator whether v is complete (then v's
+//     past is in every ring), and otherwise waits for v to arrive.
+//   - STABLE for an old version meets a newer version in flight: the key
+//     stays in flight until the newer one's STABLE. Stability is stored
+//     unsynced: a lost bit only leaves a stable version in flight, which
+//     is safe (Karma 4.1.2).
+//   - Cached-at sets are volatile. After a restart the node tells every
+//     cache to drop what it filled from it, and acknowledges no write
+//     until every cache has done so.
+type Store struct {
+	opts   StoreOptions
+	layout *Layout
+	env    node.Env
+	ring   int
+	batch  storage.Batch
+
+	// processed holds, per key, the versions processed here and not yet
+	// known stable.
+	processed map[string]map[wire.Version]struct{}
+	cachedAt  map[string][]wire.NodeID
+	// invalidating holds, per key with invalidations outstanding, the
+	// acknowledgements that wait for them: a write of the key, or a copy
+	// of one sent again, is acknowledged only once no cache can hold an
+	// older version.
+	invalidating map[string]*invalidation
+	// inProgress are the propagated writes taken and not yet
+	// acknowledged: a copy sent again meanwhile is dropped. answering are
+	// the dependency checks of other nodes waited on, likewise.
+	inProgress map[propID]bool
+	answering  map[askID]bool
+	// waiters are dependency checks waiting for a version of a key to be
+	// processed here (or to become stable).
+	waiters map[string][]waiter
+	nextReq uint64
+	// out holds the requests this node sent and awaits answers to, to
+	// send again after Resend; done is what to do with the answer.
+	out map[uint64]*outbound
+	// resetting are the caches that have not acknowledged the reset sent
+	// at start; held are the acknowledgements waiting for them.
+	resetting map[wire.NodeID]bool
+	held      []heldAck
+	retrying  bool
+}
+
+type waiter struct {
+	version wire.Version
+	done    func()
+}
+
+type outbound struct {
+	to   wire.NodeID
+	msg  wire.Msg
+	sent time.Time
+	// onDepCheck or onAck runs when the answer comes.
+	onDepCheck func(done bool)
+	onAck      func()
+}
+
+type propID struct {
+	client  wire.NodeID
+	session uint64
+	seq     uint64
+}
+
+type askID struct {
+	from wire.NodeID
+	req  uint64
+}
+
+type invalidation struct {
+	left    int
+	waiting []func()
+}
+
+type heldAck struct {
+	to  wire.NodeID
+	ack *wire.PropagateAck
+}
+
+type retryTimer struct{}
+
+// NewStore returns a store; Start starts it.
+func NewStore(opts StoreOptions) *Store {
+	if opts.Resend == 0 {
+		opts.Resend = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{opts: opts}
+}
+
+// Start implements node.Handler.
+func (s *Store) Start(env node.Env) error {
+	if s.opts.Layout == nil {
+		return errors.New("causal: StoreOptions.Layout is required")
+	}
+	if s.opts.Resend < 0 {
+		return errors.New("causal: StoreOptions.Resend must not be negative")
+	}
+	s.env = env
+	s.layout = s.opts.Layout
+	s.ring = s.layout.RingOf(env.ID())
+	if s.ring < 0 {
+		return fmt.Errorf("causal: store %s is in no ring of table %d", env.ID(), s.layout.Table)
+	}
+	s.processed = map[string]map[wire.Version]struct{}{}
+	s.cachedAt = map[string][]wire.NodeID{}
+	s.invalidating = map[string]*invalidation{}
+	s.inProgress = map[propID]bool{}
+	s.answering = map[askID]bool{}
+	s.waiters = map[string][]waiter{}
+	s.out = map[uint64]*outbound{}
+	s.resetting = map[wire.NodeID]bool{}
+	for _, cache := range s.layout.CacheNodes() {
+		s.resetting[cache] = true
+		s.request(cache, &wire.Invalidate{Table: s.layout.Table}, nil, func() {
+			delete(s.resetting, cache)
+			if len(s.resetting) == 0 {
+				for _, h := range s.held {
+					s.env.Send(h.to, h.ack)
+				}
+				s.held = nil
+			}
+		})
+	}
+	return nil
+}
+
+// request sends a request needing an answer and keeps it to send again.
+func (s *Store) request(to wire.NodeID, m wire.Msg, onDepCheck func(bool), onAck func()) {
+	s.nextReq++
+	req := s.nextReq
+	switch m := m.(type) {
+	case *wire.DepCheck:
+		m.Req = req
+	case *wire.Invalidate:
+		m.Req = req
+	}
+	s.out[req] = &outbound{to: to, msg: m, sent: s.env.Now(), onDepCheck: onDepCheck, onAck: onAck}
+	s.env.Send(to, m)
+	if !s.retrying {
+		s.retrying = true
+		s.env.After(s.opts.Resend, retryTimer{})
+	}
+}
+
+// Fire implements node.Handler: requests unanswered for Resend go again.
+func (s *Store) Fire(timer any) {
+	if _, ok := timer.(retryTimer); !ok {
+		return
+	}
+	s.retrying = false
+	now := s.env.Now()
+	reqs := make([]uint64, 0, len(s.out))
+	for req := range s.out {
+		reqs = append(reqs, req)
+	}
+	slices.Sort(reqs)
+	for _, req := range reqs {
+		o := s.out[req]
+		if now.Sub(o.sent) >= s.opts.Resend {
+			o.sent = now
+			s.env.Send(o.to, o.msg)
+		}
+	}
+	if len(s.out) > 0 {
+		s.retrying = true
+		s.env.After(s.opts.Resend, retryTimer{})
+	}
+}
+
+// Receive implements node.Handler.
+func (s *Store) Receive(from wire.NodeID, m wire.Msg) {
+	switch m := m.(type) {
+	case *wire.Propagate:
+		if m.Table == s.layout.Table {
+			s.propagate(from, m)
+		}
+	case *wire.Stable:
+		if m.Table == s.layout.Table {
+			s.stable(m)
+		}
+	case *wire.Read:
+		s.read(from, m)
+	case *wire.DepCheck:
+		ask := askID{from, m.Req}
+		if m.Table == s.layout.Table && !s.answering[ask] {
+			s.answering[ask] = true
+			s.whenProcessed(m.Key, m.Version, func() {
+				delete(s.answering, ask)
+				s.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: s.layout.Table, Done: true})
+			})
+		}
+	case *wire.DepCheckReply:
+		if o := s.out[m.Req]; o != nil && o.to == from && o.onDepCheck != nil {
+			delete(s.out, m.Req)
+			o.onDepCheck(m.Done)
+		}
+	case *wire.InvalidateAck:
+		if o := s.out[m.Req]; o != nil && o.to == from && o.onAck != nil {
+			delete(s.out, m.Req)
+			o.onAck()
+		}
+	}
+}
+
+func (s *Store) load(key string) (record, bool) {
+	v, ok, err := s.env.Engine().Get(valueKey(s.layout.Table, key))
+	if err != nil || !ok {
+		if err != nil {
+			s.opts.Logger.Error("causal: read", "key", key, "err", err)
+		}
+		return record{}, false
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		s.opts.Logger.Error("causal: decode", "key", key, "err", err)
+		return record{}, false
+	}
+	return r, true
+}
+
+// propagate takes a put, put-after or notify-after (Karma Fig. 5).
+func (s *Store) propagate(from wire.NodeID, m *wire.Propagate) {
+	id := propID{m.Client, m.Session, m.Seq}
+	if s.inProgress[id] {
+		return
+	}
+	s.inProgress[id] = true
+	left := len(m.Deps) + 1
+	step := func() {
+		left--
+		if left == 0 {
+			s.apply(from, m)
+		}
+	}
+	for _, d := range m.Deps {
+		to := s.layout.Node(s.ring, d.Key)
+		if to == s.env.ID() {
+			s.whenProcessed(d.Key, d.Version, step)
+			continue
+		}
+		d := d
+		s.request(to, &wire.DepCheck{Table: s.layout.Table, Key: d.Key, Version: d.Version}, func(bool) { step() }, nil)
+	}
+	step()
+}
+
+// apply writes a propagated version whose dependencies hold here, newest
+// version winning, invalidates the caches that may hold the key, and
+// then acknowledges.
+func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
+	ack := &wire.PropagateAck{Table: s.layout.Table, Client: m.Client, Session: m.Session, Seq: m.Seq, Ring: int32(s.ring)}
+	if m.Notify {
+		s.acknowledge(from, ack)
+		return
+	}
+	cur, _ := s.load(m.Key)
+	if cur.version.Less(m.Version) {
+		s.batch.Reset()
+		s.batch.Set(valueKey(s.layout.Table, m.Key), encodeRecord(record{version: m.Version, value: m.Value}))
+		if err := s.env.Engine().Apply(&s.batch, true); err != nil {
+			s.opts.Logger.Error("causal: write", "key", m.Key, "err", err)
+			delete(s.inProgress, propID{m.Client, m.Session, m.Seq})
+			return // unacknowledged: the propagator sends it again
+		}
+	}
+	if cur.version != m.Version || !cur.stable {
+		set := s.processed[m.Key]
+		if set == nil {
+			set = map[wire.Version]struct{}{}
+			s.processed[m.Key] = set
+		}
+		set[m.Version] = struct{}{}
+	}
+	s.release(m.Key, m.Version)
+	caches := s.cachedAt[m.Key]
+	if cur.version.Less(m.Version) && len(caches) > 0 {
+		delete(s.cachedAt, m.Key)
+		inv := s.invalidating[m.Key]
+		if inv == nil {
+			inv = &invalidation{}
+			s.invalidating[m.Key] = inv
+		}
+		inv.left += len(caches)
+		for _, cache := range caches {
+			s.request(cache, &wire.Invalidate{Table: s.layout.Table, Key: m.Key, Version: m.Version}, nil, func() {
+				inv.left--
+				if inv.left == 0 {
+					delete(s.invalidating, m.Key)
+					for _, f := range inv.waiting {
+						f()
+					}
+				}
+			})
+		}
+	}
+	if inv := s.invalidating[m.Key]; inv != nil {
+		inv.waiting = append(inv.waiting, func() { s.acknowledge(from, ack) })
+		return
+	}
+	s.acknowledge(from, ack)
+}
+
+func (s *Store) acknowledge(to wire.NodeID, ack *wire.PropagateAck) {
+	delete(s.inProgress, propID{ack.Client, ack.Session, ack.Seq})
+	if len(s.resetting) > 0 {
+		s.held = append(s.held, heldAck{to, ack})
+		return
+	}
+	s.env.Send(to, ack)
+}
+
+// whenProcessed runs done once version v of key has been processed here
+// (see Store's comment).
+func (s *Store) whenProcessed(key string, v wire.Version, done func()) {
+	if _, ok := s.processed[key][v]; ok {
+		done()
+		return
+	}
+	cur, _ := s.load(key)
+	switch c := cur.version.Compare(v); {
+	case c == 0:
+		done()
+		return
+	case c > 0 && v.Origin != "":
+		// Processed and forgotten once stable, or not yet arrived and
+		// overtaken by a newer version: its coordinator knows which.
+		s.request(v.Origin, &wire.DepCheck{Table: s.layout.Table, Key: key, Version: v}, func(complete bool) {
+			if complete {
+				done()
+				return
+			}
+			s.wait(key, v, done)
+		}, nil)
+		return
+	}
+	s.wait(key, v, done)
+}
+
+func (s *Store) wait(key string, v wire.Version, done func()) {
+	if _, ok := s.processed[key][v]; ok {
+		done()
+		return
+	}
+	s.waiters[key] = append(s.waiters[key], waiter{v, done})
+}
+
+// release runs the waiters for version v of key.
+func (s *Store) release(key string, v wire.Version) {
+	ws := s.waiters[key]
+	if len(ws) == 0 {
+		return
+	}
+	var keep []waiter
+	var run []func()
+	for _, w := range ws {
+		if w.version == v {
+			run = append(run, w.done)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		delete(s.waiters, key)
+	} else {
+		s.waiters[key] = keep
+	}
+	for _, f := range run {
+		f()
+	}
+}
+
+// stable records that a version is in every ring (Karma 4.1.2 STABLE).
+func (s *Store) stable(m *wire.Stable) {
+	s.release(m.Key, m.Version)
+	if set := s.processed[m.Key]; set != nil {
+		delete(set, m.Version)
+		if len(set) == 0 {
+			delete(s.processed, m.Key)
+		}
+	}
+	cur, ok := s.load(m.Key)
+	if !ok || cur.version != m.Version || cur.stable {
+		return
+	}
+	cur.stable = true
+	s.batch.Reset()
+	s.batch.Set(valueKey(s.layout.Table, m.Key), encodeRecord(cur))
+	if err := s.env.Engine().Apply(&s.batch, false); err != nil {
+		s.opts.Logger.Error("causal: mark stable", "key", m.Key, "err", err)
+	}
+}
+
+// read serves a coordinator's read or a cache's fill. A key never written
+// is stable: its initial state is in every ring. A fill of a stable
+// version puts the cache in the key's cached-at set (Karma 4.3).
+func (s *Store) read(from wire.NodeID, m *wire.Read) {
+	reply := &wire.ReadReply{Req: m.Req, Table: s.layout.Table, Source: wire.FromRing, Ring: int32(s.ring), Node: s.env.ID()}
+	if m.Table != s.layout.Table {
+		reply.Code = wire.NoTable
+		s.env.Send(from, reply)
+		return
+	}
+	cur, ok := s.load(m.Key)
+	reply.Found, reply.Value, reply.Version = ok, cur.value, cur.version
+	reply.InFlight = ok && !cur.stable
+	if m.Fill && !reply.InFlight && !slices.Contains(s.cachedAt[m.Key], from) {
+		s.cachedAt[m.Key] = append(s.cachedAt[m.Key], from)
+	}
+	s.env.Send(from, reply)
+}
+
+// Versions returns the newest version the node holds of every key, for
+// checking convergence after quiescence.
+func (s *Store) Versions() (map[string]wire.Version, error) {
+	out := map[string]wire.Version{}
+	prefix := valueKey(s.layout.Table, "")
+	end := valueKey(s.layout.Table+1, "")
+	var decErr error
+	err := s.env.Engine().Scan(prefix, end, func(k, v []byte) bool {
+		var r record
+		if r, decErr = decodeRecord(v); decErr != nil {
+			return false
+		}
+		out[string(k[len(prefix):])] = r.version
+		return true
+	})
+	if err == nil {
+		err = decErr
+	}
+	return out, err
+}

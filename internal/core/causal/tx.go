@@ -1,0 +1,204 @@
+package causal
+
+import (
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// pendingTx is a get-transaction in progress (Karma 4.5).
+//
+// Karma adopts Eiger's read-only transactions, which rebuild a snapshot
+// from saved old versions. Our stores keep only the newest version, so a
+// transaction instead reads every key from one ring in rounds until two
+// consecutive rounds return the same versions (a double collect). Then
+// each version was the newest at its node throughout the interval from
+// the first of the two reads to the second, and all those intervals share
+// the instant the first round's last read was served. A ring applies a
+// write only after its causal past (put-after), so the ring's contents at
+// any instant are causally closed, and versions current together at one
+// instant form a causally consistent snapshot. After TxRounds rounds
+// without a repeat the transaction aborts (Karma 4.5: abort and retry).
+type pendingTx struct {
+	client wire.NodeID
+	m      *wire.CausalGetTx
+	wbs    []*buffered
+	ring   int
+	bound  bool
+	tried  uint64
+	round  int
+	prev   []*wire.ReadReply
+	cur    []*wire.ReadReply
+	left   int
+	sent   time.Time
+	// reqs are the round's outstanding reads.
+	reqs []uint64
+}
+
+type txRead struct {
+	tx   uint64
+	item int
+	node wire.NodeID
+}
+
+func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
+	reply := &wire.CausalGetTxReply{Req: m.Req, Table: c.layout.Table, Ring: wire.NoRing}
+	switch {
+	case m.Table != c.layout.Table:
+		reply.Code = wire.NoTable
+	case len(m.Keys) == 0, m.Ring != wire.NoRing && (m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings)):
+		reply.Code = wire.Invalid
+	}
+	if reply.Code != wire.OK {
+		c.env.Send(from, reply)
+		return
+	}
+	t := &pendingTx{client: from, m: m, wbs: make([]*buffered, len(m.Keys))}
+	for i, k := range m.Keys {
+		t.wbs[i] = c.bufferedWrite(sessionID{from, m.Session}, k)
+	}
+	switch {
+	case m.Ring != wire.NoRing:
+		t.bound, t.ring = true, int(m.Ring)
+	case c.layout.Static:
+		t.bound, t.ring = true, c.home
+	default:
+		t.ring = c.txRing(t.tried, m.Keys)
+	}
+	c.nextReq++
+	id := c.nextReq
+	c.txs[id] = t
+	c.txRound(id, t)
+}
+
+// txRing picks the untried ring whose farthest node for keys is nearest.
+func (c *Coordinator) txRing(tried uint64, keys []string) int {
+	best, bestCost := -1, time.Duration(0)
+	now := c.env.Now()
+	if c.opts.RandomRings {
+		var untried []int
+		for r := range c.layout.Rings {
+			if tried&(1<<r) == 0 {
+				untried = append(untried, r)
+			}
+		}
+		if len(untried) == 0 {
+			return -1
+		}
+		return untried[c.env.Rand().IntN(len(untried))]
+	}
+	for r := range c.layout.Rings {
+		if tried&(1<<r) != 0 {
+			continue
+		}
+		var cost time.Duration
+		for _, k := range keys {
+			id := c.layout.Node(r, k)
+			rtt := c.near.estimate(id)
+			if c.near.suspected(id, now) {
+				rtt = time.Hour
+			}
+			cost = max(cost, rtt)
+		}
+		if best < 0 || cost < bestCost {
+			best, bestCost = r, cost
+		}
+	}
+	return best
+}
+
+func (c *Coordinator) txRound(id uint64, t *pendingTx) {
+	t.round++
+	t.tried |= 1 << t.ring
+	t.cur = make([]*wire.ReadReply, len(t.m.Keys))
+	t.left = len(t.m.Keys)
+	t.sent = c.env.Now()
+	t.reqs = t.reqs[:0]
+	for i, k := range t.m.Keys {
+		c.nextReq++
+		req := c.nextReq
+		to := c.layout.Node(t.ring, k)
+		c.txReads[req] = txRead{tx: id, item: i, node: to}
+		t.reqs = append(t.reqs, req)
+		c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k})
+		c.ringReads.add(c.env, req)
+	}
+}
+
+func (c *Coordinator) txReply(from wire.NodeID, m *wire.ReadReply, tr txRead) {
+	t := c.txs[tr.tx]
+	if t == nil || from != tr.node {
+		return
+	}
+	delete(c.txReads, m.Req)
+	c.near.observe(from, c.env.Now().Sub(t.sent))
+	if m.Code != wire.OK {
+		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: m.Code, Ring: int32(t.ring), Rounds: int32(t.round)})
+		return
+	}
+	t.cur[tr.item] = m
+	t.left--
+	if t.left > 0 {
+		return
+	}
+	if t.prev != nil && slices.EqualFunc(t.prev, t.cur, func(a, b *wire.ReadReply) bool {
+		return a.Found == b.Found && a.Version == b.Version
+	}) {
+		c.endTx(tr.tx, t, c.txResult(t))
+		return
+	}
+	if t.round >= c.opts.TxRounds {
+		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Aborted, Ring: int32(t.ring), Rounds: int32(t.round)})
+		return
+	}
+	t.prev = t.cur
+	c.txRound(tr.tx, t)
+}
+
+// txResult assembles the snapshot, the session's own newer buffered
+// writes taking the place of what the ring returned (as for a Get).
+func (c *Coordinator) txResult(t *pendingTx) *wire.CausalGetTxReply {
+	reply := &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Ring: int32(t.ring), Rounds: int32(t.round), Items: make([]wire.TxItem, len(t.cur))}
+	for i, r := range t.cur {
+		if wb := t.wbs[i]; wb != nil && r.Version.Less(wb.version) {
+			reply.Items[i] = wire.TxItem{Key: t.m.Keys[i], Found: true, Value: wb.value, Version: wb.version, Source: wire.FromBuffer, InFlight: true}
+			continue
+		}
+		reply.Items[i] = wire.TxItem{Key: t.m.Keys[i], Found: r.Found, Value: r.Value, Version: r.Version, Source: wire.FromRing, InFlight: r.InFlight}
+	}
+	return reply
+}
+
+func (c *Coordinator) endTx(id uint64, t *pendingTx, reply *wire.CausalGetTxReply) {
+	for _, req := range t.reqs {
+		delete(c.txReads, req)
+	}
+	delete(c.txs, id)
+	c.env.Send(t.client, reply)
+}
+
+// txTimeout: a node of the transaction's ring did not answer. An unbound
+// transaction starts again on another ring (Karma 4.5: a retry may switch
+// ring); a bound one fails.
+func (c *Coordinator) txTimeout(req uint64, tr txRead) {
+	t := c.txs[tr.tx]
+	delete(c.txReads, req)
+	if t == nil {
+		return
+	}
+	c.near.timedOut(tr.node, c.env.Now())
+	next := -1
+	if !t.bound {
+		next = c.txRing(t.tried, t.m.Keys)
+	}
+	if next < 0 {
+		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
+		return
+	}
+	for _, r := range t.reqs {
+		delete(c.txReads, r)
+	}
+	t.ring, t.prev = next, nil
+	c.txRound(tr.tx, t)
+}

@@ -1,0 +1,316 @@
+package clientcore
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// Monitor (Pileus 4.5). Every round trip to a node adds a latency sample;
+// samples older than the window, or beyond the sample cap, are forgotten so
+// the estimates follow changing conditions. High timestamps are kept per
+// (node, tablet) replica and only ever increase.
+
+// rttStats is the sliding window of one node's round-trip times.
+type rttStats struct {
+	// ring holds samples in arrival order; head is the oldest.
+	ring       []rttSample
+	head, size int
+	// sorted holds the same latencies in ascending order, so PNodeLat is a
+	// binary search.
+	sorted []time.Duration
+	sum    time.Duration
+	// down is set when a request to the node ended without a reply (a
+	// probe, a Get or a Put timed out) and cleared by the next message
+	// the node sends (Client.Receive): a node that has not answered since
+	// it last failed to is taken as unreachable (see pWithin).
+	down bool
+}
+
+type rttSample struct {
+	at  time.Time
+	rtt time.Duration
+}
+
+func newRTTStats(maxSamples int) *rttStats {
+	return &rttStats{ring: make([]rttSample, maxSamples), sorted: make([]time.Duration, 0, maxSamples)}
+}
+
+func (s *rttStats) add(at time.Time, rtt time.Duration) {
+	if s.size == len(s.ring) {
+		s.dropOldest()
+	}
+	s.ring[(s.head+s.size)%len(s.ring)] = rttSample{at, rtt}
+	s.size++
+	i, _ := slices.BinarySearch(s.sorted, rtt)
+	s.sorted = slices.Insert(s.sorted, i, rtt)
+	s.sum += rtt
+}
+
+func (s *rttStats) dropOldest() {
+	old := s.ring[s.head].rtt
+	s.head = (s.head + 1) % len(s.ring)
+	s.size--
+	i, _ := slices.BinarySearch(s.sorted, old)
+	s.sorted = slices.Delete(s.sorted, i, i+1)
+	s.sum -= old
+}
+
+// expire forgets samples taken before cutoff, keeping at least the newest
+// one so that a node that is rarely contacted is not forgotten entirely.
+func (s *rttStats) expire(cutoff time.Time) {
+	for s.size > 1 && s.ring[s.head].at.Before(cutoff) {
+		s.dropOldest()
+	}
+}
+
+// pWithin is PNodeLat: the fraction of samples no larger than latency. With
+// no samples it is 1: an unmeasured node is worth trying, and the reply
+// measures it (the paper leaves this case open). A node that is down is
+// expected to meet no latency at all, however fast its past samples: the
+// window still holds minutes of them, and a timed-out request adds only
+// one, as long as its timeout, which an SLA's longer latency would count
+// as met (a primary whose process had stopped kept its appeal for a
+// "strong 5s" subSLA after a 2 s probe timed out).
+func (s *rttStats) pWithin(latency time.Duration) float64 {
+	if s.down {
+		return 0
+	}
+	if s.size == 0 {
+		return 1
+	}
+	i, found := slices.BinarySearch(s.sorted, latency)
+	for found && i < len(s.sorted) && s.sorted[i] == latency {
+		i++
+	}
+	return float64(i) / float64(s.size)
+}
+
+// mean is the node's average round-trip time; zero when unmeasured.
+func (s *rttStats) mean() time.Duration {
+	if s.size == 0 {
+		return 0
+	}
+	return s.sum / time.Duration(s.size)
+}
+
+// distance orders nodes for the "closest" choice of Pileus Fig. 8 and the
+// Closest strategy: the mean round-trip time, with unmeasured nodes
+// farthest of all, so that a node known to be near is preferred to one
+// the first probes have not yet reached.
+func (s *rttStats) distance() time.Duration {
+	if s.size == 0 {
+		return math.MaxInt64
+	}
+	return s.mean()
+}
+
+// replicaState is what the client knows of one replica of one tablet.
+type replicaState struct {
+	id      wire.NodeID
+	primary bool
+	rtt     *rttStats // shared by all tablets on the node
+	// high is the largest high timestamp the node has reported for this
+	// tablet (Pileus 4.5); heard is when it last reported one, and lag
+	// the replica's staleness then (see staleness).
+	high  hlc.Timestamp
+	heard time.Time
+	lag   time.Duration
+	// lastContact is when the client last heard from this replica; the
+	// monitor probes replicas it has not heard from for a while.
+	lastContact time.Time
+	probing     bool
+	// warming is set, under MeasureNeeded, from OpenTable until
+	// the replica's first measured probe is answered or times out; the
+	// operations that would choose it wait meanwhile (awaitProbe).
+	// Requests sent while the warm-up probe is out, or before coldUntil,
+	// when the measured probe was sent, may have waited for the
+	// connection to be set up: their round trips are not sampled.
+	warming   bool
+	coldUntil time.Time
+	// probeInterval is this replica's own probe interval under
+	// Options.AdaptiveProbing; zero until a probe has adapted it, which
+	// stands for Options.ProbeInterval.
+	probeInterval time.Duration
+	// shift is the last probe's round trip if it departed from the
+	// node's window mean (zero if not), and shiftSent when that probe was
+	// sent: a candidate shift in latency that the next probe may confirm
+	// (Options.AdaptiveProbing).
+	shift     time.Duration
+	shiftSent time.Time
+}
+
+// observeHigh records a high timestamp reported by replica r of tv, and
+// the replica's staleness as of the report.
+func (c *Client) observeHigh(tv *tabletView, r *replicaState, ts hlc.Timestamp) {
+	r.high = hlc.Max(r.high, ts)
+	r.lastContact, r.heard = c.env.Now(), c.env.Now()
+	r.lag = staleness(tv, r.high, r.primary, c.env.WallNanos())
+}
+
+// Adaptive probing, beyond the paper. Pileus 6.1: "If the latency to a
+// node is fairly stable and the consistency predictable, then clients
+// could probe less frequently." A probe's round trip departs from the
+// node's window mean when it differs from it by more than
+// volatileFraction of the mean and by more than volatileMin. The paper
+// gives no numbers: these are our choice. A quarter of the mean is well
+// beyond the jitter of a wide-area link (a millisecond or so on a link of
+// 150 ms) yet well within a change worth reacting to, and volatileMin
+// keeps a node a millisecond away from looking volatile over a few
+// hundred microseconds.
+const (
+	volatileFraction = 0.25
+	volatileMin      = 5 * time.Millisecond
+)
+
+// departs reports whether rtt departs from reference as the constants
+// above define it.
+func departs(rtt, reference time.Duration) bool {
+	deviation := rtt - reference
+	if deviation < 0 {
+		deviation = -deviation
+	}
+	return deviation > max(time.Duration(volatileFraction*float64(reference)), volatileMin)
+}
+
+// probeTick is the period of the probe timer. Under AdaptiveProbing it
+// is the shortest interval, so a replica is probed at most one tick after
+// its own interval runs out.
+func (c *Client) probeTick() time.Duration {
+	if c.opts.AdaptiveProbing {
+		return c.opts.MinProbeInterval
+	}
+	return c.opts.ProbeInterval
+}
+
+// probeInterval is how long the client may go without hearing from r
+// before probing it.
+func (c *Client) probeInterval(r *replicaState) time.Duration {
+	if !c.opts.AdaptiveProbing || r.probeInterval == 0 {
+		return c.opts.ProbeInterval
+	}
+	return r.probeInterval
+}
+
+// adaptProbe judges a probe of r sent at sent under
+// Options.AdaptiveProbing; mean and measured describe the node's window
+// before the probe's sample was added.
+//
+// A probe that times out, or whose round trip departs from the mean,
+// marks the node volatile: it is probed every MinProbeInterval. Any other
+// probe marks it stable: its interval doubles, up to MaxProbeInterval.
+// Only probes count: a replica that serves Gets or Puts is not probed at
+// all, and its interval matters only once they stop, when the probes
+// judge it afresh.
+//
+// Probing a volatile node more often is not enough by itself: its window
+// still holds minutes of samples from before the change (in Pileus 5.4's
+// scenario, after #5, some sixty from Gets and probes), and a probe every
+// few seconds takes nearly the whole window to outweigh them. So when two
+// probes in a row depart from the mean and agree with each other, the
+// client takes it that the node's latency has shifted and forgets the
+// samples taken before the first of them, as the window would once it had
+// passed. One outlying round trip is not enough; a timeout never is.
+func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration, measured bool, rtt time.Duration, timedOut bool) {
+	if !c.opts.AdaptiveProbing || !measured && !timedOut {
+		return // the node's first sample: nothing to judge it by
+	}
+	if !timedOut && !departs(rtt, mean) {
+		r.probeInterval = min(2*c.probeInterval(r), c.opts.MaxProbeInterval)
+		r.shift = 0
+		return
+	}
+	r.probeInterval = c.opts.MinProbeInterval
+	if timedOut {
+		r.shift = 0
+		return
+	}
+	if r.shift > 0 && !departs(rtt, r.shift) {
+		r.rtt.expire(r.shiftSent)
+	}
+	r.shift, r.shiftSent = rtt, sent
+}
+
+// awaitProbe makes a Get wait, under MeasureNeeded, while the
+// replica it would go to is still warming (Pileus 4.5): an unmeasured
+// node promises every latency (pWithin) and counts as the farthest, so
+// among several the choice falls on the first in the layout, not the
+// nearest, nor the one that can meet the SLA. Pileus's choice (Fig. 8),
+// the Closest strategy's and a bounded Get's (the nearest replica) are
+// the ones that read the monitor. It reports whether it held the Get,
+// which chooses again once a probe is answered or times out (probed):
+// the probes went out together, so the first to answer is the nearest
+// node, and the Get waits for no other unless it would choose it, at
+// most ProbeTimeout for each. The wait is the table's measuring, as if
+// OpenTable had waited for it: it does not count in the Get's latency,
+// which an SLA judges by the Get's own round trip.
+func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
+	if c.opts.Measure != MeasureNeeded {
+		return false
+	}
+	tablet := s.table.layout.TabletFor(key)
+	tv := &s.table.tablets[tablet]
+	var r *replicaState
+	switch {
+	case o.Bound != wire.NoBound:
+		r = c.receiver(s, tv, tablet)
+	case strategy == Pileus:
+		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
+		r = tv.replicas[pick]
+	case strategy == Closest:
+		r = tv.replicas[closest(tv.replicas)]
+	}
+	if r == nil || !r.warming {
+		return false
+	}
+	held := c.env.Now()
+	c.await(func() {
+		o.since = o.since.Add(c.env.Now().Sub(held))
+		if err := c.get(s, key, o, done, true); err != nil {
+			done(GetResult{Met: -1, Target: -1}, err)
+		}
+	})
+	return true
+}
+
+// await holds an operation until the next probe is answered or times out;
+// retry then runs it again.
+func (c *Client) await(retry func()) {
+	c.awaiting = append(c.awaiting, retry)
+}
+
+// probed lets the operations waiting for a first probe choose again.
+func (c *Client) probed() {
+	waiting := c.awaiting
+	c.awaiting = nil
+	for _, f := range waiting {
+		f()
+	}
+}
+
+// ProbesSent returns the number of probes the client has sent since New
+// (Pileus 4.5; under Options.AdaptiveProbing, 6.1).
+func (c *Client) ProbesSent() uint64 { return c.probesSent }
+
+// RTTEstimate is the monitor's view of one node's round-trip time: the
+// mean of the samples in its window (Pileus 4.5).
+type RTTEstimate struct {
+	Node    string
+	Mean    time.Duration
+	Samples int
+}
+
+// RTTEstimates returns the monitor's round-trip estimate of every node it
+// has measured, in node order.
+func (c *Client) RTTEstimates() []RTTEstimate {
+	out := make([]RTTEstimate, 0, len(c.rtt))
+	for _, id := range sortedKeys(c.rtt) {
+		s := c.rtt[id]
+		out = append(out, RTTEstimate{Node: string(id), Mean: s.mean(), Samples: s.size})
+	}
+	return out
+}

@@ -1,0 +1,597 @@
+package clientcore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/sla"
+)
+
+// GetOptions overrides a session's defaults for one Get.
+type GetOptions struct {
+	// SLA replaces the session's default SLA when not nil (Pileus 3.1).
+	SLA sla.SLA
+	// Strategy replaces the session's strategy when not zero.
+	Strategy Strategy
+	// RetryAfterMiss lets a Get fall back after a miss (beyond the paper:
+	// Pileus 5.4 describes the case, 6 invites it): when a reply meets no
+	// subSLA, or its target subSLA's latency passes with no reply, the
+	// Get also asks the node not yet asked that is expected to deliver
+	// the most utility in the time left, if any is; and so on while the
+	// SLA has time, each node once. Requests already out stay open until
+	// the Get's deadline, as a late reply may still meet a lower subSLA
+	// (Fig. 9); the best reply wins, as for a hedged Get. For an
+	// unbounded target the wait ends at Options.ProbeTimeout, after which
+	// the monitor takes a silent node for unreachable.
+	RetryAfterMiss bool
+	// HedgeCost, when positive, lets a Pileus Get go to a second node at
+	// once if that raises its expected utility by more than HedgeCost, the
+	// price of an extra request in utility (beyond the paper: its 6.3).
+	// The Get returns a reply that meets a subSLA as soon as the other
+	// request can no longer do better.
+	HedgeCost float64
+	// Read replaces the session's read level choice when set.
+	Read Choice
+	// Delay, when positive, replaces the session's artificial delay.
+	Delay time.Duration
+	// ReadRepair, when not RepairAuto, replaces the session's read
+	// repair setting (Policy.ReadRepair) for this Get.
+	ReadRepair ReadRepair
+	// NoQuorum leaves quorums out of Pileus's selection even when the
+	// table's write level makes them strong: only single replicas are
+	// candidates, as in the paper.
+	NoQuorum bool
+	// Bound, when not wire.NoBound, makes the Get a bounded read
+	// (dConssandra; see bounded.go): it goes to one replica, which
+	// brings in what writes it can within the bound before it reads.
+	Bound wire.Bound
+
+	// since is when a Get held back (bounded.go) was called: its round
+	// trip, and the time its SLA's latencies allow, count from there.
+	since time.Time
+}
+
+// GetResult describes a Get: what it returned and how.
+type GetResult struct {
+	// Value is the version read; Found is false if the replica held no
+	// version of the key. Both are empty when no subSLA was met.
+	Value []byte
+	Found bool
+	// Met is the index in the SLA of the subSLA met, or -1.
+	Met int
+	// SubSLA is the subSLA met.
+	SubSLA sla.SubSLA
+	// Target is the index of the subSLA that selection aimed for, or -1
+	// for the fixed strategies; ExpectedUtility is its expected utility.
+	Target          int
+	ExpectedUtility float64
+	Strategy        Strategy
+	// Node is the replica the Get went to; Primary says whether it was the
+	// tablet's primary.
+	Node    wire.NodeID
+	Primary bool
+	// RTT is the measured round-trip time.
+	RTT time.Duration
+	// VersionTS is the timestamp of the version read, HighTS the replica's
+	// high timestamp.
+	VersionTS, HighTS hlc.Timestamp
+	// Causal says, for a causal table, where the value came from.
+	Causal *CausalRead
+	// TimedOut is set when no reply came before every subSLA's latency
+	// had passed.
+	TimedOut bool
+	// Retries counts the nodes the Get fell back to after a miss
+	// (GetOptions.RetryAfterMiss); Node is then the one whose reply was
+	// used and RTT the whole time from the Get's start.
+	Retries int
+	// Hedged is set when the Get also went to a second node at once
+	// (GetOptions.HedgeCost); Node is then the one whose reply was used.
+	Hedged bool
+	// Level is the number of replicas the Get asked (its read level).
+	// With more than one, Replies holds each one's answer in the order
+	// they came, Node is the one whose version was returned (the
+	// newest; the primary when it answered, as it holds the newest), and
+	// HighTS the largest high timestamp among the replies; Quorum says
+	// that the Get met a strong subSLA without the primary, because its
+	// read level and the table's write level overlap (r + w > N).
+	// Repaired counts the stale replicas asked to catch up to the
+	// version returned (read repair, ReadRepair), and Held the replicas
+	// known to hold it when the Get answered: those whose high
+	// timestamp reached it, and those that caught up when asked. A Get
+	// that writes back answers only once Held is a majority.
+	Level    int
+	Replies  []ReplicaRead
+	Quorum   bool
+	Repaired int
+	Held     int
+	// Delay is the artificial delay the Get waited before it was sent;
+	// it counts in RTT.
+	Delay time.Duration
+	// TuneP is the tuner's probability of QUORUM when the Get's level was
+	// drawn (Policy.Tune), zero without the tuner.
+	TuneP float64
+	// Staleness is the client's estimate, when the reply came, of how far
+	// the replica read (with several, the freshest) trailed the tablet's
+	// primary: ReplicaEstimate.Staleness for HighTS. It is zero when the
+	// primary answered, and while HighTS is zero (no reply came, or the
+	// replica has received nothing of the tablet).
+	Staleness time.Duration
+	// A bounded read (GetOptions.Bound) reports its Bound, the writes
+	// the replica Applied within it and those still Pending, and Null
+	// when writes of the key were pending and the bound did not allow
+	// even one (the error is then ErrNull). FromSession says the value is
+	// the session's own pending write (see bounded.go), on any Get.
+	Bound       wire.Bound
+	Applied     int
+	Pending     int
+	Null        bool
+	FromSession bool
+}
+
+// Utility returns the utility delivered: the met subSLA's, or zero.
+func (r GetResult) Utility() float64 {
+	if r.Met < 0 {
+		return 0
+	}
+	return r.SubSLA.Utility
+}
+
+// PutResult describes an acknowledged Put: its timestamp, the primary
+// that ordered it, the round trip, the write level it waited for (a
+// number of replicas) and how many replicas held it when the primary
+// answered, the primary included.
+//
+// A bounded Put (PutOptions.Bound) also reports its Bound, the Stage the
+// write reached, its WriteID at Node (the replica that received it), and
+// the Holders known to have applied it; TS is zero before Coordinated. A
+// ReadTestWrite reports whether its test held (Tested).
+type PutResult struct {
+	TS      hlc.Timestamp
+	Node    wire.NodeID
+	RTT     time.Duration
+	Level   int
+	Acks    int
+	Bound   wire.Bound
+	Stage   wire.Stage
+	WriteID uint64
+	Holders []wire.NodeID
+	Tested  wire.Outcome
+}
+
+func (c *Client) checkSession(s *Session, key string) error {
+	if s.ended {
+		return ErrSessionEnded
+	}
+	if len(key) > c.opts.MaxKeyBytes {
+		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrTooLarge, len(key), c.opts.MaxKeyBytes)
+	}
+	return nil
+}
+
+// Get reads key in session s (Pileus Fig. 2). If Get returns an error,
+// done is never called; otherwise done is called exactly once, later. When
+// no subSLA was met done gets ErrSLAUnmet (or ErrTimeout when the request
+// timed out before every subSLA's latency had passed) and a result that
+// describes the attempt but carries no data (3.3).
+func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, error)) error {
+	return c.get(s, key, o, done, false)
+}
+
+// get is Get; released says that the session's queue of held
+// operations (bounded.go) is letting it go.
+func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, error), released bool) error {
+	if err := c.checkSession(s, key); err != nil {
+		return err
+	}
+	if s.table.causal != nil {
+		return c.getCausal(s, key, o, done)
+	}
+	if o.since.IsZero() {
+		o.since = c.env.Now()
+	}
+	if !released && (len(s.held) > 0 || !s.getClear(key)) {
+		c.hold(s, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
+			func() {
+				if err := c.get(s, key, o, done, true); err != nil {
+					done(GetResult{Met: -1, Target: -1}, err)
+				}
+			},
+			func() {
+				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %s: the session's pending writes of the key were not ordered within %s", ErrTimeout, keyfmt.Quote(key), c.opts.RequestTimeout))
+			})
+		return nil
+	}
+	agreement := s.sla
+	if o.SLA != nil {
+		if err := o.SLA.Validate(); err != nil {
+			return err
+		}
+		agreement = o.SLA
+	}
+	strategy := s.strategy
+	if o.Strategy != 0 {
+		strategy = o.Strategy
+	}
+	if c.awaitProbe(s, key, agreement, strategy, o, done) {
+		return nil
+	}
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	done = c.countGet(agreement, tv, done)
+	read, delay := s.policy.Read, s.policy.Delay
+	var tn *tuner
+	switch {
+	case o.Read.set():
+		read = o.Read
+	case s.policy.Tune.set():
+		tn = c.tunerFor(s.policy.Tune)
+		read = Mix(tn.adjust(tv, s.policy.Tune), One, Quorum)
+	}
+	if err := read.check(len(tv.replicas), "read"); err != nil {
+		return err
+	}
+	repair, err := o.readRepair(s.policy.ReadRepair)
+	if err != nil {
+		return err
+	}
+	if err := checkBound(o.Bound); err != nil {
+		return err
+	}
+	res0 := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}
+	if c.fromSession(s, key, agreement, res0, o.since, done) {
+		return nil
+	}
+	s.markRead()
+	if o.Bound != wire.NoBound {
+		c.getBounded(s, tv, key, agreement, o, done)
+		return nil
+	}
+	if o.Delay > 0 {
+		delay = o.Delay
+	}
+	r := read.draw(c.env.Rand()).Count(len(tv.replicas))
+	mins := c.minReadTimestamps(s, agreement, key)
+	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
+	if tn != nil {
+		res.TuneP = read.P
+	}
+	quorum := 0
+	if r == 1 && strategy == Pileus && !o.NoQuorum {
+		quorum = tv.quorumRead
+	}
+	var pick int
+	switch {
+	case r > 1:
+		if len(tv.replicas) > maxReplicas {
+			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
+		}
+		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), repair, res, o.since, done)
+		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
+		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+		return nil
+	case strategy == Pileus:
+		var useQuorum bool
+		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
+		if useQuorum {
+			res.Level = quorum
+			if repair == RepairAuto {
+				// A quorum Pileus chose for a strong subSLA meets it
+				// as Pileus defines strong (every Put that returned
+				// before the Get) without writing back, which would
+				// cost a trip to the primary, the trip it avoids.
+				repair = RepairOff
+			}
+			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), repair, res, o.since, done)
+			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+			return nil
+		}
+	}
+	switch strategy {
+	case Pileus:
+	case Primary:
+		pick = 0
+	case Random:
+		pick = c.env.Rand().IntN(len(tv.replicas))
+	case Closest:
+		pick = closest(tv.replicas)
+	default:
+		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
+	}
+	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
+		retry: o.RetryAfterMiss, tuner: tn, start: o.since, res: res, done: done}
+	var hedge *replicaState
+	if strategy == Pileus && o.HedgeCost > 0 {
+		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
+	}
+	c.after(delay, key, g.start, func() {
+		c.getFrom(g, tv.replicas[pick], res.Target)
+		if hedge != nil {
+			g.res.Hedged = true
+			c.getFrom(g, hedge, -1)
+		}
+	})
+	return nil
+}
+
+// readRepair returns the Get's read repair setting: its own if set,
+// else session, the session's.
+func (o GetOptions) readRepair(session ReadRepair) (ReadRepair, error) {
+	switch {
+	case o.ReadRepair > RepairOff:
+		return 0, fmt.Errorf("%w: read repair setting %d", ErrInvalid, o.ReadRepair)
+	case o.ReadRepair != RepairAuto:
+		return o.ReadRepair, nil
+	}
+	return session, nil
+}
+
+// countGet wraps a Get's done: it estimates the staleness of what was
+// read and counts the Get's outcome under agreement for Metrics.
+func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult, error)) func(GetResult, error) {
+	return func(r GetResult, err error) {
+		r.Staleness = staleness(tv, r.HighTS, r.Primary, c.env.WallNanos())
+		met := r.Met
+		if err != nil {
+			met = -1
+		}
+		c.recordGet(agreement, met)
+		done(r, err)
+	}
+}
+
+// newQuorum prepares a Get of several replicas.
+func (c *Client) newQuorum(s *Session, key string, agreement sla.SLA, mins []minTS, tv *tabletView, targets []*replicaState,
+	repair ReadRepair, res GetResult, start time.Time, done func(GetResult, error)) *quorumCall {
+	return &quorumCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv, targets: targets,
+		start: start, startWall: c.env.WallNanos(), repair: repair, res: res, done: done}
+}
+
+// after runs send at once, or after an artificial delay (AD, CPQ 3.2).
+func (c *Client) after(delay time.Duration, key string, start time.Time, send func()) {
+	if delay <= 0 {
+		send()
+		return
+	}
+	c.env.After(delay, delayTimer{key: key, start: start, send: send})
+}
+
+// hedgeTarget is hedging, beyond the paper (its 6.3 suggests sending a Get
+// to several nodes): the second replica to send a Get to at once, when the
+// expected utility of the pair exceeds that of pick alone by more than
+// cost, the price of one extra request in utility. nil if none does.
+func hedgeTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, pick int, cost float64) *replicaState {
+	alone := pairUtility(agreement, mins, replicas[pick], nil)
+	var best *replicaState
+	bestGain := cost
+	for j, r := range replicas {
+		if j == pick {
+			continue
+		}
+		if gain := pairUtility(agreement, mins, replicas[pick], r) - alone; gain > bestGain {
+			best, bestGain = r, gain
+		}
+	}
+	return best
+}
+
+// pairUtility estimates the expected utility of sending a Get to a (and b,
+// if not nil) and taking the best subSLA either meets. Each node meets
+// subSLA i with probability PNodeCons*PNodeLat (Pileus 4.5), independently
+// of the other node and, as an approximation, of the other subSLAs.
+func pairUtility(agreement sla.SLA, mins []minTS, a, b *replicaState) float64 {
+	utility, noneHigher := 0.0, 1.0
+	for i := range agreement {
+		sub := &agreement[i]
+		missA := 1 - pNodeSLA(a, sub, mins[i])
+		missB := 1.0
+		if b != nil {
+			missB = 1 - pNodeSLA(b, sub, mins[i])
+		}
+		meet := 1 - missA*missB
+		utility += noneHigher * meet * sub.Utility
+		noneHigher *= 1 - meet
+	}
+	return utility
+}
+
+// Put writes key in session s at the tablet's primary (Pileus 4.2), which
+// answers once the Put's write level is reached (CPQ). If Put returns an
+// error, done is never called; otherwise done is called exactly once,
+// later. A *QuorumTimeoutError passed to done says the version is durable
+// at the primary but the write level was not reached in time; any other
+// error leaves the outcome unknown: the Put may still take effect.
+func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error)) error {
+	return c.put(s, key, value, o, done, false)
+}
+
+// put is Put; released says that the session's queue of held
+// operations (bounded.go) is letting it go.
+func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error), released bool) error {
+	if err := c.checkSession(s, key); err != nil {
+		return err
+	}
+	if len(value) > c.opts.MaxValueBytes {
+		return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), c.opts.MaxValueBytes)
+	}
+	if s.table.causal != nil {
+		return c.putCausal(s, key, value, o, done)
+	}
+	write := s.policy.Write
+	switch {
+	case o.Write.set():
+		write = o.Write
+	case s.policy.Tune.set():
+		write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
+	}
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	if err := write.check(len(tv.replicas), "write"); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
+	}
+	if err := checkBound(o.Bound); err != nil {
+		return err
+	}
+	timeout := c.opts.RequestTimeout
+	if o.Timeout > 0 {
+		timeout = min(timeout, o.Timeout)
+	}
+	if o.Test != nil {
+		if len(o.Test.Key) > c.opts.MaxKeyBytes {
+			return fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
+		}
+		if s.table.layout.TabletFor(o.Test.Key) != s.table.layout.TabletFor(key) {
+			return fmt.Errorf("%w: read-test-write keys %s and %s lie in different tablets", ErrInvalid, keyfmt.Quote(o.Test.Key), keyfmt.Quote(key))
+		}
+	}
+	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
+		c.hold(s, timeout, func() bool { return c.putClear(s, tv, key, o) },
+			func() {
+				if err := c.put(s, key, value, o, done, true); err != nil {
+					done(PutResult{}, err)
+				}
+			},
+			func() {
+				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), timeout))
+			})
+		return nil
+	}
+	if o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
+		// A bounded Put goes to the nearest replica: see awaitProbe.
+		c.await(func() {
+			if err := c.put(s, key, value, o, done, true); err != nil {
+				done(PutResult{}, err)
+			}
+		})
+		return nil
+	}
+	done = c.countPut(done)
+	if o.Bound != wire.NoBound || o.Test != nil {
+		c.putBounded(s, tv, key, value, o, timeout, done)
+		return nil
+	}
+	w := max(write.draw(c.env.Rand()).Count(len(tv.replicas)), tv.writeCount)
+	r := tv.replicas[0]
+	sent := c.env.Now()
+	req := c.newReq()
+	m := &wire.PutRequest{Req: req, Tablet: tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS}
+	if w > 1 {
+		m.W, m.Wait = int32(w), levelWait(timeout, r)
+	}
+	c.send(r.id, m, req, timeout, &pending{
+		onReply: func(_ wire.NodeID, m wire.Msg) {
+			reply := m.(*wire.PutReply)
+			// Pileus 4.5: the monitor learns from Puts as from Gets. A
+			// Put's round trip also holds the primary's synced write, a
+			// little more than a Get's; but leaving Puts out starves the
+			// estimate of a primary that only takes Puts until the next
+			// probe, which costs more (a client stuck on a bad first
+			// sample), so they count.
+			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent), Level: w}
+			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
+				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
+				return
+			}
+			// Pileus 4.5: a Put's timestamp is a lower bound on the
+			// primary's high timestamp.
+			c.observeHigh(tv, r, reply.TS)
+			res.TS, res.Acks = reply.TS, int(reply.Acks)
+			s.recordPut(key, reply.TS)
+			if reply.Code == wire.QuorumTimeout {
+				done(res, &QuorumTimeoutError{Key: key, TS: reply.TS, Level: w, Acks: res.Acks})
+				return
+			}
+			done(res, nil)
+		},
+		onTimeout: func() {
+			c.observeSilence(r, sent)
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
+		},
+	})
+	return nil
+}
+
+// countPut wraps a Put's done to count its outcome for Metrics.
+func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
+	return func(r PutResult, err error) {
+		c.puts++
+		if err != nil {
+			c.putErrors++
+		}
+		done(r, err)
+	}
+}
+
+// probe asks a replica for its high timestamp, measuring the round trip;
+// a probe already in flight is not repeated. A warm-up probe measures
+// nothing: OpenTable sends one to each replica under
+// MeasureNeeded, on connections that may not be set up yet, and
+// its reply sends the replica's first measured probe. Once that is
+// answered or times out, the operations that waited for it go on
+// (awaitProbe).
+func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
+	if r.probing {
+		return
+	}
+	r.probing = true
+	c.probesSent++
+	sent := c.env.Now()
+	req := c.newReq()
+	c.send(r.id, &wire.ProbeRequest{Req: req, Tablet: tv.ref}, req, c.opts.ProbeTimeout, &pending{
+		onReply: func(_ wire.NodeID, m wire.Msg) {
+			r.probing = false
+			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
+				c.observeHigh(tv, r, reply.HighTS)
+			}
+			if warmUp {
+				r.coldUntil = c.env.Now()
+				c.probe(tv, r, false)
+				return
+			}
+			r.warming = false
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
+			c.probed()
+		},
+		onTimeout: func() {
+			r.probing, r.warming = false, false
+			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
+			c.probed()
+		},
+	})
+}
+
+// probeIdle probes every replica of every open table that the client has
+// not heard from within the probe interval (Pileus 4.5; its own under
+// Options.AdaptiveProbing, 6.1), and forgets round-trip samples that have
+// left the window.
+func (c *Client) probeIdle() {
+	now := c.env.Now()
+	for _, s := range c.rtt {
+		s.expire(now.Add(-c.opts.RTTWindow))
+	}
+	for _, name := range sortedKeys(c.tables) {
+		t := c.tables[name]
+		for i := range t.tablets {
+			for _, r := range t.tablets[i].replicas {
+				if now.Sub(r.lastContact) >= c.probeInterval(r) {
+					c.probe(&t.tablets[i], r, false)
+				}
+			}
+		}
+	}
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

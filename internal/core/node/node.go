@@ -1,0 +1,58 @@
+// Package node defines the contract between cosla's deterministic protocol
+// cores (storage replicas, clients) and the runtimes that host them (the
+// simulator and the server).
+//
+// A protocol core is a state machine. The runtime hands it one event at a
+// time and the core acts on the world only through its Env. The runtime's
+// duties, in order:
+//
+//  1. Construct the handler and call Start with an Env before any other
+//     call. Start recovers durable state from Env.Engine().
+//  2. Deliver every message addressed to the node with Receive and every
+//     timer the node set with Fire, one call at a time, never concurrently.
+//  3. On a crash, discard the handler (its volatile state is lost), keep
+//     the engine minus its unsynced writes, and go back to step 1 with a
+//     fresh handler. Timers set before the crash never fire.
+//
+// A handler must not start goroutines, read the wall clock, sleep, use
+// global random numbers or do I/O other than through Env.
+package node
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// Env is the world as a handler sees it.
+type Env interface {
+	// ID is the node's own identity.
+	ID() wire.NodeID
+	// Now is a monotonic clock for measuring intervals and setting timers.
+	// It does not drift with clock skew.
+	Now() time.Time
+	// WallNanos is the node's physical clock in nanoseconds since the Unix
+	// epoch, as read by its hybrid logical clock. It may be skewed.
+	WallNanos() int64
+	// Send queues m for delivery to the node to. Delivery is not
+	// guaranteed; messages may be delayed, reordered or lost.
+	Send(to wire.NodeID, m wire.Msg)
+	// After arranges for Fire(timer) to be called once, d from now.
+	After(d time.Duration, timer any)
+	// Rand is the node's seeded random source.
+	Rand() *rand.Rand
+	// Engine is the node's durable storage.
+	Engine() storage.Engine
+	// Logger is the node's logger.
+	Logger() *slog.Logger
+}
+
+// Handler is a protocol core.
+type Handler interface {
+	Start(env Env) error
+	Receive(from wire.NodeID, m wire.Msg)
+	Fire(timer any)
+}

@@ -1,0 +1,604 @@
+// Package replica is the storage node of Pileus (Terry et al. SOSP'13,
+// sections 4.1-4.3) as a deterministic state machine.
+//
+// A Node holds replicas of tablets: ranges of a table's keys, or of their
+// hashes (wire.Partition). For each tablet one node is the primary. The
+// primary orders every Put with a hybrid logical clock timestamp, logs and
+// applies it durably, and only then acknowledges it. Secondaries receive
+// versions in timestamp order, by a periodic pull and optionally an
+// immediate push, so each holds a prefix of the tablet's history described
+// by one high timestamp (4.3). A Get returns the node's version of a key
+// along with the version's timestamp, the node's high timestamp and whether
+// it is the primary; the node knows nothing of consistency guarantees or
+// SLAs, which are the client's business (4.1).
+//
+// Node implements node.Handler; see package node for the runtime's duties.
+package replica
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// Options configures a Node. The zero value is usable: EnsureDefaults fills
+// in every unset field.
+type Options struct {
+	// MaxKeyBytes is the largest key a Put may write. Default 4 KiB.
+	MaxKeyBytes int
+	// MaxValueBytes is the largest value a Put may write. Default 1 MiB.
+	MaxValueBytes int
+	// PullBatchMax is the most versions one pull reply carries, and
+	// PullBatchBytes the most bytes of keys and values beyond its first
+	// version; a secondary that is further behind pulls again at once.
+	// Defaults 1000 and 4 MiB.
+	PullBatchMax, PullBatchBytes int
+	// RepairWait is the longest a secondary keeps a read repair
+	// (wire.Repair) waiting for the pull that brings it up to the
+	// repair's timestamp before it answers Behind; a pull takes one
+	// round trip to the primary. Default 2s.
+	RepairWait time.Duration
+	// RepairsWaitingMax is the most read repairs waiting per tablet;
+	// one more is answered Overloaded at once. Default 1024.
+	RepairsWaitingMax int
+}
+
+// MessageBytesMax is the size of the largest message a node with these
+// options sends or takes: a pull reply of PullBatchBytes with a largest
+// version beyond it, and room for the rest of the reply. The gRPC layer
+// refuses anything larger. Call it on options with defaults.
+func (o Options) MessageBytesMax() int {
+	const overhead = 64 << 10 // timestamps, tags and the envelope's names
+	return o.PullBatchBytes + o.MaxKeyBytes + o.MaxValueBytes + overhead
+}
+
+// EnsureDefaults returns a copy of o with unset fields given their defaults.
+func (o Options) EnsureDefaults() Options {
+	if o.MaxKeyBytes == 0 {
+		o.MaxKeyBytes = 4 << 10
+	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = 1 << 20
+	}
+	if o.PullBatchMax == 0 {
+		o.PullBatchMax = 1000
+	}
+	if o.PullBatchBytes == 0 {
+		o.PullBatchBytes = 4 << 20
+	}
+	if o.RepairWait == 0 {
+		o.RepairWait = 2 * time.Second
+	}
+	if o.RepairsWaitingMax == 0 {
+		o.RepairsWaitingMax = 1024
+	}
+	return o
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxKeyBytes < 0:
+		return fmt.Errorf("replica: Options.MaxKeyBytes must be positive, got %d", o.MaxKeyBytes)
+	case o.MaxValueBytes < 0:
+		return fmt.Errorf("replica: Options.MaxValueBytes must be positive, got %d", o.MaxValueBytes)
+	case o.PullBatchMax < 0:
+		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
+	case o.PullBatchBytes < 0:
+		return fmt.Errorf("replica: Options.PullBatchBytes must be positive, got %d", o.PullBatchBytes)
+	case o.RepairWait < 0:
+		return fmt.Errorf("replica: Options.RepairWait must be positive, got %s", o.RepairWait)
+	case o.RepairsWaitingMax < 0:
+		return fmt.Errorf("replica: Options.RepairsWaitingMax must be positive, got %d", o.RepairsWaitingMax)
+	}
+	return nil
+}
+
+// Metrics is a snapshot of a node's counters since it started, and of its
+// tablets.
+type Metrics struct {
+	// Requests served.
+	Puts, Gets, Probes, PullsServed int64
+	// PutsRejected counts Puts answered with an error code.
+	PutsRejected int64
+	// Replication traffic: versions sent by a primary in pull replies and
+	// pushes, and versions applied by a secondary.
+	EntriesSent, EntriesApplied int64
+	PushesSent, PushesIgnored   int64
+	GapsDetected                int64 // pushes that arrived out of order
+	PullRepliesDiscarded        int64 // stale or duplicate pull replies
+	// Snapshots (wire.PullReply) a primary started and a secondary
+	// completed, and their chunks sent and applied.
+	SnapshotsSent, SnapshotsApplied           int64
+	SnapshotChunksSent, SnapshotChunksApplied int64
+	LogEntriesTruncated                       int64
+	// Requests that named a table or tablet this node does not hold, or a
+	// key outside the addressed tablet.
+	RequestsForNoTable, RequestsForWrongTablet int64
+	// Write levels (CPQ): Puts that waited for more than the primary,
+	// those whose wait ran out, and the acknowledgements behind them.
+	// DuplicatePuts counts Put requests received twice and applied once.
+	LevelPuts, LevelTimeouts       int64
+	DuplicatePuts                  int64
+	PushAcksSent, PushAcksReceived int64
+	// Read repairs (repair.go) answered OK, the replica holding their
+	// timestamp, at once or after a pull; and refused: Behind (the
+	// timestamp not reached within RepairWait), Overloaded, or for a
+	// tablet the node does not hold.
+	RepairsAcked, RepairsRefused int64
+	// Staged writes and bounded reads (dConssandra): Puts and Gets with
+	// a bound; staged writes forwarded, sent again after forwardResend,
+	// and acknowledged, at a receiver; forwarded writes ordered,
+	// delivered again, and dropped for arriving out of order, at a
+	// primary; bounded operations answered by their deadline timer;
+	// reads answered with the paper's NULL; planner decisions.
+	StagedPuts, BoundedGets            int64
+	ForwardsSent, ForwardResends       int64
+	ForwardAcksReceived                int64
+	ForwardsOrdered, DuplicateForwards int64
+	ForwardsOutOfOrder                 int64
+	Deadlines, NullReads, Decisions    int64
+	StorageErrors                      int64
+	LastStorageError                   string
+	Tablets                            []TabletStatus
+	// Links are the smoothed round trips to the peers the node replicates
+	// with, sorted by peer (see LinkStatus): a secondary's to its
+	// primaries, a primary's to the secondaries that acknowledge pushes.
+	Links []LinkStatus
+	// Costs are the learned costs of the planned steps (dConssandra
+	// 5-B), per primary and step, sorted.
+	Costs []StepCost
+}
+
+// StepCost is a node's learned cost of one step toward one primary:
+// Fixed + PerWrite*x for x writes, from Samples timings; the planner
+// uses it once Warm (dcon.WarmSamples).
+type StepCost struct {
+	Primary         wire.NodeID
+	Step            string
+	Fixed, PerWrite time.Duration
+	Samples         int
+	Warm            bool
+}
+
+// TabletStatus describes one tablet replica.
+type TabletStatus struct {
+	Table   string
+	Ref     wire.TabletRef
+	Primary bool
+	// High is the replica's high timestamp: it holds every version at or
+	// below it. For a primary, the timestamp of its latest version.
+	High hlc.Timestamp
+	// LastUpdate is the timestamp of the latest version the replica holds.
+	LastUpdate hlc.Timestamp
+}
+
+// Node is a storage node.
+type Node struct {
+	opts    Options
+	env     node.Env
+	clock   *hlc.Clock
+	tables  map[string]*table
+	byID    map[uint64]*table
+	metrics Metrics
+	// links holds the round trip to each replication peer (volatile).
+	links map[wire.NodeID]*linkRTT
+	// lastWait numbers the Puts waiting for their write level.
+	lastWait uint64
+	// recentPuts holds the last recentPutsMax Puts received, by sender
+	// and request ID; recentOrder is a ring of them, the oldest at
+	// recentNext once full (volatile).
+	recentPuts  map[putID]struct{}
+	recentOrder []putID
+	recentNext  int
+	// started is when the node started, the origin of its cost fits'
+	// clock; costs are the fits toward each primary (volatile: a
+	// restarted node warms up again, dConssandra 2-C); decisions are
+	// the planner's recent inputs, a ring.
+	started      time.Time
+	costs        map[wire.NodeID]*stepCosts
+	decisions    []Decision
+	decisionNext int
+}
+
+// putID names a Put request.
+type putID struct {
+	from wire.NodeID
+	req  uint64
+}
+
+// recentPutsMax is how many Puts a node remembers to recognize a
+// duplicated request; our choice, far more than the requests a
+// retransmission could reorder.
+const recentPutsMax = 4096
+
+// seenPut reports whether the Put from with request ID req was received
+// before, and remembers it. A Put delivered twice (a retransmission below
+// the transport, or a fault the simulator injects) must not be applied
+// twice: the second version would come after Puts ordered between them
+// and take the value back.
+func (n *Node) seenPut(from wire.NodeID, req uint64) bool {
+	id := putID{from, req}
+	if _, ok := n.recentPuts[id]; ok {
+		return true
+	}
+	n.recentPuts[id] = struct{}{}
+	if len(n.recentOrder) < recentPutsMax {
+		n.recentOrder = append(n.recentOrder, id)
+		return false
+	}
+	delete(n.recentPuts, n.recentOrder[n.recentNext])
+	n.recentOrder[n.recentNext] = id
+	n.recentNext = (n.recentNext + 1) % recentPutsMax
+	return false
+}
+
+type table struct {
+	layout  wire.Layout
+	tablets map[int32]*tablet // only the tablets this node holds
+}
+
+type tablet struct {
+	ref wire.TabletRef
+	// The tablet holds the keys whose position under partition (the
+	// key, or its hash) lies in [start, end); end "" means unbounded.
+	partition   wire.Partition
+	start, end  string
+	primary     wire.NodeID
+	secondaries []wire.NodeID
+	isPrimary   bool
+	mode        wire.ReplicationMode
+	interval    time.Duration
+	writeLevel  wire.Level
+
+	// high is the high timestamp (Pileus 4.3). At a primary it is not
+	// used: the primary holds everything up to its current time.
+	high hlc.Timestamp
+	// lastUpdate is the timestamp of the latest version held.
+	lastUpdate hlc.Timestamp
+
+	// Primary only. truncated is the log truncation point: versions at or
+	// below it are no longer in the log. acked is each secondary's last
+	// reported high timestamp (volatile: after a restart the primary keeps
+	// its log until every secondary has pulled again).
+	truncated hlc.Timestamp
+	acked     map[wire.NodeID]hlc.Timestamp
+	// Primary only, volatile: the high timestamp of the snapshot each
+	// secondary is being sent, until it pulls from the log again.
+	snapshots map[wire.NodeID]hlc.Timestamp
+	// waits are the Puts waiting for their write level, in timestamp
+	// order (volatile: a restarted primary has forgotten them, and their
+	// clients time out).
+	waits []*putWait
+
+	// Secondary only: a pull is outstanding; ackPull: a Push that asked
+	// for an acknowledgement revealed a gap, or a read repair waits, so
+	// the pull that fills it is acknowledged with a PushAck.
+	pulling, ackPull bool
+	// Secondary only, volatile: the pull being timed (rtt.go), its Since
+	// and when it was sent, and whether it was sent again unanswered.
+	pullTimed, pullResent bool
+	pullSince             hlc.Timestamp
+	pullSent              time.Time
+	// Primary only, volatile: the pushes with Ack set that each secondary
+	// has not acknowledged yet, oldest first, timed (rtt.go).
+	pushTimed map[wire.NodeID][]timedPush
+	// ahead is the largest timestamp of a version a snapshot chunk
+	// brought above the snapshot's high timestamp (durable). Versions at
+	// or below it are applied only over an older version of their key.
+	ahead hlc.Timestamp
+	// Secondary only: the snapshot being received, or nil (volatile).
+	snap *snapshotProgress
+	// Secondary only, volatile: the read repairs waiting for a pull
+	// (repair.go), in arrival order; repairTimer: a timer is set for the
+	// first; pulledAt: when the last pull was sent.
+	repairs     []*repairWait
+	repairTimer bool
+	pulledAt    time.Time
+
+	// Receiver of staged writes (stage.go), any replica but the
+	// primary: the writes not yet ordered, in sequence order (durable);
+	// the last sequence number given; what the primary has acknowledged
+	// (durable); whether the resend timer is set; the Puts and Gets
+	// waiting (volatile).
+	staged       []*stagedWrite
+	stagedLast   uint64
+	forwarded    origin
+	forwardTimer bool
+	boundedPuts  []*boundedPut
+	boundedReads []*boundedRead
+	// Primary only: what it has ordered of each receiver (durable,
+	// cached here).
+	origins map[wire.NodeID]origin
+	// Secondary only, volatile: known is the largest update timestamp
+	// heard of (from pushes, also those not applied); applied counts the
+	// versions applied; pullsSent numbers the pulls sent, pullsDone is
+	// the number of the last one whose reply left nothing more to pull,
+	// and pullAgain asks for one more pull after the outstanding one.
+	known                hlc.Timestamp
+	applied              int64
+	pullsSent, pullsDone uint64
+	pullAgain            bool
+}
+
+// pullTimer fires a secondary's periodic pull.
+type pullTimer struct{ ref wire.TabletRef }
+
+// New returns a node with the given options; Start validates them.
+func New(opts Options) *Node {
+	return &Node{opts: opts.EnsureDefaults()}
+}
+
+// Start validates the options, recovers the node's tables, versions and
+// high timestamps from storage and schedules replication.
+func (n *Node) Start(env node.Env) error {
+	if err := n.opts.Validate(); err != nil {
+		return err
+	}
+	n.env = env
+	n.clock = hlc.NewClock(env.WallNanos)
+	n.tables = map[string]*table{}
+	n.byID = map[uint64]*table{}
+	n.recentPuts = map[putID]struct{}{}
+	n.links = map[wire.NodeID]*linkRTT{}
+	n.costs = map[wire.NodeID]*stepCosts{}
+	n.started = env.Now()
+	eng := env.Engine()
+	if v, ok, err := eng.Get(revealedKey); err != nil {
+		return fmt.Errorf("replica: read revealed timestamp: %w", err)
+	} else if ok {
+		revealed, err := decodeTS(v)
+		if err != nil {
+			return err
+		}
+		n.clock.Update(revealed)
+	}
+	var layouts []wire.Layout
+	var catalogErr error
+	ids := map[uint64]bool{}
+	err := eng.Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) bool {
+		var l wire.Layout
+		if l, catalogErr = decodeCatalogEntry(string(k[1:]), v); catalogErr == nil && ids[l.ID] {
+			catalogErr = fmt.Errorf("%w: catalog entry %q: table ID %d is taken", errCorrupt, l.Name, l.ID)
+		}
+		ids[l.ID] = true
+		layouts = append(layouts, l)
+		return catalogErr == nil
+	})
+	if err != nil {
+		return fmt.Errorf("replica: read catalog: %w", err)
+	}
+	if catalogErr != nil {
+		return catalogErr
+	}
+	for _, l := range layouts {
+		t := n.addTable(l)
+		// In index order: loading sets timers, whose order must not
+		// depend on a map's.
+		for _, i := range slices.Sorted(maps.Keys(t.tablets)) {
+			tb := t.tablets[i]
+			if err := n.loadTabletMeta(tb); err != nil {
+				return err
+			}
+			if !tb.isPrimary {
+				if err := n.loadStaged(tb); err != nil {
+					return err
+				}
+			}
+			n.clock.Update(tb.lastUpdate)
+		}
+	}
+	if last := n.clock.Last(); last.WallNanos > math.MaxInt64-int64(maxClockLead) {
+		// The clock could not go on from there (hlc.Clock.Now would
+		// wrap): no real clock stamped it.
+		return fmt.Errorf("%w: a stored timestamp, %s, is at the end of time", errCorrupt, last)
+	}
+	return nil
+}
+
+func (n *Node) loadTabletMeta(tb *tablet) error {
+	eng := n.env.Engine()
+	for _, m := range []struct {
+		which byte
+		dst   *hlc.Timestamp
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}} {
+		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
+		if err != nil {
+			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
+		}
+		if ok {
+			if *m.dst, err = decodeTS(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addTable installs a layout in memory and schedules the pulls of the
+// tablets this node holds as a secondary.
+func (n *Node) addTable(l wire.Layout) *table {
+	t := &table{layout: l, tablets: map[int32]*tablet{}}
+	self := n.env.ID()
+	for i, spec := range l.Tablets {
+		tb := &tablet{
+			ref:         wire.TabletRef{Table: l.ID, Tablet: int32(i)},
+			partition:   l.Partition,
+			start:       spec.Start,
+			primary:     spec.Primary,
+			secondaries: spec.Secondaries,
+			isPrimary:   spec.Primary == self,
+			mode:        l.Replication.Mode,
+			interval:    l.Replication.Interval,
+			writeLevel:  l.WriteLevel,
+		}
+		if i+1 < len(l.Tablets) {
+			tb.end = l.Tablets[i+1].Start
+		}
+		held := tb.isPrimary
+		for _, s := range spec.Secondaries {
+			held = held || s == self
+		}
+		if !held {
+			continue
+		}
+		if tb.isPrimary {
+			tb.acked = map[wire.NodeID]hlc.Timestamp{}
+			tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
+			tb.pushTimed = map[wire.NodeID][]timedPush{}
+			tb.origins = map[wire.NodeID]origin{}
+		} else {
+			// A random phase keeps the secondaries of many tablets from
+			// pulling in lockstep.
+			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
+		}
+		t.tablets[int32(i)] = tb
+	}
+	n.tables[l.Name] = t
+	n.byID[l.ID] = t
+	return t
+}
+
+// Metrics returns a snapshot of the node's counters and tablets.
+func (n *Node) Metrics() Metrics {
+	m := n.metrics
+	m.Tablets = nil
+	for _, t := range n.tables {
+		for _, tb := range t.tablets {
+			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate}
+			if tb.isPrimary {
+				st.High = tb.lastUpdate
+			}
+			m.Tablets = append(m.Tablets, st)
+		}
+	}
+	sortTabletStatus(m.Tablets)
+	m.Links = n.linkStatus()
+	m.Costs = n.costStatus()
+	return m
+}
+
+// Receive handles one message.
+func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
+	switch m := m.(type) {
+	case *wire.CreateTableRequest:
+		n.env.Send(from, &wire.CreateTableReply{Req: m.Req, Code: n.createTable(m.Layout)})
+	case *wire.DeleteTableRequest:
+		n.env.Send(from, &wire.DeleteTableReply{Req: m.Req, Code: n.deleteTable(m.Name)})
+	case *wire.TableInfoRequest:
+		reply := &wire.TableInfoReply{Req: m.Req, Code: wire.NoTable}
+		if t, ok := n.tables[m.Name]; ok {
+			reply.Code, reply.Layout = wire.OK, t.layout
+		}
+		n.env.Send(from, reply)
+	case *wire.PutRequest:
+		if reply := n.put(from, m); reply != nil {
+			n.env.Send(from, reply)
+		}
+	case *wire.GetRequest:
+		n.serveGet(from, m)
+	case *wire.ProbeRequest:
+		n.env.Send(from, n.probe(m))
+	case *wire.PullRequest:
+		n.env.Send(from, n.servePull(from, m))
+	case *wire.PullReply:
+		n.applyPull(from, m)
+	case *wire.Push:
+		n.applyPush(m)
+	case *wire.PushAck:
+		n.pushAcked(from, m)
+	case *wire.Repair:
+		n.repair(from, m)
+	case *wire.Forward:
+		n.forwarded(from, m)
+	case *wire.ForwardAck:
+		n.forwardAcked(from, m)
+	default:
+		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// Fire handles a timer.
+func (n *Node) Fire(timer any) {
+	switch t := timer.(type) {
+	case pullTimer:
+		tb := n.tablet(t.ref)
+		if tb == nil || tb.isPrimary {
+			return // the table was deleted
+		}
+		n.requestPull(tb)
+		n.env.After(tb.interval, t)
+	case waitTimer:
+		n.waitExpired(t)
+	case deadlineTimer:
+		n.deadlineFired(t)
+	case forwardTimer:
+		n.forwardTimerFired(t)
+	case repairTimer:
+		n.repairTimerFired(t)
+	default:
+		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
+	}
+}
+
+func (n *Node) tablet(ref wire.TabletRef) *tablet {
+	t, ok := n.byID[ref.Table]
+	if !ok {
+		return nil
+	}
+	return t.tablets[ref.Tablet]
+}
+
+// reveal returns the primary's current time for a secondary to adopt as
+// its high timestamp (Pileus 4.3). That promises that no later Put gets a
+// smaller timestamp, so the time is made durable first: after a restart the
+// clock starts above it even if the physical clock has gone back. Only
+// secondaries rely on this promise; a Get or probe at the primary reports
+// the clock unpersisted, because clients treat a primary as holding every
+// version whatever its high timestamp says.
+func (n *Node) reveal() (hlc.Timestamp, error) {
+	ts := n.clock.Now()
+	var b storage.Batch
+	b.Set(revealedKey, appendTS(nil, ts))
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		return hlc.Timestamp{}, err
+	}
+	return ts, nil
+}
+
+func (n *Node) storageError(err error) {
+	n.metrics.StorageErrors++
+	n.metrics.LastStorageError = err.Error()
+	n.env.Logger().Error("replica: storage failed", "err", err)
+}
+
+// Versions returns every version the node holds of a tablet, in key order,
+// or nil if it holds no such tablet. It is meant for inspection by tools
+// and tests; it reads the whole tablet.
+func (n *Node) Versions(ref wire.TabletRef) []wire.Entry {
+	if n.tablet(ref) == nil {
+		return nil
+	}
+	var out []wire.Entry
+	prefix := tabletPrefix(spaceData, ref)
+	err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, v []byte) bool {
+		ts, value, err := decodeVersion(v)
+		if err != nil {
+			return false
+		}
+		out = append(out, wire.Entry{TS: ts, Key: string(k[prefixLen:]), Value: append([]byte(nil), value...)})
+		return true
+	})
+	if err != nil {
+		n.storageError(err)
+	}
+	return out
+}

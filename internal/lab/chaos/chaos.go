@@ -1,0 +1,364 @@
+package chaos
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/check"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/topology"
+	"github.com/cosla/cosla/sla"
+)
+
+// table is the table the campaign's cluster creates and writes.
+const table = "usertable"
+
+// slas are the guarantee clients' SLAs: one per guarantee, each falling
+// back to eventual within a bound, as in TestGuaranteesOverNetwork but
+// with room for pileus4's round trips (up to 435 ms). A Get that meets
+// none of its subSLAs counts as a failure in the client's windows.
+var slas = []string{
+	"strong 1s 1; eventual 1s 0.5",
+	"causal 300ms 1; eventual 1s 0.5",
+	"bounded(2s) 300ms 1; eventual 1s 0.5",
+	"read-my-writes 300ms 1; monotonic 300ms 0.7; eventual 1s 0.5",
+	"monotonic 300ms 1; strong 1s 0.5",
+	"eventual 1s 1",
+}
+
+// Key prefixes: the guarantee sessions share keys k0, k1, ...; the
+// writers write d1, d2, ..., each once.
+const (
+	sharedPrefix = "k"
+	freshPrefix  = "d"
+)
+
+// run is one campaign.
+type run struct {
+	o           Options
+	c           *cluster.Cluster
+	info        cluster.Info
+	tls         *tls.Config // nil without TLS
+	loop        *driver.Loop
+	primary     string
+	secondaries []string
+	groups      []*driver.Group
+	slaOf       map[*driver.Group]string
+
+	// Used on the workload's loop, then by Run once it is done.
+	history []check.Op
+	spans   map[*driver.Group][]span
+	causes  map[*driver.Group]map[string]int
+
+	// Counted on the loop, read by the progress lines.
+	puts, ackedPuts, gets, metGets atomic.Int64
+}
+
+// Run runs a campaign (see the package documentation) and returns its
+// report; the error is for a campaign that could not run at all.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	o := opts.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	placement := topology.Placement{Sites: o.Sites}
+	layout, err := o.Topology.Layout(table, placement, wire.Replication{Mode: wire.ModePull, Interval: o.PullInterval})
+	if err != nil {
+		return nil, fmt.Errorf("%w: Options.Sites: %w", ErrInvalid, err)
+	}
+	r := &run{o: o, slaOf: map[*driver.Group]string{}, spans: map[*driver.Group][]span{}, causes: map[*driver.Group]map[string]int{}}
+	r.primary = siteOf(layout.Tablets[0].Primary)
+	for _, t := range layout.Tablets {
+		for _, s := range t.Secondaries {
+			if site := siteOf(s); site != r.primary && !slices.Contains(r.secondaries, site) {
+				r.secondaries = append(r.secondaries, site)
+			}
+		}
+	}
+	o.Progress("chaos: " + o.String())
+	o.Progress(fmt.Sprintf("starting the %s cluster in %s (primary at %s, secondaries at %s)",
+		o.Topology.Name, o.Dir, r.primary, strings.Join(r.secondaries, ", ")))
+	r.c, err = cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: o.Topology, Placement: placement,
+		PullInterval: o.PullInterval, Push: o.Push, Fresh: true, Insecure: o.Insecure, Binary: o.Binary, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer r.c.Close()
+	r.info = r.c.Info()
+	if r.tls, err = r.info.ClientTLS(); err != nil {
+		return nil, err
+	}
+	for _, s := range r.info.Sites {
+		o.Progress(fmt.Sprintf("  site %-8s pid %d, logs in %s/%s/serve.log", s.Name, s.PID, o.Dir, s.Name))
+	}
+	return r.campaign(ctx)
+}
+
+// campaign runs the workload and the faults, then verifies.
+func (r *run) campaign(ctx context.Context) (*Report, error) {
+	o := r.o
+	rng := rand.New(rand.NewPCG(o.Seed, 0))
+	var err error
+	if r.groups, err = r.workload(); err != nil {
+		return nil, err
+	}
+	r.loop = driver.NewLoop(time.Now())
+	var d *driver.Driver
+	d, err = driver.New(r.target(r.loop), driver.Spec{Groups: r.groups, Duration: o.Duration,
+		Recorder: &driver.Recorder{OnOp: r.onOp}})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	in := newInjector(r.c, o, rng, r.loop.Now, r.primary, r.secondaries)
+	enough := func() bool { return in.done() && r.ackedPuts.Load() >= int64(o.Puts) }
+
+	o.Progress(fmt.Sprintf("running %d clients at %d sites until %s, for at most %s", len(r.groups), len(o.Topology.Sites), r.targets(), o.Duration))
+	d.StartAt(r.loop, 0)
+	faultCtx, cancelFaults := context.WithTimeout(ctx, o.Duration)
+	defer cancelFaults()
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		in.run(faultCtx, enough)
+		r.loop.Post(d.Stop)
+	}()
+	progressDone := make(chan struct{})
+	stopProgress := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		r.progress(in, stopProgress)
+	}()
+
+	// The loop ends once the driver has stopped (at the injector's end or
+	// at Duration) and every op in flight has finished, each within its
+	// request timeout.
+	runCtx, cancelRun := context.WithTimeout(ctx, o.Duration+restartTimeout+2*o.Hold+4*o.RequestTimeout)
+	defer cancelRun()
+	runErr := r.loop.Run(runCtx, d.Done)
+	if runErr != nil {
+		// Interrupted: let the ops in flight finish, within their
+		// timeout, so that the clients close cleanly.
+		d.Stop()
+		drain, cancel := context.WithTimeout(context.Background(), 4*o.RequestTimeout)
+		_ = r.loop.Run(drain, d.Done)
+		cancel()
+	}
+	cancelFaults()
+	<-faultsDone
+	close(stopProgress)
+	<-progressDone
+	ranFor := r.loop.Now()
+
+	events, counts, _, faultErr := in.snapshot()
+	rep := &Report{Seed: o.Seed, Dir: o.Dir, Options: o.String(), Topology: o.Topology.Name,
+		Primary: r.primary, Secondaries: r.secondaries, RunS: ranFor.Seconds(),
+		Kills: counts[Kill], Partitions: counts[Partition], Pauses: counts[Pause], Faults: events,
+		TargetsReached: enough(), Targets: r.targets(), MetByGuarantee: map[string]int{}}
+	if rep.Faults == nil {
+		rep.Faults = []Event{}
+	}
+	for _, e := range events {
+		if e.Kind == Kill && e.Role == "primary" {
+			rep.KillsPrimary++
+		}
+	}
+	if faultErr != nil {
+		rep.FaultErrors = append(rep.FaultErrors, faultErr.Error())
+	}
+	if err := d.Err(); err != nil {
+		rep.FaultErrors = append(rep.FaultErrors, "workload: "+err.Error())
+	}
+	o.Progress(fmt.Sprintf("%6.1fs  workload and faults over: %d Puts acknowledged of %d, %d kills, %d partitions, %d pauses",
+		ranFor.Seconds(), r.ackedPuts.Load(), r.puts.Load(), rep.Kills, rep.Partitions, rep.Pauses))
+	if runErr != nil && ctx.Err() == nil {
+		rep.FaultErrors = append(rep.FaultErrors, fmt.Sprintf("workload: the ops in flight did not finish in time: %v", runErr))
+	}
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		r.finish(rep)
+		return rep, nil
+	}
+	if err := r.verify(ctx, rep); err != nil {
+		if !errors.Is(err, errInterrupted) && ctx.Err() == nil {
+			return nil, err
+		}
+		rep.Interrupted = true
+	}
+	r.finish(rep)
+	return rep, nil
+}
+
+// targets describes what the campaign goes on until.
+func (r *run) targets() string {
+	var names []string
+	for _, f := range r.o.Faults {
+		names = append(names, f.String())
+	}
+	return fmt.Sprintf("%d kills, %d acknowledged Puts, each of %s twice", r.o.Kills, r.o.Puts, strings.Join(names, ", "))
+}
+
+// workload builds the clients: at every site two guarantee clients, the
+// n-th with slas[(2*site+n) % 6], and one client of writers.
+func (r *run) workload() ([]*driver.Group, error) {
+	o := r.o
+	shared, err := driver.PutGetMix(o.Keys, sharedPrefix)
+	if err != nil {
+		return nil, err
+	}
+	fresh := &freshMix{prefix: freshPrefix}
+	client := clientcore.Options{RequestTimeout: o.RequestTimeout, ProbeInterval: 2 * time.Second}
+	eventual, err := sla.Parse("eventual unbounded 1")
+	if err != nil {
+		return nil, err
+	}
+	var groups []*driver.Group
+	add := func(g *driver.Group, text string) {
+		g.Rand = rand.New(rand.NewPCG(o.Seed, uint64(len(groups)+1)))
+		groups = append(groups, g)
+		r.slaOf[g] = text
+	}
+	for i, site := range o.Topology.Sites {
+		for n := range 2 {
+			if o.Sessions == 0 {
+				break
+			}
+			text := slas[(2*i+n)%len(slas)]
+			agreement, err := sla.Parse(text)
+			if err != nil {
+				return nil, err
+			}
+			add(&driver.Group{Name: site.Name + "/" + agreement[0].Consistency.Kind.String(), Site: site.Name, Sessions: o.Sessions,
+				Streams: []driver.Stream{{Mix: shared, Think: o.Think}},
+				Cosla:   driver.Cosla{SLA: agreement, Strategy: clientcore.Pileus, Client: client}}, text)
+		}
+		if o.Writers > 0 {
+			add(&driver.Group{Name: site.Name + "/writers", Site: site.Name, Sessions: o.Writers,
+				Streams: []driver.Stream{{Mix: fresh}},
+				Cosla:   driver.Cosla{SLA: eventual, Strategy: clientcore.Pileus, Client: client}}, "")
+		}
+	}
+	return groups, nil
+}
+
+// target is the driver's cosla target on the cluster.
+func (r *run) target(loop *driver.Loop) *driver.HostTarget {
+	return &driver.HostTarget{Loop: loop, Nodes: r.info.NodesFor, TLS: r.tls, Table: r.info.Table}
+}
+
+// onOp records an op of the workload, on the loop.
+func (r *run) onOp(g *driver.Group, op *driver.Op) {
+	r.history = append(r.history, op.CheckOp())
+	r.spans[g] = append(r.spans[g], span{start: op.Start, end: op.End, failed: op.Err != nil})
+	if op.Err != nil {
+		if r.causes[g] == nil {
+			r.causes[g] = map[string]int{}
+		}
+		r.causes[g][cause(op.Err)]++
+	}
+	switch op.Kind {
+	case driver.Put:
+		r.puts.Add(1)
+		if op.Err == nil {
+			r.ackedPuts.Add(1)
+		}
+	case driver.Get:
+		r.gets.Add(1)
+		if op.Err == nil {
+			r.metGets.Add(1)
+		}
+	}
+}
+
+// progress prints the counts every ProgressEvery until stop is closed.
+func (r *run) progress(in *injector, stop <-chan struct{}) {
+	t := time.NewTicker(r.o.ProgressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		_, counts, current, _ := in.snapshot()
+		now := ""
+		if current != "" {
+			now = "; now: " + current
+		}
+		r.o.Progress(fmt.Sprintf("%6.1fs  puts %d acknowledged of %d, gets %d met of %d; kills %d, partitions %d, pauses %d%s",
+			r.loop.Now().Seconds(), r.ackedPuts.Load(), r.puts.Load(), r.metGets.Load(), r.gets.Load(),
+			counts[Kill], counts[Partition], counts[Pause], now))
+	}
+}
+
+// finish fills the report's counts and clients from the history.
+func (r *run) finish(rep *Report) {
+	rep.Puts, rep.AckedPuts = int(r.puts.Load()), int(r.ackedPuts.Load())
+	rep.Gets, rep.MetGets = int(r.gets.Load()), int(r.metGets.Load())
+	rep.Keys = len(writtenKeys(r.history))
+	for _, g := range r.groups {
+		c := Client{Name: g.Name, Site: g.Site, SLA: r.slaOf[g], Errors: r.causes[g], Windows: []Window{}}
+		for _, s := range r.spans[g] {
+			c.Ops++
+			if s.failed {
+				c.Failed++
+			}
+		}
+		for _, w := range windows(r.spans[g]) {
+			win := Window{StartS: seconds(w.start), EndS: seconds(w.end), Failed: w.failed}
+			win.Faults = blame(rep.Faults, win.StartS, win.EndS)
+			c.Windows = append(c.Windows, win)
+			c.UnavailableS += win.EndS - win.StartS
+			c.LongestS = max(c.LongestS, win.EndS-win.StartS)
+			c.AfterHealMaxS = max(c.AfterHealMaxS, afterHeal(rep.Faults, win.EndS))
+		}
+		rep.Clients = append(rep.Clients, c)
+	}
+}
+
+// freshMix draws Puts of a new key each time: prefix1, prefix2, ....
+// One mix serves every writer; the driver draws on its loop.
+type freshMix struct {
+	prefix string
+	n      uint64
+}
+
+// Next implements driver.Mix.
+func (m *freshMix) Next(*rand.Rand) (driver.Step, bool) {
+	m.n++
+	return driver.Step{Label: "put-fresh", Ops: []driver.Op{{Kind: driver.Put, Key: m.prefix + strconv.FormatUint(m.n, 10)}}}, true
+}
+
+// listMix draws a Get of each of its keys once, in order, then ends.
+type listMix struct {
+	keys []string
+	next int
+}
+
+// Next implements driver.Mix.
+func (m *listMix) Next(*rand.Rand) (driver.Step, bool) {
+	if m.next >= len(m.keys) {
+		return driver.Step{}, false
+	}
+	m.next++
+	return driver.Step{Ops: []driver.Op{{Kind: driver.Get, Key: m.keys[m.next-1]}}}, true
+}
+
+func siteOf(id wire.NodeID) string {
+	site, _, _ := strings.Cut(string(id), "/")
+	return site
+}
+
+// errInterrupted is returned by the verification when ctx ends.
+var errInterrupted = errors.New("chaos: interrupted")

@@ -1,0 +1,412 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/lab/measure"
+	"github.com/cosla/cosla/internal/lab/workload"
+)
+
+// A unit is the runs that go at once, in one run of the driver: in the
+// simulator one (SLA, client site, strategy), in a world of its own; on
+// a cluster every client site (or, with a schedule, one) and strategy of
+// an SLA. Both modes build units the same way and differ only in the
+// runtime and target they drive them on.
+type unit struct {
+	s      *Scenario // the point's scenario
+	series string
+	point  string
+	// index numbers the unit among the scenario's: its fresh keys are
+	// apart from every other unit's, which a cluster runs on the same
+	// keys.
+	index int
+	seed  uint64
+	sla   slaVariant
+	runs  []*run
+	// client is the site whose links "local" and the oracle mean.
+	client string
+	events []EventRecord
+	// causal records a causal table's run (causal.go).
+	causal *causalUnit
+}
+
+// run is one (client site, strategy) of a unit: its driver group and
+// what it recorded.
+type run struct {
+	r       RunResult
+	group   *driver.Group
+	rec     *recorder
+	bounded *boundedRecord
+	variant strategyVariant
+	// wops are the run's ops for the windows output, judged from
+	// windowFrom (the warmup's end) on by targets (the mode's).
+	wops       []windowOp
+	windowFrom time.Duration
+	targets    TargetsSpec
+}
+
+// workloadStream is the PCG stream of the operations drawn. Every run
+// draws the same operations for the same seed (common random numbers):
+// the strategies of a site, and the sites, face the same workload.
+const workloadStream = 5
+
+// timing is how a mode runs a scenario's times: the simulator as
+// written, scaled by its --scale; a cluster scaled by time_scale, with
+// longer think times and the clients' monitor scaled too.
+type timing struct {
+	cluster bool
+	// scale multiplies the workload's duration or operations (sim) or
+	// every time of the run (cluster).
+	scale float64
+}
+
+func (t timing) scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * t.scale) }
+
+// units lists the scenario's units, in order: series, points, repeats
+// (seeds seed, seed+1, ...), SLAs, then client sites and strategies.
+func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
+	series, err := s.seriesScenarios()
+	if err != nil {
+		return nil, err
+	}
+	var out []*unit
+	for _, sr := range series {
+		points, err := sr.s.pointScenarios()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range points {
+			for rep := range s.Repeat {
+				for _, v := range p.s.slas {
+					for _, clients := range p.s.clientGroups(t.cluster) {
+						for _, strategies := range p.s.strategyGroups(t.cluster) {
+							u := &unit{s: p.s, series: sr.name, point: p.label, index: len(out), seed: seed + uint64(rep), sla: v, client: clients[0].Site}
+							for _, c := range clients {
+								for _, st := range strategies {
+									r, err := u.newRun(c, st, t)
+									if err != nil {
+										return nil, err
+									}
+									u.runs = append(u.runs, r)
+								}
+							}
+							out = append(out, u)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// clientGroups are the client sites that run at once: each alone in the
+// simulator; on a cluster all together, or each alone when the scenario
+// has a schedule ("the link to the primary" depends on where the client
+// is).
+func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
+	if (cluster && len(s.Schedule) == 0) || s.causal() {
+		// A causal table's client sites share one world: Karma's
+		// throughput is the whole system's.
+		return [][]ClientSite{s.Clients}
+	}
+	var out [][]ClientSite
+	for _, c := range s.Clients {
+		out = append(out, []ClientSite{c})
+	}
+	return out
+}
+
+// strategyGroups are the strategies that run at once: each alone in the
+// simulator, all together on a cluster but for a causal table's (each a
+// table of its own, cluster_causal.go).
+func (s *Scenario) strategyGroups(cluster bool) [][]string {
+	if cluster && !s.causal() {
+		return [][]string{s.Strategies}
+	}
+	var out [][]string
+	for _, st := range s.Strategies {
+		out = append(out, []string{st})
+	}
+	return out
+}
+
+// newRun builds a run's driver group.
+func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
+	s := u.s
+	var variant strategyVariant
+	var err error
+	if s.causal() {
+		variant.causal, err = causal.ParseStrategy(strategy)
+	} else {
+		variant, err = parseStrategyVariant(strategy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var targets TargetsSpec
+	if s.Targets != nil {
+		targets = s.targetsFor(t.cluster)
+	}
+	if variant.scenarioTargets {
+		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
+	}
+	sessions := c.Sessions
+	if t.cluster || s.clusterModel {
+		sessions = s.Cluster.sessions(sessions)
+	}
+	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
+		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
+		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
+	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !s.causal())
+	r.bounded = newBoundedRecord()
+	mix, err := s.mix(u.freshFrom())
+	if err != nil {
+		return nil, err
+	}
+	opts := clientcore.Options{AdaptiveProbing: variant.adaptiveProbing}
+	w := s.Workload
+	think := w.Think
+	if t.cluster {
+		defaults := clientcore.Options{}.EnsureDefaults()
+		opts.ProbeInterval, opts.RTTWindow = t.scaled(defaults.ProbeInterval), t.scaled(defaults.RTTWindow)
+		think = max(think, s.Cluster.Think)
+	}
+	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: sessions, SessionSteps: w.SessionOps,
+		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
+		Cosla: driver.Cosla{SLA: u.sla.SLA, Strategy: variant.strategy, Get: variant.get, Policy: variant.policy, Client: opts}}
+	if s.causal() {
+		// A client core's sessions on a causal table (a cluster); the
+		// simulator's causal clients take no SLA or strategy.
+		r.group.Cosla.SLA, r.group.Cosla.Strategy = causalSessionSLA, clientcore.Closest
+		r.group.Cosla.Client.NotifyEvery = s.Causal.NotifyEvery
+	}
+	rate := w.Rate
+	if t.cluster && s.Cluster.Rate > 0 {
+		rate = s.Cluster.Rate
+	}
+	if rate > 0 {
+		r.group.Rate, r.group.Mix = rate, mix
+	} else {
+		r.group.Streams = []driver.Stream{{Mix: mix, Think: think}}
+	}
+	return r, nil
+}
+
+// freshFrom is the number of the unit's first fresh key: past the
+// loaded keys, and apart from every other unit's.
+func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.index)<<32 }
+
+// mix is what each run's sessions draw: a YCSB workload, dConssandra's
+// bounded operations or groups (dconMix), or Puts with probability
+// PutFraction and Gets otherwise over the key distribution. Fresh keys
+// are numbered from freshFrom.
+func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
+	w := s.Workload
+	if s.causal() {
+		return s.causalMix()
+	}
+	if s.dcon() {
+		return s.dconMix(freshFrom)
+	}
+	if w.YCSB != "" {
+		p, err := s.ycsbProperties()
+		if err != nil {
+			return nil, err
+		}
+		wl, err := workload.New(p)
+		if err != nil {
+			return nil, err
+		}
+		return driver.YCSBMix{W: wl}, nil
+	}
+	keys, err := s.keyGenerator()
+	if err != nil {
+		return nil, err
+	}
+	return driver.NewKeyMix([]driver.Weighted{{Kind: driver.Put, Weight: w.PutFraction}, {Kind: driver.Get, Weight: 1 - w.PutFraction}},
+		keys, w.ValueSize)
+}
+
+// spec is the unit's driver run, with a recorder that hands every op to
+// its run.
+func (u *unit) spec(t timing) driver.Spec {
+	w := u.s.Workload
+	spec := driver.Spec{Recorder: &driver.Recorder{Keep: u.s.wantsStaleness()}}
+	switch {
+	case t.cluster && w.Duration > 0:
+		spec.Duration = t.scaled(w.Duration)
+	case t.cluster && u.s.Cluster.Ops > 0:
+		spec.Steps = u.s.Cluster.Ops
+	case t.cluster:
+		spec.Duration = t.scaled(u.s.Cluster.Duration)
+	case w.Duration > 0:
+		spec.Duration = t.scaled(w.Duration)
+	default:
+		spec.Steps = max(1, int(math.Round(float64(w.Ops)*t.scale)))
+	}
+	spec.Warmup = t.scaled(w.Warmup)
+	byGroup := map[*driver.Group]*run{}
+	for _, r := range u.runs {
+		spec.Groups = append(spec.Groups, r.group)
+		byGroup[r.group] = r
+	}
+	windows := u.s.wants(OutWindows)
+	for _, r := range u.runs {
+		r.windowFrom = spec.Warmup
+	}
+	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
+		r := byGroup[g]
+		if u.causal != nil {
+			u.causal.op(r, op, op.Start >= spec.Warmup)
+			return
+		}
+		if windows {
+			r.wops = append(r.wops, newWindowOp(op))
+		}
+		r.bounded.op(op, op.Start >= spec.Warmup)
+		if op.Start < spec.Warmup {
+			return
+		}
+		switch op.Kind {
+		case driver.Get:
+			r.rec.get(op)
+		case driver.Put, driver.RTW:
+			r.r.Puts++
+		}
+	}
+	return spec
+}
+
+// collect fills the runs' results once the driver has finished: the
+// statistics, the probes, the staleness, the utility tables.
+func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Duration) {
+	stats := rec.Stats()
+	groups := rec.Groups()
+	var staleness *Staleness
+	if u.s.wantsStaleness() {
+		staleness = stalenessOf(rec.Ops())
+	}
+	for i, r := range u.runs {
+		for _, st := range stats {
+			if st.Group == r.group.Name {
+				r.r.Ops = append(r.r.Ops, st)
+			}
+		}
+		r.r.ThroughputOpsPerS, r.r.Shed = groups[i].ThroughputOpsPerS, groups[i].Shed
+		if p, ok := d.Clients()[i].(driver.Prober); ok {
+			r.r.Probes = int(p.Probes())
+		}
+		r.r.Staleness = staleness
+		if u.s.wants(OutWindows) {
+			w := windowsOf(r.wops, r.windowFrom, r.targets)
+			r.r.Windows = &w
+		}
+		r.r.VirtualS = elapsed.Seconds()
+		r.r.Bounded = r.bounded.stats()
+		if u.causal != nil {
+			continue // causalUnit.finish fills a causal run
+		}
+		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
+	}
+}
+
+// cpqClockMS is the clock-synchronization threshold of CPQ 3.1.3: scores
+// below about 2 ms were dropped there.
+const cpqClockMS = 2
+
+// wantsStaleness reports whether an output needs the Gamma analysis.
+func (s *Scenario) wantsStaleness() bool { return s.wants(OutStaleness) || s.wants(OutLevels) }
+
+// stalenessOf computes the Gamma scores of a trace. The runs' own clock
+// is the one clock of the trace, so no score is within clock
+// uncertainty.
+func stalenessOf(ops []measure.Op) *Staleness {
+	g := measure.Gamma(ops, measure.Config{})
+	cpq := measure.Gamma(ops, measure.Config{ClockUncertaintyMS: cpqClockMS})
+	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction, PositiveOver2MSFraction: cpq.PositiveFraction,
+		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
+}
+
+// clientSites names the unit's client sites.
+func (u *unit) clientSites() []string {
+	var out []string
+	for _, r := range u.runs {
+		if !slices.Contains(out, r.r.Client) {
+			out = append(out, r.r.Client)
+		}
+	}
+	return out
+}
+
+// check reports a run that did nothing, so measured nothing.
+func (u *unit) check() error {
+	if u.causal != nil {
+		// A causal run's client sites make one run: a far site may end a
+		// short one without an operation of its own.
+		if u.causal.all.accesses == 0 {
+			return fmt.Errorf("%s: no operation ran", u.runs[0].r.Strategy)
+		}
+		return nil
+	}
+	for _, r := range u.runs {
+		if r.r.Gets+r.r.Puts == 0 {
+			return fmt.Errorf("%s/%s: no operation ran", r.r.Client, r.r.Strategy)
+		}
+	}
+	return nil
+}
+
+// schedule is a unit's scheduled changes, fired on the driver's runtime:
+// each changes the network through the oracle and is recorded with the
+// oracle's best choice after it.
+type schedule struct {
+	u      *unit
+	oracle *world
+	since  func() time.Duration
+	gets   func() int
+	// progress, if set, is told of each change the schedule names.
+	progress func(string)
+	err      error
+}
+
+// fire applies one change.
+func (sc *schedule) fire(e EventSpec) {
+	desc, err := sc.oracle.apply(e)
+	if err != nil && sc.err == nil {
+		sc.err = fmt.Errorf("%s: %w", e.Label, err)
+	}
+	if e.stall {
+		// Hundreds a run: the stalls event is in the schedule, its pauses
+		// are not recorded one by one.
+		return
+	}
+	var best float64
+	var choices []string
+	if !sc.u.s.causal() {
+		layout, _ := sc.u.s.layout()
+		best, choices = sc.oracle.best(sc.u.sla.SLA, layout)
+	}
+	at := sc.since().Seconds()
+	sc.u.events = append(sc.u.events, EventRecord{Label: e.Label, AtS: at, AfterGets: sc.gets(),
+		Description: desc, BestUtility: best, Best: choices, Spike: e.spike})
+	if sc.progress != nil && e.spike == 0 {
+		sc.progress(fmt.Sprintf("  %5.1fs %s: %s", at, e.Label, desc))
+	}
+}
+
+// start schedules the events given by time on rt, relative to now.
+func (sc *schedule) start(rt driver.Runtime, events []EventSpec) {
+	for _, e := range events {
+		if e.AfterGets == 0 {
+			rt.After(e.At, func() { sc.fire(e) })
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/workload"
+	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/cluster/clustertest"
+	"github.com/cosla/cosla/internal/runtime/topology"
+	"github.com/cosla/cosla/internal/runtime/wan"
+	"github.com/cosla/cosla/sla"
+)
+
+// TestMain lets the test binary stand in for `cosla serve --config FILE`,
+// the command a cluster runs once per site (clustertest).
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+func TestTableSpec(t *testing.T) {
+	pileus := topology.Pileus4()
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want cosla.TableSpec
+	}{
+		{"default", Options{Table: "usertable", PullInterval: time.Minute}, cosla.TableSpec{
+			Name: "usertable", PullInterval: time.Minute,
+			Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1", "india/r1"}}},
+		}},
+		{"primary in india, push", Options{Table: "t", PullInterval: time.Second, Push: true,
+			Placement: topology.Placement{Sites: []string{"india", "us"}}}, cosla.TableSpec{
+			Name: "t", Push: true, PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{{Primary: "india/r1", Secondaries: []string{"us/r1"}}},
+		}},
+		{"by hash", Options{Table: "t", PullInterval: time.Second,
+			Placement: topology.Placement{Replicas: 2, Tablets: 2, Partition: "hash"}}, cosla.TableSpec{
+			Name: "t", Partition: cosla.ByHash, PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{
+				{Primary: "england/r1", Secondaries: []string{"us/r1"}},
+				{Start: cosla.HashStarts(2)[0], Primary: "england/r1", Secondaries: []string{"us/r1"}},
+			},
+		}},
+		{"by range", Options{Table: "t", PullInterval: time.Second,
+			Placement: topology.Placement{Sites: []string{"us"}, Tablets: 2, Starts: []string{"m"}}}, cosla.TableSpec{
+			Name: "t", PullInterval: time.Second,
+			Tablets: []cosla.TabletSpec{{Primary: "us/r1"}, {Start: "m", Primary: "us/r1"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tableSpec(pileus, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tableSpec =\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStartBadPlacement checks that a placement the topology cannot hold
+// is refused before anything starts.
+func TestStartBadPlacement(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Options{Dir: dir, Topology: topology.Pileus4(),
+		Placement: topology.Placement{Sites: []string{"china"}}})
+	if !errors.Is(err, topology.ErrInvalid) {
+		t.Fatalf("Start with the primary at a client-only site: err %v, want topology.ErrInvalid", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Start left %d entries in its directory", len(entries))
+	}
+}
+
+// TestSeveralTabletsAndNodes runs a cluster of two sites with two storage
+// nodes each and a client-only site, whose table has four tablets placed
+// by hash with three replicas each, and checks that a client writes and
+// reads every key and that the status shows every tablet replica; that
+// every file of the cluster is its owner's only, whatever the umask (here
+// the common 022); that each HTTP listener refuses a foreign Host; and
+// that the control API takes only its token's requests.
+func TestSeveralTabletsAndNodes(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0o022))
+	topo := topology.Topology{Name: "two-by-two", LocalRTT: time.Millisecond,
+		Sites: []topology.Site{
+			{Name: "a", Replicas: []string{"r1", "r2"}},
+			{Name: "b", Replicas: []string{"r1", "r2"}},
+			{Name: "c", Clients: []string{"c1"}},
+		},
+		Links: []topology.Link{
+			{A: "a", B: "b", RTT: 4 * time.Millisecond},
+			{A: "a", B: "c", RTT: 4 * time.Millisecond},
+			{A: "b", B: "c", RTT: 4 * time.Millisecond},
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	placement := topology.Placement{Replicas: 3, Tablets: 4, Partition: "hash"}
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true,
+		Clients: []string{"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info := c.Info()
+	if len(info.Sites) != 2 || len(info.Sites[0].Nodes) != 2 || len(info.Sites[1].Nodes) != 2 {
+		t.Fatalf("info sites %+v, want a and b with two nodes each", info.Sites)
+	}
+	nodes, err := info.NodesFor("c")
+	if err != nil || len(nodes) != 8 {
+		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes and each site's coordinator and cache", nodes, err)
+	}
+	client, s := strongSession(ctx, t, "c", info)
+	const keys = 40
+	for i := range uint64(keys) {
+		if _, err := client.Put(ctx, s, workload.Key(i), []byte{byte(i)}); err != nil {
+			t.Fatalf("put %s: %v", workload.Key(i), err)
+		}
+	}
+	for i := range uint64(keys) {
+		v, res, err := client.Get(ctx, s, workload.Key(i))
+		if err != nil || !bytes.Equal(v, []byte{byte(i)}) || res.Met != 0 {
+			t.Fatalf("get %s = %v, %+v, %v; want [%d] meeting strong", workload.Key(i), v, res, err, i)
+		}
+	}
+
+	// Every tablet has one primary and two secondaries among the four
+	// nodes, and the Puts went to all four primaries.
+	st := c.Status(ctx)
+	primaries, replicas := map[int32]wire.NodeID{}, map[int32]int{}
+	var puts int64
+	for _, site := range st.Sites {
+		if !site.Up {
+			t.Fatalf("site %s is down: %s", site.Name, site.Error)
+		}
+		for _, n := range site.Serve.Nodes {
+			puts += n.Metrics.Puts
+			for _, tb := range n.Metrics.Tablets {
+				replicas[tb.Ref.Tablet]++
+				if tb.Primary {
+					primaries[tb.Ref.Tablet] = n.ID
+				}
+			}
+		}
+	}
+	want := map[int32]wire.NodeID{0: "a/r1", 1: "a/r2", 2: "a/r1", 3: "a/r2"}
+	if !reflect.DeepEqual(primaries, want) || !reflect.DeepEqual(replicas, map[int32]int{0: 3, 1: 3, 2: 3, 3: 3}) {
+		t.Errorf("status shows primaries %v and replicas per tablet %v; want %v and 3 each", primaries, replicas, want)
+	}
+	if puts != keys {
+		t.Errorf("the nodes served %d Puts, want %d", puts, keys)
+	}
+	if _, err := os.Stat(certs.NamedClientFiles(certs.ClusterDir(info.Dir), "alice").Key); err != nil {
+		t.Errorf("alice's certificate: %v", err)
+	}
+	checkPrivate(t, info.Dir)
+	for _, s := range info.Sites {
+		if code := controlRequest(t, http.MethodGet, s.HTTP, "/status", "rebound.example", "", ""); code != http.StatusForbidden {
+			t.Errorf("site %s's /status with a foreign Host: status %d, want 403", s.Name, code)
+		}
+	}
+	checkControl(ctx, t, c, "a", "b")
+}
+
+// TestOneSiteDirect runs a one-site cluster with no local round trip to
+// emulate: its clients dial the node directly, there is no link to
+// change, and the node commits a durable Put with a sync. It runs without
+// TLS, and the site warns of it.
+func TestOneSiteDirect(t *testing.T) {
+	topo := topology.Topology{Name: "one", Sites: []topology.Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info := c.Info()
+	if log := logTail(filepath.Join(info.Dir, "local", "serve.log"), 50); !strings.Contains(log, "insecure is set: TLS is off") {
+		t.Errorf("the insecure site did not warn; its log:\n%s", log)
+	}
+	nodes, err := info.NodesFor("local")
+	if err != nil || nodes["local/r1"] != info.Sites[0].Addr {
+		t.Fatalf("nodes for a client at local: %v, %v; want local/r1 at the node's own address %s", nodes, err, info.Sites[0].Addr)
+	}
+	if err := c.SetLink("local", "local", wan.Settings{Latency: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "directly") {
+		t.Fatalf("SetLink on the direct local link: %v, want an error saying clients reach the node directly", err)
+	}
+	client, s := strongSession(ctx, t, "local", info)
+	if _, err := client.Put(ctx, s, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Status(ctx)
+	if len(st.Sites) != 1 || st.Sites[0].Serve == nil || len(st.Sites[0].Serve.Nodes) != 1 {
+		t.Fatalf("status %+v, want one site with one node", st)
+	}
+	// The table's creation and the Put each made synced writes.
+	if cs := st.Sites[0].Serve.Nodes[0].Commit; cs.Syncs < 1 || cs.Events < 2 {
+		t.Fatalf("commit stats %+v, want at least one sync covering the two events", cs)
+	}
+
+	// A crash and a restart while the status is asked for, as the
+	// control API may be: the race detector watches the site's PID.
+	if err := c.Crash("local"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := make(chan error, 1)
+	go func() { restarted <- c.Restart(ctx, "local") }()
+	for asking := true; asking; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatal(err)
+			}
+			asking = false
+		default:
+			c.Status(ctx)
+			c.Info()
+		}
+	}
+	if pid := c.Info().Sites[0].PID; pid == info.Sites[0].PID || pid == 0 {
+		t.Errorf("after the restart the site's PID is %d, before %d", pid, info.Sites[0].PID)
+	}
+	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
+		t.Errorf("after the restart: Get = %q, %v; want the acknowledged v", v, err)
+	}
+}
+
+// strongSession opens a client at site and a session on table whose Gets
+// are strong within 10 s; the client closes when the test ends.
+func strongSession(ctx context.Context, t *testing.T, site string, info Info) (*cosla.Client, *cosla.Session) {
+	t.Helper()
+	cfg, err := info.ClientConfig(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := cosla.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	tbl, err := client.OpenTable(ctx, info.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strong, _ := sla.Parse("strong 10s 1")
+	s, err := client.BeginSession(tbl, strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, s
+}

@@ -1,0 +1,341 @@
+package harness_test
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/check"
+	"github.com/cosla/cosla/internal/runtime/harness"
+	"github.com/cosla/cosla/internal/runtime/topology"
+)
+
+var causalSeedsFlag = flag.Int("causal-seeds", 200, "TestRandomizedCausal: number of seeds to run")
+
+// TestRandomizedCausal runs causal tables (Karma) in random worlds: random
+// sites, rings and strategies (Karma, Karma-NC, COPS-PR, COPS-Ideal),
+// sessions putting, getting and reading transactions over a few keys,
+// while links are cut and healed, lose and duplicate messages, clocks are
+// skewed and storage nodes, caches and coordinators crash and restart.
+// Then everything heals and the world goes quiet, and the history is
+// checked in the multi-writer causal mode (check.CheckMulti): no read
+// older than the causal past of what its session saw, one version order,
+// snapshots consistent, and every ring and cache converged. Each run
+// prints its seed; -seed N runs one, -causal-seeds N runs N.
+func TestRandomizedCausal(t *testing.T) {
+	seeds := make([]uint64, 0, *causalSeedsFlag)
+	if *seedFlag != 0 {
+		seeds = append(seeds, *seedFlag)
+	} else {
+		for i := range *causalSeedsFlag {
+			seeds = append(seeds, uint64(i+1))
+		}
+	}
+	var total causalStats
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			st := runCausalRandom(t, seed)
+			total.add(st)
+		})
+	}
+	t.Logf("%d seeds: %s", len(seeds), total)
+}
+
+func reproduceCausal(seed uint64) string {
+	return fmt.Sprintf("go test ./internal/runtime/harness -run 'TestRandomizedCausal' -seed %d -v", seed)
+}
+
+type causalStats struct {
+	puts, putsOK, gets, getsOK, txs, txsOK, fromBuffer, fromCache, inFlight, restricted, crashes int
+}
+
+func (s *causalStats) add(o causalStats) {
+	s.puts += o.puts
+	s.putsOK += o.putsOK
+	s.gets += o.gets
+	s.getsOK += o.getsOK
+	s.txs += o.txs
+	s.txsOK += o.txsOK
+	s.fromBuffer += o.fromBuffer
+	s.fromCache += o.fromCache
+	s.inFlight += o.inFlight
+	s.restricted += o.restricted
+	s.crashes += o.crashes
+}
+
+func (s causalStats) String() string {
+	return fmt.Sprintf("puts %d (%d ok), gets %d (%d ok: %d from write buffers, %d from caches, %d in flight, %d under a ring restriction), get-transactions %d (%d ok), crashes %d",
+		s.puts, s.putsOK, s.gets, s.getsOK, s.fromBuffer, s.fromCache, s.inFlight, s.restricted, s.txs, s.txsOK, s.crashes)
+}
+
+// randomCausalWorld draws a topology, rings and a strategy.
+func randomCausalWorld(r *rand.Rand) (topology.Topology, [][]string, causal.Strategy) {
+	n := 3 + r.IntN(3)
+	topo := topology.Topology{Name: "random", LocalRTT: time.Millisecond}
+	for i := range n {
+		s := topology.Site{Name: fmt.Sprintf("s%d", i)}
+		for j := range 1 + r.IntN(2) {
+			s.Replicas = append(s.Replicas, fmt.Sprintf("r%d", j))
+		}
+		for j := range 1 + r.IntN(2) {
+			s.Clients = append(s.Clients, fmt.Sprintf("c%d", j))
+		}
+		topo.Sites = append(topo.Sites, s)
+	}
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			rtt := time.Duration(10+r.IntN(190)) * time.Millisecond
+			topo.Links = append(topo.Links, topology.Link{A: topo.Sites[i].Name, B: topo.Sites[j].Name, RTT: rtt, Jitter: rtt / 10})
+		}
+	}
+	order := r.Perm(n)
+	nrings := 2 + r.IntN(min(2, n-1))
+	rings := make([][]string, nrings)
+	for i, k := range order {
+		ring := i % nrings
+		if i >= nrings {
+			ring = r.IntN(nrings)
+		}
+		rings[ring] = append(rings[ring], topo.Sites[k].Name)
+	}
+	return topo, rings, causal.Strategy(r.IntN(4))
+}
+
+func runCausalRandom(t *testing.T, seed uint64) causalStats {
+	r := rand.New(rand.NewPCG(seed, 0xca05a1))
+	topo, rings, strategy := randomCausalWorld(r)
+	t.Logf("seed %d: %s, rings %v, %d sites", seed, strategy, rings, len(topo.Sites))
+	w, err := harness.NewCausal(harness.CausalOptions{
+		Seed: seed, Topology: topo, Rings: rings, Strategy: strategy,
+		Client:          causal.ClientOptions{Timeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
+		CoordinatorOpts: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},
+		StoreOpts:       causal.StoreOptions{Resend: 400 * time.Millisecond},
+		CacheOpts:       causal.CacheOptions{ReadTimeout: 400 * time.Millisecond, Capacity: 1 + r.IntN(8)},
+	})
+	if err != nil {
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+	}
+	var st causalStats
+	var history []check.MultiOp
+	keys := []string{"a", "b", "c", "d", "e"}[:3+r.IntN(3)]
+	// Writes are 10, 25 or 40% of the ops: fewer writes leave more
+	// values stable, and so more in the caches.
+	putPct := []int{10, 25, 40}[r.IntN(3)]
+	const opsPerSession = 30
+	const activeFor = 20 * time.Second
+	nextValue := 0
+	sessionNo := 0
+	for _, id := range w.Clients {
+		c, err := w.Client(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + r.IntN(2) {
+			sessionNo++
+			s := c.Session(uint64(sessionNo))
+			name := fmt.Sprintf("%s#%d", id, s.ID())
+			left := opsPerSession
+			var step func()
+			step = func() {
+				if left == 0 {
+					return
+				}
+				left--
+				call := w.Sim.Now()
+				idx := len(history)
+				next := func() { w.Sim.After(time.Duration(r.IntN(300))*time.Millisecond, step) }
+				switch p := r.IntN(100); {
+				case p < putPct:
+					nextValue++
+					v := fmt.Sprintf("v%d", nextValue)
+					key := keys[r.IntN(len(keys))]
+					history = append(history, check.MultiOp{Session: name, Kind: check.Put, Key: key, Value: v, Call: call})
+					st.puts++
+					c.Put(s, key, []byte(v), func(res causal.Result) {
+						op := &history[idx]
+						op.Return = w.Sim.Now()
+						if res.Code == wire.OK {
+							st.putsOK++
+							op.OK, op.Version = true, multiVersion(res.Version)
+						}
+						next()
+					})
+				case p < putPct+(100-putPct)*2/3:
+					key := keys[r.IntN(len(keys))]
+					history = append(history, check.MultiOp{Session: name, Kind: check.Get, Key: key, Call: call})
+					st.gets++
+					c.Get(s, key, func(res causal.Result) {
+						op := &history[idx]
+						op.Return = w.Sim.Now()
+						if res.Code == wire.OK {
+							st.getsOK++
+							op.OK, op.Found, op.Value, op.Version = true, res.Found, string(res.Value), multiVersion(res.Version)
+							op.FromBuffer = res.Source == wire.FromBuffer
+							st.count(res)
+						}
+						next()
+					})
+				default:
+					ks := slices.Clone(keys)
+					r.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+					ks = ks[:2+r.IntN(len(ks)-1)]
+					history = append(history, check.MultiOp{Session: name, Kind: check.Tx, Call: call})
+					st.txs++
+					c.GetTx(s, ks, func(res causal.Result) {
+						op := &history[idx]
+						op.Return = w.Sim.Now()
+						if res.Code == wire.OK {
+							st.txsOK++
+							op.OK = true
+							for _, it := range res.Items {
+								op.Items = append(op.Items, check.TxItem{Key: it.Key, Value: string(it.Value), Found: it.Found, Version: multiVersion(it.Version)})
+							}
+						}
+						next()
+					})
+				}
+			}
+			w.Sim.At(time.Duration(r.IntN(500))*time.Millisecond, step)
+		}
+	}
+	st.crashes = causalFaults(w, r, activeFor)
+	if err := w.Sim.Run(activeFor + 60*time.Second); err != nil {
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+	}
+	for i, op := range history {
+		if op.Return == 0 {
+			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed))
+		}
+	}
+	finals, problems := causalFinalStates(w)
+	if len(problems) > 0 {
+		t.Fatalf("seed %d: %s\nreproduce: %s", seed, strings.Join(problems, "\n"), reproduceCausal(seed))
+	}
+	if vs := check.CheckMulti(history, finals); len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs[:min(len(vs), 20)] {
+			fmt.Fprintf(&b, "  %s\n", v)
+		}
+		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduceCausal(seed))
+	}
+	if st.getsOK == 0 {
+		t.Fatalf("seed %d: no Get returned: the run checked nothing\nreproduce: %s", seed, reproduceCausal(seed))
+	}
+	return st
+}
+
+func (s *causalStats) count(res causal.Result) {
+	switch res.Source {
+	case wire.FromBuffer:
+		s.fromBuffer++
+	case wire.FromCache:
+		s.fromCache++
+	}
+	if res.InFlight && res.Source != wire.FromBuffer {
+		s.inFlight++
+	}
+	if res.Restricted {
+		s.restricted++
+	}
+}
+
+func multiVersion(v wire.Version) check.Version {
+	return check.Version{TS: v.TS, Origin: string(v.Origin)}
+}
+
+// causalFaults schedules faults during the first part of the run, and
+// heals everything at its end.
+func causalFaults(w *harness.CausalWorld, r *rand.Rand, activeFor time.Duration) int {
+	s := w.Sim
+	sites := w.Topology.Sites
+	crashable := slices.Concat(w.Stores, w.Caches, w.Coordinators)
+	crashes := 0
+	for range r.IntN(6) {
+		at := time.Duration(r.Int64N(int64(activeFor)))
+		switch r.IntN(5) {
+		case 0, 1:
+			id := crashable[r.IntN(len(crashable))]
+			down := time.Duration(100+r.IntN(3000)) * time.Millisecond
+			crashes++
+			s.At(at, func() { _ = s.Crash(id) })
+			s.At(min(at+down, activeFor), func() { _ = s.Restart(id) })
+		case 2:
+			a, b := sites[r.IntN(len(sites))].Name, sites[r.IntN(len(sites))].Name
+			if a != b {
+				s.At(at, func() { _ = s.Partition(a, b) })
+				s.At(min(at+time.Duration(r.IntN(4000))*time.Millisecond, activeFor), func() { _ = s.Heal(a, b) })
+			}
+		case 3:
+			a, b := sites[r.IntN(len(sites))].Name, sites[r.IntN(len(sites))].Name
+			p := 0.05 + r.Float64()*0.2
+			s.At(at, func() { _ = s.SetLoss(a, b, p); _ = s.SetDuplicate(a, b, p/2) })
+			s.At(activeFor, func() { _ = s.SetLoss(a, b, 0); _ = s.SetDuplicate(a, b, 0) })
+		case 4:
+			id := w.Coordinators[r.IntN(len(w.Coordinators))]
+			skew := time.Duration(r.IntN(400)-200) * time.Millisecond
+			s.At(at, func() { _ = s.SetSkew(id, skew) })
+		}
+	}
+	s.At(activeFor, func() {
+		for i := range sites {
+			for j := i + 1; j < len(sites); j++ {
+				_ = s.Heal(sites[i].Name, sites[j].Name)
+			}
+		}
+		for _, id := range crashable {
+			if _, ok := s.Handler(id); !ok {
+				_ = s.Restart(id)
+			}
+		}
+	})
+	return crashes
+}
+
+// causalFinalStates gathers each ring's versions (each key lives on one
+// node of the ring) and checks that every cached version is its key's
+// final one.
+func causalFinalStates(w *harness.CausalWorld) ([]check.FinalState, []string) {
+	var finals []check.FinalState
+	ringVersions := map[string]check.Version{}
+	for ri, ring := range w.Layout.Rings {
+		f := check.FinalState{Replica: fmt.Sprintf("ring %d (%s)", ri, ring.Name), Versions: map[string]check.Version{}}
+		for _, id := range ring.Nodes {
+			store, err := w.Store(id)
+			if err != nil {
+				return nil, []string{fmt.Sprintf("after the run: %v", err)}
+			}
+			vs, err := store.Versions()
+			if err != nil {
+				return nil, []string{err.Error()}
+			}
+			for k, v := range vs {
+				if home := w.Layout.Node(ri, k); home != id {
+					return nil, []string{fmt.Sprintf("store %s holds key %q placed on %s", id, k, home)}
+				}
+				f.Versions[k] = multiVersion(v)
+				ringVersions[k] = multiVersion(v)
+			}
+		}
+		finals = append(finals, f)
+	}
+	var problems []string
+	for _, id := range w.Caches {
+		cache, err := w.Cache(id)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("after the run: %v", err))
+			continue
+		}
+		for k, v := range cache.Versions() {
+			if ringVersions[k] != multiVersion(v) {
+				problems = append(problems, fmt.Sprintf("cache %s holds %q at %s after quiescence; the rings hold %s", id, k, v, ringVersions[k]))
+			}
+		}
+	}
+	return finals, problems
+}

@@ -1,0 +1,227 @@
+// Package harness builds simulated cosla worlds: the storage nodes and
+// clients of a topology hosted in the simulator. Workloads run on them
+// through package driver (driver.SimTarget), which records what every
+// operation did. Scenario tests, randomized tests and the simulated
+// experiments are all built on it.
+package harness
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/replica"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/topology"
+)
+
+// Options configures a World.
+type Options struct {
+	Seed     uint64
+	Topology topology.Topology
+	Replica  replica.Options
+	// Storage and ClientNode are the simulator's model of every storage
+	// node and client node: service times and fsync cost
+	// (sim.NodeOptions). Default: infinitely fast.
+	Storage, ClientNode sim.NodeOptions
+	// Cores, if positive, makes each site one machine whose nodes share
+	// that many cores (sim.SetCores). Default: a machine per node.
+	Cores int
+	// Client options; Nodes defaults to every storage node.
+	Client clientcore.Options
+	Logger *slog.Logger
+	Trace  func(line string)
+	// Observe, if set, sees every message a node of the world sends, as
+	// it sends it, before the network may lose it: tests that check what
+	// the replicas did read it (TestRandomized rebuilds each primary's
+	// order of versions from it). In a world whose nodes pay for fsyncs
+	// (sim.NodeOptions.Fsync), a message held for an fsync that a crash
+	// cuts short is seen but never sent.
+	Observe func(from, to wire.NodeID, m wire.Msg)
+}
+
+// World is a simulated cluster.
+type World struct {
+	Sim      *sim.Sim
+	Topology topology.Topology
+}
+
+// New builds the world: sites, links and started nodes.
+func New(opts Options) (*World, error) {
+	topo := opts.Topology
+	if err := topo.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := newSim(opts.Seed, topo, opts.Cores, opts.Logger, opts.Trace)
+	if err != nil {
+		return nil, err
+	}
+	copts := opts.Client
+	if len(copts.Nodes) == 0 {
+		copts.Nodes = topo.Replicas()
+	}
+	for _, site := range topo.Sites {
+		for _, name := range site.Replicas {
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.Storage,
+				observed(opts.Observe, func() node.Handler { return replica.New(opts.Replica) }))
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, name := range site.Clients {
+			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.ClientNode,
+				observed(opts.Observe, func() node.Handler { return clientcore.New(copts) }))
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &World{Sim: s, Topology: topo}, nil
+}
+
+// newSim returns a simulator with topo's sites and links.
+func newSim(seed uint64, topo topology.Topology, cores int, logger *slog.Logger, trace func(string)) (*sim.Sim, error) {
+	s := sim.New(sim.Options{Seed: seed, Logger: logger, Trace: trace})
+	for _, site := range topo.Sites {
+		s.AddSite(site.Name)
+		if err := s.SetLatency(site.Name, site.Name, sim.Latency{Mean: topo.LocalRTT / 2, Jitter: topo.LocalJitter}); err != nil {
+			return nil, err
+		}
+		if cores > 0 {
+			if err := s.SetCores(site.Name, cores); err != nil {
+				return nil, err
+			}
+		}
+		if topo.LocalBandwidth > 0 {
+			if err := s.SetBandwidth(site.Name, site.Name, topo.LocalBandwidth); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, l := range topo.Links {
+		if err := s.SetLatency(l.A, l.B, sim.Latency{Mean: l.RTT / 2, Jitter: l.Jitter}); err != nil {
+			return nil, err
+		}
+		if l.Bandwidth > 0 {
+			if err := s.SetBandwidth(l.A, l.B, l.Bandwidth); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// observed wraps a node factory's handlers so that observe sees what
+// they send (Options.Observe); a nil observe leaves it as it is.
+func observed(observe func(from, to wire.NodeID, m wire.Msg), factory func() node.Handler) func() node.Handler {
+	if observe == nil {
+		return factory
+	}
+	return func() node.Handler { return &observedHandler{Handler: factory(), observe: observe} }
+}
+
+type observedHandler struct {
+	node.Handler
+	observe func(from, to wire.NodeID, m wire.Msg)
+}
+
+func (h *observedHandler) Start(env node.Env) error {
+	return h.Handler.Start(observedEnv{Env: env, observe: h.observe})
+}
+
+type observedEnv struct {
+	node.Env
+	observe func(from, to wire.NodeID, m wire.Msg)
+}
+
+func (e observedEnv) Send(to wire.NodeID, m wire.Msg) {
+	e.observe(e.ID(), to, m)
+	e.Env.Send(to, m)
+}
+
+// handler returns a running node's protocol core.
+func (w *World) handler(id wire.NodeID) (node.Handler, error) {
+	h, ok := w.Sim.Handler(id)
+	if !ok {
+		return nil, fmt.Errorf("harness: no running node %s", id)
+	}
+	if o, ok := h.(*observedHandler); ok {
+		h = o.Handler
+	}
+	return h, nil
+}
+
+// Client returns a running client node's core.
+func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
+	h, err := w.handler(id)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := h.(*clientcore.Client)
+	if !ok {
+		return nil, fmt.Errorf("harness: node %s is not a client", id)
+	}
+	return c, nil
+}
+
+// Replica returns a running storage node's core.
+func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
+	h, err := w.handler(id)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := h.(*replica.Node)
+	if !ok {
+		return nil, fmt.Errorf("harness: node %s is not a storage node", id)
+	}
+	return r, nil
+}
+
+// Await starts an asynchronous operation and runs the simulation until it
+// calls its done function, or fails if limit of virtual time passes first.
+func (w *World) Await(limit time.Duration, start func(done func())) error {
+	finished := false
+	start(func() { finished = true })
+	deadline := w.Sim.Now() + limit
+	if err := w.Sim.RunUntil(deadline, func() bool { return finished }); err != nil {
+		return err
+	}
+	if !finished {
+		return fmt.Errorf("harness: operation not finished after %s of virtual time (seed %d)", limit, w.Sim.Seed())
+	}
+	return nil
+}
+
+// CreateTable creates a table through a client and waits for it.
+func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
+	c, err := w.Client(client)
+	if err != nil {
+		return err
+	}
+	var result error
+	if err := w.Await(time.Minute, func(done func()) {
+		c.CreateTable(l, func(err error) { result = err; done() })
+	}); err != nil {
+		return err
+	}
+	return result
+}
+
+// OpenTable opens a table through a client and waits for it.
+func (w *World) OpenTable(client wire.NodeID, name string) (*clientcore.Table, error) {
+	c, err := w.Client(client)
+	if err != nil {
+		return nil, err
+	}
+	var t *clientcore.Table
+	var result error
+	if err := w.Await(time.Minute, func(done func()) {
+		c.OpenTable(name, func(tb *clientcore.Table, err error) { t, result = tb, err; done() })
+	}); err != nil {
+		return nil, err
+	}
+	return t, result
+}

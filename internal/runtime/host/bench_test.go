@@ -1,0 +1,139 @@
+package host_test
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/host"
+)
+
+// These benchmarks measure the transport between two processes' nodes, a
+// gRPC stream over TCP on 127.0.0.1, to calibrate the simulator: the
+// round trip of a request and its reply is a LAN round trip without the
+// wire; the time per message of a pipelined stream is the transport's
+// cost per message when it is the bottleneck (both ends share this
+// machine's cores).
+
+const (
+	clientNode = wire.NodeID("a/c1")
+	serverNode = wire.NodeID("b/r1")
+)
+
+var benchTS = hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 1}
+
+// pair starts a server transport, listening on 127.0.0.1, whose node
+// serverNode answers with reply (if not nil) or counts, and a client
+// transport that reaches it and hands what comes back to onReply.
+func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg), onReply func(wire.Msg)) *host.Transport {
+	b.Helper()
+	var server *host.Transport
+	server = host.NewTransport(host.TransportOptions{}, func(from, to wire.NodeID, m wire.Msg) bool {
+		if to != serverNode {
+			return false
+		}
+		if onReceive != nil {
+			onReceive(m)
+		}
+		if reply != nil {
+			server.Send(serverNode, from, reply(m))
+		}
+		return true
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	gs := grpc.NewServer(server.ServerOptions()...)
+	server.Register(gs)
+	go func() { _ = gs.Serve(lis) }()
+
+	client := host.NewTransport(host.TransportOptions{Peers: map[wire.NodeID]string{serverNode: lis.Addr().String()}},
+		func(_, to wire.NodeID, m wire.Msg) bool {
+			if to != clientNode {
+				return false
+			}
+			onReply(m)
+			return true
+		})
+	b.Cleanup(func() {
+		client.Close()
+		server.Close()
+		gs.Stop()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client.Connect(ctx)
+	return client
+}
+
+// BenchmarkTransportRoundTrip: a Get of a 256-byte value, out and back,
+// one at a time.
+func BenchmarkTransportRoundTrip(b *testing.B) {
+	value := make([]byte, 256)
+	replies := make(chan wire.Msg, 1)
+	client := pair(b, func(m wire.Msg) wire.Msg {
+		g := m.(*wire.GetRequest)
+		return &wire.GetReply{Req: g.Req, Found: true, Value: value, VersionTS: benchTS, HighTS: benchTS}
+	}, nil, func(m wire.Msg) { replies <- m })
+	ref := wire.TabletRef{Table: 1}
+	// The first message opens the server's route back to the client.
+	roundTrip := func(req uint64) {
+		client.Send(clientNode, serverNode, &wire.GetRequest{Req: req, Tablet: ref, Key: "user000001"})
+		if r := <-replies; r.(*wire.GetReply).Req != req {
+			b.Fatalf("reply to %d, want %d", r.(*wire.GetReply).Req, req)
+		}
+	}
+	roundTrip(0)
+	b.ReportAllocs()
+	req := uint64(1)
+	for b.Loop() {
+		roundTrip(req)
+		req++
+	}
+}
+
+// BenchmarkTransportStream: Puts of a 256-byte value streamed one way
+// with up to window in flight; the time per message.
+func BenchmarkTransportStream(b *testing.B) {
+	const window = 1000
+	var received atomic.Int64
+	done := make(chan struct{}, 1)
+	var want atomic.Int64
+	client := pair(b, nil, func(wire.Msg) {
+		if received.Add(1) == want.Load() {
+			done <- struct{}{}
+		}
+	}, func(wire.Msg) {})
+	value := make([]byte, 256)
+	ref := wire.TabletRef{Table: 1}
+	wait := func() { <-done }
+	b.ReportAllocs()
+	b.SetBytes(int64(wire.EnvelopeSize(clientNode, serverNode, &wire.PutRequest{Tablet: ref, Key: "user000001", Value: value, MinTS: benchTS})))
+	sent := int64(0)
+	for b.Loop() {
+		if sent%window == 0 {
+			want.Store(sent + window)
+		}
+		client.Send(clientNode, serverNode, &wire.PutRequest{Req: uint64(sent), Tablet: ref, Key: "user000001", Value: value, MinTS: benchTS})
+		sent++
+		if sent%window == 0 {
+			wait()
+		}
+	}
+	if sent%window != 0 {
+		want.Store(sent)
+		if received.Load() < sent {
+			wait()
+		}
+	}
+	if st := client.Stats(); st.Dropped != 0 {
+		b.Fatalf("transport dropped %d messages", st.Dropped)
+	}
+}

@@ -1,0 +1,385 @@
+// Package host runs cosla's protocol cores (package node) in a real
+// process: each node is owned by one goroutine that takes events from its
+// mailbox, time is the wall clock, timers are real, messages travel over
+// gRPC streams (Transport) and storage is whatever engine the caller opens
+// (Pebble, in the server).
+//
+// A Node keeps the duties package node sets for a runtime: Start before any
+// event, one event at a time, and nothing from a previous incarnation after
+// a restart. Application calls into a handler (a client's Get, a replica's
+// Metrics) go through Do, which runs them on the node's goroutine.
+//
+// A Node commits durable writes in groups (DESIGN.md section 2, "Durable
+// writes and group commit"; commit.go): a synced write made by an event
+// is applied without sync, the messages the event sends are held, and one
+// sync of the engine releases the messages of every event it covers.
+package host
+
+import (
+	cryptorand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// ErrStopped is returned by Do on a node that has stopped.
+var ErrStopped = errors.New("cosla: node stopped")
+
+// ErrStorageStuck is wrapped by Node.Err after a Stop that returned
+// without waiting for a call into the node's engine (see Node.Stop). The
+// call may still be using the engine, so the engine must not be closed;
+// the process should exit, which releases it.
+var ErrStorageStuck = errors.New("cosla: node stopped with a storage call in progress")
+
+// NodeOptions configures a Node.
+type NodeOptions struct {
+	ID      wire.NodeID
+	Handler node.Handler
+	Engine  storage.Engine
+	// Send carries the node's messages; usually Transport.Send.
+	Send func(from, to wire.NodeID, m wire.Msg)
+	// MailboxMax bounds the messages waiting for the node, MailboxBytes
+	// their size (wire.EnvelopeSize), and SenderMax the client requests
+	// (wire.FromClient) of one sender among them, so that one client
+	// flooding the node cannot fill its mailbox for the others. Beyond
+	// them Deliver refuses the message: for a node's message it is lost,
+	// as in an overloaded network; a refused client request is answered
+	// wire.Overloaded by the server. Timers and calls are never refused.
+	// Defaults 65536, 64 MiB and 1024.
+	MailboxMax, MailboxBytes, SenderMax int
+	// StopTimeout bounds how long Stop waits for the event and the sync
+	// in progress (see Node.Stop). Default 10s.
+	StopTimeout time.Duration
+	// Logger is the node's logger; its records name the node if the
+	// logger does (the server's carries a node attribute). Default:
+	// discard.
+	Logger *slog.Logger
+	// Seed seeds the node's random source. Default: random.
+	Seed uint64
+}
+
+// Node hosts one protocol core on its own goroutine.
+type Node struct {
+	opts NodeOptions
+	rng  *rand.Rand
+
+	mu       sync.Mutex
+	events   []event
+	messages int                 // events that are messages, for MailboxMax
+	bytes    int                 // their size, for MailboxBytes
+	requests map[wire.NodeID]int // client requests by sender, for SenderMax
+	dropped  int64
+	stopped  bool
+	halted   chan struct{} // closed when stopped is set
+	ready    chan struct{}
+	done     chan struct{} // closed when the node's goroutine returns
+	timers   map[*time.Timer]bool
+
+	commit committer
+}
+
+type event struct {
+	from  wire.NodeID
+	msg   wire.Msg
+	size  int // of msg, for MailboxBytes
+	timer any
+	call  func(node.Handler)
+}
+
+// StartNode starts the handler on a new goroutine. It returns the error of
+// the handler's Start (recovery from storage, option validation).
+func StartNode(opts NodeOptions) (*Node, error) {
+	if opts.MailboxMax == 0 {
+		opts.MailboxMax = 1 << 16
+	}
+	if opts.MailboxBytes == 0 {
+		opts.MailboxBytes = 64 << 20
+	}
+	if opts.SenderMax == 0 {
+		opts.SenderMax = 1024
+	}
+	if opts.StopTimeout == 0 {
+		opts.StopTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Seed == 0 {
+		var b [8]byte
+		_, _ = cryptorand.Read(b[:])
+		opts.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	n := &Node{
+		opts:     opts,
+		rng:      rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),
+		halted:   make(chan struct{}),
+		ready:    make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		timers:   map[*time.Timer]bool{},
+		requests: map[wire.NodeID]int{},
+	}
+	n.commit.init(n)
+	if err := opts.Handler.Start((*env)(n)); err != nil {
+		return nil, err
+	}
+	go n.run()
+	n.commit.start()
+	return n, nil
+}
+
+// ID returns the node's identity.
+func (n *Node) ID() wire.NodeID { return n.opts.ID }
+
+// Deliver queues a message for the node. It reports false if the message
+// was dropped because the node stopped or its mailbox is full (see
+// NodeOptions.MailboxMax).
+func (n *Node) Deliver(from wire.NodeID, m wire.Msg) bool {
+	size := wire.EnvelopeSize(from, n.opts.ID, m)
+	request := wire.FromClient(m)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	full := n.messages >= n.opts.MailboxMax || n.bytes+size > n.opts.MailboxBytes
+	if n.stopped || full || (request && n.requests[from] >= n.opts.SenderMax) {
+		n.dropped++
+		return false
+	}
+	n.messages++
+	n.bytes += size
+	if request {
+		n.requests[from]++
+	}
+	n.pushLocked(event{from: from, msg: m, size: size})
+	return true
+}
+
+// Do runs fn on the node's goroutine, between events, and waits for it.
+// It returns ErrStopped if the node stops before fn starts; it does not
+// wait then for the event in progress, which may be held in a failed
+// engine for good.
+func (n *Node) Do(fn func(node.Handler)) error {
+	var started atomic.Bool
+	finished := make(chan struct{})
+	call := func(h node.Handler) {
+		if started.CompareAndSwap(false, true) {
+			fn(h)
+			close(finished)
+		}
+	}
+	if !n.post(event{call: call}) {
+		return ErrStopped
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-n.halted:
+		if started.CompareAndSwap(false, true) {
+			return ErrStopped // fn will not run
+		}
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// Post runs fn on the node's goroutine without waiting. Callbacks a
+// handler makes from inside fn run on that goroutine too.
+func (n *Node) Post(fn func(node.Handler)) error {
+	if !n.post(event{call: fn}) {
+		return ErrStopped
+	}
+	return nil
+}
+
+// Dropped returns the number of messages dropped at a full mailbox.
+func (n *Node) Dropped() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dropped
+}
+
+// Stop stops the node's goroutine and timers and waits for the event in
+// progress, and the sync in progress, to finish. Queued events are
+// discarded; the engine stays open for the caller to close.
+//
+// Stop does not wait for a call into the engine that may never return:
+// one in progress when the node's storage fails (Pebble can hold a write
+// for good once its disk has filled: the write waits for a flush that
+// cannot succeed), or one that has not returned within StopTimeout (a
+// disk that hangs). It returns without it, logs why, and Err reports
+// ErrStorageStuck: the caller must not close the engine.
+func (n *Node) Stop() {
+	n.halt()
+	deadline := time.NewTimer(n.opts.StopTimeout)
+	defer deadline.Stop()
+	why := n.commit.await(n.done, deadline.C)
+	n.commit.stop()
+	for _, done := range []<-chan struct{}{n.commit.syncerDone, n.commit.watcherDone} {
+		if why == "" {
+			why = n.commit.await(done, deadline.C)
+		}
+	}
+	if why != "" {
+		n.commit.leave(why)
+	}
+}
+
+// halt stops the node without waiting for its goroutine.
+func (n *Node) halt() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.stopped = true
+	close(n.halted)
+	for t := range n.timers {
+		t.Stop()
+	}
+	n.timers = nil
+	n.events = nil
+	n.signal()
+}
+
+// Err returns the error that stopped the node: a sync of its engine that
+// failed, or the engine's failure (see failer); after a Stop that did not
+// wait for a storage call, an error that wraps ErrStorageStuck (and the
+// failure, if there was one). nil otherwise.
+func (n *Node) Err() error {
+	n.commit.mu.Lock()
+	defer n.commit.mu.Unlock()
+	return n.commit.err
+}
+
+// CommitStats counts a node's group commits.
+type CommitStats struct {
+	// Syncs is the syncs of the engine that released held messages, and
+	// Events the events with synced writes they covered: Events/Syncs is
+	// the mean group size.
+	Syncs  int64 `json:"syncs"`
+	Events int64 `json:"events"`
+}
+
+// CommitStats returns the node's group commit counts so far.
+func (n *Node) CommitStats() CommitStats {
+	return CommitStats{Syncs: n.commit.syncs.Load(), Events: n.commit.synced.Load()}
+}
+
+func (n *Node) post(ev event) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return false
+	}
+	n.pushLocked(ev)
+	return true
+}
+
+func (n *Node) pushLocked(ev event) {
+	n.events = append(n.events, ev)
+	n.signal()
+}
+
+func (n *Node) signal() {
+	select {
+	case n.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	h := n.opts.Handler
+	for {
+		n.mu.Lock()
+		if n.stopped {
+			n.mu.Unlock()
+			return
+		}
+		batch := n.events
+		n.events = nil
+		for _, ev := range batch {
+			if ev.msg == nil {
+				continue
+			}
+			n.messages--
+			n.bytes -= ev.size
+			if wire.FromClient(ev.msg) {
+				if n.requests[ev.from]--; n.requests[ev.from] == 0 {
+					delete(n.requests, ev.from)
+				}
+			}
+		}
+		n.mu.Unlock()
+		if len(batch) == 0 {
+			<-n.ready
+			continue
+		}
+		for _, ev := range batch {
+			if n.isStopped() {
+				return
+			}
+			n.commit.beginEvent()
+			switch {
+			case ev.call != nil:
+				ev.call(h)
+			case ev.msg != nil:
+				h.Receive(ev.from, ev.msg)
+			default:
+				h.Fire(ev.timer)
+			}
+			n.commit.endEvent()
+		}
+		if !n.commit.flush() {
+			return
+		}
+	}
+}
+
+func (n *Node) isStopped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stopped
+}
+
+// env is the Node as its handler sees it. Its methods are called only from
+// the node's goroutine (or from Start, before the goroutine runs).
+type env Node
+
+func (e *env) ID() wire.NodeID                 { return e.opts.ID }
+func (e *env) Now() time.Time                  { return time.Now() }
+func (e *env) WallNanos() int64                { return time.Now().UnixNano() }
+func (e *env) Rand() *rand.Rand                { return e.rng }
+func (e *env) Engine() storage.Engine          { return &e.commit }
+func (e *env) Logger() *slog.Logger            { return e.opts.Logger }
+func (e *env) Send(to wire.NodeID, m wire.Msg) { e.commit.send(to, m) }
+
+func (e *env) After(d time.Duration, timer any) {
+	n := (*Node)(e)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.stopped {
+			return
+		}
+		delete(n.timers, t)
+		n.pushLocked(event{timer: timer})
+	})
+	n.timers[t] = true
+}

@@ -1,0 +1,144 @@
+package host
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// counter counts what it is handed; its Fire reports timers on a channel.
+type counter struct {
+	env      node.Env
+	received int
+	fired    chan any
+}
+
+func (c *counter) Start(env node.Env) error      { c.env = env; return nil }
+func (c *counter) Receive(wire.NodeID, wire.Msg) { c.received++ }
+func (c *counter) Fire(timer any)                { c.fired <- timer }
+
+func startCounter(t *testing.T, mailboxMax int) (*Node, *counter) {
+	t.Helper()
+	h := &counter{fired: make(chan any, 4)}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), MailboxMax: mailboxMax,
+		Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n, h
+}
+
+func TestDeliverAndDo(t *testing.T) {
+	n, h := startCounter(t, 0)
+	for range 100 {
+		if !n.Deliver("x/y", &wire.ProbeRequest{}) {
+			t.Fatal("Deliver dropped a message with room in the mailbox")
+		}
+	}
+	var got int
+	// Do runs after every event queued before it.
+	if err := n.Do(func(node.Handler) { got = h.received }); err != nil {
+		t.Fatal(err)
+	}
+	if got != 100 {
+		t.Fatalf("handler saw %d messages before Do, want 100", got)
+	}
+}
+
+func TestMailboxBound(t *testing.T) {
+	n, _ := startCounter(t, 2)
+	started, block := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(started); <-block }); err != nil {
+		t.Fatal(err)
+	}
+	// Once the node runs the blocking function it has taken its batch
+	// from the mailbox (a batch taken later could hold the first probe).
+	<-started
+	// The node is busy: the mailbox takes two messages and drops the rest.
+	accepted := 0
+	for range 5 {
+		if n.Deliver("x/y", &wire.ProbeRequest{}) {
+			accepted++
+		}
+	}
+	close(block)
+	if accepted != 2 || n.Dropped() != 3 {
+		t.Fatalf("accepted %d, dropped %d; want 2 and 3", accepted, n.Dropped())
+	}
+}
+
+func TestTimerFires(t *testing.T) {
+	n, h := startCounter(t, 0)
+	if err := n.Do(func(node.Handler) { h.env.After(time.Millisecond, "tick") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-h.fired; got != "tick" {
+		t.Fatalf("fired %v, want tick", got)
+	}
+}
+
+func TestStopped(t *testing.T) {
+	n, _ := startCounter(t, 0)
+	n.Stop()
+	if err := n.Do(func(node.Handler) {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Do after Stop: %v, want ErrStopped", err)
+	}
+	if n.Deliver("x/y", &wire.ProbeRequest{}) {
+		t.Fatal("Deliver after Stop accepted a message")
+	}
+	n.Stop() // a second Stop returns
+}
+
+// TestMailboxLimits: while the node is busy, one client's requests stop
+// at SenderMax and another client's still get in; node messages are not
+// counted per sender but stop at MailboxBytes; once the node has taken
+// them, the client gets in again.
+func TestMailboxLimits(t *testing.T) {
+	h := &counter{fired: make(chan any, 4)}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), SenderMax: 3, MailboxBytes: 5000,
+		Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	// The node runs a function that blocks, and the test waits until it
+	// does: a batch taken later holds everything delivered below.
+	block, running := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(running); <-block }); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	deliver := func(from wire.NodeID, m wire.Msg, times int) (accepted int) {
+		for range times {
+			if n.Deliver(from, m) {
+				accepted++
+			}
+		}
+		return accepted
+	}
+	get := &wire.GetRequest{Key: "k"}
+	if got := deliver("us/c1", get, 5); got != 3 {
+		t.Errorf("c1's requests accepted: %d of 5, want 3 (SenderMax)", got)
+	}
+	if got := deliver("us/c2", get, 1); got != 1 {
+		t.Errorf("c2's request accepted: %d, want 1", got)
+	}
+	push := &wire.Push{Entry: wire.Entry{Key: "k", Value: make([]byte, 1000)}}
+	size := wire.EnvelopeSize("us/r1", "s/n", push)
+	want := (5000 - 4*wire.EnvelopeSize("us/c1", "s/n", get)) / size
+	if got := deliver("us/r1", push, 10); got != want {
+		t.Errorf("pushes of %d bytes accepted: %d, want %d (MailboxBytes)", size, got, want)
+	}
+	close(block)
+	if err := n.Do(func(node.Handler) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliver("us/c1", get, 1); got != 1 {
+		t.Errorf("c1's request after the node took the others: accepted %d, want 1", got)
+	}
+}

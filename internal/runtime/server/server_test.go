@@ -1,0 +1,166 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/replica"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+func TestValidate(t *testing.T) {
+	good := Options{Site: "england", Listen: "127.0.0.1:0", DataDir: "/tmp/x", Insecure: true}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Options)
+		field string
+	}{
+		{"no site", func(o *Options) { o.Site = "" }, "site"},
+		{"site with slash", func(o *Options) { o.Site = "a/b" }, "site"},
+		{"site not UTF-8", func(o *Options) { o.Site = "\xffx" }, "site"},
+		{"node not UTF-8", func(o *Options) { o.Nodes = []string{"r\xc3"} }, "nodes"},
+		{"peer not UTF-8", func(o *Options) { o.Peers = map[wire.NodeID]string{"us/\x80": "127.0.0.1:1"} }, "peers"},
+		{"no listen", func(o *Options) { o.Listen = "" }, "listen"},
+		{"no data dir", func(o *Options) { o.DataDir = "" }, "data_dir"},
+		{"node twice", func(o *Options) { o.Nodes = []string{"r1", "r1"} }, "nodes"},
+		{"peer without site", func(o *Options) { o.Peers = map[wire.NodeID]string{"r1": "127.0.0.1:1"} }, "peers"},
+		{"peer at own site", func(o *Options) { o.Peers = map[wire.NodeID]string{"england/r2": "127.0.0.1:1"} }, "peers"},
+		{"negative key limit", func(o *Options) { o.Replica.MaxKeyBytes = -1 }, "replica"},
+		{"neither tls nor insecure", func(o *Options) { o.Insecure = false }, "tls"},
+		{"tls without ca", func(o *Options) { o.Insecure, o.TLS = false, TLSFiles{Cert: "c.pem", Key: "k.pem"} }, "tls"},
+		{"tls and insecure", func(o *Options) { o.TLS = TLSFiles{Cert: "c.pem", Key: "k.pem", CA: "ca.pem"} }, "insecure"},
+		{"status peer without port", func(o *Options) { o.StatusPeers = map[string]string{"us": "127.0.0.1"} }, "status_peers"},
+		{"status peer at own site", func(o *Options) { o.StatusPeers = map[string]string{"england": "127.0.0.1:7180"} }, "status_peers"},
+		{"negative causal read timeout", func(o *Options) { o.Causal.ReadTimeout = -time.Second }, "causal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := good
+			tc.edit(&o)
+			o.EnsureDefaults()
+			err := o.Validate()
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+	o := good
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/healthz": "ok",
+		"/metrics": `cosla_replica_puts_total{node="england/r1"} 0`,
+		"/status":  `"site": "england"`,
+		// No decision yet, but the node is listed.
+		"/decisions": `{"england/r1":`,
+	} {
+		resp, err := http.Get("http://" + srv.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %s %q, want 200 containing %q", path, resp.Status, body, want)
+		}
+	}
+
+	// DNS rebinding: a page whose own name resolves to 127.0.0.1 reaches
+	// the listener, but its Host header names it; every path refuses it.
+	for _, path := range []string{"/", "/cluster", "/healthz", "/metrics", "/status", "/decisions"} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "rebound.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with Host rebound.example: %s, want 403 Forbidden", path, resp.Status)
+		}
+	}
+}
+
+// TestStartErrors checks that a port in use is reported, not fatal.
+func TestStartErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := Start(Options{Site: "england", Listen: l.Addr().String(), DataDir: t.TempDir(), Insecure: true}); err == nil {
+		t.Fatal("Start on a port in use succeeded")
+	}
+}
+
+func TestWritePrometheusLag(t *testing.T) {
+	now := time.Unix(100, 0)
+	st := Status{Nodes: []NodeStatus{{ID: "us/r1", Metrics: replica.Metrics{Tablets: []replica.TabletStatus{
+		{Table: "t", Ref: wire.TabletRef{Table: 1, Tablet: 0}, High: hlc.FromTime(int64(98 * time.Second))},
+	}}}}}
+	var b strings.Builder
+	WritePrometheus(&b, st, now)
+	if want := `cosla_tablet_replication_lag_seconds{node="us/r1",table="t",tablet="0"} 2.000000`; !strings.Contains(b.String(), want) {
+		t.Fatalf("metrics lack %s:\n%s", want, b.String())
+	}
+}
+
+// TestCloseWhileANodeSends closes a server while one of its nodes is in
+// the middle of an event that sends a message within the process. Close
+// used to hold the server's lock while it waited for that event, and the
+// send needs the same lock to find its node: Close never returned.
+func TestCloseWhileANodeSends(t *testing.T) {
+	srv, err := Start(Options{Site: "england", Nodes: []string{"r1", "r2"}, Listen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := wire.NodeID("england/r1"), wire.NodeID("england/r2")
+	srv.mu.RLock()
+	nodeA := srv.nodes[a].node
+	srv.mu.RUnlock()
+	inEvent, release := make(chan struct{}), make(chan struct{})
+	if err := nodeA.Post(func(node.Handler) {
+		close(inEvent)
+		<-release
+		srv.deliver(a, b, &wire.ProbeRequest{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-inEvent
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	// Close has reached node A's Stop once A refuses work.
+	const polls = 10_000_000
+	for i := 0; nodeA.Post(func(node.Handler) {}) == nil; i++ {
+		if i == polls {
+			t.Fatalf("node A still takes messages after %d polls: Close never stopped it", polls)
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return: it waits for node A's event, which waits for the server's lock")
+	}
+}
