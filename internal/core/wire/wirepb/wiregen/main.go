@@ -14,13 +14,13 @@
 // (any bytes, so protobuf bytes) or a node ID (protobuf string). What it
 // cannot say is in the field's tag:
 //
-//	wire:"N"         the field's number in the message; required
-//	wire:"N,utf8"    a string that is an identifier (a name), encoded as a
-//	                 protobuf string, not bytes
-//	wire:"N,zigzag"  an int32 encoded as sint32 (a ring, often -1)
-//	wire:"N,omitzero" a submessage left out when zero (IsZero)
-//	wire:"inline"    a struct whose fields are numbered in, and encoded
-//	                 as part of, the enclosing message (Layout.Replication)
+//	wire:"N"           the field's number in the message; required
+//	wire:"N,utf8"      a string that is an identifier (a name), encoded as
+//	                   a protobuf string, not bytes
+//	wire:"N,zigzag"    an int32 encoded as sint32 (a ring, often -1)
+//	wire:"N,omitzero"  a submessage left out when zero (IsZero)
+//	wire:"inline"      a struct whose fields are numbered in, and encoded
+//	                   as part of, the enclosing message (Layout.Replication)
 //
 // A message that travels in the envelope says so with a directive at the
 // end of its doc comment, naming its field of the envelope:
@@ -29,7 +29,14 @@
 //
 // Every other tagged struct is a submessage. How a message prints in a
 // trace (format.go) stays written by hand: it is a choice per message of
-// what a trace shows, pinned by the traces' hashes.
+// what a trace shows, pinned by the traces' hashes. Adding a message is
+// then: its struct, tagged; its String; its handling; go generate.
+//
+// The cores do not use the protobuf types directly, as etcd's raft uses
+// raftpb: a generated protobuf message must not be copied, holds its
+// submessages by pointer and its keys as bytes, and would bring the
+// protobuf runtime into every pure core; the cores' plain structs cost one
+// generated conversion where a message enters or leaves a process.
 package main
 
 import (
