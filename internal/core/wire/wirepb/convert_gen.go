@@ -10,6 +10,17 @@ import (
 
 // wrap returns the envelope's field that carries m; nil for nil.
 func wrap(m wire.Msg) isEnvelope_Msg {
+	if e := wrapWire(m); e != nil {
+		return e
+	}
+	if e := wrapCausal(m); e != nil {
+		return e
+	}
+	return nil
+}
+
+// wrapWire wraps the messages of wire/wire.go.
+func wrapWire(m wire.Msg) isEnvelope_Msg {
 	switch m := m.(type) {
 	case *wire.CreateTableRequest:
 		return &Envelope_CreateTableRequest{createTableRequestPB(m)}
@@ -51,6 +62,15 @@ func wrap(m wire.Msg) isEnvelope_Msg {
 		return &Envelope_ForwardAck{forwardAckPB(m)}
 	case *wire.Resolved:
 		return &Envelope_Resolved{resolvedPB(m)}
+	case *wire.RepairReply:
+		return &Envelope_RepairReply{repairReplyPB(m)}
+	}
+	return nil
+}
+
+// wrapCausal wraps the messages of wire/causal.go.
+func wrapCausal(m wire.Msg) isEnvelope_Msg {
+	switch m := m.(type) {
 	case *wire.CausalPut:
 		return &Envelope_CausalPut{causalPutPB(m)}
 	case *wire.CausalPutReply:
@@ -83,8 +103,6 @@ func wrap(m wire.Msg) isEnvelope_Msg {
 		return &Envelope_Invalidate{invalidatePB(m)}
 	case *wire.InvalidateAck:
 		return &Envelope_InvalidateAck{invalidateAckPB(m)}
-	case *wire.RepairReply:
-		return &Envelope_RepairReply{repairReplyPB(m)}
 	}
 	return nil
 }

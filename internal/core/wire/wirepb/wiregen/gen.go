@@ -62,11 +62,7 @@ func (s *schema) writeSize(b *strings.Builder, m *message) {
 func (s *schema) convertGo() string {
 	var b strings.Builder
 	b.WriteString(header + "\npackage wirepb\n\nimport (\n\"time\"\n\n\"github.com/cosla/cosla/internal/core/wire\"\n)\n\n")
-	b.WriteString("// wrap returns the envelope's field that carries m; nil for nil.\nfunc wrap(m wire.Msg) isEnvelope_Msg {\nswitch m := m.(type) {\n")
-	for _, m := range s.envelope() {
-		fmt.Fprintf(&b, "case *wire.%s:\nreturn &Envelope_%s{%sPB(m)}\n", m.name, m.name, lowerFirst(m.name))
-	}
-	b.WriteString("}\nreturn nil\n}\n")
+	s.writeWrap(&b)
 	for _, m := range s.envelope() {
 		fmt.Fprintf(&b, "\nfunc (x *Envelope_%s) unwrap() (wire.Msg, error) {\nvar d decoder\nm := %sWire(x.%s, &d)\nreturn &m, d.err\n}\n",
 			m.name, lowerFirst(m.name), m.name)
@@ -76,6 +72,25 @@ func (s *schema) convertGo() string {
 		s.writeWire(&b, m)
 	}
 	return b.String()
+}
+
+// writeWrap writes wrap, which asks each file's wrap in turn: one switch
+// per Go file of messages (wire.go, causal.go) keeps each short.
+func (s *schema) writeWrap(b *strings.Builder) {
+	b.WriteString("// wrap returns the envelope's field that carries m; nil for nil.\nfunc wrap(m wire.Msg) isEnvelope_Msg {\n")
+	for _, file := range s.files() {
+		fmt.Fprintf(b, "if e := wrap%s(m); e != nil {\nreturn e\n}\n", camel(file))
+	}
+	b.WriteString("return nil\n}\n")
+	for _, file := range s.files() {
+		fmt.Fprintf(b, "\n// wrap%s wraps the messages of wire/%s.go.\nfunc wrap%s(m wire.Msg) isEnvelope_Msg {\nswitch m := m.(type) {\n", camel(file), file, camel(file))
+		for _, m := range s.envelope() {
+			if m.file == file {
+				fmt.Fprintf(b, "case *wire.%s:\nreturn &Envelope_%s{%sPB(m)}\n", m.name, m.name, lowerFirst(m.name))
+			}
+		}
+		b.WriteString("}\nreturn nil\n}\n")
+	}
 }
 
 // writePB writes the conversion of a wire struct to its protobuf message.

@@ -26,6 +26,7 @@ type message struct {
 	name     string   // the Go type's, and the protobuf message's, name
 	doc      []string // the Go doc comment's lines, without the directive
 	envelope int      // the envelope's field carrying it; 0 for a submessage
+	file     string   // the Go file defining it, without .go: wire, causal
 	fields   []field  // by number
 	inline   []field  // fields whose struct is inline (not a message)
 }
@@ -58,14 +59,14 @@ func load(dir string) (*schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.addFile(f); err != nil {
+		if err := s.addFile(f, strings.TrimSuffix(filepath.Base(p), ".go")); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}
 	return s, s.resolveInline()
 }
 
-func (s *schema) addFile(f *ast.File) error {
+func (s *schema) addFile(f *ast.File, file string) error {
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.TYPE {
@@ -86,6 +87,7 @@ func (s *schema) addFile(f *ast.File) error {
 				return fmt.Errorf("type %s: %w", ts.Name.Name, err)
 			}
 			if m != nil {
+				m.file = file
 				s.structs = append(s.structs, m)
 				s.byName[m.name] = m
 			}
@@ -202,6 +204,18 @@ func (s *schema) envelope() []*message {
 		}
 	}
 	slices.SortFunc(out, func(a, b *message) int { return a.envelope - b.envelope })
+	return out
+}
+
+// files returns the Go files defining messages of the envelope, in the
+// order of the envelope's fields.
+func (s *schema) files() []string {
+	var out []string
+	for _, m := range s.envelope() {
+		if !slices.Contains(out, m.file) {
+			out = append(out, m.file)
+		}
+	}
 	return out
 }
 
