@@ -192,6 +192,9 @@ func (s *schema) resolveInline() error {
 		}
 	}
 	s.structs = slices.DeleteFunc(s.structs, func(m *message) bool { return inlined[m.name] })
+	for name := range inlined {
+		delete(s.byName, name) // not a message: a field of its type is refused
+	}
 	return nil
 }
 

@@ -46,6 +46,7 @@ func TestRefuses(t *testing.T) {
 		{"utf8 on bytes", "type A struct { X []byte `wire:\"1,utf8\"` }", "A.X: utf8 on a []byte"},
 		{"zigzag on uint64", "type A struct { X uint64 `wire:\"1,zigzag\"` }", "A.X: zigzag on a uint64"},
 		{"omitzero on a pointer", "type B struct { Y bool `wire:\"1\"` }\ntype A struct { X *B `wire:\"1,omitzero\"` }", "A.X: omitzero on a *B"},
+		{"inlined struct as a message", "type R struct { Y bool `wire:\"2\"` }\ntype A struct { X R `wire:\"inline\"`; Z R `wire:\"3\"` }", "A.Z: type R is neither"},
 		{"inline of no struct", "type A struct { X B `wire:\"inline\"` }", "A.X: inline field of B"},
 		{"bad directive", "// A.\n//\n//wire:envelope x\ntype A struct { X bool `wire:\"1\"` }", `directive "//wire:envelope x"`},
 	} {
