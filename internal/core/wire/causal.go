@@ -18,8 +18,8 @@ import (
 // as tie-break. The newest version wins (Karma 2.2: concurrent writes to
 // one object are ordered deterministically by version).
 type Version struct {
-	TS     hlc.Timestamp
-	Origin NodeID
+	TS     hlc.Timestamp `wire:"1"`
+	Origin NodeID        `wire:"2"`
 }
 
 // Compare orders versions: by timestamp, then by origin.
@@ -40,8 +40,8 @@ func (v Version) IsZero() bool { return v == Version{} }
 // version of a key, read while it was in flight, that the ring must hold
 // before the write is applied.
 type Dep struct {
-	Key     string
-	Version Version
+	Key     string  `wire:"1"`
+	Version Version `wire:"2,omitzero"`
 }
 
 // Source says where a causal read's value came from (Karma Fig. 3).
@@ -79,34 +79,40 @@ const NoRing int32 = -1
 // Notify makes it a notify-after (Karma 4.2): the same dependencies are
 // checked in every ring, nothing is written, and completion is announced
 // as for a put. Key and Value are empty then.
+//
+//wire:envelope 30
 type CausalPut struct {
-	Req     uint64
-	Table   uint64
-	Session uint64
-	Seq     uint64
-	Key     string
-	Value   []byte
-	Seen    Version
-	Deps    []Dep
-	Notify  bool
+	Req     uint64  `wire:"1"`
+	Table   uint64  `wire:"2"`
+	Session uint64  `wire:"3"`
+	Seq     uint64  `wire:"4"`
+	Key     string  `wire:"5"`
+	Value   []byte  `wire:"6"`
+	Seen    Version `wire:"7,omitzero"`
+	Deps    []Dep   `wire:"8"`
+	Notify  bool    `wire:"9"`
 }
 
 // CausalPutReply answers CausalPut with the write's version.
+//
+//wire:envelope 31
 type CausalPutReply struct {
-	Req     uint64
-	Table   uint64 // the table the request named
-	Code    Code
-	Version Version
+	Req     uint64  `wire:"1"`
+	Table   uint64  `wire:"4"` // the table the request named
+	Code    Code    `wire:"2"`
+	Version Version `wire:"3,omitzero"`
 }
 
 // CausalComplete tells a client that its session's writes up to Seq are
 // in every ring (Karma 4.2: the completion of a put lifts the ring
 // restrictions of the gets before it). It is sent once per write, not
 // acknowledged, and may be lost.
+//
+//wire:envelope 32
 type CausalComplete struct {
-	Table   uint64
-	Session uint64
-	Seq     uint64
+	Table   uint64 `wire:"1"`
+	Session uint64 `wire:"2"`
+	Seq     uint64 `wire:"3"`
 }
 
 // CausalGet reads a key of a causal table through the client's
@@ -115,173 +121,182 @@ type CausalComplete struct {
 // is the newest version the session has read from outside its write
 // buffer: a buffered write newer than it is answered at once, an older
 // one only if the stores hold nothing newer.
+//
+//wire:envelope 33
 type CausalGet struct {
-	Req     uint64
-	Table   uint64
-	Session uint64
-	Key     string
-	Ring    int32
-	MaxRead Version
+	Req     uint64  `wire:"1"`
+	Table   uint64  `wire:"2"`
+	Session uint64  `wire:"3"`
+	Key     string  `wire:"4"`
+	Ring    int32   `wire:"5,zigzag"`
+	MaxRead Version `wire:"6,omitzero"`
 }
 
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
 // was in flight (not yet in every ring) when read.
+//
+//wire:envelope 34
 type CausalGetReply struct {
-	Req      uint64
-	Table    uint64 // the table the request named
-	Code     Code
-	Found    bool
-	Value    []byte
-	Version  Version
-	Source   Source
-	Ring     int32
-	Node     NodeID
-	InFlight bool
+	Req      uint64  `wire:"1"`
+	Table    uint64  `wire:"10"` // the table the request named
+	Code     Code    `wire:"2"`
+	Found    bool    `wire:"3"`
+	Value    []byte  `wire:"4"`
+	Version  Version `wire:"5,omitzero"`
+	Source   Source  `wire:"6"`
+	Ring     int32   `wire:"7,zigzag"`
+	Node     NodeID  `wire:"8"`
+	InFlight bool    `wire:"9"`
 }
 
 // CausalGetTx reads several keys as one causally consistent snapshot
 // (Karma 4.5), all from one ring: Ring if set, else the coordinator's
 // choice.
+//
+//wire:envelope 35
 type CausalGetTx struct {
-	Req     uint64
-	Table   uint64
-	Session uint64
-	Keys    []string
-	Ring    int32
-	MaxRead Version
+	Req     uint64   `wire:"1"`
+	Table   uint64   `wire:"2"`
+	Session uint64   `wire:"3"`
+	Keys    []string `wire:"4"`
+	Ring    int32    `wire:"5,zigzag"`
+	MaxRead Version  `wire:"6,omitzero"`
 }
 
 // TxItem is one key's value in a CausalGetTxReply.
 type TxItem struct {
-	Key      string
-	Found    bool
-	Value    []byte
-	Version  Version
-	Source   Source
-	InFlight bool
+	Key      string  `wire:"1"`
+	Found    bool    `wire:"2"`
+	Value    []byte  `wire:"3"`
+	Version  Version `wire:"4,omitzero"`
+	Source   Source  `wire:"5"`
+	InFlight bool    `wire:"6"`
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
 // request's order, read from Ring in Rounds rounds.
+//
+//wire:envelope 36
 type CausalGetTxReply struct {
-	Req    uint64
-	Table  uint64 // the table the request named
-	Code   Code
-	Items  []TxItem
-	Ring   int32
-	Rounds int32
+	Req    uint64   `wire:"1"`
+	Table  uint64   `wire:"6"` // the table the request named
+	Code   Code     `wire:"2"`
+	Items  []TxItem `wire:"3"`
+	Ring   int32    `wire:"4,zigzag"`
+	Rounds int32    `wire:"5"`
 }
 
 // Propagate carries a buffered write from a coordinator's per-ring
 // propagator to the key's MM in one ring (Karma Fig. 5): a put, or with
 // Deps a put-after, or with Notify a notify-after (Key empty, nothing
 // written). Client, Session and Seq identify it for the acknowledgement.
+//
+//wire:envelope 37
 type Propagate struct {
-	Table   uint64
-	Client  NodeID
-	Session uint64
-	Seq     uint64
-	Key     string
-	Value   []byte
-	Version Version
-	Deps    []Dep
-	Notify  bool
+	Table   uint64  `wire:"1"`
+	Client  NodeID  `wire:"9"`
+	Session uint64  `wire:"2"`
+	Seq     uint64  `wire:"3"`
+	Key     string  `wire:"4"`
+	Value   []byte  `wire:"5"`
+	Version Version `wire:"6,omitzero"`
+	Deps    []Dep   `wire:"7"`
+	Notify  bool    `wire:"8"`
 }
 
 // PropagateAck tells the coordinator that the ring holds the write (or a
 // newer version of its key), its dependencies before it, and that the
 // caches that held the key have dropped it.
+//
+//wire:envelope 38
 type PropagateAck struct {
-	Table   uint64
-	Client  NodeID
-	Session uint64
-	Seq     uint64
-	Ring    int32
+	Table   uint64 `wire:"1"`
+	Client  NodeID `wire:"5"`
+	Session uint64 `wire:"2"`
+	Seq     uint64 `wire:"3"`
+	Ring    int32  `wire:"4,zigzag"`
 }
 
 // Stable tells an MM that Version of Key is in every ring (Karma 4.1.2:
 // STABLE, after the last ring's acknowledgement). Not acknowledged; a
 // lost Stable leaves the version in flight, which is safe.
+//
+//wire:envelope 39
 type Stable struct {
-	Table   uint64
-	Key     string
-	Version Version
+	Table   uint64  `wire:"1"`
+	Key     string  `wire:"2"`
+	Version Version `wire:"3,omitzero"`
 }
 
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
 // cache in the key's cached-at set if the version is stable (Karma 4.3).
+//
+//wire:envelope 40
 type Read struct {
-	Req   uint64
-	Table uint64
-	Key   string
-	Fill  bool
+	Req   uint64 `wire:"1"`
+	Table uint64 `wire:"2"`
+	Key   string `wire:"3"`
+	Fill  bool   `wire:"4"`
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit
 // (FromCache) or fetched on a miss (FromRing, from Node in Ring).
+//
+//wire:envelope 41
 type ReadReply struct {
-	Req      uint64
-	Table    uint64 // the table the request named
-	Code     Code
-	Found    bool
-	Value    []byte
-	Version  Version
-	InFlight bool
-	Source   Source
-	Ring     int32
-	Node     NodeID
+	Req      uint64  `wire:"1"`
+	Table    uint64  `wire:"10"` // the table the request named
+	Code     Code    `wire:"2"`
+	Found    bool    `wire:"3"`
+	Value    []byte  `wire:"4"`
+	Version  Version `wire:"5,omitzero"`
+	InFlight bool    `wire:"6"`
+	Source   Source  `wire:"7"`
+	Ring     int32   `wire:"8,zigzag"`
+	Node     NodeID  `wire:"9"`
 }
 
 // DepCheck asks an MM of the same ring whether it has processed Version
 // of Key (applied it, or found a newer version, after checking its own
 // dependencies); the answer comes once it has. Sent to a coordinator, it
 // asks whether the coordinator's write Version is complete.
+//
+//wire:envelope 42
 type DepCheck struct {
-	Req     uint64
-	Table   uint64
-	Key     string
-	Version Version
+	Req     uint64  `wire:"1"`
+	Table   uint64  `wire:"2"`
+	Key     string  `wire:"3"`
+	Version Version `wire:"4,omitzero"`
 }
 
 // DepCheckReply answers DepCheck. Done is false only from a coordinator
 // whose write is not yet complete.
+//
+//wire:envelope 43
 type DepCheckReply struct {
-	Req   uint64
-	Table uint64 // the table the request named
-	Done  bool
+	Req   uint64 `wire:"1"`
+	Table uint64 `wire:"3"` // the table the request named
+	Done  bool   `wire:"2"`
 }
 
 // Invalidate tells a datacenter cache to drop Key's versions older than
 // Version (Karma 4.3). An empty Key asks it to drop everything it filled
 // from the sending MM, which has restarted and lost its cached-at sets.
+//
+//wire:envelope 44
 type Invalidate struct {
-	Req     uint64
-	Table   uint64
-	Key     string
-	Version Version
+	Req     uint64  `wire:"1"`
+	Table   uint64  `wire:"2"`
+	Key     string  `wire:"3"`
+	Version Version `wire:"4,omitzero"`
 }
 
 // InvalidateAck answers Invalidate.
+//
+//wire:envelope 45
 type InvalidateAck struct {
-	Req   uint64
-	Table uint64 // the table the request named
+	Req   uint64 `wire:"1"`
+	Table uint64 `wire:"2"` // the table the request named
 }
-
-func (*CausalPut) isMsg()        {}
-func (*CausalPutReply) isMsg()   {}
-func (*CausalComplete) isMsg()   {}
-func (*CausalGet) isMsg()        {}
-func (*CausalGetReply) isMsg()   {}
-func (*CausalGetTx) isMsg()      {}
-func (*CausalGetTxReply) isMsg() {}
-func (*Propagate) isMsg()        {}
-func (*PropagateAck) isMsg()     {}
-func (*Stable) isMsg()           {}
-func (*Read) isMsg()             {}
-func (*ReadReply) isMsg()        {}
-func (*DepCheck) isMsg()         {}
-func (*DepCheckReply) isMsg()    {}
-func (*Invalidate) isMsg()       {}
-func (*InvalidateAck) isMsg()    {}

@@ -26,8 +26,20 @@ import (
 // By convention it is "<site>/<name>", e.g. "england/r1".
 type NodeID string
 
-// Msg is implemented by every message type in this package.
-type Msg interface{ isMsg() }
+// Msg is implemented by every message type in this package. A message is
+// defined once, as a struct whose field tags number its fields in the
+// protobuf encoding and whose doc comment names its field of the
+// envelope (//wire:envelope); `go generate ./internal/core/wire/wirepb`
+// derives from it the schema (wirepb/wire.proto), the conversions to and
+// from the protobuf types, and the methods below (msg_gen.go). See
+// wirepb/wiregen for the tags.
+type Msg interface {
+	// envelopeField is the number of the envelope's field that carries
+	// the message.
+	envelopeField() int
+	// size is the size of the message's own encoding.
+	size() int
+}
 
 // Code is the outcome of a request as reported by the node that served it.
 type Code uint8
@@ -125,8 +137,8 @@ func (m ReplicationMode) String() string {
 
 // Replication is a table's replication configuration.
 type Replication struct {
-	Mode     ReplicationMode
-	Interval time.Duration
+	Mode     ReplicationMode `wire:"4"`
+	Interval time.Duration   `wire:"5"`
 }
 
 // Level is a read or write level, CPQ's consistency level (CPQ 1): how
@@ -312,9 +324,9 @@ func IsHashPosition(s string) bool {
 // it is stored. The range runs from Start (inclusive) to the next tablet's
 // Start (exclusive).
 type Tablet struct {
-	Start       string
-	Primary     NodeID
-	Secondaries []NodeID
+	Start       string   `wire:"1"`
+	Primary     NodeID   `wire:"2"`
+	Secondaries []NodeID `wire:"3"`
 }
 
 // tabletJSON is a Tablet as JSON (storage nodes keep layouts in their
@@ -351,24 +363,24 @@ func (t Tablet) Replicas() []NodeID {
 // Layout is a table's configuration: its tablets and replication, or for
 // a causal table its rings, coordinators and caches (Causal).
 type Layout struct {
-	Name string
+	Name string `wire:"1,utf8"`
 	// ID distinguishes this incarnation of the table from a deleted one of
 	// the same name.
-	ID uint64
+	ID uint64 `wire:"2"`
 	// Partition says how keys map to tablets. Default ByRange.
-	Partition   Partition
-	Tablets     []Tablet
-	Replication Replication
+	Partition   Partition   `wire:"6"`
+	Tablets     []Tablet    `wire:"3"`
+	Replication Replication `wire:"inline"`
 	// WriteLevel is the least write level of every Put to the table: the
 	// primary raises a Put's level to it. A client that knows it may
 	// read r replicas of a tablet of N with r + WriteLevel > N as a
 	// strong read (DESIGN.md section 4). Unset means One.
-	WriteLevel Level `json:",omitempty"`
+	WriteLevel Level `json:",omitempty" wire:"7"`
 	// Causal is set for a causal table, whose Tablets, Partition,
 	// Replication and WriteLevel are then unused and empty or zero. Left
 	// out of a table of tablets' JSON, so that stored layouts keep their
 	// bytes.
-	Causal *CausalLayout `json:",omitempty"`
+	Causal *CausalLayout `json:",omitempty" wire:"8"`
 }
 
 // CausalLayout places a causal table (Karma, DESIGN.md section 5): its rings,
@@ -378,21 +390,21 @@ type Layout struct {
 type CausalLayout struct {
 	// Rings are the rings in a fixed order: a ring's index names it in
 	// messages. At most MaxRings.
-	Rings        []Ring
-	Coordinators []NodeID // one per site that serves clients
-	Caches       []NodeID // at most one per site; none: no caches (Karma-NC, COPS)
-	Points       int32    // points per node on a ring's circle; 0 means 256
+	Rings        []Ring   `wire:"1"`
+	Coordinators []NodeID `wire:"2"` // one per site that serves clients
+	Caches       []NodeID `wire:"3"` // at most one per site; none: no caches (Karma-NC, COPS)
+	Points       int32    `wire:"4"` // points per node on a ring's circle; 0 means 256
 	// Static binds every read to the ring holding the reader's site
 	// (COPS-PR; with one ring per site, COPS-Ideal) instead of letting it
 	// go to any ring (Karma). Every coordinator's site must be in a ring.
-	Static bool
+	Static bool `wire:"5"`
 }
 
 // Ring is one ring of a causal table: a complete replica, spread by
 // consistent hashing over Nodes.
 type Ring struct {
-	Name  string
-	Nodes []NodeID
+	Name  string   `wire:"1,utf8"`
+	Nodes []NodeID `wire:"2"`
 }
 
 // MaxRings is the most rings a causal table may have.
@@ -654,56 +666,68 @@ func (c *CausalLayout) Equal(o *CausalLayout) bool {
 
 // TabletRef addresses one tablet of one table incarnation.
 type TabletRef struct {
-	Table  uint64 // Layout.ID
-	Tablet int32  // index into Layout.Tablets
+	Table  uint64 `wire:"1"` // Layout.ID
+	Tablet int32  `wire:"2"` // index into Layout.Tablets
 }
 
 func (r TabletRef) String() string { return fmt.Sprintf("%d/%d", r.Table, r.Tablet) }
 
 // Entry is one version of one key, as replicated from a primary.
 type Entry struct {
-	TS    hlc.Timestamp
-	Key   string
-	Value []byte
+	TS    hlc.Timestamp `wire:"1"`
+	Key   string        `wire:"2"`
+	Value []byte        `wire:"3"`
 }
 
 // CreateTableRequest asks a storage node to create its replicas of the
 // table's tablets. It is idempotent for an identical layout.
+//
+//wire:envelope 10
 type CreateTableRequest struct {
-	Req    uint64
-	Layout Layout
+	Req    uint64 `wire:"1"`
+	Layout Layout `wire:"2"`
 }
 
 // CreateTableReply answers CreateTableRequest.
+//
+//wire:envelope 11
 type CreateTableReply struct {
-	Req  uint64
-	Code Code
+	Req  uint64 `wire:"1"`
+	Code Code   `wire:"2"`
 }
 
 // DeleteTableRequest asks a storage node to drop its replicas of a table.
 // Deleting a table the node does not hold succeeds.
+//
+//wire:envelope 12
 type DeleteTableRequest struct {
-	Req  uint64
-	Name string
+	Req  uint64 `wire:"1"`
+	Name string `wire:"2,utf8"`
 }
 
 // DeleteTableReply answers DeleteTableRequest.
+//
+//wire:envelope 13
 type DeleteTableReply struct {
-	Req  uint64
-	Code Code
+	Req  uint64 `wire:"1"`
+	Code Code   `wire:"2"`
 }
 
 // TableInfoRequest asks a storage node for a table's layout.
+//
+//wire:envelope 14
 type TableInfoRequest struct {
-	Req  uint64
-	Name string
+	Req  uint64 `wire:"1"`
+	Name string `wire:"2,utf8"`
 }
 
 // TableInfoReply answers TableInfoRequest; Layout is set when Code is OK.
+//
+//wire:envelope 15
 type TableInfoReply struct {
-	Req    uint64
-	Code   Code
-	Layout Layout
+	Req    uint64 `wire:"1"`
+	Code   Code   `wire:"2"`
+	Layout Layout `wire:"3"`
 }
 
 // PutRequest writes a new version of Key at the tablet's primary. The
@@ -730,24 +754,26 @@ type TableInfoReply struct {
 // primary writes only if Test.Key's value, at the write's place in the
 // tablet's order, is Test.Value (Test.Found false: if Test.Key has no
 // value). Test.Key lies in the same tablet as Key.
+//
+//wire:envelope 16
 type PutRequest struct {
-	Req    uint64
-	Tablet TabletRef
-	Key    string
-	Value  []byte
-	MinTS  hlc.Timestamp
-	W      int32
-	Wait   time.Duration
-	Bound  Bound
-	Budget time.Duration
-	Test   *Test
+	Req    uint64        `wire:"1"`
+	Tablet TabletRef     `wire:"2"`
+	Key    string        `wire:"3"`
+	Value  []byte        `wire:"4"`
+	MinTS  hlc.Timestamp `wire:"5"`
+	W      int32         `wire:"6"`
+	Wait   time.Duration `wire:"7"`
+	Bound  Bound         `wire:"8"`
+	Budget time.Duration `wire:"9"`
+	Test   *Test         `wire:"10"`
 }
 
 // Test is the test of a ReadTestWrite.
 type Test struct {
-	Key   string
-	Found bool
-	Value []byte
+	Key   string `wire:"1"`
+	Found bool   `wire:"2"`
+	Value []byte `wire:"3"`
 }
 
 // Bound is how long an operation may take (dConssandra 2): NoBound (the
@@ -838,15 +864,17 @@ func (o Outcome) String() string {
 // the tablet, which a later Resolved ties to its timestamp. TS is set
 // from Coordinated on; Holders lists the replicas known to have applied
 // it, and Tested is a ReadTestWrite's outcome.
+//
+//wire:envelope 17
 type PutReply struct {
-	Req     uint64
-	Code    Code
-	TS      hlc.Timestamp
-	Acks    int32
-	Stage   Stage
-	WriteID uint64
-	Holders []NodeID
-	Tested  Outcome
+	Req     uint64        `wire:"1"`
+	Code    Code          `wire:"2"`
+	TS      hlc.Timestamp `wire:"3"`
+	Acks    int32         `wire:"4"`
+	Stage   Stage         `wire:"5"`
+	WriteID uint64        `wire:"6"`
+	Holders []NodeID      `wire:"7"`
+	Tested  Outcome       `wire:"8"`
 }
 
 // GetRequest reads the replica's version of Key.
@@ -856,12 +884,14 @@ type PutReply struct {
 // a secondary pulls from the primary; staged writes are waited for
 // until the primary has ordered them), then reads. Unbounded reads every
 // write the primary ordered before the Get arrived.
+//
+//wire:envelope 18
 type GetRequest struct {
-	Req    uint64
-	Tablet TabletRef
-	Key    string
-	Bound  Bound
-	Budget time.Duration
+	Req    uint64        `wire:"1"`
+	Tablet TabletRef     `wire:"2"`
+	Key    string        `wire:"3"`
+	Bound  Bound         `wire:"4"`
+	Budget time.Duration `wire:"5"`
 }
 
 // GetReply answers GetRequest with the stored version (Found is false if the
@@ -873,31 +903,37 @@ type GetRequest struct {
 // when the count is unknown). Null is the paper's NULL: writes of the
 // key were pending and the budget did not allow even one; no version is
 // returned.
+//
+//wire:envelope 19
 type GetReply struct {
-	Req       uint64
-	Code      Code
-	Found     bool
-	Value     []byte
-	VersionTS hlc.Timestamp
-	HighTS    hlc.Timestamp
-	Primary   bool
-	Applied   int32
-	Pending   int32
-	Null      bool
+	Req       uint64        `wire:"1"`
+	Code      Code          `wire:"2"`
+	Found     bool          `wire:"3"`
+	Value     []byte        `wire:"4"`
+	VersionTS hlc.Timestamp `wire:"5"`
+	HighTS    hlc.Timestamp `wire:"6"`
+	Primary   bool          `wire:"7"`
+	Applied   int32         `wire:"8"`
+	Pending   int32         `wire:"9"`
+	Null      bool          `wire:"10"`
 }
 
 // ProbeRequest asks a replica for its high timestamp (Pileus 4.5).
+//
+//wire:envelope 20
 type ProbeRequest struct {
-	Req    uint64
-	Tablet TabletRef
+	Req    uint64    `wire:"1"`
+	Tablet TabletRef `wire:"2"`
 }
 
 // ProbeReply answers ProbeRequest.
+//
+//wire:envelope 21
 type ProbeReply struct {
-	Req     uint64
-	Code    Code
-	HighTS  hlc.Timestamp
-	Primary bool
+	Req     uint64        `wire:"1"`
+	Code    Code          `wire:"2"`
+	HighTS  hlc.Timestamp `wire:"3"`
+	Primary bool          `wire:"4"`
 }
 
 // PullRequest asks a primary for the versions after Since.
@@ -906,12 +942,14 @@ type ProbeReply struct {
 // chunk with InSnapshot set: SnapshotHigh is the snapshot's high
 // timestamp, from its first chunk, and SnapshotAfter the last key the
 // secondary has applied; the primary goes on with the keys after it.
+//
+//wire:envelope 22
 type PullRequest struct {
-	Tablet        TabletRef
-	Since         hlc.Timestamp
-	InSnapshot    bool
-	SnapshotHigh  hlc.Timestamp
-	SnapshotAfter string
+	Tablet        TabletRef     `wire:"1"`
+	Since         hlc.Timestamp `wire:"2"`
+	InSnapshot    bool          `wire:"3"`
+	SnapshotHigh  hlc.Timestamp `wire:"4,omitzero"`
+	SnapshotAfter string        `wire:"5"`
 }
 
 // PullReply carries, in timestamp order, every version of the tablet with a
@@ -933,17 +971,20 @@ type PullRequest struct {
 // Since, InSnapshot and SnapshotAfter repeat the request's, so that the
 // secondary can tell a chunk that continues its snapshot, or starts one
 // from its current high timestamp, from a stale one.
+//
+//wire:envelope 23
 type PullReply struct {
-	Tablet   TabletRef
-	Code     Code
-	Since    hlc.Timestamp
-	High     hlc.Timestamp
-	Entries  []Entry
-	More     bool
-	Snapshot bool
+	Tablet   TabletRef     `wire:"1"`
+	Code     Code          `wire:"2"`
+	Since    hlc.Timestamp `wire:"3"`
+	High     hlc.Timestamp `wire:"4"`
+	Entries  []Entry       `wire:"5"`
+	More     bool          `wire:"6"`
+	Snapshot bool          `wire:"7"`
 	// Snapshot chunks only.
-	InSnapshot                  bool
-	SnapshotAfter, SnapshotLast string
+	InSnapshot    bool   `wire:"8"`
+	SnapshotAfter string `wire:"9"`
+	SnapshotLast  string `wire:"10"`
 }
 
 // Push streams one new version from a primary to a secondary. Prev is the
@@ -951,20 +992,24 @@ type PullReply struct {
 // gap (a lost Push) from the next version in order. Ack asks the
 // secondary to answer with a PushAck once it holds the version durably,
 // because a Put with a write level above one waits for it.
+//
+//wire:envelope 24
 type Push struct {
-	Tablet TabletRef
-	Prev   hlc.Timestamp
-	Entry  Entry
-	Ack    bool
+	Tablet TabletRef     `wire:"1"`
+	Prev   hlc.Timestamp `wire:"2"`
+	Entry  Entry         `wire:"3"`
+	Ack    bool          `wire:"4"`
 }
 
 // PushAck tells a primary that a secondary holds, durably, every version
 // of the tablet up to High: it answers a Push (or the pull that filled a
 // gap a Push revealed), so that the primary can count the replicas that
 // hold a Put with a write level above one (CPQ).
+//
+//wire:envelope 25
 type PushAck struct {
-	Tablet TabletRef
-	High   hlc.Timestamp
+	Tablet TabletRef     `wire:"1"`
+	High   hlc.Timestamp `wire:"2"`
 }
 
 // Forward carries a staged write from the replica that received it to
@@ -973,15 +1018,17 @@ type PushAck struct {
 // writes in Seq order, and the primary orders each exactly once, in that
 // order. W asks the primary to send a second ForwardAck once W replicas
 // hold the write, or once Wait has passed.
+//
+//wire:envelope 27
 type Forward struct {
-	Tablet TabletRef
-	Seq    uint64
-	Key    string
-	Value  []byte
-	MinTS  hlc.Timestamp
-	W      int32
-	Wait   time.Duration
-	Test   *Test
+	Tablet TabletRef     `wire:"1"`
+	Seq    uint64        `wire:"2"`
+	Key    string        `wire:"3"`
+	Value  []byte        `wire:"4"`
+	MinTS  hlc.Timestamp `wire:"5"`
+	W      int32         `wire:"6"`
+	Wait   time.Duration `wire:"7"`
+	Test   *Test         `wire:"8"`
 }
 
 // ForwardAck tells a receiver that the primary has ordered its writes up
@@ -989,24 +1036,28 @@ type Forward struct {
 // and Holders count and name the replicas holding Seq when it was sent.
 // Code is not OK if the primary refused Seq; Tested is a ReadTestWrite's
 // outcome.
+//
+//wire:envelope 28
 type ForwardAck struct {
-	Tablet  TabletRef
-	Seq     uint64
-	Code    Code
-	TS      hlc.Timestamp
-	Acks    int32
-	Holders []NodeID
-	Tested  Outcome
+	Tablet  TabletRef     `wire:"1"`
+	Seq     uint64        `wire:"2"`
+	Code    Code          `wire:"3"`
+	TS      hlc.Timestamp `wire:"4"`
+	Acks    int32         `wire:"5"`
+	Holders []NodeID      `wire:"6"`
+	Tested  Outcome       `wire:"7"`
 }
 
 // Resolved tells the client that wrote a staged write, after its reply,
 // the timestamp the primary gave it (TS; the write was refused if Code
 // is not OK). WriteID is PutReply.WriteID at the node that sends it.
+//
+//wire:envelope 29
 type Resolved struct {
-	Tablet  TabletRef
-	WriteID uint64
-	Code    Code
-	TS      hlc.Timestamp
+	Tablet  TabletRef     `wire:"1"`
+	WriteID uint64        `wire:"2"`
+	Code    Code          `wire:"3"`
+	TS      hlc.Timestamp `wire:"4"`
 }
 
 // Repair is read repair (CPQ; Cassandra's blocking read repair, ABD's
@@ -1018,42 +1069,24 @@ type Resolved struct {
 // RepairReply once its high timestamp is at or above TS, or Behind when
 // it cannot get there within its wait (a TS the primary has not ordered,
 // or a primary it cannot reach).
+//
+//wire:envelope 26
 type Repair struct {
-	Req    uint64
-	Tablet TabletRef
-	TS     hlc.Timestamp
+	Req    uint64        `wire:"3"`
+	Tablet TabletRef     `wire:"1"`
+	TS     hlc.Timestamp `wire:"4"`
 }
 
 // RepairReply answers Repair: Code is OK when the replica holds every
 // version up to the Repair's TS durably; High is its high timestamp
 // (for the primary, its clock).
+//
+//wire:envelope 46
 type RepairReply struct {
-	Req  uint64
-	Code Code
-	High hlc.Timestamp
+	Req  uint64        `wire:"1"`
+	Code Code          `wire:"2"`
+	High hlc.Timestamp `wire:"3"`
 }
-
-func (*CreateTableRequest) isMsg() {}
-func (*CreateTableReply) isMsg()   {}
-func (*DeleteTableRequest) isMsg() {}
-func (*DeleteTableReply) isMsg()   {}
-func (*TableInfoRequest) isMsg()   {}
-func (*TableInfoReply) isMsg()     {}
-func (*PutRequest) isMsg()         {}
-func (*PutReply) isMsg()           {}
-func (*GetRequest) isMsg()         {}
-func (*GetReply) isMsg()           {}
-func (*ProbeRequest) isMsg()       {}
-func (*ProbeReply) isMsg()         {}
-func (*PullRequest) isMsg()        {}
-func (*PullReply) isMsg()          {}
-func (*Push) isMsg()               {}
-func (*PushAck) isMsg()            {}
-func (*Repair) isMsg()             {}
-func (*RepairReply) isMsg()        {}
-func (*Forward) isMsg()            {}
-func (*ForwardAck) isMsg()         {}
-func (*Resolved) isMsg()           {}
 
 // FromClient reports whether clients send m: the requests of the client
 // protocol, with the read repair a quorum Get sends (CPQ), and the causal puts,

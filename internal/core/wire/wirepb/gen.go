@@ -1,12 +1,20 @@
 // Package wirepb is the protobuf encoding of package wire's messages and the
-// gRPC service that carries them between cosla processes. wire.proto is the
-// schema; wire.pb.go and wire_grpc.pb.go are generated from it and
-// committed. Regenerate them after editing the schema with
+// gRPC service that carries them between cosla processes.
+//
+// A message is defined once, as a struct of package wire whose tags number
+// its fields. Everything else is generated from it and committed: the
+// schema (wire.proto), the conversions between the wire structs and the
+// protobuf types (convert_gen.go), and wire's kinds and sizes
+// (../msg_gen.go), by wiregen; then wire.pb.go and wire_grpc.pb.go, by
+// protoc from the schema. Regenerate them all after adding or changing a
+// message with
 //
 //	go generate ./internal/core/wire/wirepb
 //
 // which needs protoc (Debian: protobuf-compiler) on the PATH; the Go plugins
-// are pinned as tools in go.mod.
+// are pinned as tools in go.mod. TestGenerated fails while the files
+// wiregen writes are not those of the current definitions.
 package wirepb
 
+//go:generate go run ./wiregen
 //go:generate sh gen.sh

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Regenerates wire.pb.go and wire_grpc.pb.go from wire.proto; run through
-# `go generate ./internal/core/wire/wirepb`. Needs protoc on the PATH (Debian:
-# protobuf-compiler); the Go plugins are the versions go.mod pins as tools.
+# Regenerates wire.pb.go and wire_grpc.pb.go from wire.proto, which wiregen
+# writes first; run through `go generate ./internal/core/wire/wirepb`. Needs
+# protoc on the PATH (Debian: protobuf-compiler); the Go plugins are the
+# versions go.mod pins as tools.
 set -eu
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT

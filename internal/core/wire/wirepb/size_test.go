@@ -20,9 +20,9 @@ import (
 // builds, for every message type with small and 4 KiB values, zero and
 // extreme fields, and a pull reply with many entries (and causal
 // messages with many dependencies, keys and items); every field of
-// wire.proto is set in at least one case. The sizes are
-// computed field by field and should be exact; the test allows what the
-// simulator can live with, 10% or 16 bytes.
+// wire.proto is set in at least one case. The sizes must be exact: they
+// and the conversions are generated from one definition (wiregen), and
+// the simulator's traces depend on them.
 func TestSize(t *testing.T) {
 	ts := hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 7}
 	small, large := []byte("v"), bytes.Repeat([]byte("x"), 4<<10)
@@ -199,12 +199,8 @@ func TestSize(t *testing.T) {
 						t.Errorf("Size = %d, EnvelopeSize with empty addresses %d", size, got)
 					}
 				}
-				if diff := max(got-want, want-got); diff > max(want/10, 16) {
+				if got != want {
 					t.Errorf("wire size %d, proto.Size %d", got, want)
-				} else if diff != 0 {
-					// Within what the simulator needs, but Size no longer
-					// follows Wrap field by field: was a field added?
-					t.Logf("wire size %d, proto.Size %d: within tolerance but not exact; update wire.Size", got, want)
 				}
 			})
 		}
