@@ -208,38 +208,6 @@ type Node struct {
 	decisionNext int
 }
 
-// putID names a Put request.
-type putID struct {
-	from wire.NodeID
-	req  uint64
-}
-
-// recentPutsMax is how many Puts a node remembers to recognize a
-// duplicated request; our choice, far more than the requests a
-// retransmission could reorder.
-const recentPutsMax = 4096
-
-// seenPut reports whether the Put from with request ID req was received
-// before, and remembers it. A Put delivered twice (a retransmission below
-// the transport, or a fault the simulator injects) must not be applied
-// twice: the second version would come after Puts ordered between them
-// and take the value back.
-func (n *Node) seenPut(from wire.NodeID, req uint64) bool {
-	id := putID{from, req}
-	if _, ok := n.recentPuts[id]; ok {
-		return true
-	}
-	n.recentPuts[id] = struct{}{}
-	if len(n.recentOrder) < recentPutsMax {
-		n.recentOrder = append(n.recentOrder, id)
-		return false
-	}
-	delete(n.recentPuts, n.recentOrder[n.recentNext])
-	n.recentOrder[n.recentNext] = id
-	n.recentNext = (n.recentNext + 1) % recentPutsMax
-	return false
-}
-
 type table struct {
 	layout  wire.Layout
 	tablets map[int32]*tablet // only the tablets this node holds

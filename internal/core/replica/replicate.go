@@ -499,3 +499,39 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 	tb.high, tb.lastUpdate = high, last
 	return true
 }
+
+// ackPush sends the primary a PushAck for everything the secondary holds.
+func (n *Node) ackPush(tb *tablet) {
+	n.metrics.PushAcksSent++
+	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
+}
+
+// storedAtLeast reports whether the replica holds a version of key with a
+// timestamp at or above ts.
+func (n *Node) storedAtLeast(tb *tablet, key string, ts hlc.Timestamp) (bool, error) {
+	v, ok, err := n.env.Engine().Get(dataKey(tb.ref, key))
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	stored, _, err := decodeVersion(v)
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	return !stored.Less(ts), nil
+}
+
+// superseded reports whether a replicated version must not be applied
+// because a snapshot chunk already brought a newer version of its key
+// (see replicate.go). Only versions at or below tablet.ahead need the
+// check.
+func (n *Node) superseded(tb *tablet, e *wire.Entry) (bool, error) {
+	if tb.ahead.Less(e.TS) {
+		return false, nil
+	}
+	return n.storedAtLeast(tb, e.Key, e.TS)
+}
