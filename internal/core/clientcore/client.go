@@ -288,6 +288,9 @@ type tabletView struct {
 	writeCount, quorumRead int
 }
 
+// index is the tablet's index in its table's layout.
+func (tv *tabletView) index() int { return int(tv.ref.Tablet) }
+
 // Name returns the table's name.
 func (t *Table) Name() string { return t.layout.Name }
 

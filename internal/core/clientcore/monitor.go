@@ -248,16 +248,14 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 // most ProbeTimeout for each. The wait is the table's measuring, as if
 // OpenTable had waited for it: it does not count in the Get's latency,
 // which an SLA judges by the Get's own round trip.
-func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
+func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
 	if c.opts.Measure != MeasureNeeded {
 		return false
 	}
-	tablet := s.table.layout.TabletFor(key)
-	tv := &s.table.tablets[tablet]
 	var r *replicaState
 	switch {
 	case o.Bound != wire.NoBound:
-		r = c.receiver(s, tv, tablet)
+		r = c.receiver(s, tv)
 	case strategy == Pileus:
 		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
 		r = tv.replicas[pick]
