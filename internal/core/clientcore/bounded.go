@@ -197,7 +197,7 @@ func budget(b wire.Bound, r *replicaState) time.Duration {
 	case wire.Immediate, wire.Unbounded:
 		return 0 // not used: no planning
 	}
-	return max(b.Duration()-r.rtt.mean(), 0)
+	return max(b.Duration()-r.rtt.Mean(), 0)
 }
 
 // putBounded sends a Put with a bound, or a ReadTestWrite.
@@ -257,7 +257,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 
 // boundTimeout is how long a client waits for a bounded operation.
 func boundTimeout(b wire.Bound, r *replicaState) time.Duration {
-	return max(b.Duration(), 0) + 2*r.rtt.mean() + boundSlack
+	return max(b.Duration(), 0) + 2*r.rtt.Mean() + boundSlack
 }
 
 // boundedRTT returns a bounded operation's round trip. It is no sample

@@ -519,8 +519,8 @@ func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
 	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
 		return rtt
 	}
-	r.rtt.add(now, rtt)
-	r.rtt.expire(now.Add(-c.opts.RTTWindow))
+	r.rtt.Add(now, rtt)
+	r.rtt.Expire(now.Add(-c.opts.RTTWindow))
 	return rtt
 }
 

@@ -641,13 +641,13 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 				return
 			}
 			r.warming = false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			c.probed()
 		},
 		onTimeout: func() {
 			r.probing, r.warming = false, false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
 			c.probed()
 		},
@@ -661,7 +661,7 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 func (c *Client) probeIdle() {
 	now := c.env.Now()
 	for _, s := range c.rtt {
-		s.expire(now.Add(-c.opts.RTTWindow))
+		s.Expire(now.Add(-c.opts.RTTWindow))
 	}
 	for _, name := range sortedKeys(c.tables) {
 		t := c.tables[name]

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -188,8 +189,9 @@ type Node struct {
 	tables  map[string]*table
 	byID    map[uint64]*table
 	metrics Metrics
-	// links holds the round trip to each replication peer (volatile).
-	links map[wire.NodeID]*linkRTT
+	// links holds the round trip to each replication peer (volatile,
+	// rtt.go).
+	links map[wire.NodeID]*rtt.Smoothed
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
 	// recentPuts holds the last recentPutsMax Puts received, by sender
@@ -315,7 +317,7 @@ func (n *Node) Start(env node.Env) error {
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
 	n.recentPuts = map[putID]struct{}{}
-	n.links = map[wire.NodeID]*linkRTT{}
+	n.links = map[wire.NodeID]*rtt.Smoothed{}
 	n.costs = map[wire.NodeID]*stepCosts{}
 	n.started = env.Now()
 	eng := env.Engine()
