@@ -471,7 +471,7 @@ func (c *Client) Fire(timer any) {
 		t.send()
 	case heldTimer:
 		c.heldExpired(t)
-	case causalTimer:
+	case node.RoutedTimer:
 		c.fireCausal(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))

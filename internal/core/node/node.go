@@ -19,6 +19,7 @@
 package node
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -55,4 +56,31 @@ type Handler interface {
 	Start(env Env) error
 	Receive(from wire.NodeID, m wire.Msg)
 	Fire(timer any)
+}
+
+// RoutedTimer is a timer that a core hosted inside another set, tagged
+// with the route back to it. A host that runs several cores behind its
+// own Env (causal.Beside, a causal Node's cores per table, a client's
+// causal tables) starts each with RouteTimers, and its Fire hands a
+// RoutedTimer's Timer to the core its Route names.
+type RoutedTimer struct {
+	Route uint64
+	Timer any
+}
+
+// String shows the route and the core's own timer, so that a trace of
+// it reads the same in every run.
+func (t RoutedTimer) String() string { return fmt.Sprintf("{%d %v}", t.Route, t.Timer) }
+
+// RouteTimers returns env with an After that tags every timer with route
+// (RoutedTimer).
+func RouteTimers(env Env, route uint64) Env { return routedEnv{Env: env, route: route} }
+
+type routedEnv struct {
+	Env
+	route uint64
+}
+
+func (e routedEnv) After(d time.Duration, timer any) {
+	e.Env.After(d, RoutedTimer{Route: e.route, Timer: timer})
 }
