@@ -16,6 +16,18 @@
 //
 // A handler must not start goroutines, read the wall clock, sleep, use
 // global random numbers or do I/O other than through Env.
+//
+// The options idiom (STYLE.md habit 5, after pebble's Options). A core is
+// configured by one options struct whose field comments state its
+// defaults, with two methods:
+//
+//	func (o Options) EnsureDefaults() Options // a copy, every unset (zero) field given its default
+//	func (o Options) Validate() error         // the first invalid field, named
+//
+// EnsureDefaults takes and returns a value, so the caller's struct is
+// never changed under it; the constructor calls it and Start calls
+// Validate (replica.Options is the model). No other way of defaulting:
+// no setDefaults, no defaults filled in inline in a constructor.
 package node
 
 import (
