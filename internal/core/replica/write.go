@@ -22,7 +22,7 @@ import (
 // node's clock and the session's largest seen timestamp, then log and apply
 // the version in one synced batch before answering (Pileus 4.2). A Put
 // whose write level (its own or the table's) is above one is pushed to
-// every secondary and answered later, by ackWaits or the wait's timer: put
+// every secondary and answered later, by noteHigh or the wait's timer: put
 // then returns nil.
 func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 	if n.seenPut(from, m.Req) {
