@@ -1,8 +1,6 @@
 package causal
 
 import (
-	"time"
-
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -17,11 +15,9 @@ type Beside struct {
 	causal *Node
 }
 
-type besideTimer struct{ inner any }
-
-type besideEnv struct{ node.Env }
-
-func (e besideEnv) After(d time.Duration, timer any) { e.Env.After(d, besideTimer{timer}) }
+// causalRoute routes the causal node's timers (node.RoutedTimer); the
+// other core's are its own, untagged.
+const causalRoute = 1
 
 // NewBeside returns a handler hosting causal beside other.
 func NewBeside(other node.Handler, causal *Node) *Beside {
@@ -39,7 +35,7 @@ func (b *Beside) Start(env node.Env) error {
 	if err := b.other.Start(env); err != nil {
 		return err
 	}
-	return b.causal.Start(besideEnv{env})
+	return b.causal.Start(node.RouteTimers(env, causalRoute))
 }
 
 // Receive implements node.Handler.
@@ -68,8 +64,8 @@ func (b *Beside) Receive(from wire.NodeID, m wire.Msg) {
 
 // Fire implements node.Handler.
 func (b *Beside) Fire(timer any) {
-	if t, ok := timer.(besideTimer); ok {
-		b.causal.Fire(t.inner)
+	if t, ok := timer.(node.RoutedTimer); ok && t.Route == causalRoute {
+		b.causal.Fire(t.Timer)
 		return
 	}
 	b.other.Fire(timer)

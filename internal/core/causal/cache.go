@@ -68,27 +68,41 @@ type fetch struct {
 
 type fetchTimer struct{}
 
+// EnsureDefaults returns a copy of o with unset fields given their
+// defaults (see package node: the options idiom).
+func (o CacheOptions) EnsureDefaults() CacheOptions {
+	if o.Capacity == 0 {
+		o.Capacity = 1_000_000
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o CacheOptions) Validate() error {
+	if o.Layout == nil {
+		return errors.New("causal: CacheOptions.Layout is required")
+	}
+	if o.Capacity < 0 || o.ReadTimeout < 0 {
+		return fmt.Errorf("causal: CacheOptions: negative Capacity %d or ReadTimeout %s", o.Capacity, o.ReadTimeout)
+	}
+	return nil
+}
+
 // NewCache returns a cache; Start starts it.
 func NewCache(opts CacheOptions) *Cache {
-	if opts.Capacity == 0 {
-		opts.Capacity = 1_000_000
-	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Cache{opts: opts}
+	return &Cache{opts: opts.EnsureDefaults()}
 }
 
 // Start implements node.Handler.
 func (c *Cache) Start(env node.Env) error {
-	if c.opts.Layout == nil {
-		return errors.New("causal: CacheOptions.Layout is required")
-	}
-	if c.opts.Capacity < 0 || c.opts.ReadTimeout < 0 {
-		return fmt.Errorf("causal: CacheOptions: negative Capacity %d or ReadTimeout %s", c.opts.Capacity, c.opts.ReadTimeout)
+	if err := c.opts.Validate(); err != nil {
+		return err
 	}
 	c.env = env
 	c.layout = c.opts.Layout

@@ -74,21 +74,36 @@ type clientOp struct {
 type opTimer struct{}
 type notifyTimer struct{}
 
+// EnsureDefaults returns a copy of o with unset fields given their
+// defaults (see package node: the options idiom). The default
+// Coordinator depends on the client's site: Start picks it.
+func (o ClientOptions) EnsureDefaults() ClientOptions {
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o ClientOptions) Validate() error {
+	if o.Layout == nil {
+		return errors.New("causal: ClientOptions.Layout is required")
+	}
+	if o.Timeout < 0 || o.NotifyEvery < 0 {
+		return errors.New("causal: ClientOptions: negative Timeout or NotifyEvery")
+	}
+	return nil
+}
+
 // NewClient returns a client; Start starts it.
 func NewClient(opts ClientOptions) *Client {
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	return &Client{opts: opts}
+	return &Client{opts: opts.EnsureDefaults()}
 }
 
 // Start implements node.Handler.
 func (c *Client) Start(env node.Env) error {
-	if c.opts.Layout == nil {
-		return errors.New("causal: ClientOptions.Layout is required")
-	}
-	if c.opts.Timeout < 0 || c.opts.NotifyEvery < 0 {
-		return errors.New("causal: ClientOptions: negative Timeout or NotifyEvery")
+	if err := c.opts.Validate(); err != nil {
+		return err
 	}
 	c.env = env
 	c.cc = c.opts.Coordinator

@@ -41,7 +41,9 @@ type CoordinatorOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *CoordinatorOptions) setDefaults() {
+// EnsureDefaults returns a copy of o with unset fields given their
+// defaults (see package node: the options idiom).
+func (o CoordinatorOptions) EnsureDefaults() CoordinatorOptions {
 	if o.Resend == 0 {
 		o.Resend = time.Second
 	}
@@ -60,10 +62,11 @@ func (o *CoordinatorOptions) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	return o
 }
 
 // Validate checks the options.
-func (o *CoordinatorOptions) Validate() error {
+func (o CoordinatorOptions) Validate() error {
 	if o.Layout == nil {
 		return errors.New("causal: CoordinatorOptions.Layout is required")
 	}
@@ -158,8 +161,7 @@ type Coordinator struct {
 
 // NewCoordinator returns a coordinator; Start starts it.
 func NewCoordinator(opts CoordinatorOptions) *Coordinator {
-	opts.setDefaults()
-	return &Coordinator{opts: opts}
+	return &Coordinator{opts: opts.EnsureDefaults()}
 }
 
 // resend names a write sent to a ring, to send again if unacknowledged.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -203,15 +204,19 @@ func (l *Layout) CacheNodes() []wire.NodeID {
 // has passed.
 type nearness struct {
 	site    string
-	rtt     map[wire.NodeID]time.Duration
+	rtt     map[wire.NodeID]rtt.Smoothed
 	suspect map[wire.NodeID]time.Time
 }
+
+// nearnessGain weighs a new sample in a node's estimate 1/4
+// (rtt.Smoothed); our choice, Karma gives no figure.
+const nearnessGain = 4
 
 // estimate returns the round trip to id: measured, or for a node not yet
 // measured zero at this site and a nanosecond elsewhere.
 func (n *nearness) estimate(id wire.NodeID) time.Duration {
-	if rtt, ok := n.rtt[id]; ok {
-		return rtt
+	if e, ok := n.rtt[id].Value(); ok {
+		return e
 	}
 	if Site(id) == n.site {
 		return 0
@@ -226,23 +231,22 @@ func (n *nearness) suspected(id wire.NodeID, now time.Time) bool { return now.Be
 const suspectFor = 5 * time.Second
 
 func newNearness(site string, initial map[wire.NodeID]time.Duration) *nearness {
-	n := &nearness{site: site, rtt: map[wire.NodeID]time.Duration{}, suspect: map[wire.NodeID]time.Time{}}
+	n := &nearness{site: site, rtt: map[wire.NodeID]rtt.Smoothed{}, suspect: map[wire.NodeID]time.Time{}}
 	for k, v := range initial {
-		n.rtt[k] = v
+		n.rtt[k] = rtt.Seeded(nearnessGain, v)
 	}
 	return n
 }
 
-// observe folds a measured round trip in (an exponentially weighted
-// average, weight 1/4 for the new sample).
-func (n *nearness) observe(id wire.NodeID, rtt time.Duration) {
+// observe folds a measured round trip in.
+func (n *nearness) observe(id wire.NodeID, took time.Duration) {
 	delete(n.suspect, id)
-	old, ok := n.rtt[id]
+	e, ok := n.rtt[id]
 	if !ok {
-		n.rtt[id] = rtt
-		return
+		e = rtt.NewSmoothed(nearnessGain)
 	}
-	n.rtt[id] = old + (rtt-old)/4
+	e.Add(took)
+	n.rtt[id] = e
 }
 
 func (n *nearness) timedOut(id wire.NodeID, now time.Time) { n.suspect[id] = now.Add(suspectFor) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -97,20 +96,6 @@ type hostedTable struct {
 	core   node.Handler
 }
 
-// tableTimer routes a core's timer back to it.
-type tableTimer struct {
-	table uint64
-	inner any
-}
-
-// tableEnv is a core's view of the node: its timers come back tagged.
-type tableEnv struct {
-	node.Env
-	table uint64
-}
-
-func (e tableEnv) After(d time.Duration, timer any) { e.Env.After(d, tableTimer{e.table, timer}) }
-
 const spaceCatalog = 'k' // k<table:8> -> the table's wire.Layout, JSON
 
 func catalogKey(table uint64) []byte {
@@ -171,7 +156,8 @@ func (n *Node) startTable(l wire.Layout) error {
 	default:
 		return fmt.Errorf("causal: unknown role %d", n.opts.Role)
 	}
-	if err := core.Start(tableEnv{n.env, l.ID}); err != nil {
+	// Its timers come back routed by the table ID.
+	if err := core.Start(node.RouteTimers(n.env, l.ID)); err != nil {
 		return fmt.Errorf("causal: %s: table %q: %w", n.env.ID(), l.Name, err)
 	}
 	n.tables[l.ID] = &hostedTable{layout: l, core: core}
@@ -264,12 +250,12 @@ func (n *Node) create(l wire.Layout) wire.Code {
 
 // Fire implements node.Handler.
 func (n *Node) Fire(timer any) {
-	t, ok := timer.(tableTimer)
+	t, ok := timer.(node.RoutedTimer)
 	if !ok {
 		return
 	}
-	if h := n.tables[t.table]; h != nil {
-		h.core.Fire(t.inner)
+	if h := n.tables[t.Route]; h != nil {
+		h.core.Fire(t.Timer)
 	}
 }
 

@@ -123,24 +123,38 @@ type heldAck struct {
 
 type retryTimer struct{}
 
+// EnsureDefaults returns a copy of o with unset fields given their
+// defaults (see package node: the options idiom).
+func (o StoreOptions) EnsureDefaults() StoreOptions {
+	if o.Resend == 0 {
+		o.Resend = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Validate checks the options.
+func (o StoreOptions) Validate() error {
+	if o.Layout == nil {
+		return errors.New("causal: StoreOptions.Layout is required")
+	}
+	if o.Resend < 0 {
+		return errors.New("causal: StoreOptions.Resend must not be negative")
+	}
+	return nil
+}
+
 // NewStore returns a store; Start starts it.
 func NewStore(opts StoreOptions) *Store {
-	if opts.Resend == 0 {
-		opts.Resend = time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Store{opts: opts}
+	return &Store{opts: opts.EnsureDefaults()}
 }
 
 // Start implements node.Handler.
 func (s *Store) Start(env node.Env) error {
-	if s.opts.Layout == nil {
-		return errors.New("causal: StoreOptions.Layout is required")
-	}
-	if s.opts.Resend < 0 {
-		return errors.New("causal: StoreOptions.Resend must not be negative")
+	if err := s.opts.Validate(); err != nil {
+		return err
 	}
 	s.env = env
 	s.layout = s.opts.Layout

@@ -103,14 +103,13 @@ func (c *Client) heldExpired(t heldTimer) {
 }
 
 // putClear reports whether a Put of key may go now (see above).
-func (c *Client) putClear(s *Session, tv *tabletView, key string, o PutOptions) bool {
+func (c *Client) putClear(s *Session, tv *tabletView, o PutOptions) bool {
 	if o.Bound == wire.NoBound {
 		return len(s.pending) == 0
 	}
-	tablet := s.table.layout.TabletFor(key)
-	r := c.receiver(s, tv, tablet)
+	r := c.receiver(s, tv)
 	for _, p := range s.pending {
-		if p.tablet != tablet || p.node != r.id {
+		if p.tablet != tv.index() || p.node != r.id {
 			return false
 		}
 	}
@@ -177,9 +176,9 @@ func checkBound(b wire.Bound) error {
 }
 
 // receiver picks the replica a bounded operation goes to.
-func (c *Client) receiver(s *Session, tv *tabletView, tablet int) *replicaState {
+func (c *Client) receiver(s *Session, tv *tabletView) *replicaState {
 	for _, p := range s.pending {
-		if p.tablet == tablet {
+		if p.tablet == tv.index() {
 			for _, r := range tv.replicas {
 				if r.id == p.node {
 					return r
@@ -198,15 +197,14 @@ func budget(b wire.Bound, r *replicaState) time.Duration {
 	case wire.Immediate, wire.Unbounded:
 		return 0 // not used: no planning
 	}
-	return max(b.Duration()-r.rtt.mean(), 0)
+	return max(b.Duration()-r.rtt.Mean(), 0)
 }
 
 // putBounded sends a Put with a bound, or a ReadTestWrite.
 func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte, o PutOptions, timeout time.Duration, done func(PutResult, error)) {
-	tablet := s.table.layout.TabletFor(key)
 	r := tv.replicas[0]
 	if o.Bound != wire.NoBound {
-		r = c.receiver(s, tv, tablet)
+		r = c.receiver(s, tv)
 	}
 	sent := c.env.Now()
 	req := c.newReq()
@@ -220,7 +218,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 	// Until its answer, the write is in the session's queue of the
 	// tablet, so that the session's next bounded Puts go to the same
 	// replica; it is not returned by Gets.
-	slot := &pendingWrite{tablet: tablet, node: r.id, key: key, value: m.Value, waiting: true, req: req}
+	slot := &pendingWrite{tablet: tv.index(), node: r.id, key: key, value: m.Value, waiting: true, req: req}
 	if o.Bound != wire.NoBound {
 		s.pending = append(s.pending, slot)
 	}
@@ -259,7 +257,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 
 // boundTimeout is how long a client waits for a bounded operation.
 func boundTimeout(b wire.Bound, r *replicaState) time.Duration {
-	return max(b.Duration(), 0) + 2*r.rtt.mean() + boundSlack
+	return max(b.Duration(), 0) + 2*r.rtt.Mean() + boundSlack
 }
 
 // boundedRTT returns a bounded operation's round trip. It is no sample
@@ -369,7 +367,7 @@ func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetR
 // getBounded sends a Get with a bound to the receiver of the session's
 // pending writes of the tablet, or the nearest replica.
 func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sla.SLA, o GetOptions, done func(GetResult, error)) {
-	r := c.receiver(s, tv, s.table.layout.TabletFor(key))
+	r := c.receiver(s, tv)
 	sent := c.env.Now()
 	req := c.newReq()
 	m := &wire.GetRequest{Req: req, Tablet: tv.ref, Key: key, Bound: o.Bound, Budget: budget(o.Bound, r)}

@@ -24,19 +24,6 @@ type causalTable struct {
 	cc     wire.NodeID
 }
 
-// causalTimer routes a causal client's timer back to it.
-type causalTimer struct {
-	table uint64
-	inner any
-}
-
-type causalEnv struct {
-	node.Env
-	table uint64
-}
-
-func (e causalEnv) After(d time.Duration, timer any) { e.Env.After(d, causalTimer{e.table, timer}) }
-
 // CausalRead says where a read of a causal table came from (Karma Fig. 3).
 type CausalRead struct {
 	// Version is the version read: its timestamp (also GetResult's
@@ -104,7 +91,7 @@ func (c *Client) openCausal(l wire.Layout) (*causalTable, error) {
 		return old, nil
 	}
 	client := causal.NewClient(causal.ClientOptions{Layout: layout, Coordinator: cc, Timeout: c.opts.RequestTimeout, NotifyEvery: c.opts.NotifyEvery})
-	if err := client.Start(causalEnv{c.env, l.ID}); err != nil {
+	if err := client.Start(node.RouteTimers(c.env, l.ID)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	ct := &causalTable{layout: layout, client: client, cc: cc}
@@ -124,9 +111,11 @@ func (c *Client) receiveCausal(from wire.NodeID, m wire.Msg) bool {
 	return true
 }
 
-func (c *Client) fireCausal(t causalTimer) {
-	if ct := c.causal[t.table]; ct != nil {
-		ct.client.Fire(t.inner)
+// fireCausal hands a causal table's timer, routed by its table ID, to
+// the table's client side.
+func (c *Client) fireCausal(t node.RoutedTimer) {
+	if ct := c.causal[t.Route]; ct != nil {
+		ct.client.Fire(t.Timer)
 	}
 }
 

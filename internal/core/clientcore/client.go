@@ -288,6 +288,9 @@ type tabletView struct {
 	writeCount, quorumRead int
 }
 
+// index is the tablet's index in its table's layout.
+func (tv *tabletView) index() int { return int(tv.ref.Tablet) }
+
 // Name returns the table's name.
 func (t *Table) Name() string { return t.layout.Name }
 
@@ -468,7 +471,7 @@ func (c *Client) Fire(timer any) {
 		t.send()
 	case heldTimer:
 		c.heldExpired(t)
-	case causalTimer:
+	case node.RoutedTimer:
 		c.fireCausal(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
@@ -516,8 +519,8 @@ func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
 	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
 		return rtt
 	}
-	r.rtt.add(now, rtt)
-	r.rtt.expire(now.Add(-c.opts.RTTWindow))
+	r.rtt.Add(now, rtt)
+	r.rtt.Expire(now.Add(-c.opts.RTTWindow))
 	return rtt
 }
 

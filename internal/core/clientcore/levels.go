@@ -242,14 +242,14 @@ type ReplicaRead struct {
 // above half the timeout, it is half the timeout (our choice; DESIGN.md
 // section 4 only asks that the answer come by the deadline).
 func levelWait(timeout time.Duration, r *replicaState) time.Duration {
-	reserve := 2*r.rtt.mean() + max(holdMargin, timeout/20)
-	if r.rtt.size == 0 || reserve > timeout/2 {
+	reserve := 2*r.rtt.Mean() + max(holdMargin, timeout/20)
+	if r.rtt.Len() == 0 || reserve > timeout/2 {
 		return timeout / 2
 	}
 	return timeout - reserve
 }
 
-// nearest returns, in order of rttStats.distance, the indexes of the n
+// nearest returns, in order of rtt.Window.Distance, the indexes of the n
 // replicas nearest the client, leaving out those whose bit is set in
 // skip. It fills dst and does not allocate when dst has room.
 func nearest(dst []int, replicas []*replicaState, n int, skip uint64) []int {
@@ -259,7 +259,7 @@ func nearest(dst []int, replicas []*replicaState, n int, skip uint64) []int {
 			if skip&(1<<j) != 0 {
 				continue
 			}
-			if best < 0 || r.rtt.distance() < replicas[best].rtt.distance() {
+			if best < 0 || r.rtt.Distance() < replicas[best].rtt.Distance() {
 				best = j
 			}
 		}

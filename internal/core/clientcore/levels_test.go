@@ -58,7 +58,7 @@ func TestLevelWaitLeavesRoom(t *testing.T) {
 		{time.Second, 400 * time.Millisecond, 500 * time.Millisecond},
 	} {
 		r := &replicaState{rtt: newRTTStats(8)}
-		r.rtt.add(at, tc.rtt)
+		r.rtt.Add(at, tc.rtt)
 		if got := levelWait(tc.timeout, r); got != tc.want {
 			t.Errorf("levelWait(%s) with a %s round trip = %s, want %s", tc.timeout, tc.rtt, got, tc.want)
 		}

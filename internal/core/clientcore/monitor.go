@@ -1,11 +1,10 @@
 package clientcore
 
 import (
-	"math"
-	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/sla"
 )
@@ -15,62 +14,21 @@ import (
 // the estimates follow changing conditions. High timestamps are kept per
 // (node, tablet) replica and only ever increase.
 
-// rttStats is the sliding window of one node's round-trip times.
+// rttStats is the window of one node's round trips (rtt.Window), and
+// whether it is down: set when a request to the node ended without a
+// reply (a probe, a Get or a Put timed out) and cleared by the next
+// message the node sends (Client.Receive). A node that has not answered
+// since it last failed to is taken as unreachable (see pWithin).
 type rttStats struct {
-	// ring holds samples in arrival order; head is the oldest.
-	ring       []rttSample
-	head, size int
-	// sorted holds the same latencies in ascending order, so PNodeLat is a
-	// binary search.
-	sorted []time.Duration
-	sum    time.Duration
-	// down is set when a request to the node ended without a reply (a
-	// probe, a Get or a Put timed out) and cleared by the next message
-	// the node sends (Client.Receive): a node that has not answered since
-	// it last failed to is taken as unreachable (see pWithin).
+	rtt.Window
 	down bool
 }
 
-type rttSample struct {
-	at  time.Time
-	rtt time.Duration
-}
-
 func newRTTStats(maxSamples int) *rttStats {
-	return &rttStats{ring: make([]rttSample, maxSamples), sorted: make([]time.Duration, 0, maxSamples)}
+	return &rttStats{Window: rtt.NewWindow(maxSamples)}
 }
 
-func (s *rttStats) add(at time.Time, rtt time.Duration) {
-	if s.size == len(s.ring) {
-		s.dropOldest()
-	}
-	s.ring[(s.head+s.size)%len(s.ring)] = rttSample{at, rtt}
-	s.size++
-	i, _ := slices.BinarySearch(s.sorted, rtt)
-	s.sorted = slices.Insert(s.sorted, i, rtt)
-	s.sum += rtt
-}
-
-func (s *rttStats) dropOldest() {
-	old := s.ring[s.head].rtt
-	s.head = (s.head + 1) % len(s.ring)
-	s.size--
-	i, _ := slices.BinarySearch(s.sorted, old)
-	s.sorted = slices.Delete(s.sorted, i, i+1)
-	s.sum -= old
-}
-
-// expire forgets samples taken before cutoff, keeping at least the newest
-// one so that a node that is rarely contacted is not forgotten entirely.
-func (s *rttStats) expire(cutoff time.Time) {
-	for s.size > 1 && s.ring[s.head].at.Before(cutoff) {
-		s.dropOldest()
-	}
-}
-
-// pWithin is PNodeLat: the fraction of samples no larger than latency. With
-// no samples it is 1: an unmeasured node is worth trying, and the reply
-// measures it (the paper leaves this case open). A node that is down is
+// pWithin is PNodeLat (rtt.Window.Within). A node that is down is
 // expected to meet no latency at all, however fast its past samples: the
 // window still holds minutes of them, and a timed-out request adds only
 // one, as long as its timeout, which an SLA's longer latency would count
@@ -80,33 +38,7 @@ func (s *rttStats) pWithin(latency time.Duration) float64 {
 	if s.down {
 		return 0
 	}
-	if s.size == 0 {
-		return 1
-	}
-	i, found := slices.BinarySearch(s.sorted, latency)
-	for found && i < len(s.sorted) && s.sorted[i] == latency {
-		i++
-	}
-	return float64(i) / float64(s.size)
-}
-
-// mean is the node's average round-trip time; zero when unmeasured.
-func (s *rttStats) mean() time.Duration {
-	if s.size == 0 {
-		return 0
-	}
-	return s.sum / time.Duration(s.size)
-}
-
-// distance orders nodes for the "closest" choice of Pileus Fig. 8 and the
-// Closest strategy: the mean round-trip time, with unmeasured nodes
-// farthest of all, so that a node known to be near is preferred to one
-// the first probes have not yet reached.
-func (s *rttStats) distance() time.Duration {
-	if s.size == 0 {
-		return math.MaxInt64
-	}
-	return s.mean()
+	return s.Within(latency)
 }
 
 // replicaState is what the client knows of one replica of one tablet.
@@ -230,7 +162,7 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 		return
 	}
 	if r.shift > 0 && !departs(rtt, r.shift) {
-		r.rtt.expire(r.shiftSent)
+		r.rtt.Expire(r.shiftSent)
 	}
 	r.shift, r.shiftSent = rtt, sent
 }
@@ -248,16 +180,14 @@ func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration,
 // most ProbeTimeout for each. The wait is the table's measuring, as if
 // OpenTable had waited for it: it does not count in the Get's latency,
 // which an SLA judges by the Get's own round trip.
-func (c *Client) awaitProbe(s *Session, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
+func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) bool {
 	if c.opts.Measure != MeasureNeeded {
 		return false
 	}
-	tablet := s.table.layout.TabletFor(key)
-	tv := &s.table.tablets[tablet]
 	var r *replicaState
 	switch {
 	case o.Bound != wire.NoBound:
-		r = c.receiver(s, tv, tablet)
+		r = c.receiver(s, tv)
 	case strategy == Pileus:
 		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
 		r = tv.replicas[pick]
@@ -310,7 +240,7 @@ func (c *Client) RTTEstimates() []RTTEstimate {
 	out := make([]RTTEstimate, 0, len(c.rtt))
 	for _, id := range sortedKeys(c.rtt) {
 		s := c.rtt[id]
-		out = append(out, RTTEstimate{Node: string(id), Mean: s.mean(), Samples: s.size})
+		out = append(out, RTTEstimate{Node: string(id), Mean: s.Mean(), Samples: s.Len()})
 	}
 	return out
 }

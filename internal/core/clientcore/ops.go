@@ -182,7 +182,10 @@ func (c *Client) Get(s *Session, key string, o GetOptions, done func(GetResult, 
 }
 
 // get is Get; released says that the session's queue of held
-// operations (bounded.go) is letting it go.
+// operations (bounded.go) is letting it go. It routes: a causal table's
+// Get (causal.go), one held back behind the session's pending writes
+// (bounded.go), one answered from them, a bounded Get (bounded.go), or
+// an unbounded one (getSLA).
 func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, error), released bool) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
@@ -194,21 +197,53 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 		o.since = c.env.Now()
 	}
 	if !released && (len(s.held) > 0 || !s.getClear(key)) {
-		c.hold(s, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
-			func() {
-				if err := c.get(s, key, o, done, true); err != nil {
-					done(GetResult{Met: -1, Target: -1}, err)
-				}
-			},
-			func() {
-				done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %s: the session's pending writes of the key were not ordered within %s", ErrTimeout, keyfmt.Quote(key), c.opts.RequestTimeout))
-			})
+		c.holdGet(s, key, o, done)
 		return nil
 	}
+	agreement, strategy, err := o.choose(s)
+	if err != nil {
+		return err
+	}
+	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
+	if c.awaitProbe(s, tv, key, agreement, strategy, o, done) {
+		return nil
+	}
+	g, err := c.planGet(s, tv, key, agreement, strategy, o, c.countGet(agreement, tv, done))
+	if err != nil {
+		return err
+	}
+	if c.fromSession(s, key, agreement, GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}, o.since, g.done) {
+		return nil
+	}
+	s.markRead()
+	if o.Bound != wire.NoBound {
+		c.getBounded(s, tv, key, agreement, o, g.done)
+		return nil
+	}
+	return c.getSLA(g)
+}
+
+// holdGet holds a Get back until the session's pending writes of its
+// key are ordered (see bounded.go).
+func (c *Client) holdGet(s *Session, key string, o GetOptions, done func(GetResult, error)) {
+	c.hold(s, c.opts.RequestTimeout, func() bool { return s.getClear(key) },
+		func() {
+			if err := c.get(s, key, o, done, true); err != nil {
+				done(GetResult{Met: -1, Target: -1}, err)
+			}
+		},
+		func() {
+			done(GetResult{Met: -1, Target: -1}, fmt.Errorf("%w: get %s: the session's pending writes of the key were not ordered within %s", ErrTimeout, keyfmt.Quote(key), c.opts.RequestTimeout))
+		})
+}
+
+// choose returns the Get's SLA and strategy: its own if set, else the
+// session's.
+func (o GetOptions) choose(s *Session) (sla.SLA, Strategy, error) {
 	agreement := s.sla
 	if o.SLA != nil {
 		if err := o.SLA.Validate(); err != nil {
-			return err
+			return nil, 0, err
 		}
 		agreement = o.SLA
 	}
@@ -216,104 +251,140 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if o.Strategy != 0 {
 		strategy = o.Strategy
 	}
-	if c.awaitProbe(s, key, agreement, strategy, o, done) {
-		return nil
-	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
-	done = c.countGet(agreement, tv, done)
-	read, delay := s.policy.Read, s.policy.Delay
-	var tn *tuner
+	return agreement, strategy, nil
+}
+
+// getPlan is an unbounded Get as its route step settled it, for the
+// mode that sends it.
+type getPlan struct {
+	s         *Session
+	key       string
+	o         GetOptions
+	agreement sla.SLA
+	strategy  Strategy
+	tv        *tabletView
+	read      Choice
+	tuner     *tuner // the tuner that chose read, or nil
+	repair    ReadRepair
+	done      func(GetResult, error)
+}
+
+// planGet settles a Get's read level (its own, the tuner's or the
+// session's) and read repair, and checks them and its bound.
+func (c *Client) planGet(s *Session, tv *tabletView, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) (*getPlan, error) {
+	g := &getPlan{s: s, key: key, o: o, agreement: agreement, strategy: strategy, tv: tv, read: s.policy.Read, done: done}
 	switch {
 	case o.Read.set():
-		read = o.Read
+		g.read = o.Read
 	case s.policy.Tune.set():
-		tn = c.tunerFor(s.policy.Tune)
-		read = Mix(tn.adjust(tv, s.policy.Tune), One, Quorum)
+		g.tuner = c.tunerFor(s.policy.Tune)
+		g.read = Mix(g.tuner.adjust(tv, s.policy.Tune), One, Quorum)
 	}
-	if err := read.check(len(tv.replicas), "read"); err != nil {
-		return err
+	if err := g.read.check(len(tv.replicas), "read"); err != nil {
+		return nil, err
 	}
-	repair, err := o.readRepair(s.policy.ReadRepair)
-	if err != nil {
-		return err
+	var err error
+	if g.repair, err = o.readRepair(s.policy.ReadRepair); err != nil {
+		return nil, err
 	}
 	if err := checkBound(o.Bound); err != nil {
-		return err
+		return nil, err
 	}
-	res0 := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}
-	if c.fromSession(s, key, agreement, res0, o.since, done) {
-		return nil
+	return g, nil
+}
+
+// getSLA sends an unbounded Get after its artificial delay: to the
+// replicas of its read level when it is above one (getLevel), else to
+// the replica its strategy chooses (getPileus, or a fixed strategy's).
+func (c *Client) getSLA(g *getPlan) error {
+	delay := g.s.policy.Delay
+	if g.o.Delay > 0 {
+		delay = g.o.Delay
 	}
-	s.markRead()
-	if o.Bound != wire.NoBound {
-		c.getBounded(s, tv, key, agreement, o, done)
-		return nil
+	r := g.read.draw(c.env.Rand()).Count(len(g.tv.replicas))
+	mins := c.minReadTimestamps(g.s, g.agreement, g.key)
+	res := GetResult{Met: -1, Target: -1, Strategy: g.strategy, Level: r, Delay: delay}
+	if g.tuner != nil {
+		res.TuneP = g.read.P
 	}
-	if o.Delay > 0 {
-		delay = o.Delay
-	}
-	r := read.draw(c.env.Rand()).Count(len(tv.replicas))
-	mins := c.minReadTimestamps(s, agreement, key)
-	res := GetResult{Met: -1, Target: -1, Strategy: strategy, Level: r, Delay: delay}
-	if tn != nil {
-		res.TuneP = read.P
-	}
-	quorum := 0
-	if r == 1 && strategy == Pileus && !o.NoQuorum {
-		quorum = tv.quorumRead
-	}
-	var pick int
 	switch {
 	case r > 1:
-		if len(tv.replicas) > maxReplicas {
-			return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, r, maxReplicas)
-		}
-		q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, r, strategy), repair, res, o.since, done)
-		q.tuner, q.sampleOne = tn, tn != nil && strategy != Primary
-		c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
+		return c.getLevel(g, mins, res)
+	case g.strategy == Pileus:
+		c.getPileus(g, mins, res)
 		return nil
-	case strategy == Pileus:
-		var useQuorum bool
-		res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(agreement, mins, tv.replicas, quorum)
-		if useQuorum {
-			res.Level = quorum
-			if repair == RepairAuto {
-				// A quorum Pileus chose for a strong subSLA meets it
-				// as Pileus defines strong (every Put that returned
-				// before the Get) without writing back, which would
-				// cost a trip to the primary, the trip it avoids.
-				repair = RepairOff
-			}
-			q := c.newQuorum(s, key, agreement, mins, tv, c.pickTargets(tv, quorum, Closest), repair, res, o.since, done)
-			c.after(res.Delay, key, q.start, func() { c.getQuorum(q) })
-			return nil
-		}
 	}
-	switch strategy {
-	case Pileus:
+	var pick int
+	switch g.strategy {
 	case Primary:
 		pick = 0
 	case Random:
-		pick = c.env.Rand().IntN(len(tv.replicas))
+		pick = c.env.Rand().IntN(len(g.tv.replicas))
 	case Closest:
-		pick = closest(tv.replicas)
+		pick = closest(g.tv.replicas)
 	default:
-		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, strategy)
+		return fmt.Errorf("%w: unknown strategy %d", ErrInvalid, g.strategy)
 	}
-	g := &getCall{s: s, key: key, agreement: agreement, mins: slices.Clone(mins), tv: tv,
-		retry: o.RetryAfterMiss, tuner: tn, start: o.since, res: res, done: done}
+	c.getOne(g, mins, res, pick, nil)
+	return nil
+}
+
+// getLevel sends a Get to res.Level replicas chosen by its strategy
+// (CPQ's read level; quorum.go).
+func (c *Client) getLevel(g *getPlan, mins []minTS, res GetResult) error {
+	if len(g.tv.replicas) > maxReplicas {
+		return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, res.Level, maxReplicas)
+	}
+	q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, res.Level, g.strategy), g.repair, res, g.o.since, g.done)
+	q.tuner, q.sampleOne = g.tuner, g.tuner != nil && g.strategy != Primary
+	c.after(res.Delay, g.key, q.start, func() { c.getQuorum(q) })
+	return nil
+}
+
+// getPileus sends a Get to the replica, or the quorum, that Pileus's
+// selection expects to deliver the most utility (Pileus 4.4), and at
+// once to a second replica if hedging pays (GetOptions.HedgeCost).
+func (c *Client) getPileus(g *getPlan, mins []minTS, res GetResult) {
+	quorum := 0
+	if !g.o.NoQuorum {
+		quorum = g.tv.quorumRead
+	}
+	var pick int
+	var useQuorum bool
+	res.Target, pick, res.ExpectedUtility, useQuorum = selectTarget(g.agreement, mins, g.tv.replicas, quorum)
+	if useQuorum {
+		res.Level = quorum
+		repair := g.repair
+		if repair == RepairAuto {
+			// A quorum Pileus chose for a strong subSLA meets it
+			// as Pileus defines strong (every Put that returned
+			// before the Get) without writing back, which would
+			// cost a trip to the primary, the trip it avoids.
+			repair = RepairOff
+		}
+		q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, quorum, Closest), repair, res, g.o.since, g.done)
+		c.after(res.Delay, g.key, q.start, func() { c.getQuorum(q) })
+		return
+	}
 	var hedge *replicaState
-	if strategy == Pileus && o.HedgeCost > 0 {
-		hedge = hedgeTarget(agreement, g.mins, tv.replicas, pick, o.HedgeCost)
+	if g.o.HedgeCost > 0 {
+		hedge = hedgeTarget(g.agreement, mins, g.tv.replicas, pick, g.o.HedgeCost)
 	}
-	c.after(delay, key, g.start, func() {
-		c.getFrom(g, tv.replicas[pick], res.Target)
+	c.getOne(g, mins, res, pick, hedge)
+}
+
+// getOne sends a Get to replica pick, and to hedge too if not nil
+// (getcall.go).
+func (c *Client) getOne(g *getPlan, mins []minTS, res GetResult, pick int, hedge *replicaState) {
+	call := &getCall{s: g.s, key: g.key, agreement: g.agreement, mins: slices.Clone(mins), tv: g.tv,
+		retry: g.o.RetryAfterMiss, tuner: g.tuner, start: g.o.since, res: res, done: g.done}
+	c.after(res.Delay, g.key, call.start, func() {
+		c.getFrom(call, g.tv.replicas[pick], res.Target)
 		if hedge != nil {
-			g.res.Hedged = true
-			c.getFrom(g, hedge, -1)
+			call.res.Hedged = true
+			c.getFrom(call, hedge, -1)
 		}
 	})
-	return nil
 }
 
 // readRepair returns the Get's read repair setting: its own if set,
@@ -408,7 +479,10 @@ func (c *Client) Put(s *Session, key string, value []byte, o PutOptions, done fu
 }
 
 // put is Put; released says that the session's queue of held
-// operations (bounded.go) is letting it go.
+// operations (bounded.go) is letting it go. It routes: a causal table's
+// Put (causal.go), one held back behind the session's pending writes or
+// the first probe of its receiver (bounded.go), a bounded Put or a
+// ReadTestWrite (bounded.go), or a Put at the primary (putLevel).
 func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done func(PutResult, error), released bool) error {
 	if err := c.checkSession(s, key); err != nil {
 		return err
@@ -419,70 +493,85 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 	if s.table.causal != nil {
 		return c.putCausal(s, key, value, o, done)
 	}
-	write := s.policy.Write
+	p, err := c.planPut(s, key, o)
+	if err != nil {
+		return err
+	}
+	retry := func() {
+		if err := c.put(s, key, value, o, done, true); err != nil {
+			done(PutResult{}, err)
+		}
+	}
+	switch {
+	case !released && (len(s.held) > 0 || !c.putClear(s, p.tv, o)):
+		c.hold(s, p.timeout, func() bool { return c.putClear(s, p.tv, o) }, retry, func() {
+			done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), p.timeout))
+		})
+	case o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, p.tv).warming:
+		// A bounded Put goes to the nearest replica: see awaitProbe.
+		c.await(retry)
+	case o.Bound != wire.NoBound || o.Test != nil:
+		c.putBounded(s, p.tv, key, value, o, p.timeout, c.countPut(done))
+	default:
+		c.putLevel(s, p, key, value, c.countPut(done))
+	}
+	return nil
+}
+
+// putPlan is a Put as its route step settled it: its tablet, its write
+// level (its own, the tuner's or the session's) and its timeout.
+type putPlan struct {
+	tv      *tabletView
+	write   Choice
+	timeout time.Duration
+}
+
+// planPut settles a Put's tablet, write level and timeout, and checks
+// them, its bound and its test.
+func (c *Client) planPut(s *Session, key string, o PutOptions) (putPlan, error) {
+	tablet := s.table.layout.TabletFor(key)
+	p := putPlan{tv: &s.table.tablets[tablet], write: s.policy.Write, timeout: c.opts.RequestTimeout}
 	switch {
 	case o.Write.set():
-		write = o.Write
+		p.write = o.Write
 	case s.policy.Tune.set():
-		write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
+		p.write = Mix(c.tunerFor(s.policy.Tune).p, One, Quorum)
 	}
-	tv := &s.table.tablets[s.table.layout.TabletFor(key)]
-	if err := write.check(len(tv.replicas), "write"); err != nil {
-		return err
+	if err := p.write.check(len(p.tv.replicas), "write"); err != nil {
+		return p, err
 	}
 	if o.Timeout < 0 {
-		return fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
+		return p, fmt.Errorf("%w: negative timeout %s", ErrInvalid, o.Timeout)
 	}
 	if err := checkBound(o.Bound); err != nil {
-		return err
+		return p, err
 	}
-	timeout := c.opts.RequestTimeout
 	if o.Timeout > 0 {
-		timeout = min(timeout, o.Timeout)
+		p.timeout = min(p.timeout, o.Timeout)
 	}
 	if o.Test != nil {
 		if len(o.Test.Key) > c.opts.MaxKeyBytes {
-			return fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
+			return p, fmt.Errorf("%w: test key of %d bytes, limit %d", ErrTooLarge, len(o.Test.Key), c.opts.MaxKeyBytes)
 		}
-		if s.table.layout.TabletFor(o.Test.Key) != s.table.layout.TabletFor(key) {
-			return fmt.Errorf("%w: read-test-write keys %s and %s lie in different tablets", ErrInvalid, keyfmt.Quote(o.Test.Key), keyfmt.Quote(key))
+		if s.table.layout.TabletFor(o.Test.Key) != tablet {
+			return p, fmt.Errorf("%w: read-test-write keys %s and %s lie in different tablets", ErrInvalid, keyfmt.Quote(o.Test.Key), keyfmt.Quote(key))
 		}
 	}
-	if !released && (len(s.held) > 0 || !c.putClear(s, tv, key, o)) {
-		c.hold(s, timeout, func() bool { return c.putClear(s, tv, key, o) },
-			func() {
-				if err := c.put(s, key, value, o, done, true); err != nil {
-					done(PutResult{}, err)
-				}
-			},
-			func() {
-				done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), timeout))
-			})
-		return nil
-	}
-	if o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, tv, s.table.layout.TabletFor(key)).warming {
-		// A bounded Put goes to the nearest replica: see awaitProbe.
-		c.await(func() {
-			if err := c.put(s, key, value, o, done, true); err != nil {
-				done(PutResult{}, err)
-			}
-		})
-		return nil
-	}
-	done = c.countPut(done)
-	if o.Bound != wire.NoBound || o.Test != nil {
-		c.putBounded(s, tv, key, value, o, timeout, done)
-		return nil
-	}
-	w := max(write.draw(c.env.Rand()).Count(len(tv.replicas)), tv.writeCount)
-	r := tv.replicas[0]
+	return p, nil
+}
+
+// putLevel sends a Put to the tablet's primary (Pileus 4.2), which
+// answers once its write level holds it (CPQ).
+func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done func(PutResult, error)) {
+	w := max(p.write.draw(c.env.Rand()).Count(len(p.tv.replicas)), p.tv.writeCount)
+	r := p.tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()
-	m := &wire.PutRequest{Req: req, Tablet: tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS}
+	m := &wire.PutRequest{Req: req, Tablet: p.tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS}
 	if w > 1 {
-		m.W, m.Wait = int32(w), levelWait(timeout, r)
+		m.W, m.Wait = int32(w), levelWait(p.timeout, r)
 	}
-	c.send(r.id, m, req, timeout, &pending{
+	c.send(r.id, m, req, p.timeout, &pending{
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			reply := m.(*wire.PutReply)
 			// Pileus 4.5: the monitor learns from Puts as from Gets. A
@@ -498,7 +587,7 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 			}
 			// Pileus 4.5: a Put's timestamp is a lower bound on the
 			// primary's high timestamp.
-			c.observeHigh(tv, r, reply.TS)
+			c.observeHigh(p.tv, r, reply.TS)
 			res.TS, res.Acks = reply.TS, int(reply.Acks)
 			s.recordPut(key, reply.TS)
 			if reply.Code == wire.QuorumTimeout {
@@ -509,10 +598,9 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		},
 		onTimeout: func() {
 			c.observeSilence(r, sent)
-			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, p.timeout))
 		},
 	})
-	return nil
 }
 
 // countPut wraps a Put's done to count its outcome for Metrics.
@@ -553,13 +641,13 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 				return
 			}
 			r.warming = false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
 			c.probed()
 		},
 		onTimeout: func() {
 			r.probing, r.warming = false, false
-			mean, measured := r.rtt.mean(), r.rtt.size > 0
+			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
 			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
 			c.probed()
 		},
@@ -573,7 +661,7 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 func (c *Client) probeIdle() {
 	now := c.env.Now()
 	for _, s := range c.rtt {
-		s.expire(now.Add(-c.opts.RTTWindow))
+		s.Expire(now.Add(-c.opts.RTTWindow))
 	}
 	for _, name := range sortedKeys(c.tables) {
 		t := c.tables[name]

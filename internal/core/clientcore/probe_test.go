@@ -79,11 +79,11 @@ func TestAdaptProbe(t *testing.T) {
 		{rtt: ms(100), interval: 5 * time.Second, samples: 3},
 	} {
 		at = at.Add(10 * time.Second)
-		mean, measured := r.rtt.mean(), r.rtt.size > 0
-		r.rtt.add(at, step.rtt)
+		mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
+		r.rtt.Add(at, step.rtt)
 		c.adaptProbe(r, at.Add(-step.rtt), mean, measured, step.rtt, step.timedOut)
-		if got := c.probeInterval(r); got != step.interval || r.rtt.size != step.samples {
-			t.Fatalf("probe %d (%s): interval %s with %d samples, want %s with %d", i+1, step.rtt, got, r.rtt.size, step.interval, step.samples)
+		if got := c.probeInterval(r); got != step.interval || r.rtt.Len() != step.samples {
+			t.Fatalf("probe %d (%s): interval %s with %d samples, want %s with %d", i+1, step.rtt, got, r.rtt.Len(), step.interval, step.samples)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func pNodeSLA(r *replicaState, sub *sla.SubSLA, m minTS) float64 {
 // selectTarget is SelectTarget of Pileus Fig. 8: the subSLA and replica
 // with the highest expected utility, PNodeSla times the subSLA's utility.
 // Among replicas of equal expected utility it takes the closest, by mean
-// round-trip time with unmeasured nodes last (rttStats.distance). It
+// round-trip time with unmeasured nodes last (rtt.Window.Distance). It
 // returns indexes into agreement and replicas.
 //
 // As in the figure, a replica whose expected utility for a lower subSLA
@@ -81,9 +81,9 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, quo
 			switch {
 			case u > utility:
 				utility, target, replica, useQuorum = u, i, j, false
-				bestRTT = int64(r.rtt.distance())
+				bestRTT = int64(r.rtt.Distance())
 			case u == utility:
-				if rtt := int64(r.rtt.distance()); rtt < bestRTT {
+				if rtt := int64(r.rtt.Distance()); rtt < bestRTT {
 					replica, bestRTT, useQuorum = j, rtt, false
 				}
 			}
@@ -97,7 +97,7 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, quo
 				p *= replicas[j].rtt.pWithin(sub.Latency)
 			}
 			u := p * sub.Utility
-			rtt := int64(replicas[group[len(group)-1]].rtt.distance())
+			rtt := int64(replicas[group[len(group)-1]].rtt.Distance())
 			switch {
 			case u > utility:
 				utility, target, replica, useQuorum, bestRTT = u, i, -1, true, rtt
@@ -109,12 +109,12 @@ func selectTarget(agreement sla.SLA, mins []minTS, replicas []*replicaState, quo
 	return target, replica, utility, useQuorum
 }
 
-// closest returns the index of the nearest replica by rttStats.distance,
+// closest returns the index of the nearest replica by rtt.Window.Distance,
 // the first one on ties.
 func closest(replicas []*replicaState) int {
 	best := 0
 	for j, r := range replicas {
-		if r.rtt.distance() < replicas[best].rtt.distance() {
+		if r.rtt.Distance() < replicas[best].rtt.Distance() {
 			best = j
 		}
 	}

@@ -20,7 +20,7 @@ var epoch = time.Unix(0, 0)
 func testReplica(id string, primary bool, highSec int64, rtts ...time.Duration) *replicaState {
 	r := &replicaState{id: wire.NodeID(id), primary: primary, rtt: newRTTStats(64), high: hlc.FromTime(highSec * int64(time.Second))}
 	for _, d := range rtts {
-		r.rtt.add(epoch, d)
+		r.rtt.Add(epoch, d)
 	}
 	return r
 }
@@ -231,38 +231,6 @@ func TestMinReadTS(t *testing.T) {
 	}
 }
 
-// TestRTTWindow checks PNodeLat and the sliding window (4.5).
-func TestRTTWindow(t *testing.T) {
-	s := newRTTStats(4)
-	if p := s.pWithin(ms(1)); p != 1 {
-		t.Fatalf("unmeasured node: PNodeLat = %v, want 1", p)
-	}
-	for i, d := range []time.Duration{ms(10), ms(20), ms(30), ms(40)} {
-		s.add(epoch.Add(time.Duration(i)*time.Second), d)
-	}
-	for _, tc := range []struct {
-		latency time.Duration
-		want    float64
-	}{{ms(5), 0}, {ms(10), 0.25}, {ms(25), 0.5}, {ms(40), 1}, {sla.Unbounded, 1}} {
-		if got := s.pWithin(tc.latency); got != tc.want {
-			t.Errorf("PNodeLat(%s) = %v, want %v", tc.latency, got, tc.want)
-		}
-	}
-	if got, want := s.mean(), ms(25); got != want {
-		t.Errorf("mean = %s, want %s", got, want)
-	}
-	// A fifth sample pushes out the oldest (the cap is 4).
-	s.add(epoch.Add(4*time.Second), ms(50))
-	if got := s.pWithin(ms(10)); got != 0 {
-		t.Errorf("after the cap, PNodeLat(10ms) = %v, want 0", got)
-	}
-	// Samples older than the window are forgotten, but the newest stays.
-	s.expire(epoch.Add(time.Hour))
-	if s.size != 1 || s.mean() != ms(50) {
-		t.Errorf("after expiry: %d samples, mean %s; want 1 sample of 50ms", s.size, s.mean())
-	}
-}
-
 // TestSelectTargetQuorum checks quorum candidates (DESIGN.md section 4):
 // under the password-checking SLA, a client 200 ms from the primary with
 // two secondaries near it reads a quorum of them for strong consistency
@@ -336,7 +304,7 @@ func BenchmarkSelectTarget(b *testing.B) {
 	for i := range 8 {
 		r := testReplica(fmt.Sprintf("n%d", i), i == 0, int64(40+i*5))
 		for j := range c.opts.RTTSamplesMax {
-			r.rtt.add(epoch, ms(10+i*40+j%17))
+			r.rtt.Add(epoch, ms(10+i*40+j%17))
 		}
 		replicas = append(replicas, r)
 	}

@@ -84,7 +84,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		// Options.Measure).
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				r.warming = c.opts.Measure == MeasureNeeded && r.rtt.size == 0
+				r.warming = c.opts.Measure == MeasureNeeded && r.rtt.Len() == 0
 				c.probe(&t.tablets[i], r, r.warming)
 			}
 		}

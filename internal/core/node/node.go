@@ -16,9 +16,22 @@
 //
 // A handler must not start goroutines, read the wall clock, sleep, use
 // global random numbers or do I/O other than through Env.
+//
+// The options idiom (STYLE.md habit 5, after pebble's Options). A core is
+// configured by one options struct whose field comments state its
+// defaults, with two methods:
+//
+//	func (o Options) EnsureDefaults() Options // a copy, every unset (zero) field given its default
+//	func (o Options) Validate() error         // the first invalid field, named
+//
+// EnsureDefaults takes and returns a value, so the caller's struct is
+// never changed under it; the constructor calls it and Start calls
+// Validate (replica.Options is the model). No other way of defaulting:
+// no setDefaults, no defaults filled in inline in a constructor.
 package node
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -55,4 +68,31 @@ type Handler interface {
 	Start(env Env) error
 	Receive(from wire.NodeID, m wire.Msg)
 	Fire(timer any)
+}
+
+// RoutedTimer is a timer that a core hosted inside another set, tagged
+// with the route back to it. A host that runs several cores behind its
+// own Env (causal.Beside, a causal Node's cores per table, a client's
+// causal tables) starts each with RouteTimers, and its Fire hands a
+// RoutedTimer's Timer to the core its Route names.
+type RoutedTimer struct {
+	Route uint64
+	Timer any
+}
+
+// String shows the route and the core's own timer, so that a trace of
+// it reads the same in every run.
+func (t RoutedTimer) String() string { return fmt.Sprintf("{%d %v}", t.Route, t.Timer) }
+
+// RouteTimers returns env with an After that tags every timer with route
+// (RoutedTimer).
+func RouteTimers(env Env, route uint64) Env { return routedEnv{Env: env, route: route} }
+
+type routedEnv struct {
+	Env
+	route uint64
+}
+
+func (e routedEnv) After(d time.Duration, timer any) {
+	e.Env.After(d, RoutedTimer{Route: e.route, Timer: timer})
 }

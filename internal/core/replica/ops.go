@@ -1,10 +1,7 @@
 package replica
 
 import (
-	"time"
-
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/invariants"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -31,62 +28,6 @@ func (tb *tablet) holds(key string) bool {
 		pos = string(p[:])
 	}
 	return pos >= tb.start && (tb.end == "" || pos < tb.end)
-}
-
-// put performs a Put at the primary: assign a timestamp above both the
-// node's clock and the session's largest seen timestamp, then log and apply
-// the version in one synced batch before answering (Pileus 4.2). A Put
-// whose write level (its own or the table's) is above one is pushed to
-// every secondary and answered later, by ackWaits or the wait's timer: put
-// then returns nil.
-func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
-	if n.seenPut(from, m.Req) {
-		n.metrics.DuplicatePuts++
-		return nil // the original's reply answers it
-	}
-	n.metrics.Puts++
-	reply := &wire.PutReply{Req: m.Req}
-	tb, code := n.lookup(m.Tablet, m.Key, true)
-	switch {
-	case code != wire.OK:
-		reply.Code = code
-	case m.Bound == wire.NoBound && !tb.isPrimary:
-		reply.Code = wire.NotPrimary
-	default:
-		reply.Code = n.checkPut(tb, m)
-	}
-	if reply.Code != wire.OK {
-		n.metrics.PutsRejected++
-		return reply
-	}
-	if m.Bound != wire.NoBound {
-		n.stagedPut(from, tb, m)
-		return nil
-	}
-	prev := tb.lastUpdate
-	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, nil)
-	reply.Code, reply.Tested = code, tested
-	if code != wire.OK {
-		n.metrics.PutsRejected++
-		return reply
-	}
-	if ts.IsZero() {
-		return reply // a test that failed: nothing written
-	}
-	if invariants.Enabled {
-		invariants.Check(prev.Less(ts) && m.MinTS.Less(ts),
-			"put timestamp %s not above last update %s and session minimum %s", ts, prev, m.MinTS)
-	}
-	tb.lastUpdate = ts
-	reply.TS, reply.Acks = ts, 1
-	need := max(int(m.W), tb.writeLevel.Count(1+len(tb.secondaries)))
-	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
-	if need > 1 {
-		n.metrics.LevelPuts++
-		n.parkWait(tb, &putWait{from: from, req: m.Req, ts: ts, need: need}, max(m.Wait, 0))
-		return nil
-	}
-	return reply
 }
 
 // serveGet answers a Get, or starts a bounded one.
@@ -149,9 +90,3 @@ func (n *Node) high(tb *tablet) (hlc.Timestamp, bool) {
 	}
 	return n.clock.Now(), true
 }
-
-// maxClockLead is how far ahead of a node's physical clock a Put's
-// session minimum (a timestamp the client learned from another node) may
-// be: generous for clocks kept by NTP, our choice. A stored timestamp that
-// close to the end of time is corrupt.
-const maxClockLead = time.Minute

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -188,8 +189,9 @@ type Node struct {
 	tables  map[string]*table
 	byID    map[uint64]*table
 	metrics Metrics
-	// links holds the round trip to each replication peer (volatile).
-	links map[wire.NodeID]*linkRTT
+	// links holds the round trip to each replication peer (volatile,
+	// rtt.go).
+	links map[wire.NodeID]*rtt.Smoothed
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
 	// recentPuts holds the last recentPutsMax Puts received, by sender
@@ -206,38 +208,6 @@ type Node struct {
 	costs        map[wire.NodeID]*stepCosts
 	decisions    []Decision
 	decisionNext int
-}
-
-// putID names a Put request.
-type putID struct {
-	from wire.NodeID
-	req  uint64
-}
-
-// recentPutsMax is how many Puts a node remembers to recognize a
-// duplicated request; our choice, far more than the requests a
-// retransmission could reorder.
-const recentPutsMax = 4096
-
-// seenPut reports whether the Put from with request ID req was received
-// before, and remembers it. A Put delivered twice (a retransmission below
-// the transport, or a fault the simulator injects) must not be applied
-// twice: the second version would come after Puts ordered between them
-// and take the value back.
-func (n *Node) seenPut(from wire.NodeID, req uint64) bool {
-	id := putID{from, req}
-	if _, ok := n.recentPuts[id]; ok {
-		return true
-	}
-	n.recentPuts[id] = struct{}{}
-	if len(n.recentOrder) < recentPutsMax {
-		n.recentOrder = append(n.recentOrder, id)
-		return false
-	}
-	delete(n.recentPuts, n.recentOrder[n.recentNext])
-	n.recentOrder[n.recentNext] = id
-	n.recentNext = (n.recentNext + 1) % recentPutsMax
-	return false
 }
 
 type table struct {
@@ -347,7 +317,7 @@ func (n *Node) Start(env node.Env) error {
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
 	n.recentPuts = map[putID]struct{}{}
-	n.links = map[wire.NodeID]*linkRTT{}
+	n.links = map[wire.NodeID]*rtt.Smoothed{}
 	n.costs = map[wire.NodeID]*stepCosts{}
 	n.started = env.Now()
 	eng := env.Engine()

@@ -83,36 +83,7 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 		return n.snapshot(tb, from, m, reply)
 	}
 	delete(tb.snapshots, from)
-	eng := n.env.Engine()
-	start := logKey(tb.ref, m.Since)
-	start = append(start, 0) // strictly after Since
-	var scanErr error
-	batchBytes := 0
-	err := eng.Scan(start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) bool {
-		// The batch ends at PullBatchMax versions, or before the version
-		// that would take it past PullBatchBytes: a reply never outgrows
-		// the transport's message limit (Options.MessageBytesMax).
-		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+len(v) > n.opts.PullBatchBytes) {
-			reply.More = true
-			return false
-		}
-		batchBytes += len(v)
-		ts, err := decodeTS(k[prefixLen:])
-		if err != nil {
-			scanErr = err
-			return false
-		}
-		key, value, err := decodeLogRecord(v)
-		if err != nil {
-			scanErr = err
-			return false
-		}
-		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: key, Value: value})
-		return true
-	})
-	if err == nil {
-		err = scanErr
-	}
+	err := n.readLog(tb, m.Since, reply)
 	if err == nil {
 		if reply.More {
 			reply.High = reply.Entries[len(reply.Entries)-1].TS
@@ -326,6 +297,88 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 	tb.pullsDone = tb.pullsSent
 }
 
+// staleChunk reports whether a snapshot chunk does not continue the
+// snapshot in progress, nor starts a newer one.
+func (tb *tablet) staleChunk(m *wire.PullReply) bool {
+	if m.InSnapshot {
+		return tb.snap == nil || tb.snap.high != m.High || tb.snap.last != m.SnapshotAfter
+	}
+	// A first chunk answers a pull from our high timestamp (as it is
+	// during a snapshot, zero). A pull from an older one, duplicated
+	// and delivered late, has its answer dropped here rather than
+	// replace a tablet that needs no snapshot.
+	return m.Since != tb.high || !tb.high.Less(m.High) || (tb.snap != nil && !tb.snap.high.Less(m.High))
+}
+
+// checkChunkOrder asserts that a snapshot chunk's versions come in key
+// order, after the previous chunk's.
+func checkChunkOrder(tb *tablet, m *wire.PullReply) {
+	for i := 1; i < len(m.Entries); i++ {
+		invariants.Check(m.Entries[i-1].Key < m.Entries[i].Key,
+			"snapshot chunk for %s out of key order: %q then %q", tb.ref, m.Entries[i-1].Key, m.Entries[i].Key)
+	}
+	if m.InSnapshot && len(m.Entries) > 0 {
+		invariants.Check(m.SnapshotAfter < m.Entries[0].Key,
+			"snapshot chunk for %s starts at %q, not after %q", tb.ref, m.Entries[0].Key, m.SnapshotAfter)
+	}
+}
+
+// addChunk adds a snapshot chunk's versions to b, notes the latest at or
+// below the snapshot's high timestamp in next, and returns ahead raised
+// to the latest above it.
+func addChunk(b *storage.Batch, tb *tablet, m *wire.PullReply, next *snapshotProgress, ahead hlc.Timestamp) hlc.Timestamp {
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if m.High.Less(e.TS) {
+			// Newer than the snapshot: it must not be replaced by an
+			// older version of its key, which the pull after the
+			// snapshot may bring. (Nothing else writes a key during a
+			// snapshot: pushes and pulls wait until it is complete.)
+			ahead = hlc.Max(ahead, e.TS)
+		} else {
+			next.lastUpdate = hlc.Max(next.lastUpdate, e.TS)
+		}
+		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
+	}
+	return ahead
+}
+
+// readLog adds to reply the tablet's logged versions after since, in
+// timestamp order, as many as one reply carries; More says if others
+// follow.
+func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) error {
+	start := logKey(tb.ref, since)
+	start = append(start, 0) // strictly after since
+	var scanErr error
+	batchBytes := 0
+	err := n.env.Engine().Scan(start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) bool {
+		// The batch ends at PullBatchMax versions, or before the version
+		// that would take it past PullBatchBytes: a reply never outgrows
+		// the transport's message limit (Options.MessageBytesMax).
+		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+len(v) > n.opts.PullBatchBytes) {
+			reply.More = true
+			return false
+		}
+		batchBytes += len(v)
+		ts, err := decodeTS(k[prefixLen:])
+		if err != nil {
+			scanErr = err
+			return false
+		}
+		key, value, err := decodeLogRecord(v)
+		if err != nil {
+			scanErr = err
+			return false
+		}
+		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: key, Value: value})
+		return true
+	})
+	if err == nil {
+		err = scanErr
+	}
+	return err
+}
+
 // applySnapshot applies a snapshot chunk at a secondary, in one synced
 // batch. The first chunk replaces the tablet's versions; the last one
 // sets the high timestamp to the snapshot's, and the secondary pulls on
@@ -334,29 +387,12 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 // primary started over.
 func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	first := !m.InSnapshot
-	var stale bool
-	if first {
-		// A first chunk answers a pull from our high timestamp (as it is
-		// during a snapshot, zero). A pull from an older one, duplicated
-		// and delivered late, has its answer dropped here rather than
-		// replace a tablet that needs no snapshot.
-		stale = m.Since != tb.high || !tb.high.Less(m.High) || (tb.snap != nil && !tb.snap.high.Less(m.High))
-	} else {
-		stale = tb.snap == nil || tb.snap.high != m.High || tb.snap.last != m.SnapshotAfter
-	}
-	if stale {
+	if tb.staleChunk(m) {
 		n.metrics.PullRepliesDiscarded++
 		return
 	}
 	if invariants.Enabled {
-		for i := 1; i < len(m.Entries); i++ {
-			invariants.Check(m.Entries[i-1].Key < m.Entries[i].Key,
-				"snapshot chunk for %s out of key order: %q then %q", tb.ref, m.Entries[i-1].Key, m.Entries[i].Key)
-		}
-		if !first && len(m.Entries) > 0 {
-			invariants.Check(m.SnapshotAfter < m.Entries[0].Key,
-				"snapshot chunk for %s starts at %q, not after %q", tb.ref, m.Entries[0].Key, m.SnapshotAfter)
-		}
+		checkChunkOrder(tb, m)
 	}
 	var b storage.Batch
 	var next snapshotProgress
@@ -378,19 +414,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	} else {
 		next = *tb.snap
 	}
-	for i := range m.Entries {
-		e := &m.Entries[i]
-		if m.High.Less(e.TS) {
-			// Newer than the snapshot: it must not be replaced by an
-			// older version of its key, which the pull after the
-			// snapshot may bring. (Nothing else writes a key during a
-			// snapshot: pushes and pulls wait until it is complete.)
-			ahead = hlc.Max(ahead, e.TS)
-		} else {
-			next.lastUpdate = hlc.Max(next.lastUpdate, e.TS)
-		}
-		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
-	}
+	ahead = addChunk(&b, tb, m, &next, ahead)
 	applied := len(m.Entries)
 	next.last = m.SnapshotLast
 	if first || ahead != tb.ahead {
@@ -498,4 +522,40 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 	}
 	tb.high, tb.lastUpdate = high, last
 	return true
+}
+
+// ackPush sends the primary a PushAck for everything the secondary holds.
+func (n *Node) ackPush(tb *tablet) {
+	n.metrics.PushAcksSent++
+	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
+}
+
+// storedAtLeast reports whether the replica holds a version of key with a
+// timestamp at or above ts.
+func (n *Node) storedAtLeast(tb *tablet, key string, ts hlc.Timestamp) (bool, error) {
+	v, ok, err := n.env.Engine().Get(dataKey(tb.ref, key))
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	stored, _, err := decodeVersion(v)
+	if err != nil {
+		n.storageError(err)
+		return false, err
+	}
+	return !stored.Less(ts), nil
+}
+
+// superseded reports whether a replicated version must not be applied
+// because a snapshot chunk already brought a newer version of its key
+// (see replicate.go). Only versions at or below tablet.ahead need the
+// check.
+func (n *Node) superseded(tb *tablet, e *wire.Entry) (bool, error) {
+	if tb.ahead.Less(e.TS) {
+		return false, nil
+	}
+	return n.storedAtLeast(tb, e.Key, e.TS)
 }

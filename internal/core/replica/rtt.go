@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -29,10 +30,10 @@ import (
 // That measured 600 ms for a 435 ms link; without it the estimate is
 // right from the second pull.
 
-// rttGain is the weight of a new sample in the smoothed round trip:
-// RFC 6298 section 2.3's SRTT with alpha = 1/8, TCP's estimator, which
-// follows a changed link within a few dozen samples and does not jump at
-// one slow reply.
+// rttGain is the weight of a new sample in the smoothed round trip
+// (rtt.Smoothed): RFC 6298 section 2.3's SRTT with alpha = 1/8, TCP's
+// estimator, which follows a changed link within a few dozen samples and
+// does not jump at one slow reply.
 const rttGain = 8
 
 // pushTimedMax bounds the acknowledged pushes a primary times per
@@ -52,46 +53,37 @@ type LinkStatus struct {
 	Samples int64
 }
 
-// linkRTT is the smoothed round trip to one peer (volatile). warm: the
-// first round trip, the connection's, has been seen and left out.
-type linkRTT struct {
-	warm    bool
-	srtt    time.Duration
-	samples int64
-}
-
 // timedPush is a Push with Ack set, waiting for its PushAck.
 type timedPush struct {
 	ts   hlc.Timestamp
 	sent time.Time
 }
 
-// sampleRTT adds one measured round trip to peer's estimate.
-func (n *Node) sampleRTT(peer wire.NodeID, rtt time.Duration) {
-	if rtt < 0 {
+// sampleRTT adds one measured round trip to peer's estimate. The first
+// round trip to a peer, the connection's, is left out: the peer's
+// estimate is made then, with no sample.
+func (n *Node) sampleRTT(peer wire.NodeID, took time.Duration) {
+	if took < 0 {
 		return // Env.Now is monotonic; a runtime that breaks that is not measured
 	}
 	l := n.links[peer]
 	if l == nil {
-		n.links[peer] = &linkRTT{warm: true}
+		s := rtt.NewSmoothed(rttGain)
+		n.links[peer] = &s
 		return
 	}
-	if l.samples == 0 {
-		l.srtt = rtt // RFC 6298 2.2: the first measurement is the estimate
-	} else {
-		l.srtt += (rtt - l.srtt) / rttGain
-	}
-	l.samples++
+	l.Add(took) // RFC 6298 2.2: the first measurement is the estimate
 }
 
 // linkStatus returns the estimates, sorted by peer.
 func (n *Node) linkStatus() []LinkStatus {
 	var out []LinkStatus
 	for peer, l := range n.links {
-		if l.samples == 0 {
+		if l.Samples() == 0 {
 			continue
 		}
-		out = append(out, LinkStatus{Peer: peer, RTT: l.srtt, Samples: l.samples})
+		srtt, _ := l.Value()
+		out = append(out, LinkStatus{Peer: peer, RTT: srtt, Samples: l.Samples()})
 	}
 	slices.SortFunc(out, func(a, b LinkStatus) int { return cmp.Compare(a.Peer, b.Peer) })
 	return out
@@ -119,12 +111,12 @@ func (n *Node) timePullReply(tb *tablet, from wire.NodeID, m *wire.PullReply) {
 	}
 	tb.pullTimed = false
 	if !tb.pullResent {
-		rtt := n.env.Now().Sub(tb.pullSent)
-		n.sampleRTT(from, rtt)
+		took := n.env.Now().Sub(tb.pullSent)
+		n.sampleRTT(from, took)
 		if !m.Snapshot {
 			// dConssandra's acquisition: a pull round for the writes
 			// it brings.
-			n.costsFor(from).acquire.Add(n.elapsed(), len(m.Entries), rtt)
+			n.costsFor(from).acquire.Add(n.elapsed(), len(m.Entries), took)
 		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 //     timestamp, so a Forward delivered again is answered from that
 //     record and not applied again (coordination);
 //  4. the primary pushes the write and counts the replicas that hold it
-//     (execution), as for a write level (quorum.go).
+//     (execution), as for a write level (write.go).
 //
 // The ForwardAck that reports coordination deletes the staging records
 // it covers. A receiver that crashes finds its staging records when it
@@ -213,89 +213,6 @@ func (n *Node) Decisions() []Decision {
 	return append(out, n.decisions[:n.decisionNext]...)
 }
 
-// checkPut validates a Put at whichever node takes it.
-func (n *Node) checkPut(tb *tablet, m *wire.PutRequest) wire.Code {
-	if m.W < 0 || int(m.W) > 1+len(tb.secondaries) || !m.Bound.Valid() || m.Budget < 0 {
-		return wire.Invalid
-	}
-	return n.checkWrite(tb, m.Key, m.Value, m.MinTS, m.Test)
-}
-
-// checkWrite validates what a Put, or a Forward of one, writes: its key
-// (in the tablet, which the caller has checked for a Put), value, test
-// and session minimum.
-func (n *Node) checkWrite(tb *tablet, key string, value []byte, minTS hlc.Timestamp, test *wire.Test) wire.Code {
-	switch {
-	case len(key) > n.opts.MaxKeyBytes || len(value) > n.opts.MaxValueBytes:
-		return wire.TooLarge
-	case !tb.holds(key):
-		return wire.WrongTablet
-	case test != nil && (len(test.Key) > n.opts.MaxKeyBytes || !tb.holds(test.Key)):
-		return wire.Invalid
-	case minTS.WallNanos > n.env.WallNanos()+int64(maxClockLead):
-		// The session's minimum would drag this clock, and every later
-		// timestamp, that far ahead (to the end of time, where it cannot
-		// go on): no node issued it.
-		n.env.Logger().Warn("replica: write refused: its session minimum is far ahead of this clock", "min_ts", minTS)
-		return wire.Invalid
-	}
-	return wire.OK
-}
-
-// order assigns the next timestamp to a write at the primary and logs
-// and applies it in one synced batch with extra, after evaluating its
-// test. A write whose test fails is not written; extra still is. ts is
-// zero when nothing was written.
-func (n *Node) order(tb *tablet, key string, value []byte, minTS hlc.Timestamp, test *wire.Test, extra func(*storage.Batch, hlc.Timestamp, wire.Outcome)) (ts hlc.Timestamp, tested wire.Outcome, code wire.Code) {
-	var b storage.Batch
-	if test != nil {
-		tested = wire.Held
-		v, found, err := n.env.Engine().Get(dataKey(tb.ref, test.Key))
-		var value []byte
-		if err == nil && found {
-			_, value, err = decodeVersion(v)
-		}
-		if err != nil {
-			n.storageError(err)
-			return ts, wire.NotEvaluated, wire.StorageFailed
-		}
-		if found != test.Found || (found && string(value) != string(test.Value)) {
-			tested = wire.Failed
-		}
-	}
-	if tested != wire.Failed {
-		n.clock.Update(minTS)
-		ts = n.clock.Now()
-		b.Set(logKey(tb.ref, ts), encodeLogRecord(key, value))
-		b.Set(dataKey(tb.ref, key), encodeVersion(ts, value))
-		b.Set(metaKey(tb.ref, metaLast), appendTS(nil, ts))
-	}
-	if extra != nil {
-		extra(&b, ts, tested)
-	}
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
-		return hlc.Timestamp{}, wire.NotEvaluated, wire.StorageFailed
-	}
-	return ts, tested, wire.OK
-}
-
-// push sends a newly ordered version to the secondaries: in push mode,
-// or when need replicas must hold it, with an acknowledgement asked.
-func (n *Node) push(tb *tablet, prev hlc.Timestamp, e wire.Entry, need int) {
-	if tb.mode != wire.ModePush && need <= 1 {
-		return
-	}
-	for _, s := range tb.secondaries {
-		if need > 1 {
-			n.timePushSent(tb, s, e.TS)
-		}
-		n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: e, Ack: need > 1})
-		n.metrics.PushesSent++
-		n.metrics.EntriesSent++
-	}
-}
-
 // stagedPut takes a Put with a bound at any replica of its tablet.
 func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 	n.metrics.StagedPuts++
@@ -449,6 +366,68 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	}
 }
 
+// progressForward is progress for a receiver's staged write: its
+// ForwardAck goes once the table's write level holds it, and again with
+// the holders once need do (every replica, when its bound asks for
+// that). Once its wait has run out it waits on for the write level
+// alone, without a timer.
+func (n *Node) progressForward(tb *tablet, w *putWait, expired bool) bool {
+	count := holders(tb, w.ts)
+	ack := func() {
+		n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Tested: w.tested,
+			Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
+	}
+	if !w.levelSent && count >= w.level {
+		w.levelSent = true
+		ack()
+		return count < w.need && !expired
+	}
+	if count >= w.need || (expired && w.levelSent) {
+		if w.levelSent && count > w.level {
+			ack()
+		}
+		return false
+	}
+	if expired {
+		w.need = w.level
+	}
+	return true
+}
+
+// progressStaged is progress for a bounded Put the primary took itself:
+// answered with its stage once need replicas hold it or its wait runs
+// out; answered Transmitted if that is before the table's write level,
+// and then sent a Resolved once the write level holds it.
+func (n *Node) progressStaged(tb *tablet, w *putWait, expired bool) bool {
+	count := holders(tb, w.ts)
+	if w.answered {
+		if count >= w.level {
+			n.env.Send(w.from, &wire.Resolved{Tablet: tb.ref, WriteID: w.seq, TS: w.ts})
+			return false
+		}
+		return true
+	}
+	if count < w.need && !expired {
+		return true
+	}
+	reply := &wire.PutReply{Req: w.req, TS: w.ts, Acks: int32(count), Stage: wire.Coordinated, WriteID: w.seq,
+		Holders: holderIDs(tb, w.ts, n.env.ID()), Tested: w.tested}
+	switch {
+	case count == 1+len(tb.secondaries):
+		reply.Stage = wire.Executed
+		n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+	case count < w.level:
+		// Ordered, not yet at the write level: answered as not yet
+		// coordinated, resolved later.
+		reply.Stage, reply.TS, reply.Holders = wire.Transmitted, hlc.Timestamp{}, nil
+		n.env.Send(w.from, reply)
+		w.answered, w.need = true, w.level
+		return true
+	}
+	n.env.Send(w.from, reply)
+	return false
+}
+
 // recordOrigin returns the addition to an ordering batch that records a
 // receiver's write seq as ordered, with its result, and forgets the
 // result a window earlier, which the receiver can no longer ask for
@@ -498,23 +477,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	case m.Seq <= o.seq:
 		// Delivered again, or its acknowledgement was lost.
 		n.metrics.DuplicateForwards++
-		v, ok, err := n.env.Engine().Get(resultKey(tb.ref, from, m.Seq))
-		var r result
-		if err == nil && ok {
-			r, err = decodeResult(v)
-		}
-		if err != nil {
-			n.storageError(err)
-			return
-		}
-		if !ok || (!r.ts.IsZero() && holders(tb, r.ts) < level) {
-			// Forgotten (not asked for again by a receiver within its
-			// window), or not yet at the table's write level: the
-			// receiver asks again.
-			return
-		}
-		n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: r.code, TS: r.ts, Tested: r.tested,
-			Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID())})
+		n.reackForward(from, tb, m.Seq, level)
 		return
 	case m.Seq != o.seq+1:
 		// An earlier one was lost: the receiver resends from it.
@@ -563,6 +526,28 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	}
 }
 
+// reackForward answers a Forward delivered again from the write's
+// recorded result.
+func (n *Node) reackForward(from wire.NodeID, tb *tablet, seq uint64, level int) {
+	v, ok, err := n.env.Engine().Get(resultKey(tb.ref, from, seq))
+	var r result
+	if err == nil && ok {
+		r, err = decodeResult(v)
+	}
+	if err != nil {
+		n.storageError(err)
+		return
+	}
+	if !ok || (!r.ts.IsZero() && holders(tb, r.ts) < level) {
+		// Forgotten (not asked for again by a receiver within its
+		// window), or not yet at the table's write level: the
+		// receiver asks again.
+		return
+	}
+	n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: seq, Code: r.code, TS: r.ts, Tested: r.tested,
+		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID())})
+}
+
 // originOf returns what the primary has ordered of a receiver's writes.
 func (n *Node) originOf(tb *tablet, from wire.NodeID) (origin, error) {
 	if o, ok := tb.origins[from]; ok {
@@ -598,16 +583,7 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	i := slices.IndexFunc(tb.staged, func(w *stagedWrite) bool { return w.seq == m.Seq })
 	if i < 0 || tb.staged[i].acked {
 		// Execution reported later (Forward.W), or a duplicate.
-		for _, p := range tb.boundedPuts {
-			if p.seq == m.Seq && p.stage >= wire.Coordinated && m.Acks > p.acks {
-				p.acks, p.holders = m.Acks, m.Holders
-				if int(m.Acks) == 1+len(tb.secondaries) {
-					p.stage = wire.Executed
-					costs.spread.Add(n.elapsed(), 1, now.Sub(p.coordAt))
-				}
-			}
-		}
-		n.answerPuts(tb)
+		n.executedLater(tb, m, costs, now)
 		return
 	}
 	w := tb.staged[i]
@@ -639,35 +615,58 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 			p.stage = wire.Executed
 		}
 	}
+	n.dropAckedPrefix(tb)
+	n.answerPuts(tb)
+	n.sendForwards(tb)
+	n.advanceReads(tb)
+}
+
+// executedLater takes a ForwardAck that reports more replicas holding
+// a coordinated write (Forward.W), or a duplicate, and answers the Puts
+// now executed, timing their spread (dConssandra 5-B) as of now.
+func (n *Node) executedLater(tb *tablet, m *wire.ForwardAck, costs *stepCosts, now time.Time) {
+	for _, p := range tb.boundedPuts {
+		if p.seq == m.Seq && p.stage >= wire.Coordinated && m.Acks > p.acks {
+			p.acks, p.holders = m.Acks, m.Holders
+			if int(m.Acks) == 1+len(tb.secondaries) {
+				p.stage = wire.Executed
+				costs.spread.Add(n.elapsed(), 1, now.Sub(p.coordAt))
+			}
+		}
+	}
+	n.answerPuts(tb)
+}
+
+// dropAckedPrefix deletes the staging records of the acknowledged
+// prefix of the staged writes and advances the forward mark over it.
+func (n *Node) dropAckedPrefix(tb *tablet) {
 	done := 0
 	for done < len(tb.staged) && tb.staged[done].acked {
 		done++
 	}
-	if done > 0 {
-		var b storage.Batch
-		for _, w := range tb.staged[:done] {
-			b.Delete(stageKey(tb.ref, w.seq))
-		}
-		last := tb.staged[done-1]
-		forwarded := origin{seq: last.seq, ts: last.ts}
-		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
-		// Not synced: were it lost, the records are forwarded again after
-		// a restart and the primary answers from its recorded results.
-		if err := n.env.Engine().Apply(&b, false); err != nil {
-			// Forwarded again, the writes are acknowledged again from
-			// their recorded results, and their records deleted then.
-			n.storageError(err)
-			for _, w := range tb.staged[:done] {
-				w.acked, w.sent = false, false
-			}
-		} else {
-			tb.forwarded = forwarded
-			tb.staged = slices.Delete(tb.staged, 0, done)
-		}
+	if done == 0 {
+		return
 	}
-	n.answerPuts(tb)
-	n.sendForwards(tb)
-	n.advanceReads(tb)
+	var b storage.Batch
+	for _, w := range tb.staged[:done] {
+		b.Delete(stageKey(tb.ref, w.seq))
+	}
+	last := tb.staged[done-1]
+	forwarded := origin{seq: last.seq, ts: last.ts}
+	b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
+	// Not synced: were it lost, the records are forwarded again after
+	// a restart and the primary answers from its recorded results.
+	if err := n.env.Engine().Apply(&b, false); err != nil {
+		// Forwarded again, the writes are acknowledged again from
+		// their recorded results, and their records deleted then.
+		n.storageError(err)
+		for _, w := range tb.staged[:done] {
+			w.acked, w.sent = false, false
+		}
+		return
+	}
+	tb.forwarded = forwarded
+	tb.staged = slices.Delete(tb.staged, 0, done)
 }
 
 // answerPuts answers the waiting Puts whose chosen stage is reached.
@@ -982,15 +981,4 @@ func decodeOrigin(b []byte) (origin, error) {
 	}
 	ts, err := decodeTS(b[8:])
 	return origin{seq: binary.BigEndian.Uint64(b), ts: ts}, err
-}
-
-// holderIDs names the replicas known to hold ts, the primary first.
-func holderIDs(tb *tablet, ts hlc.Timestamp, self wire.NodeID) []wire.NodeID {
-	out := []wire.NodeID{self}
-	for _, s := range tb.secondaries {
-		if high, ok := tb.acked[s]; ok && !high.Less(ts) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
