@@ -2,7 +2,6 @@ package cosla
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,10 +70,7 @@ func (c *Client) CreateCausalTable(ctx context.Context, spec CausalTableSpec) er
 	if err != nil {
 		return err
 	}
-	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
-		core.CreateTable(l, func(err error) { ch <- err })
-	})
-	return errors.Join(cerr, err)
+	return closedErr(c.h.CreateTable(ctx, l))
 }
 
 // Causal reports whether the table is a causal table (CreateCausalTable).

@@ -7,22 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/node"
-	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
-	"github.com/cosla/cosla/internal/runtime/host"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -166,14 +159,7 @@ type Config struct {
 // use; operations run one at a time through the client's protocol core,
 // but many may be outstanding.
 type Client struct {
-	id        wire.NodeID
-	transport *host.Transport
-	node      atomic.Pointer[host.Node]
-	core      *clientcore.Client
-
-	// closed is closed by Close: calls waiting for the core give up.
-	closed    chan struct{}
-	closeOnce sync.Once
+	h *hostclient.Client
 }
 
 // Open returns a client of the nodes in cfg. It does not wait for them:
@@ -203,9 +189,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err := wire.CheckIdentifier("Config.Name", cfg.Name); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -219,36 +202,23 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		peers[wire.NodeID(id)] = addr
 	}
-	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name), closed: make(chan struct{})}
-	// The replicas the core monitors: every node but the sites'
-	// coordinators and caches of causal tables.
-	var replicas []wire.NodeID
-	for _, id := range slices.Sorted(maps.Keys(peers)) {
-		if !causal.RoleNode(id) {
-			replicas = append(replicas, id)
-		}
-	}
-	c.core = clientcore.New(clientcore.Options{
-		Nodes:            replicas,
-		RequestTimeout:   cfg.RequestTimeout,
-		ProbeInterval:    cfg.ProbeInterval,
-		RTTWindow:        cfg.RTTWindow,
-		AdaptiveProbing:  cfg.AdaptiveProbing,
-		ClockUncertainty: cfg.ClockUncertainty,
-		MaxKeyBytes:      cfg.MaxKeyBytes,
-		MaxValueBytes:    cfg.MaxValueBytes,
-		MaxSessions:      cfg.MaxSessions,
-		SLAWindow:        cfg.SLAWindow,
-		Measure:          clientcore.MeasureNeeded,
-	})
-	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
-	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
+	h, err := hostclient.Open(hostclient.Options{ID: wire.NodeID(cfg.Site + "/" + cfg.Name), Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger,
+		Core: clientcore.Options{
+			RequestTimeout:   cfg.RequestTimeout,
+			ProbeInterval:    cfg.ProbeInterval,
+			RTTWindow:        cfg.RTTWindow,
+			AdaptiveProbing:  cfg.AdaptiveProbing,
+			ClockUncertainty: cfg.ClockUncertainty,
+			MaxKeyBytes:      cfg.MaxKeyBytes,
+			MaxValueBytes:    cfg.MaxValueBytes,
+			MaxSessions:      cfg.MaxSessions,
+			SLAWindow:        cfg.SLAWindow,
+			Measure:          clientcore.MeasureNeeded,
+		}})
 	if err != nil {
-		c.transport.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	c.node.Store(n)
-	return c, nil
+	return &Client{h}, nil
 }
 
 // LoadTLS reads a client certificate, its key and the cluster's
@@ -282,56 +252,31 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
-	if to != c.id {
-		return false
-	}
-	if n := c.node.Load(); n != nil {
-		n.Deliver(from, m)
-	}
-	return true
-}
-
 // ID returns the client's node identity, "site/name".
-func (c *Client) ID() string { return string(c.id) }
+func (c *Client) ID() string { return string(c.h.ID()) }
 
 // Close disconnects the client. Operations in flight fail with ErrClosed
 // at once, and so does every later call, a second Close included.
 func (c *Client) Close() error {
-	err := ErrClosed
-	c.closeOnce.Do(func() {
-		close(c.closed)
-		c.node.Load().Stop()
-		c.transport.Close()
-		err = nil
-	})
-	return err
+	if c.h.Close() != nil {
+		return ErrClosed
+	}
+	return nil
 }
 
 // call runs start on the client's goroutine and waits for the result it
 // delivers through the channel it is given, for ctx, or for Close.
 func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
-	var zero T
-	select {
-	case <-c.closed:
-		return zero, ErrClosed
-	default:
+	r, err := hostclient.Call(ctx, c.h, start)
+	return r, closedErr(err)
+}
+
+// closedErr is the shell's error in this package's words.
+func closedErr(err error) error {
+	if errors.Is(err, hostclient.ErrClosed) {
+		return ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	ch := make(chan T, 1)
-	if err := c.node.Load().Post(func(node.Handler) { start(c.core, ch) }); err != nil {
-		return zero, ErrClosed
-	}
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-c.closed:
-		return zero, ErrClosed
-	}
+	return err
 }
 
 // Partition says how a table's keys map to its tablets.
@@ -412,10 +357,7 @@ func (s TableSpec) layout() wire.Layout {
 // creation draws a new table ID, so creating a table of an existing name
 // fails with ErrTableExists.
 func (c *Client) CreateTable(ctx context.Context, spec TableSpec) error {
-	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
-		core.CreateTable(spec.layout(), func(err error) { ch <- err })
-	})
-	return errors.Join(cerr, err)
+	return closedErr(c.h.CreateTable(ctx, spec.layout()))
 }
 
 // DeleteTable deletes a table and all its data.
@@ -454,20 +396,11 @@ func (t *Table) Name() string {
 // Gets choose among measured nodes (Pileus 4.5) without waiting for nodes
 // they do not need. That wait is not counted in Result.RTT.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
-	type result struct {
-		t   *clientcore.Table
-		err error
-	}
-	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
-		core.OpenTable(name, func(t *clientcore.Table, err error) { ch <- result{t, err} })
-	})
+	t, err := c.h.OpenTable(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, closedErr(err)
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return &Table{c, r.t}, nil
+	return &Table{c, t}, nil
 }
 
 // Session is the scope of the session guarantees: read-my-writes,
