@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -42,24 +43,20 @@ type RingSpec struct {
 }
 
 func (s CausalTableSpec) layout() (wire.Layout, error) {
-	c := &wire.CausalLayout{Static: s.Static}
+	var rings []wire.Ring
 	for _, r := range s.Rings {
 		wr := wire.Ring{Name: r.Name}
 		for _, id := range r.Nodes {
 			wr.Nodes = append(wr.Nodes, wire.NodeID(id))
 		}
-		c.Rings = append(c.Rings, wr)
+		rings = append(rings, wr)
 	}
 	for _, site := range s.Sites {
 		if site == "" || strings.Contains(site, "/") {
 			return wire.Layout{}, fmt.Errorf("%w: causal table %q: site %q: want a site name without '/'", ErrInvalid, s.Name, site)
 		}
-		c.Coordinators = append(c.Coordinators, wire.NodeID(site+"/cc"))
-		if s.Caches {
-			c.Caches = append(c.Caches, wire.NodeID(site+"/cache"))
-		}
 	}
-	return wire.Layout{Name: s.Name, Causal: c}, nil
+	return causal.TableLayout(s.Name, rings, s.Sites, s.Caches, s.Static), nil
 }
 
 // CreateCausalTable creates a causal table on its storage nodes and its

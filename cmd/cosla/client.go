@@ -94,9 +94,11 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if err := errors.Join(wire.CheckIdentifier("--table", tg.table), wire.CheckIdentifier("--site", tg.site)); err != nil {
 		return nil, usageError{err}
 	}
-	if tg.config, err = a.Config(tg.site); err != nil {
+	nodes, err := a.Nodes(tg.site)
+	if err != nil {
 		return nil, usagef("--site: %w", err)
 	}
+	tg.config = cosla.Config{Site: tg.site, Nodes: nodes, TLS: a.TLS, Insecure: a.TLS == nil}
 	return tg, nil
 }
 

@@ -188,7 +188,7 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 	if f.Create == nil {
 		return fmt.Errorf("%s names no table to create (no create section)", *config)
 	}
-	spec, err := cluster.TableSpec(*f.Create)
+	spec, err := fileTableSpec(*f.Create)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *config, err)
 	}
@@ -212,4 +212,29 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "created table %s: %d tablet(s), primary %s\n", spec.Name, len(spec.Tablets), spec.Tablets[0].Primary)
 	}
 	return nil
+}
+
+// fileTableSpec is the table a client file's create section describes,
+// as `cosla cluster init` creates it.
+func fileTableSpec(t clientfile.Table) (cosla.TableSpec, error) {
+	spec := cosla.TableSpec{Name: t.Name, PullInterval: t.PullInterval, Push: t.Push}
+	switch t.Partition {
+	case "", "range":
+		spec.Partition = cosla.ByRange
+	case "hash":
+		spec.Partition = cosla.ByHash
+	default:
+		return spec, fmt.Errorf("%w: create.partition: want range or hash, got %q", clientfile.ErrInvalid, t.Partition)
+	}
+	if t.WriteLevel != "" {
+		level, err := cosla.ParseLevel(t.WriteLevel)
+		if err != nil {
+			return spec, fmt.Errorf("%w: create.write_level: %v", clientfile.ErrInvalid, err)
+		}
+		spec.WriteLevel = level
+	}
+	for _, ts := range t.Tablets {
+		spec.Tablets = append(spec.Tablets, cosla.TabletSpec{Start: ts.Start, Primary: ts.Primary, Secondaries: ts.Secondaries})
+	}
+	return spec, nil
 }

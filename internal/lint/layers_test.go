@@ -20,7 +20,7 @@ var layerRules = []struct {
 	forbidden []string
 }{
 	{"internal/core", []string{"", "internal/runtime", "internal/lab", "cmd"}},
-	{"internal/runtime", []string{"internal/lab", "cmd"}},
+	{"internal/runtime", []string{"", "internal/lab", "cmd"}},
 	{"internal/lab", []string{"cmd"}},
 }
 
