@@ -3,7 +3,6 @@ package cosla
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
@@ -64,45 +62,6 @@ var (
 	// matches ErrSLAUnmet or ErrTimeout.
 	ErrWriteBack = clientcore.ErrWriteBack
 )
-
-// QuorumTimeoutError is the error of a Put that missed its write level:
-// the version's timestamp, the replicas it waited for and those that held
-// it when the primary answered.
-type QuorumTimeoutError = clientcore.QuorumTimeoutError
-
-// Level is a read or write level (CPQ): a number of a tablet's replicas,
-// or One, Quorum (a majority) or All.
-type Level = clientcore.Level
-
-// Levels.
-const (
-	One    = clientcore.One
-	Quorum = clientcore.Quorum
-	All    = clientcore.All
-)
-
-// ParseLevel reads "one", "quorum", "all" or a positive count.
-func ParseLevel(s string) (Level, error) { return clientcore.ParseLevel(s) }
-
-// Timestamp is a version's update timestamp: a hybrid logical clock value,
-// totally ordered.
-type Timestamp = hlc.Timestamp
-
-// Strategy chooses the replica a Get goes to: Pileus (the default) by
-// expected utility, or one of the paper's fixed baselines.
-type Strategy = clientcore.Strategy
-
-// Strategies (Pileus 5.1).
-const (
-	Pileus  = clientcore.Pileus
-	Primary = clientcore.Primary
-	Random  = clientcore.Random
-	Closest = clientcore.Closest
-)
-
-// ParseStrategy returns the strategy named "pileus", "primary", "random"
-// or "closest".
-func ParseStrategy(name string) (Strategy, error) { return clientcore.ParseStrategy(name) }
 
 // Config configures a Client.
 type Config struct {
@@ -335,7 +294,7 @@ type TabletSpec struct {
 }
 
 func (s TableSpec) layout() wire.Layout {
-	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition), WriteLevel: s.WriteLevel,
+	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition), WriteLevel: wire.Level(s.WriteLevel),
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
 	if s.Push {
 		l.Replication.Mode = wire.ModePush
@@ -491,16 +450,16 @@ func (l LevelOption) put(o *clientcore.PutOptions) {
 
 // WithReadLevel makes Gets ask r replicas and return the newest version
 // any holds. Applied to a Put it does nothing.
-func WithReadLevel(r Level) LevelOption { return LevelOption{read: clientcore.Fixed(r)} }
+func WithReadLevel(r Level) LevelOption { return LevelOption{read: clientcore.Fixed(wire.Level(r))} }
 
 // WithWriteLevel makes Puts wait until w replicas, the primary included,
 // hold the version. Applied to a Get it does nothing.
-func WithWriteLevel(w Level) LevelOption { return LevelOption{write: clientcore.Fixed(w)} }
+func WithWriteLevel(w Level) LevelOption { return LevelOption{write: clientcore.Fixed(wire.Level(w))} }
 
 // WithCPQ is continuous partial quorums (CPQ 3.2): each Get and Put uses
 // level b with probability p, a otherwise.
 func WithCPQ(p float64, a, b Level) LevelOption {
-	c := clientcore.Mix(p, a, b)
+	c := clientcore.Mix(p, wire.Level(a), wire.Level(b))
 	return LevelOption{read: c, write: c}
 }
 
@@ -553,7 +512,7 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 		err error
 	}
 	r, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- result) {
-		s, err := core.BeginSession(t.t, agreement, cfg.strategy)
+		s, err := core.BeginSession(t.t, agreement, clientcore.Strategy(cfg.strategy))
 		if err == nil {
 			if err = s.SetPolicy(cfg.policy); err != nil {
 				core.EndSession(s)
@@ -625,29 +584,15 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, 
 	if report != nil {
 		*report = writeResult(r.r)
 	}
-	return r.r.TS, err
+	return Timestamp(r.r.TS), publicErr(err)
 }
-
-// Bound is how long an operation may take (dConssandra; DESIGN.md
-// section 4): Immediate, Unbounded, or a positive duration (Within).
-type Bound = wire.Bound
-
-// The bounds that are not durations: Immediate answers a Put once the
-// receiving replica holds it durably, and a Get at once with what the
-// replica holds; Unbounded answers a Put once every replica has applied
-// it, and a Get once its replica holds every write the primary ordered
-// before it.
-const (
-	Immediate = wire.Immediate
-	Unbounded = wire.Unbounded
-)
 
 // Within returns the bound of a duration. A zero or negative duration is
 // refused by WithBound: Immediate is the bound for an answer without
 // waiting.
 func Within(d time.Duration) Bound {
 	if d < 0 {
-		return clientcore.NegativeBound
+		return Bound(clientcore.NegativeBound)
 	}
 	return Bound(d)
 }
@@ -665,27 +610,13 @@ type BoundOption struct{ b Bound }
 // Result.Pending; ErrNull when it could apply none of the key's).
 func WithBound(b Bound) BoundOption {
 	if b == 0 {
-		b = clientcore.ZeroBound
+		b = Bound(clientcore.ZeroBound)
 	}
 	return BoundOption{b}
 }
 
-func (o BoundOption) put(p *clientcore.PutOptions) { p.Bound = o.b }
-func (o BoundOption) get(g *clientcore.GetOptions) { g.Bound = o.b }
-
-// Stage is how far a bounded write got: received (durable at the
-// receiving replica), transmitted (sent on to the primary), coordinated
-// (ordered by the primary: it has its timestamp) or executed (applied at
-// every replica).
-type Stage = wire.Stage
-
-// The stages of a write.
-const (
-	Received    = wire.Received
-	Transmitted = wire.Transmitted
-	Coordinated = wire.Coordinated
-	Executed    = wire.Executed
-)
+func (o BoundOption) put(p *clientcore.PutOptions) { p.Bound = wire.Bound(o.b) }
+func (o BoundOption) get(g *clientcore.GetOptions) { g.Bound = wire.Bound(o.b) }
 
 // WriteResult says how far a Put or ReadTestWrite got.
 type WriteResult struct {
@@ -709,16 +640,6 @@ type WriteResult struct {
 	Acks int
 }
 
-// Outcome is what a ReadTestWrite's test found.
-type Outcome = wire.Outcome
-
-// Test outcomes.
-const (
-	NotEvaluated = wire.NotEvaluated
-	Held         = wire.Held
-	Failed       = wire.Failed
-)
-
 type putFunc func(*clientcore.PutOptions)
 
 func (f putFunc) put(o *clientcore.PutOptions) { f(o) }
@@ -731,7 +652,7 @@ type writeResultOption struct{ r *WriteResult }
 func (writeResultOption) put(*clientcore.PutOptions) {}
 
 func writeResult(p clientcore.PutResult) WriteResult {
-	w := WriteResult{TS: p.TS, Node: string(p.Node), RTT: p.RTT, Stage: p.Stage, WriteID: p.WriteID, Tested: p.Tested, Acks: p.Acks}
+	w := WriteResult{TS: Timestamp(p.TS), Node: string(p.Node), RTT: p.RTT, Stage: Stage(p.Stage), WriteID: p.WriteID, Tested: Outcome(p.Tested), Acks: p.Acks}
 	for _, h := range p.Holders {
 		w.Holders = append(w.Holders, string(h))
 	}
@@ -781,160 +702,7 @@ func WithHedge(cost float64) GetOption {
 
 // WithGetStrategy makes one Get use a strategy other than the session's.
 func WithGetStrategy(s Strategy) GetOption {
-	return getFunc(func(o *clientcore.GetOptions) { o.Strategy = s })
-}
-
-// Result says what a Get delivered and how.
-type Result struct {
-	// Met is the index in the SLA of the subSLA met, or -1; SubSLA is that
-	// subSLA, and Consistency its guarantee, the consistency delivered.
-	Met         int
-	SubSLA      sla.SubSLA
-	Consistency sla.Consistency
-	// Found is false if the replica held no version of the key.
-	Found bool
-	// RTT is the measured round trip.
-	RTT time.Duration
-	// Node is the replica the Get went to, Primary whether it was the
-	// tablet's primary.
-	Node    string
-	Primary bool
-	// VersionTS is the timestamp of the version read; HighTS the
-	// replica's high timestamp.
-	VersionTS Timestamp
-	HighTS    Timestamp
-	// Strategy chose the replica; Target is the subSLA it aimed at (-1 for
-	// fixed strategies) and ExpectedUtility that target's expected utility.
-	Strategy        Strategy
-	Target          int
-	ExpectedUtility float64
-	// Retried: the Get fell back to another node after a miss
-	// (WithRetryAfterMiss); Node is the one whose reply was used.
-	// Hedged: the Get went to two nodes at once and Node's reply was
-	// used (WithHedge).
-	Retried, Hedged bool
-	// Level is the number of replicas the Get asked (its read level).
-	// With more than one, Replies holds each one's answer, Node is the one
-	// whose (newest) version was returned (the primary whenever it
-	// answered, since it holds the newest) and Primary says whether Node
-	// is the primary; HighTS is the largest high timestamp among them;
-	// Quorum says that a strong subSLA was met without the primary
-	// because the read overlaps the table's write level (r + w > N).
-	// Repaired counts the stale replicas asked to catch up to the
-	// version returned (WithReadRepair), Held the replicas known to hold
-	// it when the Get answered, a majority when the Get wrote back.
-	Level    int
-	Replies  []ReplicaRead
-	Quorum   bool
-	Repaired int
-	Held     int
-	// Delay is the artificial delay the Get waited (WithDelay), counted
-	// in RTT.
-	Delay time.Duration
-	// TuneP is the tuner's probability of a QUORUM read when this Get's
-	// level was drawn (WithTuner).
-	TuneP float64
-	// Staleness is the client's estimate, when the reply came, of how far
-	// the replica read (with several, the freshest) trailed the tablet's
-	// primary: zero for the primary, else the client's clock (or a newer
-	// high timestamp seen of the tablet) less HighTS; see
-	// ReplicaEstimate. It is zero, and unknown, while HighTS is: no reply
-	// came, or the replica has yet to receive anything of the tablet.
-	Staleness time.Duration
-	// A bounded Get (WithBound) reports its Bound, the pending writes
-	// its replica Applied within it and those still Pending, and Null
-	// when it could apply none of the key's (ErrNull). Its bound is its
-	// contract: it returns the value read whether or not a subSLA was
-	// met, and Met says which, if any. FromSession says that the value
-	// is the session's own pending write, on any Get.
-	Bound   Bound
-	Applied int
-	Pending int
-	Null    bool
-	// Causal says, for a causal table, where the value came from; nil for
-	// other tables.
-	Causal      *CausalRead
-	FromSession bool
-}
-
-// ReplicaRead is one replica's answer to a Get of several replicas: its
-// version of the key, its high timestamp and its round trip from the
-// Get's start.
-type ReplicaRead = clientcore.ReplicaRead
-
-// Utility is the utility delivered: the met subSLA's, or zero.
-func (r Result) Utility() float64 {
-	if r.Met < 0 {
-		return 0
-	}
-	return r.SubSLA.Utility
-}
-
-// MarshalJSON writes the result with durations in milliseconds, the
-// subSLA and consistency in the SLA text form and timestamps as
-// "seconds.nanoseconds,logical".
-func (r Result) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Met             int      `json:"met"`
-		SubSLA          string   `json:"sub_sla,omitempty"`
-		Consistency     string   `json:"consistency,omitempty"`
-		Utility         float64  `json:"utility"`
-		Found           bool     `json:"found"`
-		RTTMS           float64  `json:"rtt_ms"`
-		Node            string   `json:"node"`
-		Primary         bool     `json:"primary"`
-		VersionTS       string   `json:"version_ts"`
-		HighTS          string   `json:"high_ts"`
-		Strategy        string   `json:"strategy"`
-		Target          int      `json:"target"`
-		ExpectedUtility float64  `json:"expected_utility"`
-		Retried         bool     `json:"retried"`
-		Hedged          bool     `json:"hedged"`
-		Level           int      `json:"level"`
-		Replies         []any    `json:"replies,omitempty"`
-		Quorum          bool     `json:"quorum,omitempty"`
-		Repaired        int      `json:"repaired,omitempty"`
-		Held            int      `json:"held,omitempty"`
-		DelayMS         float64  `json:"delay_ms,omitempty"`
-		TuneP           float64  `json:"tune_p,omitempty"`
-		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
-		Bound           string   `json:"bound,omitempty"`
-		Applied         *int     `json:"applied,omitempty"`
-		Pending         *int     `json:"pending,omitempty"`
-		Null            bool     `json:"null,omitempty"`
-		FromSession     bool     `json:"from_session,omitempty"`
-		Causal          any      `json:"causal,omitempty"`
-	}{
-		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
-		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
-		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
-		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, Held: r.Held, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
-		Null: r.Null, FromSession: r.FromSession,
-	}
-	if r.Bound != wire.NoBound {
-		out.Bound, out.Applied, out.Pending = r.Bound.String(), &r.Applied, &r.Pending
-	}
-	if cr := r.Causal; cr != nil {
-		out.Causal = cr.JSON()
-	}
-	for _, rr := range r.Replies {
-		out.Replies = append(out.Replies, struct {
-			Node      string  `json:"node"`
-			Primary   bool    `json:"primary"`
-			Found     bool    `json:"found"`
-			VersionTS string  `json:"version_ts"`
-			HighTS    string  `json:"high_ts"`
-			RTTMS     float64 `json:"rtt_ms"`
-		}{string(rr.Node), rr.Primary, rr.Found, rr.VersionTS.String(), rr.HighTS.String(), float64(rr.RTT) / float64(time.Millisecond)})
-	}
-	if r.Met >= 0 {
-		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
-	}
-	if !r.HighTS.IsZero() {
-		ms := float64(r.Staleness) / float64(time.Millisecond)
-		out.StalenessMS = &ms
-	}
-	return json.Marshal(out)
+	return getFunc(func(o *clientcore.GetOptions) { o.Strategy = clientcore.Strategy(s) })
 }
 
 // Get reads key in session s. It returns the value and what was delivered;
@@ -944,7 +712,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // value and an error wrapping ErrWriteBack (WithReadRepair).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
 	if err := s.check(c); err != nil {
-		return nil, Result{Met: -1, Target: -1}, err
+		return nil, Result{Met: -1, Selection: Selection{Target: -1}}, err
 	}
 	o := clientcore.GetOptions{RetryAfterMiss: true}
 	for _, f := range opts {
@@ -962,19 +730,10 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	if err == nil {
 		err = r.err
 	}
-	g := r.r
-	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
-		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Held: g.Held, Delay: g.Delay, TuneP: g.TuneP,
-		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
-	if g.Causal != nil {
-		cr := causalRead(*g.Causal)
-		res.Causal = &cr
-	}
+	res := getResult(r.r)
 	if err != nil {
 		res.Met = -1
 		return nil, res, err
 	}
-	return g.Value, res, nil
+	return r.r.Value, res, nil
 }

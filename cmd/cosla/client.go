@@ -18,7 +18,6 @@ import (
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/wire"
-	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/sla"
 )
@@ -79,7 +78,7 @@ type target struct {
 // resolveTarget reads the cluster in f.dir, or the client config file
 // f.config, and checks the flags against it, filling in the defaults.
 func resolveTarget(f *clientFlags) (*target, error) {
-	gets, err := coslaGets(f)
+	agreement, strategy, err := coslaGets(f)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +86,7 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: gets.SLA, strategy: gets.Strategy}
+	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: agreement, strategy: strategy}
 	if tg.table == "" {
 		return nil, usagef("--table: %s names no table; give one", f.config)
 	}
@@ -104,22 +103,22 @@ func resolveTarget(f *clientFlags) (*target, error) {
 
 // coslaGets parses --sla and --strategy: the SLA and strategy of Gets,
 // defaultGetSLA and pileus when not given.
-func coslaGets(f *clientFlags) (driver.Cosla, error) {
+func coslaGets(f *clientFlags) (sla.SLA, cosla.Strategy, error) {
 	spec := f.slaSpec
 	if spec == "" {
 		spec = defaultGetSLA
 	}
 	agreement, err := sla.Resolve(spec)
 	if err != nil {
-		return driver.Cosla{}, usagef("--sla: %v", err)
+		return nil, 0, usagef("--sla: %v", err)
 	}
 	strategy := cosla.Pileus
 	if f.strategy != "" {
 		if strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
-			return driver.Cosla{}, usagef("--strategy: %v", err)
+			return nil, 0, usagef("--strategy: %v", err)
 		}
 	}
-	return driver.Cosla{SLA: agreement, Strategy: strategy}, nil
+	return agreement, strategy, nil
 }
 
 func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
@@ -136,7 +135,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		c.Close()
 		return nil, err
 	}
-	policy, err := f.levels.policy()
+	levels, err := f.levels.levels()
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -146,7 +145,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		// does not serve.
 		tg.agreement, _ = sla.Parse(defaultCausalSLA)
 	}
-	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(policy), cosla.WithStrategy(tg.strategy))...)
+	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(levels), cosla.WithStrategy(tg.strategy))...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -316,7 +315,7 @@ func (f *clientFlags) check() error {
 	if f.timeout <= 0 {
 		return usagef("--timeout %s: want a positive duration such as 30s", f.timeout)
 	}
-	_, err := f.levels.policy()
+	_, err := f.levels.levels()
 	return err
 }
 
@@ -628,7 +627,7 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
 		var list []map[string]any
 		for _, it := range items {
-			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead.JSON()}
+			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead}
 			if it.Found {
 				item["value"] = keyfmt.JSON(it.Value)
 			}

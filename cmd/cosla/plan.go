@@ -65,7 +65,7 @@ func (t *tableFlags) resolve(topo topology.Topology) (topology.Placement, wire.L
 			return placement, 0, usagef("--write-level: %v", err)
 		}
 	}
-	return placement, level, nil
+	return placement, wire.Level(level), nil
 }
 
 // hostFlags collect --host SITE=ADDR.
