@@ -16,9 +16,9 @@ import (
 
 	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // Read and write levels (CPQ; DESIGN.md section 4). A Put's write level w
