@@ -38,6 +38,10 @@ var (
 	ErrSessionEnded = clientcore.ErrSessionEnded
 	// ErrInvalid: the request is malformed: a bad SLA, layout or option.
 	ErrInvalid = clientcore.ErrInvalid
+	// ErrBadLayout: a table's layout is invalid, a causal table's
+	// included: one given to CreateTable or CreateCausalTable, or one a
+	// node or a file holds.
+	ErrBadLayout = wire.ErrBadLayout
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("cosla: client closed")
 	// ErrQuorumTimeout: a Put's write level was not reached before its

@@ -15,6 +15,20 @@ import (
 // the other (Level(l), wire.Level(l)), and each method says what the
 // core's says: the core stays the one implementation.
 
+// The default limits of keys and values (Config.MaxKeyBytes and
+// MaxValueBytes): 4 KiB and 1 MiB.
+const (
+	DefaultMaxKeyBytes   = clientcore.DefaultMaxKeyBytes
+	DefaultMaxValueBytes = clientcore.DefaultMaxValueBytes
+)
+
+// CheckName says what is wrong with a site, node or table name that is
+// not valid UTF-8, naming it as what, or returns nil: names travel as
+// protobuf strings, which must be valid UTF-8, while keys and values may
+// be any bytes. Open, CreateTable and OpenTable check the names they are
+// given; CheckName lets a program check one before anything is sent.
+func CheckName(what, name string) error { return wire.CheckIdentifier(what, name) }
+
 // Level is a read or write level (CPQ): a number of a tablet's replicas,
 // or One, Quorum (a majority) or All. The zero Level is unset, which
 // means One.

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
@@ -90,7 +88,7 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if tg.table == "" {
 		return nil, usagef("--table: %s names no table; give one", f.config)
 	}
-	if err := errors.Join(wire.CheckIdentifier("--table", tg.table), wire.CheckIdentifier("--site", tg.site)); err != nil {
+	if err := errors.Join(cosla.CheckName("--table", tg.table), cosla.CheckName("--site", tg.site)); err != nil {
 		return nil, usageError{err}
 	}
 	nodes, err := a.Nodes(tg.site)
@@ -196,12 +194,12 @@ func readValue(path string) ([]byte, error) {
 		return nil, usagef("--value-file: %w", err)
 	}
 	defer r.Close()
-	value, err := io.ReadAll(io.LimitReader(r, clientcore.DefaultMaxValueBytes+1))
+	value, err := io.ReadAll(io.LimitReader(r, cosla.DefaultMaxValueBytes+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--value-file %s: %w", path, err)
-	case len(value) > clientcore.DefaultMaxValueBytes:
-		return nil, usagef("--value-file %s: over the value limit of %d bytes", path, clientcore.DefaultMaxValueBytes)
+	case len(value) > cosla.DefaultMaxValueBytes:
+		return nil, usagef("--value-file %s: over the value limit of %d bytes", path, cosla.DefaultMaxValueBytes)
 	}
 	return value, nil
 }
@@ -738,7 +736,7 @@ type scriptStep struct {
 
 // maxScriptLine bounds a line of a session script: a put of the largest
 // key and value, with room for the operation and a get's SLA.
-const maxScriptLine = clientcore.DefaultMaxKeyBytes + clientcore.DefaultMaxValueBytes + 4<<10
+const maxScriptLine = cosla.DefaultMaxKeyBytes + cosla.DefaultMaxValueBytes + 4<<10
 
 // readScript parses a session script, checking every line before any runs.
 func readScript(path string) ([]scriptStep, error) {
@@ -765,7 +763,7 @@ func readScript(path string) ([]scriptStep, error) {
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
 		return nil, usagef("%s:%d: line longer than %d bytes (a put's key and value may have up to %d and %d)",
-			path, n, maxScriptLine, clientcore.DefaultMaxKeyBytes, clientcore.DefaultMaxValueBytes)
+			path, n, maxScriptLine, cosla.DefaultMaxKeyBytes, cosla.DefaultMaxValueBytes)
 	}
 	return steps, sc.Err()
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/internal/runtime/topology"
@@ -41,31 +40,22 @@ func (t *tableFlags) add(fs *flag.FlagSet) {
 }
 
 // resolve checks the flags against topo: the placement and write level.
-func (t *tableFlags) resolve(topo topology.Topology) (topology.Placement, wire.Level, error) {
+func (t *tableFlags) resolve(topo topology.Topology) (cluster.Table, error) {
 	switch {
 	case t.pull <= 0:
-		return topology.Placement{}, 0, usagef("--pull-interval must be positive")
+		return cluster.Table{}, usagef("--pull-interval must be positive")
 	case t.tablets < 1:
 		// Placement reads 0 as its default; given on the command line, it
 		// is a mistake.
-		return topology.Placement{}, 0, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
+		return cluster.Table{}, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
 	}
 	placement := topology.Placement{Sites: commaList(t.sites), Replicas: t.replicas, Tablets: t.tablets,
 		Partition: t.partition, Starts: commaList(t.starts)}
-	layout, err := topo.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: t.pull})
+	table, err := cluster.CheckTable(topo, placement, t.pull, t.writeLevel)
 	if err != nil {
-		return placement, 0, usagef("%v", err)
+		return table, usagef("%v", err)
 	}
-	level, err := parseLevelFlag("write-level", t.writeLevel)
-	if err != nil {
-		return placement, 0, err
-	}
-	for _, tablet := range layout.Tablets {
-		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
-			return placement, 0, usagef("--write-level: %v", err)
-		}
-	}
-	return placement, wire.Level(level), nil
+	return table, nil
 }
 
 // hostFlags collect --host SITE=ADDR.
@@ -125,12 +115,12 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	placement, level, err := table.resolve(t)
+	tbl, err := table.resolve(t)
 	if err != nil {
 		return err
 	}
-	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: placement, PullInterval: table.pull,
-		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
+	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: tbl.Placement, PullInterval: table.pull,
+		Push: table.push, WriteLevel: tbl.WriteLevel, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
 	if err != nil {
 		return err
 	}

@@ -395,6 +395,34 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	return nil
 }
 
+// Table is where the table a cluster creates goes and its least write
+// level, as CheckTable reads them.
+type Table struct {
+	Placement  topology.Placement
+	WriteLevel wire.Level
+}
+
+// CheckTable checks the table a cluster of topo would create, before it
+// is started or planned: its placement with pull interval pull, and its
+// least write level (one, quorum, all or a number, as wire.ParseLevel
+// reads it; "" for one) against every tablet's replicas.
+func CheckTable(topo topology.Topology, placement topology.Placement, pull time.Duration, writeLevel string) (Table, error) {
+	t := Table{Placement: placement}
+	l, err := tableLayout(topo, Options{Table: "usertable", Placement: placement, PullInterval: pull})
+	if err != nil || writeLevel == "" {
+		return t, err
+	}
+	if t.WriteLevel, err = wire.ParseLevel(writeLevel); err != nil {
+		return t, fmt.Errorf("write level: %w", err)
+	}
+	for _, tablet := range l.Tablets {
+		if err := t.WriteLevel.Check(1 + len(tablet.Secondaries)); err != nil {
+			return t, fmt.Errorf("write level: %w", err)
+		}
+	}
+	return t, nil
+}
+
 // tableLayout places the table the cluster creates, as opts.Placement
 // says.
 func tableLayout(topo topology.Topology, opts Options) (wire.Layout, error) {
