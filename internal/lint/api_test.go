@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -119,5 +120,27 @@ func (r Result) layout() wire.Layout { return wire.Layout{} }
 		if !containsFinding(got, w) {
 			t.Errorf("no finding %q in %q", w, got)
 		}
+	}
+}
+
+// TestExamplesPublic: the godoc examples import public packages only, so
+// that a user can copy them (issue 26).
+func TestExamplesPublic(t *testing.T) {
+	root := moduleRoot(t)
+	fset := token.NewFileSet()
+	examples := 0
+	for _, rel := range goFiles(t, root, ".") {
+		if !strings.HasSuffix(rel, "example_test.go") || strings.HasPrefix(rel, "internal/") {
+			continue
+		}
+		examples++
+		for _, imp := range parseFile(t, fset, root, rel).Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); isInternal(p) {
+				t.Errorf("%s: imports %s: an example a user copies may import public packages only", rel, p)
+			}
+		}
+	}
+	if examples == 0 {
+		t.Error("no example_test.go outside internal/: update TestExamplesPublic")
 	}
 }
