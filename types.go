@@ -25,8 +25,8 @@ const (
 // CheckName says what is wrong with a site, node or table name that is
 // not valid UTF-8, naming it as what, or returns nil: names travel as
 // protobuf strings, which must be valid UTF-8, while keys and values may
-// be any bytes. Open, CreateTable and OpenTable check the names they are
-// given; CheckName lets a program check one before anything is sent.
+// be any bytes. Open checks the names in its Config; CheckName lets a
+// program check another (a table's) before anything is sent.
 func CheckName(what, name string) error { return wire.CheckIdentifier(what, name) }
 
 // Level is a read or write level (CPQ): a number of a tablet's replicas,

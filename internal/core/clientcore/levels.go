@@ -30,15 +30,6 @@ const (
 	All    = wire.All
 )
 
-// ParseLevel reads "one", "quorum", "all" or a positive count.
-func ParseLevel(s string) (Level, error) {
-	l, err := wire.ParseLevel(s)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return l, nil
-}
-
 // ErrQuorumTimeout is matched (errors.Is) by the error of a Put whose
 // write level was not reached before its deadline. The version is durable
 // at the primary and may still reach more replicas; errors.As gives the
