@@ -46,7 +46,7 @@ const (
 func ParseLevel(s string) (Level, error) {
 	l, err := wire.ParseLevel(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return 0, inputError{err}
 	}
 	return Level(l), nil
 }
@@ -56,10 +56,18 @@ func (l Level) String() string { return wire.Level(l).String() }
 // Check reports whether the level can be met by tablets of n replicas.
 func (l Level) Check(n int) error {
 	if err := wire.Level(l).Check(n); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return inputError{err}
 	}
 	return nil
 }
+
+// inputError is an error of bad input that says what is wrong in the
+// core's words alone (a CLI prints it after the flag's name) and matches
+// ErrInvalid too.
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 
 // Timestamp is a version's update timestamp: a hybrid logical clock value,
 // totally ordered.
