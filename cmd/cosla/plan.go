@@ -51,9 +51,12 @@ func (t *tableFlags) resolve(topo topology.Topology) (cluster.Table, error) {
 	}
 	placement := topology.Placement{Sites: commaList(t.sites), Replicas: t.replicas, Tablets: t.tablets,
 		Partition: t.partition, Starts: commaList(t.starts)}
-	table, err := cluster.CheckTable(topo, placement, t.pull, t.writeLevel)
+	table, err := cluster.CheckTable(topo, placement, t.pull)
 	if err != nil {
 		return table, usagef("%v", err)
+	}
+	if err := table.SetWriteLevel(t.writeLevel); err != nil {
+		return table, usagef("--write-level: %v", err)
 	}
 	return table, nil
 }

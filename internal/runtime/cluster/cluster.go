@@ -396,31 +396,38 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 }
 
 // Table is where the table a cluster creates goes and its least write
-// level, as CheckTable reads them.
+// level, as CheckTable and SetWriteLevel read them.
 type Table struct {
 	Placement  topology.Placement
 	WriteLevel wire.Level
+	layout     wire.Layout
 }
 
 // CheckTable checks the table a cluster of topo would create, before it
-// is started or planned: its placement with pull interval pull, and its
-// least write level (one, quorum, all or a number, as wire.ParseLevel
-// reads it; "" for one) against every tablet's replicas.
-func CheckTable(topo topology.Topology, placement topology.Placement, pull time.Duration, writeLevel string) (Table, error) {
-	t := Table{Placement: placement}
+// is started or planned: its placement with pull interval pull.
+func CheckTable(topo topology.Topology, placement topology.Placement, pull time.Duration) (Table, error) {
 	l, err := tableLayout(topo, Options{Table: "usertable", Placement: placement, PullInterval: pull})
-	if err != nil || writeLevel == "" {
-		return t, err
+	return Table{Placement: placement, layout: l}, err
+}
+
+// SetWriteLevel sets the table's least write level, read as wire.ParseLevel
+// reads it ("" for one), after checking it against every tablet's
+// replicas.
+func (t *Table) SetWriteLevel(s string) error {
+	if s == "" {
+		return nil
 	}
-	if t.WriteLevel, err = wire.ParseLevel(writeLevel); err != nil {
-		return t, fmt.Errorf("write level: %w", err)
+	level, err := wire.ParseLevel(s)
+	if err != nil {
+		return err
 	}
-	for _, tablet := range l.Tablets {
-		if err := t.WriteLevel.Check(1 + len(tablet.Secondaries)); err != nil {
-			return t, fmt.Errorf("write level: %w", err)
+	for _, tablet := range t.layout.Tablets {
+		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
+			return err
 		}
 	}
-	return t, nil
+	t.WriteLevel = level
+	return nil
 }
 
 // tableLayout places the table the cluster creates, as opts.Placement
