@@ -2,11 +2,11 @@ package cosla
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -43,24 +43,20 @@ type RingSpec struct {
 }
 
 func (s CausalTableSpec) layout() (wire.Layout, error) {
-	c := &wire.CausalLayout{Static: s.Static}
+	var rings []wire.Ring
 	for _, r := range s.Rings {
 		wr := wire.Ring{Name: r.Name}
 		for _, id := range r.Nodes {
 			wr.Nodes = append(wr.Nodes, wire.NodeID(id))
 		}
-		c.Rings = append(c.Rings, wr)
+		rings = append(rings, wr)
 	}
 	for _, site := range s.Sites {
 		if site == "" || strings.Contains(site, "/") {
 			return wire.Layout{}, fmt.Errorf("%w: causal table %q: site %q: want a site name without '/'", ErrInvalid, s.Name, site)
 		}
-		c.Coordinators = append(c.Coordinators, wire.NodeID(site+"/cc"))
-		if s.Caches {
-			c.Caches = append(c.Caches, wire.NodeID(site+"/cache"))
-		}
 	}
-	return wire.Layout{Name: s.Name, Causal: c}, nil
+	return causal.TableLayout(s.Name, rings, s.Sites, s.Caches, s.Static), nil
 }
 
 // CreateCausalTable creates a causal table on its storage nodes and its
@@ -71,24 +67,26 @@ func (c *Client) CreateCausalTable(ctx context.Context, spec CausalTableSpec) er
 	if err != nil {
 		return err
 	}
-	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
-		core.CreateTable(l, func(err error) { ch <- err })
-	})
-	return errors.Join(cerr, err)
+	return closedErr(c.h.CreateTable(ctx, l))
 }
 
 // Causal reports whether the table is a causal table (CreateCausalTable).
 func (t *Table) Causal() bool { return t != nil && t.t != nil && t.t.Layout().Causal != nil }
 
 // Source says where a causal table's read came from (Karma Fig. 3).
-type Source = wire.Source
+type Source uint8
 
 // Sources of a causal read.
 const (
-	FromRing   = wire.FromRing
-	FromBuffer = wire.FromBuffer
-	FromCache  = wire.FromCache
+	FromRing   = Source(wire.FromRing)
+	FromBuffer = Source(wire.FromBuffer)
+	FromCache  = Source(wire.FromCache)
 )
+
+func (s Source) String() string { return wire.Source(s).String() }
+
+// MarshalText writes the source as String does.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // CausalRead describes a read of a causal table: the version (its
 // timestamp and the coordinator that wrote it), where it came from (the
@@ -97,31 +95,17 @@ const (
 // ring, so the session is now bound to that ring) and whether the session
 // was bound to a ring when it read (a dynamic ring restriction).
 type CausalRead struct {
-	Version    Timestamp
-	Origin     string
-	Source     Source
-	Ring       int
-	RingName   string
-	InFlight   bool
-	Restricted bool
-}
-
-// JSON is how Result's JSON and the CLI's show a causal read: a value
-// that encoding/json writes with lower-case names.
-func (r CausalRead) JSON() any {
-	return struct {
-		Version    string `json:"version"`
-		Origin     string `json:"origin"`
-		Source     string `json:"source"`
-		Ring       int    `json:"ring"`
-		RingName   string `json:"ring_name,omitempty"`
-		InFlight   bool   `json:"in_flight"`
-		Restricted bool   `json:"restricted"`
-	}{r.Version.String(), r.Origin, r.Source.String(), r.Ring, r.RingName, r.InFlight, r.Restricted}
+	Version    Timestamp `json:"version"`
+	Origin     string    `json:"origin"`
+	Source     Source    `json:"source"`
+	Ring       int       `json:"ring"`
+	RingName   string    `json:"ring_name,omitempty"`
+	InFlight   bool      `json:"in_flight"`
+	Restricted bool      `json:"restricted"`
 }
 
 func causalRead(r clientcore.CausalRead) CausalRead {
-	return CausalRead{Version: r.Version.TS, Origin: string(r.Version.Origin), Source: r.Source, Ring: int(r.Ring),
+	return CausalRead{Version: Timestamp(r.Version.TS), Origin: string(r.Version.Origin), Source: Source(r.Source), Ring: int(r.Ring),
 		RingName: r.RingName, InFlight: r.InFlight, Restricted: r.Restricted}
 }
 

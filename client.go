@@ -3,26 +3,17 @@ package cosla
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/node"
-	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
-	"github.com/cosla/cosla/internal/runtime/host"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -47,6 +38,10 @@ var (
 	ErrSessionEnded = clientcore.ErrSessionEnded
 	// ErrInvalid: the request is malformed: a bad SLA, layout or option.
 	ErrInvalid = clientcore.ErrInvalid
+	// ErrBadLayout: a table's layout is invalid, a causal table's
+	// included: one given to CreateTable or CreateCausalTable, or one a
+	// node or a file holds.
+	ErrBadLayout = wire.ErrBadLayout
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("cosla: client closed")
 	// ErrQuorumTimeout: a Put's write level was not reached before its
@@ -71,45 +66,6 @@ var (
 	// matches ErrSLAUnmet or ErrTimeout.
 	ErrWriteBack = clientcore.ErrWriteBack
 )
-
-// QuorumTimeoutError is the error of a Put that missed its write level:
-// the version's timestamp, the replicas it waited for and those that held
-// it when the primary answered.
-type QuorumTimeoutError = clientcore.QuorumTimeoutError
-
-// Level is a read or write level (CPQ): a number of a tablet's replicas,
-// or One, Quorum (a majority) or All.
-type Level = clientcore.Level
-
-// Levels.
-const (
-	One    = clientcore.One
-	Quorum = clientcore.Quorum
-	All    = clientcore.All
-)
-
-// ParseLevel reads "one", "quorum", "all" or a positive count.
-func ParseLevel(s string) (Level, error) { return clientcore.ParseLevel(s) }
-
-// Timestamp is a version's update timestamp: a hybrid logical clock value,
-// totally ordered.
-type Timestamp = hlc.Timestamp
-
-// Strategy chooses the replica a Get goes to: Pileus (the default) by
-// expected utility, or one of the paper's fixed baselines.
-type Strategy = clientcore.Strategy
-
-// Strategies (Pileus 5.1).
-const (
-	Pileus  = clientcore.Pileus
-	Primary = clientcore.Primary
-	Random  = clientcore.Random
-	Closest = clientcore.Closest
-)
-
-// ParseStrategy returns the strategy named "pileus", "primary", "random"
-// or "closest".
-func ParseStrategy(name string) (Strategy, error) { return clientcore.ParseStrategy(name) }
 
 // Config configures a Client.
 type Config struct {
@@ -166,14 +122,7 @@ type Config struct {
 // use; operations run one at a time through the client's protocol core,
 // but many may be outstanding.
 type Client struct {
-	id        wire.NodeID
-	transport *host.Transport
-	node      atomic.Pointer[host.Node]
-	core      *clientcore.Client
-
-	// closed is closed by Close: calls waiting for the core give up.
-	closed    chan struct{}
-	closeOnce sync.Once
+	h *hostclient.Client
 }
 
 // Open returns a client of the nodes in cfg. It does not wait for them:
@@ -203,9 +152,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err := wire.CheckIdentifier("Config.Name", cfg.Name); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -219,36 +165,23 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		peers[wire.NodeID(id)] = addr
 	}
-	c := &Client{id: wire.NodeID(cfg.Site + "/" + cfg.Name), closed: make(chan struct{})}
-	// The replicas the core monitors: every node but the sites'
-	// coordinators and caches of causal tables.
-	var replicas []wire.NodeID
-	for _, id := range slices.Sorted(maps.Keys(peers)) {
-		if !causal.RoleNode(id) {
-			replicas = append(replicas, id)
-		}
-	}
-	c.core = clientcore.New(clientcore.Options{
-		Nodes:            replicas,
-		RequestTimeout:   cfg.RequestTimeout,
-		ProbeInterval:    cfg.ProbeInterval,
-		RTTWindow:        cfg.RTTWindow,
-		AdaptiveProbing:  cfg.AdaptiveProbing,
-		ClockUncertainty: cfg.ClockUncertainty,
-		MaxKeyBytes:      cfg.MaxKeyBytes,
-		MaxValueBytes:    cfg.MaxValueBytes,
-		MaxSessions:      cfg.MaxSessions,
-		SLAWindow:        cfg.SLAWindow,
-		Measure:          clientcore.MeasureNeeded,
-	})
-	c.transport = host.NewTransport(host.TransportOptions{Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger}, c.deliver)
-	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: cfg.Logger})
+	h, err := hostclient.Open(hostclient.Options{ID: wire.NodeID(cfg.Site + "/" + cfg.Name), Peers: peers, TLS: cfg.TLS, Logger: cfg.Logger,
+		Core: clientcore.Options{
+			RequestTimeout:   cfg.RequestTimeout,
+			ProbeInterval:    cfg.ProbeInterval,
+			RTTWindow:        cfg.RTTWindow,
+			AdaptiveProbing:  cfg.AdaptiveProbing,
+			ClockUncertainty: cfg.ClockUncertainty,
+			MaxKeyBytes:      cfg.MaxKeyBytes,
+			MaxValueBytes:    cfg.MaxValueBytes,
+			MaxSessions:      cfg.MaxSessions,
+			SLAWindow:        cfg.SLAWindow,
+			Measure:          clientcore.MeasureNeeded,
+		}})
 	if err != nil {
-		c.transport.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	c.node.Store(n)
-	return c, nil
+	return &Client{h}, nil
 }
 
 // LoadTLS reads a client certificate, its key and the cluster's
@@ -282,56 +215,31 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
-	if to != c.id {
-		return false
-	}
-	if n := c.node.Load(); n != nil {
-		n.Deliver(from, m)
-	}
-	return true
-}
-
 // ID returns the client's node identity, "site/name".
-func (c *Client) ID() string { return string(c.id) }
+func (c *Client) ID() string { return string(c.h.ID()) }
 
 // Close disconnects the client. Operations in flight fail with ErrClosed
 // at once, and so does every later call, a second Close included.
 func (c *Client) Close() error {
-	err := ErrClosed
-	c.closeOnce.Do(func() {
-		close(c.closed)
-		c.node.Load().Stop()
-		c.transport.Close()
-		err = nil
-	})
-	return err
+	if c.h.Close() != nil {
+		return ErrClosed
+	}
+	return nil
 }
 
 // call runs start on the client's goroutine and waits for the result it
 // delivers through the channel it is given, for ctx, or for Close.
 func call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
-	var zero T
-	select {
-	case <-c.closed:
-		return zero, ErrClosed
-	default:
+	r, err := hostclient.Call(ctx, c.h, start)
+	return r, closedErr(err)
+}
+
+// closedErr is the shell's error in this package's words.
+func closedErr(err error) error {
+	if errors.Is(err, hostclient.ErrClosed) {
+		return ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	ch := make(chan T, 1)
-	if err := c.node.Load().Post(func(node.Handler) { start(c.core, ch) }); err != nil {
-		return zero, ErrClosed
-	}
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-c.closed:
-		return zero, ErrClosed
-	}
+	return err
 }
 
 // Partition says how a table's keys map to its tablets.
@@ -390,7 +298,7 @@ type TabletSpec struct {
 }
 
 func (s TableSpec) layout() wire.Layout {
-	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition), WriteLevel: s.WriteLevel,
+	l := wire.Layout{Name: s.Name, Partition: wire.Partition(s.Partition), WriteLevel: wire.Level(s.WriteLevel),
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: s.PullInterval}}
 	if s.Push {
 		l.Replication.Mode = wire.ModePush
@@ -412,10 +320,7 @@ func (s TableSpec) layout() wire.Layout {
 // creation draws a new table ID, so creating a table of an existing name
 // fails with ErrTableExists.
 func (c *Client) CreateTable(ctx context.Context, spec TableSpec) error {
-	err, cerr := call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
-		core.CreateTable(spec.layout(), func(err error) { ch <- err })
-	})
-	return errors.Join(cerr, err)
+	return closedErr(c.h.CreateTable(ctx, spec.layout()))
 }
 
 // DeleteTable deletes a table and all its data.
@@ -454,20 +359,11 @@ func (t *Table) Name() string {
 // Gets choose among measured nodes (Pileus 4.5) without waiting for nodes
 // they do not need. That wait is not counted in Result.RTT.
 func (c *Client) OpenTable(ctx context.Context, name string) (*Table, error) {
-	type result struct {
-		t   *clientcore.Table
-		err error
-	}
-	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
-		core.OpenTable(name, func(t *clientcore.Table, err error) { ch <- result{t, err} })
-	})
+	t, err := c.h.OpenTable(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, closedErr(err)
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return &Table{c, r.t}, nil
+	return &Table{c, t}, nil
 }
 
 // Session is the scope of the session guarantees: read-my-writes,
@@ -558,16 +454,16 @@ func (l LevelOption) put(o *clientcore.PutOptions) {
 
 // WithReadLevel makes Gets ask r replicas and return the newest version
 // any holds. Applied to a Put it does nothing.
-func WithReadLevel(r Level) LevelOption { return LevelOption{read: clientcore.Fixed(r)} }
+func WithReadLevel(r Level) LevelOption { return LevelOption{read: clientcore.Fixed(wire.Level(r))} }
 
 // WithWriteLevel makes Puts wait until w replicas, the primary included,
 // hold the version. Applied to a Get it does nothing.
-func WithWriteLevel(w Level) LevelOption { return LevelOption{write: clientcore.Fixed(w)} }
+func WithWriteLevel(w Level) LevelOption { return LevelOption{write: clientcore.Fixed(wire.Level(w))} }
 
 // WithCPQ is continuous partial quorums (CPQ 3.2): each Get and Put uses
 // level b with probability p, a otherwise.
 func WithCPQ(p float64, a, b Level) LevelOption {
-	c := clientcore.Mix(p, a, b)
+	c := clientcore.Mix(p, wire.Level(a), wire.Level(b))
 	return LevelOption{read: c, write: c}
 }
 
@@ -620,7 +516,7 @@ func (c *Client) BeginSession(t *Table, agreement sla.SLA, opts ...SessionOption
 		err error
 	}
 	r, err := call(context.Background(), c, func(core *clientcore.Client, ch chan<- result) {
-		s, err := core.BeginSession(t.t, agreement, cfg.strategy)
+		s, err := core.BeginSession(t.t, agreement, clientcore.Strategy(cfg.strategy))
 		if err == nil {
 			if err = s.SetPolicy(cfg.policy); err != nil {
 				core.EndSession(s)
@@ -692,29 +588,15 @@ func (c *Client) Put(ctx context.Context, s *Session, key string, value []byte, 
 	if report != nil {
 		*report = writeResult(r.r)
 	}
-	return r.r.TS, err
+	return Timestamp(r.r.TS), publicErr(err)
 }
-
-// Bound is how long an operation may take (dConssandra; DESIGN.md
-// section 4): Immediate, Unbounded, or a positive duration (Within).
-type Bound = wire.Bound
-
-// The bounds that are not durations: Immediate answers a Put once the
-// receiving replica holds it durably, and a Get at once with what the
-// replica holds; Unbounded answers a Put once every replica has applied
-// it, and a Get once its replica holds every write the primary ordered
-// before it.
-const (
-	Immediate = wire.Immediate
-	Unbounded = wire.Unbounded
-)
 
 // Within returns the bound of a duration. A zero or negative duration is
 // refused by WithBound: Immediate is the bound for an answer without
 // waiting.
 func Within(d time.Duration) Bound {
 	if d < 0 {
-		return clientcore.NegativeBound
+		return Bound(clientcore.NegativeBound)
 	}
 	return Bound(d)
 }
@@ -732,27 +614,13 @@ type BoundOption struct{ b Bound }
 // Result.Pending; ErrNull when it could apply none of the key's).
 func WithBound(b Bound) BoundOption {
 	if b == 0 {
-		b = clientcore.ZeroBound
+		b = Bound(clientcore.ZeroBound)
 	}
 	return BoundOption{b}
 }
 
-func (o BoundOption) put(p *clientcore.PutOptions) { p.Bound = o.b }
-func (o BoundOption) get(g *clientcore.GetOptions) { g.Bound = o.b }
-
-// Stage is how far a bounded write got: received (durable at the
-// receiving replica), transmitted (sent on to the primary), coordinated
-// (ordered by the primary: it has its timestamp) or executed (applied at
-// every replica).
-type Stage = wire.Stage
-
-// The stages of a write.
-const (
-	Received    = wire.Received
-	Transmitted = wire.Transmitted
-	Coordinated = wire.Coordinated
-	Executed    = wire.Executed
-)
+func (o BoundOption) put(p *clientcore.PutOptions) { p.Bound = wire.Bound(o.b) }
+func (o BoundOption) get(g *clientcore.GetOptions) { g.Bound = wire.Bound(o.b) }
 
 // WriteResult says how far a Put or ReadTestWrite got.
 type WriteResult struct {
@@ -776,16 +644,6 @@ type WriteResult struct {
 	Acks int
 }
 
-// Outcome is what a ReadTestWrite's test found.
-type Outcome = wire.Outcome
-
-// Test outcomes.
-const (
-	NotEvaluated = wire.NotEvaluated
-	Held         = wire.Held
-	Failed       = wire.Failed
-)
-
 type putFunc func(*clientcore.PutOptions)
 
 func (f putFunc) put(o *clientcore.PutOptions) { f(o) }
@@ -798,7 +656,7 @@ type writeResultOption struct{ r *WriteResult }
 func (writeResultOption) put(*clientcore.PutOptions) {}
 
 func writeResult(p clientcore.PutResult) WriteResult {
-	w := WriteResult{TS: p.TS, Node: string(p.Node), RTT: p.RTT, Stage: p.Stage, WriteID: p.WriteID, Tested: p.Tested, Acks: p.Acks}
+	w := WriteResult{TS: Timestamp(p.TS), Node: string(p.Node), RTT: p.RTT, Stage: Stage(p.Stage), WriteID: p.WriteID, Tested: Outcome(p.Tested), Acks: p.Acks}
 	for _, h := range p.Holders {
 		w.Holders = append(w.Holders, string(h))
 	}
@@ -848,160 +706,7 @@ func WithHedge(cost float64) GetOption {
 
 // WithGetStrategy makes one Get use a strategy other than the session's.
 func WithGetStrategy(s Strategy) GetOption {
-	return getFunc(func(o *clientcore.GetOptions) { o.Strategy = s })
-}
-
-// Result says what a Get delivered and how.
-type Result struct {
-	// Met is the index in the SLA of the subSLA met, or -1; SubSLA is that
-	// subSLA, and Consistency its guarantee, the consistency delivered.
-	Met         int
-	SubSLA      sla.SubSLA
-	Consistency sla.Consistency
-	// Found is false if the replica held no version of the key.
-	Found bool
-	// RTT is the measured round trip.
-	RTT time.Duration
-	// Node is the replica the Get went to, Primary whether it was the
-	// tablet's primary.
-	Node    string
-	Primary bool
-	// VersionTS is the timestamp of the version read; HighTS the
-	// replica's high timestamp.
-	VersionTS Timestamp
-	HighTS    Timestamp
-	// Strategy chose the replica; Target is the subSLA it aimed at (-1 for
-	// fixed strategies) and ExpectedUtility that target's expected utility.
-	Strategy        Strategy
-	Target          int
-	ExpectedUtility float64
-	// Retried: the Get fell back to another node after a miss
-	// (WithRetryAfterMiss); Node is the one whose reply was used.
-	// Hedged: the Get went to two nodes at once and Node's reply was
-	// used (WithHedge).
-	Retried, Hedged bool
-	// Level is the number of replicas the Get asked (its read level).
-	// With more than one, Replies holds each one's answer, Node is the one
-	// whose (newest) version was returned (the primary whenever it
-	// answered, since it holds the newest) and Primary says whether Node
-	// is the primary; HighTS is the largest high timestamp among them;
-	// Quorum says that a strong subSLA was met without the primary
-	// because the read overlaps the table's write level (r + w > N).
-	// Repaired counts the stale replicas asked to catch up to the
-	// version returned (WithReadRepair), Held the replicas known to hold
-	// it when the Get answered, a majority when the Get wrote back.
-	Level    int
-	Replies  []ReplicaRead
-	Quorum   bool
-	Repaired int
-	Held     int
-	// Delay is the artificial delay the Get waited (WithDelay), counted
-	// in RTT.
-	Delay time.Duration
-	// TuneP is the tuner's probability of a QUORUM read when this Get's
-	// level was drawn (WithTuner).
-	TuneP float64
-	// Staleness is the client's estimate, when the reply came, of how far
-	// the replica read (with several, the freshest) trailed the tablet's
-	// primary: zero for the primary, else the client's clock (or a newer
-	// high timestamp seen of the tablet) less HighTS; see
-	// ReplicaEstimate. It is zero, and unknown, while HighTS is: no reply
-	// came, or the replica has yet to receive anything of the tablet.
-	Staleness time.Duration
-	// A bounded Get (WithBound) reports its Bound, the pending writes
-	// its replica Applied within it and those still Pending, and Null
-	// when it could apply none of the key's (ErrNull). Its bound is its
-	// contract: it returns the value read whether or not a subSLA was
-	// met, and Met says which, if any. FromSession says that the value
-	// is the session's own pending write, on any Get.
-	Bound   Bound
-	Applied int
-	Pending int
-	Null    bool
-	// Causal says, for a causal table, where the value came from; nil for
-	// other tables.
-	Causal      *CausalRead
-	FromSession bool
-}
-
-// ReplicaRead is one replica's answer to a Get of several replicas: its
-// version of the key, its high timestamp and its round trip from the
-// Get's start.
-type ReplicaRead = clientcore.ReplicaRead
-
-// Utility is the utility delivered: the met subSLA's, or zero.
-func (r Result) Utility() float64 {
-	if r.Met < 0 {
-		return 0
-	}
-	return r.SubSLA.Utility
-}
-
-// MarshalJSON writes the result with durations in milliseconds, the
-// subSLA and consistency in the SLA text form and timestamps as
-// "seconds.nanoseconds,logical".
-func (r Result) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Met             int      `json:"met"`
-		SubSLA          string   `json:"sub_sla,omitempty"`
-		Consistency     string   `json:"consistency,omitempty"`
-		Utility         float64  `json:"utility"`
-		Found           bool     `json:"found"`
-		RTTMS           float64  `json:"rtt_ms"`
-		Node            string   `json:"node"`
-		Primary         bool     `json:"primary"`
-		VersionTS       string   `json:"version_ts"`
-		HighTS          string   `json:"high_ts"`
-		Strategy        string   `json:"strategy"`
-		Target          int      `json:"target"`
-		ExpectedUtility float64  `json:"expected_utility"`
-		Retried         bool     `json:"retried"`
-		Hedged          bool     `json:"hedged"`
-		Level           int      `json:"level"`
-		Replies         []any    `json:"replies,omitempty"`
-		Quorum          bool     `json:"quorum,omitempty"`
-		Repaired        int      `json:"repaired,omitempty"`
-		Held            int      `json:"held,omitempty"`
-		DelayMS         float64  `json:"delay_ms,omitempty"`
-		TuneP           float64  `json:"tune_p,omitempty"`
-		StalenessMS     *float64 `json:"staleness_ms,omitempty"`
-		Bound           string   `json:"bound,omitempty"`
-		Applied         *int     `json:"applied,omitempty"`
-		Pending         *int     `json:"pending,omitempty"`
-		Null            bool     `json:"null,omitempty"`
-		FromSession     bool     `json:"from_session,omitempty"`
-		Causal          any      `json:"causal,omitempty"`
-	}{
-		Met: r.Met, Utility: r.Utility(), Found: r.Found, RTTMS: float64(r.RTT) / float64(time.Millisecond),
-		Node: r.Node, Primary: r.Primary, VersionTS: r.VersionTS.String(), HighTS: r.HighTS.String(),
-		Strategy: r.Strategy.String(), Target: r.Target, ExpectedUtility: r.ExpectedUtility, Retried: r.Retried, Hedged: r.Hedged,
-		Level: r.Level, Quorum: r.Quorum, Repaired: r.Repaired, Held: r.Held, DelayMS: float64(r.Delay) / float64(time.Millisecond), TuneP: r.TuneP,
-		Null: r.Null, FromSession: r.FromSession,
-	}
-	if r.Bound != wire.NoBound {
-		out.Bound, out.Applied, out.Pending = r.Bound.String(), &r.Applied, &r.Pending
-	}
-	if cr := r.Causal; cr != nil {
-		out.Causal = cr.JSON()
-	}
-	for _, rr := range r.Replies {
-		out.Replies = append(out.Replies, struct {
-			Node      string  `json:"node"`
-			Primary   bool    `json:"primary"`
-			Found     bool    `json:"found"`
-			VersionTS string  `json:"version_ts"`
-			HighTS    string  `json:"high_ts"`
-			RTTMS     float64 `json:"rtt_ms"`
-		}{string(rr.Node), rr.Primary, rr.Found, rr.VersionTS.String(), rr.HighTS.String(), float64(rr.RTT) / float64(time.Millisecond)})
-	}
-	if r.Met >= 0 {
-		out.SubSLA, out.Consistency = r.SubSLA.String(), r.Consistency.String()
-	}
-	if !r.HighTS.IsZero() {
-		ms := float64(r.Staleness) / float64(time.Millisecond)
-		out.StalenessMS = &ms
-	}
-	return json.Marshal(out)
+	return getFunc(func(o *clientcore.GetOptions) { o.Strategy = clientcore.Strategy(s) })
 }
 
 // Get reads key in session s. It returns the value and what was delivered;
@@ -1011,7 +716,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // value and an error wrapping ErrWriteBack (WithReadRepair).
 func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOption) ([]byte, Result, error) {
 	if err := s.check(c); err != nil {
-		return nil, Result{Met: -1, Target: -1}, err
+		return nil, Result{Met: -1, Selection: Selection{Target: -1}}, err
 	}
 	o := clientcore.GetOptions{RetryAfterMiss: true}
 	for _, f := range opts {
@@ -1029,19 +734,10 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	if err == nil {
 		err = r.err
 	}
-	g := r.r
-	res := Result{Met: g.Met, SubSLA: g.SubSLA, Consistency: g.SubSLA.Consistency, Found: g.Found, RTT: g.RTT,
-		Node: string(g.Node), Primary: g.Primary, VersionTS: g.VersionTS, HighTS: g.HighTS,
-		Strategy: g.Strategy, Target: g.Target, ExpectedUtility: g.ExpectedUtility, Retried: g.Retries > 0, Hedged: g.Hedged,
-		Level: g.Level, Replies: g.Replies, Quorum: g.Quorum, Repaired: g.Repaired, Held: g.Held, Delay: g.Delay, TuneP: g.TuneP,
-		Staleness: g.Staleness, Bound: g.Bound, Applied: g.Applied, Pending: g.Pending, Null: g.Null, FromSession: g.FromSession}
-	if g.Causal != nil {
-		cr := causalRead(*g.Causal)
-		res.Causal = &cr
-	}
+	res := getResult(r.r)
 	if err != nil {
 		res.Met = -1
 		return nil, res, err
 	}
-	return g.Value, res, nil
+	return r.r.Value, res, nil
 }

@@ -5,45 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
-	"os"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/runtime/server"
+	"github.com/cosla/cosla/coslatest"
 	"github.com/cosla/cosla/sla"
 )
 
-// startExampleServer runs a one-site store in this process, standing in
-// for `cosla cluster up`, and returns its node addresses.
-func startExampleServer() (map[string]string, func()) {
-	dir, err := os.MkdirTemp("", "cosla-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	srv, err := server.Start(server.Options{Site: "england", Listen: addr, DataDir: dir, Insecure: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return map[string]string{"england/r1": addr}, func() { srv.Close(); os.RemoveAll(dir) }
-}
-
-// openExampleTable starts the store, opens a client at England and
-// creates and opens a one-tablet table there.
+// openExampleTable starts a one-site store in this process (package
+// coslatest, standing in for `cosla cluster up`), opens a client there
+// and creates and opens a one-tablet table.
 func openExampleTable(ctx context.Context, name string) (*cosla.Client, *cosla.Table, func()) {
-	nodes, stop := startExampleServer()
-	// The example's server runs without TLS; a cluster that `cosla
-	// cluster up` started takes Config.TLS from cosla.ClusterTLS(dir).
-	c, err := cosla.Open(ctx, cosla.Config{Site: "england", Nodes: nodes, Insecure: true})
+	srv, err := coslatest.NewServer()
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = c.CreateTable(ctx, cosla.TableSpec{Name: name, Tablets: []cosla.TabletSpec{{Primary: "england/r1"}}})
+	// The test server runs without TLS; a cluster that `cosla cluster up`
+	// started takes Config.TLS from cosla.ClusterTLS(dir).
+	c, err := cosla.Open(ctx, srv.Config())
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = c.CreateTable(ctx, cosla.TableSpec{Name: name, Tablets: []cosla.TabletSpec{{Primary: coslatest.Node}}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +33,7 @@ func openExampleTable(ctx context.Context, name string) (*cosla.Client, *cosla.T
 	if err != nil {
 		log.Fatal(err)
 	}
-	return c, table, func() { c.Close(); stop() }
+	return c, table, func() { c.Close(); srv.Close() }
 }
 
 // A Get under the shopping-cart SLA of Pileus Fig. 4: read-my-writes

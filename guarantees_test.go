@@ -123,7 +123,7 @@ func TestGuaranteesOverNetwork(t *testing.T) {
 				Name: fmt.Sprintf("c%d-%d", i, n), Site: site, Sessions: 2,
 				Streams: []driver.Stream{{Mix: mix}},
 				Rand:    rand.New(rand.NewPCG(seed, uint64(len(slas)*i+n+len(clients)))),
-				Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy},
+				Cosla:   driver.CoslaOf(agreement, strategy, driver.Levels{}, 0),
 			})
 		}
 	}

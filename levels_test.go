@@ -110,3 +110,18 @@ func TestLevelsOverNetwork(t *testing.T) {
 		t.Errorf("strong read after the timed-out Put: %q, %v; want v3", value, err)
 	}
 }
+
+// TestParseLevel: the public parser reads the levels' names and counts,
+// and refuses anything else with ErrInvalid and the core's message alone,
+// which the CLI prints after the flag's name.
+func TestParseLevel(t *testing.T) {
+	for in, want := range map[string]cosla.Level{"one": cosla.One, "QUORUM": cosla.Quorum, "all": cosla.All, "2": 2} {
+		if got, err := cosla.ParseLevel(in); got != want || err != nil {
+			t.Errorf("ParseLevel(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	_, err := cosla.ParseLevel("nine")
+	if !errors.Is(err, cosla.ErrInvalid) || err.Error() != `unknown level "nine" (want one, quorum, all or a positive number of replicas)` {
+		t.Errorf("ParseLevel(nine): %v (ErrInvalid %t)", err, errors.Is(err, cosla.ErrInvalid))
+	}
+}

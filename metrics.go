@@ -2,22 +2,18 @@ package cosla
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
+	"github.com/cosla/cosla/sla"
 )
 
 // Metrics is a snapshot of a client: what its operations delivered and
 // what its monitor knows of the replicas (Pileus 4.5). Client.Metrics
 // returns it; WritePrometheus exports it.
-//
-// Its fields are those of the client core's snapshot (internal
-// clientcore.Metrics), in order, so that one converts to the other: the
-// client of cosla bench exports its metrics through this type too.
 type Metrics struct {
 	// Puts counts the Puts the client carried out, PutErrors those that
 	// failed (a missed write level included). A call refused before
@@ -54,7 +50,11 @@ type Metrics struct {
 
 // RTTEstimate is the monitor's view of one node's round trip: the Mean of
 // the Samples in its window (Config.RTTWindow).
-type RTTEstimate = clientcore.RTTEstimate
+type RTTEstimate struct {
+	Node    string
+	Mean    time.Duration
+	Samples int
+}
 
 // ReplicaEstimate is the monitor's view of one replica, a tablet (Table,
 // Tablet) on a node: the largest high timestamp the node has reported
@@ -77,19 +77,42 @@ type RTTEstimate = clientcore.RTTEstimate
 // secondaries of a tablet that takes no Puts learn the primary's time at
 // their pulls only (Pileus 4.3), so they look as stale as the time since
 // their last pull.
-type ReplicaEstimate = clientcore.ReplicaEstimate
+type ReplicaEstimate struct {
+	Node    string
+	Table   string
+	Tablet  int
+	Primary bool
+	HighTS  Timestamp
+	// Staleness and Age: see above.
+	Staleness, Age time.Duration
+}
 
 // SLAStats is what the Gets under one SLA delivered: Total since the
 // client started, Window over the last Metrics.SLAWindow. The window moves
 // a twelfth of its length at a time (5 s of the default minute), so it
 // counts the Gets of between 11/12 of SLAWindow and all of it.
-type SLAStats = clientcore.SLAStats
+type SLAStats struct {
+	SLA           sla.SLA
+	Total, Window Outcomes
+}
 
 // Outcomes counts Gets under one SLA: Met[i] those that met subSLA i, the
 // best they met (Pileus 4.6.2), and Unmet those that met none, failed and
 // timed-out Gets included. Share(i) and MetShare() are the fractions of
 // Gets that met subSLA i and that met any.
-type Outcomes = clientcore.Outcomes
+type Outcomes struct {
+	Gets  int64
+	Met   []int64
+	Unmet int64
+}
+
+// Share returns the fraction of the Gets that met subSLA i (as their
+// best), or 0 when there were none.
+func (o Outcomes) Share(i int) float64 { return clientcore.Outcomes(o).Share(i) }
+
+// MetShare returns the fraction of the Gets that met some subSLA, or 0
+// when there were none.
+func (o Outcomes) MetShare() float64 { return clientcore.Outcomes(o).MetShare() }
 
 // Metrics returns a snapshot of the client's counters, SLA outcomes and
 // replica estimates, as of now.
@@ -100,7 +123,41 @@ func (c *Client) Metrics() (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
-	return Metrics(m), nil
+	return metricsOf(m), nil
+}
+
+// metricsOf is the core's snapshot in this package's words, and core
+// the other way: WritePrometheus is the client shell's exporter.
+func metricsOf(m clientcore.Metrics) Metrics {
+	out := Metrics{Puts: m.Puts, PutErrors: m.PutErrors, Pending: m.Pending, Refused: m.Refused, Gets: m.Gets, Met: m.Met, Unmet: m.Unmet,
+		SLAWindow: m.SLAWindow, Probes: m.Probes}
+	for _, s := range m.SLAs {
+		out.SLAs = append(out.SLAs, SLAStats{SLA: s.SLA, Total: Outcomes(s.Total), Window: Outcomes(s.Window)})
+	}
+	for _, r := range m.RTT {
+		out.RTT = append(out.RTT, RTTEstimate(r))
+	}
+	for _, r := range m.Replicas {
+		out.Replicas = append(out.Replicas, ReplicaEstimate{Node: r.Node, Table: r.Table, Tablet: r.Tablet, Primary: r.Primary,
+			HighTS: Timestamp(r.HighTS), Staleness: r.Staleness, Age: r.Age})
+	}
+	return out
+}
+
+func (m Metrics) core() clientcore.Metrics {
+	out := clientcore.Metrics{Puts: m.Puts, PutErrors: m.PutErrors, Pending: m.Pending, Refused: m.Refused, Gets: m.Gets, Met: m.Met, Unmet: m.Unmet,
+		SLAWindow: m.SLAWindow, Probes: m.Probes}
+	for _, s := range m.SLAs {
+		out.SLAs = append(out.SLAs, clientcore.SLAStats{SLA: s.SLA, Total: clientcore.Outcomes(s.Total), Window: clientcore.Outcomes(s.Window)})
+	}
+	for _, r := range m.RTT {
+		out.RTT = append(out.RTT, clientcore.RTTEstimate(r))
+	}
+	for _, r := range m.Replicas {
+		out.Replicas = append(out.Replicas, clientcore.ReplicaEstimate{Node: r.Node, Table: r.Table, Tablet: r.Tablet, Primary: r.Primary,
+			HighTS: hlc.Timestamp(r.HighTS), Staleness: r.Staleness, Age: r.Age})
+	}
+	return out
 }
 
 // WritePrometheus writes the metrics in the Prometheus text exposition
@@ -109,63 +166,4 @@ func (c *Client) Metrics() (Metrics, error) {
 // serves. Replicas that have not answered yet are left out of the
 // staleness and high timestamp gauges, and an SLA with no Gets in the
 // window out of the ratios.
-func (m Metrics) WritePrometheus(w io.Writer) {
-	fmt.Fprintf(w, "# HELP cosla_client_puts_total Puts issued, and those that failed.\n# TYPE cosla_client_puts_total counter\n")
-	fmt.Fprintf(w, "cosla_client_puts_total{outcome=\"ok\"} %d\ncosla_client_puts_total{outcome=\"error\"} %d\n", m.Puts-m.PutErrors, m.PutErrors)
-	fmt.Fprintf(w, "# HELP cosla_client_pending_writes Bounded Puts answered before their primary ordered them, not yet given a timestamp.\n# TYPE cosla_client_pending_writes gauge\ncosla_client_pending_writes %d\n", m.Pending)
-	fmt.Fprintf(w, "# HELP cosla_client_refused_writes_total Bounded Puts answered before their primary ordered them, which it then refused.\n# TYPE cosla_client_refused_writes_total counter\ncosla_client_refused_writes_total %d\n", m.Refused)
-	fmt.Fprintf(w, "# HELP cosla_client_gets_total Gets by the subSLA they met.\n# TYPE cosla_client_gets_total counter\n")
-	for _, sub := range slices.Sorted(maps.Keys(m.Met)) {
-		fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=%q} %d\n", sub, m.Met[sub])
-	}
-	fmt.Fprintf(w, "cosla_client_gets_total{sub_sla=\"none\"} %d\n", m.Unmet)
-
-	fmt.Fprintf(w, "# HELP cosla_client_sla_window_seconds How far back the SLA ratios reach.\n# TYPE cosla_client_sla_window_seconds gauge\ncosla_client_sla_window_seconds %g\n", m.SLAWindow.Seconds())
-	fmt.Fprintf(w, "# HELP cosla_client_sla_window_gets Gets under the SLA in the window.\n# TYPE cosla_client_sla_window_gets gauge\n")
-	for _, s := range m.SLAs {
-		fmt.Fprintf(w, "cosla_client_sla_window_gets{sla=%q} %d\n", s.SLA.String(), s.Window.Gets)
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_sla_met_ratio Share of the window's Gets under the SLA that met the subSLA (as the best they met).\n# TYPE cosla_client_sla_met_ratio gauge\n")
-	for _, s := range m.SLAs {
-		if s.Window.Gets == 0 {
-			continue
-		}
-		for i, sub := range s.SLA {
-			fmt.Fprintf(w, "cosla_client_sla_met_ratio{sla=%q,rank=\"%d\",sub_sla=%q} %g\n", s.SLA.String(), i+1, sub.String(), s.Window.Share(i))
-		}
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_sla_unmet_ratio Share of the window's Gets under the SLA that met no subSLA.\n# TYPE cosla_client_sla_unmet_ratio gauge\n")
-	for _, s := range m.SLAs {
-		if s.Window.Gets > 0 {
-			fmt.Fprintf(w, "cosla_client_sla_unmet_ratio{sla=%q} %g\n", s.SLA.String(), 1-s.Window.MetShare())
-		}
-	}
-
-	fmt.Fprintf(w, "# HELP cosla_client_rtt_seconds The monitor's mean round trip per node (Pileus 4.5).\n# TYPE cosla_client_rtt_seconds gauge\n")
-	for _, r := range m.RTT {
-		fmt.Fprintf(w, "cosla_client_rtt_seconds{node=%q} %.6f\n", r.Node, r.Mean.Seconds())
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_rtt_samples Round trips in the monitor's window per node.\n# TYPE cosla_client_rtt_samples gauge\n")
-	for _, r := range m.RTT {
-		fmt.Fprintf(w, "cosla_client_rtt_samples{node=%q} %d\n", r.Node, r.Samples)
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_replica_staleness_seconds How far the client estimates the replica trailed its tablet's primary when it last reported its high timestamp (Pileus 4.3-4.5).\n# TYPE cosla_client_replica_staleness_seconds gauge\n")
-	for _, r := range m.Replicas {
-		if !r.HighTS.IsZero() {
-			fmt.Fprintf(w, "cosla_client_replica_staleness_seconds{node=%q,table=%q,tablet=\"%d\",primary=\"%t\"} %.6f\n", r.Node, r.Table, r.Tablet, r.Primary, r.Staleness.Seconds())
-		}
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_replica_report_age_seconds How long ago the replica last reported its high timestamp to the client; staleness plus age bounds its staleness now.\n# TYPE cosla_client_replica_report_age_seconds gauge\n")
-	for _, r := range m.Replicas {
-		if !r.HighTS.IsZero() {
-			fmt.Fprintf(w, "cosla_client_replica_report_age_seconds{node=%q,table=%q,tablet=\"%d\",primary=\"%t\"} %.6f\n", r.Node, r.Table, r.Tablet, r.Primary, r.Age.Seconds())
-		}
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_replica_high_timestamp_seconds The largest high timestamp the replica has reported to the client.\n# TYPE cosla_client_replica_high_timestamp_seconds gauge\n")
-	for _, r := range m.Replicas {
-		if !r.HighTS.IsZero() {
-			fmt.Fprintf(w, "cosla_client_replica_high_timestamp_seconds{node=%q,table=%q,tablet=\"%d\",primary=\"%t\"} %.6f\n", r.Node, r.Table, r.Tablet, r.Primary, float64(r.HighTS.WallNanos)/1e9)
-		}
-	}
-	fmt.Fprintf(w, "# HELP cosla_client_probes_total Probes the monitor sent (Pileus 4.5).\n# TYPE cosla_client_probes_total counter\ncosla_client_probes_total %d\n", m.Probes)
-}
+func (m Metrics) WritePrometheus(w io.Writer) { hostclient.WritePrometheus(w, m.core()) }

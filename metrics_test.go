@@ -108,8 +108,8 @@ func TestMetricsStaleness(t *testing.T) {
 	if err := json.Unmarshal(js, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if ms, ok := decoded["staleness_ms"].(float64); !ok || ms != float64(res.Staleness)/float64(time.Millisecond) {
-		t.Fatalf("JSON %s: staleness_ms %v, want %v", js, decoded["staleness_ms"], res.Staleness)
+	if ns, ok := decoded["staleness_ns"].(float64); !ok || time.Duration(ns) != res.Staleness {
+		t.Fatalf("JSON %s: staleness_ns %v, want %v", js, decoded["staleness_ns"], res.Staleness)
 	}
 
 	m, err := c.Metrics()

@@ -28,6 +28,15 @@ func (c *Consistency) UnmarshalText(text []byte) error {
 	return nil
 }
 
+// MarshalText writes the subSLA as String does ("strong 300ms 1"). It
+// fails on an invalid subSLA, which could not be read back.
+func (s SubSLA) MarshalText() ([]byte, error) {
+	if err := s.Consistency.Validate(); err != nil {
+		return nil, err
+	}
+	return []byte(s.String()), nil
+}
+
 // MarshalText writes the SLA in the one-line text format. It fails on an
 // invalid SLA, which could not be read back.
 func (s SLA) MarshalText() ([]byte, error) {

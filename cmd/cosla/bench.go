@@ -241,14 +241,15 @@ Flags:`)
 	if err != nil {
 		return usagef("--workload: %v", err)
 	}
-	gets, err := coslaGets(&f)
+	agreement, strategy, err := coslaGets(&f)
 	if err != nil {
 		return err
 	}
-	if gets.Policy, err = f.levels.policy(); err != nil {
+	levels, err := f.levels.levels()
+	if err != nil {
 		return err
 	}
-	gets.Get.Bound, gets.PutBound = bound, bound
+	gets := driver.CoslaOf(agreement, strategy, levels, bound)
 	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
 	removeDir := func() {}
 	if *target == bench.SystemCosla {

@@ -15,11 +15,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/keyfmt"
-	"github.com/cosla/cosla/internal/core/wire"
-	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 
@@ -79,7 +76,7 @@ type target struct {
 // resolveTarget reads the cluster in f.dir, or the client config file
 // f.config, and checks the flags against it, filling in the defaults.
 func resolveTarget(f *clientFlags) (*target, error) {
-	gets, err := coslaGets(f)
+	agreement, strategy, err := coslaGets(f)
 	if err != nil {
 		return nil, err
 	}
@@ -87,37 +84,39 @@ func resolveTarget(f *clientFlags) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: gets.SLA, strategy: gets.Strategy}
+	tg := &target{site: cmp.Or(f.site, a.DefaultSite), table: cmp.Or(f.table, a.Table), agreement: agreement, strategy: strategy}
 	if tg.table == "" {
 		return nil, usagef("--table: %s names no table; give one", f.config)
 	}
-	if err := errors.Join(wire.CheckIdentifier("--table", tg.table), wire.CheckIdentifier("--site", tg.site)); err != nil {
+	if err := errors.Join(cosla.CheckName("--table", tg.table), cosla.CheckName("--site", tg.site)); err != nil {
 		return nil, usageError{err}
 	}
-	if tg.config, err = a.Config(tg.site); err != nil {
+	nodes, err := a.Nodes(tg.site)
+	if err != nil {
 		return nil, usagef("--site: %w", err)
 	}
+	tg.config = cosla.Config{Site: tg.site, Nodes: nodes, TLS: a.TLS, Insecure: a.TLS == nil}
 	return tg, nil
 }
 
 // coslaGets parses --sla and --strategy: the SLA and strategy of Gets,
 // defaultGetSLA and pileus when not given.
-func coslaGets(f *clientFlags) (driver.Cosla, error) {
+func coslaGets(f *clientFlags) (sla.SLA, cosla.Strategy, error) {
 	spec := f.slaSpec
 	if spec == "" {
 		spec = defaultGetSLA
 	}
 	agreement, err := sla.Resolve(spec)
 	if err != nil {
-		return driver.Cosla{}, usagef("--sla: %v", err)
+		return nil, 0, usagef("--sla: %v", err)
 	}
 	strategy := cosla.Pileus
 	if f.strategy != "" {
 		if strategy, err = cosla.ParseStrategy(f.strategy); err != nil {
-			return driver.Cosla{}, usagef("--strategy: %v", err)
+			return nil, 0, usagef("--strategy: %v", err)
 		}
 	}
-	return driver.Cosla{SLA: agreement, Strategy: strategy}, nil
+	return agreement, strategy, nil
 }
 
 func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
@@ -134,7 +133,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		c.Close()
 		return nil, err
 	}
-	policy, err := f.levels.policy()
+	levels, err := f.levels.levels()
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -144,7 +143,7 @@ func openSession(ctx context.Context, f *clientFlags) (*clientSession, error) {
 		// does not serve.
 		tg.agreement, _ = sla.Parse(defaultCausalSLA)
 	}
-	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(policy), cosla.WithStrategy(tg.strategy))...)
+	s, err := c.BeginSession(t, tg.agreement, append(sessionOptions(levels), cosla.WithStrategy(tg.strategy))...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -195,12 +194,12 @@ func readValue(path string) ([]byte, error) {
 		return nil, usagef("--value-file: %w", err)
 	}
 	defer r.Close()
-	value, err := io.ReadAll(io.LimitReader(r, clientcore.DefaultMaxValueBytes+1))
+	value, err := io.ReadAll(io.LimitReader(r, cosla.DefaultMaxValueBytes+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--value-file %s: %w", path, err)
-	case len(value) > clientcore.DefaultMaxValueBytes:
-		return nil, usagef("--value-file %s: over the value limit of %d bytes", path, clientcore.DefaultMaxValueBytes)
+	case len(value) > cosla.DefaultMaxValueBytes:
+		return nil, usagef("--value-file %s: over the value limit of %d bytes", path, cosla.DefaultMaxValueBytes)
 	}
 	return value, nil
 }
@@ -314,7 +313,7 @@ func (f *clientFlags) check() error {
 	if f.timeout <= 0 {
 		return usagef("--timeout %s: want a positive duration such as 30s", f.timeout)
 	}
-	_, err := f.levels.policy()
+	_, err := f.levels.levels()
 	return err
 }
 
@@ -626,7 +625,7 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
 		var list []map[string]any
 		for _, it := range items {
-			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead.JSON()}
+			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead}
 			if it.Found {
 				item["value"] = keyfmt.JSON(it.Value)
 			}
@@ -737,7 +736,7 @@ type scriptStep struct {
 
 // maxScriptLine bounds a line of a session script: a put of the largest
 // key and value, with room for the operation and a get's SLA.
-const maxScriptLine = clientcore.DefaultMaxKeyBytes + clientcore.DefaultMaxValueBytes + 4<<10
+const maxScriptLine = cosla.DefaultMaxKeyBytes + cosla.DefaultMaxValueBytes + 4<<10
 
 // readScript parses a session script, checking every line before any runs.
 func readScript(path string) ([]scriptStep, error) {
@@ -764,7 +763,7 @@ func readScript(path string) ([]scriptStep, error) {
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
 		return nil, usagef("%s:%d: line longer than %d bytes (a put's key and value may have up to %d and %d)",
-			path, n, maxScriptLine, clientcore.DefaultMaxKeyBytes, clientcore.DefaultMaxValueBytes)
+			path, n, maxScriptLine, cosla.DefaultMaxKeyBytes, cosla.DefaultMaxValueBytes)
 	}
 	return steps, sc.Err()
 }

@@ -64,7 +64,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	placement, level, err := table.resolve(t)
+	tbl, err := table.resolve(t)
 	if err != nil {
 		return err
 	}
@@ -74,8 +74,8 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	if *foreground {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: placement, PullInterval: table.pull, Push: table.push,
-			WriteLevel: level, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: tbl.Placement, PullInterval: table.pull, Push: table.push,
+			WriteLevel: tbl.WriteLevel, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
 		if err != nil {
 			return err
 		}

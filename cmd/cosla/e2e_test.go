@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/internal/runtime/nettest"
+	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 

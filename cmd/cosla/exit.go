@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/causal"
-	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/adapters"
 	"github.com/cosla/cosla/internal/lab/bench"
 	"github.com/cosla/cosla/internal/lab/chaos"
@@ -56,7 +54,7 @@ var badInput = []error{
 	cosla.ErrInvalid, cosla.ErrTooLarge, cosla.ErrNoTable, cosla.ErrTableExists,
 	sla.ErrInvalid, topology.ErrInvalid, clientfile.ErrInvalid, experiment.ErrInvalid,
 	workload.ErrInvalid, bench.ErrInvalid, chaos.ErrInvalid, server.ErrInvalidOptions,
-	wire.ErrBadLayout, causal.ErrBadLayout, driver.ErrInvalid, wan.ErrInvalid, sim.ErrConfig,
+	cosla.ErrBadLayout, driver.ErrInvalid, wan.ErrInvalid, sim.ErrConfig,
 	measure.ErrInvalidConfig, measure.ErrMalformed, mrun.ErrInvalidWorkload,
 	report.ErrMalformed, report.ErrNoRuns, adapters.ErrBadOption, adapters.ErrUnknownStore,
 	cluster.ErrBadPlan, cluster.ErrBadPorts, certs.ErrBadClientName, certs.ErrNoAuthority, fs.ErrNotExist,

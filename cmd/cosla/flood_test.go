@@ -65,7 +65,7 @@ func TestFlood(t *testing.T) {
 		for i := range clients {
 			groups = append(groups, &driver.Group{Name: fmt.Sprintf("%s%d", phase, i), Site: "england", Sessions: sessions,
 				Streams: []driver.Stream{{Mix: mix}}, Rand: rand.New(rand.NewPCG(1, uint64(i))),
-				Cosla: driver.Cosla{SLA: eventual, Strategy: cosla.Closest}})
+				Cosla: driver.CoslaOf(eventual, cosla.Closest, driver.Levels{}, 0)})
 		}
 		other := 0
 		rec := &driver.Recorder{OnOp: func(_ *driver.Group, op *driver.Op) {

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/lab/driver"
 )
 
 // levelFlags are the read and write level flags (CPQ) of the commands that
@@ -20,20 +19,20 @@ import (
 type levelFlags struct {
 	read, write, cpq string
 	delay            time.Duration
-	repair           clientcore.ReadRepair
+	repair           repairFlag
 }
 
-// repairFlag is --read-repair: unset, clientcore.RepairAuto; given
-// alone or =true, RepairOn; =false, RepairOff.
-type repairFlag clientcore.ReadRepair
+// repairFlag is --read-repair: unset (nil), the client's default; given
+// alone or =true, on; =false, off.
+type repairFlag struct{ on *bool }
 
 func (f *repairFlag) IsBoolFlag() bool { return true }
 
 func (f *repairFlag) String() string {
-	if f == nil || clientcore.ReadRepair(*f) == clientcore.RepairAuto {
+	if f == nil || f.on == nil {
 		return ""
 	}
-	return strconv.FormatBool(clientcore.ReadRepair(*f) == clientcore.RepairOn)
+	return strconv.FormatBool(*f.on)
 }
 
 func (f *repairFlag) Set(s string) error {
@@ -41,10 +40,7 @@ func (f *repairFlag) Set(s string) error {
 	if err != nil {
 		return errors.New("want true or false")
 	}
-	*f = repairFlag(clientcore.RepairOff)
-	if on {
-		*f = repairFlag(clientcore.RepairOn)
-	}
+	f.on = &on
 	return nil
 }
 
@@ -53,7 +49,7 @@ func (l *levelFlags) add(fs *flag.FlagSet, reads, writes bool) {
 	if reads {
 		fs.StringVar(&l.read, "read-level", "", "replicas each Get asks, the newest version winning: one, quorum, all or a number (default one)")
 		fs.DurationVar(&l.delay, "delay", 0, "artificial delay before each Get, counted in its latency (CPQ's AD)")
-		fs.Var((*repairFlag)(&l.repair), "read-repair", "read repair, on by default for Gets of a majority of the replicas, which then answer only once a majority holds the version they return (linearizable with --write-level W, R + W > N); =false turns it off; given, it also makes smaller Gets ask stale replicas to catch up, without waiting")
+		fs.Var(&l.repair, "read-repair", "read repair, on by default for Gets of a majority of the replicas, which then answer only once a majority holds the version they return (linearizable with --write-level W, R + W > N); =false turns it off; given, it also makes smaller Gets ask stale replicas to catch up, without waiting")
 	}
 	if writes {
 		fs.StringVar(&l.write, "write-level", "", "replicas that must hold each Put before it returns, the primary included: one, quorum, all or a number (default one)")
@@ -67,75 +63,70 @@ func (l *levelFlags) add(fs *flag.FlagSet, reads, writes bool) {
 
 // set reports whether any level flag was given.
 func (l *levelFlags) set() bool {
-	return l.read != "" || l.write != "" || l.cpq != "" || l.delay != 0 || l.repair != clientcore.RepairAuto
+	return l.read != "" || l.write != "" || l.cpq != "" || l.delay != 0 || l.repair.on != nil
 }
 
-// policy checks the flags and returns the sessions' policy.
-func (l *levelFlags) policy() (clientcore.Policy, error) {
-	var p clientcore.Policy
+// levels checks the flags and returns the sessions' levels.
+func (l *levelFlags) levels() (driver.Levels, error) {
+	var v driver.Levels
 	if l.cpq != "" {
 		if l.read != "" || l.write != "" {
-			return p, usagef("--cpq mixes ONE and QUORUM itself: give it without --read-level and --write-level")
+			return v, usagef("--cpq mixes ONE and QUORUM itself: give it without --read-level and --write-level")
 		}
 		prob, err := strconv.ParseFloat(l.cpq, 64)
 		if err != nil || math.IsNaN(prob) || prob < 0 || prob > 1 {
-			return p, usagef("--cpq: %q is not a probability in [0, 1]", l.cpq)
+			return v, usagef("--cpq: %q is not a probability in [0, 1]", l.cpq)
 		}
-		p.Read = clientcore.Mix(prob, clientcore.One, clientcore.Quorum)
-		p.Write = p.Read
+		v.CPQ = &prob
 	}
-	for _, f := range []struct {
-		name, value string
-		dst         *clientcore.Choice
-	}{{"read-level", l.read, &p.Read}, {"write-level", l.write, &p.Write}} {
-		if f.value == "" {
-			continue
-		}
-		level, err := parseLevelFlag(f.name, f.value)
-		if err != nil {
-			return p, err
-		}
-		*f.dst = clientcore.Fixed(level)
+	var err error
+	if v.Read, err = parseLevelFlag("read-level", l.read); err != nil {
+		return v, err
+	}
+	if v.Write, err = parseLevelFlag("write-level", l.write); err != nil {
+		return v, err
 	}
 	if l.delay < 0 {
-		return p, usagef("--delay must not be negative, got %s", l.delay)
+		return v, usagef("--delay must not be negative, got %s", l.delay)
 	}
-	p.Delay, p.ReadRepair = l.delay, l.repair
-	return p, nil
+	v.Delay, v.ReadRepair = l.delay, l.repair.on
+	return v, nil
 }
 
 // parseLevelFlag reads the level given to flag --name: one, quorum, all
 // or a number; "" is unset (zero).
-func parseLevelFlag(name, value string) (clientcore.Level, error) {
+func parseLevelFlag(name, value string) (cosla.Level, error) {
 	if value == "" {
 		return 0, nil
 	}
-	level, err := wire.ParseLevel(value)
+	level, err := cosla.ParseLevel(value)
 	if err != nil {
 		return 0, usagef("--%s: %v", name, err)
 	}
 	return level, nil
 }
 
-// sessionOptions returns the policy as options of the public client.
-func sessionOptions(p clientcore.Policy) []cosla.SessionOption {
+// sessionOptions returns the levels as options of the public client.
+func sessionOptions(v driver.Levels) []cosla.SessionOption {
 	var opts []cosla.SessionOption
 	switch {
-	case p.Read.P > 0:
-		opts = append(opts, cosla.WithCPQ(p.Read.P, p.Read.A, p.Read.B))
+	case v.CPQ != nil && *v.CPQ > 0:
+		opts = append(opts, cosla.WithCPQ(*v.CPQ, cosla.One, cosla.Quorum))
+	case v.CPQ != nil:
+		opts = append(opts, cosla.WithReadLevel(cosla.One), cosla.WithWriteLevel(cosla.One))
 	default:
-		if p.Read.A != 0 {
-			opts = append(opts, cosla.WithReadLevel(p.Read.A))
+		if v.Read != 0 {
+			opts = append(opts, cosla.WithReadLevel(v.Read))
 		}
-		if p.Write.A != 0 {
-			opts = append(opts, cosla.WithWriteLevel(p.Write.A))
+		if v.Write != 0 {
+			opts = append(opts, cosla.WithWriteLevel(v.Write))
 		}
 	}
-	if p.Delay > 0 {
-		opts = append(opts, cosla.WithDelay(p.Delay))
+	if v.Delay > 0 {
+		opts = append(opts, cosla.WithDelay(v.Delay))
 	}
-	if p.ReadRepair != clientcore.RepairAuto {
-		opts = append(opts, cosla.WithReadRepair(p.ReadRepair == clientcore.RepairOn))
+	if v.ReadRepair != nil {
+		opts = append(opts, cosla.WithReadRepair(*v.ReadRepair))
 	}
 	return opts
 }

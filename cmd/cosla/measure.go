@@ -93,7 +93,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	case levels.set() && *target != "cosla" && *target != "sim":
 		return usagef("--read-level, --write-level, --cpq, --delay and --read-repair are for targets cosla and sim")
 	}
-	policy, err := levels.policy()
+	policy, err := levels.levels()
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 	if *keys != "" {
 		w.Keys = strings.Split(*keys, ",")
 	}
-	w.Policy = policy
+	w.Policy = policy.Policy()
 	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out, Connect: splitList(*connect),
 		ClusterDir: *clusterDir, ClientConfig: *config, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
 		ClientHz: *clientHz, ReadFraction: *readFraction, Spawn: spawnWorker(stderr), Log: stderr,

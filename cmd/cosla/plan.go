@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/internal/runtime/topology"
@@ -41,31 +40,25 @@ func (t *tableFlags) add(fs *flag.FlagSet) {
 }
 
 // resolve checks the flags against topo: the placement and write level.
-func (t *tableFlags) resolve(topo topology.Topology) (topology.Placement, wire.Level, error) {
+func (t *tableFlags) resolve(topo topology.Topology) (cluster.Table, error) {
 	switch {
 	case t.pull <= 0:
-		return topology.Placement{}, 0, usagef("--pull-interval must be positive")
+		return cluster.Table{}, usagef("--pull-interval must be positive")
 	case t.tablets < 1:
 		// Placement reads 0 as its default; given on the command line, it
 		// is a mistake.
-		return topology.Placement{}, 0, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
+		return cluster.Table{}, usagef("--tablets %d: a table needs at least one tablet", t.tablets)
 	}
 	placement := topology.Placement{Sites: commaList(t.sites), Replicas: t.replicas, Tablets: t.tablets,
 		Partition: t.partition, Starts: commaList(t.starts)}
-	layout, err := topo.Layout("usertable", placement, wire.Replication{Mode: wire.ModePull, Interval: t.pull})
+	table, err := cluster.CheckTable(topo, placement, t.pull)
 	if err != nil {
-		return placement, 0, usagef("%v", err)
+		return table, usagef("%v", err)
 	}
-	level, err := parseLevelFlag("write-level", t.writeLevel)
-	if err != nil {
-		return placement, 0, err
+	if err := table.SetWriteLevel(t.writeLevel); err != nil {
+		return table, usagef("--write-level: %v", err)
 	}
-	for _, tablet := range layout.Tablets {
-		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
-			return placement, 0, usagef("--write-level: %v", err)
-		}
-	}
-	return placement, level, nil
+	return table, nil
 }
 
 // hostFlags collect --host SITE=ADDR.
@@ -125,12 +118,12 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	placement, level, err := table.resolve(t)
+	tbl, err := table.resolve(t)
 	if err != nil {
 		return err
 	}
-	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: placement, PullInterval: table.pull,
-		Push: table.push, WriteLevel: level, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
+	res, err := cluster.Plan(cluster.PlanOptions{Dir: *dir, Topology: t, Hosts: hosts, Placement: tbl.Placement, PullInterval: table.pull,
+		Push: table.push, WriteLevel: tbl.WriteLevel, DataDir: *dataDir, HTTPPublic: *httpPublic, Insecure: *insecure, Clients: commaList(*clients)})
 	if err != nil {
 		return err
 	}
@@ -188,7 +181,7 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 	if f.Create == nil {
 		return fmt.Errorf("%s names no table to create (no create section)", *config)
 	}
-	spec, err := cluster.TableSpec(*f.Create)
+	spec, err := fileTableSpec(*f.Create)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *config, err)
 	}
@@ -212,4 +205,29 @@ func runClusterInit(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "created table %s: %d tablet(s), primary %s\n", spec.Name, len(spec.Tablets), spec.Tablets[0].Primary)
 	}
 	return nil
+}
+
+// fileTableSpec is the table a client file's create section describes,
+// as `cosla cluster init` creates it.
+func fileTableSpec(t clientfile.Table) (cosla.TableSpec, error) {
+	spec := cosla.TableSpec{Name: t.Name, PullInterval: t.PullInterval, Push: t.Push}
+	switch t.Partition {
+	case "", "range":
+		spec.Partition = cosla.ByRange
+	case "hash":
+		spec.Partition = cosla.ByHash
+	default:
+		return spec, fmt.Errorf("%w: create.partition: want range or hash, got %q", clientfile.ErrInvalid, t.Partition)
+	}
+	if t.WriteLevel != "" {
+		level, err := cosla.ParseLevel(t.WriteLevel)
+		if err != nil {
+			return spec, fmt.Errorf("%w: create.write_level: %v", clientfile.ErrInvalid, err)
+		}
+		spec.WriteLevel = level
+	}
+	for _, ts := range t.Tablets {
+		spec.Tablets = append(spec.Tablets, cosla.TabletSpec{Start: ts.Start, Primary: ts.Primary, Secondaries: ts.Secondaries})
+	}
+	return spec, nil
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 func runRTW(args []string, stdout, stderr io.Writer) error {

@@ -2,7 +2,6 @@ package causal
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -13,8 +12,16 @@ import (
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
-// ErrBadLayout is wrapped by every layout validation error.
-var ErrBadLayout = errors.New("causal: invalid layout")
+// ErrBadLayout is wrapped by every layout validation error. A causal
+// table's layout is a table layout: errors.Is(err, wire.ErrBadLayout)
+// holds for it too, so that one test (cosla.ErrBadLayout) finds both.
+var ErrBadLayout error = badLayout{}
+
+type badLayout struct{}
+
+func (badLayout) Error() string { return "causal: invalid layout" }
+
+func (badLayout) Is(target error) bool { return target == wire.ErrBadLayout }
 
 // Layout places a causal table (Karma 3, 4.1.1): sites are grouped into
 // rings, each ring holds one replica of every key, placed by consistent

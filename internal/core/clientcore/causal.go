@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 

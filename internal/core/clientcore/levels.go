@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // Read and write levels (CPQ; DESIGN.md section 4). A Put's write level w
@@ -29,15 +29,6 @@ const (
 	Quorum = wire.Quorum
 	All    = wire.All
 )
-
-// ParseLevel reads "one", "quorum", "all" or a positive count.
-func ParseLevel(s string) (Level, error) {
-	l, err := wire.ParseLevel(s)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return l, nil
-}
 
 // ErrQuorumTimeout is matched (errors.Is) by the error of a Put whose
 // write level was not reached before its deadline. The version is durable

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/keyfmt"
 	"github.com/cosla/cosla/sla"
 )
 

@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cosla/cosla/internal/core/hlc"
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // NodeID names a node (a storage node or a client) uniquely in a cluster.

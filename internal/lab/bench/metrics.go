@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/hostcheck"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
 )
 
 // MetricsHandler serves, at GET /metrics, the Prometheus metrics of the
 // cosla client that runs the phase in progress on target, as the public
-// client writes them (cosla.Metrics.WritePrometheus): Puts and Gets by
+// client writes them (hostclient.WritePrometheus, which cosla.Metrics.WritePrometheus calls): Puts and Gets by
 // subSLA, the SLA shares over the last minute, and the monitor's
 // round-trip and staleness estimates per replica. Each phase has a
 // client of its own, so the counters start again at the run phase
@@ -34,7 +34,7 @@ func MetricsHandler(target driver.Target) (http.Handler, error) {
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		// A bench phase has one group, so one client: the last opened.
-		cosla.Metrics(clients[len(clients)-1]).WritePrometheus(w)
+		hostclient.WritePrometheus(w, clients[len(clients)-1])
 	})
 	return mux, nil
 }

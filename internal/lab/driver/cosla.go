@@ -12,17 +12,15 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
-	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/harness"
-	"github.com/cosla/cosla/internal/runtime/host"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
 	"github.com/cosla/cosla/internal/runtime/sim"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
@@ -352,7 +350,7 @@ func (t *HostTarget) Metrics() []clientcore.Metrics {
 	var out []clientcore.Metrics
 	for _, c := range open {
 		var m clientcore.Metrics
-		if err := c.node.Do(func(node.Handler) { m = c.core.Metrics() }); err == nil {
+		if err := c.h.Do(func(core *clientcore.Client) { m = core.Metrics() }); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -372,10 +370,6 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	for id, addr := range peers {
 		wpeers[wire.NodeID(id)] = addr
 	}
-	logger := t.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	timeout := t.OpenTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -391,39 +385,17 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	c := &hostClient{target: t, loop: t.Loop, core: clientcore.New(opts), cfg: g.Cosla, id: topology.NodeID(g.Site, name)}
-	var hosted atomic.Pointer[host.Node]
-	c.transport = host.NewTransport(host.TransportOptions{Peers: wpeers, TLS: t.TLS, Logger: logger}, func(from, to wire.NodeID, m wire.Msg) bool {
-		if to != c.id {
-			return false
-		}
-		if n := hosted.Load(); n != nil {
-			n.Deliver(from, m)
-		}
-		return true
-	})
-	c.node, err = host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: logger})
+	h, err := hostclient.Open(hostclient.Options{ID: topology.NodeID(g.Site, name), Peers: wpeers, TLS: t.TLS, Logger: t.Logger, Core: opts})
 	if err != nil {
-		c.transport.Close()
 		return nil, err
 	}
-	hosted.Store(c.node)
+	c := &hostClient{target: t, loop: t.Loop, h: h, cfg: g.Cosla}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c.transport.Connect(ctx)
-	opened := make(chan error, 1)
-	err = c.node.Post(func(node.Handler) {
-		c.core.OpenTable(t.Table, func(tb *clientcore.Table, err error) {
-			c.table = tb
-			opened <- err
-		})
-	})
-	if err == nil {
-		select {
-		case err = <-opened:
-		case <-ctx.Done():
-			err = fmt.Errorf("open table %s: %w", t.Table, ctx.Err())
-		}
+	h.Connect(ctx)
+	c.table, err = h.OpenTable(ctx, t.Table)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("open table %s: %w", t.Table, err)
 	}
 	if err == nil {
 		c.causal, err = causalLayout(c.table)
@@ -439,21 +411,18 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 }
 
 type hostClient struct {
-	target    *HostTarget
-	loop      *Loop
-	id        wire.NodeID
-	core      *clientcore.Client
-	node      *host.Node
-	transport *host.Transport
-	table     *clientcore.Table
-	causal    *causal.Layout // the table's, if it is a causal table
-	cfg       Cosla
+	target *HostTarget
+	loop   *Loop
+	h      *hostclient.Client
+	table  *clientcore.Table
+	causal *causal.Layout // the table's, if it is a causal table
+	cfg    Cosla
 }
 
 func (c *hostClient) Begin(string) (Session, error) {
 	var s *clientcore.Session
 	var err error
-	if derr := c.node.Do(func(node.Handler) { s, err = c.cfg.begin(c.core, c.table) }); derr != nil {
+	if derr := c.h.Do(func(core *clientcore.Client) { s, err = c.cfg.begin(core, c.table) }); derr != nil {
 		return nil, derr
 	}
 	if err != nil {
@@ -467,14 +436,13 @@ func (c *hostClient) Close() {
 	t.mu.Lock()
 	t.open = slices.DeleteFunc(t.open, func(o *hostClient) bool { return o == c })
 	t.mu.Unlock()
-	c.node.Stop()
-	c.transport.Close()
+	_ = c.h.Close()
 }
 
 // Probes implements Prober.
 func (c *hostClient) Probes() uint64 {
 	var n uint64
-	_ = c.node.Do(func(node.Handler) { n = c.core.ProbesSent() })
+	_ = c.h.Do(func(core *clientcore.Client) { n = core.ProbesSent() })
 	return n
 }
 
@@ -490,12 +458,12 @@ var errStopped = errors.New("driver: client closed")
 func (s *hostSession) Do(op *Op, done func()) {
 	loop := s.c.loop
 	finish := func() { loop.Post(done) }
-	if err := s.c.node.Post(func(node.Handler) { doCosla(s.c.core, s.s, &s.c.cfg, s.causal, op, loop.Now, finish) }); err != nil {
+	if err := s.c.h.Post(func(core *clientcore.Client) { doCosla(core, s.s, &s.c.cfg, s.causal, op, loop.Now, finish) }); err != nil {
 		op.Start, op.End, op.Err = loop.Now(), loop.Now(), errStopped
 		finish()
 	}
 }
 
 func (s *hostSession) End() {
-	_ = s.c.node.Post(func(node.Handler) { s.c.core.EndSession(s.s) })
+	_ = s.c.h.Post(func(core *clientcore.Client) { core.EndSession(s.s) })
 }

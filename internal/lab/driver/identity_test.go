@@ -51,7 +51,7 @@ func TestHostTargetTLSIdentity(t *testing.T) {
 		t.Fatalf("open a group's client over TLS: %v", err)
 	}
 	defer c.Close()
-	if id := string(c.(*hostClient).id); !strings.HasPrefix(id, "a/loadgen-driver-") {
+	if id := string(c.(*hostClient).h.ID()); !strings.HasPrefix(id, "a/loadgen-driver-") {
 		t.Errorf("the group's client is %s, want a/loadgen-driver-<random>", id)
 	}
 	if refused := srv.Status().Transport.Refused; refused != 0 {

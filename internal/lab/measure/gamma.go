@@ -8,7 +8,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // negInfUS and posInfUS stand for times before and after every op: the

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // regKey names a register: one key within one run. Runs are independent

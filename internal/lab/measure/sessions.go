@@ -7,7 +7,7 @@ import (
 	"math"
 	"text/tabwriter"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // PairTable is Wada Table 2 for one read option: successive reads of one

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // Kind is what an operation did.

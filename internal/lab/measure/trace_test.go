@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 func TestJSONLRoundTrip(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cosla/cosla/internal/core/keyfmt"
 	"github.com/cosla/cosla/internal/lab/measure"
+	"github.com/cosla/cosla/keyfmt"
 )
 
 // table is one table of the report, rendered alike in Markdown and HTML.

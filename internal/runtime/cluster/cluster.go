@@ -36,11 +36,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
+	"github.com/cosla/cosla/internal/runtime/hostclient"
 	"github.com/cosla/cosla/internal/runtime/private"
 	"github.com/cosla/cosla/internal/runtime/server"
 	"github.com/cosla/cosla/internal/runtime/topology"
@@ -105,7 +106,7 @@ type Options struct {
 // Cluster is a running local cluster.
 type Cluster struct {
 	opts    Options
-	table   cosla.TableSpec // the table created at start
+	table   wire.Layout // the table created at start
 	info    Info
 	net     *wan.Net
 	control *http.Server
@@ -147,7 +148,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if len(storageSites) == 0 {
 		return nil, fmt.Errorf("%w: %s: no site has storage nodes", topology.ErrInvalid, topo.Name)
 	}
-	table, err := tableSpec(topo, opts)
+	table, err := tableLayout(topo, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -394,103 +395,125 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	return nil
 }
 
-// tableSpec places the table the cluster creates, as opts.Placement says.
-func tableSpec(topo topology.Topology, opts Options) (cosla.TableSpec, error) {
+// Table is where the table a cluster creates goes and its least write
+// level, as CheckTable and SetWriteLevel read them.
+type Table struct {
+	Placement  topology.Placement
+	WriteLevel wire.Level
+	layout     wire.Layout
+}
+
+// CheckTable checks the table a cluster of topo would create, before it
+// is started or planned: its placement with pull interval pull.
+func CheckTable(topo topology.Topology, placement topology.Placement, pull time.Duration) (Table, error) {
+	l, err := tableLayout(topo, Options{Table: "usertable", Placement: placement, PullInterval: pull})
+	return Table{Placement: placement, layout: l}, err
+}
+
+// SetWriteLevel sets the table's least write level, read as wire.ParseLevel
+// reads it ("" for one), after checking it against every tablet's
+// replicas.
+func (t *Table) SetWriteLevel(s string) error {
+	if s == "" {
+		return nil
+	}
+	level, err := wire.ParseLevel(s)
+	if err != nil {
+		return err
+	}
+	for _, tablet := range t.layout.Tablets {
+		if err := level.Check(1 + len(tablet.Secondaries)); err != nil {
+			return err
+		}
+	}
+	t.WriteLevel = level
+	return nil
+}
+
+// tableLayout places the table the cluster creates, as opts.Placement
+// says.
+func tableLayout(topo topology.Topology, opts Options) (wire.Layout, error) {
 	r := wire.Replication{Mode: wire.ModePull, Interval: opts.PullInterval}
 	if opts.Push {
 		r.Mode = wire.ModePush
 	}
 	l, err := topo.Layout(opts.Table, opts.Placement, r)
-	if err != nil {
-		return cosla.TableSpec{}, err
-	}
-	spec := cosla.TableSpec{Name: l.Name, Push: opts.Push, PullInterval: opts.PullInterval, WriteLevel: opts.WriteLevel}
-	switch l.Partition {
-	case wire.ByRange:
-		spec.Partition = cosla.ByRange
-	case wire.ByHash:
-		spec.Partition = cosla.ByHash
-	default:
-		return cosla.TableSpec{}, fmt.Errorf("cluster: no client partition for %s", l.Partition)
-	}
-	for _, t := range l.Tablets {
-		ts := cosla.TabletSpec{Start: t.Start, Primary: string(t.Primary)}
-		for _, s := range t.Secondaries {
-			ts.Secondaries = append(ts.Secondaries, string(s))
-		}
-		spec.Tablets = append(spec.Tablets, ts)
-	}
-	return spec, nil
+	l.WriteLevel = opts.WriteLevel
+	return l, err
 }
 
 func (c *Cluster) createTable(ctx context.Context) error {
-	spec := c.table
+	l := c.table
 	// The supervisor's client sits at the first tablet's primary, or for
 	// a causal table at the first site.
-	site, _, _ := strings.Cut(spec.Tablets[0].Primary, "/")
-	ringed := len(c.opts.Topology.Rings) > 0
-	if ringed {
+	site, _, _ := strings.Cut(string(l.Tablets[0].Primary), "/")
+	if len(c.opts.Topology.Rings) > 0 {
 		site = c.opts.Topology.Sites[0].Name
+		l = CausalLayout(c.opts.Topology, l.Name, causal.Karma)
 	}
-	client, err := c.supervisor(ctx, site)
+	client, err := c.supervisor(site)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if ringed {
-		err = client.CreateCausalTable(ctx, CausalTableSpec(c.opts.Topology, spec.Name, causal.Karma))
-	} else {
-		err = client.CreateTable(ctx, spec)
-	}
-	if errors.Is(err, cosla.ErrTableExists) {
+	err = client.CreateTable(ctx, l)
+	if errors.Is(err, clientcore.ErrTableExists) {
 		// The directory holds a previous run's data: keep its table, with
 		// the replication settings it was created with.
-		c.opts.Logger.Info("cluster: keeping the existing table", "table", spec.Name)
+		c.opts.Logger.Info("cluster: keeping the existing table", "table", l.Name)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: create table %s: %w", spec.Name, err)
+		return fmt.Errorf("cluster: create table %s: %w", l.Name, err)
 	}
 	return nil
 }
 
 // supervisor opens the supervisor's client at site.
-func (c *Cluster) supervisor(ctx context.Context, site string) (*cosla.Client, error) {
-	cfg, err := c.info.ClientConfig(site)
+func (c *Cluster) supervisor(site string) (*hostclient.Client, error) {
+	a, err := c.info.Access()
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := a.Nodes(site)
+	if err != nil {
+		return nil, err
+	}
+	peers := map[wire.NodeID]string{}
+	for id, addr := range nodes {
+		peers[wire.NodeID(id)] = addr
+	}
 	// The supervisor holds the CLI's certificate: its ID is that client's,
 	// with a suffix saying who it is (certs.CheckClientID).
-	cfg.Name = certs.DefaultClient + "-supervisor"
-	return cosla.Open(ctx, cfg)
+	id := topology.NodeID(site, certs.DefaultClient+"-supervisor")
+	return hostclient.Open(hostclient.Options{ID: id, Peers: peers, TLS: a.TLS, Logger: c.opts.Logger,
+		Core: clientcore.Options{Measure: clientcore.MeasureNeeded}})
 }
 
 // CreateCausalTable creates another causal table over the cluster's
-// rings, laid out for strategy (CausalTableSpec). A table of that name
+// rings, laid out for strategy (CausalLayout). A table of that name
 // already there is kept: ErrTableExists is not an error.
 func (c *Cluster) CreateCausalTable(ctx context.Context, name string, strategy causal.Strategy) error {
 	if len(c.opts.Topology.Rings) == 0 {
 		return fmt.Errorf("cluster: create causal table %s: the topology has no rings", name)
 	}
-	client, err := c.supervisor(ctx, c.opts.Topology.Sites[0].Name)
+	client, err := c.supervisor(c.opts.Topology.Sites[0].Name)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if err := client.CreateCausalTable(ctx, CausalTableSpec(c.opts.Topology, name, strategy)); err != nil && !errors.Is(err, cosla.ErrTableExists) {
+	if err := client.CreateTable(ctx, CausalLayout(c.opts.Topology, name, strategy)); err != nil && !errors.Is(err, clientcore.ErrTableExists) {
 		return fmt.Errorf("cluster: create causal table %s: %w", name, err)
 	}
 	return nil
 }
 
-// CausalTableSpec is the causal table a topology with rings gets under
+// CausalLayout is the causal table a topology with rings gets under
 // strategy: under Karma each ring over its sites' storage nodes, a
 // coordinator and a cache at every site (the table `cluster up` makes);
 // Karma-NC without the caches; COPS-PR with every site's reads bound to
 // its ring; COPS-Ideal bound too, with a ring per site (Karma 5).
-func CausalTableSpec(topo topology.Topology, name string, strategy causal.Strategy) cosla.CausalTableSpec {
-	spec := cosla.CausalTableSpec{Name: name, Caches: strategy.Cached(), Static: strategy.Static()}
+func CausalLayout(topo topology.Topology, name string, strategy causal.Strategy) wire.Layout {
 	rings := topo.Rings
 	if strategy == causal.COPSIdeal {
 		rings = nil
@@ -500,23 +523,25 @@ func CausalTableSpec(topo topology.Topology, name string, strategy causal.Strate
 			}
 		}
 	}
+	var wrings []wire.Ring
 	for _, ring := range rings {
-		r := cosla.RingSpec{Name: strings.Join(ring, "+")}
+		r := wire.Ring{Name: strings.Join(ring, "+")}
 		for _, site := range ring {
 			for _, s := range topo.Sites {
 				if s.Name == site {
 					for _, n := range s.Replicas {
-						r.Nodes = append(r.Nodes, site+"/"+n)
+						r.Nodes = append(r.Nodes, topology.NodeID(site, n))
 					}
 				}
 			}
 		}
-		spec.Rings = append(spec.Rings, r)
+		wrings = append(wrings, r)
 	}
+	var sites []string
 	for _, s := range topo.Sites {
-		spec.Sites = append(spec.Sites, s.Name)
+		sites = append(sites, s.Name)
 	}
-	return spec
+	return causal.TableLayout(name, wrings, sites, strategy.Cached(), strategy.Static())
 }
 
 // Info returns the description the cluster wrote to its directory.

@@ -27,43 +27,44 @@ import (
 // the command a cluster runs once per site (clustertest).
 func TestMain(m *testing.M) { clustertest.Main(m) }
 
-func TestTableSpec(t *testing.T) {
+func TestTableLayout(t *testing.T) {
 	pileus := topology.Pileus4()
+	pull := func(d time.Duration) wire.Replication { return wire.Replication{Mode: wire.ModePull, Interval: d} }
 	for _, tc := range []struct {
 		name string
 		opts Options
-		want cosla.TableSpec
+		want wire.Layout
 	}{
-		{"default", Options{Table: "usertable", PullInterval: time.Minute}, cosla.TableSpec{
-			Name: "usertable", PullInterval: time.Minute,
-			Tablets: []cosla.TabletSpec{{Primary: "england/r1", Secondaries: []string{"us/r1", "india/r1"}}},
+		{"default", Options{Table: "usertable", PullInterval: time.Minute}, wire.Layout{
+			Name: "usertable", Replication: pull(time.Minute),
+			Tablets: []wire.Tablet{{Primary: "england/r1", Secondaries: []wire.NodeID{"us/r1", "india/r1"}}},
 		}},
-		{"primary in india, push", Options{Table: "t", PullInterval: time.Second, Push: true,
-			Placement: topology.Placement{Sites: []string{"india", "us"}}}, cosla.TableSpec{
-			Name: "t", Push: true, PullInterval: time.Second,
-			Tablets: []cosla.TabletSpec{{Primary: "india/r1", Secondaries: []string{"us/r1"}}},
+		{"primary in india, push", Options{Table: "t", PullInterval: time.Second, Push: true, WriteLevel: wire.Quorum,
+			Placement: topology.Placement{Sites: []string{"india", "us"}}}, wire.Layout{
+			Name: "t", Replication: wire.Replication{Mode: wire.ModePush, Interval: time.Second}, WriteLevel: wire.Quorum,
+			Tablets: []wire.Tablet{{Primary: "india/r1", Secondaries: []wire.NodeID{"us/r1"}}},
 		}},
 		{"by hash", Options{Table: "t", PullInterval: time.Second,
-			Placement: topology.Placement{Replicas: 2, Tablets: 2, Partition: "hash"}}, cosla.TableSpec{
-			Name: "t", Partition: cosla.ByHash, PullInterval: time.Second,
-			Tablets: []cosla.TabletSpec{
-				{Primary: "england/r1", Secondaries: []string{"us/r1"}},
-				{Start: cosla.HashStarts(2)[0], Primary: "england/r1", Secondaries: []string{"us/r1"}},
+			Placement: topology.Placement{Replicas: 2, Tablets: 2, Partition: "hash"}}, wire.Layout{
+			Name: "t", Partition: wire.ByHash, Replication: pull(time.Second),
+			Tablets: []wire.Tablet{
+				{Primary: "england/r1", Secondaries: []wire.NodeID{"us/r1"}},
+				{Start: wire.HashStarts(2)[0], Primary: "england/r1", Secondaries: []wire.NodeID{"us/r1"}},
 			},
 		}},
 		{"by range", Options{Table: "t", PullInterval: time.Second,
-			Placement: topology.Placement{Sites: []string{"us"}, Tablets: 2, Starts: []string{"m"}}}, cosla.TableSpec{
-			Name: "t", PullInterval: time.Second,
-			Tablets: []cosla.TabletSpec{{Primary: "us/r1"}, {Start: "m", Primary: "us/r1"}},
+			Placement: topology.Placement{Sites: []string{"us"}, Tablets: 2, Starts: []string{"m"}}}, wire.Layout{
+			Name: "t", Replication: pull(time.Second),
+			Tablets: []wire.Tablet{{Primary: "us/r1", Secondaries: []wire.NodeID{}}, {Start: "m", Primary: "us/r1", Secondaries: []wire.NodeID{}}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tableSpec(pileus, tc.opts)
+			got, err := tableLayout(pileus, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("tableSpec =\n%+v\nwant\n%+v", got, tc.want)
+				t.Errorf("tableLayout =\n%+v\nwant\n%+v", got, tc.want)
 			}
 		})
 	}
@@ -241,11 +242,15 @@ func TestOneSiteDirect(t *testing.T) {
 // are strong within 10 s; the client closes when the test ends.
 func strongSession(ctx context.Context, t *testing.T, site string, info Info) (*cosla.Client, *cosla.Session) {
 	t.Helper()
-	cfg, err := info.ClientConfig(site)
+	a, err := info.Access()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := cosla.Open(ctx, cfg)
+	nodes, err := a.Nodes(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := cosla.Open(ctx, cosla.Config{Site: site, Nodes: nodes, TLS: a.TLS, Insecure: a.TLS == nil})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
 	"github.com/cosla/cosla/internal/runtime/private"
@@ -83,16 +82,6 @@ func (in *Info) ClientTLS() (*tls.Config, error) {
 	return certs.Load(certs.ClientFiles(certs.ClusterDir(in.Dir)))
 }
 
-// ClientConfig returns the configuration of a public client at site: the
-// node addresses from there, and TLS.
-func (in *Info) ClientConfig(site string) (cosla.Config, error) {
-	a, err := in.Access()
-	if err != nil {
-		return cosla.Config{}, err
-	}
-	return a.Config(site)
-}
-
 // Access is how a client reaches a cluster: a local one (`cluster up`)
 // or one on several hosts (`cluster plan`'s client config file).
 type Access struct {
@@ -139,15 +128,6 @@ func (in *Info) Access() (Access, error) {
 		return Access{}, err
 	}
 	return Access{Nodes: in.NodesFor, TLS: tlsConfig, DefaultSite: in.DefaultSite, Table: in.Table}, nil
-}
-
-// Config returns the configuration of a public client at site.
-func (a Access) Config(site string) (cosla.Config, error) {
-	nodes, err := a.Nodes(site)
-	if err != nil {
-		return cosla.Config{}, err
-	}
-	return cosla.Config{Site: site, Nodes: nodes, TLS: a.TLS, Insecure: a.TLS == nil}, nil
 }
 
 // ReadInfo reads the description of the cluster running in dir.

@@ -14,7 +14,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
@@ -155,7 +154,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 		}
 		res.Hosts = append(res.Hosts, h)
 	}
-	spec, err := tableSpec(topo, Options{Table: opts.Table, Placement: opts.Placement, PullInterval: opts.PullInterval, Push: opts.Push, WriteLevel: opts.WriteLevel})
+	spec, err := tableLayout(topo, Options{Table: opts.Table, Placement: opts.Placement, PullInterval: opts.PullInterval, Push: opts.Push, WriteLevel: opts.WriteLevel})
 	if err != nil {
 		return res, err
 	}
@@ -330,39 +329,18 @@ func copyTLS(f certs.Files, dir string) (certs.Files, error) {
 	return out, nil
 }
 
-// fileTable is spec in a client file's words.
-func fileTable(spec cosla.TableSpec) *clientfile.Table {
-	t := &clientfile.Table{Name: spec.Name, Partition: spec.Partition.String(), PullInterval: spec.PullInterval, Push: spec.Push}
-	if spec.WriteLevel != 0 {
-		t.WriteLevel = spec.WriteLevel.String()
+// fileTable is l in a client file's words.
+func fileTable(l wire.Layout) *clientfile.Table {
+	t := &clientfile.Table{Name: l.Name, Partition: l.Partition.String(), PullInterval: l.Replication.Interval, Push: l.Replication.Mode == wire.ModePush}
+	if l.WriteLevel != 0 {
+		t.WriteLevel = l.WriteLevel.String()
 	}
-	for _, ts := range spec.Tablets {
-		t.Tablets = append(t.Tablets, clientfile.Tablet{Start: ts.Start, Primary: ts.Primary, Secondaries: ts.Secondaries})
+	for _, lt := range l.Tablets {
+		ft := clientfile.Tablet{Start: lt.Start, Primary: string(lt.Primary)}
+		for _, id := range lt.Secondaries {
+			ft.Secondaries = append(ft.Secondaries, string(id))
+		}
+		t.Tablets = append(t.Tablets, ft)
 	}
 	return t
-}
-
-// TableSpec is the table a client file's create section describes, as
-// `cosla cluster init` creates it.
-func TableSpec(t clientfile.Table) (cosla.TableSpec, error) {
-	spec := cosla.TableSpec{Name: t.Name, PullInterval: t.PullInterval, Push: t.Push}
-	switch t.Partition {
-	case "", "range":
-		spec.Partition = cosla.ByRange
-	case "hash":
-		spec.Partition = cosla.ByHash
-	default:
-		return spec, fmt.Errorf("%w: create.partition: want range or hash, got %q", clientfile.ErrInvalid, t.Partition)
-	}
-	if t.WriteLevel != "" {
-		level, err := cosla.ParseLevel(t.WriteLevel)
-		if err != nil {
-			return spec, fmt.Errorf("%w: create.write_level: %v", clientfile.ErrInvalid, err)
-		}
-		spec.WriteLevel = level
-	}
-	for _, ts := range t.Tablets {
-		spec.Tablets = append(spec.Tablets, cosla.TabletSpec{Start: ts.Start, Primary: ts.Primary, Secondaries: ts.Secondaries})
-	}
-	return spec, nil
 }

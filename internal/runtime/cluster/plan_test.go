@@ -93,16 +93,12 @@ func TestPlan(t *testing.T) {
 		t.Errorf("alice's config: certificate of %q (%v), nodes %v; want alice's, nodes %v", name, err, alice.Nodes, f.Nodes)
 	}
 	checkPrivate(t, dir)
-	spec, err := TableSpec(*f.Create)
+	want, err := tableLayout(topo, Options{Table: "usertable", PullInterval: f.Create.PullInterval, Push: true, WriteLevel: wire.Quorum})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := tableSpec(topo, Options{Table: "usertable", PullInterval: f.Create.PullInterval, Push: true, WriteLevel: wire.Quorum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(spec, want) {
-		t.Errorf("table to create: %+v; want %+v", spec, want)
+	if !reflect.DeepEqual(f.Create, fileTable(want)) {
+		t.Errorf("table to create: %+v; want %+v", f.Create, fileTable(want))
 	}
 
 	if len(opts.StatusPeers) != 0 {

@@ -433,7 +433,7 @@ func loadDuring(ctx context.Context, t *testing.T, info Info, keys uint64, durin
 			t.Fatal(err)
 		}
 		groups = append(groups, &driver.Group{Name: g.site, Site: g.site, Streams: []driver.Stream{{Mix: mix}},
-			Rand: rand.New(rand.NewPCG(1, uint64(i))), Cosla: driver.Cosla{SLA: strong, Strategy: cosla.Pileus}})
+			Rand: rand.New(rand.NewPCG(1, uint64(i))), Cosla: driver.CoslaOf(strong, cosla.Pileus, driver.Levels{}, 0)})
 	}
 	loop := driver.NewLoop(time.Now())
 	// during starts once the load runs: after its first opsWarm ops.

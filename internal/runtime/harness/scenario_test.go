@@ -444,7 +444,7 @@ func scanBound(t *testing.T, d *datadriven.TestData) (wire.Bound, error) {
 func scanLevel(t *testing.T, d *datadriven.TestData) (clientcore.Choice, error) {
 	var s string
 	d.ScanArgs(t, "level", &s)
-	l, err := clientcore.ParseLevel(s)
+	l, err := wire.ParseLevel(s)
 	return clientcore.Fixed(l), err
 }
 

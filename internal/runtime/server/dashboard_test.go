@@ -111,8 +111,8 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	m := cosla.Metrics{Puts: 2, PutErrors: 1, Gets: 2, Unmet: 1, Met: map[string]int64{"strong 1s 1": 1}, SLAWindow: time.Minute,
 		SLAs: []cosla.SLAStats{{SLA: agreement, Total: cosla.Outcomes{Gets: 2, Met: []int64{1, 0}, Unmet: 1}, Window: cosla.Outcomes{Gets: 2, Met: []int64{1, 0}, Unmet: 1}}},
 		RTT:  []cosla.RTTEstimate{{Node: "england/r1", Mean: time.Millisecond, Samples: 1}},
-		Replicas: []cosla.ReplicaEstimate{{Node: "england/r1", Table: "t", Primary: true, HighTS: high},
-			{Node: "england/r2", Table: "t", Tablet: 1, HighTS: high, Staleness: time.Second}},
+		Replicas: []cosla.ReplicaEstimate{{Node: "england/r1", Table: "t", Primary: true, HighTS: cosla.Timestamp(high)},
+			{Node: "england/r2", Table: "t", Tablet: 1, HighTS: cosla.Timestamp(high), Staleness: time.Second}},
 		Probes: 1}
 	m.WritePrometheus(&b)
 

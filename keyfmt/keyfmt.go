@@ -17,6 +17,11 @@
 // characters and bytes that are not UTF-8 escaped), and cut after
 // TextMax bytes, with its length, so that a 4 KiB key does not flood a
 // terminal or an error message.
+//
+// The package is public, beside package sla, so that a program reading
+// the CLI's --json output or a measure trace reads keys back as they
+// were written (JSON's UnmarshalJSON), and so that the CLI uses no
+// internal core package to print them.
 package keyfmt
 
 import (

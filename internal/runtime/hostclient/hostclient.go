@@ -1,0 +1,190 @@
+// Package hostclient hosts a client core (package clientcore) in this
+// process, on a goroutine of its own (package host), and connects it to
+// the storage nodes over gRPC: the one shell of every real client, that
+// of the public API (cosla.Client), of the lab's driver (HostTarget) and
+// of the cluster supervisor that creates tables.
+//
+// The core is not safe for concurrent use: every call into it runs on
+// the shell's goroutine, through Post, Do or Call, and a callback the
+// core runs is on that goroutine too.
+package hostclient
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/host"
+)
+
+// ErrClosed is the error of a call on a client that was closed.
+var ErrClosed = errors.New("hostclient: client closed")
+
+// Options configures a Client.
+type Options struct {
+	// ID is the client's node identity, "site/name". Required.
+	ID wire.NodeID
+	// Peers maps every node the client talks to ("site/name") to the
+	// address it dials. Required.
+	Peers map[wire.NodeID]string
+	// TLS secures the connections; nil dials in plain text.
+	TLS *tls.Config
+	// Logger receives the shell's logs. Default: discard.
+	Logger *slog.Logger
+	// Core configures the client core. Its Nodes, the replicas the core
+	// monitors, default to the Peers that are not a causal table's
+	// coordinators or caches.
+	Core clientcore.Options
+}
+
+// Client is a client core hosted on its own goroutine and connected to
+// its peers.
+type Client struct {
+	id        wire.NodeID
+	transport *host.Transport
+	node      atomic.Pointer[host.Node]
+	core      *clientcore.Client
+
+	// closed is closed by Close: calls waiting for the core give up.
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Open starts a client. It does not wait for the peers: each is dialed
+// when first sent to (or all at once by Connect).
+func Open(opts Options) (*Client, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(opts.Core.Nodes) == 0 {
+		opts.Core.Nodes = Replicas(opts.Peers)
+	}
+	c := &Client{id: opts.ID, core: clientcore.New(opts.Core), closed: make(chan struct{})}
+	c.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: opts.TLS, Logger: opts.Logger}, c.deliver)
+	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: opts.Logger})
+	if err != nil {
+		c.transport.Close()
+		return nil, fmt.Errorf("hostclient: start %s: %w", opts.ID, err)
+	}
+	c.node.Store(n)
+	return c, nil
+}
+
+// Replicas returns the storage nodes among peers, in order: every node
+// but the sites' coordinators and caches of causal tables.
+func Replicas(peers map[wire.NodeID]string) []wire.NodeID {
+	var replicas []wire.NodeID
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		if !causal.RoleNode(id) {
+			replicas = append(replicas, id)
+		}
+	}
+	return replicas
+}
+
+func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
+	if to != c.id {
+		return false
+	}
+	if n := c.node.Load(); n != nil {
+		n.Deliver(from, m)
+	}
+	return true
+}
+
+// ID returns the client's node identity.
+func (c *Client) ID() wire.NodeID { return c.id }
+
+// Connect dials every peer and waits, for as long as ctx allows, until
+// each is connected or failed.
+func (c *Client) Connect(ctx context.Context) { c.transport.Connect(ctx) }
+
+// Post runs f on the core's goroutine and returns at once; ErrClosed if
+// the client is closed.
+func (c *Client) Post(f func(*clientcore.Client)) error {
+	if err := c.node.Load().Post(func(node.Handler) { f(c.core) }); err != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Do runs f on the core's goroutine and waits for it to return.
+func (c *Client) Do(f func(*clientcore.Client)) error {
+	if err := c.node.Load().Do(func(node.Handler) { f(c.core) }); err != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close stops the client: calls waiting in Call fail with ErrClosed at
+// once, and so does every later call, a second Close included.
+func (c *Client) Close() error {
+	err := ErrClosed
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.node.Load().Stop()
+		c.transport.Close()
+		err = nil
+	})
+	return err
+}
+
+// Call runs start on the core's goroutine and waits for the result it
+// delivers through the channel it is given, for ctx, or for Close.
+func Call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
+	var zero T
+	select {
+	case <-c.closed:
+		return zero, ErrClosed
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	ch := make(chan T, 1)
+	if err := c.Post(func(core *clientcore.Client) { start(core, ch) }); err != nil {
+		return zero, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-c.closed:
+		return zero, ErrClosed
+	}
+}
+
+// CreateTable creates the table of layout l on the nodes it places it on.
+func (c *Client) CreateTable(ctx context.Context, l wire.Layout) error {
+	err, cerr := Call(ctx, c, func(core *clientcore.Client, ch chan<- error) {
+		core.CreateTable(l, func(err error) { ch <- err })
+	})
+	return errors.Join(cerr, err)
+}
+
+// OpenTable fetches a table's layout and probes its replicas.
+func (c *Client) OpenTable(ctx context.Context, name string) (*clientcore.Table, error) {
+	type result struct {
+		t   *clientcore.Table
+		err error
+	}
+	r, err := Call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
+		core.OpenTable(name, func(t *clientcore.Table, err error) { ch <- result{t, err} })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.t, r.err
+}
