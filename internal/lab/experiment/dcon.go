@@ -101,9 +101,77 @@ func (s *Scenario) dcon() bool {
 		(s.Sweep != nil && s.Sweep.Param == "bound")
 }
 
-// dconMix is the mix of a workload with bounded operations or groups:
-// fresh keys are numbered from freshFrom, past the loaded ones.
-func (s *Scenario) dconMix(freshFrom uint64) (driver.Mix, error) {
+// dconPlugin is dConssandra's part of the lab: it claims the scenarios
+// whose workload has bounded operations or groups.
+type dconPlugin struct{}
+
+func (dconPlugin) outputs() []string {
+	return []string{OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner}
+}
+
+func (dconPlugin) metrics() []string { return dconMetrics }
+
+func (dconPlugin) claims(s *Scenario) bool { return s.dcon() }
+
+func (dconPlugin) tables(s *Scenario, r *Result) []Table {
+	var out []Table
+	for _, t := range []struct {
+		out   string
+		table func(*Scenario, *Result) Table
+	}{{OutBoundLatency, boundLatencyTable}, {OutReadLatency, readLatencyTable}, {OutReturned, returnedTable}, {OutCosts, costsTable}, {OutPlanner, plannerTable}} {
+		if s.wants(t.out) {
+			out = append(out, t.table(s, r))
+		}
+	}
+	if s.wants(OutBounded) {
+		out = append(out, boundedTable(s, r), costsLearnedTable(s, r))
+	}
+	return out
+}
+
+func (dconPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
+	var figs []Figure
+	for _, f := range []struct {
+		out  string
+		plot func(*Scenario, *Result) (Figure, error)
+	}{{OutBoundLatency, boundLatencyPlot}, {OutReadLatency, readLatencyPlot}, {OutReturned, returnedPlot}, {OutPlanner, plannerPlot}} {
+		if !s.wants(f.out) {
+			continue
+		}
+		fig, err := f.plot(s, r)
+		switch {
+		case errors.Is(err, errNoPlot):
+		case err != nil:
+			return nil, err
+		default:
+			figs = append(figs, fig)
+		}
+	}
+	return figs, nil
+}
+
+// describeWorkload says what the groups or bounded operations are.
+func (dconPlugin) describeWorkload(s *Scenario) string {
+	w := s.Workload
+	if w.Group != nil {
+		reset := ""
+		if w.Group.Reset {
+			reset = ", then a consistent (unbounded) reset read"
+		}
+		return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), then groups of %d writes of one fresh key at %s, a read of it at %s%s; ",
+			w.Keys, s.boundText(w.LoadBound, ""), w.Group.Writes, s.boundText(w.Group.WriteBound, w.Bound), s.boundText(w.Group.ReadBound, w.Bound), reset)
+	}
+	put := "Puts"
+	if w.RTW {
+		put = "read-test-writes (conditional inserts)"
+	}
+	return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), %s of %s keys at %s (fraction %g), Gets at %s, ",
+		w.Keys, s.boundText(w.LoadBound, ""), put, w.Distribution, s.boundText(w.PutBound, w.Bound), w.PutFraction, s.boundText(w.GetBound, w.Bound))
+}
+
+// mix is the mix of a workload with bounded operations or groups: fresh
+// keys are numbered from freshFrom, past the loaded ones.
+func (dconPlugin) mix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 	w := s.Workload
 	if g := w.Group; g != nil {
 		return &driver.GroupMix{Writes: g.Writes, WriteBound: bound(g.WriteBound, w.Bound), ReadBound: bound(g.ReadBound, w.Bound),
@@ -870,4 +938,18 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
 	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+}
+
+// boundText names an op's bound: its own, else the workload's, else the
+// swept one or none.
+func (s *Scenario) boundText(own, workload string) string {
+	switch {
+	case own != "":
+		return own
+	case workload != "":
+		return workload
+	case s.Sweep != nil && s.Sweep.Param == "bound":
+		return "the swept bound"
+	}
+	return "none"
 }

@@ -14,9 +14,9 @@ import (
 
 // The tables and plots of a causal table's runs (Karma; causal.go).
 
-// causalTables builds the tables of the causal outputs the scenario asks
+// tables builds the tables of the causal outputs the scenario asks
 // for.
-func causalTables(s *Scenario, r *Result) []Table {
+func (karmaPlugin) tables(s *Scenario, r *Result) []Table {
 	var out []Table
 	if s.wants(OutCausal) {
 		out = append(out, causalTable(s, r))
@@ -291,9 +291,9 @@ func (s *Scenario) sessionsSwept() bool {
 	return s.Sweep != nil && (s.Sweep.Param == "sessions" || s.Sweep.Param == "total_sessions")
 }
 
-// causalPlots builds the plots of the causal outputs the scenario asks
+// plots builds the plots of the causal outputs the scenario asks
 // for.
-func causalPlots(s *Scenario, r *Result) ([]Figure, error) {
+func (karmaPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
 	var figs []Figure
 	add := func(f Figure, err error) error {
 		if err == nil {

@@ -40,14 +40,44 @@ func (c *CausalSpec) serverOptions() server.CausalOptions {
 	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity}
 }
 
-// table is the cluster's table a unit runs on: for a causal table the
-// unit's own (createTable), named after the unit and its strategy.
-func (u *unit) table(info cluster.Info) string {
-	if u.s.causal() {
-		return fmt.Sprintf("%s-%d-%s", info.Table, u.index, u.runs[0].r.Strategy)
-	}
-	return info.Table
+// table is the unit's own table on the cluster (createTable), named
+// after the unit and its strategy.
+func (karmaPlugin) table(u *unit, info cluster.Info) string {
+	return fmt.Sprintf("%s-%d-%s", info.Table, u.index, u.runs[0].r.Strategy)
 }
+
+// topology gets the scenario's rings (the cluster then creates its
+// table as a causal table) and keeps cluster.replicas_per_site storage
+// nodes per site.
+func (karmaPlugin) topology(s *Scenario, t topology.Topology) topology.Topology {
+	t = trimReplicas(t, s.Cluster.ReplicasPerSite)
+	t.Rings = s.Causal.Rings
+	return t
+}
+
+func (karmaPlugin) startCluster(s *Scenario, o *cluster.Options) string {
+	o.Causal = s.Causal.serverOptions()
+	return fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, s.clusterStorageNodes())
+}
+
+// prepareCluster creates the unit's table and loads its keys through
+// the rings, unless causal.no_load says not to.
+func (karmaPlugin) prepareCluster(ctx context.Context, u *unit, c *cluster.Cluster, t timing, progress func(string)) error {
+	s := u.s
+	if err := u.createTable(ctx, c); err != nil {
+		return err
+	}
+	if !s.Causal.NoLoad && s.Workload.Keys > 0 {
+		progress(fmt.Sprintf("%sloading %d keys through the rings, %d sessions at each client site", unitLabel(u), s.Workload.Keys, s.Causal.LoadSessions))
+		if err := loadCausalCluster(ctx, u, c.Info()); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+	}
+	u.own = newCausalUnit(u, t)
+	return nil
+}
+
+func (karmaPlugin) caveats(s *Scenario) []string { return causalClusterCaveats(s) }
 
 // createTable creates a causal unit's table on the cluster.
 func (u *unit) createTable(ctx context.Context, c *cluster.Cluster) error {
