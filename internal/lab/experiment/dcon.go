@@ -94,8 +94,8 @@ func (s *Scenario) validateBounds() error {
 	return nil
 }
 
-// dcon reports whether the scenario's workload has bounded operations.
-func (s *Scenario) dcon() bool {
+// bounded reports whether the scenario's workload has bounded operations.
+func bounded(s *Scenario) bool {
 	w := s.Workload
 	return w.Bound != "" || w.PutBound != "" || w.GetBound != "" || w.Group != nil || w.RTW ||
 		(s.Sweep != nil && s.Sweep.Param == "bound")
@@ -111,7 +111,7 @@ func (dconPlugin) outputs() []string {
 
 func (dconPlugin) metrics() []string { return dconMetrics }
 
-func (dconPlugin) claims(s *Scenario) bool { return s.dcon() }
+func (dconPlugin) claims(s *Scenario) bool { return bounded(s) }
 
 func (dconPlugin) tables(s *Scenario, r *Result) []Table {
 	var out []Table
@@ -159,14 +159,14 @@ func (dconPlugin) describeWorkload(s *Scenario) string {
 			reset = ", then a consistent (unbounded) reset read"
 		}
 		return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), then groups of %d writes of one fresh key at %s, a read of it at %s%s; ",
-			w.Keys, s.boundText(w.LoadBound, ""), w.Group.Writes, s.boundText(w.Group.WriteBound, w.Bound), s.boundText(w.Group.ReadBound, w.Bound), reset)
+			w.Keys, boundText(s, w.LoadBound, ""), w.Group.Writes, boundText(s, w.Group.WriteBound, w.Bound), boundText(s, w.Group.ReadBound, w.Bound), reset)
 	}
 	put := "Puts"
 	if w.RTW {
 		put = "read-test-writes (conditional inserts)"
 	}
 	return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), %s of %s keys at %s (fraction %g), Gets at %s, ",
-		w.Keys, s.boundText(w.LoadBound, ""), put, w.Distribution, s.boundText(w.PutBound, w.Bound), w.PutFraction, s.boundText(w.GetBound, w.Bound))
+		w.Keys, boundText(s, w.LoadBound, ""), put, w.Distribution, boundText(s, w.PutBound, w.Bound), w.PutFraction, boundText(s, w.GetBound, w.Bound))
 }
 
 // mix is the mix of a workload with bounded operations or groups: fresh
@@ -737,7 +737,7 @@ func returnedTable(s *Scenario, r *Result) Table {
 					b = x
 				}
 			}
-			pv, pok := s.paperPoint("returned", p, sn)
+			pv, pok := paperPoint(s, "returned", p, sn)
 			row := []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
 				strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
 			if len(s.Series) > 0 {
@@ -780,7 +780,7 @@ func costsTable(s *Scenario, r *Result) Table {
 			if wt+rt > 0 {
 				wshare, rshare = 100*wt/(wt+rt), 100*rt/(wt+rt)
 			}
-			paper := func(metric string) string { return num(s.paperPoint(metric, p, sn)) }
+			paper := func(metric string) string { return num(paperPoint(s, metric, p, sn)) }
 			t.Rows = append(t.Rows, []string{p, strconv.FormatInt(write.Count+read.Count, 10), f2(wshare), paper("write_cost_pct"), f2(rshare), paper("read_cost_pct"),
 				f1(run.ThroughputOpsPerS), paper("ops_per_s"), f3(write.LatencyMS.Mean), paper("write_avg_ms"), f3(read.LatencyMS.Mean), paper("read_avg_ms"),
 				f3(write.LatencyMS.P99), paper("write_p99_ms"), f3(read.LatencyMS.P99), paper("read_p99_ms")})
@@ -795,7 +795,7 @@ func costsTable(s *Scenario, r *Result) Table {
 
 // paperPoint finds the paper's number for a metric at a sweep point and
 // series.
-func (s *Scenario) paperPoint(metric, point, series string) (float64, bool) {
+func paperPoint(s *Scenario, metric, point, series string) (float64, bool) {
 	for _, v := range s.Paper.Values {
 		if v.Metric == metric && v.Point == point && v.Series == series {
 			return v.Value, true
@@ -942,7 +942,7 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 
 // boundText names an op's bound: its own, else the workload's, else the
 // swept one or none.
-func (s *Scenario) boundText(own, workload string) string {
+func boundText(s *Scenario, own, workload string) string {
 	switch {
 	case own != "":
 		return own

@@ -220,9 +220,9 @@ func (karmaPlugin) session(s *Scenario, g *driver.Group) {
 
 func (karmaPlugin) describe(s *Scenario, mode string) string {
 	if mode == "cluster" {
-		return s.causalDescription() + s.causalClusterDescription()
+		return causalDescription(s) + causalClusterDescription(s)
 	}
-	return s.causalDescription()
+	return causalDescription(s)
 }
 
 // mix is what a causal scenario's sessions draw: Puts, Gets and
@@ -373,7 +373,7 @@ const loadSettle = 2 * time.Second
 func loadCausal(u *unit, sm *sim.Sim, target driver.Target, completes *int) error {
 	s := u.s
 	keys := s.Workload.Keys
-	if err := runLoad(sm, target, s.causalLoadGroups(driver.Cosla{}), keys); err != nil {
+	if err := runLoad(sm, target, causalLoadGroups(s, driver.Cosla{}), keys); err != nil {
 		return err
 	}
 	if err := sm.RunUntil(sm.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {
@@ -388,7 +388,7 @@ func loadCausal(u *unit, sm *sim.Sim, target driver.Target, completes *int) erro
 // causalLoadGroups are the groups that write a causal table's keys once:
 // LoadSessions sessions at each client site, sharing one pass over the
 // keys (YCSB's load phase), each a client of the given kind.
-func (s *Scenario) causalLoadGroups(cosla driver.Cosla) []*driver.Group {
+func causalLoadGroups(s *Scenario, cosla driver.Cosla) []*driver.Group {
 	mix := &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize}
 	var groups []*driver.Group
 	for i, c := range s.Clients {
@@ -828,7 +828,7 @@ func gainPct(a, b float64) float64 {
 }
 
 // causalDescription is the report's line on a causal table's world.
-func (s *Scenario) causalDescription() string {
+func causalDescription(s *Scenario) string {
 	c := s.Causal
 	var rings []string
 	for _, r := range c.Rings {

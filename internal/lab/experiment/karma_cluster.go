@@ -57,7 +57,7 @@ func (karmaPlugin) topology(s *Scenario, t topology.Topology) topology.Topology 
 
 func (karmaPlugin) startCluster(s *Scenario, o *cluster.Options) string {
 	o.Causal = s.Causal.serverOptions()
-	return fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, s.clusterStorageNodes())
+	return fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, clusterStorageNodes(s))
 }
 
 // prepareCluster creates the unit's table and loads its keys through
@@ -129,7 +129,7 @@ func trimReplicas(t topology.Topology, n int) topology.Topology {
 
 // clusterStorageNodes is the storage nodes of the first site that has
 // some, on the cluster.
-func (s *Scenario) clusterStorageNodes() int {
+func clusterStorageNodes(s *Scenario) int {
 	n := s.storageNodes()
 	if r := s.Cluster.ReplicasPerSite; r > 0 {
 		n = min(n, r)
@@ -139,8 +139,8 @@ func (s *Scenario) clusterStorageNodes() int {
 
 // causalClusterDescription is the report's line on how a cluster ran a
 // causal table.
-func (s *Scenario) causalClusterDescription() string {
-	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", s.clusterStorageNodes())
+func causalClusterDescription(s *Scenario) string {
+	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", clusterStorageNodes(s))
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
 	}
@@ -168,7 +168,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 	table := u.table(info)
 	s := u.s
 	keys := s.Workload.Keys
-	groups := s.causalLoadGroups(driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest})
+	groups := causalLoadGroups(s, driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest})
 	if _, err := driveCluster(ctx, info, table, groups, keys); err != nil {
 		return err
 	}
