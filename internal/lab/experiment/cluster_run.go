@@ -111,8 +111,9 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 			return nil, fmt.Errorf("%w: schedule event %s: after_gets counts one client's Gets, but on a cluster the strategies run at once; use at", ErrInvalid, e.Label)
 		}
 	}
-	if s.causal() {
-		for _, c := range causalClusterCaveats(s) {
+	wp, own := worldOf(s)
+	if own {
+		for _, c := range wp.caveats(s) {
 			progress(c)
 		}
 	}
@@ -135,15 +136,12 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		return nil, err
 	}
 	pull := t.scaled(s.Table.PullInterval)
-	if s.causal() {
-		progress(fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, s.clusterStorageNodes()))
-	} else {
-		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
-	}
 	copts := cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
 		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger}
-	if s.causal() {
-		copts.Causal = s.Causal.serverOptions()
+	if own {
+		progress(wp.startCluster(s, &copts))
+	} else {
+		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
 	}
 	c, err := cluster.Start(ctx, copts)
 	if err != nil {
@@ -154,13 +152,13 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	for _, site := range info.Sites {
 		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
 	}
-	if !s.causal() {
+	if !own {
 		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
 		if err := loadCluster(ctx, s, info); err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 	}
-	if !s.causal() && s.loadBound() != wire.Unbounded {
+	if !own && s.loadBound() != wire.Unbounded {
 		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
 		if err := sleep(ctx, pull); err != nil {
 			return nil, err
@@ -175,8 +173,8 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		if err := runClusterUnit(ctx, u, s, t, c, progress); err != nil {
 			return nil, fmt.Errorf("%s: %s %s: %w", s.Name, u.point, u.sla.Name, err)
 		}
-		if u.causal != nil {
-			res.Causal = append(res.Causal, u.causal.result)
+		if u.own != nil {
+			u.own.addTo(res, "")
 		}
 		for _, r := range u.runs {
 			res.Runs = append(res.Runs, r.r)
@@ -240,17 +238,10 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	if err != nil {
 		return err
 	}
-	if s.causal() {
-		if err := u.createTable(ctx, c); err != nil {
+	if wp, ok := worldOf(s); ok {
+		if err := wp.prepareCluster(ctx, u, c, t, progress); err != nil {
 			return err
 		}
-		if !s.Causal.NoLoad && s.Workload.Keys > 0 {
-			progress(fmt.Sprintf("%sloading %d keys through the rings, %d sessions at each client site", unitLabel(u), s.Workload.Keys, s.Causal.LoadSessions))
-			if err := loadCausalCluster(ctx, u, info); err != nil {
-				return fmt.Errorf("load: %w", err)
-			}
-		}
-		u.causal = newCausalUnit(u, t)
 	}
 	loop := driver.NewLoop(time.Now())
 	spec := u.spec(t)
@@ -301,8 +292,8 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 		elapsed = d.Now()
 	}
 	u.collect(d, spec.Recorder, elapsed)
-	if u.causal != nil {
-		u.causal.finish()
+	if u.own != nil {
+		u.own.finish()
 	}
 	if s.wants(OutBounded) || s.wants(OutPlanner) {
 		costs, made := clusterNodes(ctx, c)
@@ -356,9 +347,8 @@ const emulatedMessage = 100
 // storage nodes per site.
 func (s *Scenario) clusterTopology() topology.Topology {
 	t := s.topo
-	if s.causal() {
-		t = trimReplicas(t, s.Cluster.ReplicasPerSite)
-		t.Rings = s.Causal.Rings
+	if wp, ok := worldOf(s); ok {
+		t = wp.topology(s, t)
 	}
 	t.Links = slices.Clone(t.Links)
 	for i, l := range t.Links {
@@ -575,4 +565,13 @@ func (n *clusterNetwork) reset(ctx context.Context) error {
 	clear(n.slow)
 	clear(n.crashed)
 	return errors.Join(errs...)
+}
+
+// table is the cluster's table a unit runs on: the cluster's, or the one
+// a worldPlugin made for the unit.
+func (u *unit) table(info cluster.Info) string {
+	if wp, ok := worldOf(u.s); ok {
+		return wp.table(u, info)
+	}
+	return info.Table
 }

@@ -94,16 +94,84 @@ func (s *Scenario) validateBounds() error {
 	return nil
 }
 
-// dcon reports whether the scenario's workload has bounded operations.
-func (s *Scenario) dcon() bool {
+// bounded reports whether the scenario's workload has bounded operations.
+func bounded(s *Scenario) bool {
 	w := s.Workload
 	return w.Bound != "" || w.PutBound != "" || w.GetBound != "" || w.Group != nil || w.RTW ||
 		(s.Sweep != nil && s.Sweep.Param == "bound")
 }
 
-// dconMix is the mix of a workload with bounded operations or groups:
-// fresh keys are numbered from freshFrom, past the loaded ones.
-func (s *Scenario) dconMix(freshFrom uint64) (driver.Mix, error) {
+// dconPlugin is dConssandra's part of the lab: it claims the scenarios
+// whose workload has bounded operations or groups.
+type dconPlugin struct{}
+
+func (dconPlugin) outputs() []string {
+	return []string{OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner}
+}
+
+func (dconPlugin) metrics() []string { return dconMetrics }
+
+func (dconPlugin) claims(s *Scenario) bool { return bounded(s) }
+
+func (dconPlugin) tables(s *Scenario, r *Result) []Table {
+	var out []Table
+	for _, t := range []struct {
+		out   string
+		table func(*Scenario, *Result) Table
+	}{{OutBoundLatency, boundLatencyTable}, {OutReadLatency, readLatencyTable}, {OutReturned, returnedTable}, {OutCosts, costsTable}, {OutPlanner, plannerTable}} {
+		if s.wants(t.out) {
+			out = append(out, t.table(s, r))
+		}
+	}
+	if s.wants(OutBounded) {
+		out = append(out, boundedTable(s, r), costsLearnedTable(s, r))
+	}
+	return out
+}
+
+func (dconPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
+	var figs []Figure
+	for _, f := range []struct {
+		out  string
+		plot func(*Scenario, *Result) (Figure, error)
+	}{{OutBoundLatency, boundLatencyPlot}, {OutReadLatency, readLatencyPlot}, {OutReturned, returnedPlot}, {OutPlanner, plannerPlot}} {
+		if !s.wants(f.out) {
+			continue
+		}
+		fig, err := f.plot(s, r)
+		switch {
+		case errors.Is(err, errNoPlot):
+		case err != nil:
+			return nil, err
+		default:
+			figs = append(figs, fig)
+		}
+	}
+	return figs, nil
+}
+
+// describeWorkload says what the groups or bounded operations are.
+func (dconPlugin) describeWorkload(s *Scenario) string {
+	w := s.Workload
+	if w.Group != nil {
+		reset := ""
+		if w.Group.Reset {
+			reset = ", then a consistent (unbounded) reset read"
+		}
+		return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), then groups of %d writes of one fresh key at %s, a read of it at %s%s; ",
+			w.Keys, boundText(s, w.LoadBound, ""), w.Group.Writes, boundText(s, w.Group.WriteBound, w.Bound), boundText(s, w.Group.ReadBound, w.Bound), reset)
+	}
+	put := "Puts"
+	if w.RTW {
+		put = "read-test-writes (conditional inserts)"
+	}
+	return fmt.Sprintf("\n- workload: %d keys loaded (load bound %s), %s of %s keys at %s (fraction %g), Gets at %s, ",
+		w.Keys, boundText(s, w.LoadBound, ""), put, w.Distribution, boundText(s, w.PutBound, w.Bound), w.PutFraction, boundText(s, w.GetBound, w.Bound))
+}
+
+// mix is the mix of a workload with bounded operations or groups: fresh
+// keys are numbered from freshFrom, past the loaded ones.
+func (dconPlugin) mix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 	w := s.Workload
 	if g := w.Group; g != nil {
 		return &driver.GroupMix{Writes: g.Writes, WriteBound: bound(g.WriteBound, w.Bound), ReadBound: bound(g.ReadBound, w.Bound),
@@ -669,7 +737,7 @@ func returnedTable(s *Scenario, r *Result) Table {
 					b = x
 				}
 			}
-			pv, pok := s.paperPoint("returned", p, sn)
+			pv, pok := paperPoint(s, "returned", p, sn)
 			row := []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
 				strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
 			if len(s.Series) > 0 {
@@ -712,7 +780,7 @@ func costsTable(s *Scenario, r *Result) Table {
 			if wt+rt > 0 {
 				wshare, rshare = 100*wt/(wt+rt), 100*rt/(wt+rt)
 			}
-			paper := func(metric string) string { return num(s.paperPoint(metric, p, sn)) }
+			paper := func(metric string) string { return num(paperPoint(s, metric, p, sn)) }
 			t.Rows = append(t.Rows, []string{p, strconv.FormatInt(write.Count+read.Count, 10), f2(wshare), paper("write_cost_pct"), f2(rshare), paper("read_cost_pct"),
 				f1(run.ThroughputOpsPerS), paper("ops_per_s"), f3(write.LatencyMS.Mean), paper("write_avg_ms"), f3(read.LatencyMS.Mean), paper("read_avg_ms"),
 				f3(write.LatencyMS.P99), paper("write_p99_ms"), f3(read.LatencyMS.P99), paper("read_p99_ms")})
@@ -727,7 +795,7 @@ func costsTable(s *Scenario, r *Result) Table {
 
 // paperPoint finds the paper's number for a metric at a sweep point and
 // series.
-func (s *Scenario) paperPoint(metric, point, series string) (float64, bool) {
+func paperPoint(s *Scenario, metric, point, series string) (float64, bool) {
 	for _, v := range s.Paper.Values {
 		if v.Metric == metric && v.Point == point && v.Series == series {
 			return v.Value, true
@@ -870,4 +938,18 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
 	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+}
+
+// boundText names an op's bound: its own, else the workload's, else the
+// swept one or none.
+func boundText(s *Scenario, own, workload string) string {
+	switch {
+	case own != "":
+		return own
+	case workload != "":
+		return workload
+	case s.Sweep != nil && s.Sweep.Param == "bound":
+		return "the swept bound"
+	}
+	return "none"
 }

@@ -7,10 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/lab/driver"
-	"github.com/cosla/cosla/internal/lab/measure"
 	"github.com/cosla/cosla/internal/lab/workload"
 )
 
@@ -33,8 +31,8 @@ type unit struct {
 	// client is the site whose links "local" and the oracle mean.
 	client string
 	events []EventRecord
-	// causal records a causal table's run (causal.go).
-	causal *causalUnit
+	// own records the unit of a worldPlugin's scenario.
+	own unitRecorder
 }
 
 // run is one (client site, strategy) of a unit: its driver group and
@@ -112,9 +110,9 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 // has a schedule ("the link to the primary" depends on where the client
 // is).
 func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
-	if (cluster && len(s.Schedule) == 0) || s.causal() {
-		// A causal table's client sites share one world: Karma's
-		// throughput is the whole system's.
+	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own {
+		// A worldPlugin's client sites share one world (Karma's
+		// throughput is the whole system's).
 		return [][]ClientSite{s.Clients}
 	}
 	var out [][]ClientSite
@@ -125,10 +123,10 @@ func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
 }
 
 // strategyGroups are the strategies that run at once: each alone in the
-// simulator, all together on a cluster but for a causal table's (each a
-// table of its own, cluster_causal.go).
+// simulator, all together on a cluster but for a worldPlugin's (each a
+// table of its own).
 func (s *Scenario) strategyGroups(cluster bool) [][]string {
-	if cluster && !s.causal() {
+	if _, own := worldOf(s); cluster && !own {
 		return [][]string{s.Strategies}
 	}
 	var out [][]string
@@ -141,10 +139,11 @@ func (s *Scenario) strategyGroups(cluster bool) [][]string {
 // newRun builds a run's driver group.
 func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	s := u.s
+	wp, own := worldOf(s)
 	var variant strategyVariant
 	var err error
-	if s.causal() {
-		variant.causal, err = causal.ParseStrategy(strategy)
+	if own {
+		variant, err = wp.variant(strategy)
 	} else {
 		variant, err = parseStrategyVariant(strategy)
 	}
@@ -165,7 +164,7 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
 		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
-	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !s.causal())
+	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !own)
 	r.bounded = newBoundedRecord()
 	mix, err := s.mix(u.freshFrom())
 	if err != nil {
@@ -182,11 +181,8 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: sessions, SessionSteps: w.SessionOps,
 		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
 		Cosla: driver.Cosla{SLA: u.sla.SLA, Strategy: variant.strategy, Get: variant.get, Policy: variant.policy, Client: opts}}
-	if s.causal() {
-		// A client core's sessions on a causal table (a cluster); the
-		// simulator's causal clients take no SLA or strategy.
-		r.group.Cosla.SLA, r.group.Cosla.Strategy = causalSessionSLA, clientcore.Closest
-		r.group.Cosla.Client.NotifyEvery = s.Causal.NotifyEvery
+	if own {
+		wp.session(s, r.group)
 	}
 	rate := w.Rate
 	if t.cluster && s.Cluster.Rate > 0 {
@@ -204,18 +200,15 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 // loaded keys, and apart from every other unit's.
 func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.index)<<32 }
 
-// mix is what each run's sessions draw: a YCSB workload, dConssandra's
-// bounded operations or groups (dconMix), or Puts with probability
+// mix is what each run's sessions draw: the mix of the plug-in that
+// claims the scenario, or a YCSB workload, or Puts with probability
 // PutFraction and Gets otherwise over the key distribution. Fresh keys
 // are numbered from freshFrom.
 func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
+	if m, ok := mixerOf(s); ok {
+		return m.mix(s, freshFrom)
+	}
 	w := s.Workload
-	if s.causal() {
-		return s.causalMix()
-	}
-	if s.dcon() {
-		return s.dconMix(freshFrom)
-	}
 	if w.YCSB != "" {
 		p, err := s.ycsbProperties()
 		if err != nil {
@@ -264,8 +257,8 @@ func (u *unit) spec(t timing) driver.Spec {
 	}
 	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
 		r := byGroup[g]
-		if u.causal != nil {
-			u.causal.op(r, op, op.Start >= spec.Warmup)
+		if u.own != nil {
+			u.own.op(r, op, op.Start >= spec.Warmup)
 			return
 		}
 		if windows {
@@ -311,29 +304,15 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		}
 		r.r.VirtualS = elapsed.Seconds()
 		r.r.Bounded = r.bounded.stats()
-		if u.causal != nil {
-			continue // causalUnit.finish fills a causal run
+		if u.own != nil {
+			continue // the unit's recorder fills its runs (finish)
 		}
 		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
 	}
 }
 
-// cpqClockMS is the clock-synchronization threshold of CPQ 3.1.3: scores
-// below about 2 ms were dropped there.
-const cpqClockMS = 2
-
 // wantsStaleness reports whether an output needs the Gamma analysis.
 func (s *Scenario) wantsStaleness() bool { return s.wants(OutStaleness) || s.wants(OutLevels) }
-
-// stalenessOf computes the Gamma scores of a trace. The runs' own clock
-// is the one clock of the trace, so no score is within clock
-// uncertainty.
-func stalenessOf(ops []measure.Op) *Staleness {
-	g := measure.Gamma(ops, measure.Config{})
-	cpq := measure.Gamma(ops, measure.Config{ClockUncertaintyMS: cpqClockMS})
-	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction, PositiveOver2MSFraction: cpq.PositiveFraction,
-		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
-}
 
 // clientSites names the unit's client sites.
 func (u *unit) clientSites() []string {
@@ -348,13 +327,8 @@ func (u *unit) clientSites() []string {
 
 // check reports a run that did nothing, so measured nothing.
 func (u *unit) check() error {
-	if u.causal != nil {
-		// A causal run's client sites make one run: a far site may end a
-		// short one without an operation of its own.
-		if u.causal.all.accesses == 0 {
-			return fmt.Errorf("%s: no operation ran", u.runs[0].r.Strategy)
-		}
-		return nil
+	if u.own != nil {
+		return u.own.check()
 	}
 	for _, r := range u.runs {
 		if r.r.Gets+r.r.Puts == 0 {
@@ -390,7 +364,7 @@ func (sc *schedule) fire(e EventSpec) {
 	}
 	var best float64
 	var choices []string
-	if !sc.u.s.causal() {
+	if _, own := worldOf(sc.u.s); !own {
 		layout, _ := sc.u.s.layout()
 		best, choices = sc.oracle.best(sc.u.sla.SLA, layout)
 	}

@@ -55,6 +55,7 @@ func opStats(t *testing.T, r RunResult, op string) (count int64, throughput, p95
 // flattens at the modelled capacity while p95 climbs; and the same seed
 // gives the same results.
 func TestCapacitySaturates(t *testing.T) {
+	needLong(t, "three sweeps up to 256 sessions (TestPresetsScaled runs capacity-lan small)")
 	yaml := lan + `
 workload: {ycsb: b, keys: 2000, duration: 400ms, warmup: 100ms}
 clients: {lan: 1}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,94 +23,49 @@ type Table struct {
 	Caption string
 }
 
-// Tables builds the scenario's tables from a result.
+// Tables builds the scenario's tables from a result: each plug-in's, in
+// the order of the registry.
 func Tables(s *Scenario, r *Result) []Table {
 	var out []Table
-	if s.wants(OutLatency) {
-		out = append(out, latencyTable(s, r))
+	for _, p := range plugins {
+		out = append(out, p.tables(s, r)...)
 	}
-	if s.wants(OutUtility) {
-		out = append(out, utilityTable(s, r))
-		if t, ok := optionsTable(r); ok {
-			out = append(out, t)
-		}
-	}
-	if s.wants(OutBreakdown) {
-		out = append(out, breakdownTable(s, r))
-	}
-	if s.wants(OutSensitivity) {
-		out = append(out, sensitivityTable(r))
-	}
-	if s.wants(OutTimeline) {
-		out = append(out, adaptationTable(r))
-	}
-	if s.wants(OutOps) {
-		out = append(out, opsTable(s, r))
-		if s.Repeat > 1 {
-			out = append(out, summaryTable(s, r))
-		}
-	}
-	if s.wants(OutStaleness) {
-		out = append(out, stalenessTable(s, r))
-	}
-	if s.wants(OutLevels) {
-		out = append(out, levelsTable(s, r))
-	}
-	if s.wants(OutWindows) {
-		out = append(out, windowsTable(s, r), windowsEachTable(s, r))
-		if s.Repeat > 1 {
-			out = append(out, windowsMeanTable(s, r))
-		}
-	}
-	if s.wants(OutBoundLatency) {
-		out = append(out, boundLatencyTable(s, r))
-	}
-	if s.wants(OutReadLatency) {
-		out = append(out, readLatencyTable(s, r))
-	}
-	if s.wants(OutReturned) {
-		out = append(out, returnedTable(s, r))
-	}
-	if s.wants(OutCosts) {
-		out = append(out, costsTable(s, r))
-	}
-	if s.wants(OutPlanner) {
-		out = append(out, plannerTable(s, r))
-	}
-	if s.wants(OutBounded) {
-		out = append(out, boundedTable(s, r), costsLearnedTable(s, r))
-	}
-	return append(out, causalTables(s, r)...)
+	return out
 }
 
-// levelsTable sets each run's read and write p95 latency beside the
-// share of its values read stale (CPQ Figs 1-3).
-func levelsTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "levels", Title: "Latency and staleness per read and write level choice (CPQ Figs 1-3)",
-		Header: append(runColumns(s), "reads", "read p95 ms", "writes", "write p95 ms", "values", "stale %", "stale >= 2 ms %")}
-	for _, run := range r.Runs {
-		row := runCells(s, run)
-		for _, op := range []string{"get", "put"} {
-			count, p95 := "0", ""
-			for _, o := range run.Ops {
-				if o.Op == op {
-					count, p95 = strconv.FormatInt(o.Count, 10), f3(o.LatencyMS.P95)
-				}
-			}
-			row = append(row, count, p95)
-		}
-		if st := run.Staleness; st != nil {
-			row = append(row, strconv.Itoa(st.Values), f2(100*st.PositiveFraction), f2(100*st.PositiveOver2MSFraction))
-		} else {
-			row = append(row, "", "", "")
-		}
-		t.Rows = append(t.Rows, row)
+// enginePlugin is the engine's own output, every paper's: latency
+// percentiles, throughput and failures per op and strategy (with a
+// sweep, throughput-latency curves).
+type enginePlugin struct{}
+
+func (enginePlugin) outputs() []string { return []string{OutOps} }
+
+func (enginePlugin) metrics() []string { return nil }
+
+func (enginePlugin) tables(s *Scenario, r *Result) []Table {
+	if !s.wants(OutOps) {
+		return nil
 	}
-	t.Caption = "p95 is over the operations that succeeded (HDR histograms). Stale % is the share of values with a positive Gamma score (CPQ 2), CPQ's estimate of the stale-read fraction; the trace's times come from one clock (the simulator's, or on a cluster the experiment process's), so every positive score counts. CPQ 3.1.3 dropped scores below about 2 ms, its hosts' clock uncertainty: the last column does the same."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
+	out := []Table{opsTable(s, r)}
+	if s.Repeat > 1 {
+		out = append(out, summaryTable(s, r))
 	}
-	return t
+	return out
+}
+
+func (enginePlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
+	if !s.wants(OutOps) || s.Sweep == nil {
+		return nil, nil
+	}
+	throughput, err := throughputPlot(s, r)
+	if err != nil {
+		return nil, err
+	}
+	latency, err := latencyCurvePlot(s, r)
+	if err != nil {
+		return nil, err
+	}
+	return []Figure{throughput, latency}, nil
 }
 
 // runColumns are the columns that name a run: the sweep's point and the
@@ -209,25 +163,6 @@ func summaryTable(s *Scenario, r *Result) Table {
 	return t
 }
 
-// stalenessTable is the Gamma analysis of each run's trace.
-func stalenessTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "staleness", Title: "Staleness from the trace: Gamma scores (CPQ 2)",
-		Header: append(runColumns(s), "values", "positive", "positive %", "p50 ms", "p95 ms", "p99 ms", "max ms")}
-	for _, run := range r.Runs {
-		st := run.Staleness
-		if st == nil {
-			continue
-		}
-		t.Rows = append(t.Rows, append(runCells(s, run), strconv.Itoa(st.Values), strconv.Itoa(st.Positive),
-			f2(100*st.PositiveFraction), f3(st.P50MS), f3(st.P95MS), f3(st.P99MS), f3(st.MaxMS)))
-	}
-	t.Caption = "A value's Gamma score is how far its write and the reads that returned it deviate from linearizability (Golab et al.); the fraction of positive scores estimates the fraction of stale reads, and the percentiles are of the positive scores. Values read that no Put of the run wrote (the loaded ones) are not scored."
-	if r.Mode == "cluster" && len(s.Strategies)*len(s.Clients) > 1 {
-		t.Caption += " On a cluster the runs of a point go at once on the same keys, so each row covers all of them."
-	}
-	return t
-}
-
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
@@ -236,201 +171,6 @@ func paperCell(v float64, ok bool, format func(float64) string) string {
 		return ""
 	}
 	return format(v)
-}
-
-func latencyTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "latency", Title: "Average Get latency (ms) per consistency and client site (Fig. 3)",
-		Header: []string{"consistency"}}
-	for _, c := range s.Clients.Sites() {
-		t.Header = append(t.Header, c, c+" paper")
-	}
-	for _, v := range s.slas {
-		row := []string{v.Name}
-		for _, c := range s.Clients.Sites() {
-			cell := ""
-			for _, run := range r.Runs {
-				if run.SLA == v.Name && run.Client == c {
-					cell = f1(run.AvgLatencyMS)
-					break
-				}
-			}
-			p, ok := s.paperValue("avg_latency_ms", v.Name, c, "", 0, "", 0)
-			row = append(row, cell, paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }))
-		}
-		t.Rows = append(t.Rows, row)
-	}
-	t.Caption = "Ours: mean round trip of the Pileus client's Gets under a single-subSLA SLA with no latency bound (the first strategy listed)."
-	return t
-}
-
-func utilityTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "utility", Title: "Average delivered utility per SLA, client site and strategy (Figs 11-12)",
-		Header: []string{"sla", "client", "strategy", "avg utility", "± stderr", "paper"}}
-	maxMet := 0
-	for _, run := range r.Runs {
-		maxMet = max(maxMet, len(run.Met))
-	}
-	for i := range maxMet {
-		t.Header = append(t.Header, fmt.Sprintf("met %d %%", i+1))
-	}
-	t.Header = append(t.Header, "unmet %", "avg get ms", "paper ms", "gets", "extra requests", "probes")
-	for _, run := range r.Runs {
-		p, ok := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-		row := []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), f3(run.UtilityStdErr), paperCell(p, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) })}
-		for i := range maxMet {
-			cell := ""
-			if i < len(run.Met) {
-				cell = f1(100 * run.Met[i])
-			}
-			row = append(row, cell)
-		}
-		pl, okl := s.paperValue("avg_latency_ms", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-		row = append(row, f1(100*run.Unmet), f1(run.AvgLatencyMS), paperCell(pl, okl, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }), strconv.Itoa(run.Gets), strconv.Itoa(run.ExtraRequests), strconv.Itoa(run.Probes))
-		t.Rows = append(t.Rows, row)
-	}
-	return t
-}
-
-// optionsTable sets each option of Pileus beyond the paper (a strategy
-// pileus+...) beside plain Pileus for the same SLA and client: the
-// utility it gains and the extra requests it spends. It is not ok when
-// no run has both.
-func optionsTable(r *Result) (Table, bool) {
-	t := Table{Name: "options", Title: "Beyond the paper: utility gained and extra requests spent by each option of Pileus",
-		Header: []string{"sla", "client", "strategy", "avg utility", "gain vs pileus", "unmet %", "extra requests", "extra per 100 gets"}}
-	type group struct{ sla, client string }
-	plain := map[group]RunResult{}
-	options := map[group]bool{}
-	for _, run := range r.Runs {
-		g := group{run.SLA, run.Client}
-		switch {
-		case run.Strategy == "pileus":
-			plain[g] = run
-		case strings.HasPrefix(run.Strategy, "pileus+"):
-			options[g] = true
-		}
-	}
-	for _, run := range r.Runs {
-		g := group{run.SLA, run.Client}
-		base, ok := plain[g]
-		if !ok || !options[g] || !strings.HasPrefix(run.Strategy, "pileus") {
-			continue
-		}
-		gain := strconv.FormatFloat(run.AvgUtility-base.AvgUtility, 'f', 3, 64)
-		if !strings.HasPrefix(gain, "-") {
-			gain = "+" + gain
-		}
-		t.Rows = append(t.Rows, []string{run.SLA, run.Client, run.Strategy, f3(run.AvgUtility), gain, f1(100 * run.Unmet),
-			strconv.Itoa(run.ExtraRequests), f1(100 * float64(run.ExtraRequests) / float64(run.Gets))})
-	}
-	t.Caption = "Extra requests are the retries and hedged requests sent beyond one per Get; the monitor's probes are not among them (see the utility table). With a workload given by duration the runs need not make the same number of Gets."
-	return t, len(t.Rows) > 0
-}
-
-func breakdownTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "breakdown", Title: "Pileus's decisions: % of Gets per target subSLA and node, % meeting each subSLA (Tables 1-2)",
-		Header: []string{"sla", "client", "target subSLA"}}
-	for _, n := range r.Nodes {
-		t.Header = append(t.Header, "get from "+n+" %", "paper")
-	}
-	t.Header = append(t.Header, "subSLA met %", "paper", "avg utility", "paper")
-	pct := func(x float64) string { return f1(x) }
-	for _, run := range r.Runs {
-		// Plain Pileus's, as in the paper: the table has no strategy
-		// column for the options' own.
-		if len(run.Breakdown) == 0 || run.Strategy != "pileus" {
-			continue
-		}
-		for i, b := range run.Breakdown {
-			row := []string{run.SLA, run.Client, strconv.Itoa(b.Target)}
-			for _, n := range r.Nodes {
-				p, ok := s.paperValue("gets_pct", run.BaseSLA, run.Client, "", b.Target, n, run.Factor)
-				row = append(row, pct(b.GetsPct[n]), paperCell(p, ok, pct))
-			}
-			p, ok := s.paperValue("met_pct", run.BaseSLA, run.Client, "", b.Target, "", run.Factor)
-			row = append(row, pct(b.MetPct), paperCell(p, ok, pct))
-			if i == 0 {
-				pu, oku := s.paperValue("avg_utility", run.BaseSLA, run.Client, run.Strategy, 0, "", run.Factor)
-				row = append(row, f3(run.AvgUtility), paperCell(pu, oku, func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }))
-			} else {
-				row = append(row, "", "")
-			}
-			t.Rows = append(t.Rows, row)
-		}
-	}
-	t.Caption = "Paper columns hold Table 1 or 2 of the paper where it survives. A target row counts the Gets Pileus aimed at that subSLA; the met column counts the Gets that met that subSLA, whatever they aimed at (as in the paper)."
-	return t
-}
-
-func sensitivityTable(r *Result) Table {
-	t := Table{Name: "sensitivity", Title: "Average delivered utility as the utilities of subSLAs are scaled (Fig. 14)",
-		Header: []string{"sla", "factor", "client"}}
-	var strategies []string
-	for _, run := range r.Runs {
-		if !slices.Contains(strategies, run.Strategy) {
-			strategies = append(strategies, run.Strategy)
-		}
-	}
-	t.Header = append(t.Header, strategies...)
-	t.Header = append(t.Header, "pileus - best fixed")
-	type key struct {
-		sla, client string
-		factor      float64
-	}
-	var order []key
-	cells := map[key]map[string]float64{}
-	for _, run := range r.Runs {
-		k := key{run.BaseSLA, run.Client, run.Factor}
-		if cells[k] == nil {
-			cells[k] = map[string]float64{}
-			order = append(order, k)
-		}
-		cells[k][run.Strategy] = run.AvgUtility
-	}
-	for _, k := range order {
-		row := []string{k.sla, strconv.FormatFloat(k.factor, 'g', -1, 64), k.client}
-		best, pileus, hasPileus := -1.0, 0.0, false
-		for _, st := range strategies {
-			u, ok := cells[k][st]
-			if !ok {
-				row = append(row, "")
-				continue
-			}
-			row = append(row, f3(u))
-			if st == "pileus" {
-				pileus, hasPileus = u, true
-			} else {
-				best = max(best, u)
-			}
-		}
-		diff := ""
-		if hasPileus && best >= 0 {
-			diff = strconv.FormatFloat(pileus-best, 'f', 3, 64)
-		}
-		t.Rows = append(t.Rows, append(row, diff))
-	}
-	t.Caption = "The paper's Fig. 14 values did not survive in our copy; see the notes."
-	return t
-}
-
-func adaptationTable(r *Result) Table {
-	t := Table{Name: "adaptation", Title: "Adaptation after each scheduled change (5.4, Fig. 13)",
-		Header: []string{"client", "strategy", "event", "change", "at s", "best choice", "best utility", "adapted", "gets to adapt", "seconds to adapt", "utility before", "utility after", "gets in phase"}}
-	for _, run := range r.Runs {
-		events := scheduled(run.Events)
-		for i, a := range run.Adaptation {
-			e := events[i]
-			adapted := "no"
-			if a.Adapted {
-				adapted = "yes"
-			}
-			t.Rows = append(t.Rows, []string{run.Client, run.Strategy, a.Event, e.Description, f1(e.AtS),
-				strings.Join(a.Best, " "), f3(a.BestUtility), adapted, strconv.Itoa(a.GetsToAdapt),
-				f1(a.SecondsToAdapt), f3(a.UtilityBefore), f3(a.UtilityAfter), strconv.Itoa(a.GetsInPhase)})
-		}
-	}
-	t.Caption = "Best choice is subSLA@site of highest utility that the configured round trips allow (see Adaptation in run.go). Adapted: the first Get after the change that starts N consecutive Gets making a best choice; utility before/after average the phase's delivered utility before and from that Get."
-	return t
 }
 
 // WriteOptions says how a result was produced, for the report.
@@ -518,11 +258,9 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	if o.Command != "" {
 		fmt.Fprintf(&b, "- reproduce with: `%s`\n", o.Command)
 	}
-	if s.causal() {
-		b.WriteString(s.causalDescription())
-		if r.Mode == "cluster" {
-			b.WriteString(s.causalClusterDescription())
-		}
+	wp, own := worldOf(s)
+	if own {
+		b.WriteString(wp.describe(s, r.Mode))
 	} else {
 		fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
 			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
@@ -534,22 +272,8 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	switch {
 	case w.YCSB != "":
 		fmt.Fprintf(&b, "\n- workload: YCSB %s over %d keys, ", w.YCSB, w.Keys)
-	case w.Group != nil:
-		reset := ""
-		if w.Group.Reset {
-			reset = ", then a consistent (unbounded) reset read"
-		}
-		fmt.Fprintf(&b, "\n- workload: %d keys loaded (load bound %s), then groups of %d writes of one fresh key at %s, a read of it at %s%s; ",
-			w.Keys, s.boundText(w.LoadBound, ""), w.Group.Writes, s.boundText(w.Group.WriteBound, w.Bound), s.boundText(w.Group.ReadBound, w.Bound), reset)
-	case s.dcon():
-		put := "Puts"
-		if w.RTW {
-			put = "read-test-writes (conditional inserts)"
-		}
-		fmt.Fprintf(&b, "\n- workload: %d keys loaded (load bound %s), %s of %s keys at %s (fraction %g), Gets at %s, ",
-			w.Keys, s.boundText(w.LoadBound, ""), put, w.Distribution, s.boundText(w.PutBound, w.Bound), w.PutFraction, s.boundText(w.GetBound, w.Bound))
 	default:
-		fmt.Fprintf(&b, "\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
+		b.WriteString(workloadText(s))
 	}
 	if w.ValueSize > 0 {
 		fmt.Fprintf(&b, "%d-byte values, ", w.ValueSize)
@@ -605,7 +329,7 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "- beside the cluster's, the simulator's model of it (seed %d, trace hash %s): %s\n",
 			r.Sim.Seed, r.Sim.TraceHash, s.ClusterModel().Sim.describe())
 	}
-	if !s.causal() {
+	if !own {
 		b.WriteString("- SLAs:\n")
 		for _, v := range s.slas {
 			fmt.Fprintf(&b, "  - %s: `%s`\n", v.Name, v.SLA)
@@ -657,20 +381,6 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	return b.Bytes()
 }
 
-// boundText names an op's bound: its own, else the workload's, else the
-// swept one or none.
-func (s *Scenario) boundText(own, workload string) string {
-	switch {
-	case own != "":
-		return own
-	case workload != "":
-		return workload
-	case s.Sweep != nil && s.Sweep.Param == "bound":
-		return "the swept bound"
-	}
-	return "none"
-}
-
 func rttText(e EventSpec) string {
 	switch {
 	case e.Action == ActionSpikes:
@@ -681,4 +391,22 @@ func rttText(e EventSpec) string {
 		return fmt.Sprintf(" rtt %s", e.RTT)
 	}
 	return ""
+}
+
+// A workloadDescriber is a mixer that says what its mix draws, for the
+// report.
+type workloadDescriber interface {
+	describeWorkload(s *Scenario) string
+}
+
+// workloadText is the report's words on a workload of Puts and Gets, or
+// on the mix of the plug-in that claims the scenario, if it says.
+func workloadText(s *Scenario) string {
+	if m, ok := mixerOf(s); ok {
+		if d, ok := m.(workloadDescriber); ok {
+			return d.describeWorkload(s)
+		}
+	}
+	w := s.Workload
+	return fmt.Sprintf("\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
 }

@@ -1,5 +1,3 @@
-// Package experiment reruns the papers' evaluations, in the simulator or
-// on a local cluster, and sets our numbers beside theirs.
 package experiment
 
 import (

@@ -540,12 +540,6 @@ const (
 	OutCausalTimeline = "causal-timeline"
 )
 
-var knownOutputs = []string{OutUtility, OutBreakdown, OutLatency, OutTimeline, OutSensitivity, OutOps, OutStaleness, OutLevels, OutWindows,
-	OutBounded, OutBoundLatency, OutReadLatency, OutReturned, OutCosts, OutPlanner,
-	OutCausal, OutSaturation, OutCausalSites, OutCausalTimeline}
-
-var knownMetrics = slices.Concat([]string{"avg_utility", "avg_latency_ms", "gets_pct", "met_pct"}, dconMetrics, causalMetrics)
-
 // slaVariant is one SLA the runs use: a spec, or one factor of it.
 type slaVariant struct {
 	Name   string

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +14,117 @@ import (
 )
 
 const testSeed = 1
+
+// longFlag runs the paper checks at the scales they were written for,
+// and the long runs (several minutes). Without it every preset still
+// runs, scaled down (TestPresetsScaled), with the checks that hold at
+// that scale.
+var longFlag = flag.Bool("long", false, "run the paper checks at full scale and the long runs (minutes)")
+
+// scaleFor is a test's scale: full with -long, short without.
+func scaleFor(full, short float64) float64 {
+	if *longFlag {
+		return full
+	}
+	return short
+}
+
+// needLong skips a test that runs only with -long.
+func needLong(t *testing.T, why string) {
+	t.Helper()
+	if !*longFlag {
+		t.Skipf("%s: runs with -long", why)
+	}
+}
+
+// presetScale is the scale TestPresetsScaled runs every preset at, and
+// causalPresetScale a causal table's.
+const (
+	presetScale       = 0.01
+	causalPresetScale = 0.1
+)
+
+// presetKeys bounds the keys of a preset in TestPresetsScaled: a run
+// loads its keys whatever its scale, and a dConssandra preset loads
+// 50,000 with an fsync each.
+const presetKeys = 500
+
+// runScaledPreset runs a shipped scenario at presetScale with at most
+// presetKeys keys (as cluster.keys shrinks a cluster run).
+func runScaledPreset(t *testing.T, name string) (*Scenario, *Result) {
+	t.Helper()
+	s, err := Resolve(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = s.with(func(c *Scenario) { c.Workload.Keys = min(c.Workload.Keys, presetKeys) })
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	scale, how := presetScale, fmt.Sprintf("workload.keys %d", presetKeys)
+	if s.Causal != nil {
+		// Thousands of sessions overload a causal world in its first
+		// milliseconds: run the simulator's model of the preset's
+		// cluster run (cluster.sessions_scale, replicas_per_site), long
+		// enough for its far sites' Gets to return.
+		s, scale, how = s.ClusterModel(), causalPresetScale, how+", as its cluster model"
+	}
+	r, err := Run(s, RunOptions{Seed: testSeed, Scale: scale})
+	if err != nil {
+		t.Fatalf("%v\nreproduce with: %s with %s", err, repro(name, scale), how)
+	}
+	return s, r
+}
+
+// scaledChecks are the paper checks that hold at presetScale, by preset.
+var scaledChecks = map[string]func(*testing.T, *Scenario, *Result){
+	"pileus-table1": func(t *testing.T, s *Scenario, r *Result) {
+		checkPileusTables(t, "pileus-table1", presetScale, s, r)
+	},
+	"pileus-table2": func(t *testing.T, s *Scenario, r *Result) {
+		checkPileusTables(t, "pileus-table2", presetScale, s, r)
+	},
+	"pileus-fig3":  func(t *testing.T, s *Scenario, r *Result) { checkFig3(t, presetScale, s, r) },
+	"pileus-fig14": func(t *testing.T, _ *Scenario, r *Result) { checkFig14(t, r) },
+}
+
+// TestPresetsScaled runs every shipped preset in the simulator at a
+// small scale, with few keys, and writes its outputs: every run has a trace hash and
+// the outputs it asks for give tables and files. The paper checks run at
+// full scale with -long; TestSameSeedSameResults checks that a seed
+// fixes results.json.
+func TestPresetsScaled(t *testing.T) {
+	ps, err := Presets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		t.Run(p.Name, func(t *testing.T) {
+			s, r := runScaledPreset(t, p.Name)
+			if len(r.Runs) == 0 || r.TraceHash == "" {
+				t.Fatalf("%d runs, trace hash %q; want runs and a hash\nreproduce with: %s", len(r.Runs), r.TraceHash, repro(p.Name, presetScale))
+			}
+			for _, run := range r.Runs {
+				if run.TraceHash == "" {
+					t.Errorf("%s/%s %s: no trace hash", run.Client, run.Strategy, run.Point)
+				}
+			}
+			if len(Tables(s, r)) == 0 {
+				t.Errorf("outputs %v gave no table", s.Outputs)
+			}
+			if check, ok := scaledChecks[p.Name]; ok {
+				check(t, s, r)
+			}
+			files, err := Write(t.TempDir(), s, r, WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(files) < 3 {
+				t.Errorf("wrote %v; want results.json, report.md and the tables", files)
+			}
+		})
+	}
+}
 
 // runPreset runs a shipped scenario shortened by scale.
 func runPreset(t *testing.T, name string, scale float64) (*Scenario, *Result) {
@@ -71,63 +183,85 @@ func checkPileusBest(t *testing.T, name string, scale float64, r *Result) {
 }
 
 func TestPileusTables(t *testing.T) {
+	needLong(t, "pileus-table1 and pileus-table2 at scale 0.1 (TestPresetsScaled runs them small)")
 	for _, name := range []string{"pileus-table1", "pileus-table2"} {
 		t.Run(name, func(t *testing.T) {
 			const scale = 0.1
 			s, r := runPreset(t, name, scale)
-			if len(r.Runs) != 24 {
-				t.Fatalf("%d runs, want 24 (4 sites x 6 strategies)", len(r.Runs))
-			}
-			checkPileusBest(t, name, scale, r)
-			plain := map[string]float64{}
-			for _, run := range r.Runs {
-				if !strings.HasPrefix(run.Strategy, "pileus") {
-					if len(run.Breakdown) != 0 {
-						t.Errorf("%s/%s: breakdown for a fixed strategy", run.Client, run.Strategy)
-					}
-					continue
-				}
-				if run.Strategy == "pileus" {
-					plain[run.Client] = run.AvgUtility
-					// The paper's Tables 1-2, within 0.03 (the issue's
-					// bound; a short run is a little noisier).
-					if p, ok := s.PaperUtility(run); !ok {
-						t.Errorf("%s: no paper utility", run.Client)
-					} else if math.Abs(run.AvgUtility-p) > 0.03 {
-						t.Errorf("%s: Pileus utility %.3f, paper %.2f\nreproduce with: %s", run.Client, run.AvgUtility, p, repro(name, scale))
-					}
-				} else if run.AvgUtility < plain[run.Client]-0.01 {
-					t.Errorf("%s/%s: utility %.3f below plain Pileus's %.3f\nreproduce with: %s", run.Client, run.Strategy, run.AvgUtility, plain[run.Client], repro(name, scale))
-				}
-				var gets, met float64
-				for _, b := range run.Breakdown {
-					met += b.MetPct
-					for _, p := range b.GetsPct {
-						gets += p
-					}
-				}
-				if math.Abs(gets-100) > 1e-6 || math.Abs(met+100*run.Unmet-100) > 1e-6 {
-					t.Errorf("%s: breakdown covers %.3f%% of Gets and %.3f%% met, want 100", run.Client, gets, met+100*run.Unmet)
-				}
-			}
+			checkPileusTables(t, name, scale, s, r)
 		})
 	}
 }
 
+// checkPileusTables checks a run of pileus-table1 or pileus-table2: 24
+// runs, Pileus at least as good as every fixed strategy and each option
+// as plain Pileus, the breakdown covering every Get, and (with -long)
+// Pileus's utility within 0.03 of the paper's.
+func checkPileusTables(t *testing.T, name string, scale float64, s *Scenario, r *Result) {
+	t.Helper()
+	if len(r.Runs) != 24 {
+		t.Fatalf("%d runs, want 24 (4 sites x 6 strategies)", len(r.Runs))
+	}
+	checkPileusBest(t, name, scale, r)
+	plain := map[string]float64{}
+	for _, run := range r.Runs {
+		if !strings.HasPrefix(run.Strategy, "pileus") {
+			if len(run.Breakdown) != 0 {
+				t.Errorf("%s/%s: breakdown for a fixed strategy", run.Client, run.Strategy)
+			}
+			continue
+		}
+		if run.Strategy == "pileus" {
+			plain[run.Client] = run.AvgUtility
+			// The paper's Tables 1-2, within 0.03 (the bound; a
+			// short run is a little noisier).
+			if p, ok := s.PaperUtility(run); !ok {
+				t.Errorf("%s: no paper utility", run.Client)
+			} else if *longFlag && math.Abs(run.AvgUtility-p) > 0.03 {
+				t.Errorf("%s: Pileus utility %.3f, paper %.2f\nreproduce with: %s", run.Client, run.AvgUtility, p, repro(name, scale))
+			}
+		} else if run.AvgUtility < plain[run.Client]-0.01 {
+			t.Errorf("%s/%s: utility %.3f below plain Pileus's %.3f\nreproduce with: %s", run.Client, run.Strategy, run.AvgUtility, plain[run.Client], repro(name, scale))
+		}
+		var gets, met float64
+		for _, b := range run.Breakdown {
+			met += b.MetPct
+			for _, p := range b.GetsPct {
+				gets += p
+			}
+		}
+		if math.Abs(gets-100) > 1e-6 || math.Abs(met+100*run.Unmet-100) > 1e-6 {
+			t.Errorf("%s: breakdown covers %.3f%% of Gets and %.3f%% met, want 100", run.Client, gets, met+100*run.Unmet)
+		}
+	}
+}
+
 func TestPileusFig14(t *testing.T) {
+	needLong(t, "96 runs of pileus-fig14 at scale 0.2")
 	const scale = 0.2
 	_, r := runPreset(t, "pileus-fig14", scale)
+	checkFig14(t, r)
+	checkPileusBest(t, "pileus-fig14", scale, r)
+}
+
+func checkFig14(t *testing.T, r *Result) {
+	t.Helper()
 	if len(r.Runs) != 6*4*4 {
 		t.Fatalf("%d runs, want 96 (6 factors x 4 sites x 4 strategies)", len(r.Runs))
 	}
-	checkPileusBest(t, "pileus-fig14", scale, r)
 }
 
 // TestPileusFig3 checks that strong Gets take the round trip to the
 // primary and eventual Gets the round trip to the closest node.
 func TestPileusFig3(t *testing.T) {
+	needLong(t, "pileus-fig3 at scale 0.1 (TestPresetsScaled runs it small)")
 	const scale = 0.1
 	s, r := runPreset(t, "pileus-fig3", scale)
+	checkFig3(t, scale, s, r)
+}
+
+func checkFig3(t *testing.T, scale float64, s *Scenario, r *Result) {
+	t.Helper()
 	closest := map[string]float64{"us": 1, "england": 1, "india": 1, "china": 160}
 	for _, run := range r.Runs {
 		var want float64
@@ -153,6 +287,7 @@ func TestPileusFig3(t *testing.T) {
 // settles on a choice of highest attainable utility, and then delivers
 // about that utility.
 func TestPileusFig13(t *testing.T) {
+	needLong(t, "pileus-fig13 at full scale")
 	const scale = 1 // the client's 2-minute RTT window sets the pace
 	_, r := runPreset(t, "pileus-fig13", scale)
 	if len(r.Runs) != 4 {
@@ -212,15 +347,19 @@ func TestPileusFig13(t *testing.T) {
 func TestSameSeedSameResults(t *testing.T) {
 	// Hedged and retried Gets have timers of their own: their traces too
 	// must be the same in every run.
-	_, hedged := runPreset(t, "pileus-fig13", 0.1)
-	_, hedgedAgain := runPreset(t, "pileus-fig13", 0.1)
+	hedgeScale := scaleFor(0.1, 0.03)
+	_, hedged := runPreset(t, "pileus-fig13", hedgeScale)
+	_, hedgedAgain := runPreset(t, "pileus-fig13", hedgeScale)
 	for i, run := range hedged.Runs {
 		if again := hedgedAgain.Runs[i].TraceHash; run.TraceHash != again {
 			t.Errorf("pileus-fig13 %s, seed %d: trace hash %s, then %s", run.Strategy, testSeed, run.TraceHash, again)
 		}
+		if run.Strategy == "pileus+hedge" && run.ExtraRequests == 0 {
+			t.Errorf("pileus-fig13 pileus+hedge at scale %g: no hedged request, so no timer of its own to check", hedgeScale)
+		}
 	}
-	s, first := runPreset(t, "pileus-table2", 0.05)
-	_, again := runPreset(t, "pileus-table2", 0.05)
+	s, first := runScaledPreset(t, "pileus-table2")
+	_, again := runScaledPreset(t, "pileus-table2")
 	a, err := MarshalResult(first)
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +372,7 @@ func TestSameSeedSameResults(t *testing.T) {
 		t.Fatalf("seed %d: results.json differs between two runs", testSeed)
 	}
 	dir := t.TempDir()
-	if _, err := Write(dir, s, first, WriteOptions{Command: "cosla experiment run pileus-table2 --seed 1 --scale 0.05"}); err != nil {
+	if _, err := Write(dir, s, first, WriteOptions{Command: repro("pileus-table2", presetScale)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"results.json", "report.md", "tables/utility.csv", "tables/breakdown.csv",
@@ -426,6 +565,7 @@ outputs: [utility, timeline]
 // probing with none. The U.S. client reads the primary in time
 // throughout: there the options must cost it nothing.
 func TestPileusVolatile(t *testing.T) {
+	needLong(t, "pileus-volatile at full scale")
 	const scale = 1 // the spikes and the slow period are set against the clients' 2-minute RTT window
 	s, r := runPreset(t, "pileus-volatile", scale)
 	if want := len(s.Clients) * len(s.Strategies); len(r.Runs) != want {

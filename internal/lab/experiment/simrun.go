@@ -55,10 +55,8 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 			r := u.runs[0].r
 			return nil, fmt.Errorf("%s: %s %s/%s/%s (seed %d): %w", s.Name, r.Point, r.SLA, r.Client, r.Strategy, u.seed, err)
 		}
-		if u.causal != nil {
-			c := u.causal.result
-			c.TraceHash = fmt.Sprintf("%016x", hash)
-			res.Causal = append(res.Causal, c)
+		if u.own != nil {
+			u.own.addTo(res, fmt.Sprintf("%016x", hash))
 		}
 		for _, r := range u.runs {
 			r.r.TraceHash = fmt.Sprintf("%016x", hash)
@@ -86,8 +84,8 @@ func simWorld(u *unit) (*harness.World, error) {
 // trace hash: create the table, load the keys, let one pull pass, then
 // run the workload with the schedule.
 func runSimUnit(u *unit, t timing) (uint64, error) {
-	if u.s.causal() {
-		return runCausalUnit(u, t)
+	if wp, ok := worldOf(u.s); ok {
+		return wp.runSim(u, t)
 	}
 	s := u.s
 	w, err := simWorld(u)

@@ -40,14 +40,44 @@ func (c *CausalSpec) serverOptions() server.CausalOptions {
 	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity}
 }
 
-// table is the cluster's table a unit runs on: for a causal table the
-// unit's own (createTable), named after the unit and its strategy.
-func (u *unit) table(info cluster.Info) string {
-	if u.s.causal() {
-		return fmt.Sprintf("%s-%d-%s", info.Table, u.index, u.runs[0].r.Strategy)
-	}
-	return info.Table
+// table is the unit's own table on the cluster (createTable), named
+// after the unit and its strategy.
+func (karmaPlugin) table(u *unit, info cluster.Info) string {
+	return fmt.Sprintf("%s-%d-%s", info.Table, u.index, u.runs[0].r.Strategy)
 }
+
+// topology gets the scenario's rings (the cluster then creates its
+// table as a causal table) and keeps cluster.replicas_per_site storage
+// nodes per site.
+func (karmaPlugin) topology(s *Scenario, t topology.Topology) topology.Topology {
+	t = trimReplicas(t, s.Cluster.ReplicasPerSite)
+	t.Rings = s.Causal.Rings
+	return t
+}
+
+func (karmaPlugin) startCluster(s *Scenario, o *cluster.Options) string {
+	o.Causal = s.Causal.serverOptions()
+	return fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, %d storage node(s) per site)", s.topo.Name, o.Dir, s.Causal.Rings, clusterStorageNodes(s))
+}
+
+// prepareCluster creates the unit's table and loads its keys through
+// the rings, unless causal.no_load says not to.
+func (karmaPlugin) prepareCluster(ctx context.Context, u *unit, c *cluster.Cluster, t timing, progress func(string)) error {
+	s := u.s
+	if err := u.createTable(ctx, c); err != nil {
+		return err
+	}
+	if !s.Causal.NoLoad && s.Workload.Keys > 0 {
+		progress(fmt.Sprintf("%sloading %d keys through the rings, %d sessions at each client site", unitLabel(u), s.Workload.Keys, s.Causal.LoadSessions))
+		if err := loadCausalCluster(ctx, u, c.Info()); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+	}
+	u.own = newCausalUnit(u, t)
+	return nil
+}
+
+func (karmaPlugin) caveats(s *Scenario) []string { return causalClusterCaveats(s) }
 
 // createTable creates a causal unit's table on the cluster.
 func (u *unit) createTable(ctx context.Context, c *cluster.Cluster) error {
@@ -99,7 +129,7 @@ func trimReplicas(t topology.Topology, n int) topology.Topology {
 
 // clusterStorageNodes is the storage nodes of the first site that has
 // some, on the cluster.
-func (s *Scenario) clusterStorageNodes() int {
+func clusterStorageNodes(s *Scenario) int {
 	n := s.storageNodes()
 	if r := s.Cluster.ReplicasPerSite; r > 0 {
 		n = min(n, r)
@@ -109,8 +139,8 @@ func (s *Scenario) clusterStorageNodes() int {
 
 // causalClusterDescription is the report's line on how a cluster ran a
 // causal table.
-func (s *Scenario) causalClusterDescription() string {
-	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", s.clusterStorageNodes())
+func causalClusterDescription(s *Scenario) string {
+	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", clusterStorageNodes(s))
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
 	}
@@ -138,7 +168,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 	table := u.table(info)
 	s := u.s
 	keys := s.Workload.Keys
-	groups := s.causalLoadGroups(driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest})
+	groups := causalLoadGroups(s, driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest})
 	if _, err := driveCluster(ctx, info, table, groups, keys); err != nil {
 		return err
 	}

@@ -112,8 +112,8 @@ func plannerTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "planner", Title: "The planner's time per decision (Fig. 11), decisions replayed and timed on this machine",
 		Header: append(runColumns(s), "decisions", "replayed", "p50 ns", "p90 ns", "p99 ns", "paper p99 ns", "p99.9 ns", "max ns", "paper max ns",
 			"under 500 ns %", "clock ns", "writes: received/coordinated/spread", "reads: as is/acquire/null")}
-	p99, okP99 := s.paperPoint("planner_p99_us", "", "")
-	maxUS, okMax := s.paperPoint("planner_max_us", "", "")
+	p99, okP99 := paperPoint(s, "planner_p99_us", "", "")
+	maxUS, okMax := paperPoint(s, "planner_max_us", "", "")
 	nsCell := func(us float64, ok bool) string {
 		return paperCell(us*1000, ok, func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) })
 	}

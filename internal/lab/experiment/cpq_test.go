@@ -140,9 +140,7 @@ outputs: [windows]
 // slow, and so meets both targets in more windows than either fixed p,
 // each of which misses one of the phases.
 func TestCPQTuner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 3 x 18 s of a 10,000 ops/s workload")
-	}
+	needLong(t, "3 x 18 s of a 10,000 ops/s workload")
 	s, err := Resolve("cpq-tuner")
 	if err != nil {
 		t.Fatal(err)

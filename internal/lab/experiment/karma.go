@@ -11,6 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/harness"
@@ -193,9 +194,40 @@ func (s *Scenario) validateCausalOutputs() error {
 	return nil
 }
 
-// causalMix is what a causal scenario's sessions draw: Puts, Gets and
+// karmaPlugin is Karma's part of the lab (above): it claims the
+// scenarios with a causal table.
+type karmaPlugin struct{}
+
+func (karmaPlugin) outputs() []string {
+	return []string{OutCausal, OutSaturation, OutCausalSites, OutCausalTimeline}
+}
+
+func (karmaPlugin) metrics() []string { return causalMetrics }
+
+func (karmaPlugin) claims(s *Scenario) bool { return s.causal() }
+
+func (karmaPlugin) variant(name string) (strategyVariant, error) {
+	st, err := causal.ParseStrategy(name)
+	return strategyVariant{causal: st}, err
+}
+
+// session makes a run's sessions a client core's on a causal table (a
+// cluster); the simulator's causal clients take no SLA or strategy.
+func (karmaPlugin) session(s *Scenario, g *driver.Group) {
+	g.Cosla.SLA, g.Cosla.Strategy = causalSessionSLA, clientcore.Closest
+	g.Cosla.Client.NotifyEvery = s.Causal.NotifyEvery
+}
+
+func (karmaPlugin) describe(s *Scenario, mode string) string {
+	if mode == "cluster" {
+		return causalDescription(s) + causalClusterDescription(s)
+	}
+	return causalDescription(s)
+}
+
+// mix is what a causal scenario's sessions draw: Puts, Gets and
 // get-transactions over the key distribution.
-func (s *Scenario) causalMix() (driver.Mix, error) {
+func (karmaPlugin) mix(s *Scenario, _ uint64) (driver.Mix, error) {
 	keys, err := s.keyGenerator()
 	if err != nil {
 		return nil, err
@@ -272,25 +304,33 @@ func (s *Scenario) storageNodes() int {
 	return 0
 }
 
-// causalWorld builds a causal unit's world; observe, if set, sees every
-// message sent.
-func (u *unit) causalWorld(observe func(from, to wire.NodeID, m wire.Msg)) (*harness.CausalWorld, error) {
+// karmaWorld builds a causal unit's simulated world and the targets
+// that drive it: the run's, and the load's; observe, if set, sees every
+// message sent. It is the one place that says how the simulator hosts a
+// causal table.
+func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *harness.CausalWorld, run, load driver.Target, err error) {
 	s, c := u.s, u.s.Causal
 	strategy := u.runs[0].variant.causal
 	storage, cache, coordinator := s.causalNodes(strategy, s.storageNodes())
-	return harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy,
+	w, err = harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy,
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
 		Client:          c.clientOptions(),
 		CoordinatorOpts: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
 		StoreOpts:       causal.StoreOptions{Resend: c.Resend},
 		CacheOpts:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
 		Observe:         observe})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	run = &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions()}
+	load = &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"}
+	return w, run, load, nil
 }
 
-// runCausalUnit runs a causal unit in a world of its own and returns
-// the world's trace hash: load the keys through the rings and wait until
+// runSim runs a causal unit in a world of its own and returns the
+// world's trace hash: load the keys through the rings and wait until
 // every write is complete, then run the workload with the schedule.
-func runCausalUnit(u *unit, t timing) (uint64, error) {
+func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	s := u.s
 	loading, completes := false, 0
 	var observe func(from, to wire.NodeID, m wire.Msg)
@@ -301,23 +341,23 @@ func runCausalUnit(u *unit, t timing) (uint64, error) {
 			}
 		}
 	}
-	w, err := u.causalWorld(observe)
+	w, target, loadTarget, err := karmaWorld(u, observe)
 	if err != nil {
 		return 0, err
 	}
-	u.causal = newCausalUnit(u, t)
+	rec := newCausalUnit(u, t)
+	u.own = rec
 	if observe != nil {
 		loading = true
-		if err := loadCausal(u, w, &completes); err != nil {
+		if err := loadCausal(u, w.Sim, loadTarget, &completes); err != nil {
 			return 0, fmt.Errorf("load: %w", err)
 		}
 		loading = false
 	}
-	target := &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions()}
 	if err := driveSim(u, t, w.Sim, target); err != nil {
 		return 0, err
 	}
-	u.causal.finish()
+	rec.finish()
 	return w.Sim.TraceHash(), u.check()
 }
 
@@ -330,26 +370,25 @@ const loadSettle = 2 * time.Second
 // until every write is complete (completes counts the completions the
 // coordinators sent) and its STABLE notices have landed: the run starts
 // with every key stable in every ring and no cache filled.
-func loadCausal(u *unit, w *harness.CausalWorld, completes *int) error {
+func loadCausal(u *unit, sm *sim.Sim, target driver.Target, completes *int) error {
 	s := u.s
 	keys := s.Workload.Keys
-	target := &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"}
-	if err := runLoad(w.Sim, target, s.causalLoadGroups(driver.Cosla{}), keys); err != nil {
+	if err := runLoad(sm, target, causalLoadGroups(s, driver.Cosla{}), keys); err != nil {
 		return err
 	}
-	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {
+	if err := sm.RunUntil(sm.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {
 		return err
 	}
 	if *completes < keys {
 		return fmt.Errorf("%d of %d loaded writes completed", *completes, keys)
 	}
-	return w.Sim.Run(w.Sim.Now() + loadSettle)
+	return sm.Run(sm.Now() + loadSettle)
 }
 
 // causalLoadGroups are the groups that write a causal table's keys once:
 // LoadSessions sessions at each client site, sharing one pass over the
 // keys (YCSB's load phase), each a client of the given kind.
-func (s *Scenario) causalLoadGroups(cosla driver.Cosla) []*driver.Group {
+func causalLoadGroups(s *Scenario, cosla driver.Cosla) []*driver.Group {
 	mix := &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize}
 	var groups []*driver.Group
 	for i, c := range s.Clients {
@@ -527,6 +566,22 @@ func latencyMS(h *hdrhistogram.Histogram) driver.Latency {
 }
 
 // finish computes the unit's figures into its runs and its CausalRun.
+// check reports a unit that did nothing: its client sites make one
+// run, and a far site may end a short one without an operation of its
+// own.
+func (c *causalUnit) check() error {
+	if c.all.accesses == 0 {
+		return fmt.Errorf("%s: no operation ran", c.u.runs[0].r.Strategy)
+	}
+	return nil
+}
+
+func (c *causalUnit) addTo(res *Result, hash string) {
+	r := c.result
+	r.TraceHash = hash
+	res.Causal = append(res.Causal, r)
+}
+
 func (c *causalUnit) finish() {
 	u := c.u
 	first := u.runs[0].r
@@ -773,7 +828,7 @@ func gainPct(a, b float64) float64 {
 }
 
 // causalDescription is the report's line on a causal table's world.
-func (s *Scenario) causalDescription() string {
+func causalDescription(s *Scenario) string {
 	c := s.Causal
 	var rings []string
 	for _, r := range c.Rings {

@@ -14,9 +14,9 @@ import (
 
 // The tables and plots of a causal table's runs (Karma; causal.go).
 
-// causalTables builds the tables of the causal outputs the scenario asks
+// tables builds the tables of the causal outputs the scenario asks
 // for.
-func causalTables(s *Scenario, r *Result) []Table {
+func (karmaPlugin) tables(s *Scenario, r *Result) []Table {
 	var out []Table
 	if s.wants(OutCausal) {
 		out = append(out, causalTable(s, r))
@@ -60,7 +60,7 @@ func causalCells(s *Scenario, c CausalRun) []string {
 // causalPaper finds the paper's number for a metric of a causal run, as
 // a cell ("" when it does not survive): the bound first when the paper
 // gives only one (< 2).
-func (s *Scenario) causalPaper(metric, strategy, point, series, baseline string) string {
+func causalPaper(s *Scenario, metric, strategy, point, series, baseline string) string {
 	for _, v := range s.Paper.Values {
 		if v.Metric == metric && v.Strategy == strategy && v.Point == point && v.Series == series && v.Baseline == baseline {
 			return v.Bound + strconv.FormatFloat(v.Value, 'f', -1, 64)
@@ -77,8 +77,8 @@ func causalTable(s *Scenario, r *Result) Table {
 	for _, c := range r.Causal {
 		row := append(causalCells(s, c), strconv.Itoa(c.Sessions), f1(c.ThroughputOpsPerS),
 			f2(c.GetLatencyMS.Mean), f2(c.GetLatencyMS.P50), f2(c.GetLatencyMS.P99), f2(c.PutLatencyMS.Mean), f2(c.PutLatencyMS.P99),
-			f1(c.LocalPct), s.causalPaper("local_pct", c.Strategy, c.Point, c.Series, ""),
-			f2(c.RestrictedPct), s.causalPaper("restricted_pct", c.Strategy, c.Point, c.Series, ""),
+			f1(c.LocalPct), causalPaper(s, "local_pct", c.Strategy, c.Point, c.Series, ""),
+			f2(c.RestrictedPct), causalPaper(s, "restricted_pct", c.Strategy, c.Point, c.Series, ""),
 			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct))
 		t.Rows = append(t.Rows, row)
 	}
@@ -167,7 +167,7 @@ func comparisonTable(s *Scenario, r *Result) Table {
 			}
 		}
 		t.Rows = append(t.Rows, append(row, st, vs, f1(a.run.ThroughputOpsPerS), f1(b.run.ThroughputOpsPerS), cell,
-			s.causalPaper(metric, st, "", paperSeries, baseline)))
+			causalPaper(s, metric, st, "", paperSeries, baseline)))
 	}
 	for _, se := range series {
 		for _, p := range pairs {
@@ -287,13 +287,13 @@ func causalPhasesTable(s *Scenario, r *Result) Table {
 }
 
 // sessionsSwept reports whether the scenario sweeps its sessions.
-func (s *Scenario) sessionsSwept() bool {
+func sessionsSwept(s *Scenario) bool {
 	return s.Sweep != nil && (s.Sweep.Param == "sessions" || s.Sweep.Param == "total_sessions")
 }
 
-// causalPlots builds the plots of the causal outputs the scenario asks
+// plots builds the plots of the causal outputs the scenario asks
 // for.
-func causalPlots(s *Scenario, r *Result) ([]Figure, error) {
+func (karmaPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
 	var figs []Figure
 	add := func(f Figure, err error) error {
 		if err == nil {
@@ -313,7 +313,7 @@ func causalPlots(s *Scenario, r *Result) ([]Figure, error) {
 		}
 		for _, m := range metrics {
 			plotFn := causalBars
-			if s.sessionsSwept() {
+			if sessionsSwept(s) {
 				plotFn = causalCurves
 			}
 			if err := add(plotFn(s, r, m.name, m.title, m.y, m.v)); err != nil {

@@ -1,0 +1,100 @@
+package experiment
+
+import (
+	"strconv"
+
+	"github.com/cosla/cosla/internal/lab/measure"
+)
+
+// cpqPlugin is CPQ's (consistency-latency trade-offs, Figs 1-3) part of
+// the lab: the Gamma analysis of each run's trace, latency and
+// staleness per read and write level, and, beyond the paper, the
+// windows the tuner is judged by. Its scenarios draw the engine's Puts
+// and Gets.
+type cpqPlugin struct{}
+
+func (cpqPlugin) outputs() []string { return []string{OutStaleness, OutLevels, OutWindows} }
+
+func (cpqPlugin) metrics() []string { return nil }
+
+func (cpqPlugin) tables(s *Scenario, r *Result) []Table {
+	var out []Table
+	if s.wants(OutStaleness) {
+		out = append(out, stalenessTable(s, r))
+	}
+	if s.wants(OutLevels) {
+		out = append(out, levelsTable(s, r))
+	}
+	if s.wants(OutWindows) {
+		out = append(out, windowsTable(s, r), windowsEachTable(s, r))
+		if s.Repeat > 1 {
+			out = append(out, windowsMeanTable(s, r))
+		}
+	}
+	return out
+}
+
+func (cpqPlugin) plots(*Scenario, *Result) ([]Figure, error) { return nil, nil }
+
+// stalenessTable is the Gamma analysis of each run's trace.
+func stalenessTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "staleness", Title: "Staleness from the trace: Gamma scores (CPQ 2)",
+		Header: append(runColumns(s), "values", "positive", "positive %", "p50 ms", "p95 ms", "p99 ms", "max ms")}
+	for _, run := range r.Runs {
+		st := run.Staleness
+		if st == nil {
+			continue
+		}
+		t.Rows = append(t.Rows, append(runCells(s, run), strconv.Itoa(st.Values), strconv.Itoa(st.Positive),
+			f2(100*st.PositiveFraction), f3(st.P50MS), f3(st.P95MS), f3(st.P99MS), f3(st.MaxMS)))
+	}
+	t.Caption = "A value's Gamma score is how far its write and the reads that returned it deviate from linearizability (Golab et al.); the fraction of positive scores estimates the fraction of stale reads, and the percentiles are of the positive scores. Values read that no Put of the run wrote (the loaded ones) are not scored."
+	if r.Mode == "cluster" && len(s.Strategies)*len(s.Clients) > 1 {
+		t.Caption += " On a cluster the runs of a point go at once on the same keys, so each row covers all of them."
+	}
+	return t
+}
+
+// levelsTable sets each run's read and write p95 latency beside the
+// share of its values read stale (CPQ Figs 1-3).
+func levelsTable(s *Scenario, r *Result) Table {
+	t := Table{Name: "levels", Title: "Latency and staleness per read and write level choice (CPQ Figs 1-3)",
+		Header: append(runColumns(s), "reads", "read p95 ms", "writes", "write p95 ms", "values", "stale %", "stale >= 2 ms %")}
+	for _, run := range r.Runs {
+		row := runCells(s, run)
+		for _, op := range []string{"get", "put"} {
+			count, p95 := "0", ""
+			for _, o := range run.Ops {
+				if o.Op == op {
+					count, p95 = strconv.FormatInt(o.Count, 10), f3(o.LatencyMS.P95)
+				}
+			}
+			row = append(row, count, p95)
+		}
+		if st := run.Staleness; st != nil {
+			row = append(row, strconv.Itoa(st.Values), f2(100*st.PositiveFraction), f2(100*st.PositiveOver2MSFraction))
+		} else {
+			row = append(row, "", "", "")
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Caption = "p95 is over the operations that succeeded (HDR histograms). Stale % is the share of values with a positive Gamma score (CPQ 2), CPQ's estimate of the stale-read fraction; the trace's times come from one clock (the simulator's, or on a cluster the experiment process's), so every positive score counts. CPQ 3.1.3 dropped scores below about 2 ms, its hosts' clock uncertainty: the last column does the same."
+	if r.Mode == "sim" {
+		t.Caption += " Times are virtual."
+	}
+	return t
+}
+
+// cpqClockMS is the clock-synchronization threshold of CPQ 3.1.3: scores
+// below about 2 ms were dropped there.
+const cpqClockMS = 2
+
+// stalenessOf computes the Gamma scores of a trace. The runs' own clock
+// is the one clock of the trace, so no score is within clock
+// uncertainty.
+func stalenessOf(ops []measure.Op) *Staleness {
+	g := measure.Gamma(ops, measure.Config{})
+	cpq := measure.Gamma(ops, measure.Config{ClockUncertaintyMS: cpqClockMS})
+	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction, PositiveOver2MSFraction: cpq.PositiveFraction,
+		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
+}
