@@ -15,6 +15,7 @@ import (
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
@@ -22,11 +23,15 @@ import (
 type Options struct {
 	Seed     uint64
 	Topology topology.Topology
-	Replica  replica.Options
-	// Storage and ClientNode are the simulator's model of every storage
-	// node and client node: service times and fsync cost
-	// (sim.NodeOptions). Default: infinitely fast.
-	Storage, ClientNode sim.NodeOptions
+	// Replica and Causal are the protocol options of every site's nodes
+	// (package site, the recipe `cosla serve` runs).
+	Replica replica.Options
+	Causal  site.CausalOptions
+	// Storage, Coordinator, Cache and ClientNode are the simulator's
+	// model of every storage node, causal coordinator, cache and client
+	// node: service times and fsync cost (sim.NodeOptions). Default:
+	// infinitely fast.
+	Storage, Coordinator, Cache, ClientNode sim.NodeOptions
 	// Cores, if positive, makes each site one machine whose nodes share
 	// that many cores (sim.SetCores). Default: a machine per node.
 	Cores int
@@ -49,7 +54,10 @@ type World struct {
 	Topology topology.Topology
 }
 
-// New builds the world: sites, links and started nodes.
+// New builds the world: sites, links and started nodes. Each site runs
+// the nodes of package site (its storage nodes, each a replica core with
+// a causal store beside it, its causal coordinator and its cache), as
+// `cosla serve` does, and its clients are client cores.
 func New(opts Options) (*World, error) {
 	topo := opts.Topology
 	if err := topo.Validate(); err != nil {
@@ -63,16 +71,16 @@ func New(opts Options) (*World, error) {
 	if len(copts.Nodes) == 0 {
 		copts.Nodes = topo.Replicas()
 	}
-	for _, site := range topo.Sites {
-		for _, name := range site.Replicas {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.Storage,
-				observed(opts.Observe, func() node.Handler { return replica.New(opts.Replica) }))
-			if err != nil {
+	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache}
+	siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
+	for _, st := range topo.Sites {
+		for _, n := range site.Nodes(st.Name, st.Replicas, siteOpts) {
+			if err := s.AddNode(n.ID, st.Name, costs[n.Role], observed(opts.Observe, n.New)); err != nil {
 				return nil, err
 			}
 		}
-		for _, name := range site.Clients {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.ClientNode,
+		for _, name := range st.Clients {
+			err := s.AddNode(topology.NodeID(st.Name, name), st.Name, opts.ClientNode,
 				observed(opts.Observe, func() node.Handler { return clientcore.New(copts) }))
 			if err != nil {
 				return nil, err
@@ -173,8 +181,8 @@ func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok := h.(*replica.Node)
-	if !ok {
+	r := site.Replica(h)
+	if r == nil {
 		return nil, fmt.Errorf("harness: node %s is not a storage node", id)
 	}
 	return r, nil
