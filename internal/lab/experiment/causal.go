@@ -11,10 +11,12 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/harness"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 )
 
 // Karma's experiments (Karma, sections 5-6; DESIGN.md section 5): a
@@ -210,11 +212,6 @@ func (s *Scenario) causalMix() (driver.Mix, error) {
 	return m, nil
 }
 
-// clientOptions are the causal clients' options.
-func (c *CausalSpec) clientOptions() causal.ClientOptions {
-	return causal.ClientOptions{NotifyEvery: c.NotifyEvery}
-}
-
 // causalNodes are the simulator's costs of a causal world's nodes under
 // a strategy: the calibrated costs per message kind (calibration.go) and
 // the calibrated fsync, with the scenario's overrides (sim section).
@@ -278,13 +275,15 @@ func (u *unit) causalWorld(observe func(from, to wire.NodeID, m wire.Msg)) (*har
 	s, c := u.s, u.s.Causal
 	strategy := u.runs[0].variant.causal
 	storage, cache, coordinator := s.causalNodes(strategy, s.storageNodes())
-	return harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy,
+	return harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy, Name: tableName,
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
-		Client:          c.clientOptions(),
-		CoordinatorOpts: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
-		StoreOpts:       causal.StoreOptions{Resend: c.Resend},
-		CacheOpts:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
-		Observe:         observe})
+		Client: clientcore.Options{NotifyEvery: c.NotifyEvery},
+		Causal: site.CausalOptions{
+			Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
+			Store:       causal.StoreOptions{Resend: c.Resend},
+			Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
+		},
+		Observe: observe})
 }
 
 // runCausalUnit runs a causal unit in a world of its own and returns
@@ -313,7 +312,7 @@ func runCausalUnit(u *unit, t timing) (uint64, error) {
 		}
 		loading = false
 	}
-	target := &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions()}
+	target := &driver.SimTarget{World: w.World, Table: w.Name, Node: s.Sim.clientOptions()}
 	if err := driveSim(u, t, w.Sim, target); err != nil {
 		return 0, err
 	}
@@ -333,8 +332,9 @@ const loadSettle = 2 * time.Second
 func loadCausal(u *unit, w *harness.CausalWorld, completes *int) error {
 	s := u.s
 	keys := s.Workload.Keys
-	target := &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"}
-	if err := runLoad(w.Sim, target, s.causalLoadGroups(driver.Cosla{}), keys); err != nil {
+	target := &driver.SimTarget{World: w.World, Table: w.Name, Node: s.Sim.clientOptions()}
+	cosla := driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest, Client: clientcore.Options{NotifyEvery: s.Causal.NotifyEvery}}
+	if err := runLoad(w.Sim, target, s.causalLoadGroups(cosla), keys); err != nil {
 		return err
 	}
 	if err := w.Sim.RunUntil(w.Sim.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {

@@ -183,8 +183,8 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
 		Cosla: driver.Cosla{SLA: u.sla.SLA, Strategy: variant.strategy, Get: variant.get, Policy: variant.policy, Client: opts}}
 	if s.causal() {
-		// A client core's sessions on a causal table (a cluster); the
-		// simulator's causal clients take no SLA or strategy.
+		// A client core's sessions on a causal table, in the simulator
+		// as on a cluster.
 		r.group.Cosla.SLA, r.group.Cosla.Strategy = causalSessionSLA, clientcore.Closest
 		r.group.Cosla.Client.NotifyEvery = s.Causal.NotifyEvery
 	}
