@@ -8,8 +8,10 @@ package harness
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
@@ -24,7 +26,9 @@ type Options struct {
 	Seed     uint64
 	Topology topology.Topology
 	// Replica and Causal are the protocol options of every site's nodes
-	// (package site, the recipe `cosla serve` runs).
+	// (package site, the recipe `cosla serve` runs). Causal's
+	// Coordinator.RTT and Cache.RTT, if nil, are each site's round trips
+	// to every storage node and cache of the topology (seedRTTs).
 	Replica replica.Options
 	Causal  site.CausalOptions
 	// Storage, Coordinator, Cache and ClientNode are the simulator's
@@ -72,8 +76,9 @@ func New(opts Options) (*World, error) {
 		copts.Nodes = topo.Replicas()
 	}
 	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache}
-	siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
 	for _, st := range topo.Sites {
+		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
+		seedRTTs(&siteOpts.Causal, topo, st.Name)
 		for _, n := range site.Nodes(st.Name, st.Replicas, siteOpts) {
 			if err := s.AddNode(n.ID, st.Name, costs[n.Role], observed(opts.Observe, n.New)); err != nil {
 				return nil, err
@@ -88,6 +93,38 @@ func New(opts Options) (*World, error) {
 		}
 	}
 	return &World{Sim: s, Topology: topo}, nil
+}
+
+// seedRTTs gives a site's causal coordinator and cache, where o leaves
+// them none, initial round-trip estimates: the topology's, from the site
+// to every storage node and cache. This is the one thing the simulator
+// gives its nodes that `cosla serve` does not: a real coordinator or cache
+// starts with no estimate and measures each node on its first read of it
+// (causal's nearness), which a burst of reads at start-up can lock onto
+// remote rings (a cold node's first sample, taken under queueing, is all
+// its estimate, and a node no longer read is never measured again). The
+// Karma presets measure the protocol warm, as the paper does.
+func seedRTTs(o *site.CausalOptions, topo topology.Topology, from string) {
+	rtt := map[wire.NodeID]time.Duration{}
+	for _, st := range topo.Sites {
+		d := topo.LocalRTT
+		if st.Name != from {
+			link, ok := topo.Link(from, st.Name)
+			if !ok {
+				continue
+			}
+			d = link.RTT
+		}
+		for _, name := range append(slices.Clone(st.Replicas), causal.CacheName) {
+			rtt[topology.NodeID(st.Name, name)] = d
+		}
+	}
+	if o.Coordinator.RTT == nil {
+		o.Coordinator.RTT = rtt
+	}
+	if o.Cache.RTT == nil {
+		o.Cache.RTT = rtt
+	}
 }
 
 // newSim returns a simulator with topo's sites and links.

@@ -54,9 +54,10 @@ type Options struct {
 }
 
 // CausalOptions configure the cores a site runs for causal tables. Their
-// Layout and RTT fields are ignored: each causal table brings its layout
-// when it is created at the node (causal.Node), and round trips are
-// measured as the nodes talk.
+// Layout fields are ignored: each causal table brings its layout when it
+// is created at the node (causal.Node). The coordinator's and cache's RTT
+// are their initial round-trip estimates: `cosla serve` sets none (the
+// nodes measure round trips as they read), the simulator the topology's.
 type CausalOptions struct {
 	Store       causal.StoreOptions
 	Coordinator causal.CoordinatorOptions
