@@ -63,6 +63,10 @@ func (s *Session) SLA() sla.SLA { return s.sla }
 // Table returns the table the session reads and writes.
 func (s *Session) Table() *Table { return s.table }
 
+// Causal returns the session's causal state on a causal table (its ring
+// binding and restrictions, Karma 4.2), nil on another table.
+func (s *Session) Causal() *causal.Session { return s.causal }
+
 // MaxTS returns the largest timestamp the session has read or written.
 func (s *Session) MaxTS() hlc.Timestamp { return s.maxTS }
 

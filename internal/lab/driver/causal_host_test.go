@@ -19,7 +19,7 @@ import (
 // TestHostTargetCausal drives a causal table on real nodes (two sites'
 // servers in this process, over loopback TCP) through HostTarget: Puts
 // are answered by the site's coordinator, reads and get-transactions
-// fill Op's causal fields as CausalSimTarget's do (where they were
+// fill Op's causal fields as SimTarget's do (where they were
 // served from, the ring, the storage node), every op succeeds.
 func TestHostTargetCausal(t *testing.T) {
 	sites := []string{"a", "b"}

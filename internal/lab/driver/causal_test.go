@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/workload"
 	"github.com/cosla/cosla/internal/runtime/harness"
@@ -22,12 +23,15 @@ func causalTopology() topology.Topology {
 		Links: []topology.Link{{A: "a", B: "b", RTT: 40 * time.Millisecond}}}
 }
 
-// TestCausalSimTarget drives a causal world through the driver: Puts
-// are local, reads report where they were served from, a
+// causalCosla is a group's client core configuration on a causal table.
+var causalCosla = Cosla{SLA: harness.CausalSLA, Strategy: clientcore.Closest}
+
+// TestSimTargetCausal drives a causal world through the driver's
+// ordinary SimTarget, its clients client cores as on a real cluster:
+// Puts are local, reads report where they were served from, a
 // get-transaction reads its keys, every op succeeds; the groups' nodes
-// are the topology's c1 and new ones, and an unsupported kind is
-// refused.
-func TestCausalSimTarget(t *testing.T) {
+// are the topology's c1 and new ones.
+func TestSimTargetCausal(t *testing.T) {
 	for _, strategy := range []causal.Strategy{causal.Karma, causal.COPSPR} {
 		t.Run(strategy.String(), func(t *testing.T) {
 			w, err := harness.NewCausal(harness.CausalOptions{Seed: 1, Topology: causalTopology(), Rings: [][]string{{"a"}, {"b"}}, Strategy: strategy})
@@ -46,10 +50,10 @@ func TestCausalSimTarget(t *testing.T) {
 			var ops []Op
 			rec := &Recorder{OnOp: func(g *Group, op *Op) { ops = append(ops, *op) }}
 			groups := []*Group{
-				{Name: "a", Site: "a", Sessions: 4, Rand: rand.New(rand.NewPCG(1, 2)), Streams: []Stream{{Mix: mix}}},
-				{Name: "b", Site: "b", Sessions: 2, Rand: rand.New(rand.NewPCG(3, 4)), Streams: []Stream{{Mix: mix}}},
+				{Name: "a", Site: "a", Sessions: 4, Rand: rand.New(rand.NewPCG(1, 2)), Streams: []Stream{{Mix: mix}}, Cosla: causalCosla},
+				{Name: "b", Site: "b", Sessions: 2, Rand: rand.New(rand.NewPCG(3, 4)), Streams: []Stream{{Mix: mix}}, Cosla: causalCosla},
 			}
-			target := &CausalSimTarget{World: w}
+			target := &SimTarget{World: w.World, Table: w.Name}
 			d, err := New(target, Spec{Groups: groups, Steps: 600, Recorder: rec})
 			if err != nil {
 				t.Fatal(err)
@@ -97,15 +101,17 @@ func TestCausalSimTarget(t *testing.T) {
 	}
 }
 
-func TestCausalSimTargetRefusesRTW(t *testing.T) {
+// TestSimTargetCausalRefusesRTW: a read-test-write on a causal table is
+// refused as unsupported.
+func TestSimTargetCausalRefusesRTW(t *testing.T) {
 	w, err := harness.NewCausal(harness.CausalOptions{Seed: 1, Topology: causalTopology(), Rings: [][]string{{"a"}, {"b"}}, Strategy: causal.KarmaNC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := workload.NewUniform(5)
 	mix, _ := NewKeyMix([]Weighted{{Kind: RTW, Weight: 1}}, keys, 0)
-	d, err := New(&CausalSimTarget{World: w}, Spec{Groups: []*Group{{Name: "a", Site: "a", Rand: rand.New(rand.NewPCG(1, 2)),
-		Streams: []Stream{{Mix: mix}}}}, Steps: 10, Recorder: &Recorder{}})
+	d, err := New(&SimTarget{World: w.World, Table: w.Name}, Spec{Groups: []*Group{{Name: "a", Site: "a", Rand: rand.New(rand.NewPCG(1, 2)),
+		Streams: []Stream{{Mix: mix}}, Cosla: causalCosla}}, Steps: 10, Recorder: &Recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +124,12 @@ func TestCausalSimTargetRefusesRTW(t *testing.T) {
 	}
 }
 
-// TestCausalSimTargetReadTimeout checks that a causal read that times out
+// TestSimTargetCausalReadTimeout checks that a causal read that times out
 // is recorded as such with the node that did not answer (issue 25 item
 // 6): under COPS-PR a client at a is bound to ring a, whose nodes are
 // down; the coordinator's read times out, and the op's error, its node
 // and its measure trace record name the ring's node it waited for.
-func TestCausalSimTargetReadTimeout(t *testing.T) {
+func TestSimTargetCausalReadTimeout(t *testing.T) {
 	w, err := harness.NewCausal(harness.CausalOptions{Seed: 1, Topology: causalTopology(), Rings: [][]string{{"a"}, {"b"}}, Strategy: causal.COPSPR})
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +143,8 @@ func TestCausalSimTargetReadTimeout(t *testing.T) {
 	mix, _ := NewKeyMix([]Weighted{{Kind: Get, Weight: 1}}, keys, 0)
 	var ops []Op
 	rec := &Recorder{OnOp: func(g *Group, op *Op) { ops = append(ops, *op) }}
-	d, err := New(&CausalSimTarget{World: w}, Spec{Groups: []*Group{{Name: "a", Site: "a", Rand: rand.New(rand.NewPCG(1, 2)),
-		Streams: []Stream{{Mix: mix}}}}, Steps: 1, Recorder: rec})
+	d, err := New(&SimTarget{World: w.World, Table: w.Name}, Spec{Groups: []*Group{{Name: "a", Site: "a", Rand: rand.New(rand.NewPCG(1, 2)),
+		Streams: []Stream{{Mix: mix}}, Cosla: causalCosla}}, Steps: 1, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +158,7 @@ func TestCausalSimTargetReadTimeout(t *testing.T) {
 	op := ops[0]
 	node := string(w.Layout.Node(0, op.Key))
 	tr := op.TraceOp("run", 0)
-	if !errors.Is(op.Err, ErrCausal) || !strings.Contains(op.Err.Error(), node+" did not answer") || op.Node != node || op.Ring != 0 ||
+	if !errors.Is(op.Err, clientcore.ErrTimeout) || !strings.Contains(op.Err.Error(), node+" of ring 0") || op.Node != node || op.Ring != 0 ||
 		tr.OK || tr.Replica != node || !strings.Contains(tr.Error, node) {
 		t.Fatalf("timed-out read of %s: err %v, node %q, ring %d; trace replica %q, error %q; want a timeout naming %s of ring 0",
 			op.Key, op.Err, op.Node, op.Ring, tr.Replica, tr.Error, node)

@@ -96,16 +96,9 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 
 // causalState is what a cosla target keeps of a session of a causal
 // table (Karma, DESIGN.md section 5): the table's placement, to name the
-// storage node a get-transaction read, and whether the session's reads
-// left it bound to a ring, for its Puts' Restricted.
+// storage node a get-transaction read.
 type causalState struct {
 	layout *causal.Layout
-	// bound: the session's last read was of a version in flight from a
-	// ring (which binds it, Karma 4.2), or was made while bound and did
-	// not find it unbound. The client core does not report a session's
-	// binding, and a completion notice it receives between a read and
-	// a Put may have lifted it: a Put's Restricted is an upper bound.
-	bound bool
 }
 
 // causalLayout returns the protocol layout of a causal table, nil for
@@ -127,28 +120,18 @@ func newCausalState(layout *causal.Layout) *causalState {
 	return &causalState{layout: layout}
 }
 
-// read records a read of the session: whether it leaves the session
-// bound to a ring (never on a static table, causal.Client.Restricted).
-func (cs *causalState) read(restricted, inFlight bool) {
-	switch {
-	case inFlight:
-		cs.bound = !cs.layout.Static
-	case !restricted:
-		cs.bound = false
-	}
-}
-
 // doCausal performs op on a causal table through the client core, and
-// fills Op's causal fields as CausalSimTarget does: a Put is answered
-// from the site's write buffer (Node the coordinator), a Get and a
-// get-transaction say where they were served from (GetResult.Causal,
-// TxResult).
+// fills Op's causal fields: a Put is answered from the site's write
+// buffer (Node the coordinator) and is Restricted if a dynamic ring
+// restriction binds its session (causal.Client.Restricted: never on a
+// static table), a Get and a get-transaction say where they were served
+// from (GetResult.Causal, TxResult).
 func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) {
 	op.Ring = wire.NoRing
 	var err error
 	switch op.Kind {
 	case Put:
-		op.Restricted = cs.bound
+		op.Restricted = !cs.layout.Static && s.Causal().Ring() != wire.NoRing
 		err = c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
 			finish()
@@ -172,7 +155,6 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 				}
 				if rc := r.Causal; rc != nil {
 					op.Source, op.Ring, op.InFlight = rc.Source, rc.Ring, rc.InFlight
-					cs.read(rc.Restricted, rc.InFlight && r.Found && rc.Source != wire.FromBuffer)
 				}
 			}
 			finish()
@@ -195,11 +177,6 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 				if it.Found {
 					op.ValueID = ValueID(it.Value)
 				}
-				inFlight := false
-				for _, it := range r.Items {
-					inFlight = inFlight || (it.InFlight && it.Found && it.Source != wire.FromBuffer)
-				}
-				cs.read(r.Restricted, inFlight)
 			}
 			finish()
 		})
@@ -316,9 +293,8 @@ func (s *simSession) End() { s.c.core.EndSession(s.s) }
 // HostTarget runs each group as a client core hosted in this process
 // (package host) that talks gRPC to a real cluster: the same core and
 // executor as SimTarget. On a causal table (Karma) it performs Put, Get
-// and GetTx and fills Op's causal fields as CausalSimTarget does; the
-// group's SLA must then be one a causal table serves (clientcore), and a
-// Put's Restricted is the session's binding as its reads left it.
+// and GetTx and fills Op's causal fields (doCausal); the group's SLA
+// must then be one a causal table serves (clientcore).
 type HostTarget struct {
 	Loop *Loop
 	// Nodes returns, for a client site, the address a client there dials

@@ -166,9 +166,8 @@ type Op struct {
 	// Restricted that the session was bound to one ring by a dynamic
 	// ring restriction (Karma 4.2) when it read. A get-transaction
 	// (GetTx) also reads Keys, in Rounds rounds; its Source and InFlight
-	// are Key's. They are meaningful only for the ops on a causal table:
-	// CausalSimTarget's, or a cosla target's (HostTarget) whose table is
-	// causal.
+	// are Key's. They are meaningful only for the ops on a causal table
+	// (SimTarget's or HostTarget's).
 	Source     wire.Source
 	Ring       int32
 	InFlight   bool

@@ -16,6 +16,7 @@ import (
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/harness"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 )
 
 // Karma's experiments (Karma, sections 5-6; DESIGN.md section 5): a
@@ -242,11 +243,6 @@ func (karmaPlugin) mix(s *Scenario, _ uint64) (driver.Mix, error) {
 	return m, nil
 }
 
-// clientOptions are the causal clients' options.
-func (c *CausalSpec) clientOptions() causal.ClientOptions {
-	return causal.ClientOptions{NotifyEvery: c.NotifyEvery}
-}
-
 // causalNodes are the simulator's costs of a causal world's nodes under
 // a strategy: the calibrated costs per message kind (calibration.go) and
 // the calibrated fsync, with the scenario's overrides (sim section).
@@ -312,19 +308,22 @@ func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *har
 	s, c := u.s, u.s.Causal
 	strategy := u.runs[0].variant.causal
 	storage, cache, coordinator := s.causalNodes(strategy, s.storageNodes())
-	w, err = harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy,
+	w, err = harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy, Name: tableName,
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
-		Client:          c.clientOptions(),
-		CoordinatorOpts: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
-		StoreOpts:       causal.StoreOptions{Resend: c.Resend},
-		CacheOpts:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
-		Observe:         observe})
+		Client: clientcore.Options{NotifyEvery: c.NotifyEvery},
+		Causal: site.CausalOptions{
+			Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
+			Store:       causal.StoreOptions{Resend: c.Resend},
+			Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
+		},
+		Observe: observe})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	run = &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions()}
-	load = &driver.CausalSimTarget{World: w, Client: s.Causal.clientOptions(), Node: s.Sim.clientOptions(), Prefix: "load"}
-	return w, run, load, nil
+	// The run's and the load's clients are client cores, as on a
+	// cluster (the load's groups are named load/SITE).
+	target := &driver.SimTarget{World: w.World, Table: w.Name, Node: s.Sim.clientOptions()}
+	return w, target, target, nil
 }
 
 // runSim runs a causal unit in a world of its own and returns the
@@ -373,7 +372,8 @@ const loadSettle = 2 * time.Second
 func loadCausal(u *unit, sm *sim.Sim, target driver.Target, completes *int) error {
 	s := u.s
 	keys := s.Workload.Keys
-	if err := runLoad(sm, target, causalLoadGroups(s, driver.Cosla{}), keys); err != nil {
+	cosla := driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest, Client: clientcore.Options{NotifyEvery: s.Causal.NotifyEvery}}
+	if err := runLoad(sm, target, causalLoadGroups(s, cosla), keys); err != nil {
 		return err
 	}
 	if err := sm.RunUntil(sm.Now()+time.Duration(keys)*time.Second, func() bool { return *completes >= keys }); err != nil {

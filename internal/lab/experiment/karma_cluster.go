@@ -22,9 +22,9 @@ import (
 // serve process hosts its storage nodes, its client coordinator and its
 // cache (the cluster's topology has the scenario's rings), and each
 // client site's sessions are a client core in
-// this process (driver.HostTarget), as the clients of the simulator are
-// causal client nodes (CausalSimTarget). The same recorder computes the
-// same figures (causal.go).
+// this process (driver.HostTarget), as the simulator's are client core
+// nodes (driver.SimTarget). The same recorder computes the same figures
+// (causal.go).
 //
 // A strategy is a table's layout (causal.Strategy): each unit runs on a
 // fresh table of its own over the same storage nodes, laid out for its
@@ -90,8 +90,7 @@ func (u *unit) createTable(ctx context.Context, c *cluster.Cluster) error {
 
 // causalSessionSLA is the SLA of a client core's session on a causal
 // table: causal reads, with no latency bound, so that every read that
-// succeeds meets it (CausalSimTarget has no SLA; the figures judge
-// latency themselves).
+// succeeds meets it (the figures judge latency themselves).
 var causalSessionSLA = sla.SLA{{Consistency: sla.CausalConsistency, Latency: sla.Unbounded, Utility: 1}}
 
 // causalClusterCaveats says what a local cluster does differently from

@@ -1,23 +1,28 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
+	"github.com/cosla/cosla/sla"
 )
 
 // CausalOptions configures a world holding one causal table (Karma,
-// DESIGN.md section 5). Each site's Replicas are its storage nodes, each
-// with its middle man; every site gets a coordinator named "cc" and, under
-// the Karma strategy, a cache named "cache"; its Clients are
-// causal.Clients.
+// DESIGN.md section 5). The world is a World (New): every site runs the
+// nodes `cosla serve` runs (package site), and its Clients are client
+// cores. The table is then created as `cosla cluster up` creates one: a
+// client core sends its layout (CausalLayout) to the rings' storage
+// nodes, the sites' coordinators and, under the Karma strategy, their
+// caches, which start serving it.
 type CausalOptions struct {
 	Seed     uint64
 	Topology topology.Topology
@@ -25,7 +30,9 @@ type CausalOptions struct {
 	// every site is a ring.
 	Rings    [][]string
 	Strategy causal.Strategy
-	// Table is the table's ID. Default 1.
+	// Name and Table are the table's name and ID. Defaults "causal"
+	// and 1.
+	Name  string
 	Table uint64
 	// Storage, Cache, Coordinator and ClientNode model the nodes' costs
 	// in the simulator (sim.NodeOptions). Default: infinitely fast.
@@ -33,24 +40,36 @@ type CausalOptions struct {
 	// Cores, if positive, makes each site one machine whose nodes share
 	// that many cores (sim.SetCores).
 	Cores int
-	// Client, CoordinatorOpts, StoreOpts and CacheOpts set the protocol
-	// options; their layouts and round-trip estimates are filled in.
-	Client          causal.ClientOptions
-	CoordinatorOpts causal.CoordinatorOptions
-	StoreOpts       causal.StoreOptions
-	CacheOpts       causal.CacheOptions
-	Logger          *slog.Logger
-	Trace           func(line string)
+	// Client configures the client cores: the topology's clients and
+	// the one that creates the table (CreatorName).
+	Client clientcore.Options
+	// Causal sets the protocol options of the causal cores (their
+	// layouts come from the table's creation).
+	Causal site.CausalOptions
+	Logger *slog.Logger
+	Trace  func(line string)
 	// Observe, as Options.Observe.
 	Observe func(from, to wire.NodeID, m wire.Msg)
 }
 
+// CreatorName is the client node, at the topology's first site, that
+// creates a causal world's table (as `cosla cluster up`'s supervisor
+// client does on a real cluster).
+const CreatorName = "creator"
+
+// CausalSLA is the SLA of a session on a causal table in a causal world:
+// causal reads with no latency bound, so that every read that returns
+// meets it.
+var CausalSLA = sla.SLA{{Consistency: sla.CausalConsistency, Latency: sla.Unbounded, Utility: 1}}
+
 // CausalWorld is a simulated cluster holding a causal table.
 type CausalWorld struct {
-	Sim      *sim.Sim
-	Topology topology.Topology
-	Layout   *causal.Layout
-	// Stores, Coordinators, Caches and Clients list the nodes by role.
+	*World
+	// Name is the table's name, Layout its placement.
+	Name   string
+	Layout *causal.Layout
+	// Stores, Coordinators and Caches list the table's nodes by role,
+	// Clients the topology's client nodes.
 	Stores, Coordinators, Caches, Clients []wire.NodeID
 }
 
@@ -110,39 +129,15 @@ func siteNamed(topo topology.Topology, name string) (topology.Site, bool) {
 	return topology.Site{}, false
 }
 
-// RTTs returns the topology's round trip from site to every node of the
-// layout: the estimates a node there starts with.
-func RTTs(topo topology.Topology, l *causal.Layout, site string) map[wire.NodeID]time.Duration {
-	out := map[wire.NodeID]time.Duration{}
-	add := func(id wire.NodeID) {
-		other := causal.Site(id)
-		if other == site {
-			out[id] = topo.LocalRTT
-		} else if link, ok := topo.Link(site, other); ok {
-			out[id] = link.RTT
-		}
-	}
-	for _, r := range l.Rings {
-		for _, n := range r.Nodes {
-			add(n)
-		}
-	}
-	for _, n := range l.Caches {
-		add(n)
-	}
-	return out
-}
-
-// NewCausal builds the world: sites, links and started nodes.
+// NewCausal builds the world (New) and creates its causal table.
 func NewCausal(opts CausalOptions) (*CausalWorld, error) {
 	topo := opts.Topology
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Table == 0 {
-		opts.Table = 1
-	}
-	wl, err := CausalLayout(topo, "causal", opts.Rings, opts.Strategy, opts.Table)
+	opts.Name = cmp.Or(opts.Name, "causal")
+	opts.Table = cmp.Or(opts.Table, 1)
+	wl, err := CausalLayout(topo, opts.Name, opts.Rings, opts.Strategy, opts.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -150,85 +145,80 @@ func NewCausal(opts CausalOptions) (*CausalWorld, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSim(opts.Seed, topo, opts.Cores, opts.Logger, opts.Trace)
+	w, err := New(Options{Seed: opts.Seed, Topology: topo, Causal: opts.Causal, Storage: opts.Storage,
+		Coordinator: opts.Coordinator, Cache: opts.Cache, ClientNode: opts.ClientNode, Cores: opts.Cores,
+		Client: opts.Client, Logger: opts.Logger, Trace: opts.Trace, Observe: opts.Observe})
 	if err != nil {
 		return nil, err
 	}
-	w := &CausalWorld{Sim: s, Topology: topo, Layout: l}
-	add := func(id wire.NodeID, site string, nopts sim.NodeOptions, factory func() node.Handler) error {
-		return s.AddNode(id, site, nopts, observed(opts.Observe, factory))
+	copts := opts.Client
+	if len(copts.Nodes) == 0 {
+		copts.Nodes = topo.Replicas()
 	}
-	// Caches first: a store that starts tells every cache to reset.
-	for _, site := range topo.Sites {
-		if cache, ok := l.Caches[site.Name]; ok {
-			ko := opts.CacheOpts
-			ko.Layout, ko.RTT = l, RTTs(topo, l, site.Name)
-			if err := add(cache, site.Name, opts.Cache, func() node.Handler { return causal.NewCache(ko) }); err != nil {
-				return nil, err
-			}
-			w.Caches = append(w.Caches, cache)
+	first := topo.Sites[0].Name
+	creator := topology.NodeID(first, CreatorName)
+	err = w.Sim.AddNode(creator, first, opts.ClientNode, observed(opts.Observe, func() node.Handler { return clientcore.New(copts) }))
+	if err != nil {
+		return nil, err
+	}
+	if err := w.CreateTable(creator, wl); err != nil {
+		return nil, fmt.Errorf("harness: create causal table %s: %w", opts.Name, err)
+	}
+	cw := &CausalWorld{World: w, Name: opts.Name, Layout: l, Caches: l.CacheNodes()}
+	for _, r := range l.Rings {
+		cw.Stores = append(cw.Stores, r.Nodes...)
+	}
+	for _, st := range topo.Sites {
+		cw.Coordinators = append(cw.Coordinators, l.Coordinators[st.Name])
+		for _, name := range st.Clients {
+			cw.Clients = append(cw.Clients, topology.NodeID(st.Name, name))
 		}
 	}
-	for _, site := range topo.Sites {
-		for _, name := range site.Replicas {
-			id := topology.NodeID(site.Name, name)
-			so := opts.StoreOpts
-			so.Layout = l
-			if err := add(id, site.Name, opts.Storage, func() node.Handler { return causal.NewStore(so) }); err != nil {
-				return nil, err
-			}
-			w.Stores = append(w.Stores, id)
-		}
-	}
-	for _, site := range topo.Sites {
-		co := opts.CoordinatorOpts
-		co.Layout, co.RTT = l, RTTs(topo, l, site.Name)
-		cc := l.Coordinators[site.Name]
-		if err := add(cc, site.Name, opts.Coordinator, func() node.Handler { return causal.NewCoordinator(co) }); err != nil {
-			return nil, err
-		}
-		w.Coordinators = append(w.Coordinators, cc)
-		for _, name := range site.Clients {
-			id := topology.NodeID(site.Name, name)
-			clo := opts.Client
-			clo.Layout = l
-			if err := add(id, site.Name, opts.ClientNode, func() node.Handler { return causal.NewClient(clo) }); err != nil {
-				return nil, err
-			}
-			w.Clients = append(w.Clients, id)
-		}
-	}
-	return w, nil
+	return cw, nil
 }
 
-// Client returns a running causal client.
-func (w *CausalWorld) Client(id wire.NodeID) (*causal.Client, error) {
-	return running[*causal.Client](w.Sim, id)
+// Session opens the table at a client node of the world and begins a
+// session on it with CausalSLA, running the simulation until the table
+// is open.
+func (w *CausalWorld) Session(client wire.NodeID) (*clientcore.Client, *clientcore.Session, error) {
+	c, err := w.Client(client)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := w.OpenTable(client, w.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := c.BeginSession(t, CausalSLA, clientcore.Closest)
+	return c, s, err
 }
 
-// Store returns a running storage node.
+// Store returns the table's core at a running storage node.
 func (w *CausalWorld) Store(id wire.NodeID) (*causal.Store, error) {
-	return running[*causal.Store](w.Sim, id)
+	return tableCore[*causal.Store](w, id)
 }
 
-// Cache returns a running cache.
+// Cache returns the table's core at a running cache.
 func (w *CausalWorld) Cache(id wire.NodeID) (*causal.Cache, error) {
-	return running[*causal.Cache](w.Sim, id)
+	return tableCore[*causal.Cache](w, id)
 }
 
-// running returns node id's protocol core as a T.
-func running[T node.Handler](s *sim.Sim, id wire.NodeID) (T, error) {
+// tableCore returns the core serving the world's table at node id, as a
+// T.
+func tableCore[T node.Handler](w *CausalWorld, id wire.NodeID) (T, error) {
 	var zero T
-	h, ok := s.Handler(id)
-	if !ok {
-		return zero, fmt.Errorf("harness: no running node %s", id)
+	h, err := w.handler(id)
+	if err != nil {
+		return zero, err
 	}
-	if o, ok := h.(*observedHandler); ok {
-		h = o.Handler
+	n := site.Causal(h)
+	if n == nil {
+		return zero, fmt.Errorf("harness: node %s holds no causal tables", id)
 	}
-	t, ok := h.(T)
+	core := n.Core(w.Layout.Table)
+	t, ok := core.(T)
 	if !ok {
-		return zero, fmt.Errorf("harness: node %s is a %T, not a %T", id, h, zero)
+		return zero, fmt.Errorf("harness: node %s serves table %d with a %T, not a %T", id, w.Layout.Table, core, zero)
 	}
 	return t, nil
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/check"
 	"github.com/cosla/cosla/internal/runtime/harness"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
@@ -113,10 +115,12 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	t.Logf("seed %d: %s, rings %v, %d sites", seed, strategy, rings, len(topo.Sites))
 	w, err := harness.NewCausal(harness.CausalOptions{
 		Seed: seed, Topology: topo, Rings: rings, Strategy: strategy,
-		Client:          causal.ClientOptions{Timeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
-		CoordinatorOpts: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},
-		StoreOpts:       causal.StoreOptions{Resend: 400 * time.Millisecond},
-		CacheOpts:       causal.CacheOptions{ReadTimeout: 400 * time.Millisecond, Capacity: 1 + r.IntN(8)},
+		Client: clientcore.Options{RequestTimeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
+		Causal: site.CausalOptions{
+			Coordinator: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},
+			Store:       causal.StoreOptions{Resend: 400 * time.Millisecond},
+			Cache:       causal.CacheOptions{ReadTimeout: 400 * time.Millisecond, Capacity: 1 + r.IntN(8)},
+		},
 	})
 	if err != nil {
 		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
@@ -130,16 +134,26 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	const opsPerSession = 30
 	const activeFor = 20 * time.Second
 	nextValue := 0
-	sessionNo := 0
-	for _, id := range w.Clients {
-		c, err := w.Client(id)
+	// do fails the run on an operation the client core refused at once.
+	do := func(err error) {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
 		}
+	}
+	// The sessions' first steps, each after its delay; they start once
+	// every session is open.
+	type first struct {
+		after time.Duration
+		step  func()
+	}
+	var firsts []first
+	for _, id := range w.Clients {
 		for range 1 + r.IntN(2) {
-			sessionNo++
-			s := c.Session(uint64(sessionNo))
-			name := fmt.Sprintf("%s#%d", id, s.ID())
+			c, s, err := w.Session(id)
+			if err != nil {
+				t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+			}
+			name := fmt.Sprintf("%s#%d", id, s.Causal().ID())
 			left := opsPerSession
 			var step func()
 			step = func() {
@@ -157,40 +171,40 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 					key := keys[r.IntN(len(keys))]
 					history = append(history, check.MultiOp{Session: name, Kind: check.Put, Key: key, Value: v, Call: call})
 					st.puts++
-					c.Put(s, key, []byte(v), func(res causal.Result) {
+					do(c.Put(s, key, []byte(v), clientcore.PutOptions{}, func(res clientcore.PutResult, err error) {
 						op := &history[idx]
 						op.Return = w.Sim.Now()
-						if res.Code == wire.OK {
+						if err == nil {
 							st.putsOK++
-							op.OK, op.Version = true, multiVersion(res.Version)
+							op.OK, op.Version = true, multiVersion(wire.Version{TS: res.TS, Origin: res.Node})
 						}
 						next()
-					})
+					}))
 				case p < putPct+(100-putPct)*2/3:
 					key := keys[r.IntN(len(keys))]
 					history = append(history, check.MultiOp{Session: name, Kind: check.Get, Key: key, Call: call})
 					st.gets++
-					c.Get(s, key, func(res causal.Result) {
+					do(c.Get(s, key, clientcore.GetOptions{}, func(res clientcore.GetResult, err error) {
 						op := &history[idx]
 						op.Return = w.Sim.Now()
-						if res.Code == wire.OK {
+						if err == nil {
 							st.getsOK++
-							op.OK, op.Found, op.Value, op.Version = true, res.Found, string(res.Value), multiVersion(res.Version)
-							op.FromBuffer = res.Source == wire.FromBuffer
-							st.count(res)
+							op.OK, op.Found, op.Value, op.Version = true, res.Found, string(res.Value), multiVersion(res.Causal.Version)
+							op.FromBuffer = res.Causal.Source == wire.FromBuffer
+							st.count(res.Causal)
 						}
 						next()
-					})
+					}))
 				default:
 					ks := slices.Clone(keys)
 					r.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
 					ks = ks[:2+r.IntN(len(ks)-1)]
 					history = append(history, check.MultiOp{Session: name, Kind: check.Tx, Call: call})
 					st.txs++
-					c.GetTx(s, ks, func(res causal.Result) {
+					do(c.GetTx(s, ks, func(res clientcore.TxResult, err error) {
 						op := &history[idx]
 						op.Return = w.Sim.Now()
-						if res.Code == wire.OK {
+						if err == nil {
 							st.txsOK++
 							op.OK = true
 							for _, it := range res.Items {
@@ -198,14 +212,21 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 							}
 						}
 						next()
-					})
+					}))
 				}
 			}
-			w.Sim.At(time.Duration(r.IntN(500))*time.Millisecond, step)
+			firsts = append(firsts, first{time.Duration(r.IntN(500)) * time.Millisecond, step})
 		}
 	}
-	st.crashes = causalFaults(w, r, activeFor)
-	if err := w.Sim.Run(activeFor + 60*time.Second); err != nil {
+	// The world's clock no longer reads zero: the table's creation and
+	// the sessions' opening ran first. Every time of the run counts from
+	// start.
+	start := w.Sim.Now()
+	for _, f := range firsts {
+		w.Sim.After(f.after, f.step)
+	}
+	st.crashes = causalFaults(w, r, start, activeFor)
+	if err := w.Sim.Run(start + activeFor + 60*time.Second); err != nil {
 		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
 	}
 	for i, op := range history {
@@ -230,7 +251,7 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	return st
 }
 
-func (s *causalStats) count(res causal.Result) {
+func (s *causalStats) count(res *clientcore.CausalRead) {
 	switch res.Source {
 	case wire.FromBuffer:
 		s.fromBuffer++
@@ -249,40 +270,40 @@ func multiVersion(v wire.Version) check.Version {
 	return check.Version{TS: v.TS, Origin: string(v.Origin)}
 }
 
-// causalFaults schedules faults during the first part of the run, and
-// heals everything at its end.
-func causalFaults(w *harness.CausalWorld, r *rand.Rand, activeFor time.Duration) int {
+// causalFaults schedules faults during the first part of the run, from
+// start to start+activeFor, and heals everything at its end.
+func causalFaults(w *harness.CausalWorld, r *rand.Rand, start, activeFor time.Duration) int {
 	s := w.Sim
 	sites := w.Topology.Sites
 	crashable := slices.Concat(w.Stores, w.Caches, w.Coordinators)
 	crashes := 0
 	for range r.IntN(6) {
-		at := time.Duration(r.Int64N(int64(activeFor)))
+		at := start + time.Duration(r.Int64N(int64(activeFor)))
 		switch r.IntN(5) {
 		case 0, 1:
 			id := crashable[r.IntN(len(crashable))]
 			down := time.Duration(100+r.IntN(3000)) * time.Millisecond
 			crashes++
 			s.At(at, func() { _ = s.Crash(id) })
-			s.At(min(at+down, activeFor), func() { _ = s.Restart(id) })
+			s.At(min(at+down, start+activeFor), func() { _ = s.Restart(id) })
 		case 2:
 			a, b := sites[r.IntN(len(sites))].Name, sites[r.IntN(len(sites))].Name
 			if a != b {
 				s.At(at, func() { _ = s.Partition(a, b) })
-				s.At(min(at+time.Duration(r.IntN(4000))*time.Millisecond, activeFor), func() { _ = s.Heal(a, b) })
+				s.At(min(at+time.Duration(r.IntN(4000))*time.Millisecond, start+activeFor), func() { _ = s.Heal(a, b) })
 			}
 		case 3:
 			a, b := sites[r.IntN(len(sites))].Name, sites[r.IntN(len(sites))].Name
 			p := 0.05 + r.Float64()*0.2
 			s.At(at, func() { _ = s.SetLoss(a, b, p); _ = s.SetDuplicate(a, b, p/2) })
-			s.At(activeFor, func() { _ = s.SetLoss(a, b, 0); _ = s.SetDuplicate(a, b, 0) })
+			s.At(start+activeFor, func() { _ = s.SetLoss(a, b, 0); _ = s.SetDuplicate(a, b, 0) })
 		case 4:
 			id := w.Coordinators[r.IntN(len(w.Coordinators))]
 			skew := time.Duration(r.IntN(400)-200) * time.Millisecond
 			s.At(at, func() { _ = s.SetSkew(id, skew) })
 		}
 	}
-	s.At(activeFor, func() {
+	s.At(start+activeFor, func() {
 		for i := range sites {
 			for j := i + 1; j < len(sites); j++ {
 				_ = s.Heal(sites[i].Name, sites[j].Name)

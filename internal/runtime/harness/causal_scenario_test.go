@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/sim"
 	"github.com/cosla/cosla/internal/runtime/topology"
@@ -29,9 +30,12 @@ import (
 //	world [seed=N] strategy=karma|karma-nc|cops-pr|cops-ideal rings=a+b,c [notify=D] [timers=hide]
 //	                                 build the world: rings lists each ring's sites (+ joins
 //	                                 sites, commas separate rings), notify sets the clients'
-//	                                 ClientOptions.NotifyEvery, timers=hide drops the timer
-//	                                 lines; then run until the nodes' start-up messages
-//	                                 (a store's reset of every cache) are answered
+//	                                 clientcore.Options.NotifyEvery, timers=hide drops the
+//	                                 timer lines; the table is created through a client core
+//	                                 (a/creator) as cosla cluster up creates one, and every
+//	                                 client opens it; then stabilize, so that the nodes'
+//	                                 start-up messages (a store's reset of every cache) are
+//	                                 answered
 //	placement keys=K,...             where each key lives in each ring
 //	put client=C session=N key=K value=V [async]
 //	get client=C session=N key=K [async]
@@ -72,6 +76,11 @@ type causalScenario struct {
 	world      *CausalWorld
 	trace      []string
 	hideTimers bool
+	// tables, begun and sessions are the clients' open table, how many
+	// sessions each began, and the sessions by label.
+	tables   map[*clientcore.Client]*clientcore.Table
+	begun    map[*clientcore.Client]int
+	sessions map[string]*clientcore.Session
 }
 
 // quietFor is how long stabilize waits without a message sent before it
@@ -144,7 +153,7 @@ func (sc *causalScenario) newWorld(d *datadriven.TestData) error {
 			rings = append(rings, strings.Split(r, "+"))
 		}
 	}
-	var client causal.ClientOptions
+	var client clientcore.Options
 	if d.HasArg("notify") {
 		var s string
 		d.ScanArgs(sc.t, "notify", &s)
@@ -158,13 +167,27 @@ func (sc *causalScenario) newWorld(d *datadriven.TestData) error {
 		d.ScanArgs(sc.t, "timers", &s)
 		sc.hideTimers = s == "hide"
 	}
+	sc.tables, sc.begun, sc.sessions = map[*clientcore.Client]*clientcore.Table{}, map[*clientcore.Client]int{}, map[string]*clientcore.Session{}
 	sc.world, err = NewCausal(CausalOptions{Seed: seed, Topology: sc.topo, Rings: rings, Strategy: strategy,
 		Client: client, Trace: sc.record})
 	if err != nil {
 		return err
 	}
-	// The start-up handshake: every store resets every cache.
-	return sc.world.Sim.RunUntil(sc.world.Sim.Now()+time.Minute, sc.idle)
+	// The table's creation, every client opening it, and the start-up
+	// handshake: every store resets every cache, and sends the reset
+	// again (after its resend interval) to a cache it reached before the
+	// table's creation did.
+	for _, id := range sc.world.Clients {
+		c, err := sc.world.Client(id)
+		if err != nil {
+			return err
+		}
+		if sc.tables[c], err = sc.world.OpenTable(id, sc.world.Name); err != nil {
+			return err
+		}
+	}
+	_, err = sc.stabilize()
+	return err
 }
 
 // inFlight counts the messages sent (or duplicated) and neither delivered
@@ -225,22 +248,37 @@ func (sc *causalScenario) placement(d *datadriven.TestData) string {
 	return b.String()
 }
 
-// client returns the client and session a command names, and a label for
-// the session: client#session.
-func (sc *causalScenario) client(d *datadriven.TestData) (*causal.Client, *causal.Session, string, error) {
+// client returns the client core and session a command names, and a
+// label for the session: client#session. Session N is the client's Nth
+// session on the table, its earlier ones begun with it if they were not
+// yet.
+func (sc *causalScenario) client(d *datadriven.TestData) (*clientcore.Client, *clientcore.Session, string, error) {
 	var id string
-	var n uint64
+	var n int
 	d.ScanArgs(sc.t, "client", &id)
 	d.ScanArgs(sc.t, "session", &n)
+	label := fmt.Sprintf("%s#%d", id, n)
 	c, err := sc.world.Client(wire.NodeID(id))
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return c, c.Session(n), fmt.Sprintf("%s#%d", id, n), nil
+	if s := sc.sessions[label]; s != nil {
+		return c, s, label, nil
+	}
+	for sc.begun[c] < n {
+		s, err := c.BeginSession(sc.tables[c], CausalSLA, clientcore.Closest)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		sc.begun[c]++
+		sc.sessions[fmt.Sprintf("%s#%d", id, sc.begun[c])] = s
+	}
+	return c, sc.sessions[label], label, nil
 }
 
-func (sc *causalScenario) sessionLine(label string, s *causal.Session) string {
-	return fmt.Sprintf("  session %s: ring=%s restrictions=%d", label, sc.ringName(s.Ring()), s.Restrictions())
+func (sc *causalScenario) sessionLine(label string, s *clientcore.Session) string {
+	cs := s.Causal()
+	return fmt.Sprintf("  session %s: ring=%s restrictions=%d", label, sc.ringName(cs.Ring()), cs.Restrictions())
 }
 
 func (sc *causalScenario) session(d *datadriven.TestData) (string, error) {
@@ -251,8 +289,8 @@ func (sc *causalScenario) session(d *datadriven.TestData) (string, error) {
 	return sc.sessionLine(label, s) + "\n", nil
 }
 
-// op issues a put, get or get-transaction; its outcome joins the trace
-// when its reply arrives.
+// op issues a put, get or get-transaction through the client core; its
+// outcome joins the trace when its reply arrives.
 func (sc *causalScenario) op(d *datadriven.TestData) error {
 	c, s, label, err := sc.client(d)
 	if err != nil {
@@ -269,39 +307,29 @@ func (sc *causalScenario) op(d *datadriven.TestData) error {
 		var key, value string
 		d.ScanArgs(sc.t, "key", &key)
 		d.ScanArgs(sc.t, "value", &value)
-		c.Put(s, key, []byte(value), func(r causal.Result) {
+		err = c.Put(s, key, []byte(value), clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
 			line := fmt.Sprintf("put %s %s=%s:", label, key, value)
-			if r.Code != wire.OK {
-				finish(fmt.Sprintf("%s failed: %s", line, r.Code))
+			if err != nil {
+				finish(fmt.Sprintf("%s failed: %v", line, err))
 				return
 			}
-			finish(fmt.Sprintf("%s version=%s", line, r.Version))
+			finish(fmt.Sprintf("%s version=%s", line, wire.Version{TS: r.TS, Origin: r.Node}))
 		})
 	case "get":
 		var key string
 		d.ScanArgs(sc.t, "key", &key)
-		c.Get(s, key, func(r causal.Result) {
-			finish(fmt.Sprintf("get %s %s: %s", label, key, sc.formatGet(r)))
+		err = c.Get(s, key, clientcore.GetOptions{}, func(r clientcore.GetResult, err error) {
+			finish(fmt.Sprintf("get %s %s: %s", label, key, sc.formatGet(r, err)))
 		})
 	case "gettx":
 		var keys string
 		d.ScanArgs(sc.t, "keys", &keys)
-		c.GetTx(s, strings.Split(keys, ","), func(r causal.Result) {
-			line := fmt.Sprintf("gettx %s [%s]:", label, keys)
-			if r.Code != wire.OK {
-				finish(fmt.Sprintf("%s failed: %s, after %d rounds on ring %s", line, r.Code, r.Rounds, sc.ringName(r.Ring)))
-				return
-			}
-			restricted := ""
-			if r.Restricted {
-				restricted = " restricted"
-			}
-			lines := []string{fmt.Sprintf("%s ring %s, %d rounds%s", line, sc.ringName(r.Ring), r.Rounds, restricted)}
-			for _, it := range r.Items {
-				lines = append(lines, "  "+sc.formatItem(it))
-			}
-			finish(lines...)
+		err = c.GetTx(s, strings.Split(keys, ","), func(r clientcore.TxResult, err error) {
+			finish(sc.formatTx(keys, label, r, err)...)
 		})
+	}
+	if err != nil {
+		return err
 	}
 	if d.HasArg("async") {
 		sc.trace = append(sc.trace, fmt.Sprintf("%s %s issued", d.Cmd, label))
@@ -327,12 +355,9 @@ func (sc *causalScenario) source(source wire.Source, ring int32, node wire.NodeI
 	return fmt.Sprintf("from ring %s node %s", sc.ringName(ring), node)
 }
 
-func (sc *causalScenario) formatGet(r causal.Result) string {
-	if r.Code != wire.OK && r.Node != "" {
-		return fmt.Sprintf("failed: %s: ring %s node %s did not answer", r.Code, sc.ringName(r.Ring), r.Node)
-	}
-	if r.Code != wire.OK {
-		return "failed: " + r.Code.String()
+func (sc *causalScenario) formatGet(r clientcore.GetResult, err error) string {
+	if err != nil {
+		return "failed: " + err.Error()
 	}
 	var b strings.Builder
 	if r.Found {
@@ -340,19 +365,36 @@ func (sc *causalScenario) formatGet(r causal.Result) string {
 	} else {
 		b.WriteString("not-found")
 	}
-	fmt.Fprintf(&b, " version=%s %s", r.Version, sc.source(r.Source, r.Ring, r.Node))
-	if r.InFlight {
+	rc := r.Causal
+	fmt.Fprintf(&b, " version=%s %s", rc.Version, sc.source(rc.Source, rc.Ring, r.Node))
+	if rc.InFlight {
 		b.WriteString(", in-flight")
 	} else {
 		b.WriteString(", stable")
 	}
-	if r.Restricted {
+	if rc.Restricted {
 		b.WriteString(", restricted")
 	}
 	return b.String()
 }
 
-func (sc *causalScenario) formatItem(it wire.TxItem) string {
+func (sc *causalScenario) formatTx(keys, label string, r clientcore.TxResult, err error) []string {
+	line := fmt.Sprintf("gettx %s [%s]:", label, keys)
+	if err != nil {
+		return []string{fmt.Sprintf("%s failed: %v, after %d rounds on ring %s", line, err, r.Rounds, sc.ringName(r.Ring))}
+	}
+	restricted := ""
+	if r.Restricted {
+		restricted = " restricted"
+	}
+	lines := []string{fmt.Sprintf("%s ring %s, %d rounds%s", line, sc.ringName(r.Ring), r.Rounds, restricted)}
+	for _, it := range r.Items {
+		lines = append(lines, "  "+sc.formatItem(it))
+	}
+	return lines
+}
+
+func (sc *causalScenario) formatItem(it clientcore.TxItem) string {
 	var b strings.Builder
 	if it.Found {
 		fmt.Fprintf(&b, "%s=%s version=%s", it.Key, strconv.Quote(string(it.Value)), it.Version)

@@ -8,13 +8,16 @@ package harness
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
@@ -22,11 +25,17 @@ import (
 type Options struct {
 	Seed     uint64
 	Topology topology.Topology
-	Replica  replica.Options
-	// Storage and ClientNode are the simulator's model of every storage
-	// node and client node: service times and fsync cost
-	// (sim.NodeOptions). Default: infinitely fast.
-	Storage, ClientNode sim.NodeOptions
+	// Replica and Causal are the protocol options of every site's nodes
+	// (package site, the recipe `cosla serve` runs). Causal's
+	// Coordinator.RTT and Cache.RTT, if nil, are each site's round trips
+	// to every storage node and cache of the topology (seedRTTs).
+	Replica replica.Options
+	Causal  site.CausalOptions
+	// Storage, Coordinator, Cache and ClientNode are the simulator's
+	// model of every storage node, causal coordinator, cache and client
+	// node: service times and fsync cost (sim.NodeOptions). Default:
+	// infinitely fast.
+	Storage, Coordinator, Cache, ClientNode sim.NodeOptions
 	// Cores, if positive, makes each site one machine whose nodes share
 	// that many cores (sim.SetCores). Default: a machine per node.
 	Cores int
@@ -49,7 +58,10 @@ type World struct {
 	Topology topology.Topology
 }
 
-// New builds the world: sites, links and started nodes.
+// New builds the world: sites, links and started nodes. Each site runs
+// the nodes of package site (its storage nodes, each a replica core with
+// a causal store beside it, its causal coordinator and its cache), as
+// `cosla serve` does, and its clients are client cores.
 func New(opts Options) (*World, error) {
 	topo := opts.Topology
 	if err := topo.Validate(); err != nil {
@@ -63,16 +75,17 @@ func New(opts Options) (*World, error) {
 	if len(copts.Nodes) == 0 {
 		copts.Nodes = topo.Replicas()
 	}
-	for _, site := range topo.Sites {
-		for _, name := range site.Replicas {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.Storage,
-				observed(opts.Observe, func() node.Handler { return replica.New(opts.Replica) }))
-			if err != nil {
+	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache}
+	for _, st := range topo.Sites {
+		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
+		seedRTTs(&siteOpts.Causal, topo, st.Name)
+		for _, n := range site.Nodes(st.Name, st.Replicas, siteOpts) {
+			if err := s.AddNode(n.ID, st.Name, costs[n.Role], observed(opts.Observe, n.New)); err != nil {
 				return nil, err
 			}
 		}
-		for _, name := range site.Clients {
-			err := s.AddNode(topology.NodeID(site.Name, name), site.Name, opts.ClientNode,
+		for _, name := range st.Clients {
+			err := s.AddNode(topology.NodeID(st.Name, name), st.Name, opts.ClientNode,
 				observed(opts.Observe, func() node.Handler { return clientcore.New(copts) }))
 			if err != nil {
 				return nil, err
@@ -80,6 +93,38 @@ func New(opts Options) (*World, error) {
 		}
 	}
 	return &World{Sim: s, Topology: topo}, nil
+}
+
+// seedRTTs gives a site's causal coordinator and cache, where o leaves
+// them none, initial round-trip estimates: the topology's, from the site
+// to every storage node and cache. This is the one thing the simulator
+// gives its nodes that `cosla serve` does not: a real coordinator or cache
+// starts with no estimate and measures each node on its first read of it
+// (causal's nearness), which a burst of reads at start-up can lock onto
+// remote rings (a cold node's first sample, taken under queueing, is all
+// its estimate, and a node no longer read is never measured again). The
+// Karma presets measure the protocol warm, as the paper does.
+func seedRTTs(o *site.CausalOptions, topo topology.Topology, from string) {
+	rtt := map[wire.NodeID]time.Duration{}
+	for _, st := range topo.Sites {
+		d := topo.LocalRTT
+		if st.Name != from {
+			link, ok := topo.Link(from, st.Name)
+			if !ok {
+				continue
+			}
+			d = link.RTT
+		}
+		for _, name := range append(slices.Clone(st.Replicas), causal.CacheName) {
+			rtt[topology.NodeID(st.Name, name)] = d
+		}
+	}
+	if o.Coordinator.RTT == nil {
+		o.Coordinator.RTT = rtt
+	}
+	if o.Cache.RTT == nil {
+		o.Cache.RTT = rtt
+	}
 }
 
 // newSim returns a simulator with topo's sites and links.
@@ -173,8 +218,8 @@ func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok := h.(*replica.Node)
-	if !ok {
+	r := site.Replica(h)
+	if r == nil {
 		return nil, fmt.Errorf("harness: node %s is not a storage node", id)
 	}
 	return r, nil

@@ -1,7 +1,9 @@
-// Package server is `cosla serve`: it hosts one site's storage nodes in a
-// process. Each node is the pure replica of package replica, run by
-// package host on its own goroutine, with its data in Pebble on disk (a Put
-// is fsynced before it is acknowledged) and its messages on gRPC streams.
+// Package server is `cosla serve`: it hosts one site's nodes in a process,
+// as package site composes them (the storage nodes, each a replica core
+// with a causal store beside it, and the site's causal coordinator and
+// cache). Each node is run by package host on its own goroutine, with its
+// data in Pebble on disk (a Put is fsynced before it is acknowledged) and
+// its messages on gRPC streams.
 // The process also serves, over HTTP, a status page at / (page.html), the
 // JSON behind it at /cluster, /metrics (Prometheus text format), /healthz
 // and /status.
@@ -36,6 +38,7 @@ import (
 	"github.com/cosla/cosla/internal/runtime/hostcheck"
 	"github.com/cosla/cosla/internal/runtime/pebbledb"
 	"github.com/cosla/cosla/internal/runtime/private"
+	"github.com/cosla/cosla/internal/runtime/site"
 )
 
 // ErrInvalidOptions is wrapped by every Options.Validate error.
@@ -345,30 +348,23 @@ func loopbackUnlessNamed(addr string) string {
 
 func (s *Server) startNodes() error {
 	c := s.opts.Causal
-	for _, name := range s.opts.Nodes {
-		rep := replica.New(replica.Options(s.opts.Replica))
-		// Each storage node also holds its replicas of causal tables
-		// (Karma, DESIGN.md section 5), with their middle man.
-		store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore, Store: causal.StoreOptions{Resend: c.Resend}})
-		if err := s.startNode(name, causal.NewBeside(rep, store), rep); err != nil {
+	opts := site.Options{Replica: replica.Options(s.opts.Replica), Causal: site.CausalOptions{
+		Store:       causal.StoreOptions{Resend: c.Resend},
+		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
+		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
+	}}
+	for _, n := range site.Nodes(s.opts.Site, s.opts.Nodes, opts) {
+		if err := s.startNode(n); err != nil {
 			return err
 		}
 	}
-	// The site's client coordinator and cache for causal tables: idle
-	// until a causal table names them.
-	coordinator := causal.NodeOptions{Role: causal.RoleCoordinator, Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend}}
-	if err := s.startNode(causal.CoordinatorName, causal.NewNode(coordinator), nil); err != nil {
-		return err
-	}
-	cache := causal.NodeOptions{Role: causal.RoleCache, Cache: causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout}}
-	return s.startNode(causal.CacheName, causal.NewNode(cache), nil)
+	return nil
 }
 
-// startNode opens a node's engine and starts it; rep is its replica core,
-// if it has one, for the status page and metrics.
-func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node) error {
-	id := wire.NodeID(s.opts.Site + "/" + name)
-	dir := filepath.Join(s.opts.DataDir, name)
+// startNode opens a node's engine and starts it.
+func (s *Server) startNode(sn site.Node) error {
+	id := sn.ID
+	dir := filepath.Join(s.opts.DataDir, sn.Name)
 	// The node's data is its owner's whatever the umask: Pebble creates
 	// its files under it with the umask's modes (PrivateUmask).
 	if err := private.MkdirAll(dir); err != nil {
@@ -382,6 +378,7 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 	if err != nil {
 		return fmt.Errorf("%s: %w", id, err)
 	}
+	handler := sn.New()
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
 		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient,
 		StopTimeout: s.opts.StopTimeout})
@@ -390,7 +387,9 @@ func (s *Server) startNode(name string, handler node.Handler, rep *replica.Node)
 		return fmt.Errorf("%s: recover: %w", id, err)
 	}
 	s.mu.Lock()
-	s.nodes[id] = &hosted{node: n, replica: rep, engine: eng}
+	// The replica core, if the node has one, for the status page and
+	// metrics.
+	s.nodes[id] = &hosted{node: n, replica: site.Replica(handler), engine: eng}
 	s.mu.Unlock()
 	return nil
 }

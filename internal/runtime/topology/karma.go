@@ -12,9 +12,9 @@ import "time"
 // with its middle man and client coordinators; Karma itself uses six of
 // them for storage and two as the datacenter's cache, "to avoid giving
 // Karma a resource advantage". Here the six storage nodes are the
-// topology's; a causal world (harness.NewCausal) adds to every site its
-// client coordinator ("cc") and, under the Karma strategy, its cache
-// ("cache"). The scenario says how much of a machine each of them is
+// topology's; every site also runs its client coordinator ("cc") and its
+// cache ("cache", used under the Karma strategy), as package site composes
+// a site. The scenario says how much of a machine each of them is
 // (experiment.CausalSpec.Machines).
 //
 // Round trips. The paper gives only those from US-West1 (5: "the

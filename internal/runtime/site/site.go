@@ -1,0 +1,120 @@
+// Package site is the one recipe of a site's nodes (STYLE.md habit 14):
+// `cosla serve` (package server) hosts what Nodes returns on goroutines
+// and gRPC, the simulator (package harness) hosts the same nodes in
+// virtual time, so a simulated site runs the process a real one does.
+//
+// It lives under internal/runtime, beside the two runtimes that host it,
+// rather than in a core package: it is not a protocol but the wiring of
+// several (package replica and package causal) into one site, and both
+// runtimes already import the cores it wires. It is pure all the same (it
+// only builds handlers), so the simulator may use it.
+package site
+
+import (
+	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/replica"
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/topology"
+)
+
+// Role is what a node of a site does.
+type Role uint8
+
+// Roles.
+const (
+	// Storage: a storage node, holding its replicas of primary-update
+	// tables (package replica) and, beside them, of causal tables (a
+	// causal store and its middle man, Karma 4.1.1).
+	Storage Role = iota
+	// Coordinator: the site's client coordinator of causal tables
+	// (Karma 4.1.2), named causal.CoordinatorName.
+	Coordinator
+	// Cache: the site's cache of causal tables (Karma 4.3), named
+	// causal.CacheName.
+	Cache
+)
+
+func (r Role) String() string {
+	switch r {
+	case Coordinator:
+		return "coordinator"
+	case Cache:
+		return "cache"
+	}
+	return "storage"
+}
+
+// Options are the protocol options of a site's nodes, per role.
+type Options struct {
+	// Replica configures each storage node's replica core.
+	Replica replica.Options
+	// Causal configures the causal tables' cores.
+	Causal CausalOptions
+}
+
+// CausalOptions configure the cores a site runs for causal tables. Their
+// Layout fields are ignored: each causal table brings its layout when it
+// is created at the node (causal.Node). The coordinator's and cache's RTT
+// are their initial round-trip estimates: `cosla serve` sets none (the
+// nodes measure round trips as they read), the simulator the topology's.
+type CausalOptions struct {
+	Store       causal.StoreOptions
+	Coordinator causal.CoordinatorOptions
+	Cache       causal.CacheOptions
+}
+
+// Node is one node of a site: its name at the site, its identity, its
+// role, and how to make its handler. A node that restarts gets a new
+// handler from New, which recovers from the node's engine.
+type Node struct {
+	Name string
+	ID   wire.NodeID
+	Role Role
+	New  func() node.Handler
+}
+
+// Nodes returns the nodes of site: per storage node (named by storage,
+// in that order) a replica core with a causal store Node beside it
+// (causal.NewBeside), then the site's causal coordinator and its cache.
+// The coordinator and the cache are idle until a causal table names them.
+func Nodes(site string, storage []string, opts Options) []Node {
+	c := opts.Causal
+	var out []Node
+	for _, name := range storage {
+		out = append(out, Node{Name: name, ID: topology.NodeID(site, name), Role: Storage, New: func() node.Handler {
+			store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore, Store: c.Store})
+			return causal.NewBeside(replica.New(opts.Replica), store)
+		}})
+	}
+	out = append(out, Node{Name: causal.CoordinatorName, ID: topology.NodeID(site, causal.CoordinatorName), Role: Coordinator, New: func() node.Handler {
+		return causal.NewNode(causal.NodeOptions{Role: causal.RoleCoordinator, Coordinator: c.Coordinator})
+	}})
+	out = append(out, Node{Name: causal.CacheName, ID: topology.NodeID(site, causal.CacheName), Role: Cache, New: func() node.Handler {
+		return causal.NewNode(causal.NodeOptions{Role: causal.RoleCache, Cache: c.Cache})
+	}})
+	return out
+}
+
+// Replica returns the replica core of a storage node's handler, nil for
+// another node's.
+func Replica(h node.Handler) *replica.Node {
+	if b, ok := h.(*causal.Beside); ok {
+		h = b.Other()
+	}
+	r, _ := h.(*replica.Node)
+	return r
+}
+
+// Causal returns the causal Node of a node's handler: a storage node's
+// (beside its replica core), a coordinator's or a cache's; nil for
+// another handler.
+func Causal(h node.Handler) *causal.Node {
+	switch h := h.(type) {
+	case *causal.Beside:
+		return h.Causal()
+	case *causal.Node:
+		return h
+	}
+	return nil
+}
