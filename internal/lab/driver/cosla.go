@@ -167,9 +167,13 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 			if err == nil && len(r.Items) > 0 {
 				it := r.Items[0]
 				op.Consistency = "causal"
-				op.Found, op.TS, op.Ring = it.Found, it.Version.TS, r.Ring
+				op.Found, op.TS = it.Found, it.Version.TS
 				op.Source, op.InFlight = it.Source, it.InFlight
+				// The op is its first key's read: the snapshot's ring
+				// only if that key came from it (not from the session's
+				// write buffer or a cache).
 				if it.Source == wire.FromRing && r.Ring >= 0 && int(r.Ring) < len(cs.layout.Rings) {
+					op.Ring = r.Ring
 					op.Node = string(cs.layout.Node(int(r.Ring), op.Key))
 				} else {
 					op.Node = string(r.Node)
