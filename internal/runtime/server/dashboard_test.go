@@ -18,7 +18,7 @@ import (
 )
 
 // dashboardFile is the Grafana dashboard of the repository.
-const dashboardFile = "../../dashboards/cosla.json"
+const dashboardFile = "../../../dashboards/cosla.json"
 
 // TestDashboardMetrics checks that every metric the Grafana dashboard
 // queries is one cosla exports: a storage node's /metrics
