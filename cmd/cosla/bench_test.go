@@ -143,6 +143,7 @@ func TestBenchStores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
+	t.Parallel()
 	common := []string{"--workload", "a", "--records", "50", "--operations", "200", "--clients", "4", "--value-size", "256", "--duration", "1m"}
 	for _, tc := range []struct {
 		target, read, write string
@@ -207,6 +208,7 @@ func TestBenchConnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
+	t.Parallel()
 	r := startRedis(t)
 	addrs := strings.Join(r.Addrs(), ",")
 	res := benchJSON(t, "--target", "redis", "--connect", addrs, "--workload", "a", "--records", "30", "--operations", "100", "--read", "strong")
@@ -274,6 +276,7 @@ func compareJSON(t *testing.T, r e2eResult) bench.Comparison {
 // cosla-nofsync, in text.
 func TestBenchCompare(t *testing.T) {
 	coslaBinary(t)
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report")
 	r := coslaCmd(t, 3*time.Minute, "bench", "compare", "--targets", "cosla,redis,etcd", "--workload", "c", "--records", "50",
 		"--operations", "200", "--duration", "1m", "--clients", "1,2", "--read", "weak,strong", "--value-size", "256", "--out", out, "--json")
@@ -365,6 +368,7 @@ func processesUnder(t *testing.T, dir string) []string {
 // cluster it started.
 func TestBenchCompareInterrupt(t *testing.T) {
 	bin := coslaBinary(t)
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

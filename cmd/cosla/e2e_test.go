@@ -49,8 +49,22 @@ var e2eBin struct {
 	err  error
 }
 
+// e2eParallel is how many tests of this package run at once unless
+// -parallel is given (whose default is GOMAXPROCS, two on a small CI
+// machine): the end-to-end tests mostly wait, on processes starting, on
+// the emulated WAN's round trips and on timeouts, not on the CPU.
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel)); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: -parallel:", err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "cosla-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: temporary directory:", err)
@@ -143,6 +157,7 @@ func wantExit(t *testing.T, r e2eResult, code int) {
 // only through the command line, as the README shows.
 func TestClusterCommands(t *testing.T) {
 	coslaBinary(t)
+	t.Parallel()
 	// The common umask, which leaves files readable by others unless
 	// cosla sets their modes: the cluster's must be its owner's only.
 	defer syscall.Umask(syscall.Umask(0o022))
@@ -558,6 +573,7 @@ func parsePutValue(key, value string) (uint64, error) {
 // Get at the primary returns and what the secondary converges to.
 func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
 	coslaBinary(t)
+	t.Parallel()
 	const (
 		writers     = 4
 		keys        = 50

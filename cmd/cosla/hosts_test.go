@@ -24,6 +24,7 @@ import (
 // another through the planned addresses alone.
 func TestSeveralHosts(t *testing.T) {
 	bin := coslaBinary(t)
+	t.Parallel()
 	hosts := []string{"england", "us", "india"}
 	nets := newHostNet(t, len(hosts)+1)
 	client := nets.hosts[len(hosts)]
