@@ -275,8 +275,8 @@ func compareJSON(t *testing.T, r e2eResult) bench.Comparison {
 // report's files. Then the write-only comparison of cosla with
 // cosla-nofsync, in text.
 func TestBenchCompare(t *testing.T) {
-	coslaBinary(t)
 	t.Parallel()
+	coslaBinary(t)
 	out := filepath.Join(t.TempDir(), "report")
 	r := coslaCmd(t, 3*time.Minute, "bench", "compare", "--targets", "cosla,redis,etcd", "--workload", "c", "--records", "50",
 		"--operations", "200", "--duration", "1m", "--clients", "1,2", "--read", "weak,strong", "--value-size", "256", "--out", out, "--json")
@@ -367,8 +367,8 @@ func processesUnder(t *testing.T, dir string) []string {
 // Ctrl-C does: it prints what it measured, and stops every server and
 // cluster it started.
 func TestBenchCompareInterrupt(t *testing.T) {
-	bin := coslaBinary(t)
 	t.Parallel()
+	bin := coslaBinary(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

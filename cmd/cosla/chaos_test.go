@@ -59,8 +59,8 @@ type chaosReport struct {
 // --gap); -chaos.long runs issue 13's campaign: at least 100 kills
 // and 100,000 acknowledged Puts.
 func TestChaos(t *testing.T) {
-	coslaBinary(t)
 	t.Parallel()
+	coslaBinary(t)
 	seed := *chaosSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -39,9 +39,10 @@ import (
 
 var e2eSeedFlag = flag.Uint64("e2e.seed", 0, "TestKillNineLosesNoAcknowledgedPut: seed of the kill points (0: from the clock)")
 
-// e2eBin is the binary the e2e tests run. It is built at most once, by the
-// first test that needs it, rather than in TestMain itself, so that the
-// package's other tests (and -short runs) do not pay for the build.
+// e2eBin is the binary the e2e tests run. It is built at most once: by
+// TestMain beside the first tests when every test runs, else by the
+// first test that needs it, so that a -run of other tests (and -short
+// runs) do not pay for the build.
 var e2eBin struct {
 	once sync.Once
 	dir  string // made by TestMain, removed at the end
@@ -71,29 +72,36 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	e2eBin.dir = dir
+	if !testing.Short() && flag.Lookup("test.run").Value.String() == "" {
+		go e2eBin.once.Do(buildBinary)
+	}
 	code := m.Run()
+	e2eBin.once.Do(func() {}) // a build under way ends before its directory goes
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// coslaBinary returns the path of the built binary, building it on first
-// use with the go on the PATH, or skips the test under -short.
+// buildBinary builds the binary into e2eBin.dir with the go on the PATH.
+func buildBinary() {
+	path := filepath.Join(e2eBin.dir, "cosla")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, ".").CombinedOutput()
+	if err != nil {
+		e2eBin.err = fmt.Errorf("go build -o %s .: %v\n%s", path, err, out)
+		return
+	}
+	e2eBin.path = path
+}
+
+// coslaBinary returns the path of the built binary, waiting for its
+// build, or skips the test under -short.
 func coslaBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: skipped in -short mode")
 	}
-	e2eBin.once.Do(func() {
-		path := filepath.Join(e2eBin.dir, "cosla")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", path, ".").CombinedOutput()
-		if err != nil {
-			e2eBin.err = fmt.Errorf("go build -o %s .: %v\n%s", path, err, out)
-			return
-		}
-		e2eBin.path = path
-	})
+	e2eBin.once.Do(buildBinary)
 	if e2eBin.err != nil {
 		t.Fatal(e2eBin.err)
 	}
@@ -156,8 +164,8 @@ func wantExit(t *testing.T, r e2eResult, code int) {
 // TestClusterCommands runs a pileus4 cluster with `cluster up` and uses it
 // only through the command line, as the README shows.
 func TestClusterCommands(t *testing.T) {
-	coslaBinary(t)
 	t.Parallel()
+	coslaBinary(t)
 	// The common umask, which leaves files readable by others unless
 	// cosla sets their modes: the cluster's must be its owner's only.
 	defer syscall.Umask(syscall.Umask(0o022))
@@ -572,8 +580,8 @@ func parsePutValue(key, value string) (uint64, error) {
 // that every key's last acknowledged Put (or a later one) is what a strong
 // Get at the primary returns and what the secondary converges to.
 func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
-	coslaBinary(t)
 	t.Parallel()
+	coslaBinary(t)
 	const (
 		writers     = 4
 		keys        = 50

@@ -23,8 +23,8 @@ import (
 // site china. Each namespace has only its own address; the nodes find one
 // another through the planned addresses alone.
 func TestSeveralHosts(t *testing.T) {
-	bin := coslaBinary(t)
 	t.Parallel()
+	bin := coslaBinary(t)
 	hosts := []string{"england", "us", "india"}
 	nets := newHostNet(t, len(hosts)+1)
 	client := nets.hosts[len(hosts)]
