@@ -143,6 +143,7 @@ func TestBenchStores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
+	t.Parallel()
 	common := []string{"--workload", "a", "--records", "50", "--operations", "200", "--clients", "4", "--value-size", "256", "--duration", "1m"}
 	for _, tc := range []struct {
 		target, read, write string
@@ -207,6 +208,7 @@ func TestBenchConnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
+	t.Parallel()
 	r := startRedis(t)
 	addrs := strings.Join(r.Addrs(), ",")
 	res := benchJSON(t, "--target", "redis", "--connect", addrs, "--workload", "a", "--records", "30", "--operations", "100", "--read", "strong")
@@ -273,6 +275,7 @@ func compareJSON(t *testing.T, r e2eResult) bench.Comparison {
 // report's files. Then the write-only comparison of cosla with
 // cosla-nofsync, in text.
 func TestBenchCompare(t *testing.T) {
+	t.Parallel()
 	coslaBinary(t)
 	out := filepath.Join(t.TempDir(), "report")
 	r := coslaCmd(t, 3*time.Minute, "bench", "compare", "--targets", "cosla,redis,etcd", "--workload", "c", "--records", "50",
@@ -364,6 +367,7 @@ func processesUnder(t *testing.T, dir string) []string {
 // Ctrl-C does: it prints what it measured, and stops every server and
 // cluster it started.
 func TestBenchCompareInterrupt(t *testing.T) {
+	t.Parallel()
 	bin := coslaBinary(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

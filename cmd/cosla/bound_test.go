@@ -122,6 +122,7 @@ func decodeWrite(t *testing.T, r e2eResult) boundedWrite {
 // U.S. replica, a bounded read there that must see it, and read-test-
 // writes whose tests hold and then fail, on a two-site cluster.
 func TestBoundCommands(t *testing.T) {
+	t.Parallel()
 	dir := clusterUp(t, twoSites, "--pull-interval", "1s")
 	const limit = time.Minute
 

@@ -30,6 +30,7 @@ rings: [[a, b], [c]]
 // stable there, reads a snapshot of two keys, and checks the refusals: a
 // strong SLA and a bound on a causal table.
 func TestCausalCommands(t *testing.T) {
+	t.Parallel()
 	dir := clusterUp(t, threeRingSites)
 	const limit = time.Minute
 	r := coslaCmd(t, limit, "put", "--dir", dir, "--site", "a", "cart", "book")

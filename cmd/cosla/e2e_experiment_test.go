@@ -15,6 +15,7 @@ import (
 // local cluster and checks that the change reached the emulated WAN: every
 // Get that started after it took at least the added round trip.
 func TestExperimentClusterMode(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	r := coslaCmd(t, 3*time.Minute, "experiment", "run", filepath.Join("testdata", "experiment-cluster.yaml"),
 		"--mode", "cluster", "--out", out)

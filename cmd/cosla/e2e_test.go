@@ -39,9 +39,10 @@ import (
 
 var e2eSeedFlag = flag.Uint64("e2e.seed", 0, "TestKillNineLosesNoAcknowledgedPut: seed of the kill points (0: from the clock)")
 
-// e2eBin is the binary the e2e tests run. It is built at most once, by the
-// first test that needs it, rather than in TestMain itself, so that the
-// package's other tests (and -short runs) do not pay for the build.
+// e2eBin is the binary the e2e tests run. It is built at most once: by
+// TestMain beside the first tests when every test runs, else by the
+// first test that needs it, so that a -run of other tests (and -short
+// runs) do not pay for the build.
 var e2eBin struct {
 	once sync.Once
 	dir  string // made by TestMain, removed at the end
@@ -49,37 +50,58 @@ var e2eBin struct {
 	err  error
 }
 
+// e2eParallel is how many tests of this package run at once unless
+// -parallel is given (whose default is GOMAXPROCS, two on a small CI
+// machine): the end-to-end tests mostly wait, on processes starting, on
+// the emulated WAN's round trips and on timeouts, not on the CPU.
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel)); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: -parallel:", err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "cosla-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: temporary directory:", err)
 		os.Exit(1)
 	}
 	e2eBin.dir = dir
+	if !testing.Short() && flag.Lookup("test.run").Value.String() == "" {
+		go e2eBin.once.Do(buildBinary)
+	}
 	code := m.Run()
+	e2eBin.once.Do(func() {}) // a build under way ends before its directory goes
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// coslaBinary returns the path of the built binary, building it on first
-// use with the go on the PATH, or skips the test under -short.
+// buildBinary builds the binary into e2eBin.dir with the go on the PATH.
+func buildBinary() {
+	path := filepath.Join(e2eBin.dir, "cosla")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, ".").CombinedOutput()
+	if err != nil {
+		e2eBin.err = fmt.Errorf("go build -o %s .: %v\n%s", path, err, out)
+		return
+	}
+	e2eBin.path = path
+}
+
+// coslaBinary returns the path of the built binary, waiting for its
+// build, or skips the test under -short.
 func coslaBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: skipped in -short mode")
 	}
-	e2eBin.once.Do(func() {
-		path := filepath.Join(e2eBin.dir, "cosla")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", path, ".").CombinedOutput()
-		if err != nil {
-			e2eBin.err = fmt.Errorf("go build -o %s .: %v\n%s", path, err, out)
-			return
-		}
-		e2eBin.path = path
-	})
+	e2eBin.once.Do(buildBinary)
 	if e2eBin.err != nil {
 		t.Fatal(e2eBin.err)
 	}
@@ -142,6 +164,7 @@ func wantExit(t *testing.T, r e2eResult, code int) {
 // TestClusterCommands runs a pileus4 cluster with `cluster up` and uses it
 // only through the command line, as the README shows.
 func TestClusterCommands(t *testing.T) {
+	t.Parallel()
 	coslaBinary(t)
 	// The common umask, which leaves files readable by others unless
 	// cosla sets their modes: the cluster's must be its owner's only.
@@ -557,6 +580,7 @@ func parsePutValue(key, value string) (uint64, error) {
 // that every key's last acknowledged Put (or a later one) is what a strong
 // Get at the primary returns and what the secondary converges to.
 func TestKillNineLosesNoAcknowledgedPut(t *testing.T) {
+	t.Parallel()
 	coslaBinary(t)
 	const (
 		writers     = 4

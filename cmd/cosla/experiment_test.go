@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,17 +11,20 @@ import (
 	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
-// TestExperimentRunSim runs `cosla experiment run` in the simulator,
-// shortened: the Pileus table with the paper's utility beside ours, the
-// files of the report, the seed and trace hash, and the same results as
-// JSON.
+// TestExperimentRunSim runs `cosla experiment run` in the simulator on
+// testdata/experiment-sim.yaml, a few runs of the Pileus table (the
+// presets' own figures are internal/lab/experiment's): the tables with the
+// paper's utility beside ours, the files of the report, the seed and
+// trace hash, and with --json the results.json of the same run.
 func TestExperimentRunSim(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
-	code, stdout, stderr := runCosla(t, "experiment", "run", "pileus-table2", "--scale", "0.05", "--out", out)
+	scenario := filepath.Join("testdata", "experiment-sim.yaml")
+	code, stdout, stderr := runCosla(t, "experiment", "run", scenario, "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr, "seed 1, trace hash") || !strings.Contains(stderr, "reproduce with: cosla experiment run pileus-table2") {
+	if !strings.Contains(stderr, "seed 1, trace hash") || !strings.Contains(stderr, "reproduce with: cosla experiment run "+scenario) {
 		t.Errorf("stderr gives no seed, trace hash or command:\n%s", stderr)
 	}
 	for _, want := range []string{"Average delivered utility per SLA, client site and strategy",
@@ -43,26 +47,56 @@ func TestExperimentRunSim(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	res, written := readResults(t, out)
+	if res.Mode != "sim" || len(res.Runs) != 4 || len(res.Summaries) != 4 || res.Runs[0].Ops[0].Count == 0 {
+		t.Errorf("results.json: mode %q, %d runs, %d summaries, ops %+v; want sim, 4 and 4 (2 sites x 2 strategies)",
+			res.Mode, len(res.Runs), len(res.Summaries), res.Runs[0].Ops)
+	}
 
-	code, stdout, stderr = runCosla(t, "experiment", "run", "pileus-table2", "--scale", "0.05", "--out", t.TempDir(), "--json")
+	code, stdout, stderr = runCosla(t, "experiment", "run", scenario, "--out", t.TempDir(), "--json")
 	if code != 0 {
 		t.Fatalf("--json: exit %d\n%s", code, stderr)
 	}
-	var res experiment.Result
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+	var printed experiment.Result
+	if err := json.Unmarshal([]byte(stdout), &printed); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout)
 	}
-	if res.Mode != "sim" || len(res.Runs) != 24 || len(res.Summaries) != 24 || res.Runs[0].Ops[0].Count == 0 {
-		t.Errorf("--json: mode %q, %d runs, %d summaries, ops %+v", res.Mode, len(res.Runs), len(res.Summaries), res.Runs[0].Ops)
+	if !bytes.Equal(mustMarshal(t, printed), written) {
+		t.Errorf("--json printed other results than the same seed's results.json:\n%s", stdout)
 	}
+}
+
+// readResults decodes dir/results.json; it returns the results and
+// their JSON as json.Marshal writes them.
+func readResults(t *testing.T, dir string) (experiment.Result, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res experiment.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	return res, mustMarshal(t, res)
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestExperimentRunSweep runs the capacity preset in the simulator,
 // shortened: a row per sweep point and op, and the throughput-latency
 // plots.
 func TestExperimentRunSweep(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
-	code, stdout, stderr := runCosla(t, "experiment", "run", "capacity-lan", "--scale", "0.1", "--out", out)
+	code, stdout, stderr := runCosla(t, "experiment", "run", "capacity-lan", "--scale", "0.02", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}

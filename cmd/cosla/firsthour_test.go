@@ -37,6 +37,8 @@ func freePortBase(t *testing.T) int {
 }
 
 func TestFirstHour(t *testing.T) {
+	t.Parallel()
+	coslaBinary(t)
 	base := freePortBase(t)
 	upArgs := []string{"--tablets", "2", "--starts", "m", "--pull-interval", "1s", "--port-base", strconv.Itoa(base)}
 	dir, up := startCluster(t, twoSites, upArgs...)

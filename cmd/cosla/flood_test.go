@@ -35,6 +35,7 @@ func TestFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods a node for seconds")
 	}
+	t.Parallel()
 	addrs := e2eFreeAddrs(t, 2)
 	p := newServeProc(t, "england", addrs[0], addrs[1], t.TempDir(), nil)
 	p.start()

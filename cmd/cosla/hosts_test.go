@@ -23,6 +23,7 @@ import (
 // site china. Each namespace has only its own address; the nodes find one
 // another through the planned addresses alone.
 func TestSeveralHosts(t *testing.T) {
+	t.Parallel()
 	bin := coslaBinary(t)
 	hosts := []string{"england", "us", "india"}
 	nets := newHostNet(t, len(hosts)+1)

@@ -42,6 +42,7 @@ func TestLevelFlagsRejected(t *testing.T) {
 // reads ask every replica and writes wait for a quorum, or both are at
 // QUORUM, unless --read-repair=false.
 func TestMeasureLevels(t *testing.T) {
+	t.Parallel()
 	gamma := func(extra ...string) float64 {
 		t.Helper()
 		args := append([]string{"measure", "run", "--target", "sim", "--read-option", "eventual", "--duration", "30s",

@@ -29,7 +29,7 @@ import (
 	"github.com/cosla/cosla/sla"
 )
 
-var statusPagePNG = flag.String("statuspage.png", "", "TestStatusPage: also save the screenshot of the status page, taken under load, to this file (docs/status-page.png for the README)")
+var statusPagePNG = flag.String("statuspage.png", "", "TestStatusPage: also take a screenshot of the status page under load and save it to this file (docs/status-page.png for the README)")
 
 // chromiumFlags run Chromium headless, with nothing of its own on the
 // network and a fresh profile: only the page and its /cluster fetches.
@@ -139,8 +139,8 @@ func parseTSKey(s string) (hlc.Timestamp, error) {
 // each node served, each replica's high timestamp (the primaries' do not
 // move without Puts; a secondary's moves with each pull, so it must lie
 // between the two fetches'), every link the nodes measured, and the
-// sites' recent warnings. A second run takes a screenshot under load
-// (-statuspage.png=FILE keeps it).
+// sites' recent warnings. With -statuspage.png=FILE a second run of
+// Chromium takes a screenshot under load and keeps it there.
 func TestStatusPage(t *testing.T) {
 	chromium := findChromium(t)
 	topo := topology.Topology{Name: "three-sites", LocalRTT: time.Millisecond,
@@ -214,9 +214,16 @@ func TestStatusPage(t *testing.T) {
 	dom := string(runChromium(ctx, t, chromium, append(chromiumFlags(t.TempDir()), "--dump-dom"), page))
 	after := fetch()
 	checkStatusPage(t, dom, before, after)
+	if *statusPagePNG != "" {
+		screenshot(ctx, t, chromium, info, page, keys)
+	}
+}
 
-	// The screenshot, under load from two sites through the driver (Puts
-	// at england, Gets at us), so that the rates move.
+// screenshot saves a screenshot of the status page at page to
+// -statuspage.png, taken under load from two sites through the driver
+// (Puts at england, Gets at us), so that the rates move.
+func screenshot(ctx context.Context, t *testing.T, chromium string, info Info, page string, keys uint64) {
+	t.Helper()
 	shot := filepath.Join(t.TempDir(), "status-page.png")
 	loadDuring(ctx, t, info, keys, func() {
 		runChromium(ctx, t, chromium, append(chromiumFlags(t.TempDir()), "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars"), page)
@@ -232,12 +239,10 @@ func TestStatusPage(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 900 {
 		t.Errorf("screenshot is %dx%d, want 1280x900", b.Dx(), b.Dy())
 	}
-	if *statusPagePNG != "" {
-		if err := os.WriteFile(*statusPagePNG, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot saved to %s", *statusPagePNG)
+	if err := os.WriteFile(*statusPagePNG, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("screenshot saved to %s", *statusPagePNG)
 }
 
 // checkStatusPage checks the page Chromium rendered, dom, against the

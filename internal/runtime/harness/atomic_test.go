@@ -28,6 +28,7 @@ const atomicSeeds = 12
 // With read repair on, the default, every history must be linearizable
 // per key; with it off, some must not be, or the worlds could not tell.
 func TestQuorumLinearizable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		replicas, r, w int
 	}{{3, 2, 2}, {5, 3, 3}, {5, 4, 2}} {

@@ -24,7 +24,7 @@ import (
 
 var (
 	seedFlag   = flag.Uint64("seed", 0, "TestRandomized: run only this seed")
-	seedsFlag  = flag.Int("seeds", 300, "TestRandomized: number of seeds to run")
+	seedsFlag  = flag.Int("seeds", 100, "TestRandomized: number of seeds to run")
 	stagedFlag = flag.Bool("staged", true, "TestRandomized: give half the worlds staged writes and bounded reads (false: none; the other worlds are the same)")
 )
 
@@ -43,12 +43,14 @@ var (
 // ReadTestWrite's test read the value its place in the primary's order
 // had.
 //
-// The default of 300 seeds (half of them staged worlds) keeps go test
-// ./internal/runtime/harness/ under 20 s on two cores, 30 s with -tags
-// invariants; -seeds N runs more (1000 take about a minute), -seed N
-// one, and -staged=false leaves staged operations out of every world
-// (the other worlds are the same either way).
+// The default of 100 seeds (half of them staged worlds), the fewest for
+// which the checks below that every kind of operation and fault occurred
+// run, takes some 5 s on two cores; -seeds N runs more (1000 take about a
+// minute; CI runs 300 with -tags invariants), -seed N one, and
+// -staged=false leaves staged operations out of every world (the other
+// worlds are the same either way).
 func TestRandomized(t *testing.T) {
+	t.Parallel()
 	first, n := uint64(1), uint64(*seedsFlag)
 	if *seedFlag != 0 {
 		first, n = *seedFlag, 1

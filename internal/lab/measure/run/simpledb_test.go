@@ -50,7 +50,9 @@ func TestSimpleDBReproducesWada(t *testing.T) {
 	check("p_fresh_500_1000ms", s.PFresh500To1000MS, 0.99, 1)
 	check("p_fresh_consistent", s.PFreshConsistent, 1, 1)
 	check("mr_violation_fraction", s.MRViolationFraction, 0.15, 0.30)
-	if s.Reads0To450MS < 1000 || s.MRPairs < 1000 || s.ReadsConsistent < 10000 {
+	check("ryw_violation_fraction", s.RYWViolationFraction, 0.01, 0.5)
+	check("gamma_positive_fraction", s.GammaPositiveFraction, 0.01, 1)
+	if s.Reads0To450MS < 1000 || s.MRPairs < 1000 || s.ReadsConsistent < 10000 || s.RYWChecked < 1000 || s.GammaValues < 100 {
 		t.Errorf("too few observations: %+v", s)
 	}
 }
