@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -325,6 +326,17 @@ func (u *unit) clientSites() []string {
 	return out
 }
 
+// ErrNothingMeasured is matched by the error of a run in which no
+// operation completed after its warmup: too short a run for its sessions
+// (a small --scale of a saturating sweep point, say), or a store that
+// answered nothing.
+var ErrNothingMeasured = errors.New("experiment: no operation completed after the warmup")
+
+// nothingMeasured is the error of a run (what) that measured nothing.
+func (u *unit) nothingMeasured(what string) error {
+	return fmt.Errorf("%s: %w (%d sessions; a longer run, a larger --scale, may let them finish one)", what, ErrNothingMeasured, u.runs[0].r.Sessions)
+}
+
 // check reports a run that did nothing, so measured nothing.
 func (u *unit) check() error {
 	if u.own != nil {
@@ -332,7 +344,7 @@ func (u *unit) check() error {
 	}
 	for _, r := range u.runs {
 		if r.r.Gets+r.r.Puts == 0 {
-			return fmt.Errorf("%s/%s: no operation ran", r.r.Client, r.r.Strategy)
+			return u.nothingMeasured(r.r.Client + "/" + r.r.Strategy)
 		}
 	}
 	return nil

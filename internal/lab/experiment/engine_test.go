@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -194,5 +195,25 @@ func TestClientsForms(t *testing.T) {
 	s = parse(t, "slas: [{sla: password-checking}]\nclients: [china, us]\n")
 	if got := s.Clients; len(got) != 2 || got[0] != (ClientSite{"china", 1}) {
 		t.Errorf("clients %+v", got)
+	}
+}
+
+// TestNothingMeasuredSaysWhy checks that a run too short for any
+// operation to complete after its warmup fails with ErrNothingMeasured,
+// naming the run and its sessions, rather than a bare "no operation
+// ran" (karma-fig10 at --scale 0.1 did so): a client in China, 300 ms
+// from England's primary, measures for 100 ms.
+func TestNothingMeasuredSaysWhy(t *testing.T) {
+	s := parse(t, `
+slas: [{name: strong, sla: "strong 5s 1"}]
+table: {primary: england, secondaries: [us], pull_interval: 1m}
+clients: [china]
+strategies: [primary]
+workload: {keys: 20, duration: 150ms, warmup: 50ms}
+outputs: [ops]
+`)
+	_, err := Run(s, RunOptions{Seed: testSeed})
+	if !errors.Is(err, ErrNothingMeasured) || !strings.Contains(err.Error(), "china/primary") || !strings.Contains(err.Error(), "sessions") {
+		t.Fatalf("a 100 ms run of 300 ms round trips: %v, want ErrNothingMeasured naming china/primary and its sessions", err)
 	}
 }

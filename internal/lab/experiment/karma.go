@@ -571,7 +571,7 @@ func latencyMS(h *hdrhistogram.Histogram) driver.Latency {
 // own.
 func (c *causalUnit) check() error {
 	if c.all.accesses == 0 {
-		return fmt.Errorf("%s: no operation ran", c.u.runs[0].r.Strategy)
+		return c.u.nothingMeasured(c.u.runs[0].r.Strategy)
 	}
 	return nil
 }
