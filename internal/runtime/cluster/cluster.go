@@ -44,6 +44,7 @@ import (
 	"github.com/cosla/cosla/internal/runtime/hostclient"
 	"github.com/cosla/cosla/internal/runtime/private"
 	"github.com/cosla/cosla/internal/runtime/server"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 	"github.com/cosla/cosla/internal/runtime/wan"
 )
@@ -362,6 +363,9 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
 		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
 		Causal: c.opts.Causal}
+	if cfg.Causal.RTT == nil {
+		cfg.Causal.RTT = site.TopologyRTTs(c.opts.Topology, s.Name)
+	}
 	if !c.opts.Insecure {
 		cfg.TLS = server.TLSFiles(certs.NodeFiles(certs.ClusterDir(c.opts.Dir), s.Name))
 	}

@@ -18,9 +18,11 @@ import (
 	"github.com/cosla/cosla/internal/lab/workload"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/cluster/clustertest"
+	"github.com/cosla/cosla/internal/runtime/server"
 	"github.com/cosla/cosla/internal/runtime/topology"
 	"github.com/cosla/cosla/internal/runtime/wan"
 	"github.com/cosla/cosla/sla"
+	"gopkg.in/yaml.v3"
 )
 
 // TestMain lets the test binary stand in for `cosla serve --config FILE`,
@@ -117,6 +119,16 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	info := c.Info()
 	if len(info.Sites) != 2 || len(info.Sites[0].Nodes) != 2 || len(info.Sites[1].Nodes) != 2 {
 		t.Fatalf("info sites %+v, want a and b with two nodes each", info.Sites)
+	}
+	// Each site's coordinator and cache start with the topology's round
+	// trips, as in the simulator (site.TopologyRTTs).
+	var served server.Options
+	data, err := os.ReadFile(filepath.Join(c.opts.Dir, "b", "serve.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(data, &served)
+	}
+	if err != nil || served.Causal.RTT["a/r2"] != 4*time.Millisecond || served.Causal.RTT["b/r1"] != time.Millisecond || served.Causal.RTT["a/cache"] != 4*time.Millisecond {
+		t.Fatalf("site b's serve.yaml causal rtt %v (%v), want a's nodes and cache at 4ms, b's at 1ms", served.Causal.RTT, err)
 	}
 	nodes, err := info.NodesFor("c")
 	if err != nil || len(nodes) != 8 {

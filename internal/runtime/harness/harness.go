@@ -8,10 +8,8 @@ package harness
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
@@ -96,29 +94,10 @@ func New(opts Options) (*World, error) {
 }
 
 // seedRTTs gives a site's causal coordinator and cache, where o leaves
-// them none, initial round-trip estimates: the topology's, from the site
-// to every storage node and cache. This is the one thing the simulator
-// gives its nodes that `cosla serve` does not: a real coordinator or cache
-// starts with no estimate and measures each node on its first read of it
-// (causal's nearness), which a burst of reads at start-up can lock onto
-// remote rings (a cold node's first sample, taken under queueing, is all
-// its estimate, and a node no longer read is never measured again). The
-// Karma presets measure the protocol warm, as the paper does.
+// them none, the topology's round trips (site.TopologyRTTs), as `cosla
+// cluster up` writes them into each site's serve config.
 func seedRTTs(o *site.CausalOptions, topo topology.Topology, from string) {
-	rtt := map[wire.NodeID]time.Duration{}
-	for _, st := range topo.Sites {
-		d := topo.LocalRTT
-		if st.Name != from {
-			link, ok := topo.Link(from, st.Name)
-			if !ok {
-				continue
-			}
-			d = link.RTT
-		}
-		for _, name := range append(slices.Clone(st.Replicas), causal.CacheName) {
-			rtt[topology.NodeID(st.Name, name)] = d
-		}
-	}
+	rtt := site.TopologyRTTs(topo, from)
 	if o.Coordinator.RTT == nil {
 		o.Coordinator.RTT = rtt
 	}

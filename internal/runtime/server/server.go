@@ -133,6 +133,13 @@ type CausalOptions struct {
 	// CacheCapacity bounds the keys the site's cache holds. Default
 	// 1,000,000.
 	CacheCapacity int `yaml:"cache_capacity"`
+	// RTT seeds the coordinator's and the cache's round-trip estimates,
+	// by node: `cosla cluster up` writes its topology's round trips from
+	// this site to every storage node and cache (site.TopologyRTTs), as
+	// the simulator seeds them. `cluster plan` writes none (its topology's
+	// round trips are not the real network's): set them here from a
+	// measurement. A node left out is measured on the first read of it.
+	RTT map[wire.NodeID]time.Duration `yaml:"rtt,omitempty"`
 }
 
 // TLSFiles are PEM files: a certificate, its key and the authority that
@@ -182,6 +189,8 @@ func (o *Options) Validate() error {
 		return bad("mailbox: messages, bytes and per_client must not be negative")
 	case o.Causal.ReadTimeout < 0 || o.Causal.Resend < 0 || o.Causal.CacheCapacity < 0:
 		return bad("causal: read_timeout, resend and cache_capacity must not be negative")
+	case badRTT(o.Causal.RTT) != "":
+		return bad("causal: rtt: %s", badRTT(o.Causal.RTT))
 	case o.StopTimeout < 0:
 		return bad("stop_timeout must not be negative, got %v", o.StopTimeout)
 	case o.Insecure && o.TLS != TLSFiles{}:
@@ -346,12 +355,26 @@ func loopbackUnlessNamed(addr string) string {
 	return addr
 }
 
+// badRTT says what is wrong with a causal rtt seed, or "": every node is
+// SITE/NAME and every round trip positive.
+func badRTT(rtt map[wire.NodeID]time.Duration) string {
+	for id, d := range rtt {
+		if site, name, ok := strings.Cut(string(id), "/"); !ok || site == "" || name == "" || !utf8.ValidString(string(id)) {
+			return fmt.Sprintf("%q: want site/node, in UTF-8", id)
+		}
+		if d <= 0 {
+			return fmt.Sprintf("%s: round trip %v, want a positive duration", id, d)
+		}
+	}
+	return ""
+}
+
 func (s *Server) startNodes() error {
 	c := s.opts.Causal
 	opts := site.Options{Replica: replica.Options(s.opts.Replica), Causal: site.CausalOptions{
 		Store:       causal.StoreOptions{Resend: c.Resend},
-		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
-		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
+		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT},
+		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout, RTT: c.RTT},
 	}}
 	for _, n := range site.Nodes(s.opts.Site, s.opts.Nodes, opts) {
 		if err := s.startNode(n); err != nil {

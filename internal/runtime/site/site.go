@@ -11,6 +11,9 @@
 package site
 
 import (
+	"slices"
+	"time"
+
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
@@ -56,8 +59,8 @@ type Options struct {
 // CausalOptions configure the cores a site runs for causal tables. Their
 // Layout fields are ignored: each causal table brings its layout when it
 // is created at the node (causal.Node). The coordinator's and cache's RTT
-// are their initial round-trip estimates: `cosla serve` sets none (the
-// nodes measure round trips as they read), the simulator the topology's.
+// are their initial round-trip estimates: the topology's (TopologyRTTs),
+// in the simulator and in a cluster `cosla cluster up` started.
 type CausalOptions struct {
 	Store       causal.StoreOptions
 	Coordinator causal.CoordinatorOptions
@@ -117,4 +120,31 @@ func Causal(h node.Handler) *causal.Node {
 		return h
 	}
 	return nil
+}
+
+// TopologyRTTs returns the round trips from site from to every storage
+// node and cache of topo: the initial estimates of the site's causal
+// coordinator and cache (CausalOptions). Without them a coordinator
+// measures a node on its first read of it, and a burst of reads at
+// start-up can lock it onto remote rings: a cold node's first sample,
+// taken under queueing, is all of its estimate, and a node no longer
+// read is never measured again (karma-drr, zipfian, 1050 sessions:
+// 5,880 ops/s unseeded against 36,260 seeded, 6% of reads local against
+// 70%).
+func TopologyRTTs(topo topology.Topology, from string) map[wire.NodeID]time.Duration {
+	rtt := map[wire.NodeID]time.Duration{}
+	for _, st := range topo.Sites {
+		d := topo.LocalRTT
+		if st.Name != from {
+			link, ok := topo.Link(from, st.Name)
+			if !ok {
+				continue
+			}
+			d = link.RTT
+		}
+		for _, name := range append(slices.Clone(st.Replicas), causal.CacheName) {
+			rtt[topology.NodeID(st.Name, name)] = d
+		}
+	}
+	return rtt
 }

@@ -1,12 +1,15 @@
 package site_test
 
 import (
+	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/site"
+	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
 // TestNodes checks the recipe: each storage node, in order, a replica core
@@ -36,5 +39,21 @@ func TestNodes(t *testing.T) {
 	wantRoles := []site.Role{site.Storage, site.Storage, site.Coordinator, site.Cache}
 	if !slices.Equal(ids, wantIDs) || !slices.Equal(roles, wantRoles) {
 		t.Fatalf("nodes %v roles %v, want %v %v", ids, roles, wantIDs, wantRoles)
+	}
+}
+
+// TestTopologyRTTs checks the seeds of a site's coordinator and cache:
+// the site's own nodes at the local round trip, every other site's
+// storage nodes and cache at the link's, and a site with no link to
+// this one left out.
+func TestTopologyRTTs(t *testing.T) {
+	topo := topology.Topology{LocalRTT: time.Millisecond,
+		Sites: []topology.Site{{Name: "a", Replicas: []string{"s1", "s2"}}, {Name: "b", Replicas: []string{"s1"}}, {Name: "c", Replicas: []string{"s1"}}},
+		Links: []topology.Link{{A: "a", B: "b", RTT: 80 * time.Millisecond}}}
+	got := site.TopologyRTTs(topo, "a")
+	want := map[wire.NodeID]time.Duration{"a/s1": time.Millisecond, "a/s2": time.Millisecond, "a/" + causal.CacheName: time.Millisecond,
+		"b/s1": 80 * time.Millisecond, "b/" + causal.CacheName: 80 * time.Millisecond}
+	if !maps.Equal(got, want) {
+		t.Fatalf("TopologyRTTs(a) = %v, want %v", got, want)
 	}
 }
