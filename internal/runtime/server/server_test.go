@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		{"status peer at own site", func(o *Options) { o.StatusPeers = map[string]string{"england": "127.0.0.1:7180"} }, "status_peers"},
 		{"negative causal read timeout", func(o *Options) { o.Causal.ReadTimeout = -time.Second }, "causal"},
 		{"causal rtt of no site", func(o *Options) { o.Causal.RTT = map[wire.NodeID]time.Duration{"r1": time.Millisecond} }, "rtt"},
-		{"causal rtt not positive", func(o *Options) { o.Causal.RTT = map[wire.NodeID]time.Duration{"us/r1": 0} }, "rtt"},
+		{"causal rtt negative", func(o *Options) { o.Causal.RTT = map[wire.NodeID]time.Duration{"us/r1": -time.Millisecond} }, "rtt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
