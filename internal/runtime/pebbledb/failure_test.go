@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -363,11 +362,7 @@ func TestCompactionENOSPC(t *testing.T) {
 	// Close: if Pebble compacted on its own first and failed the engine,
 	// guardFS holds back the files Compact's compaction creates.
 	go func() { _ = s.e.db.Compact(context.Background(), []byte{keyPrefix}, []byte{keyPrefix + 1}, true) }()
-	select {
-	case <-s.e.Failed():
-	case <-time.After(time.Minute):
-		t.Fatal("the engine has not failed a minute after a compaction met a full disk")
-	}
+	<-s.e.Failed() // an engine that never fails hangs here (the -timeout reports it)
 	wantFailed(t, s.e, s.e.Err(), syscall.ENOSPC)
 	if !strings.Contains(s.e.Err().Error(), "compaction") {
 		t.Errorf("Err() = %v, want it to name the compaction", s.e.Err())

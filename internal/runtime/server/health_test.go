@@ -106,16 +106,9 @@ func TestCloseAfterStorageFailure(t *testing.T) {
 			<-eng.Failed()
 			wantReported(t, srv, "no space left on device")
 
-			closed := make(chan struct{})
-			go func() {
-				defer close(closed)
-				srv.Close()
-			}()
-			select {
-			case <-closed:
-			case <-time.After(time.Minute):
-				t.Fatal("Close has not returned a minute on: it waits for a storage call that never returns")
-			}
+			// A Close that waits for a storage call that never returns
+			// hangs here (the -timeout reports it).
+			srv.Close()
 			err := srv.Err()
 			t.Logf("Err after Close: %v", err)
 			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "england/r9") {
