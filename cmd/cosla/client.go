@@ -373,7 +373,7 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 	}
 	latency := time.Since(start)
 	if jsonOut {
-		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
+		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ns": latency}
 		if bound != 0 {
 			addWriteFields(out, wr, bound)
 		}
@@ -429,12 +429,12 @@ func printHolders(w io.Writer, wr cosla.WriteResult) {
 }
 
 // addWriteFields adds a WriteResult to a command's JSON output: the node
-// that took the write, its round trip, the replicas that held it when
+// that took the write, its round trip (rtt_ns), the replicas that held it when
 // answered (acks) and its timestamp ("ts", left out while it has none);
 // with a bound, also the bound, the stage reached, the write's number at
 // the node and the replicas known to have applied it.
 func addWriteFields(out map[string]any, wr cosla.WriteResult, bound cosla.Bound) {
-	out["node"], out["rtt_ms"], out["acks"] = wr.Node, milliseconds(wr.RTT), wr.Acks
+	out["node"], out["rtt_ns"], out["acks"] = wr.Node, wr.RTT, wr.Acks
 	if wr.TS.IsZero() {
 		delete(out, "ts")
 	} else {
@@ -622,7 +622,7 @@ func runGetTx(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.jsonOut {
 		out := map[string]any{"op": "gettx", "site": cs.site, "ring": res.Ring, "ring_name": res.RingName, "rounds": res.Rounds,
-			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
+			"restricted": res.Restricted, "rtt_ns": res.RTT}
 		var list []map[string]any
 		for _, it := range items {
 			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead}

@@ -79,7 +79,7 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	}
 	if jsonOut {
 		out := map[string]any{"op": "rtw", "test_key": keyfmt.JSON(testKey), "key": keyfmt.JSON(writeKey), "site": cs.site,
-			"test": wr.Tested.String(), "latency_ms": milliseconds(latency)}
+			"test": wr.Tested.String(), "latency_ns": latency}
 		if expect == nil {
 			out["expect_absent"] = true
 		} else {
