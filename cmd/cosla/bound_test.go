@@ -180,6 +180,13 @@ func TestBoundCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Value != "book" || got.Result.Bound != "50ms" || got.Result.Node != "us/r1" {
 		t.Fatalf("get --bound 50ms --json from us: want book from us/r1 with bound 50ms (%v); %s", err, r)
 	}
+	// A session script goes on after a Get that met no subSLA, reports
+	// that line alone, and exits 3.
+	r = coslaCmd(t, limit, "session", "run", "--dir", dir, "--site", "us", filepath.Join("testdata", "session-unmet.txt"))
+	wantExit(t, r, exitUnmet)
+	if !strings.Contains(r.stderr, "line 2: ") || strings.Contains(r.stderr, "line 3: ") {
+		t.Fatalf("session run of an unmet get then a sleep: want line 2 reported, not the sleep's line 3; %s", r)
+	}
 	r = coslaCmd(t, limit, "put", "--dir", dir, "--bound", "0", "cart", "pen")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--bound immediate") {
 		t.Fatalf("put --bound 0: want exit %d naming --bound immediate; %s", exitUsage, r)

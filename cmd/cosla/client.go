@@ -717,8 +717,9 @@ goes on; the exit status is 3 if any Get met no subSLA.`
 
 // runScript runs a session script's steps in order: see sessionRunDoc.
 func (cs *clientSession) runScript(ctx context.Context, script []scriptStep, f *clientFlags, stdout, stderr io.Writer) error {
-	var unmet, err error
+	var unmet error
 	for _, st := range script {
+		var err error
 		switch st.op {
 		case "put":
 			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], []byte(st.args[1]), 0)
