@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cosla/cosla/internal/lab/adapters"
@@ -132,33 +130,37 @@ func serversDir(dir string) (_ string, remove func(), err error) {
 	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "compare" {
-		return runBenchCompare(args[1:], stdout, stderr)
-	}
-	fs := newFlags("bench", stderr)
-	var f clientFlags
-	addClientFlags(fs, &f, true)
-	f.levels.add(fs, true, true)
-	fs.Lookup("dir").Usage = "directory of the store: of the running cluster for target cosla; for the others, where their servers start (default: a temporary directory, removed afterwards)"
-	target := fs.String("target", bench.SystemCosla, "store: "+strings.Join(bench.SystemNames(), ", "))
-	connect := fs.String("connect", "", "comma-separated addresses of the store's servers that you run, used instead of starting its own ("+connectHelp()+")")
-	read := fs.String("read", "", "read strength: weak or strong, mapped to the store's own read option (default: weak; on cosla, --sla and --strategy)")
-	write := fs.String("write", "weak", "write strength: weak or strong, mapped to the store's own write option (cosla's Puts are always durable)")
-	var wf workloadFlags
-	wf.add(fs)
-	clients := fs.Int("clients", 1, "concurrent clients")
-	duration := fs.Duration("duration", 30*time.Second, "stop the run phase after this long")
-	operations := fs.Uint64("operations", 0, "stop after this many operations (default: the workload's operationcount)")
-	load := fs.Bool("load", true, "insert the records before the run phase")
-	seed := fs.Uint64("seed", 1, "seed of the operation sequence")
-	boundFlag := fs.String("bound", "", "target cosla: bound every Put and Get (dConssandra): immediate, unbounded or a duration such as 50ms; Gets go to the nearest replica, Puts are staged there")
-	metricsListen := fs.String("metrics-listen", "", "serve the cosla client's Prometheus metrics (SLA shares, RTT and staleness per replica) at http://ADDR/metrics during the run; an ADDR without a host (:9464) is on loopback")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: cosla bench [flags]
-       cosla bench compare [flags]   (run "cosla bench compare -h")
+// benchFlags are the flags of cosla bench.
+type benchFlags struct {
+	client                                             clientFlags
+	wf                                                 workloadFlags
+	target, connect, read, write, bound, metricsListen string
+	clients                                            int
+	duration                                           time.Duration
+	operations, seed                                   uint64
+	load                                               bool
+}
 
-Runs a YCSB core workload against a store and prints latency percentiles per operation and
+func (b *benchFlags) add(fs *flag.FlagSet) {
+	addClientFlags(fs, &b.client, true)
+	b.client.levels.add(fs, true, true)
+	fs.Lookup("dir").Usage = "directory of the store: of the running cluster for target cosla; for the others, where their servers start (default: a temporary directory, removed afterwards)"
+	fs.StringVar(&b.target, "target", bench.SystemCosla, "store: "+strings.Join(bench.SystemNames(), ", "))
+	fs.StringVar(&b.connect, "connect", "", "comma-separated addresses of the store's servers that you run, used instead of starting its own ("+connectHelp()+")")
+	fs.StringVar(&b.read, "read", "", "read strength: weak or strong, mapped to the store's own read option (default: weak; on cosla, --sla and --strategy)")
+	fs.StringVar(&b.write, "write", "weak", "write strength: weak or strong, mapped to the store's own write option (cosla's Puts are always durable)")
+	b.wf.add(fs)
+	fs.IntVar(&b.clients, "clients", 1, "concurrent clients")
+	fs.DurationVar(&b.duration, "duration", 30*time.Second, "stop the run phase after this long")
+	fs.Uint64Var(&b.operations, "operations", 0, "stop after this many operations (default: the workload's operationcount)")
+	fs.BoolVar(&b.load, "load", true, "insert the records before the run phase")
+	fs.Uint64Var(&b.seed, "seed", 1, "seed of the operation sequence")
+	fs.StringVar(&b.bound, "bound", "", "target cosla: bound every Put and Get (dConssandra): immediate, unbounded or a duration such as 50ms; Gets go to the nearest replica, Puts are staged there")
+	fs.StringVar(&b.metricsListen, "metrics-listen", "", "serve the cosla client's Prometheus metrics (SLA shares, RTT and staleness per replica) at http://ADDR/metrics during the run; an ADDR without a host (:9464) is on loopback")
+}
+
+// benchDoc is the help of cosla bench.
+const benchDoc = `Runs a YCSB core workload against a store and prints latency percentiles per operation and
 throughput; --json for machines. Reads are Gets, updates and inserts Puts.
 
 --target cosla (the default) runs against the local cluster (--dir, default that of cosla
@@ -176,131 +178,156 @@ cluster that never fsyncs. --read and --write weak|strong pick each store's own 
   etcd            serializable        linearizable      linearizable   linearizable
   postgres        standby             primary           async          sync
 
-The output names the options used.
+The output names the options used.`
 
-Flags:`)
-		fs.PrintDefaults()
+// benchRun is a checked bench command line: the strengths, the workload
+// and the store to open.
+type benchRun struct {
+	read, write bench.Strength
+	workload    *workload.Workload
+	system      bench.SystemOptions
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return runBenchCompare(args[1:], stdout, stderr)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newCommand("bench", "cosla bench [flags]\n       cosla bench compare [flags]   (run \"cosla bench compare -h\")", benchDoc, stderr)
+	var b benchFlags
+	b.add(fs)
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	if err := bench.CheckNames([]string{*target}); err != nil {
-		return usagef("--target: %v", err)
-	}
-	if *clients < 1 || *clients > bench.MaxClients {
-		return usagef("--clients must be between 1 and %d", bench.MaxClients)
 	}
 	set := flagsSet(fs)
-	isCosla := *target == bench.SystemCosla || *target == bench.SystemCoslaNoFsync
-	if isCosla && *connect != "" {
+	if err := b.checkTarget(set); err != nil {
+		return err
+	}
+	r, err := b.run(set)
+	if err != nil {
+		return err
+	}
+	dir := ""
+	if set["dir"] {
+		dir = b.client.dir
+	}
+	if b.target != bench.SystemCosla {
+		var removeDir func()
+		if r.system.Dir, removeDir, err = serversDir(dir); err != nil {
+			return err
+		}
+		defer removeDir()
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	res, err := b.runOn(ctx, r, stderr)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return emit(stdout, b.client.jsonOut, res, func() error { return res.WriteText(stdout) })
+}
+
+// checkTarget checks the flags against --target; set are the flags given.
+func (b *benchFlags) checkTarget(set map[string]bool) error {
+	if err := b.client.check(); err != nil {
+		return err
+	}
+	if err := bench.CheckNames([]string{b.target}); err != nil {
+		return usagef("--target: %v", err)
+	}
+	if b.clients < 1 || b.clients > bench.MaxClients {
+		return usagef("--clients must be between 1 and %d", bench.MaxClients)
+	}
+	isCosla := b.target == bench.SystemCosla || b.target == bench.SystemCoslaNoFsync
+	if isCosla && b.connect != "" {
 		return usagef("--connect is for %s; cosla is reached through --dir or --config", adapters.StoreNames())
 	}
-	if !isCosla && *metricsListen != "" {
+	if !isCosla && b.metricsListen != "" {
 		return usagef("--metrics-listen serves a cosla client's metrics: it is for targets %s and %s", bench.SystemCosla, bench.SystemCoslaNoFsync)
 	}
 	for _, name := range []string{"config", "sla", "strategy", "site", "table", "read-level", "write-level", "cpq", "delay", "read-repair", "bound"} {
-		if set[name] && *target != bench.SystemCosla {
+		if set[name] && b.target != bench.SystemCosla {
 			return usagef("--%s is for target cosla", name)
 		}
 	}
 	if set["read"] && (set["sla"] || set["strategy"]) {
 		return usagef("--read replaces --sla and --strategy: give one or the other")
 	}
-	bound, err := parseBound(*boundFlag)
-	if err != nil {
-		return err
-	}
-	if bound != 0 && (f.levels.set() || set["strategy"] || set["read"] || set["write"]) {
-		return usagef("--bound goes to the nearest replica alone: not with --strategy, --read, --write or the level flags")
-	}
-	var readStrength bench.Strength
-	if *read != "" {
-		var err error
-		if readStrength, err = parseStrength("read", *read); err != nil {
-			return err
-		}
-	}
-	writeStrength, err := parseStrength("write", *write)
-	if err != nil {
-		return err
-	}
-	props, err := wf.properties()
-	if err != nil {
-		return err
-	}
-	if *operations > 0 {
-		props.OperationCount = *operations
-	}
-	w, err := workload.New(props)
-	if err != nil {
-		return usagef("--workload: %v", err)
-	}
-	agreement, strategy, err := coslaGets(&f)
-	if err != nil {
-		return err
-	}
-	levels, err := f.levels.levels()
-	if err != nil {
-		return err
-	}
-	gets := driver.CoslaOf(agreement, strategy, levels, bound)
-	o := bench.SystemOptions{Connect: splitList(*connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
-	removeDir := func() {}
-	if *target == bench.SystemCosla {
-		o.ClusterDir, o.ClientConfig, o.Cosla = f.dir, f.config, gets
-	} else {
-		dir := ""
-		if set["dir"] {
-			dir = f.dir
-		}
-		if o.Dir, removeDir, err = serversDir(dir); err != nil {
-			return err
-		}
-	}
-	defer removeDir()
+	return nil
+}
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	systems, closeAll, err := openSystems(ctx, []string{*target}, func(string) bench.SystemOptions { return o }, stderr)
+// run checks the rest of the flags and returns the run they ask for.
+func (b *benchFlags) run(set map[string]bool) (benchRun, error) {
+	var r benchRun
+	bound, err := parseBound(b.bound)
 	if err != nil {
-		return err
+		return r, err
+	}
+	if bound != 0 && (b.client.levels.set() || set["strategy"] || set["read"] || set["write"]) {
+		return r, usagef("--bound goes to the nearest replica alone: not with --strategy, --read, --write or the level flags")
+	}
+	if b.read != "" {
+		if r.read, err = parseStrength("read", b.read); err != nil {
+			return r, err
+		}
+	}
+	if r.write, err = parseStrength("write", b.write); err != nil {
+		return r, err
+	}
+	props, err := b.wf.properties()
+	if err != nil {
+		return r, err
+	}
+	if b.operations > 0 {
+		props.OperationCount = b.operations
+	}
+	if r.workload, err = workload.New(props); err != nil {
+		return r, usagef("--workload: %v", err)
+	}
+	agreement, strategy, err := coslaGets(&b.client)
+	if err != nil {
+		return r, err
+	}
+	levels, err := b.client.levels.levels()
+	if err != nil {
+		return r, err
+	}
+	f := &b.client
+	r.system = bench.SystemOptions{Connect: splitList(b.connect), Site: f.site, Table: f.table, OpenTimeout: f.timeout}
+	if b.target == bench.SystemCosla {
+		r.system.ClusterDir, r.system.ClientConfig, r.system.Cosla = f.dir, f.config, driver.CoslaOf(agreement, strategy, levels, bound)
+	}
+	return r, nil
+}
+
+// runOn opens the store and runs the workload on it.
+func (b *benchFlags) runOn(ctx context.Context, r benchRun, stderr io.Writer) (bench.Result, error) {
+	systems, closeAll, err := openSystems(ctx, []string{b.target}, func(string) bench.SystemOptions { return r.system }, stderr)
+	if err != nil {
+		return bench.Result{}, err
 	}
 	defer closeAll()
 	loop := driver.NewLoop(time.Now())
-	tg, opts, err := systems[0].Plan(ctx, loop, readStrength, writeStrength)
+	tg, opts, err := systems[0].Plan(ctx, loop, r.read, r.write)
 	if err != nil {
-		return err
+		return bench.Result{}, err
 	}
-	if *metricsListen != "" {
-		addr, stop, err := bench.ServeMetrics(*metricsListen, tg)
+	if b.metricsListen != "" {
+		addr, stop, err := bench.ServeMetrics(b.metricsListen, tg)
 		if err != nil {
-			return err
+			return bench.Result{}, err
 		}
 		defer stop()
 		fmt.Fprintf(stderr, "cosla bench: client metrics at http://%s/metrics\n", addr)
 	}
-	opts.Clients, opts.Duration, opts.Load, opts.Seed = *clients, *duration, *load, *seed
+	opts.Clients, opts.Duration, opts.Load, opts.Seed = b.clients, b.duration, b.load, b.seed
 	opts.ProgressInterval = 5 * time.Second
 	opts.Progress = func(p bench.Progress) { fmt.Fprintf(stderr, "  %s\n", p) }
 	at := ""
 	if opts.Site != "" {
 		at = " at site " + opts.Site
 	}
-	fmt.Fprintf(stderr, "cosla bench: workload %s, %d clients%s; %s; seed %d\n", wf.name, *clients, at, opts.Setup, *seed)
-	res, err := bench.Run(ctx, loop, tg, w, opts)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	if f.jsonOut {
-		return printJSON(stdout, res)
-	}
-	return res.WriteText(stdout)
+	fmt.Fprintf(stderr, "cosla bench: workload %s, %d clients%s; %s; seed %d\n", b.wf.name, b.clients, at, opts.Setup, b.seed)
+	return bench.Run(ctx, loop, tg, r.workload, opts)
 }
 
 // connectHelp says what --connect takes for each store.
@@ -312,32 +339,40 @@ func connectHelp() string {
 	return strings.Join(parts, "; ")
 }
 
-func runBenchCompare(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench compare", stderr)
-	targets := fs.String("targets", "cosla,redis,etcd", "comma-separated stores, compared in order; the ratios are the first's to each other ("+strings.Join(bench.SystemNames(), ", ")+")")
-	var wf workloadFlags
-	wf.add(fs)
-	clientList := fs.String("clients", "1", "comma-separated client counts: a table each")
-	reads := fs.String("read", "weak", "comma-separated read strengths, weak and/or strong, each run on every store at every count")
-	write := fs.String("write", "weak", "write strength of every run: weak or strong")
-	duration := fs.Duration("duration", 10*time.Second, "length of each run")
-	operations := fs.Uint64("operations", 0, "stop each run after this many operations (default: --duration alone)")
-	load := fs.Bool("load", true, "insert the records into each store before its first run")
-	seed := fs.Uint64("seed", 1, "seed of the operation sequence of every run")
-	dir := fs.String("dir", "", "directory to start the servers and cosla clusters in, a new DIR/NAME-* each (default: a temporary directory, removed afterwards)")
-	clusterDir := fs.String("cluster-dir", "", "directory of a running cosla cluster (cosla cluster up) for target cosla (default: start a one-site cluster)")
-	site := fs.String("site", "", "client site on --cluster-dir's cluster (default: its first site)")
-	table := fs.String("table", "", "table on --cluster-dir's cluster (default: the table it created)")
-	config := fs.String("config", "", "client config file of a running cosla cluster on several hosts (see cosla cluster plan), instead of --cluster-dir")
-	var connect stringList
-	fs.Var(&connect, "connect", "NAME=ADDRS: use the servers of store NAME that you run at the comma-separated ADDRS instead of starting them; repeatable ("+connectHelp()+")")
-	out := fs.String("out", "", "directory for report.md, report.html, "+report.BenchFileName+" and plots/ (a latency CDF per operation kind, throughput against clients)")
-	jsonOut := fs.Bool("json", false, "print the comparison as JSON instead of text")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up opening a cosla client after this long")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: cosla bench compare [flags]
+// compareFlags are the flags of cosla bench compare.
+type compareFlags struct {
+	wf                                                           workloadFlags
+	targets, clients, reads, write, dir, clusterDir, site, table string
+	config, out                                                  string
+	connect                                                      stringList
+	duration, timeout                                            time.Duration
+	operations, seed                                             uint64
+	load, jsonOut                                                bool
+}
 
-Runs one YCSB workload through the same driver on several stores, one run after another: for
+func (c *compareFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&c.targets, "targets", "cosla,redis,etcd", "comma-separated stores, compared in order; the ratios are the first's to each other ("+strings.Join(bench.SystemNames(), ", ")+")")
+	c.wf.add(fs)
+	fs.StringVar(&c.clients, "clients", "1", "comma-separated client counts: a table each")
+	fs.StringVar(&c.reads, "read", "weak", "comma-separated read strengths, weak and/or strong, each run on every store at every count")
+	fs.StringVar(&c.write, "write", "weak", "write strength of every run: weak or strong")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each run")
+	fs.Uint64Var(&c.operations, "operations", 0, "stop each run after this many operations (default: --duration alone)")
+	fs.BoolVar(&c.load, "load", true, "insert the records into each store before its first run")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the operation sequence of every run")
+	fs.StringVar(&c.dir, "dir", "", "directory to start the servers and cosla clusters in, a new DIR/NAME-* each (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&c.clusterDir, "cluster-dir", "", "directory of a running cosla cluster (cosla cluster up) for target cosla (default: start a one-site cluster)")
+	fs.StringVar(&c.site, "site", "", "client site on --cluster-dir's cluster (default: its first site)")
+	fs.StringVar(&c.table, "table", "", "table on --cluster-dir's cluster (default: the table it created)")
+	fs.StringVar(&c.config, "config", "", "client config file of a running cosla cluster on several hosts (see cosla cluster plan), instead of --cluster-dir")
+	fs.Var(&c.connect, "connect", "NAME=ADDRS: use the servers of store NAME that you run at the comma-separated ADDRS instead of starting them; repeatable ("+connectHelp()+")")
+	fs.StringVar(&c.out, "out", "", "directory for report.md, report.html, "+report.BenchFileName+" and plots/ (a latency CDF per operation kind, throughput against clients)")
+	fs.BoolVar(&c.jsonOut, "json", false, "print the comparison as JSON instead of text")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up opening a cosla client after this long")
+}
+
+// compareDoc is the help of cosla bench compare.
+const compareDoc = `Runs one YCSB workload through the same driver on several stores, one run after another: for
 each --clients count, for each --read strength, each of --targets. Each store is started once
 (or reached at --connect) and stopped at the end; the records are loaded into each once. cosla
 and cosla-nofsync are one-site clusters started here (a storage node, no emulated network;
@@ -346,87 +381,41 @@ cosla-nofsync never fsyncs), unless --cluster-dir (or --config) names a running 
 Prints a table per client count: a row per run with the store and the options its reads and
 writes used (see "cosla bench -h"), ops/s, p50 and p99 latency per operation kind, and the first
 target's ratio to each other at the same read strength. --json prints it all as JSON; --out
-writes a report.
+writes a report.`
 
-Flags:`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+func runBenchCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newCommand("bench compare", "cosla bench compare [flags]", compareDoc, stderr)
+	var c compareFlags
+	c.add(fs)
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	names := splitList(*targets)
+	names := splitList(c.targets)
 	if len(names) == 0 {
 		return usagef("--targets names no store")
 	}
 	if err := bench.CheckNames(names); err != nil {
 		return usagef("--targets: %v", err)
 	}
-	var clients []int
-	for _, c := range splitList(*clientList) {
-		n, err := strconv.Atoi(c)
-		if err != nil {
-			return usagef("--clients: %q is not a client count", c)
-		}
-		clients = append(clients, n)
-	}
-	var strengths []bench.Strength
-	for _, r := range splitList(*reads) {
-		s, err := parseStrength("read", r)
-		if err != nil {
-			return err
-		}
-		strengths = append(strengths, s)
-	}
-	writeStrength, err := parseStrength("write", *write)
+	co, err := c.options(stderr)
 	if err != nil {
 		return err
 	}
-	props, err := wf.properties()
+	addrs, err := c.connections(names)
 	if err != nil {
 		return err
 	}
-	addrs := map[string][]string{}
-	for _, c := range connect {
-		name, list, ok := strings.Cut(c, "=")
-		switch {
-		case !ok:
-			return usagef("--connect %q: want NAME=ADDRS", c)
-		case !slices.Contains(names, name):
-			return usagef("--connect %q: %s is not among --targets", c, name)
-		case name == bench.SystemCosla || name == bench.SystemCoslaNoFsync:
-			return usagef("--connect %q: cosla is reached through --cluster-dir or --config", c)
-		}
-		addrs[name] = splitList(list)
-	}
-	switch {
-	case (*clusterDir != "" || *config != "") && !slices.Contains(names, bench.SystemCosla):
-		return usagef("--cluster-dir and --config are for target cosla, which --targets lacks")
-	case *clusterDir != "" && *config != "":
-		return usagef("--cluster-dir or --config: give one")
-	case (*site != "" || *table != "") && *clusterDir == "" && *config == "":
-		return usagef("--site and --table choose on a running cluster: give --cluster-dir or --config")
-	}
-	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: writeStrength,
-		Duration: *duration, Operations: *operations, Load: *load, Seed: *seed, Log: stderr}
-	co.EnsureDefaults()
-	if err := co.Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	serverDir, removeDir, err := serversDir(*dir)
+	serverDir, removeDir, err := serversDir(c.dir)
 	if err != nil {
 		return err
 	}
 	defer removeDir()
-
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := interruptible()
 	defer cancel()
 	systems, closeAll, err := openSystems(ctx, names, func(name string) bench.SystemOptions {
-		o := bench.SystemOptions{Dir: serverDir, Connect: addrs[name], OpenTimeout: *timeout}
+		o := bench.SystemOptions{Dir: serverDir, Connect: addrs[name], OpenTimeout: c.timeout}
 		if name == bench.SystemCosla {
-			o.ClusterDir, o.ClientConfig, o.Site, o.Table = *clusterDir, *config, *site, *table
+			o.ClusterDir, o.ClientConfig, o.Site, o.Table = c.clusterDir, c.config, c.site, c.table
 		}
 		return o
 	}, stderr)
@@ -434,25 +423,89 @@ Flags:`)
 		return err
 	}
 	defer closeAll()
-	c, err := bench.Compare(ctx, systems, co)
-	if err != nil && !errors.Is(err, context.Canceled) && len(c.Tables) == 0 {
-		return err
-	}
-	if len(c.Tables) > 0 && *out != "" {
-		if werr := report.WriteBench(*out, c); werr != nil {
-			return errors.Join(err, werr)
+	cmp, err := bench.Compare(ctx, systems, co)
+	return c.report(stdout, stderr, cmp, err)
+}
+
+// options checks the runs' flags and returns the comparison's options.
+func (c *compareFlags) options(stderr io.Writer) (bench.CompareOptions, error) {
+	var clients []int
+	for _, s := range splitList(c.clients) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return bench.CompareOptions{}, usagef("--clients: %q is not a client count", s)
 		}
-		fmt.Fprintf(stderr, "cosla bench compare: wrote %s, %s, %s and %s\n", filepath.Join(*out, "report.md"), filepath.Join(*out, "report.html"),
-			filepath.Join(*out, report.BenchFileName), filepath.Join(*out, "plots"))
+		clients = append(clients, n)
 	}
-	var perr error
-	if *jsonOut {
-		perr = printJSON(stdout, c)
-	} else {
-		perr = c.WriteText(stdout)
+	var strengths []bench.Strength
+	for _, r := range splitList(c.reads) {
+		s, err := parseStrength("read", r)
+		if err != nil {
+			return bench.CompareOptions{}, err
+		}
+		strengths = append(strengths, s)
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	write, err := parseStrength("write", c.write)
+	if err != nil {
+		return bench.CompareOptions{}, err
+	}
+	props, err := c.wf.properties()
+	if err != nil {
+		return bench.CompareOptions{}, err
+	}
+	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: write,
+		Duration: c.duration, Operations: c.operations, Load: c.load, Seed: c.seed, Log: stderr}
+	co.EnsureDefaults()
+	if err := co.Validate(); err != nil {
+		return co, usagef("%v", err)
+	}
+	return co, nil
+}
+
+// connections checks --connect, --cluster-dir, --config, --site and
+// --table against the stores named, and returns --connect's addresses by
+// store.
+func (c *compareFlags) connections(names []string) (map[string][]string, error) {
+	addrs := map[string][]string{}
+	for _, arg := range c.connect {
+		name, list, ok := strings.Cut(arg, "=")
+		switch {
+		case !ok:
+			return nil, usagef("--connect %q: want NAME=ADDRS", arg)
+		case !slices.Contains(names, name):
+			return nil, usagef("--connect %q: %s is not among --targets", arg, name)
+		case name == bench.SystemCosla || name == bench.SystemCoslaNoFsync:
+			return nil, usagef("--connect %q: cosla is reached through --cluster-dir or --config", arg)
+		}
+		addrs[name] = splitList(list)
+	}
+	switch {
+	case (c.clusterDir != "" || c.config != "") && !slices.Contains(names, bench.SystemCosla):
+		return nil, usagef("--cluster-dir and --config are for target cosla, which --targets lacks")
+	case c.clusterDir != "" && c.config != "":
+		return nil, usagef("--cluster-dir or --config: give one")
+	case (c.site != "" || c.table != "") && c.clusterDir == "" && c.config == "":
+		return nil, usagef("--site and --table choose on a running cluster: give --cluster-dir or --config")
+	}
+	return addrs, nil
+}
+
+// report writes --out's report and prints the comparison, whatever
+// tables an interrupted or failed comparison (runErr) made.
+func (c *compareFlags) report(stdout, stderr io.Writer, cmp bench.Comparison, runErr error) error {
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && len(cmp.Tables) == 0 {
+		return runErr
+	}
+	if len(cmp.Tables) > 0 && c.out != "" {
+		if err := report.WriteBench(c.out, cmp); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(stderr, "cosla bench compare: wrote %s, %s, %s and %s\n", filepath.Join(c.out, "report.md"), filepath.Join(c.out, "report.html"),
+			filepath.Join(c.out, report.BenchFileName), filepath.Join(c.out, "plots"))
+	}
+	perr := emit(stdout, c.jsonOut, cmp, func() error { return cmp.WriteText(stdout) })
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
 	}
 	return perr
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
@@ -107,6 +108,9 @@ type boundedWrite struct {
 	Holders []string `json:"holders"`
 	TS      string   `json:"ts"`
 	Test    string   `json:"test"`
+	// Durations are integer nanoseconds, as in the public Result.
+	LatencyNS *int64 `json:"latency_ns"`
+	RTTNS     *int64 `json:"rtt_ns"`
 }
 
 func decodeWrite(t *testing.T, r e2eResult) boundedWrite {
@@ -115,7 +119,29 @@ func decodeWrite(t *testing.T, r e2eResult) boundedWrite {
 	if err := json.Unmarshal([]byte(r.stdout), &w); err != nil {
 		t.Fatalf("--json: %v; %s", err, r)
 	}
+	if w.LatencyNS == nil || *w.LatencyNS <= 0 || w.RTTNS == nil || *w.RTTNS <= 0 || strings.Contains(r.stdout, "_ms") {
+		t.Fatalf("--json: want latency_ns and rtt_ns in integer nanoseconds, no _ms field; %s", r)
+	}
 	return w
+}
+
+// TestWriteFieldsNanoseconds checks that a write's JSON gives its round
+// trip as rtt_ns in integer nanoseconds, the public Result's convention.
+func TestWriteFieldsNanoseconds(t *testing.T) {
+	out := map[string]any{"op": "put", "latency_ns": 2500 * time.Microsecond}
+	addWriteFields(out, cosla.WriteResult{Node: "us/r1", RTT: 1500 * time.Microsecond, Stage: cosla.Transmitted, WriteID: 3}, cosla.Immediate)
+	js, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"rtt_ns":1500000`, `"latency_ns":2500000`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("write JSON %s: want %s", js, want)
+		}
+	}
+	if strings.Contains(string(js), "_ms") {
+		t.Errorf("write JSON %s: a duration in milliseconds", js)
+	}
 }
 
 // TestBoundCommands runs a staged write with --bound immediate at the
@@ -153,6 +179,13 @@ func TestBoundCommands(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Value != "book" || got.Result.Bound != "50ms" || got.Result.Node != "us/r1" {
 		t.Fatalf("get --bound 50ms --json from us: want book from us/r1 with bound 50ms (%v); %s", err, r)
+	}
+	// A session script goes on after a Get that met no subSLA, reports
+	// that line alone, and exits 3.
+	r = coslaCmd(t, limit, "session", "run", "--dir", dir, "--site", "us", filepath.Join("testdata", "session-unmet.txt"))
+	wantExit(t, r, exitUnmet)
+	if !strings.Contains(r.stderr, "line 2: ") || strings.Contains(r.stderr, "line 3: ") {
+		t.Fatalf("session run of an unmet get then a sleep: want line 2 reported, not the sleep's line 3; %s", r)
 	}
 	r = coslaCmd(t, limit, "put", "--dir", dir, "--bound", "0", "cart", "pen")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--bound immediate") {

@@ -78,6 +78,14 @@ func TestCausalCommands(t *testing.T) {
 		!strings.Contains(r.stdout, `note = "hello"`) || !strings.Contains(r.stdout, "none = (not found)") {
 		t.Fatalf("gettx cart note none at b: %s", r)
 	}
+	r = coslaCmd(t, limit, "gettx", "--dir", dir, "--site", "b", "--json", "cart")
+	wantExit(t, r, 0)
+	var tx struct {
+		RTTNS *int64 `json:"rtt_ns"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &tx); err != nil || tx.RTTNS == nil || *tx.RTTNS <= 0 || strings.Contains(r.stdout, "_ms") {
+		t.Fatalf("gettx --json: want rtt_ns in integer nanoseconds, no _ms field (%v); %s", err, r)
+	}
 	r = coslaCmd(t, limit, "get", "--dir", dir, "--site", "b", "--sla", "strong 1s 1", "cart")
 	if r.code != 2 || !strings.Contains(r.stderr, "a causal table serves causal, read-my-writes, monotonic and eventual reads") {
 		t.Fatalf("a strong get on a causal table: want refused with exit 2; %s", r)

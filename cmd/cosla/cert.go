@@ -5,23 +5,17 @@ import (
 	"io"
 
 	"github.com/cosla/cosla/internal/runtime/certs"
-	"github.com/cosla/cosla/internal/runtime/cluster"
 )
 
 // runClusterCertClient issues a client certificate: cosla cluster cert
 // client NAME [--dir DIR].
 func runClusterCertClient(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster cert client", stderr)
-	dir := fs.String("dir", cluster.DefaultDir(), "directory of the cluster (cluster up's --dir) or of the plan (cluster plan's --dir): its tls directory holds the authority")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster cert client NAME [--dir DIR]\n\nIssues client NAME a certificate of the cluster's authority, into DIR/tls as\nclient-NAME.pem and client-NAME-key.pem (readable by their owner only). Its holder may\nsend as client SITE/NAME or SITE/NAME-SUFFIX only: nodes refuse any other client ID from\nit. NAME is letters, digits, '_' and '.'. A certificate already issued is kept.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newCommand("cluster cert client", "cosla cluster cert client NAME [--dir DIR]", "Issues client NAME a certificate of the cluster's authority, into DIR/tls as\n"+
+		"client-NAME.pem and client-NAME-key.pem (readable by their owner only). Its holder may\nsend as client SITE/NAME or SITE/NAME-SUFFIX only: nodes refuse any other client ID from\n"+
+		"it. NAME is letters, digits, '_' and '.'. A certificate already issued is kept.", stderr)
+	dir := fs.String("dir", defaultDir(), "directory of the cluster (cluster up's --dir) or of the plan (cluster plan's --dir): its tls directory holds the authority")
+	if err := parseArgs(fs, args, operandCount(1, 1, "want: cosla cluster cert client NAME [--dir DIR]")); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want: cosla cluster cert client NAME [--dir DIR]")
 	}
 	name := fs.Arg(0)
 	files, created, err := certs.IssueClient(certs.ClusterDir(*dir), name)

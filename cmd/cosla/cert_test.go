@@ -58,3 +58,20 @@ func TestClusterCertClient(t *testing.T) {
 		t.Errorf("a refused request wrote %d files", len(entries))
 	}
 }
+
+// TestClusterCertClientDirEnv: without --dir, `cluster cert client`
+// uses $COSLA_DIR's authority, as every command that uses a local cluster
+// does.
+func TestClusterCertClientDirEnv(t *testing.T) {
+	dir := t.TempDir()
+	if err := certs.Ensure(certs.ClusterDir(dir), []string{"england"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(dirEnv, dir)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"cluster", "cert", "client", "carol"}, &stdout, &stderr)
+	f := certs.NamedClientFiles(certs.ClusterDir(dir), "carol")
+	if _, err := os.Stat(f.Cert); code != 0 || err != nil {
+		t.Fatalf("cluster cert client carol with %s=%s: exit %d, %v; want carol's certificate there\n%s%s", dirEnv, dir, code, err, &stdout, &stderr)
+	}
+}

@@ -252,7 +252,10 @@ func constOperands(s string) func() string { return func() string { return s } }
 // runOneOp parses a one-operation command line, opens a session and runs
 // the operation in it.
 func runOneOp(c opCommand, args []string, stderr io.Writer) error {
-	fs := newFlags(c.name, stderr)
+	fs := newCommand(c.name, "", c.doc, stderr)
+	// The usage line names the operands that the flags given so far ask
+	// for (put --value-file takes no VALUE).
+	fs.Usage = func() { printHelp(stderr, fs, "cosla "+c.name+" [flags] "+c.operands(), c.doc) }
 	var f clientFlags
 	addClientFlags(fs, &f, c.reads)
 	if c.levels {
@@ -262,15 +265,12 @@ func runOneOp(c opCommand, args []string, stderr io.Writer) error {
 	if c.flags != nil {
 		c.flags(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cosla %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.operands(), c.doc)
-		fs.PrintDefaults()
+	operands := func(fs *flag.FlagSet) error {
+		want := c.operands()
+		return operandCount(len(strings.Fields(want)), len(strings.Fields(want)), "want "+want)(fs)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operands); err != nil {
 		return err
-	}
-	if want := c.operands(); fs.NArg() != len(strings.Fields(want)) {
-		return usagef("want %s", want)
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -288,23 +288,29 @@ func runOneOp(c opCommand, args []string, stderr io.Writer) error {
 		// A bounded operation goes to the nearest replica alone and is
 		// answered by the bound: the flags that choose replicas or wait
 		// for more of them would be ignored, so they are refused.
-		strategy := false
-		fs.Visit(func(fl *flag.Flag) { strategy = strategy || fl.Name == "strategy" })
 		switch {
 		case f.levels.set():
 			return usagef("--bound goes to the nearest replica alone: not with --read-level, --write-level, --cpq, --delay or --read-repair")
-		case strategy:
+		case flagsSet(fs)["strategy"]:
 			return usagef("--bound goes to the nearest replica: not with --strategy")
 		}
 	}
+	return inSession(&f, func(ctx context.Context, cs *clientSession) error {
+		return f.explain(c.op(ctx, cs, &f, bound, fs.Args()))
+	})
+}
+
+// inSession opens a session as the client flags f say and runs op in
+// it, all within --timeout.
+func inSession(f *clientFlags, op func(context.Context, *clientSession) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	cs, err := openSession(ctx, &f)
+	cs, err := openSession(ctx, f)
 	if err != nil {
 		return f.explain(err)
 	}
 	defer cs.client.Close()
-	return f.explain(c.op(ctx, cs, &f, bound, fs.Args()))
+	return op(ctx, cs)
 }
 
 // check checks the client flags that need no cluster: --timeout and the
@@ -373,7 +379,7 @@ func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key
 	}
 	latency := time.Since(start)
 	if jsonOut {
-		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ms": milliseconds(latency)}
+		out := map[string]any{"op": "put", "key": keyfmt.JSON(key), "ts": ts.String(), "site": cs.site, "latency_ns": latency}
 		if bound != 0 {
 			addWriteFields(out, wr, bound)
 		}
@@ -429,12 +435,12 @@ func printHolders(w io.Writer, wr cosla.WriteResult) {
 }
 
 // addWriteFields adds a WriteResult to a command's JSON output: the node
-// that took the write, its round trip, the replicas that held it when
+// that took the write, its round trip (rtt_ns), the replicas that held it when
 // answered (acks) and its timestamp ("ts", left out while it has none);
 // with a bound, also the bound, the stage reached, the write's number at
 // the node and the replicas known to have applied it.
 func addWriteFields(out map[string]any, wr cosla.WriteResult, bound cosla.Bound) {
-	out["node"], out["rtt_ms"], out["acks"] = wr.Node, milliseconds(wr.RTT), wr.Acks
+	out["node"], out["rtt_ns"], out["acks"] = wr.Node, wr.RTT, wr.Acks
 	if wr.TS.IsZero() {
 		delete(out, "ts")
 	} else {
@@ -487,6 +493,30 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	if !delivered && !errors.Is(err, cosla.ErrNull) {
 		return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
 	}
+	printRead(w, key, value, res, agreement)
+	if cr := res.Causal; cr != nil {
+		fmt.Fprintf(w, "  %s in %.1f ms\n", causalText(*cr, res.Node), milliseconds(res.RTT))
+		return err
+	}
+	printSource(w, res)
+	if bound != 0 {
+		printBounded(w, key, res, bound)
+		if err != nil {
+			return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
+		}
+		return nil
+	}
+	printReplicas(w, res)
+	if res.Target >= 0 {
+		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)
+	} else {
+		fmt.Fprintf(w, "  strategy %s\n", res.Strategy)
+	}
+	return err
+}
+
+// printRead prints the value a Get read and the subSLA it met.
+func printRead(w io.Writer, key string, value []byte, res cosla.Result, agreement sla.SLA) {
 	shown := strconv.Quote(string(value))
 	switch {
 	case res.Null:
@@ -494,23 +524,25 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	case !res.Found:
 		shown = "(not found)"
 	}
-	role := "secondary"
-	if res.Primary {
-		role = "primary"
-	}
 	fmt.Fprintf(w, "%s = %s\n", keyfmt.Text(key), shown)
 	if res.Met >= 0 {
 		fmt.Fprintf(w, "  met subSLA %d of %d: %s\n", res.Met+1, len(agreement), res.SubSLA)
 	} else {
 		fmt.Fprintf(w, "  met none of the %d subSLAs of %q\n", len(agreement), agreement)
 	}
-	if cr := res.Causal; cr != nil {
-		fmt.Fprintf(w, "  %s in %.1f ms\n", causalText(*cr, res.Node), milliseconds(res.RTT))
-		return err
-	}
+}
+
+// printSource prints where a Get's value came from: the session's own
+// pending write, or a replica, with its staleness and whether the Get
+// fell back to it.
+func printSource(w io.Writer, res cosla.Result) {
 	if res.FromSession {
 		fmt.Fprintf(w, "  the session's own write through %s, which the primary has yet to order\n", res.Node)
 	} else {
+		role := "secondary"
+		if res.Primary {
+			role = "primary"
+		}
 		version := "version " + res.VersionTS.String()
 		if res.Null {
 			version = "no version read"
@@ -524,40 +556,37 @@ func (cs *clientSession) get(ctx context.Context, w io.Writer, jsonOut bool, key
 	if res.Retried {
 		fmt.Fprintf(w, "  fell back after a miss: the node first asked did not meet its target subSLA\n")
 	}
-	if bound != 0 {
-		fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,
-			res.Applied, plural(res.Applied, "write", "writes"), res.Node, res.Pending)
-		if res.Null {
-			fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", keyfmt.Text(key))
-		}
-		if err != nil {
-			return fmt.Errorf("get %s: %w", keyfmt.Quote(key), err)
-		}
-		return nil
+}
+
+// printBounded prints what a bounded Get applied before it read.
+func printBounded(w io.Writer, key string, res cosla.Result, bound cosla.Bound) {
+	fmt.Fprintf(w, "  bound %s: %d pending %s applied at %s before the read, %d still pending\n", bound,
+		res.Applied, plural(res.Applied, "write", "writes"), res.Node, res.Pending)
+	if res.Null {
+		fmt.Fprintf(w, "  null: writes of %s are pending and the bound let none be applied\n", keyfmt.Text(key))
 	}
-	if res.Level > 1 {
-		fmt.Fprintf(w, "  read %d replicas, the newest version winning:\n", res.Level)
-		for _, r := range res.Replies {
-			version := "no version"
-			if r.Found {
-				version = "version " + r.VersionTS.String()
-			}
-			fmt.Fprintf(w, "    %s: %s, high %s, %.1f ms\n", r.Node, version, r.HighTS, milliseconds(r.RTT))
-		}
-		if res.Quorum {
-			fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
-		}
-		if res.Repaired > 0 {
-			fmt.Fprintf(w, "  read repair asked %d stale %s to catch up\n", res.Repaired, plural(res.Repaired, "replica", "replicas"))
-		}
-		fmt.Fprintf(w, "  %d of the %d replicas read held it when the Get answered\n", res.Held, res.Level)
+}
+
+// printReplicas prints the replies of a Get of several replicas.
+func printReplicas(w io.Writer, res cosla.Result) {
+	if res.Level <= 1 {
+		return
 	}
-	if res.Target >= 0 {
-		fmt.Fprintf(w, "  strategy %s aimed at subSLA %d (expected utility %.3g)\n", res.Strategy, res.Target+1, res.ExpectedUtility)
-	} else {
-		fmt.Fprintf(w, "  strategy %s\n", res.Strategy)
+	fmt.Fprintf(w, "  read %d replicas, the newest version winning:\n", res.Level)
+	for _, r := range res.Replies {
+		version := "no version"
+		if r.Found {
+			version = "version " + r.VersionTS.String()
+		}
+		fmt.Fprintf(w, "    %s: %s, high %s, %.1f ms\n", r.Node, version, r.HighTS, milliseconds(r.RTT))
 	}
-	return err
+	if res.Quorum {
+		fmt.Fprintf(w, "  strong without the primary: the read overlaps the table's write level\n")
+	}
+	if res.Repaired > 0 {
+		fmt.Fprintf(w, "  read repair asked %d stale %s to catch up\n", res.Repaired, plural(res.Repaired, "replica", "replicas"))
+	}
+	fmt.Fprintf(w, "  %d of the %d replicas read held it when the Get answered\n", res.Held, res.Level)
 }
 
 // causalText says where a causal read came from and what it means for
@@ -590,50 +619,46 @@ func causalText(cr cosla.CausalRead, node string) string {
 }
 
 func runGetTx(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gettx", stderr)
+	fs := newCommand("gettx", "cosla gettx [flags] KEY...", "Reads the keys of a causal table as one causally consistent snapshot (Karma 4.5): all from\n"+
+		"one ring, in rounds until two agree. Exit status 1 if the keys kept changing (try again).", stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, false)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cosla gettx [flags] KEY...\n\nReads the keys of a causal table as one causally consistent snapshot (Karma 4.5): all from\none ring, in rounds until two agree. Exit status 1 if the keys kept changing (try again).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(1, -1, "want KEY...")); err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return usagef("want KEY...")
 	}
 	if err := f.check(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-	defer cancel()
-	cs, err := openSession(ctx, &f)
-	if err != nil {
-		return f.explain(err)
-	}
-	defer cs.client.Close()
-	if !cs.table.Causal() {
-		return usagef("table %s is not a causal table: gettx reads causal tables", cs.table.Name())
-	}
-	items, res, err := cs.client.GetTx(ctx, cs.session, fs.Args())
-	if err != nil {
-		return f.explain(err)
-	}
-	if f.jsonOut {
-		out := map[string]any{"op": "gettx", "site": cs.site, "ring": res.Ring, "ring_name": res.RingName, "rounds": res.Rounds,
-			"restricted": res.Restricted, "rtt_ms": milliseconds(res.RTT)}
-		var list []map[string]any
-		for _, it := range items {
-			item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead}
-			if it.Found {
-				item["value"] = keyfmt.JSON(it.Value)
-			}
-			list = append(list, item)
+	return inSession(&f, func(ctx context.Context, cs *clientSession) error {
+		if !cs.table.Causal() {
+			return usagef("table %s is not a causal table: gettx reads causal tables", cs.table.Name())
 		}
-		out["items"] = list
-		return json.NewEncoder(stdout).Encode(out)
+		items, res, err := cs.client.GetTx(ctx, cs.session, fs.Args())
+		if err != nil {
+			return f.explain(err)
+		}
+		return emitLine(stdout, f.jsonOut, snapshotRecord(cs.site, items, res), func() error { return printSnapshot(stdout, items, res) })
+	})
+}
+
+// snapshotRecord is the JSON of gettx.
+func snapshotRecord(site string, items []cosla.TxItem, res cosla.TxResult) map[string]any {
+	out := map[string]any{"op": "gettx", "site": site, "ring": res.Ring, "ring_name": res.RingName, "rounds": res.Rounds,
+		"restricted": res.Restricted, "rtt_ns": res.RTT}
+	var list []map[string]any
+	for _, it := range items {
+		item := map[string]any{"key": keyfmt.JSON(it.Key), "found": it.Found, "causal": it.CausalRead}
+		if it.Found {
+			item["value"] = keyfmt.JSON(it.Value)
+		}
+		list = append(list, item)
 	}
+	out["items"] = list
+	return out
+}
+
+// printSnapshot prints what gettx read: the ring, then each key.
+func printSnapshot(stdout io.Writer, items []cosla.TxItem, res cosla.TxResult) error {
 	fmt.Fprintf(stdout, "snapshot from ring %d (%s) in %d rounds, %.1f ms\n", res.Ring, res.RingName, res.Rounds, milliseconds(res.RTT))
 	for _, it := range items {
 		shown := strconv.Quote(string(it.Value))
@@ -660,31 +685,12 @@ func plural(n int, one, many string) string {
 }
 
 func runSessionRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("session run", stderr)
+	fs := newCommand("session run", "cosla session run [flags] FILE", sessionRunDoc, stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, true)
 	f.levels.add(fs, true, true)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: cosla session run [flags] FILE
-
-Runs a script of operations in one session, one per line ("-" reads stdin):
-
-  put KEY VALUE
-  get KEY [SLA]          the SLA (text or preset) overrides --sla for this Get
-  sleep DURATION         e.g. sleep 2s
-  # comment
-
-It stops at the first error other than an unmet SLA, which it reports and
-goes on; the exit status is 3 if any Get met no subSLA.
-
-Flags:`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(1, 1, "want FILE")); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want FILE")
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -693,15 +699,27 @@ Flags:`)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-	defer cancel()
-	cs, err := openSession(ctx, &f)
-	if err != nil {
-		return f.explain(err)
-	}
-	defer cs.client.Close()
+	return inSession(&f, func(ctx context.Context, cs *clientSession) error {
+		return cs.runScript(ctx, script, &f, stdout, stderr)
+	})
+}
+
+// sessionRunDoc is the help of cosla session run.
+const sessionRunDoc = `Runs a script of operations in one session, one per line ("-" reads stdin):
+
+  put KEY VALUE
+  get KEY [SLA]          the SLA (text or preset) overrides --sla for this Get
+  sleep DURATION         e.g. sleep 2s
+  # comment
+
+It stops at the first error other than an unmet SLA, which it reports and
+goes on; the exit status is 3 if any Get met no subSLA.`
+
+// runScript runs a session script's steps in order: see sessionRunDoc.
+func (cs *clientSession) runScript(ctx context.Context, script []scriptStep, f *clientFlags, stdout, stderr io.Writer) error {
 	var unmet error
 	for _, st := range script {
+		var err error
 		switch st.op {
 		case "put":
 			err = cs.put(ctx, stdout, f.jsonOut, st.args[0], []byte(st.args[1]), 0)

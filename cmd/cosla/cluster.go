@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -30,15 +28,39 @@ func (t *topologyFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&t.file, "topology", "", "topology YAML file (instead of --preset); see internal/runtime/topology.Load")
 }
 
+// resolve returns the topology the flags name.
 func (t *topologyFlags) resolve() (topology.Topology, error) {
-	if t.file != "" {
-		return topology.Load(t.file)
+	load := func() (topology.Topology, error) {
+		if t.file != "" {
+			return topology.Load(t.file)
+		}
+		return topology.Resolve(t.preset)
 	}
-	return topology.Resolve(t.preset)
+	topo, err := load()
+	if err != nil {
+		return topo, usageError{err}
+	}
+	return topo, nil
+}
+
+// resolveCluster checks the topology and table flags of a cluster to
+// start or plan: its topology, and its table's placement and write level.
+func resolveCluster(topo *topologyFlags, table *tableFlags) (topology.Topology, cluster.Table, error) {
+	t, err := topo.resolve()
+	if err != nil {
+		return t, cluster.Table{}, err
+	}
+	tbl, err := table.resolve(t)
+	return t, tbl, err
 }
 
 func runClusterUp(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster up", stderr)
+	fs := newCommand("cluster up", "cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]",
+		"Starts a multi-site cluster on this machine: one cosla serve process per site, the WAN\n"+
+			"between sites emulated, and a table \"usertable\", by default one tablet replicated from\n"+
+			"the first site to the others (--sites, --replicas, --tablets, --partition and --starts\n"+
+			"place it otherwise; see internal/runtime/topology.Placement). It returns once the cluster is\n"+
+			"ready; cosla cluster down stops it.", stderr)
 	var topo topologyFlags
 	topo.add(fs)
 	dir := fs.String("dir", defaultDir(), "directory for the cluster's data, configs and logs ($COSLA_DIR sets the default)")
@@ -50,21 +72,10 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
 	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (gRPC) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
 	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster up [--preset pileus4 | --topology FILE] [--dir DIR] [--port-base N] [placement flags]\n\nStarts a multi-site cluster on this machine: one cosla serve process per site, the WAN\nbetween sites emulated, and a table \"usertable\", by default one tablet replicated from\nthe first site to the others (--sites, --replicas, --tablets, --partition and --starts\nplace it otherwise; see internal/runtime/topology.Placement). It returns once the cluster is\nready; cosla cluster down stops it.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	t, err := topo.resolve()
-	if err != nil {
-		return usagef("%v", err)
-	}
-	tbl, err := table.resolve(t)
+	t, tbl, err := resolveCluster(&topo, &table)
 	if err != nil {
 		return err
 	}
@@ -72,17 +83,8 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 		return usagef("--clients: %v", err)
 	}
 	if *foreground {
-		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer cancel()
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, Topology: t, Placement: tbl.Placement, PullInterval: table.pull, Push: table.push,
+		return superviseCluster(stdout, cluster.Options{Dir: *dir, Topology: t, Placement: tbl.Placement, PullInterval: table.pull, Push: table.push,
 			WriteLevel: tbl.WriteLevel, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		printClusterInfo(stdout, c.Info())
-		c.Wait(ctx)
-		return nil
 	}
 	if pid, running := cluster.Running(*dir); running {
 		return usagef("a cluster is already running in %s (pid %d); stop it with: cosla cluster down%s", *dir, pid, dirArg(*dir))
@@ -94,6 +96,26 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return startDetached(*dir, args, stdout)
+}
+
+// superviseCluster starts a cluster and supervises it until interrupted:
+// the detached process of cluster up.
+func superviseCluster(stdout io.Writer, o cluster.Options) error {
+	ctx, cancel := interruptible()
+	defer cancel()
+	c, err := cluster.Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	printClusterInfo(stdout, c.Info())
+	c.Wait(ctx)
+	return nil
+}
+
+// clusterDirFlag adds --dir, the directory of a running cluster.
+func clusterDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
 }
 
 // commaList splits a comma-separated flag value; "" is no items.
@@ -178,17 +200,11 @@ func printClusterInfo(w io.Writer, in cluster.Info) {
 }
 
 func runClusterDown(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster down", stderr)
-	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster down [--dir DIR]\n\nStops the cluster running in DIR: its supervisor and every site's process. The data stays\nin DIR for the next cluster up (--fresh deletes it).\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newCommand("cluster down", "cosla cluster down [--dir DIR]", "Stops the cluster running in DIR: its supervisor and every site's process. The data stays\n"+
+		"in DIR for the next cluster up (--fresh deletes it).", stderr)
+	dir := clusterDirFlag(fs)
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -216,18 +232,12 @@ func runClusterDown(args []string, stdout, stderr io.Writer) error {
 }
 
 func runClusterStatus(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster status", stderr)
-	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
+	fs := newCommand("cluster status", "cosla cluster status [--dir DIR] [--json]", "Shows the cluster running in DIR: each site's process and HTTP address (status page,\n"+
+		"/metrics), each node's tablets with their role, high timestamp and lag behind the primary,\nPuts and Gets, and the emulated links.", stderr)
+	dir := clusterDirFlag(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster status [--dir DIR] [--json]\n\nShows the cluster running in DIR: each site's process and HTTP address (status page,\n/metrics), each node's tablets with their role, high timestamp and lag behind the primary,\nPuts and Gets, and the emulated links.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -235,11 +245,12 @@ func runClusterStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
-	}
+	return emit(stdout, *jsonOut, st, func() error { return printClusterStatus(stdout, st) })
+}
+
+// printClusterStatus prints a cluster's status as text: a row per tablet
+// of each node, then a row per link.
+func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 	now := time.Now()
 	fmt.Fprintf(stdout, "cluster %s in %s\n\n", st.Topology, st.Dir)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -288,21 +299,15 @@ func clusterStatus(ctx context.Context, dir string) (*cluster.Control, cluster.S
 }
 
 func runClusterLink(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster link set", stderr)
-	dir := fs.String("dir", defaultDir(), "directory of the cluster ($COSLA_DIR sets the default)")
+	fs := newCommand("cluster link set", "cosla cluster link set A B [--latency D] [--jitter D] [--down | --up]",
+		"Changes the emulated link between sites A and B, both ways, at once. Unset flags keep\nthe link's current value.", stderr)
+	dir := clusterDirFlag(fs)
 	latency := fs.Duration("latency", 0, "round-trip time between the two sites (default: unchanged)")
 	jitter := fs.Duration("jitter", 0, "standard deviation of each one-way delay (default: unchanged)")
 	down := fs.Bool("down", false, "partition the two sites")
 	up := fs.Bool("up", false, "heal a partition")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster link set A B [--latency D] [--jitter D] [--down | --up]\n\nChanges the emulated link between sites A and B, both ways, at once. Unset flags keep\nthe link's current value.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(2, 2, "want two sites: cosla cluster link set A B [flags]")); err != nil {
 		return err
-	}
-	if fs.NArg() != 2 {
-		return usagef("want two sites: cosla cluster link set A B [flags]")
 	}
 	a, b := fs.Arg(0), fs.Arg(1)
 	set := flagsSet(fs)

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/cosla/cosla/internal/lab/experiment"
@@ -15,7 +11,9 @@ import (
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := newCommand("demo", "cosla demo [flags]", "Starts the pileus4 cluster on this machine (England primary, U.S. and India secondaries,\n"+
+		"the WAN between them and China emulated), runs the shopping-cart and password-checking SLAs\nfrom the four client sites with Pileus and the Primary, Random and Closest strategies over\n"+
+		"the network, prints what each delivered, and shuts the cluster down.", stderr)
 	dir := fs.String("dir", filepath.Join(filepath.Dir(cluster.DefaultDir()), "demo"), "directory for the demo cluster (emptied first)")
 	perSLA := fs.Duration("duration", 25*time.Second, "how long each SLA runs")
 	pull := fs.Duration("pull-interval", 10*time.Second, "how often secondaries pull (the paper's 1 minute, scaled to the shorter run)")
@@ -23,15 +21,8 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	sessionOps := fs.Int("session-ops", 100, "operations per session")
 	seed := fs.Uint64("seed", 1, "seed of the clients' workloads")
 	jsonOut := fs.Bool("json", false, "print results.json, as cosla experiment run --json")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla demo [flags]\n\nStarts the pileus4 cluster on this machine (England primary, U.S. and India secondaries,\nthe WAN between them and China emulated), runs the shopping-cart and password-checking SLAs\nfrom the four client sites with Pileus and the Primary, Random and Closest strategies over\nthe network, prints what each delivered, and shuts the cluster down.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *perSLA <= 0 || *pull <= 0 || *keys <= 0 || *sessionOps <= 0 {
 		return usagef("--duration, --pull-interval, --keys and --session-ops must be positive")
@@ -43,12 +34,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	s.Table.PullInterval, s.Workload.SessionOps = *pull, *sessionOps
 	s.Cluster.TimeScale, s.Cluster.Duration, s.Cluster.Keys = 1, *perSLA, *keys
 	s.Outputs = []string{experiment.OutUtility}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := interruptible()
 	defer cancel()
-	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{
-		Dir: *dir, Seed: *seed,
-		Progress: func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) },
-	})
+	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{Dir: *dir, Seed: *seed, Progress: clockLines(stderr)})
 	if err != nil {
 		return err
 	}

@@ -1,30 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 func runExperimentList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("experiment list", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla experiment list\n\nLists the shipped experiments, each with what it reruns; run one with cosla experiment run NAME.")
-	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newCommand("experiment list", "cosla experiment list", "Lists the shipped experiments, each with what it reruns; run one with cosla experiment run NAME.", stderr)
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q: experiment list takes none", fs.Arg(0))
 	}
 	presets, err := experiment.Presets()
 	if err != nil {
@@ -38,27 +27,20 @@ func runExperimentList(args []string, stdout, stderr io.Writer) error {
 }
 
 func runExperimentRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("experiment run", stderr)
+	fs := newCommand("experiment run", "cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--scale X] [--json]",
+		"Runs a scenario (a shipped one, see `cosla experiment list`, or a YAML file) and writes\n"+
+			"results.json, tables/*.csv, plots/*.png and *.svg and report.md into --out. In cluster\n"+
+			"mode the cluster's data and logs go into --out/cluster, and a scenario with a sweep also\n"+
+			"runs in the simulator (as its cluster.sim models the cluster) for the report's curves.", stderr)
 	mode := fs.String("mode", "sim", "where to run: sim (deterministic simulator, virtual time) or cluster (a local cluster of real processes, real time)")
 	seed := fs.Uint64("seed", 1, "seed of the run; in sim mode the same seed gives the same results.json")
 	out := fs.String("out", "", "output directory (default ./experiments/NAME-MODE-seedN)")
 	scale := fs.Float64("scale", 0, "sim: multiply the workload's operations or duration, its warmup and the schedule by this (default 1);\ncluster: the time scale (default the scenario's cluster.time_scale)")
 	jsonOut := fs.Bool("json", false, "print results.json on stdout instead of the tables")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla experiment run NAME|FILE [--mode sim|cluster] [--seed N] [--out DIR] [--scale X] [--json]")
-		fmt.Fprintln(stderr, "\nRuns a scenario (a shipped one, see `cosla experiment list`, or a YAML file) and writes")
-		fmt.Fprintln(stderr, "results.json, tables/*.csv, plots/*.png and *.svg and report.md into --out. In cluster")
-		fmt.Fprintln(stderr, "mode the cluster's data and logs go into --out/cluster, and a scenario with a sweep also")
-		fmt.Fprintln(stderr, "runs in the simulator (as its cluster.sim models the cluster) for the report's curves.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(1, -1, "name a scenario: cosla experiment run NAME|FILE (see cosla experiment list)")); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() == 0:
-		return usagef("name a scenario: cosla experiment run NAME|FILE (see cosla experiment list)")
-	case fs.NArg() > 1:
+	if fs.NArg() > 1 {
 		return usagef("unexpected argument %q", fs.Arg(1))
 	}
 	name := fs.Arg(0)
@@ -172,12 +154,9 @@ func runExperimentCluster(s *experiment.Scenario, dir string, seed uint64, scale
 	if scale != 0 {
 		s.Cluster.TimeScale = scale
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := interruptible()
 	defer cancel()
-	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{
-		Dir: filepath.Join(dir, "cluster"), Seed: seed,
-		Progress: func(line string) { fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), line) },
-	})
+	res, err := experiment.RunCluster(ctx, s, experiment.ClusterRunOptions{Dir: filepath.Join(dir, "cluster"), Seed: seed, Progress: clockLines(stderr)})
 	if err != nil {
 		return nil, err
 	}

@@ -41,12 +41,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // command is a command or a group of subcommands.
@@ -172,21 +177,90 @@ func groupHelp(w io.Writer, c command, path []string) {
 	fmt.Fprintf(w, "\nRun \"%s <command> -h\" for a command's flags.\n", name)
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newCommand returns the flag set of the command "cosla name". Its help
+// (-h) is the usage line "Usage: synopsis", the doc, and the flags, if
+// the command has any.
+func newCommand(name, synopsis, doc string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("cosla "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { printHelp(stderr, fs, synopsis, doc) }
 	return fs
 }
 
-// parseFlags parses args, flags before or after the operands (see
-// interleave), turning flag errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// printHelp prints a command's help: see newCommand.
+func printHelp(w io.Writer, fs *flag.FlagSet, synopsis, doc string) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", synopsis, doc)
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprintln(w, "\nFlags:")
+		fs.PrintDefaults()
+	}
+}
+
+// parseArgs parses args, flags before or after the operands (see
+// interleave), turning flag errors into usage errors, then checks the
+// operands with operands (noOperands, operandCount).
+func parseArgs(fs *flag.FlagSet, args []string, operands func(*flag.FlagSet) error) error {
 	if err := fs.Parse(interleave(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
+	return operands(fs)
+}
+
+// noOperands refuses any operand.
+func noOperands(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
 	return nil
+}
+
+// operandCount wants from least to most operands (most < 0: any number)
+// and says want otherwise.
+func operandCount(least, most int, want string) func(*flag.FlagSet) error {
+	return func(fs *flag.FlagSet) error {
+		if fs.NArg() < least || (most >= 0 && fs.NArg() > most) {
+			return usageError{errors.New(want)}
+		}
+		return nil
+	}
+}
+
+// anyOperands leaves the operands to the command.
+func anyOperands(*flag.FlagSet) error { return nil }
+
+// interruptible returns a context that an interrupt or SIGTERM cancels,
+// for the commands that run until done or stopped.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// clockLines returns a progress callback that prints each line on w after
+// the time of day.
+func clockLines(w io.Writer) func(line string) {
+	return func(line string) { fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), line) }
+}
+
+// emit prints a command's result: v as indented JSON when asJSON, else
+// text.
+func emit(w io.Writer, asJSON bool, v any, text func() error) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return text()
+}
+
+// emitLine prints v as one line of JSON when asJSON, else text: the form
+// of a command that prints a record per operation.
+func emitLine(w io.Writer, asJSON bool, v any, text func() error) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(v)
+	}
+	return text()
 }

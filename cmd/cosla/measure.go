@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cosla/cosla/internal/lab/adapters"
@@ -38,74 +36,131 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func runMeasureRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("measure run", stderr)
-	target := fs.String("target", "", "store to measure: "+mrun.TargetNames()+" (required)")
-	preset := fs.String("preset", "", "workload preset: simpledb (Wada 2.1.1; in the simulator also Wada 4.3's guessed SimpleDB)")
-	var readOptions stringList
-	fs.Var(&readOptions, "read-option", "read option, repeatable; the first is the weak one of the summary, the second the consistent one ("+mrun.OptionsHelp(false)+")")
-	writeOption := fs.String("write-option", "", "write option ("+mrun.OptionsHelp(true)+")")
-	writers := fs.Int("writers", 1, "writer clients")
-	readers := fs.Int("readers", 1, "reader clients per read option")
-	writeEvery := fs.Duration("write-every", 3*time.Second, "each writer's period (Wada: 3s)")
-	readHz := fs.Float64("read-hz", 50, "each reader's rate (Wada: 50)")
-	placement := fs.String("placement", "threads", "where roles run: thread (one loop writes then reads), threads or processes")
-	keys := fs.String("keys", "", "one key, or two comma-separated keys X,Y for the two-element test (Wada 3.2); default a fresh key per run")
-	duration := fs.Duration("duration", 5*time.Minute, "length of the run (virtual time in the simulator)")
-	maxOps := fs.Int("max-ops", 1_000_000, "stop after this many operations")
-	seed := fs.Uint64("seed", 1, "seed of a simulated run (and of a sweep's read/write choice)")
-	out := fs.String("out", "", "directory for trace.jsonl, trace.csv and report.json (required)")
-	jsonOut := fs.Bool("json", false, "print a JSON summary instead of the text report")
-	clusterDir := fs.String("cluster-dir", defaultDir(), "directory of the local cluster (target cosla; $COSLA_DIR sets the default)")
-	config := fs.String("config", "", "client config file of a cluster on several hosts (target cosla; see cosla cluster plan), instead of --cluster-dir")
-	writerSite := fs.String("writer-site", "", "site of the writers (target cosla; default: the cluster's first site)")
-	readerSite := fs.String("reader-site", "", "site of the readers (target cosla; default: the writers' site)")
-	lag := fs.Duration("lag", 100*time.Millisecond, "replica lag of the in-memory store (target mem)")
-	connect := fs.String("connect", "", "comma-separated addresses of "+adapters.StoreNames()+" servers you run, measured instead of servers started in DIR/servers (see Targets)")
-	sweep := fs.String("sweep", "", "comma-separated client counts: run a load sweep (Wada 4.1) instead")
-	clientHz := fs.Float64("client-hz", 1, "sweep: each client's request rate")
-	readFraction := fs.Float64("read-fraction", 0.99, "sweep: fraction of reads")
-	var levels levelFlags
-	levels.add(fs, true, true)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla measure run --target T --out DIR [flags]")
-		fmt.Fprintln(stderr, "\nRuns the consistency benchmark of Wada et al. (CIDR'11): writers write a key every --write-every,")
-		fmt.Fprintln(stderr, "readers read it at --read-hz with each --read-option, and every operation is recorded in")
-		fmt.Fprintln(stderr, "DIR/trace.jsonl as it completes. Prints the analyses (fresh reads against time since the write,")
-		fmt.Fprintln(stderr, "monotonic reads, read-your-writes, Gamma, latency); --json prints a summary.")
-		fmt.Fprintln(stderr, "\nTargets:")
-		for _, t := range mrun.Targets() {
-			fmt.Fprintf(stderr, "  %-9s %s\n", t.Name, t.About)
-		}
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
+// measureFlags are the flags of cosla measure run.
+type measureFlags struct {
+	target, preset, writeOption, placement, keys, out          string
+	clusterDir, config, writerSite, readerSite, connect, sweep string
+	readOptions                                                stringList
+	writers, readers, maxOps                                   int
+	writeEvery, duration, lag                                  time.Duration
+	readHz, clientHz, readFraction                             float64
+	seed                                                       uint64
+	jsonOut                                                    bool
+	levels                                                     levelFlags
+}
+
+func (m *measureFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&m.target, "target", "", "store to measure: "+mrun.TargetNames()+" (required)")
+	fs.StringVar(&m.preset, "preset", "", "workload preset: simpledb (Wada 2.1.1; in the simulator also Wada 4.3's guessed SimpleDB)")
+	fs.Var(&m.readOptions, "read-option", "read option, repeatable; the first is the weak one of the summary, the second the consistent one ("+mrun.OptionsHelp(false)+")")
+	fs.StringVar(&m.writeOption, "write-option", "", "write option ("+mrun.OptionsHelp(true)+")")
+	fs.IntVar(&m.writers, "writers", 1, "writer clients")
+	fs.IntVar(&m.readers, "readers", 1, "reader clients per read option")
+	fs.DurationVar(&m.writeEvery, "write-every", 3*time.Second, "each writer's period (Wada: 3s)")
+	fs.Float64Var(&m.readHz, "read-hz", 50, "each reader's rate (Wada: 50)")
+	fs.StringVar(&m.placement, "placement", "threads", "where roles run: thread (one loop writes then reads), threads or processes")
+	fs.StringVar(&m.keys, "keys", "", "one key, or two comma-separated keys X,Y for the two-element test (Wada 3.2); default a fresh key per run")
+	fs.DurationVar(&m.duration, "duration", 5*time.Minute, "length of the run (virtual time in the simulator)")
+	fs.IntVar(&m.maxOps, "max-ops", 1_000_000, "stop after this many operations")
+	fs.Uint64Var(&m.seed, "seed", 1, "seed of a simulated run (and of a sweep's read/write choice)")
+	fs.StringVar(&m.out, "out", "", "directory for trace.jsonl, trace.csv and report.json (required)")
+	fs.BoolVar(&m.jsonOut, "json", false, "print a JSON summary instead of the text report")
+	fs.StringVar(&m.clusterDir, "cluster-dir", defaultDir(), "directory of the local cluster (target cosla; $COSLA_DIR sets the default)")
+	fs.StringVar(&m.config, "config", "", "client config file of a cluster on several hosts (target cosla; see cosla cluster plan), instead of --cluster-dir")
+	fs.StringVar(&m.writerSite, "writer-site", "", "site of the writers (target cosla; default: the cluster's first site)")
+	fs.StringVar(&m.readerSite, "reader-site", "", "site of the readers (target cosla; default: the writers' site)")
+	fs.DurationVar(&m.lag, "lag", 100*time.Millisecond, "replica lag of the in-memory store (target mem)")
+	fs.StringVar(&m.connect, "connect", "", "comma-separated addresses of "+adapters.StoreNames()+" servers you run, measured instead of servers started in DIR/servers (see Targets)")
+	fs.StringVar(&m.sweep, "sweep", "", "comma-separated client counts: run a load sweep (Wada 4.1) instead")
+	fs.Float64Var(&m.clientHz, "client-hz", 1, "sweep: each client's request rate")
+	fs.Float64Var(&m.readFraction, "read-fraction", 0.99, "sweep: fraction of reads")
+	m.levels.add(fs, true, true)
+}
+
+// measureRunDoc is the help of cosla measure run, with its targets.
+func measureRunDoc() string {
+	var b strings.Builder
+	b.WriteString(`Runs the consistency benchmark of Wada et al. (CIDR'11): writers write a key every --write-every,
+readers read it at --read-hz with each --read-option, and every operation is recorded in
+DIR/trace.jsonl as it completes. Prints the analyses (fresh reads against time since the write,
+monotonic reads, read-your-writes, Gamma, latency); --json prints a summary.
+
+Targets:`)
+	for _, t := range mrun.Targets() {
+		fmt.Fprintf(&b, "\n  %-9s %s", t.Name, t.About)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	return b.String()
+}
+
+func runMeasureRun(args []string, stdout, stderr io.Writer) error {
+	fs := newCommand("measure run", "cosla measure run --target T --out DIR [flags]", measureRunDoc(), stderr)
+	var m measureFlags
+	m.add(fs)
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case *target == "":
-		return usagef("--target is required (%s)", mrun.TargetNames())
-	case *out == "":
-		return usagef("--out is required")
-	case levels.set() && *target != "cosla" && *target != "sim":
-		return usagef("--read-level, --write-level, --cpq, --delay and --read-repair are for targets cosla and sim")
-	}
-	policy, err := levels.levels()
+	c, err := m.runConfig(fs, stderr)
 	if err != nil {
 		return err
 	}
-	w := mrun.Workload{Writers: *writers, Readers: *readers, WriteEvery: *writeEvery, ReadHz: *readHz,
-		ReadOptions: readOptions, WriteOption: *writeOption, Placement: mrun.Placement(*placement),
-		Duration: *duration, MaxOps: *maxOps}
-	if *preset != "" {
-		p, err := mrun.Preset(*preset)
-		if err != nil {
-			return usagef("--preset: %v", err)
+	c.Command = "cosla measure run " + strings.Join(args, " ")
+	ctx, cancel := interruptible()
+	defer cancel()
+	rf, err := mrun.Measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	return emit(stdout, m.jsonOut, rf.Wada, func() error { return rf.WriteText(stdout, m.preset == "simpledb" && m.target == "sim") })
+}
+
+// runConfig checks the flags and returns the run they ask for.
+func (m *measureFlags) runConfig(fs *flag.FlagSet, stderr io.Writer) (mrun.Config, error) {
+	switch {
+	case m.target == "":
+		return mrun.Config{}, usagef("--target is required (%s)", mrun.TargetNames())
+	case m.out == "":
+		return mrun.Config{}, usagef("--out is required")
+	case m.levels.set() && m.target != "cosla" && m.target != "sim":
+		return mrun.Config{}, usagef("--read-level, --write-level, --cpq, --delay and --read-repair are for targets cosla and sim")
+	}
+	policy, err := m.levels.levels()
+	if err != nil {
+		return mrun.Config{}, err
+	}
+	w, err := m.workload(fs)
+	if err != nil {
+		return mrun.Config{}, err
+	}
+	w.Policy = policy.Policy()
+	c := mrun.Config{Target: m.target, Preset: m.preset, Workload: w, Seed: m.seed, Out: m.out, Connect: splitList(m.connect),
+		ClusterDir: m.clusterDir, ClientConfig: m.config, WriterSite: m.writerSite, ReaderSite: m.readerSite, Lag: m.lag,
+		ClientHz: m.clientHz, ReadFraction: m.readFraction, Spawn: spawnWorker(stderr), Log: stderr}
+	if m.sweep != "" {
+		for _, f := range strings.Split(m.sweep, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return c, usagef("--sweep: %q is not a client count", f)
+			}
+			c.Sweep = append(c.Sweep, n)
 		}
-		// Flags given explicitly override the preset.
+	}
+	if err := c.EnsureDefaults().Validate(); err != nil {
+		return c, usagef("%v", err)
+	}
+	return c, nil
+}
+
+// workload is the run's workload: the flags', or --preset's with the
+// flags given explicitly overriding it.
+func (m *measureFlags) workload(fs *flag.FlagSet) (mrun.Workload, error) {
+	w := mrun.Workload{Writers: m.writers, Readers: m.readers, WriteEvery: m.writeEvery, ReadHz: m.readHz,
+		ReadOptions: m.readOptions, WriteOption: m.writeOption, Placement: mrun.Placement(m.placement),
+		Duration: m.duration, MaxOps: m.maxOps}
+	if m.preset != "" {
+		p, err := mrun.Preset(m.preset)
+		if err != nil {
+			return w, usagef("--preset: %v", err)
+		}
 		override := map[string]func(){
 			"writers": func() { p.Writers = w.Writers }, "readers": func() { p.Readers = w.Readers },
 			"write-every": func() { p.WriteEvery = w.WriteEvery }, "read-hz": func() { p.ReadHz = w.ReadHz },
@@ -120,42 +175,10 @@ func runMeasureRun(args []string, stdout, stderr io.Writer) error {
 		})
 		w = p
 	}
-	if *keys != "" {
-		w.Keys = strings.Split(*keys, ",")
+	if m.keys != "" {
+		w.Keys = strings.Split(m.keys, ",")
 	}
-	w.Policy = policy.Policy()
-	c := mrun.Config{Target: *target, Preset: *preset, Workload: w, Seed: *seed, Out: *out, Connect: splitList(*connect),
-		ClusterDir: *clusterDir, ClientConfig: *config, WriterSite: *writerSite, ReaderSite: *readerSite, Lag: *lag,
-		ClientHz: *clientHz, ReadFraction: *readFraction, Spawn: spawnWorker(stderr), Log: stderr,
-		Command: "cosla measure run " + strings.Join(args, " ")}
-	if *sweep != "" {
-		for _, f := range strings.Split(*sweep, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return usagef("--sweep: %q is not a client count", f)
-			}
-			c.Sweep = append(c.Sweep, n)
-		}
-	}
-	if err := c.EnsureDefaults().Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	rf, err := mrun.Measure(ctx, c)
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(stdout, rf.Wada)
-	}
-	return rf.WriteText(stdout, *preset == "simpledb" && *target == "sim")
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return w, nil
 }
 
 // workerProcess is a started `cosla measure worker`.
@@ -190,7 +213,8 @@ func spawnWorker(stderr io.Writer) func(context.Context, mrun.WorkerConfig) (mru
 
 // runMeasureWorker is one role of a run with --placement processes.
 func runMeasureWorker(args []string, _ io.Writer, stderr io.Writer) error {
-	fs := newFlags("measure worker", stderr)
+	fs := newCommand("measure worker", "cosla measure worker --target T --spec JSON --start-us N --trace FILE [flags]",
+		"Runs one role (a writer or a reader) of a cosla measure run with --placement processes,\nwhich starts it; not meant to be run by hand.", stderr)
 	target := fs.String("target", "", "store: cosla, redis, etcd or postgres")
 	connect := fs.String("connect", "", "comma-separated addresses of the store's servers, as measure run --connect takes them")
 	clusterDir := fs.String("cluster-dir", defaultDir(), "directory of the local cluster")
@@ -199,11 +223,7 @@ func runMeasureWorker(args []string, _ io.Writer, stderr io.Writer) error {
 	specJSON := fs.String("spec", "", "the role, as JSON (mrun.RoleSpec)")
 	startUS := fs.Int64("start-us", 0, "CLOCK_REALTIME microseconds at which the run's schedule starts")
 	tracePath := fs.String("trace", "", "file for the role's trace")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla measure worker --target T --spec JSON --start-us N --trace FILE [flags]\n\nRuns one role (a writer or a reader) of a cosla measure run with --placement processes,\nwhich starts it; not meant to be run by hand.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, anyOperands); err != nil {
 		return err
 	}
 	w := mrun.WorkerConfig{Target: *target, Connect: splitList(*connect), ClusterDir: *clusterDir, ClientConfig: *config, Site: *site,
@@ -214,42 +234,29 @@ func runMeasureWorker(args []string, _ io.Writer, stderr io.Writer) error {
 	if *tracePath == "" || *startUS <= 0 {
 		return usagef("--trace and --start-us are required")
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := interruptible()
 	defer cancel()
 	return mrun.Worker(ctx, w)
 }
 
 func runMeasureAnalyze(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("measure analyze", stderr)
+	fs := newCommand("measure analyze", "cosla measure analyze [--json] TRACE", "Reruns every analysis of `cosla measure run` on a JSONL trace.", stderr)
 	jsonOut := fs.Bool("json", false, "print the report (with the Wada summary) as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla measure analyze [--json] TRACE\n\nReruns every analysis of `cosla measure run` on a JSONL trace.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(1, 1, "want one trace file")); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want one trace file")
 	}
 	rf, err := mrun.AnalyzeFile(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		return printJSON(stdout, rf)
-	}
-	return rf.WriteText(stdout, false)
+	return emit(stdout, *jsonOut, rf, func() error { return rf.WriteText(stdout, false) })
 }
 
 func runMeasureReport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("measure report", stderr)
+	fs := newCommand("measure report", "cosla measure report --out OUT DIR...", "Compares the runs that `cosla measure run --out DIR` wrote, side by side: a Markdown and an\n"+
+		"HTML report with P(fresh) against time since the write (Wada Fig. 2), latency and Gamma plots.", stderr)
 	out := fs.String("out", "", "directory for report.md, report.html and plots/ (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla measure report --out OUT DIR...\n\nCompares the runs that `cosla measure run --out DIR` wrote, side by side: a Markdown and an\nHTML report with P(fresh) against time since the write (Wada Fig. 2), latency and Gamma plots.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, anyOperands); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() == 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -78,8 +77,18 @@ func (h hostFlags) Set(v string) error {
 	return nil
 }
 
+// planDoc is the help of cosla cluster plan.
+const planDoc = `Plans a cluster whose sites run on their own hosts. It writes, in DIR:
+  hosts/SITE  for each site: serve.yaml, the site's certificate and start.sh; copy it to the
+              site's host and run start.sh there
+  client      client.yaml (every node's address, the table to create) and the client
+              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml;
+              client-NAME.yaml and NAME's certificate for each of --clients
+  tls         the certificate authority; its key stays with you
+Once every site runs, cosla cluster init --config DIR/client/client.yaml creates the table.`
+
 func runClusterPlan(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster plan", stderr)
+	fs := newCommand("cluster plan", "cosla cluster plan --topology FILE --host SITE=ADDRESS ... [--dir DIR] [placement flags]", planDoc, stderr)
 	var topo topologyFlags
 	topo.add(fs)
 	var table tableFlags
@@ -92,33 +101,13 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	insecure := fs.Bool("insecure", false, "plan a cluster without TLS: any process that reaches a node's port may send it anything")
 	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, each with its config file client/client-NAME.yaml, besides the default client.yaml")
 	jsonOut := fs.Bool("json", false, "print the plan as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster plan --topology FILE --host SITE=ADDRESS ... [--dir DIR] [placement flags]")
-		fmt.Fprintln(stderr, "\nPlans a cluster whose sites run on their own hosts. It writes, in DIR:")
-		fmt.Fprintln(stderr, "  hosts/SITE  for each site: serve.yaml, the site's certificate and start.sh; copy it to the")
-		fmt.Fprintln(stderr, "              site's host and run start.sh there")
-		fmt.Fprintln(stderr, "  client      client.yaml (every node's address, the table to create) and the client")
-		fmt.Fprintln(stderr, "              certificate; copy it where clients run: cosla COMMAND --config client/client.yaml;")
-		fmt.Fprintln(stderr, "              client-NAME.yaml and NAME's certificate for each of --clients")
-		fmt.Fprintln(stderr, "  tls         the certificate authority; its key stays with you")
-		fmt.Fprintln(stderr, "Once every site runs, cosla cluster init --config DIR/client/client.yaml creates the table.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if len(hosts) == 0 {
 		return usagef("want --host SITE=ADDRESS for every site with storage nodes")
 	}
-	t, err := topo.resolve()
-	if err != nil {
-		return usagef("%v", err)
-	}
-	tbl, err := table.resolve(t)
+	t, tbl, err := resolveCluster(&topo, &table)
 	if err != nil {
 		return err
 	}
@@ -127,12 +116,12 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	fmt.Fprintf(stdout, "planned cluster %s in %s\n", t.Name, *dir)
+	return emit(stdout, *jsonOut, res, func() error { return printPlan(stdout, t.Name, *dir, res, *insecure) })
+}
+
+// printPlan prints what cluster plan wrote and the steps that remain.
+func printPlan(stdout io.Writer, name, dir string, res cluster.PlanResult, insecure bool) error {
+	fmt.Fprintf(stdout, "planned cluster %s in %s\n", name, dir)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  site\tnodes\taddress\thttp\tcopy to the host")
 	for _, h := range res.Hosts {
@@ -147,7 +136,7 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 	for _, name := range slices.Sorted(maps.Keys(res.NamedConfigs)) {
 		fmt.Fprintf(stdout, "client %s: --config %s\n", name, res.NamedConfigs[name])
 	}
-	if *insecure {
+	if insecure {
 		fmt.Fprintln(stdout, "warning: TLS is off (--insecure): any process that reaches a node's port may send it anything")
 	} else {
 		fmt.Fprintf(stdout, "keep %s secret: it signs the cluster's certificates\n", filepath.Join(res.TLSDir, "ca-key.pem"))
@@ -158,14 +147,11 @@ func runClusterPlan(args []string, stdout, stderr io.Writer) error {
 // runClusterInit creates the table a client config's create section
 // describes: the last step of a planned cluster.
 func runClusterInit(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster init", stderr)
+	fs := newCommand("cluster init", "cosla cluster init --config FILE", "Creates the table of a cluster planned with cosla cluster plan, once every site runs.\n"+
+		"A table that exists already is left as it is.", stderr)
 	config := fs.String("config", "", "client config file written by cosla cluster plan (required)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla cluster init --config FILE\n\nCreates the table of a cluster planned with cosla cluster plan, once every site runs.\nA table that exists already is left as it is.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, anyOperands); err != nil {
 		return err
 	}
 	switch {

@@ -65,21 +65,10 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	if expect != nil {
 		test = shownTest + " = " + strconv.Quote(string(expect))
 	}
-	var outcome error
-	switch {
-	case wr.Tested == cosla.Held:
-	case wr.Tested == cosla.Failed:
-		outcome = testFailedError{fmt.Errorf("test %s failed: %s not written", test, shownWrite)}
-	case bound != 0:
-		outcome = testFailedError{fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, shownWrite)}
-	default:
-		// The primary evaluates the test of a write without a bound before
-		// it answers; no outcome means it did not see the test at all.
-		outcome = fmt.Errorf("test %s: the primary %s answered without an outcome; %s may have been written regardless of the test", test, wr.Node, shownWrite)
-	}
+	outcome := rtwOutcome(wr, bound, test, shownWrite)
 	if jsonOut {
 		out := map[string]any{"op": "rtw", "test_key": keyfmt.JSON(testKey), "key": keyfmt.JSON(writeKey), "site": cs.site,
-			"test": wr.Tested.String(), "latency_ms": milliseconds(latency)}
+			"test": wr.Tested.String(), "latency_ns": latency}
 		if expect == nil {
 			out["expect_absent"] = true
 		} else {
@@ -91,18 +80,7 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 		}
 		return outcome
 	}
-	switch wr.Tested {
-	case cosla.Held:
-		fmt.Fprintf(w, "test %s: held; wrote %s = %s\n", test, shownWrite, strconv.Quote(value))
-	case cosla.Failed:
-		fmt.Fprintf(w, "test %s: failed; %s not written\n", test, shownWrite)
-	case cosla.NotEvaluated:
-		if bound == 0 {
-			fmt.Fprintf(w, "test %s: no outcome from the primary\n", test)
-			break
-		}
-		fmt.Fprintf(w, "test %s: not evaluated within the bound; the primary writes %s only if the test holds when it orders the write\n", test, shownWrite)
-	}
+	printRTW(w, wr, bound, test, shownWrite, value)
 	if bound == 0 {
 		// At the primary, which evaluated the test and ordered the write.
 		version := "nothing written"
@@ -115,4 +93,36 @@ func (cs *clientSession) rtw(ctx context.Context, w io.Writer, jsonOut bool, tes
 	fmt.Fprintf(w, "  %s (bound %s, %.1f ms from %s)\n", stagedText(wr), bound, milliseconds(latency), cs.site)
 	printHolders(w, wr)
 	return outcome
+}
+
+// rtwOutcome is the error of a read-test-write whose test did not hold,
+// nil when it held; test and shownWrite say the test and the key written.
+func rtwOutcome(wr cosla.WriteResult, bound cosla.Bound, test, shownWrite string) error {
+	switch {
+	case wr.Tested == cosla.Held:
+		return nil
+	case wr.Tested == cosla.Failed:
+		return testFailedError{fmt.Errorf("test %s failed: %s not written", test, shownWrite)}
+	case bound != 0:
+		return testFailedError{fmt.Errorf("test %s not evaluated within bound %s: the primary writes %s only if it holds when it orders the write", test, bound, shownWrite)}
+	}
+	// The primary evaluates the test of a write without a bound before
+	// it answers; no outcome means it did not see the test at all.
+	return fmt.Errorf("test %s: the primary %s answered without an outcome; %s may have been written regardless of the test", test, wr.Node, shownWrite)
+}
+
+// printRTW prints a read-test-write's outcome.
+func printRTW(w io.Writer, wr cosla.WriteResult, bound cosla.Bound, test, shownWrite, value string) {
+	switch wr.Tested {
+	case cosla.Held:
+		fmt.Fprintf(w, "test %s: held; wrote %s = %s\n", test, shownWrite, strconv.Quote(value))
+	case cosla.Failed:
+		fmt.Fprintf(w, "test %s: failed; %s not written\n", test, shownWrite)
+	case cosla.NotEvaluated:
+		if bound == 0 {
+			fmt.Fprintf(w, "test %s: no outcome from the primary\n", test)
+			break
+		}
+		fmt.Fprintf(w, "test %s: not evaluated within the bound; the primary writes %s only if the test holds when it orders the write\n", test, shownWrite)
+	}
 }

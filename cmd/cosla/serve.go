@@ -15,32 +15,39 @@ import (
 	"github.com/cosla/cosla/internal/runtime/server"
 )
 
+// serveDoc is the help of cosla serve.
+const serveDoc = `Hosts one site's storage nodes until interrupted. The config names the site, the nodes,
+the listen addresses, the data directory and the addresses of the other sites' nodes:
+
+  site: england
+  nodes: [r1]
+  listen: 127.0.0.1:7100
+  http_listen: 127.0.0.1:7180
+  data_dir: /var/lib/cosla/england
+  tls: {cert: node-england.pem, key: node-england-key.pem, ca: ca.pem}
+  peers:
+    us/r1: 127.0.0.1:7200
+
+Every connection is mutual TLS unless --insecure: other sites present node certificates,
+clients client certificates, which may send client requests only, and only as the client
+the certificate names: SITE/NAME or SITE/NAME-SUFFIX (cosla cluster up writes them; cosla
+cluster cert client NAME issues one more; see internal/runtime/certs). Files it creates are its
+owner's only (umask 077); its HTTP listener answers only requests whose Host header names
+it (http_listen's host, a loopback address or localhost).
+
+On SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a
+storage call that has not returned by then, or that was in progress when its disk failed,
+is left behind. It exits 1 if a node's storage failed or was left open, 0 otherwise.`
+
 func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+	fs := newCommand("serve", "cosla serve --config FILE", serveDoc, stderr)
 	config := fs.String("config", "", "YAML file of server options (required); see internal/runtime/server.Options")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	tlsCert := fs.String("tls-cert", "", "the site's node certificate (PEM); overrides the config's tls.cert")
 	tlsKey := fs.String("tls-key", "", "the node certificate's key (PEM); overrides tls.key")
 	tlsCA := fs.String("tls-ca", "", "the cluster's certificate authority (PEM); overrides tls.ca")
 	insecure := fs.Bool("insecure", false, "run without TLS (warns at start): any process that reaches the port may send anything")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla serve --config FILE")
-		fmt.Fprintln(stderr, "\nHosts one site's storage nodes until interrupted. The config names the site, the nodes,")
-		fmt.Fprintln(stderr, "the listen addresses, the data directory and the addresses of the other sites' nodes:")
-		fmt.Fprintln(stderr, "\n  site: england\n  nodes: [r1]\n  listen: 127.0.0.1:7100\n  http_listen: 127.0.0.1:7180\n  data_dir: /var/lib/cosla/england\n  tls: {cert: node-england.pem, key: node-england-key.pem, ca: ca.pem}\n  peers:\n    us/r1: 127.0.0.1:7200")
-		fmt.Fprintln(stderr, "\nEvery connection is mutual TLS unless --insecure: other sites present node certificates,")
-		fmt.Fprintln(stderr, "clients client certificates, which may send client requests only, and only as the client")
-		fmt.Fprintln(stderr, "the certificate names: SITE/NAME or SITE/NAME-SUFFIX (cosla cluster up writes them; cosla")
-		fmt.Fprintln(stderr, "cluster cert client NAME issues one more; see internal/runtime/certs). Files it creates are its")
-		fmt.Fprintln(stderr, "owner's only (umask 077); its HTTP listener answers only requests whose Host header names")
-		fmt.Fprintln(stderr, "it (http_listen's host, a loopback address or localhost).")
-		fmt.Fprintln(stderr, "\nOn SIGTERM or interrupt it stops within about twice stop_timeout (default 10s): a")
-		fmt.Fprintln(stderr, "storage call that has not returned by then, or that was in progress when its disk failed,")
-		fmt.Fprintln(stderr, "is left behind. It exits 1 if a node's storage failed or was left open, 0 otherwise.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, anyOperands); err != nil {
 		return err
 	}
 	if *config == "" || fs.NArg() > 0 {

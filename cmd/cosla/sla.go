@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,46 +10,33 @@ import (
 )
 
 func runSLAShow(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sla show", stderr)
+	presets := strings.Join(sla.PresetNames(), ", ")
+	fs := newCommand("sla show", "cosla sla show [--json] NAME|FILE|TEXT", "Prints an SLA's subSLAs, most preferred first, and its text form. The SLA is a preset\n("+
+		presets+"), a YAML or text file, or SLA text such as \"strong 150ms 1; eventual 1s 0.5\".", stderr)
 	jsonOut := fs.Bool("json", false, "print the SLA as JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cosla sla show [--json] NAME|FILE|TEXT\n\nPrints an SLA's subSLAs, most preferred first, and its text form. The SLA is a preset\n(%s), a YAML or text file, or SLA text such as \"strong 150ms 1; eventual 1s 0.5\".\n\nFlags:\n",
-			strings.Join(sla.PresetNames(), ", "))
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, operandCount(1, 1, "sla show takes one preset name, file or SLA text (presets: "+presets+")")); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("sla show takes one preset name, file or SLA text (presets: %s)", strings.Join(sla.PresetNames(), ", "))
 	}
 	agreement, err := sla.Resolve(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		return json.NewEncoder(stdout).Encode(slaJSON(agreement))
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "rank\tconsistency\tlatency\tutility")
-	for i, sub := range agreement {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%v\n", i+1, sub.Consistency, latencyText(sub), sub.Utility)
-	}
-	tw.Flush()
-	fmt.Fprintf(stdout, "\ntext form: %s\n", agreement)
-	return nil
+	return emitLine(stdout, *jsonOut, slaJSON(agreement), func() error {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "rank\tconsistency\tlatency\tutility")
+		for i, sub := range agreement {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%v\n", i+1, sub.Consistency, latencyText(sub), sub.Utility)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "\ntext form: %s\n", agreement)
+		return nil
+	})
 }
 
 func runSLACheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sla check", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla sla check FILE\n\nValidates an SLA file (YAML or the text format) and names the bad subSLA and field;\nexits 2 if it is invalid.")
-	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newCommand("sla check", "cosla sla check FILE", "Validates an SLA file (YAML or the text format) and names the bad subSLA and field;\nexits 2 if it is invalid.", stderr)
+	if err := parseArgs(fs, args, operandCount(1, 1, "sla check takes one file")); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("sla check takes one file")
 	}
 	agreement, err := sla.Load(fs.Arg(0))
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -43,29 +42,22 @@ func readBuildVersion() buildVersion {
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", stderr)
+	fs := newCommand("version", "cosla version [--json]", "Prints the version of this binary's module, the Go version and platform it was built\n"+
+		"with, and the source revision (with its time, and whether the tree had changes) when it was\nbuilt from a version-controlled tree.", stderr)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cosla version [--json]\n\nPrints the version of this binary's module, the Go version and platform it was built\nwith, and the source revision (with its time, and whether the tree had changes) when it was\nbuilt from a version-controlled tree.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
 	v := readBuildVersion()
-	if *jsonOut {
-		return json.NewEncoder(stdout).Encode(v)
-	}
-	fmt.Fprintf(stdout, "cosla %s (%s, %s)\n", v.Version, v.Go, v.Platform)
-	if v.Revision != "" {
-		modified := ""
-		if v.Modified {
-			modified = ", with uncommitted changes"
+	return emitLine(stdout, *jsonOut, v, func() error {
+		fmt.Fprintf(stdout, "cosla %s (%s, %s)\n", v.Version, v.Go, v.Platform)
+		if v.Revision != "" {
+			modified := ""
+			if v.Modified {
+				modified = ", with uncommitted changes"
+			}
+			fmt.Fprintf(stdout, "revision %s (%s%s)\n", v.Revision, v.Time, modified)
 		}
-		fmt.Fprintf(stdout, "revision %s (%s%s)\n", v.Revision, v.Time, modified)
-	}
-	return nil
+		return nil
+	})
 }
