@@ -112,9 +112,16 @@ func Stores() []StoreInfo {
 
 // StoreNames lists the registry's names: "redis, etcd or postgres".
 func StoreNames() string {
-	names := make([]string, len(registry))
-	for i, s := range registry {
-		names[i] = s.Name
+	return NameList(registry, func(s StoreInfo) string { return s.Name })
+}
+
+// NameList lists the names of a registry's entries (two or more) for
+// messages: "a, b or c"; this one's, and those of registries that extend it (package
+// measure/run's targets).
+func NameList[T any](entries []T, name func(T) string) string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = name(e)
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
