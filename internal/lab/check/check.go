@@ -49,12 +49,10 @@ type opState struct {
 	readsFrom bool          // writer -> this Get is an edge of causal precedence
 
 	// Sessions.
-	session       int      // index into checker.sessions
-	pos           position // 1-based position in session order
-	pred, succ    int      // neighbours in session order, or -1
-	sessionPut    ref      // newest acked Put to the key earlier in the session (strong)
-	sessionQuorum ref      // newest acked Put to the key earlier in the session with r + w > N (quorum)
-	orderReported bool     // a version-order violation was reported for this Put
+	sessionLink
+	sessionPut    ref  // newest acked Put to the key earlier in the session (strong)
+	sessionQuorum ref  // newest acked Put to the key earlier in the session with r + w > N (quorum)
+	orderReported bool // a version-order violation was reported for this Put
 }
 
 type keyValue struct{ key, value string }
@@ -217,25 +215,17 @@ func (c *checker) resolveReads() {
 // strict "returned before called" test it orders ops that touch at an
 // instant.
 func (c *checker) orderSessions() {
-	c.sessions = sessionOrder(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
+	c.sessions = linkSessions(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
 		return c.h[i].Session, c.h[i].Call, c.h[i].Return, c.st[i].valid
+	}, func(i int) *sessionLink { return &c.st[i].sessionLink }, func(first, prev, cur int) {
+		if c.h[cur].Call < c.h[prev].Return {
+			c.report(cur, RuleHistory, "%s was called while %s of the same session was still running; a session issues one op at a time",
+				c.desc(cur), c.desc(prev))
+		}
+		if c.h[cur].Client != c.h[first].Client {
+			c.report(cur, RuleHistory, "%s is in the session of %s, which belongs to another client", c.desc(cur), c.desc(first))
+		}
 	})
-	for s, ops := range c.sessions {
-		for k, i := range ops {
-			c.st[i].session, c.st[i].pos = s, position(k+1)
-		}
-		for k := 1; k < len(ops); k++ {
-			prev, cur := ops[k-1], ops[k]
-			c.st[prev].succ, c.st[cur].pred = cur, prev
-			if c.h[cur].Call < c.h[prev].Return {
-				c.report(cur, RuleHistory, "%s was called while %s of the same session was still running; a session issues one op at a time",
-					c.desc(cur), c.desc(prev))
-			}
-			if c.h[cur].Client != c.h[ops[0]].Client {
-				c.report(cur, RuleHistory, "%s is in the session of %s, which belongs to another client", c.desc(cur), c.desc(ops[0]))
-			}
-		}
-	}
 }
 
 // putsByKey returns, per key in order of first appearance, the Puts for
@@ -533,11 +523,21 @@ func latencyString(d time.Duration) string {
 	return d.String()
 }
 
-// sessionOrder groups the valid ops of a history of n by session, in the
+// sessionLink is an op's place in session order.
+type sessionLink struct {
+	session    int      // index into the checker's sessions
+	pos        position // 1-based position in session order
+	pred, succ int      // neighbours in session order, or -1
+}
+
+// linkSessions groups the valid ops of a history of n by session, in the
 // order each session first appears, each session's ops by Call, then
-// Return. op returns an op's session, call and return times, and whether
-// it is valid.
-func sessionOrder(n int, op func(i int) (session string, call, ret time.Duration, valid bool)) [][]int {
+// Return; sets each op's sessionLink (link); and calls each(first, prev,
+// cur) for every op cur after the first op of its session, prev its
+// predecessor. op returns an op's session, call and return times, and
+// whether it is valid.
+func linkSessions(n int, op func(i int) (session string, call, ret time.Duration, valid bool),
+	link func(i int) *sessionLink, each func(first, prev, cur int)) [][]int {
 	index := make(map[string]int)
 	var sessions [][]int
 	type times struct{ call, ret time.Duration }
@@ -556,13 +556,20 @@ func sessionOrder(n int, op func(i int) (session string, call, ret time.Duration
 		}
 		sessions[s] = append(sessions[s], i)
 	}
-	for _, ops := range sessions {
+	for s, ops := range sessions {
 		slices.SortStableFunc(ops, func(a, b int) int {
 			if r := cmp.Compare(at[a].call, at[b].call); r != 0 {
 				return r
 			}
 			return cmp.Compare(at[a].ret, at[b].ret)
 		})
+		for k, i := range ops {
+			link(i).session, link(i).pos = s, position(k+1)
+		}
+		for k := 1; k < len(ops); k++ {
+			link(ops[k-1]).succ, link(ops[k]).pred = ops[k], ops[k-1]
+			each(ops[0], ops[k-1], ops[k])
+		}
 	}
 	return sessions
 }
