@@ -252,6 +252,12 @@ func (c *checker) causalChain(p, g int) string {
 		}
 		steps = append(steps, fmt.Sprintf("%s #%d later in session %s", c.h[u].Kind, u, c.h[u].Session))
 	}
+	return joinChain(steps)
+}
+
+// joinChain joins the steps of a precedence chain for a message, the
+// middle of a long one left out.
+func joinChain(steps []string) string {
 	const keep = 8
 	if len(steps) > 2*keep {
 		steps = append(append(steps[:keep:keep], "..."), steps[len(steps)-keep:]...)

@@ -62,9 +62,8 @@ type checker struct {
 	st []opState
 	vs []Violation
 
-	byValue    map[string]int     // first Put of each value
-	byKeyValue map[keyValue][]int // Puts of each (key, value), in index order
-	sessions   [][]int            // ops of each session in session order
+	putIndex
+	sessions [][]int // ops of each session in session order
 }
 
 func (c *checker) report(op int, rule, format string, args ...any) {
@@ -122,21 +121,41 @@ func (c *checker) checkOps() {
 
 // indexPuts records the writer of each value and reports duplicate values.
 func (c *checker) indexPuts() {
-	c.byValue = make(map[string]int)
-	c.byKeyValue = make(map[keyValue][]int)
-	for i, op := range c.h {
-		if !c.st[i].valid || op.Kind != Put {
+	c.putIndex = newPutIndex(len(c.h), func(i int) (string, string, bool) {
+		return c.h[i].Key, c.h[i].Value, c.st[i].valid && c.h[i].Kind == Put
+	}, func(i, first int) {
+		c.report(i, RuleHistory, dupValue, c.desc(i), c.desc(first))
+	})
+}
+
+// dupValue is the violation of a Put of a value written before.
+const dupValue = "%s writes a value already written by %s; put values must be unique so that a read identifies its write"
+
+// putIndex is where the values a history reads were written.
+type putIndex struct {
+	byValue    map[string]int     // first Put of each value
+	byKeyValue map[keyValue][]int // Puts of each (key, value), in index order
+}
+
+// newPutIndex indexes the Puts of a history of n ops. put returns an op's
+// key and value and whether it is a valid Put; dup is called for each Put
+// of a value that Put first wrote before.
+func newPutIndex(n int, put func(i int) (key, value string, ok bool), dup func(i, first int)) putIndex {
+	x := putIndex{byValue: make(map[string]int), byKeyValue: make(map[keyValue][]int)}
+	for i := range n {
+		key, value, ok := put(i)
+		if !ok {
 			continue
 		}
-		if first, dup := c.byValue[op.Value]; dup {
-			c.report(i, RuleHistory, "%s writes a value already written by %s; put values must be unique so that a read identifies its write",
-				c.desc(i), c.desc(first))
+		if first, seen := x.byValue[value]; seen {
+			dup(i, first)
 		} else {
-			c.byValue[op.Value] = i
+			x.byValue[value] = i
 		}
-		kv := keyValue{op.Key, op.Value}
-		c.byKeyValue[kv] = append(c.byKeyValue[kv], i)
+		kv := keyValue{key, value}
+		x.byKeyValue[kv] = append(x.byKeyValue[kv], i)
 	}
+	return x
 }
 
 // resolveReads finds the Put each Found Get read from, learns the timestamps

@@ -226,12 +226,11 @@ type multiChecker struct {
 	vs    []Violation
 	miss  []multiMiss
 
-	byValue    map[string]int
-	byKeyValue map[keyValue][]int
-	keys       map[string]int // key index of each key some Put wrote
-	ranked     [][]int        // per key index: Puts of known version, by rank
-	index      []multiKey     // per key index
-	sessions   [][]int
+	putIndex
+	keys     map[string]int // key index of each key some Put wrote
+	ranked   [][]int        // per key index: Puts of known version, by rank
+	index    []multiKey     // per key index
+	sessions [][]int
 
 	shape       wideShape
 	readerStart []int32 // the reads of Put i are readers[readerStart[i]:readerStart[i+1]]
@@ -307,21 +306,16 @@ func (c *multiChecker) addRead(op, item int, key, value string, found bool, v Ve
 // indexPuts records the writer of each value, reports duplicate values and
 // numbers the keys that Puts write.
 func (c *multiChecker) indexPuts() {
-	c.byValue = make(map[string]int)
-	c.byKeyValue = make(map[keyValue][]int)
+	c.putIndex = newPutIndex(len(c.h), func(i int) (string, string, bool) {
+		return c.h[i].Key, c.h[i].Value, c.st[i].valid && c.h[i].Kind == Put
+	}, func(i, first int) {
+		c.report(i, RuleMultiOp, dupValue, c.desc(i), c.desc(first))
+	})
 	c.keys = make(map[string]int)
 	for i, op := range c.h {
 		if !c.st[i].valid || op.Kind != Put {
 			continue
 		}
-		if first, dup := c.byValue[op.Value]; dup {
-			c.report(i, RuleMultiOp, "%s writes a value already written by %s; put values must be unique so that a read identifies its write",
-				c.desc(i), c.desc(first))
-		} else {
-			c.byValue[op.Value] = i
-		}
-		kv := keyValue{op.Key, op.Value}
-		c.byKeyValue[kv] = append(c.byKeyValue[kv], i)
 		k, ok := c.keys[op.Key]
 		if !ok {
 			k = len(c.keys)
@@ -885,11 +879,7 @@ func (c *multiChecker) chain(p, to int) string {
 		}
 		steps = append(steps, fmt.Sprintf("%s #%d later in session %s", c.h[u].Kind, u, c.h[u].Session))
 	}
-	const keep = 8
-	if len(steps) > 2*keep {
-		steps = append(append(steps[:keep:keep], "..."), steps[len(steps)-keep:]...)
-	}
-	return strings.Join(steps, " -> ")
+	return joinChain(steps)
 }
 
 // checkConverge checks H3 against the final states.
