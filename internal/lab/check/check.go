@@ -158,6 +158,26 @@ func newPutIndex(n int, put func(i int) (key, value string, ok bool), dup func(i
 	return x
 }
 
+// writerOf returns the Put a read of value at key returned: the first Put
+// of value to key, or, with duplicate values, the first of them whose
+// version matches the read's. Without one it returns -1, and the first Put
+// of value to another key, or -1.
+func (x putIndex) writerOf(key, value string, matches func(w int) bool) (writer, other int) {
+	ws := x.byKeyValue[keyValue{key, value}]
+	if len(ws) == 0 {
+		if other, ok := x.byValue[value]; ok {
+			return -1, other
+		}
+		return -1, -1
+	}
+	for _, w := range ws {
+		if matches(w) {
+			return w, -1
+		}
+	}
+	return ws[0], -1
+}
+
 // resolveReads finds the Put each Found Get read from, learns the timestamps
 // of unacknowledged Puts from the first Get that returned them, and checks
 // that reads agree with writes.
@@ -171,24 +191,18 @@ func (c *checker) resolveReads() {
 			st.retKnown = true // the initial state, older than every version
 			continue
 		}
-		ws := c.byKeyValue[keyValue{op.Key, op.Value}]
-		if len(ws) == 0 {
-			if other, ok := c.byValue[op.Value]; ok {
-				c.report(i, RuleHistory, "%s read %q, which %s wrote to another key", c.desc(i), op.Value, c.desc(other))
-			} else {
-				// Pileus 3.2: even eventual consistency returns a value
-				// written by some Put to the key.
-				c.report(i, RuleEventual, "%s read %q@%s, which no put to key %q ever wrote", c.desc(i), op.Value, op.TS, op.Key)
-			}
+		writer, other := c.writerOf(op.Key, op.Value, func(w int) bool { return c.st[w].tsKnown && c.st[w].ts == op.TS })
+		switch {
+		case writer < 0 && other >= 0:
+			c.report(i, RuleHistory, "%s read %q, which %s wrote to another key", c.desc(i), op.Value, c.desc(other))
+			continue
+		case writer < 0:
+			// Pileus 3.2: even eventual consistency returns a value
+			// written by some Put to the key.
+			c.report(i, RuleEventual, "%s read %q@%s, which no put to key %q ever wrote", c.desc(i), op.Value, op.TS, op.Key)
 			continue
 		}
-		st.writer = ws[0]
-		for _, w := range ws { // only with duplicate values: prefer the matching version
-			if c.st[w].tsKnown && c.st[w].ts == op.TS {
-				st.writer = w
-				break
-			}
-		}
+		st.writer = writer
 		if w := &c.st[st.writer]; !w.tsKnown && positive(op.TS) {
 			w.tsKnown, w.ts, w.revealedBy = true, op.TS, i
 		}

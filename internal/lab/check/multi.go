@@ -334,22 +334,16 @@ func (c *multiChecker) resolveReads() {
 		if !rd.found {
 			continue
 		}
-		ws := c.byKeyValue[keyValue{rd.key, rd.value}]
-		if len(ws) == 0 {
-			if other, ok := c.byValue[rd.value]; ok {
-				c.report(rd.op, RuleMultiOp, "%s %s, which %s wrote to another key", c.desc(rd.op), c.readDesc(r), c.desc(other))
-			} else {
-				c.report(rd.op, RuleMultiOp, "%s %s, which no put ever wrote", c.desc(rd.op), c.readDesc(r))
-			}
+		writer, other := c.writerOf(rd.key, rd.value, func(w int) bool { return c.st[w].known && c.st[w].version == rd.version })
+		switch {
+		case writer < 0 && other >= 0:
+			c.report(rd.op, RuleMultiOp, "%s %s, which %s wrote to another key", c.desc(rd.op), c.readDesc(r), c.desc(other))
+			continue
+		case writer < 0:
+			c.report(rd.op, RuleMultiOp, "%s %s, which no put ever wrote", c.desc(rd.op), c.readDesc(r))
 			continue
 		}
-		rd.writer = ws[0]
-		for _, w := range ws { // only with duplicate values: prefer the matching version
-			if c.st[w].known && c.st[w].version == rd.version {
-				rd.writer = w
-				break
-			}
-		}
+		rd.writer = writer
 		if w := &c.st[rd.writer]; !w.known && positive(rd.version.TS) {
 			w.known, w.version, w.revealedBy = true, rd.version, r
 		}
