@@ -2,6 +2,7 @@ package sla
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -44,12 +45,7 @@ func Preset(name string) (SLA, bool) {
 
 // PresetNames returns the names Preset knows, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for name := range presets {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // Resolve turns a command-line argument into an SLA. The spec is a preset

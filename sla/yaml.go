@@ -11,48 +11,39 @@ import (
 
 // MarshalText writes the guarantee as String does. It fails on an invalid
 // guarantee, which could not be read back.
-func (c Consistency) MarshalText() ([]byte, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return []byte(c.String()), nil
-}
+func (c Consistency) MarshalText() ([]byte, error) { return validText(c.Validate, c.String) }
 
 // UnmarshalText reads a guarantee as ParseConsistency does.
-func (c *Consistency) UnmarshalText(text []byte) error {
-	parsed, err := ParseConsistency(string(text))
-	if err != nil {
-		return err
-	}
-	*c = parsed
-	return nil
-}
+func (c *Consistency) UnmarshalText(text []byte) error { return parseText(c, text, ParseConsistency) }
 
 // MarshalText writes the subSLA as String does ("strong 300ms 1"). It
 // fails on an invalid subSLA, which could not be read back.
-func (s SubSLA) MarshalText() ([]byte, error) {
-	if err := s.Consistency.Validate(); err != nil {
-		return nil, err
-	}
-	return []byte(s.String()), nil
-}
+func (s SubSLA) MarshalText() ([]byte, error) { return validText(s.Consistency.Validate, s.String) }
 
 // MarshalText writes the SLA in the one-line text format. It fails on an
 // invalid SLA, which could not be read back.
-func (s SLA) MarshalText() ([]byte, error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	return []byte(s.String()), nil
-}
+func (s SLA) MarshalText() ([]byte, error) { return validText(s.Validate, s.String) }
 
 // UnmarshalText reads the text format as Parse does.
-func (s *SLA) UnmarshalText(text []byte) error {
-	parsed, err := Parse(string(text))
+func (s *SLA) UnmarshalText(text []byte) error { return parseText(s, text, Parse) }
+
+// validText is a MarshalText: the text form, once validate says it can be
+// read back.
+func validText(validate func() error, text func() string) ([]byte, error) {
+	if err := validate(); err != nil {
+		return nil, err
+	}
+	return []byte(text()), nil
+}
+
+// parseText is an UnmarshalText: *dst becomes what parse reads, or stays
+// as it was on an error.
+func parseText[T any](dst *T, text []byte, parse func(string) (T, error)) error {
+	parsed, err := parse(string(text))
 	if err != nil {
 		return err
 	}
-	*s = parsed
+	*dst = parsed
 	return nil
 }
 

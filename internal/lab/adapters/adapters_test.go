@@ -400,6 +400,16 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
+// TestFailedConnectIsNilStore checks that a store the registry failed to
+// connect to is a nil Store, not a nil pointer in a Store that a caller's
+// nil check lets through.
+func TestFailedConnectIsNilStore(t *testing.T) {
+	s, err := Connect(t.Context(), "postgres", []string{"port=bad", "port=bad"})
+	if err == nil || s != nil {
+		t.Fatalf("Connect(postgres, a bad connection string) = %#v, %v; want a nil Store and an error", s, err)
+	}
+}
+
 func TestPostgresDSN(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:5432":                    "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",

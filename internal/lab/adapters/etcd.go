@@ -227,12 +227,7 @@ func StartEtcd(ctx context.Context, dir string) (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		e, err := startEtcd(ctx, dir, path, attempt)
-		if err == nil || attempt == startAttempts || !portTaken(err) {
-			return e, err
-		}
-	}
+	return startRetrying(func(attempt int) (*Etcd, error) { return startEtcd(ctx, dir, path, attempt) })
 }
 
 func startEtcd(ctx context.Context, dir, path string, attempt int) (_ *Etcd, err error) {
@@ -240,15 +235,10 @@ func startEtcd(ctx context.Context, dir, path string, attempt int) (_ *Etcd, err
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, etcdMembers)
-	clientURLs := make([]string, etcdMembers)
-	peerURLs := make([]string, etcdMembers)
-	initialCluster := make([]string, etcdMembers)
-	for i := range etcdMembers {
-		names[i] = fmt.Sprintf("m%d", i)
-		clientURLs[i] = "http://" + loopback(ports[2*i])
-		peerURLs[i] = "http://" + loopback(ports[2*i+1])
-		initialCluster[i] = names[i] + "=" + peerURLs[i]
+	members := etcdCluster(ports, attempt)
+	base := fmt.Sprintf("%s/etcd-%d", dir, attempt)
+	if err := mkdirAll(base); err != nil {
+		return nil, err
 	}
 	var procs []*proc
 	defer func() {
@@ -258,32 +248,73 @@ func startEtcd(ctx context.Context, dir, path string, attempt int) (_ *Etcd, err
 			}
 		}
 	}()
-	base := fmt.Sprintf("%s/etcd-%d", dir, attempt)
-	if err := mkdirAll(base); err != nil {
-		return nil, err
-	}
-	for i := range etcdMembers {
-		data := base + "/" + names[i]
-		p, err := spawn("etcd member "+names[i], data+".log", sigterm, nil, path,
-			"--name", names[i],
-			"--data-dir", data,
-			"--listen-client-urls", clientURLs[i],
-			"--advertise-client-urls", clientURLs[i],
-			"--listen-peer-urls", peerURLs[i],
-			"--initial-advertise-peer-urls", peerURLs[i],
-			"--initial-cluster", strings.Join(initialCluster, ","),
-			"--initial-cluster-state", "new",
-			"--initial-cluster-token", fmt.Sprintf("cosla-%d-%d", ports[0], attempt),
-			"--logger", "zap",
-			"--log-outputs", "stderr",
-		)
+	for _, m := range members {
+		p, err := spawn("etcd member "+m.name, base+"/"+m.name+".log", sigterm, nil, path, m.args(base)...)
 		if err != nil {
 			return nil, err
 		}
 		procs = append(procs, p)
 	}
+	e, err := connectEtcdReady(ctx, procs, members)
+	if err != nil {
+		return nil, err
+	}
+	e.procs = leaderLast(procs, members, e.leaderEndpoint)
+	return e, nil
+}
+
+// etcdMember is one member of the cluster startEtcd starts.
+type etcdMember struct {
+	name, clientURL, peerURL string
+	// initialCluster and token are the cluster's, the same for every
+	// member.
+	initialCluster, token string
+}
+
+// etcdCluster names the members and gives each a client and a peer port.
+func etcdCluster(ports []int, attempt int) []etcdMember {
+	members := make([]etcdMember, etcdMembers)
+	initialCluster := make([]string, etcdMembers)
+	for i := range members {
+		m := &members[i]
+		m.name = fmt.Sprintf("m%d", i)
+		m.clientURL = "http://" + loopback(ports[2*i])
+		m.peerURL = "http://" + loopback(ports[2*i+1])
+		initialCluster[i] = m.name + "=" + m.peerURL
+	}
+	for i := range members {
+		members[i].initialCluster = strings.Join(initialCluster, ",")
+		members[i].token = fmt.Sprintf("cosla-%d-%d", ports[0], attempt)
+	}
+	return members
+}
+
+// args are the member's command line, its data in base/NAME.
+func (m etcdMember) args(base string) []string {
+	return []string{
+		"--name", m.name,
+		"--data-dir", base + "/" + m.name,
+		"--listen-client-urls", m.clientURL,
+		"--advertise-client-urls", m.clientURL,
+		"--listen-peer-urls", m.peerURL,
+		"--initial-advertise-peer-urls", m.peerURL,
+		"--initial-cluster", m.initialCluster,
+		"--initial-cluster-state", "new",
+		"--initial-cluster-token", m.token,
+		"--logger", "zap",
+		"--log-outputs", "stderr",
+	}
+}
+
+// connectEtcdReady connects to the members once they name a leader, and
+// returns once a linearizable read at the follower succeeds.
+func connectEtcdReady(ctx context.Context, procs []*proc, members []etcdMember) (*Etcd, error) {
+	clientURLs := make([]string, len(members))
+	for i, m := range members {
+		clientURLs[i] = m.clientURL
+	}
 	var e *Etcd
-	err = waitReady(ctx, "etcd cluster", procs, func(ctx context.Context) error {
+	err := waitReady(ctx, "etcd cluster", procs, func(ctx context.Context) error {
 		if e == nil {
 			c, err := ConnectEtcd(ctx, clientURLs)
 			if err != nil {
@@ -300,15 +331,18 @@ func startEtcd(ctx context.Context, dir, path string, attempt int) (_ *Etcd, err
 		}
 		return nil, err
 	}
-	// Stop order: the followers, then the leader. A stopping leader first
-	// hands leadership over, which takes an election round.
-	for i, url := range clientURLs {
-		if url == e.leaderEndpoint {
+	return e, nil
+}
+
+// leaderLast orders the members' processes for Close: the followers, then
+// the leader. A stopping leader first hands leadership over, which takes
+// an election round.
+func leaderLast(procs []*proc, members []etcdMember, leaderEndpoint string) []*proc {
+	for i, m := range members {
+		if m.clientURL == leaderEndpoint {
 			leader := procs[i]
-			procs = append(slices.Delete(procs, i, i+1), leader)
-			break
+			return append(slices.Delete(procs, i, i+1), leader)
 		}
 	}
-	e.procs = procs
-	return e, nil
+	return procs
 }

@@ -208,28 +208,31 @@ var (
 	postgresUser   = "postgres" // created by the Debian package postgresql
 )
 
+// postgresBins are the paths of postgres, initdb and pg_basebackup.
+type postgresBins struct{ postgres, initdb, basebackup string }
+
 // postgresBinaries returns the paths of postgres, initdb and
 // pg_basebackup, all from the directory of the postgres found first, so
 // that they are of one major version. (Debian's /usr/bin/pg_basebackup
 // is a wrapper that may pick another.)
-func postgresBinaries() (postgres, initdb, basebackup string, err error) {
-	postgres, err = postgresServer.find()
+func postgresBinaries() (postgresBins, error) {
+	postgres, err := postgresServer.find()
 	if err != nil {
-		return "", "", "", err
+		return postgresBins{}, err
 	}
 	real, err := filepath.EvalSymlinks(postgres)
 	if err != nil {
-		return "", "", "", fmt.Errorf("adapters: %w", err)
+		return postgresBins{}, fmt.Errorf("adapters: %w", err)
 	}
 	bin := filepath.Dir(real)
-	initdb, basebackup = filepath.Join(bin, "initdb"), filepath.Join(bin, "pg_basebackup")
-	for _, p := range []string{initdb, basebackup} {
+	bins := postgresBins{postgres: postgres, initdb: filepath.Join(bin, "initdb"), basebackup: filepath.Join(bin, "pg_basebackup")}
+	for _, p := range []string{bins.initdb, bins.basebackup} {
 		if _, err := os.Stat(p); err != nil {
-			return "", "", "", fmt.Errorf("%w: %s is missing beside %s; install the Debian package %s (apt-get install -y %s)",
+			return postgresBins{}, fmt.Errorf("%w: %s is missing beside %s; install the Debian package %s (apt-get install -y %s)",
 				ErrNotInstalled, filepath.Base(p), real, postgresServer.pkg, postgresServer.pkg)
 		}
 	}
-	return postgres, initdb, basebackup, nil
+	return bins, nil
 }
 
 // StartPostgres starts a PostgreSQL primary and a hot standby that
@@ -250,7 +253,7 @@ func postgresBinaries() (postgres, initdb, basebackup string, err error) {
 // inside a 0700 directory), the data goes to a new directory under
 // os.TempDir() instead, dir/postgres links to it, and Close removes it.
 func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
-	postgres, initdb, basebackup, err := postgresBinaries()
+	bins, err := postgresBinaries()
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +266,9 @@ func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 			return nil, err
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		pg, err := startPostgres(ctx, dir, attempt, cred, postgres, initdb, basebackup)
-		if err == nil || attempt == startAttempts || !portTaken(err) {
-			return pg, err
-		}
-	}
+	return startRetrying(func(attempt int) (*Postgres, error) {
+		return startPostgres(ctx, bins, cred, dir, attempt)
+	})
 }
 
 func lookupCredential(name string) (*syscall.Credential, error) {
@@ -352,9 +352,17 @@ func reachable(dir string, cred *syscall.Credential) bool {
 	}
 }
 
-func startPostgres(ctx context.Context, dir string, attempt int, cred *syscall.Credential, postgres, initdb, basebackup string) (_ *Postgres, err error) {
-	ports, err := freePorts(2)
-	if err != nil {
+// postgresRun is one attempt at starting the primary and the standby.
+type postgresRun struct {
+	postgresBins
+	cred      *syscall.Credential // nil: run as the caller
+	logPrefix string              // of the logs: dir/postgres-ATTEMPT-
+	ports     []int               // the primary's, then the standby's
+}
+
+func startPostgres(ctx context.Context, bins postgresBins, cred *syscall.Credential, dir string, attempt int) (_ *Postgres, err error) {
+	r := postgresRun{postgresBins: bins, cred: cred, logPrefix: fmt.Sprintf("%s/postgres-%d-", dir, attempt)}
+	if r.ports, err = freePorts(2); err != nil {
 		return nil, err
 	}
 	data, removeData, err := postgresDataDir(dir, attempt, cred)
@@ -374,83 +382,21 @@ func startPostgres(ctx context.Context, dir string, attempt int, cred *syscall.C
 			}
 		}
 	}()
-	logPrefix := fmt.Sprintf("%s/postgres-%d-", dir, attempt)
-	primaryData, standbyData := data+"/primary", data+"/standby"
-	if err := runOnce(ctx, "initdb", logPrefix+"initdb.log", cred, initdb,
-		"--pgdata", primaryData, "--username", "postgres", "--auth", "trust",
-		"--encoding", "UTF8", "--no-locale", "--no-sync"); err != nil {
-		return nil, err
-	}
-	// Settings on the command line outrank the configuration files, so the
-	// standby, a copy of the primary, needs its own.
-	common := func(port int) []string {
-		return []string{
-			"-c", "listen_addresses=127.0.0.1",
-			"-c", "port=" + strconv.Itoa(port),
-			"-c", "unix_socket_directories=",
-		}
-	}
-	primary, err := spawn("postgres primary", logPrefix+"primary.log", sigint, cred, postgres,
-		append([]string{"-D", primaryData,
-			"-c", "wal_level=replica",
-			"-c", "synchronous_standby_names=" + postgresStandbyName,
-		}, common(ports[0])...)...)
+	primary, err := r.startPrimary(ctx, data+"/primary")
 	if err != nil {
 		return nil, err
 	}
 	procs = append(procs, primary)
-
-	dsn := func(port int) string {
-		return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	}
-	if pg, err = connectPostgres(dsn(ports[0]), dsn(ports[1])); err != nil {
+	if pg, err = r.connect(ctx, primary); err != nil {
 		return nil, err
 	}
-	pg.procs = procs
-	if err := waitReady(ctx, "postgres primary", procs, func(ctx context.Context) error {
-		return pg.async.Ping(ctx)
-	}); err != nil {
-		return nil, err
-	}
-	if err := pg.setup(ctx); err != nil {
-		return nil, err
-	}
-	if err := runOnce(ctx, "pg_basebackup", logPrefix+"basebackup.log", cred, basebackup,
-		"--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--username", "postgres",
-		"--pgdata", standbyData, "--wal-method", "stream", "--checkpoint", "fast",
-		"--write-recovery-conf", "--no-sync"); err != nil {
-		return nil, err
-	}
-	standby, err := spawn("postgres standby", logPrefix+"standby.log", sigint, cred, postgres,
-		append([]string{"-D", standbyData,
-			"-c", "hot_standby=on",
-			"-c", fmt.Sprintf("primary_conninfo=host=127.0.0.1 port=%d user=postgres application_name=%s", ports[0], postgresStandbyName),
-		}, common(ports[1])...)...)
+	standby, err := r.startStandby(ctx, data+"/standby")
 	if err != nil {
 		return nil, err
 	}
 	procs = append(procs, standby)
 	pg.procs = procs
-	if err := waitReady(ctx, "postgres synchronous standby", procs, func(ctx context.Context) error {
-		var recovering bool
-		if err := pg.standby.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
-			return err
-		}
-		if !recovering {
-			return errors.New("standby is not in recovery")
-		}
-		var state string
-		err := pg.async.QueryRow(ctx,
-			"SELECT sync_state FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
-			postgresStandbyName).Scan(&state)
-		if err != nil {
-			return fmt.Errorf("standby not streaming: %w", err)
-		}
-		if state != "sync" {
-			return fmt.Errorf("standby's sync_state is %q", state)
-		}
-		return nil
-	}); err != nil {
+	if err := waitReady(ctx, "postgres synchronous standby", procs, pg.syncStandbyReady); err != nil {
 		return nil, err
 	}
 	pg.writeOptions = []string{OptionPostgresAsync, OptionPostgresSync}
@@ -458,4 +404,91 @@ func startPostgres(ctx context.Context, dir string, attempt int, cred *syscall.C
 		pg.dataDir = data
 	}
 	return pg, nil
+}
+
+// startPrimary makes the primary's data directory with initdb and starts
+// the primary, naming the standby its synchronous standby.
+func (r postgresRun) startPrimary(ctx context.Context, data string) (*proc, error) {
+	if err := runOnce(ctx, "initdb", r.logPrefix+"initdb.log", r.cred, r.initdb,
+		"--pgdata", data, "--username", "postgres", "--auth", "trust",
+		"--encoding", "UTF8", "--no-locale", "--no-sync"); err != nil {
+		return nil, err
+	}
+	return spawn("postgres primary", r.logPrefix+"primary.log", sigint, r.cred, r.postgres,
+		r.serverArgs(r.ports[0], data,
+			"-c", "wal_level=replica",
+			"-c", "synchronous_standby_names="+postgresStandbyName)...)
+}
+
+// startStandby copies the primary with pg_basebackup and starts the copy
+// as a hot standby streaming from it.
+func (r postgresRun) startStandby(ctx context.Context, data string) (*proc, error) {
+	if err := runOnce(ctx, "pg_basebackup", r.logPrefix+"basebackup.log", r.cred, r.basebackup,
+		"--host", "127.0.0.1", "--port", strconv.Itoa(r.ports[0]), "--username", "postgres",
+		"--pgdata", data, "--wal-method", "stream", "--checkpoint", "fast",
+		"--write-recovery-conf", "--no-sync"); err != nil {
+		return nil, err
+	}
+	return spawn("postgres standby", r.logPrefix+"standby.log", sigint, r.cred, r.postgres,
+		r.serverArgs(r.ports[1], data,
+			"-c", "hot_standby=on",
+			"-c", fmt.Sprintf("primary_conninfo=host=127.0.0.1 port=%d user=postgres application_name=%s", r.ports[0], postgresStandbyName))...)
+}
+
+// serverArgs is a postmaster's command line: its data directory, its own
+// settings, then those every server of the pair gets on its port.
+// Settings on the command line outrank the configuration files, so the
+// standby, a copy of the primary, needs its own.
+func (r postgresRun) serverArgs(port int, data string, settings ...string) []string {
+	return append(append([]string{"-D", data}, settings...),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "port="+strconv.Itoa(port),
+		"-c", "unix_socket_directories=")
+}
+
+// connect makes the pools for the primary and the standby once the
+// primary answers, and creates the table kv.
+func (r postgresRun) connect(ctx context.Context, primary *proc) (*Postgres, error) {
+	dsn := func(port int) string {
+		return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	}
+	pg, err := connectPostgres(dsn(r.ports[0]), dsn(r.ports[1]))
+	if err != nil {
+		return nil, err
+	}
+	pg.procs = []*proc{primary}
+	err = waitReady(ctx, "postgres primary", pg.procs, func(ctx context.Context) error {
+		return pg.async.Ping(ctx)
+	})
+	if err == nil {
+		err = pg.setup(ctx)
+	}
+	if err != nil {
+		pg.closePools()
+		return nil, err
+	}
+	return pg, nil
+}
+
+// syncStandbyReady is the readiness probe of the pair: the standby is in
+// recovery and the primary streams to it as its synchronous standby.
+func (pg *Postgres) syncStandbyReady(ctx context.Context) error {
+	var recovering bool
+	if err := pg.standby.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
+		return err
+	}
+	if !recovering {
+		return errors.New("standby is not in recovery")
+	}
+	var state string
+	err := pg.async.QueryRow(ctx,
+		"SELECT sync_state FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+		postgresStandbyName).Scan(&state)
+	if err != nil {
+		return fmt.Errorf("standby not streaming: %w", err)
+	}
+	if state != "sync" {
+		return fmt.Errorf("standby's sync_state is %q", state)
+	}
+	return nil
 }

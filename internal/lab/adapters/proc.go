@@ -180,6 +180,18 @@ func fileTail(path string) string {
 	return string(bytes.TrimSpace(b))
 }
 
+// startRetrying runs start with attempt 1, 2, ... until it succeeds, fails
+// for a reason other than a port taken meanwhile (portTaken), or has run
+// startAttempts times.
+func startRetrying[S any](start func(attempt int) (S, error)) (S, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := start(attempt)
+		if err == nil || attempt == startAttempts || !portTaken(err) {
+			return s, err
+		}
+	}
+}
+
 // portTaken reports whether a failed start failed because a port it was
 // given was taken, so that a retry on fresh ports may succeed.
 func portTaken(err error) bool {

@@ -161,12 +161,7 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		r, err := startRedis(ctx, dir, path, attempt)
-		if err == nil || attempt == startAttempts || !portTaken(err) {
-			return r, err
-		}
-	}
+	return startRetrying(func(attempt int) (*Redis, error) { return startRedis(ctx, dir, path, attempt) })
 }
 
 func startRedis(ctx context.Context, dir, path string, attempt int) (_ *Redis, err error) {

@@ -49,22 +49,15 @@ var registry = []StoreInfo{
 		Addrs:        "PRIMARY,REPLICA (host:port)",
 		ReadOptions:  redisReadOptions,
 		WriteOptions: redisWriteOptions,
-		start: func(ctx context.Context, dir string) (Store, error) {
-			return StartRedis(ctx, dir)
-		},
-		connect: func(_ context.Context, addrs []string) (Store, error) {
-			if len(addrs) != 2 {
-				return nil, fmt.Errorf("adapters: redis wants 2 addresses, primary and replica, not %q", addrs)
-			}
-			return ConnectRedis(addrs[0], addrs[1])
-		}},
+		start:        starter(StartRedis),
+		connect: pairConnect("redis", "replica", func(_ context.Context, primary, replica string) (*Redis, error) {
+			return ConnectRedis(primary, replica)
+		})},
 	{Name: "etcd", About: "a three-member etcd cluster on loopback (Debian etcd-server)",
 		Addrs:        "MEMBER,... (client URLs, or host:port for http://host:port)",
 		ReadOptions:  etcdReadOptions,
 		WriteOptions: etcdWriteOptions,
-		start: func(ctx context.Context, dir string) (Store, error) {
-			return StartEtcd(ctx, dir)
-		},
+		start:        starter(StartEtcd),
 		connect: func(ctx context.Context, addrs []string) (Store, error) {
 			endpoints := make([]string, len(addrs))
 			for i, a := range addrs {
@@ -73,21 +66,41 @@ var registry = []StoreInfo{
 					endpoints[i] = "http://" + a
 				}
 			}
-			return ConnectEtcd(ctx, endpoints)
+			return asStore(ConnectEtcd(ctx, endpoints))
 		}},
 	{Name: "postgres", About: "a PostgreSQL primary and a streaming hot standby on loopback (Debian postgresql)",
 		Addrs:        "PRIMARY,STANDBY (connection URLs, or host:port for user postgres without a password)",
 		ReadOptions:  postgresReadOptions,
 		WriteOptions: []string{OptionPostgresAsync, OptionPostgresSync},
-		start: func(ctx context.Context, dir string) (Store, error) {
-			return StartPostgres(ctx, dir)
-		},
-		connect: func(ctx context.Context, addrs []string) (Store, error) {
-			if len(addrs) != 2 {
-				return nil, fmt.Errorf("adapters: postgres wants 2 addresses, primary and standby, not %q", addrs)
-			}
-			return ConnectPostgres(ctx, postgresDSN(addrs[0]), postgresDSN(addrs[1]))
-		}},
+		start:        starter(StartPostgres),
+		connect: pairConnect("postgres", "standby", func(ctx context.Context, primary, standby string) (*Postgres, error) {
+			return ConnectPostgres(ctx, postgresDSN(primary), postgresDSN(standby))
+		})},
+}
+
+// asStore returns a store a constructor made as a Store, and a nil Store
+// with its error.
+func asStore[S Store](s S, err error) (Store, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// starter is a registry entry's start: the store's Start.
+func starter[S Store](start func(ctx context.Context, dir string) (S, error)) func(context.Context, string) (Store, error) {
+	return func(ctx context.Context, dir string) (Store, error) { return asStore(start(ctx, dir)) }
+}
+
+// pairConnect is the connect of a store of a primary and one other server
+// (its role named by other), given their two addresses in that order.
+func pairConnect[S Store](store, other string, connect func(ctx context.Context, primary, second string) (S, error)) func(context.Context, []string) (Store, error) {
+	return func(ctx context.Context, addrs []string) (Store, error) {
+		if len(addrs) != 2 {
+			return nil, fmt.Errorf("adapters: %s wants 2 addresses, primary and %s, not %q", store, other, addrs)
+		}
+		return asStore(connect(ctx, addrs[0], addrs[1]))
+	}
 }
 
 // postgresDSN is a connection string as given, or, for a host:port, the
@@ -112,9 +125,16 @@ func Stores() []StoreInfo {
 
 // StoreNames lists the registry's names: "redis, etcd or postgres".
 func StoreNames() string {
-	names := make([]string, len(registry))
-	for i, s := range registry {
-		names[i] = s.Name
+	return NameList(registry, func(s StoreInfo) string { return s.Name })
+}
+
+// NameList lists the names of a registry's entries (two or more) for
+// messages: "a, b or c"; this one's, and those of registries that extend it (package
+// measure/run's targets).
+func NameList[T any](entries []T, name func(T) string) string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = name(e)
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -114,15 +114,11 @@ type Options struct {
 // EnsureDefaults fills unset fields with their defaults, taking Operations
 // from w.
 func (o *Options) EnsureDefaults(w *workload.Workload) {
-	if o.Clients == 0 {
-		o.Clients = 1
-	}
+	o.Clients = cmp.Or(o.Clients, 1)
 	if o.Operations == 0 {
 		o.Operations = w.Properties().OperationCount
 	}
-	if o.ProgressInterval == 0 {
-		o.ProgressInterval = DefaultProgressInterval
-	}
+	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad

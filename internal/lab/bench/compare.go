@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -52,15 +53,11 @@ func (o *CompareOptions) EnsureDefaults() {
 	if len(o.Reads) == 0 {
 		o.Reads = []Strength{Weak}
 	}
-	if o.Write == "" {
-		o.Write = Weak
-	}
+	o.Write = cmp.Or(o.Write, Weak)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.ProgressInterval == 0 {
-		o.ProgressInterval = DefaultProgressInterval
-	}
+	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad

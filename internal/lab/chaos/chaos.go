@@ -340,21 +340,6 @@ func (m *freshMix) Next(*rand.Rand) (driver.Step, bool) {
 	return driver.Step{Label: "put-fresh", Ops: []driver.Op{{Kind: driver.Put, Key: m.prefix + strconv.FormatUint(m.n, 10)}}}, true
 }
 
-// listMix draws a Get of each of its keys once, in order, then ends.
-type listMix struct {
-	keys []string
-	next int
-}
-
-// Next implements driver.Mix.
-func (m *listMix) Next(*rand.Rand) (driver.Step, bool) {
-	if m.next >= len(m.keys) {
-		return driver.Step{}, false
-	}
-	m.next++
-	return driver.Step{Ops: []driver.Op{{Kind: driver.Get, Key: m.keys[m.next-1]}}}, true
-}
-
 func siteOf(id wire.NodeID) string {
 	site, _, _ := strings.Cut(string(id), "/")
 	return site

@@ -146,21 +146,6 @@ func TestMixes(t *testing.T) {
 			t.Fatalf("freshMix: %+v, %t; want a Put of %s", step, ok, want)
 		}
 	}
-	list := &listMix{keys: []string{"a", "b"}}
-	var got []string
-	for {
-		step, ok := list.Next(r)
-		if !ok {
-			break
-		}
-		if len(step.Ops) != 1 || step.Ops[0].Kind != driver.Get {
-			t.Fatalf("listMix step: %+v", step)
-		}
-		got = append(got, step.Ops[0].Key)
-	}
-	if !slices.Equal(got, []string{"a", "b"}) {
-		t.Fatalf("listMix read %v, want [a b]", got)
-	}
 }
 
 func TestTargetStrikesThePrimaryThenASecondary(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/cluster"
 	"github.com/cosla/cosla/internal/runtime/wan"
 )
@@ -83,7 +84,7 @@ func (in *injector) wait(ctx context.Context, d time.Duration, enough func() boo
 		if left <= 0 {
 			return true
 		}
-		if sleep(ctx, min(left, poll)) != nil {
+		if driver.Sleep(ctx, min(left, poll)) != nil {
 			return false
 		}
 	}
@@ -171,7 +172,7 @@ func (in *injector) partition(ctx context.Context, site string, hold time.Durati
 		st.Down = true
 		errs = append(errs, in.c.SetLink(site, other, st))
 	}
-	_ = sleep(ctx, hold)
+	_ = driver.Sleep(ctx, hold)
 	for _, other := range others {
 		errs = append(errs, in.c.SetLink(site, other, in.settings(site, other)))
 	}
@@ -196,7 +197,7 @@ func (in *injector) pause(ctx context.Context, site string, hold time.Duration) 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("SIGSTOP %d: %w", pid, err)
 	}
-	_ = sleep(ctx, hold)
+	_ = driver.Sleep(ctx, hold)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		return fmt.Errorf("SIGCONT %d: %w", pid, err)
 	}
@@ -213,16 +214,4 @@ func (in *injector) snapshot() (events []Event, counts map[Fault]int, current st
 		counts[k] = v
 	}
 	return slices.Clone(in.events), counts, in.current, in.err
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,42 +142,20 @@ const maxDuration = 24 * time.Hour
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
 func (o Options) EnsureDefaults() Options {
-	if o.PullInterval == 0 {
-		o.PullInterval = time.Second
-	}
+	o.PullInterval = cmp.Or(o.PullInterval, time.Second)
 	if len(o.Faults) == 0 {
 		o.Faults = slices.Clone(Faults)
 	}
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Minute
-	}
-	if o.Gap == 0 {
-		o.Gap = 2 * time.Second
-	}
-	if o.Hold == 0 {
-		o.Hold = 2 * time.Second
-	}
-	if o.Keys == 0 {
-		o.Keys = 32
-	}
-	if o.Sessions == 0 {
-		o.Sessions = 2
-	}
-	if o.Writers == 0 {
-		o.Writers = 4
-	}
-	if o.Think == 0 {
-		o.Think = 10 * time.Millisecond
-	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = 2 * time.Second
-	}
-	if o.ConvergeTimeout == 0 {
-		o.ConvergeTimeout = time.Minute + 3*o.PullInterval
-	}
-	if o.ProgressEvery == 0 {
-		o.ProgressEvery = 5 * time.Second
-	}
+	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
+	o.Gap = cmp.Or(o.Gap, 2*time.Second)
+	o.Hold = cmp.Or(o.Hold, 2*time.Second)
+	o.Keys = cmp.Or(o.Keys, 32)
+	o.Sessions = cmp.Or(o.Sessions, 2)
+	o.Writers = cmp.Or(o.Writers, 4)
+	o.Think = cmp.Or(o.Think, 10*time.Millisecond)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, 2*time.Second)
+	o.ConvergeTimeout = cmp.Or(o.ConvergeTimeout, time.Minute+3*o.PullInterval)
+	o.ProgressEvery = cmp.Or(o.ProgressEvery, 5*time.Second)
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}

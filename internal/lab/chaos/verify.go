@@ -148,7 +148,7 @@ func (r *run) converge(ctx context.Context, rep *Report, keys []string, final ma
 	for round := 1; left() > 0 && deadline.Err() == nil; round++ {
 		if round > 1 {
 			// The secondaries pull every PullInterval: give them one.
-			_ = sleep(deadline, min(o.PullInterval, 5*time.Second))
+			_ = driver.Sleep(deadline, min(o.PullInterval, 5*time.Second))
 		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -225,7 +225,7 @@ func (r *run) reads(ctx context.Context, name, site string, keys []string, agree
 	defer cancel()
 	loop := driver.NewLoop(r.loop.Origin())
 	g := &driver.Group{Name: name, Site: site, Sessions: sessions,
-		Streams: []driver.Stream{{Mix: &listMix{keys: keys}}},
+		Streams: []driver.Stream{{Mix: &driver.ReadMix{Keys: keys}}},
 		Rand:    rand.New(rand.NewPCG(r.o.Seed, uint64(len(keys)))),
 		Cosla:   driver.Cosla{SLA: agreement, Strategy: strategy, Client: clientcore.Options{RequestTimeout: r.o.RequestTimeout}}}
 	d, err := driver.New(r.target(loop), driver.Spec{Groups: []*driver.Group{g}, Steps: len(keys),

@@ -43,16 +43,14 @@ const maxExplained = 32
 func (c *checker) checkCausal() {
 	n := len(c.h)
 	clocks := newWideShape(len(c.sessions))
-	indegree := make([]uint8, n)
+	indegree := make([]int32, n)
 	readers := make(map[int][]int)
 	versions := make(map[string][]int) // per key: Puts with known timestamps, newest first
-	valid := 0
 	for i, op := range c.h {
 		st := &c.st[i]
 		if !st.valid {
 			continue
 		}
-		valid++
 		if st.pred >= 0 {
 			indegree[i]++
 		}
@@ -81,19 +79,7 @@ func (c *checker) checkCausal() {
 	visibleClock := make([]*wideNode, n)
 	unread := make([]int, n) // readers of a Put not yet visited
 
-	done := make([]bool, n)
-	queue := make([]int, 0, n)
-	for i := range c.h {
-		if c.st[i].valid && indegree[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
-	release := func(i int) {
-		indegree[i]--
-		if indegree[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
+	q := newKahn(indegree, func(i int) bool { return c.st[i].valid })
 	readDone := func(w int) {
 		if unread[w]--; unread[w] == 0 {
 			visibleClock[w] = nil
@@ -105,10 +91,9 @@ func (c *checker) checkCausal() {
 	}
 	var misses []miss
 	cursor := 0 // Gets before cursor cannot close a cycle any more
-	for processed := 0; ; {
-		for ; len(queue) > 0; processed++ {
-			i := queue[0]
-			queue = queue[1:]
+	for {
+		for q.ready() {
+			i := q.next()
 			op, st := c.h[i], &c.st[i]
 			var vc *wideNode
 			if st.pred >= 0 {
@@ -147,16 +132,16 @@ func (c *checker) checkCausal() {
 			}
 			if st.succ >= 0 {
 				clock[i] = vc
-				release(st.succ)
+				q.release(st.succ)
 			}
-			done[i] = true
+			q.finish(i)
 			for _, r := range readers[i] {
 				if c.st[r].readsFrom {
-					release(r)
+					q.release(r)
 				}
 			}
 		}
-		if processed == valid {
+		if q.left == 0 {
 			break
 		}
 		// Every op left waits on a cycle, which only a reads-from edge can
@@ -164,7 +149,7 @@ func (c *checker) checkCausal() {
 		// predecessor, and following those back reaches one that is.
 		for ; cursor < n; cursor++ {
 			st := c.st[cursor]
-			if st.valid && st.readsFrom && !done[cursor] && !done[st.writer] {
+			if st.valid && st.readsFrom && !q.done[cursor] && !q.done[st.writer] {
 				break
 			}
 		}
@@ -175,7 +160,7 @@ func (c *checker) checkCausal() {
 		c.report(g, RuleHistory, "%s read %q from %s, which causally follows the get: session order and reads-from form a cycle",
 			c.desc(g), c.h[g].Value, c.desc(w))
 		c.st[g].readsFrom = false // w is not visited yet and will not count g
-		release(g)
+		q.release(g)
 	}
 
 	for k, ms := range misses {
@@ -267,9 +252,64 @@ func (c *checker) causalChain(p, g int) string {
 		}
 		steps = append(steps, fmt.Sprintf("%s #%d later in session %s", c.h[u].Kind, u, c.h[u].Session))
 	}
+	return joinChain(steps)
+}
+
+// joinChain joins the steps of a precedence chain for a message, the
+// middle of a long one left out.
+func joinChain(steps []string) string {
 	const keep = 8
 	if len(steps) > 2*keep {
 		steps = append(append(steps[:keep:keep], "..."), steps[len(steps)-keep:]...)
 	}
 	return strings.Join(steps, " -> ")
+}
+
+// kahn visits the valid ops of a history in a topological order of causal
+// precedence (session order and reads-from), Kahn's way: an op is ready
+// once every edge into it has been released. When none is ready and some
+// are left, those wait on a cycle, which the checker breaks by reporting
+// one of its reads-from edges and releasing that edge's read.
+type kahn struct {
+	indegree []int32 // edges into each op not released yet
+	queue    []int   // the ready ops, in the order they became ready
+	done     []bool  // the ops finished
+	left     int     // the valid ops not finished yet
+}
+
+// newKahn starts with the valid ops that no edge enters.
+func newKahn(indegree []int32, valid func(i int) bool) *kahn {
+	q := &kahn{indegree: indegree, queue: make([]int, 0, len(indegree)), done: make([]bool, len(indegree))}
+	for i, d := range indegree {
+		if valid(i) {
+			q.left++
+			if d == 0 {
+				q.queue = append(q.queue, i)
+			}
+		}
+	}
+	return q
+}
+
+// ready reports whether an op is ready.
+func (q *kahn) ready() bool { return len(q.queue) > 0 }
+
+// next returns the op that became ready first; ready must be true.
+func (q *kahn) next() int {
+	i := q.queue[0]
+	q.queue = q.queue[1:]
+	return i
+}
+
+// finish marks op i, returned by next, as visited.
+func (q *kahn) finish(i int) {
+	q.done[i] = true
+	q.left--
+}
+
+// release removes one edge into op i.
+func (q *kahn) release(i int) {
+	if q.indegree[i]--; q.indegree[i] == 0 {
+		q.queue = append(q.queue, i)
+	}
 }

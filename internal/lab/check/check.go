@@ -49,12 +49,10 @@ type opState struct {
 	readsFrom bool          // writer -> this Get is an edge of causal precedence
 
 	// Sessions.
-	session       int      // index into checker.sessions
-	pos           position // 1-based position in session order
-	pred, succ    int      // neighbours in session order, or -1
-	sessionPut    ref      // newest acked Put to the key earlier in the session (strong)
-	sessionQuorum ref      // newest acked Put to the key earlier in the session with r + w > N (quorum)
-	orderReported bool     // a version-order violation was reported for this Put
+	sessionLink
+	sessionPut    ref  // newest acked Put to the key earlier in the session (strong)
+	sessionQuorum ref  // newest acked Put to the key earlier in the session with r + w > N (quorum)
+	orderReported bool // a version-order violation was reported for this Put
 }
 
 type keyValue struct{ key, value string }
@@ -64,9 +62,8 @@ type checker struct {
 	st []opState
 	vs []Violation
 
-	byValue    map[string]int     // first Put of each value
-	byKeyValue map[keyValue][]int // Puts of each (key, value), in index order
-	sessions   [][]int            // ops of each session in session order
+	putIndex
+	sessions [][]int // ops of each session in session order
 }
 
 func (c *checker) report(op int, rule, format string, args ...any) {
@@ -124,21 +121,61 @@ func (c *checker) checkOps() {
 
 // indexPuts records the writer of each value and reports duplicate values.
 func (c *checker) indexPuts() {
-	c.byValue = make(map[string]int)
-	c.byKeyValue = make(map[keyValue][]int)
-	for i, op := range c.h {
-		if !c.st[i].valid || op.Kind != Put {
+	c.putIndex = newPutIndex(len(c.h), func(i int) (string, string, bool) {
+		return c.h[i].Key, c.h[i].Value, c.st[i].valid && c.h[i].Kind == Put
+	}, func(i, first int) {
+		c.report(i, RuleHistory, dupValue, c.desc(i), c.desc(first))
+	})
+}
+
+// dupValue is the violation of a Put of a value written before.
+const dupValue = "%s writes a value already written by %s; put values must be unique so that a read identifies its write"
+
+// putIndex is where the values a history reads were written.
+type putIndex struct {
+	byValue    map[string]int     // first Put of each value
+	byKeyValue map[keyValue][]int // Puts of each (key, value), in index order
+}
+
+// newPutIndex indexes the Puts of a history of n ops. put returns an op's
+// key and value and whether it is a valid Put; dup is called for each Put
+// of a value that Put first wrote before.
+func newPutIndex(n int, put func(i int) (key, value string, ok bool), dup func(i, first int)) putIndex {
+	x := putIndex{byValue: make(map[string]int), byKeyValue: make(map[keyValue][]int)}
+	for i := range n {
+		key, value, ok := put(i)
+		if !ok {
 			continue
 		}
-		if first, dup := c.byValue[op.Value]; dup {
-			c.report(i, RuleHistory, "%s writes a value already written by %s; put values must be unique so that a read identifies its write",
-				c.desc(i), c.desc(first))
+		if first, seen := x.byValue[value]; seen {
+			dup(i, first)
 		} else {
-			c.byValue[op.Value] = i
+			x.byValue[value] = i
 		}
-		kv := keyValue{op.Key, op.Value}
-		c.byKeyValue[kv] = append(c.byKeyValue[kv], i)
+		kv := keyValue{key, value}
+		x.byKeyValue[kv] = append(x.byKeyValue[kv], i)
 	}
+	return x
+}
+
+// writerOf returns the Put a read of value at key returned: the first Put
+// of value to key, or, with duplicate values, the first of them whose
+// version matches the read's. Without one it returns -1, and the first Put
+// of value to another key, or -1.
+func (x putIndex) writerOf(key, value string, matches func(w int) bool) (writer, other int) {
+	ws := x.byKeyValue[keyValue{key, value}]
+	if len(ws) == 0 {
+		if other, ok := x.byValue[value]; ok {
+			return -1, other
+		}
+		return -1, -1
+	}
+	for _, w := range ws {
+		if matches(w) {
+			return w, -1
+		}
+	}
+	return ws[0], -1
 }
 
 // resolveReads finds the Put each Found Get read from, learns the timestamps
@@ -154,24 +191,18 @@ func (c *checker) resolveReads() {
 			st.retKnown = true // the initial state, older than every version
 			continue
 		}
-		ws := c.byKeyValue[keyValue{op.Key, op.Value}]
-		if len(ws) == 0 {
-			if other, ok := c.byValue[op.Value]; ok {
-				c.report(i, RuleHistory, "%s read %q, which %s wrote to another key", c.desc(i), op.Value, c.desc(other))
-			} else {
-				// Pileus 3.2: even eventual consistency returns a value
-				// written by some Put to the key.
-				c.report(i, RuleEventual, "%s read %q@%s, which no put to key %q ever wrote", c.desc(i), op.Value, op.TS, op.Key)
-			}
+		writer, other := c.writerOf(op.Key, op.Value, func(w int) bool { return c.st[w].tsKnown && c.st[w].ts == op.TS })
+		switch {
+		case writer < 0 && other >= 0:
+			c.report(i, RuleHistory, "%s read %q, which %s wrote to another key", c.desc(i), op.Value, c.desc(other))
+			continue
+		case writer < 0:
+			// Pileus 3.2: even eventual consistency returns a value
+			// written by some Put to the key.
+			c.report(i, RuleEventual, "%s read %q@%s, which no put to key %q ever wrote", c.desc(i), op.Value, op.TS, op.Key)
 			continue
 		}
-		st.writer = ws[0]
-		for _, w := range ws { // only with duplicate values: prefer the matching version
-			if c.st[w].tsKnown && c.st[w].ts == op.TS {
-				st.writer = w
-				break
-			}
-		}
+		st.writer = writer
 		if w := &c.st[st.writer]; !w.tsKnown && positive(op.TS) {
 			w.tsKnown, w.ts, w.revealedBy = true, op.TS, i
 		}
@@ -217,25 +248,17 @@ func (c *checker) resolveReads() {
 // strict "returned before called" test it orders ops that touch at an
 // instant.
 func (c *checker) orderSessions() {
-	c.sessions = sessionOrder(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
+	c.sessions = linkSessions(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
 		return c.h[i].Session, c.h[i].Call, c.h[i].Return, c.st[i].valid
+	}, func(i int) *sessionLink { return &c.st[i].sessionLink }, func(first, prev, cur int) {
+		if c.h[cur].Call < c.h[prev].Return {
+			c.report(cur, RuleHistory, "%s was called while %s of the same session was still running; a session issues one op at a time",
+				c.desc(cur), c.desc(prev))
+		}
+		if c.h[cur].Client != c.h[first].Client {
+			c.report(cur, RuleHistory, "%s is in the session of %s, which belongs to another client", c.desc(cur), c.desc(first))
+		}
 	})
-	for s, ops := range c.sessions {
-		for k, i := range ops {
-			c.st[i].session, c.st[i].pos = s, position(k+1)
-		}
-		for k := 1; k < len(ops); k++ {
-			prev, cur := ops[k-1], ops[k]
-			c.st[prev].succ, c.st[cur].pred = cur, prev
-			if c.h[cur].Call < c.h[prev].Return {
-				c.report(cur, RuleHistory, "%s was called while %s of the same session was still running; a session issues one op at a time",
-					c.desc(cur), c.desc(prev))
-			}
-			if c.h[cur].Client != c.h[ops[0]].Client {
-				c.report(cur, RuleHistory, "%s is in the session of %s, which belongs to another client", c.desc(cur), c.desc(ops[0]))
-			}
-		}
-	}
 }
 
 // putsByKey returns, per key in order of first appearance, the Puts for
@@ -533,11 +556,21 @@ func latencyString(d time.Duration) string {
 	return d.String()
 }
 
-// sessionOrder groups the valid ops of a history of n by session, in the
+// sessionLink is an op's place in session order.
+type sessionLink struct {
+	session    int      // index into the checker's sessions
+	pos        position // 1-based position in session order
+	pred, succ int      // neighbours in session order, or -1
+}
+
+// linkSessions groups the valid ops of a history of n by session, in the
 // order each session first appears, each session's ops by Call, then
-// Return. op returns an op's session, call and return times, and whether
-// it is valid.
-func sessionOrder(n int, op func(i int) (session string, call, ret time.Duration, valid bool)) [][]int {
+// Return; sets each op's sessionLink (link); and calls each(first, prev,
+// cur) for every op cur after the first op of its session, prev its
+// predecessor. op returns an op's session, call and return times, and
+// whether it is valid.
+func linkSessions(n int, op func(i int) (session string, call, ret time.Duration, valid bool),
+	link func(i int) *sessionLink, each func(first, prev, cur int)) [][]int {
 	index := make(map[string]int)
 	var sessions [][]int
 	type times struct{ call, ret time.Duration }
@@ -556,13 +589,20 @@ func sessionOrder(n int, op func(i int) (session string, call, ret time.Duration
 		}
 		sessions[s] = append(sessions[s], i)
 	}
-	for _, ops := range sessions {
+	for s, ops := range sessions {
 		slices.SortStableFunc(ops, func(a, b int) int {
 			if r := cmp.Compare(at[a].call, at[b].call); r != 0 {
 				return r
 			}
 			return cmp.Compare(at[a].ret, at[b].ret)
 		})
+		for k, i := range ops {
+			link(i).session, link(i).pos = s, position(k+1)
+		}
+		for k := 1; k < len(ops); k++ {
+			link(ops[k-1]).succ, link(ops[k]).pred = ops[k], ops[k-1]
+			each(ops[0], ops[k-1], ops[k])
+		}
 	}
 	return sessions
 }

@@ -205,9 +205,7 @@ type multiState struct {
 	readLo, readHi int
 
 	// Sessions.
-	session    int      // index into multiChecker.sessions
-	pos        position // 1-based position in session order
-	pred, succ int      // neighbours in session order, or -1
+	sessionLink
 }
 
 // multiMiss is a violation of a causal rule, reported once the traversal
@@ -228,12 +226,11 @@ type multiChecker struct {
 	vs    []Violation
 	miss  []multiMiss
 
-	byValue    map[string]int
-	byKeyValue map[keyValue][]int
-	keys       map[string]int // key index of each key some Put wrote
-	ranked     [][]int        // per key index: Puts of known version, by rank
-	index      []multiKey     // per key index
-	sessions   [][]int
+	putIndex
+	keys     map[string]int // key index of each key some Put wrote
+	ranked   [][]int        // per key index: Puts of known version, by rank
+	index    []multiKey     // per key index
+	sessions [][]int
 
 	shape       wideShape
 	readerStart []int32 // the reads of Put i are readers[readerStart[i]:readerStart[i+1]]
@@ -309,21 +306,16 @@ func (c *multiChecker) addRead(op, item int, key, value string, found bool, v Ve
 // indexPuts records the writer of each value, reports duplicate values and
 // numbers the keys that Puts write.
 func (c *multiChecker) indexPuts() {
-	c.byValue = make(map[string]int)
-	c.byKeyValue = make(map[keyValue][]int)
+	c.putIndex = newPutIndex(len(c.h), func(i int) (string, string, bool) {
+		return c.h[i].Key, c.h[i].Value, c.st[i].valid && c.h[i].Kind == Put
+	}, func(i, first int) {
+		c.report(i, RuleMultiOp, dupValue, c.desc(i), c.desc(first))
+	})
 	c.keys = make(map[string]int)
 	for i, op := range c.h {
 		if !c.st[i].valid || op.Kind != Put {
 			continue
 		}
-		if first, dup := c.byValue[op.Value]; dup {
-			c.report(i, RuleMultiOp, "%s writes a value already written by %s; put values must be unique so that a read identifies its write",
-				c.desc(i), c.desc(first))
-		} else {
-			c.byValue[op.Value] = i
-		}
-		kv := keyValue{op.Key, op.Value}
-		c.byKeyValue[kv] = append(c.byKeyValue[kv], i)
 		k, ok := c.keys[op.Key]
 		if !ok {
 			k = len(c.keys)
@@ -342,22 +334,16 @@ func (c *multiChecker) resolveReads() {
 		if !rd.found {
 			continue
 		}
-		ws := c.byKeyValue[keyValue{rd.key, rd.value}]
-		if len(ws) == 0 {
-			if other, ok := c.byValue[rd.value]; ok {
-				c.report(rd.op, RuleMultiOp, "%s %s, which %s wrote to another key", c.desc(rd.op), c.readDesc(r), c.desc(other))
-			} else {
-				c.report(rd.op, RuleMultiOp, "%s %s, which no put ever wrote", c.desc(rd.op), c.readDesc(r))
-			}
+		writer, other := c.writerOf(rd.key, rd.value, func(w int) bool { return c.st[w].known && c.st[w].version == rd.version })
+		switch {
+		case writer < 0 && other >= 0:
+			c.report(rd.op, RuleMultiOp, "%s %s, which %s wrote to another key", c.desc(rd.op), c.readDesc(r), c.desc(other))
+			continue
+		case writer < 0:
+			c.report(rd.op, RuleMultiOp, "%s %s, which no put ever wrote", c.desc(rd.op), c.readDesc(r))
 			continue
 		}
-		rd.writer = ws[0]
-		for _, w := range ws { // only with duplicate values: prefer the matching version
-			if c.st[w].known && c.st[w].version == rd.version {
-				rd.writer = w
-				break
-			}
-		}
+		rd.writer = writer
 		if w := &c.st[rd.writer]; !w.known && positive(rd.version.TS) {
 			w.known, w.version, w.revealedBy = true, rd.version, r
 		}
@@ -400,22 +386,14 @@ func (c *multiChecker) readVersion(r int) Version {
 // orderSessions puts each session's ops in session order (by Call, then
 // Return) and checks that a session runs one op at a time.
 func (c *multiChecker) orderSessions() {
-	c.sessions = sessionOrder(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
+	c.sessions = linkSessions(len(c.h), func(i int) (string, time.Duration, time.Duration, bool) {
 		return c.h[i].Session, c.h[i].Call, c.h[i].Return, c.st[i].valid
+	}, func(i int) *sessionLink { return &c.st[i].sessionLink }, func(_, prev, cur int) {
+		if c.h[cur].Call < c.h[prev].Return {
+			c.report(cur, RuleMultiOp, "%s was called while %s of the same session was still running; a session issues one op at a time",
+				c.desc(cur), c.desc(prev))
+		}
 	})
-	for s, ops := range c.sessions {
-		for k, i := range ops {
-			c.st[i].session, c.st[i].pos = s, position(k+1)
-		}
-		for k := 1; k < len(ops); k++ {
-			prev, cur := ops[k-1], ops[k]
-			c.st[prev].succ, c.st[cur].pred = cur, prev
-			if c.h[cur].Call < c.h[prev].Return {
-				c.report(cur, RuleMultiOp, "%s was called while %s of the same session was still running; a session issues one op at a time",
-					c.desc(cur), c.desc(prev))
-			}
-		}
-	}
 }
 
 // rankVersions ranks the Puts of known version of each key by version and
@@ -497,13 +475,9 @@ func (c *multiChecker) traverse() {
 			fill[rd.writer]++
 		}
 	}
-	valid := 0
 	for i := range c.h {
-		if st := c.st[i]; st.valid {
-			valid++
-			if st.pred >= 0 {
-				indegree[i]++
-			}
+		if st := c.st[i]; st.valid && st.pred >= 0 {
+			indegree[i]++
 		}
 	}
 	for _, rd := range c.reads {
@@ -522,23 +496,11 @@ func (c *multiChecker) traverse() {
 	next := make([]multiPast, n)    // what an op hands its session successor
 	visible := make([]multiPast, n) // what a Put hands its readers
 	unread := make([]int32, n)      // readers of a Put not visited yet
-	done := make([]bool, n)
-	queue := make([]int, 0, n)
-	for i := range c.h {
-		if c.st[i].valid && indegree[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
-	release := func(i int) {
-		if indegree[i]--; indegree[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
+	q := newKahn(indegree, func(i int) bool { return c.st[i].valid })
 	cursor := 0 // ops before cursor are done or invalid
-	for processed := 0; ; {
-		for ; len(queue) > 0; processed++ {
-			i := queue[0]
-			queue = queue[1:]
+	for {
+		for q.ready() {
+			i := q.next()
 			op, st := c.h[i], &c.st[i]
 			past := multiPast{bound: noBound}
 			if st.pred >= 0 {
@@ -588,21 +550,21 @@ func (c *multiChecker) traverse() {
 			}
 			if st.succ >= 0 {
 				next[i] = past
-				release(st.succ)
+				q.release(st.succ)
 			}
-			done[i] = true
+			q.finish(i)
 			for _, r := range c.reader(i) {
 				if rd := c.reads[r]; rd.readsFrom {
-					release(rd.op)
+					q.release(rd.op)
 				}
 			}
 		}
-		if processed == valid {
+		if q.left == 0 {
 			break
 		}
-		for ; cursor < n && (!c.st[cursor].valid || done[cursor]); cursor++ {
+		for ; cursor < n && (!c.st[cursor].valid || q.done[cursor]); cursor++ {
 		}
-		r := c.findCycle(cursor, done)
+		r := c.findCycle(cursor, q.done)
 		if r < 0 {
 			break // unreachable: every op left waits on a cycle
 		}
@@ -610,7 +572,7 @@ func (c *multiChecker) traverse() {
 		c.report(rd.op, RuleMultiOp, "%s %s from %s, which causally follows the %s: session order and reads-from form a cycle",
 			c.desc(rd.op), c.readDesc(r), c.desc(rd.writer), c.h[rd.op].Kind)
 		rd.readsFrom = false // the writer is not visited yet and will not count it
-		release(rd.op)
+		q.release(rd.op)
 	}
 }
 
@@ -911,11 +873,7 @@ func (c *multiChecker) chain(p, to int) string {
 		}
 		steps = append(steps, fmt.Sprintf("%s #%d later in session %s", c.h[u].Kind, u, c.h[u].Session))
 	}
-	const keep = 8
-	if len(steps) > 2*keep {
-		steps = append(append(steps[:keep:keep], "..."), steps[len(steps)-keep:]...)
-	}
-	return strings.Join(steps, " -> ")
+	return joinChain(steps)
 }
 
 // checkConverge checks H3 against the final states.

@@ -34,12 +34,22 @@ import (
 // its table is a causal table (Karma), nil otherwise.
 func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) {
 	op.Start = now()
-	if cs != nil {
-		doCausal(c, s, cfg, cs, op, now, finish)
-		return
-	}
-	get := cfg.Get
 	var err error
+	if cs != nil {
+		err = doCausal(c, s, cfg, cs, op, now, finish)
+	} else {
+		err = doTable(c, s, cfg, op, now, finish)
+	}
+	if err != nil {
+		op.End, op.Err, op.Refused = now(), err, true
+		finish()
+	}
+}
+
+// doTable performs op on a table that is not causal; it returns the
+// core's refusal, and finish is not called then.
+func doTable(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, op *Op, now func() time.Duration, finish func()) error {
+	get := cfg.Get
 	switch op.Kind {
 	case Put, RTW:
 		o := clientcore.PutOptions{Bound: op.Bound}
@@ -50,7 +60,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 			// A conditional insert: write only if the key has no value.
 			o.Test = &wire.Test{Key: op.Key}
 		}
-		err = c.Put(s, op.Key, op.Value, o, func(r clientcore.PutResult, err error) {
+		return c.Put(s, op.Key, op.Value, o, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
 			op.Primary, op.Level, op.Acks = o.Bound == wire.NoBound && op.Kind == Put, r.Level, r.Acks
 			op.Stage, op.Tested = r.Stage, r.Tested
@@ -60,7 +70,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 		if op.Bound != wire.NoBound {
 			get.Bound = op.Bound
 		}
-		err = c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
+		return c.Get(s, op.Key, get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err = now(), err
 			op.Node, op.Primary, op.RTT, op.Met, op.Target = string(r.Node), r.Primary, r.RTT, r.Met, r.Target
 			op.Level, op.Held = r.Level, r.Held
@@ -86,11 +96,7 @@ func doCosla(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causal
 			finish()
 		})
 	default:
-		err = fmt.Errorf("%w: %s on cosla", ErrUnsupported, op.Kind)
-	}
-	if err != nil {
-		op.End, op.Err, op.Refused = now(), err, true
-		finish()
+		return fmt.Errorf("%w: %s on cosla", ErrUnsupported, op.Kind)
 	}
 }
 
@@ -125,19 +131,19 @@ func newCausalState(layout *causal.Layout) *causalState {
 // buffer (Node the coordinator) and is Restricted if a dynamic ring
 // restriction binds its session (causal.Client.Restricted: never on a
 // static table), a Get and a get-transaction say where they were served
-// from (GetResult.Causal, TxResult).
-func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) {
+// from (GetResult.Causal, TxResult). It returns the core's refusal, and
+// finish is not called then.
+func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causalState, op *Op, now func() time.Duration, finish func()) error {
 	op.Ring = wire.NoRing
-	var err error
 	switch op.Kind {
 	case Put:
 		op.Restricted = !cs.layout.Static && s.Causal().Ring() != wire.NoRing
-		err = c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
+		return c.Put(s, op.Key, op.Value, clientcore.PutOptions{}, func(r clientcore.PutResult, err error) {
 			op.End, op.Err, op.Node, op.TS, op.RTT = now(), err, string(r.Node), r.TS, r.RTT
 			finish()
 		})
 	case Get:
-		err = c.Get(s, op.Key, cfg.Get, func(r clientcore.GetResult, err error) {
+		return c.Get(s, op.Key, cfg.Get, func(r clientcore.GetResult, err error) {
 			op.End, op.Err, op.RTT, op.Met, op.Target = now(), err, r.RTT, r.Met, r.Target
 			if r.Causal != nil {
 				op.Restricted = r.Causal.Restricted
@@ -161,7 +167,7 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 		})
 	case GetTx:
 		keys := append([]string{op.Key}, op.Keys...)
-		err = c.GetTx(s, keys, func(r clientcore.TxResult, err error) {
+		return c.GetTx(s, keys, func(r clientcore.TxResult, err error) {
 			op.End, op.Err, op.RTT = now(), err, r.RTT
 			op.Restricted, op.Rounds = r.Restricted, r.Rounds
 			if err == nil && len(r.Items) > 0 {
@@ -185,11 +191,7 @@ func doCausal(c *clientcore.Client, s *clientcore.Session, cfg *Cosla, cs *causa
 			finish()
 		})
 	default:
-		err = fmt.Errorf("%w: %s on a causal table", ErrUnsupported, op.Kind)
-	}
-	if err != nil {
-		op.End, op.Err, op.Refused = now(), err, true
-		finish()
+		return fmt.Errorf("%w: %s on a causal table", ErrUnsupported, op.Kind)
 	}
 }
 

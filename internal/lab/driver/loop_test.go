@@ -165,3 +165,32 @@ func mustUniform(t *testing.T, n uint64) workload.Generator {
 	}
 	return g
 }
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep with a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := Sleep(context.Background(), 0); err != nil {
+		t.Fatalf("Sleep(0) = %v, want nil", err)
+	}
+}
+
+func TestReadMixGetsEachKeyOnceInOrder(t *testing.T) {
+	m := &ReadMix{Keys: []string{"a", "b"}}
+	var got []string
+	for {
+		step, ok := m.Next(nil)
+		if !ok {
+			break
+		}
+		if len(step.Ops) != 1 || step.Ops[0].Kind != Get {
+			t.Fatalf("ReadMix step %+v, want one Get", step)
+		}
+		got = append(got, step.Ops[0].Key)
+	}
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("ReadMix read %v, want [a b]", got)
+	}
+}

@@ -222,7 +222,7 @@ func (r *Recorder) Stats() []Stats {
 				s = gr.byOp[label]
 			}
 			st := Stats{Group: g.Name, Op: label, Count: s.count, Errors: s.errors,
-				ThroughputOpsPerS: perSecond(s.count-s.errors, elapsed), LatencyMS: latencyOf(s.latencyUS)}
+				ThroughputOpsPerS: perSecond(s.count-s.errors, elapsed), LatencyMS: LatencyOf(s.latencyUS)}
 			if s.count > 0 {
 				st.FailureRate = float64(s.errors) / float64(s.count)
 			}
@@ -293,7 +293,9 @@ func (r *Recorder) LatencyCDF(group, label string) []Quantile {
 	return nil
 }
 
-func latencyOf(h *hdrhistogram.Histogram) Latency {
+// LatencyOf summarizes a histogram of latencies in microseconds as a
+// Latency in milliseconds; a histogram with no value gives the zero Latency.
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	if h.TotalCount() == 0 {
 		return Latency{}

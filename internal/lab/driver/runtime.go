@@ -116,6 +116,20 @@ func (l *Loop) Run(ctx context.Context, done func() bool) error {
 	return nil
 }
 
+// Sleep waits d in real time, or until ctx ends, whose error it then
+// returns: the pause of a campaign or a run between its steps on a live
+// cluster.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 type timer struct {
 	at  time.Duration
 	seq uint64

@@ -223,6 +223,22 @@ func (m *LoadMix) Next(*rand.Rand) (Step, bool) {
 	return Step{Label: workload.Insert.String(), Ops: []Op{{Kind: Put, Key: workload.Key(m.next - 1), Bound: m.Bound}}, ValueSize: m.ValueSize}, true
 }
 
+// ReadMix gets each of Keys once, in order, then ends: a final read of
+// what a run wrote.
+type ReadMix struct {
+	Keys []string
+	next int
+}
+
+// Next returns the Get of the next key.
+func (m *ReadMix) Next(*rand.Rand) (Step, bool) {
+	if m.next >= len(m.Keys) {
+		return Step{}, false
+	}
+	m.next++
+	return Step{Ops: []Op{{Kind: Get, Key: m.Keys[m.next-1]}}}, true
+}
+
 // FreshKeys draws keys never drawn before: From, From+1, ... (named, as
 // every key, by workload.Key, so that they spread over a table's tablets
 // as the loaded keys do). Sessions sharing it never share a key.

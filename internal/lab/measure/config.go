@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -101,27 +102,15 @@ var ErrInvalidConfig = errors.New("measure: invalid config")
 
 // EnsureDefaults fills zero fields with their defaults and returns c.
 func (c *Config) EnsureDefaults() *Config {
-	if c.BucketWidthMS == 0 {
-		c.BucketWidthMS = 1
-	}
+	c.BucketWidthMS = cmp.Or(c.BucketWidthMS, 1)
 	if c.Ranges == nil {
 		c.Ranges = append([]RangeMS(nil), DefaultRanges...)
 	}
-	if c.FreshThreshold == 0 {
-		c.FreshThreshold = 0.99
-	}
-	if c.MinBucketReads == 0 {
-		c.MinBucketReads = 1
-	}
-	if c.LinearizabilityMaxOps == 0 {
-		c.LinearizabilityMaxOps = 1000
-	}
-	if c.LinearizabilityTimeout == 0 {
-		c.LinearizabilityTimeout = 30 * time.Second
-	}
-	if c.MaxExamples == 0 {
-		c.MaxExamples = 10
-	}
+	c.FreshThreshold = cmp.Or(c.FreshThreshold, 0.99)
+	c.MinBucketReads = cmp.Or(c.MinBucketReads, 1)
+	c.LinearizabilityMaxOps = cmp.Or(c.LinearizabilityMaxOps, 1000)
+	c.LinearizabilityTimeout = cmp.Or(c.LinearizabilityTimeout, 30*time.Second)
+	c.MaxExamples = cmp.Or(c.MaxExamples, 10)
 	return c
 }
 

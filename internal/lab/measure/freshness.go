@@ -77,8 +77,7 @@ type FreshnessResult struct {
 // Freshness computes the fresh-read curve, its Table 1 summary and the
 // per-run time to freshness of every read option.
 func Freshness(ops []Op, cfg Config) FreshnessResult {
-	cfg = cfg.effective()
-	return freshness(newHistory(ops, cfg.MaxExamples), cfg)
+	return analyse(ops, cfg, freshness)
 }
 
 type bucketCount struct{ reads, fresh int }

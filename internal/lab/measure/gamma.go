@@ -68,8 +68,7 @@ type GammaResult struct {
 
 // Gamma computes the per-value Gamma scores of a trace and their summary.
 func Gamma(ops []Op, cfg Config) GammaResult {
-	cfg = cfg.effective()
-	return gamma(newHistory(ops, cfg.MaxExamples), cfg)
+	return analyse(ops, cfg, gamma)
 }
 
 // cluster is the write of one value and the reads that returned it

@@ -272,6 +272,13 @@ func (a *Anomalies) add(dst *[]Anomaly, maxExamples int, kind AnomalyKind, i int
 	})
 }
 
+// analyse runs one analysis over the history of ops, with cfg's
+// defaults filled in.
+func analyse[R any](ops []Op, cfg Config, analysis func(*history, Config) R) R {
+	cfg = cfg.effective()
+	return analysis(newHistory(ops, cfg.MaxExamples), cfg)
+}
+
 // FindAnomalies reports the anomalies of a trace.
 func FindAnomalies(ops []Op, cfg Config) Anomalies {
 	cfg = cfg.effective()

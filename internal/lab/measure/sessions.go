@@ -88,8 +88,7 @@ type MonotonicResult struct {
 // classified and both start within Config.MonotonicWindow of their
 // reference writes.
 func MonotonicReads(ops []Op, cfg Config) MonotonicResult {
-	cfg = cfg.effective()
-	return monotonicReads(newHistory(ops, cfg.MaxExamples), cfg)
+	return analyse(ops, cfg, monotonicReads)
 }
 
 func monotonicReads(h *history, cfg Config) MonotonicResult {
@@ -176,8 +175,7 @@ type RYWResult struct {
 // the newest write of it the same client completed (returned OK) before
 // invoking the read.
 func ReadYourWrites(ops []Op, cfg Config) RYWResult {
-	cfg = cfg.effective()
-	return readYourWrites(newHistory(ops, cfg.MaxExamples), cfg)
+	return analyse(ops, cfg, readYourWrites)
 }
 
 func readYourWrites(h *history, cfg Config) RYWResult {
@@ -294,8 +292,7 @@ type InterElementResult struct {
 // classified and both within Config.InterElementWindow of their reference
 // writes. An op belongs to at most one observation.
 func InterElement(ops []Op, cfg Config) InterElementResult {
-	cfg = cfg.effective()
-	return interElement(newHistory(ops, cfg.MaxExamples), cfg)
+	return analyse(ops, cfg, interElement)
 }
 
 func interElement(h *history, cfg Config) InterElementResult {

@@ -54,15 +54,8 @@ func WriteBench(out string, c bench.Comparison) error {
 		}
 		tabs = append(tabs, tab)
 	}
-	var figs []figure
-	for _, ch := range benchCharts(c) {
-		fig, err := render(ch)
-		if err != nil {
-			return err
-		}
-		figs = append(figs, fig)
-	}
-	if err := writeFigures(out, figs); err != nil {
+	figs, err := writeFigures(out, benchCharts(c))
+	if err != nil {
 		return err
 	}
 	var targets []string

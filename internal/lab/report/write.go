@@ -25,15 +25,8 @@ func Write(out string, runs []Run) error {
 	labels := runLabels(runs)
 	cols := columns(runs, labels)
 	tabs := tables(runs)
-	var figs []figure
-	for _, c := range charts(runs, labels, cols) {
-		fig, err := render(c)
-		if err != nil {
-			return err
-		}
-		figs = append(figs, fig)
-	}
-	if err := writeFigures(out, figs); err != nil {
+	figs, err := writeFigures(out, charts(runs, labels, cols))
+	if err != nil {
 		return err
 	}
 	// A sweep plot left by an earlier report into out would pass for this
@@ -69,16 +62,25 @@ func writePages(out, title, intro string, tabs []table, figs []figure) error {
 	return writeFileAtomic(filepath.Join(out, "report.html"), page)
 }
 
-// writeFigures writes out/plots/NAME.png and .svg of each figure.
-func writeFigures(out string, figs []figure) error {
+// writeFigures renders the charts, then writes out/plots/NAME.png and
+// .svg of each figure; it returns the figures.
+func writeFigures(out string, charts []chart) ([]figure, error) {
+	figs := make([]figure, 0, len(charts))
+	for _, c := range charts {
+		fig, err := render(c)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fig)
+	}
 	for _, fig := range figs {
 		for ext, data := range map[string][]byte{"png": fig.png, "svg": fig.svg} {
 			if err := writeFileAtomic(filepath.Join(out, "plots", fig.name+"."+ext), data); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return figs, nil
 }
 
 // markdown renders the tables and links the PNG plots.

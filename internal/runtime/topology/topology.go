@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,10 +279,5 @@ var Presets = map[string]func() Topology{"pileus4": Pileus4, "local": Local, "ka
 
 // PresetNames returns the presets' names, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(Presets))
-	for n := range Presets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(Presets))
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,12 +64,8 @@ func (c *Config) EnsureDefaults() *Config {
 		c.Workload.Keys = []string{fmt.Sprintf("cosla-measure-%d", time.Now().UnixMicro())}
 	}
 	c.Workload.EnsureDefaults()
-	if c.ClientHz == 0 {
-		c.ClientHz = 1
-	}
-	if c.ReadFraction == 0 {
-		c.ReadFraction = 0.99
-	}
+	c.ClientHz = cmp.Or(c.ClientHz, 1)
+	c.ReadFraction = cmp.Or(c.ReadFraction, 0.99)
 	if c.Log == nil {
 		c.Log = io.Discard
 	}

@@ -65,11 +65,7 @@ func Targets() []Target { return slices.Clone(targets) }
 // TargetNames lists the targets' names for messages: "sim, mem, ... or
 // postgres".
 func TargetNames() string {
-	names := make([]string, len(targets))
-	for i, t := range targets {
-		names[i] = t.Name
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return adapters.NameList(targets, func(t Target) string { return t.Name })
 }
 
 // LookupTarget returns the target of that name.

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,33 +88,19 @@ const (
 
 // EnsureDefaults fills zero fields with their defaults and returns w.
 func (w *Workload) EnsureDefaults() *Workload {
-	if w.Writers == 0 {
-		w.Writers = 1
-	}
-	if w.Readers == 0 {
-		w.Readers = 1
-	}
-	if w.WriteEvery == 0 {
-		w.WriteEvery = 3 * time.Second
-	}
-	if w.ReadHz == 0 {
-		w.ReadHz = 50
-	}
+	w.Writers = cmp.Or(w.Writers, 1)
+	w.Readers = cmp.Or(w.Readers, 1)
+	w.WriteEvery = cmp.Or(w.WriteEvery, 3*time.Second)
+	w.ReadHz = cmp.Or(w.ReadHz, 50)
 	if len(w.ReadOptions) == 0 {
 		w.ReadOptions = []string{""}
 	}
-	if w.Placement == "" {
-		w.Placement = PlacementThreads
-	}
+	w.Placement = cmp.Or(w.Placement, PlacementThreads)
 	if len(w.Keys) == 0 {
 		w.Keys = []string{"k"}
 	}
-	if w.Duration == 0 {
-		w.Duration = 5 * time.Minute
-	}
-	if w.MaxOps == 0 {
-		w.MaxOps = 1_000_000
-	}
+	w.Duration = cmp.Or(w.Duration, 5*time.Minute)
+	w.MaxOps = cmp.Or(w.MaxOps, 1_000_000)
 	return w
 }
 
