@@ -383,7 +383,7 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	if c.receiveCausal(from, m) {
 		return
 	}
-	req, ok := replyReq(m)
+	req, answers, ok := replyReq(m)
 	if !ok {
 		c.env.Logger().Warn("clientcore: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 		return
@@ -392,7 +392,7 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	if !ok || p.to != "" && p.to != from {
 		return // a late reply to a request that timed out
 	}
-	if !answers(p.request, m) {
+	if !answers(p.request) {
 		// A node that answers a Get with a PutReply is broken or hostile;
 		// the request waits for its real answer or its timeout.
 		c.env.Logger().Warn("clientcore: a reply of the wrong kind", "from", from, "request", fmt.Sprintf("%T", p.request), "reply", fmt.Sprintf("%T", m))
@@ -402,52 +402,32 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	p.onReply(from, m)
 }
 
-// answers says whether reply is of the kind that answers request.
-func answers(request, reply wire.Msg) bool {
-	switch request.(type) {
-	case *wire.CreateTableRequest:
-		_, ok := reply.(*wire.CreateTableReply)
-		return ok
-	case *wire.DeleteTableRequest:
-		_, ok := reply.(*wire.DeleteTableReply)
-		return ok
-	case *wire.TableInfoRequest:
-		_, ok := reply.(*wire.TableInfoReply)
-		return ok
-	case *wire.PutRequest:
-		_, ok := reply.(*wire.PutReply)
-		return ok
-	case *wire.GetRequest:
-		_, ok := reply.(*wire.GetReply)
-		return ok
-	case *wire.ProbeRequest:
-		_, ok := reply.(*wire.ProbeReply)
-		return ok
-	case *wire.Repair:
-		_, ok := reply.(*wire.RepairReply)
-		return ok
-	}
-	return false
-}
-
-func replyReq(m wire.Msg) (uint64, bool) {
+// replyReq returns the request a reply answers, and whether a request
+// is of the kind it answers.
+func replyReq(m wire.Msg) (req uint64, answers func(request wire.Msg) bool, ok bool) {
 	switch m := m.(type) {
 	case *wire.CreateTableReply:
-		return m.Req, true
+		return m.Req, is[*wire.CreateTableRequest], true
 	case *wire.DeleteTableReply:
-		return m.Req, true
+		return m.Req, is[*wire.DeleteTableRequest], true
 	case *wire.TableInfoReply:
-		return m.Req, true
+		return m.Req, is[*wire.TableInfoRequest], true
 	case *wire.PutReply:
-		return m.Req, true
+		return m.Req, is[*wire.PutRequest], true
 	case *wire.GetReply:
-		return m.Req, true
+		return m.Req, is[*wire.GetRequest], true
 	case *wire.ProbeReply:
-		return m.Req, true
+		return m.Req, is[*wire.ProbeRequest], true
 	case *wire.RepairReply:
-		return m.Req, true
+		return m.Req, is[*wire.Repair], true
 	}
-	return 0, false
+	return 0, nil, false
+}
+
+// is says whether m is a T.
+func is[T wire.Msg](m wire.Msg) bool {
+	_, ok := m.(T)
+	return ok
 }
 
 // Fire handles a timer.

@@ -693,11 +693,7 @@ func (n *Node) deadlineFired(t deadlineTimer) {
 	if tb == nil {
 		return
 	}
-	for i, p := range tb.boundedPuts {
-		if p.id != t.id {
-			continue
-		}
-		tb.boundedPuts = slices.Delete(tb.boundedPuts, i, i+1)
+	if p, ok := take(&tb.boundedPuts, func(p *boundedPut) bool { return p.id == t.id }); ok {
 		n.metrics.Deadlines++
 		if p.stage < wire.Coordinated {
 			for _, w := range tb.staged {
@@ -709,15 +705,23 @@ func (n *Node) deadlineFired(t deadlineTimer) {
 		n.env.Send(p.from, p.reply())
 		return
 	}
-	for i, r := range tb.boundedReads {
-		if r.id != t.id {
-			continue
-		}
-		tb.boundedReads = slices.Delete(tb.boundedReads, i, i+1)
+	if r, ok := take(&tb.boundedReads, func(r *boundedRead) bool { return r.id == t.id }); ok {
 		n.metrics.Deadlines++
 		n.answerRead(tb, r)
-		return
 	}
+}
+
+// take removes from *s the first element for which is returns true, and
+// returns it.
+func take[T any](s *[]T, is func(T) bool) (T, bool) {
+	i := slices.IndexFunc(*s, is)
+	if i < 0 {
+		var zero T
+		return zero, false
+	}
+	v := (*s)[i]
+	*s = slices.Delete(*s, i, i+1)
+	return v, true
 }
 
 // boundedGet serves a Get with a bound (dConssandra 2-B, 5-C).
