@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -78,9 +79,7 @@ type notifyTimer struct{}
 // defaults (see package node: the options idiom). The default
 // Coordinator depends on the client's site: Start picks it.
 func (o ClientOptions) EnsureDefaults() ClientOptions {
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Timeout = cmp.Or(o.Timeout, 10*time.Second)
 	return o
 }
 

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,12 +127,8 @@ type retryTimer struct{}
 // EnsureDefaults returns a copy of o with unset fields given their
 // defaults (see package node: the options idiom).
 func (o StoreOptions) EnsureDefaults() StoreOptions {
-	if o.Resend == 0 {
-		o.Resend = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Resend = cmp.Or(o.Resend, time.Second)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 

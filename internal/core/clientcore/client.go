@@ -15,6 +15,7 @@
 package clientcore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -170,39 +171,21 @@ type Options struct {
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
 func (o Options) EnsureDefaults() Options {
-	if o.RTTWindow == 0 {
-		o.RTTWindow = 2 * time.Minute
-	}
-	if o.RTTSamplesMax == 0 {
-		o.RTTSamplesMax = 512
-	}
-	if o.ProbeInterval == 0 {
-		o.ProbeInterval = 10 * time.Second
-	}
+	o.RTTWindow = cmp.Or(o.RTTWindow, 2*time.Minute)
+	o.RTTSamplesMax = cmp.Or(o.RTTSamplesMax, 512)
+	o.ProbeInterval = cmp.Or(o.ProbeInterval, 10*time.Second)
 	if o.AdaptiveProbing && o.MinProbeInterval == 0 {
 		o.MinProbeInterval = o.ProbeInterval / 4
 	}
 	if o.AdaptiveProbing && o.MaxProbeInterval == 0 {
 		o.MaxProbeInterval = 4 * o.ProbeInterval
 	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = 10 * time.Second
-	}
-	if o.ProbeTimeout == 0 {
-		o.ProbeTimeout = min(2*time.Second, o.RequestTimeout)
-	}
-	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = 10_000
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if o.SLAWindow == 0 {
-		o.SLAWindow = time.Minute
-	}
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, 10*time.Second)
+	o.ProbeTimeout = cmp.Or(o.ProbeTimeout, min(2*time.Second, o.RequestTimeout))
+	o.MaxKeyBytes = cmp.Or(o.MaxKeyBytes, DefaultMaxKeyBytes)
+	o.MaxSessions = cmp.Or(o.MaxSessions, 10_000)
+	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, DefaultMaxValueBytes)
+	o.SLAWindow = cmp.Or(o.SLAWindow, time.Minute)
 	return o
 }
 

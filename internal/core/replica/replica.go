@@ -16,6 +16,7 @@
 package replica
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -62,24 +63,12 @@ func (o Options) MessageBytesMax() int {
 
 // EnsureDefaults returns a copy of o with unset fields given their defaults.
 func (o Options) EnsureDefaults() Options {
-	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = 4 << 10
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = 1 << 20
-	}
-	if o.PullBatchMax == 0 {
-		o.PullBatchMax = 1000
-	}
-	if o.PullBatchBytes == 0 {
-		o.PullBatchBytes = 4 << 20
-	}
-	if o.RepairWait == 0 {
-		o.RepairWait = 2 * time.Second
-	}
-	if o.RepairsWaitingMax == 0 {
-		o.RepairsWaitingMax = 1024
-	}
+	o.MaxKeyBytes = cmp.Or(o.MaxKeyBytes, 4<<10)
+	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, 1<<20)
+	o.PullBatchMax = cmp.Or(o.PullBatchMax, 1000)
+	o.PullBatchBytes = cmp.Or(o.PullBatchBytes, 4<<20)
+	o.RepairWait = cmp.Or(o.RepairWait, 2*time.Second)
+	o.RepairsWaitingMax = cmp.Or(o.RepairsWaitingMax, 1024)
 	return o
 }
 
