@@ -306,17 +306,10 @@ type Client struct {
 	// awaiting are the operations waiting for a first probe (await), in
 	// the order they came.
 	awaiting []func()
-	// causal holds the client sides of the open causal tables, by ID.
-	causal map[uint64]*causalTable
-	// causalSessions numbers the sessions on causal tables.
-	causalSessions uint64
-	// started is when Start ran: the SLA window's buckets count from it.
-	started time.Time
-	// Counters of Metrics: Puts and Gets carried out, Gets by the subSLA
-	// met (its text form), and per SLA (slas, in the order first seen).
-	puts, putErrors, gets, unmet int64
-	met                          map[string]int64
-	slas                         []*slaRecord
+	// causal holds the client sides of the open causal tables.
+	causal causalTables
+	// counters count the operations for Metrics from Start on.
+	counters counters
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -345,11 +338,9 @@ func (c *Client) Start(env node.Env) error {
 	c.rtt = map[wire.NodeID]*rttStats{}
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
-	c.causal = map[uint64]*causalTable{}
+	c.causal = causalTables{}
 	c.awaiting = nil
-	c.started = env.Now()
-	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
-	c.met, c.slas = nil, nil
+	c.counters = newCounters(env.Now(), c.opts.SLAWindow)
 	env.After(c.probeTick(), probeTimer{})
 	return nil
 }
@@ -363,7 +354,7 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		c.resolved(from, m)
 		return
 	}
-	if c.receiveCausal(from, m) {
+	if c.causal.receive(from, m) {
 		return
 	}
 	req, answers, ok := replyReq(m)
@@ -435,7 +426,7 @@ func (c *Client) Fire(timer any) {
 	case heldTimer:
 		c.heldExpired(t)
 	case node.RoutedTimer:
-		c.fireCausal(t)
+		c.causal.fire(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}
@@ -519,8 +510,7 @@ func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session,
 		if err := checkCausalSLA(s); err != nil {
 			return nil, err
 		}
-		c.causalSessions++
-		session.causal = t.causal.client.Session(c.causalSessions)
+		session.causal = c.causal.session(t.causal)
 	}
 	c.sessions++
 	return session, nil

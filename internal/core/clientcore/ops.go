@@ -408,7 +408,7 @@ func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult
 		if err != nil {
 			met = -1
 		}
-		c.recordGet(agreement, met)
+		c.counters.get(agreement, met, c.env.Now())
 		done(r, err)
 	}
 }
@@ -606,10 +606,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 // countPut wraps a Put's done to count its outcome for Metrics.
 func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 	return func(r PutResult, err error) {
-		c.puts++
-		if err != nil {
-			c.putErrors++
-		}
+		c.counters.put(err)
 		done(r, err)
 	}
 }

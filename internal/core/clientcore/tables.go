@@ -56,7 +56,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		t := &Table{layout: l}
 		if l.Causal != nil {
-			ct, err := c.openCausal(l)
+			ct, err := c.causal.open(c.env, c.opts, l)
 			if err != nil {
 				done(nil, err)
 				return
