@@ -287,7 +287,7 @@ type Client struct {
 	nextReq uint64
 	pending map[uint64]*pending
 	tables  map[string]*Table
-	rtt     map[wire.NodeID]*rttStats
+	mon     monitor
 	// mins is scratch space for minimum read timestamps, so that selecting
 	// a target does not allocate.
 	mins []minTS
@@ -303,9 +303,6 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
-	// awaiting are the operations waiting for a first probe (await), in
-	// the order they came.
-	awaiting []func()
 	// causal holds the client sides of the open causal tables.
 	causal causalTables
 	// counters count the operations for Metrics from Start on.
@@ -335,19 +332,18 @@ func (c *Client) Start(env node.Env) error {
 	c.nextReq = env.Rand().Uint64() >> 1
 	c.pending = map[uint64]*pending{}
 	c.tables = map[string]*Table{}
-	c.rtt = map[wire.NodeID]*rttStats{}
+	c.mon = newMonitor(c.opts)
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
 	c.causal = causalTables{}
-	c.awaiting = nil
 	c.counters = newCounters(env.Now(), c.opts.SLAWindow)
-	env.After(c.probeTick(), probeTimer{})
+	env.After(c.mon.tick(), probeTimer{})
 	return nil
 }
 
 // Receive handles a reply from a storage node.
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
-	if s := c.rtt[from]; s != nil {
+	if s := c.mon.rtt[from]; s != nil {
 		s.down = false // whatever it sends, the node is reachable again
 	}
 	if m, ok := m.(*wire.Resolved); ok {
@@ -414,7 +410,7 @@ func (c *Client) Fire(timer any) {
 		}
 	case probeTimer:
 		c.probeIdle()
-		c.env.After(c.probeTick(), t)
+		c.env.After(c.mon.tick(), t)
 	case holdTimer:
 		if t.held == t.g.held {
 			c.finishHeld(t.g)
@@ -453,38 +449,6 @@ func (c *Client) send(to wire.NodeID, m wire.Msg, req uint64, timeout time.Durat
 func (c *Client) newReq() uint64 {
 	c.nextReq++
 	return c.nextReq
-}
-
-func (c *Client) nodeRTT(id wire.NodeID) *rttStats {
-	s, ok := c.rtt[id]
-	if !ok {
-		s = newRTTStats(c.opts.RTTSamplesMax)
-		c.rtt[id] = s
-	}
-	return s
-}
-
-// observeRTT records a round trip to a node that started at sent, unless
-// it may include setting up the connection (replicaState.warming).
-func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
-	now := c.env.Now()
-	rtt := now.Sub(sent)
-	r.lastContact = now
-	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
-		return rtt
-	}
-	r.rtt.Add(now, rtt)
-	r.rtt.Expire(now.Add(-c.opts.RTTWindow))
-	return rtt
-}
-
-// observeSilence records a request to r, sent at sent, that timed out:
-// the node was at least that slow (4.5), and it is down until it next
-// answers (rttStats.down). It returns the time waited.
-func (c *Client) observeSilence(r *replicaState, sent time.Time) time.Duration {
-	waited := c.observeRTT(r, sent)
-	r.rtt.down = true
-	return waited
 }
 
 // BeginSession starts a session on an open table with a default SLA and

@@ -147,7 +147,7 @@ func (c *Client) waited(t waitTimer) {
 // gotReply handles the reply of replica r, asked at sent.
 func (c *Client) gotReply(g *getCall, r *replicaState, sent time.Time, reply *wire.GetReply) {
 	g.outstanding--
-	c.observeRTT(r, sent)
+	c.mon.observe(r, sent, c.env.Now())
 	if reply.Code == wire.OK {
 		c.observeHigh(g.tv, r, reply.HighTS)
 	}
@@ -198,7 +198,7 @@ func (c *Client) getTimedOut(g *getCall, r *replicaState, sent time.Time, timeou
 	g.outstanding--
 	// The replica was at least this slow, and is down until it answers
 	// again: a node that stops answering loses its appeal (4.5).
-	c.observeSilence(r, sent)
+	c.mon.silence(r, sent, c.env.Now())
 	if g.finished || g.outstanding > 0 {
 		return
 	}

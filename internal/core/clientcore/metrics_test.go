@@ -150,8 +150,8 @@ func TestReplicaStaleness(t *testing.T) {
 	}
 	// The probes' round trips were all 0 s on the fake clock: make the
 	// U.S. replica the closest.
-	c.rtt[england].Add(env.now, ms(100))
-	c.rtt[india].Add(env.now, ms(100))
+	c.mon.rtt[england].Add(env.now, ms(100))
+	c.mon.rtt[india].Add(env.now, ms(100))
 	var res GetResult
 	if err := c.Get(s, "k", GetOptions{}, func(r GetResult, err error) { res = r }); err != nil {
 		t.Fatal(err)
