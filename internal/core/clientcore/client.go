@@ -420,7 +420,7 @@ func (c *Client) Fire(timer any) {
 	case delayTimer:
 		t.send()
 	case heldTimer:
-		c.heldExpired(t)
+		t.expire()
 	case node.RoutedTimer:
 		c.causal.fire(t)
 	default:

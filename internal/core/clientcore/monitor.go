@@ -243,7 +243,7 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 	var r *replicaState
 	switch {
 	case o.Bound != wire.NoBound:
-		r = c.receiver(s, tv)
+		r = s.receiver(tv)
 	case strategy == Pileus:
 		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
 		r = tv.replicas[pick]

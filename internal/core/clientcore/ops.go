@@ -503,11 +503,11 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		}
 	}
 	switch {
-	case !released && (len(s.held) > 0 || !c.putClear(s, p.tv, o)):
-		c.hold(s, p.timeout, func() bool { return c.putClear(s, p.tv, o) }, retry, func() {
+	case !released && (len(s.held) > 0 || !s.putClear(p.tv, o)):
+		c.hold(s, p.timeout, func() bool { return s.putClear(p.tv, o) }, retry, func() {
 			done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), p.timeout))
 		})
-	case o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, p.tv).warming:
+	case o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && s.receiver(p.tv).warming:
 		// A bounded Put goes to the nearest replica: see awaitProbe.
 		c.mon.await(retry)
 	case o.Bound != wire.NoBound || o.Test != nil:
