@@ -25,7 +25,6 @@ import (
 
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
-	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -180,23 +179,13 @@ type Node struct {
 	metrics Metrics
 	// links holds the round trip to each replication peer (volatile,
 	// rtt.go).
-	links map[wire.NodeID]*rtt.Smoothed
+	links links
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
-	// recentPuts holds the last recentPutsMax Puts received, by sender
-	// and request ID; recentOrder is a ring of them, the oldest at
-	// recentNext once full (volatile).
-	recentPuts  map[putID]struct{}
-	recentOrder []putID
-	recentNext  int
-	// started is when the node started, the origin of its cost fits'
-	// clock; costs are the fits toward each primary (volatile: a
-	// restarted node warms up again, dConssandra 2-C); decisions are
-	// the planner's recent inputs, a ring.
-	started      time.Time
-	costs        map[wire.NodeID]*stepCosts
-	decisions    []Decision
-	decisionNext int
+	// recentPuts are the Puts received lately, to drop a duplicate.
+	recentPuts recentPuts
+	// plan is the dCON planner's state (stage.go).
+	plan planner
 }
 
 type table struct {
@@ -305,10 +294,9 @@ func (n *Node) Start(env node.Env) error {
 	n.clock = hlc.NewClock(env.WallNanos)
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
-	n.recentPuts = map[putID]struct{}{}
-	n.links = map[wire.NodeID]*rtt.Smoothed{}
-	n.costs = map[wire.NodeID]*stepCosts{}
-	n.started = env.Now()
+	n.recentPuts = newRecentPuts()
+	n.links = links{}
+	n.plan = newPlanner(env.Now())
 	eng := env.Engine()
 	if v, ok, err := eng.Get(revealedKey); err != nil {
 		return fmt.Errorf("replica: read revealed timestamp: %w", err)
@@ -439,8 +427,8 @@ func (n *Node) Metrics() Metrics {
 		}
 	}
 	sortTabletStatus(m.Tablets)
-	m.Links = n.linkStatus()
-	m.Costs = n.costStatus()
+	m.Links = n.links.status()
+	m.Costs = n.plan.status()
 	return m
 }
 

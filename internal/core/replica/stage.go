@@ -146,17 +146,32 @@ type Decision struct {
 // decisionsMax is how many recent decisions a node keeps.
 const decisionsMax = 4096
 
-func (n *Node) costsFor(primary wire.NodeID) *stepCosts {
-	c := n.costs[primary]
+// planner is a node's dCON planner state: the fits of the planned steps
+// toward each primary, on a clock that starts when the node started
+// (volatile: a restarted node warms up again, dConssandra 2-C), and the
+// inputs of its recent decisions.
+type planner struct {
+	started   time.Time
+	costs     map[wire.NodeID]*stepCosts
+	decisions ring[Decision]
+}
+
+func newPlanner(started time.Time) planner {
+	return planner{started: started, costs: map[wire.NodeID]*stepCosts{}, decisions: newRing[Decision](decisionsMax)}
+}
+
+// costsFor returns the fits toward primary.
+func (p *planner) costsFor(primary wire.NodeID) *stepCosts {
+	c := p.costs[primary]
 	if c == nil {
 		c = &stepCosts{}
-		n.costs[primary] = c
+		p.costs[primary] = c
 	}
 	return c
 }
 
 // elapsed is the node's monotonic time since it started, for the fits.
-func (n *Node) elapsed() time.Duration { return n.env.Now().Sub(n.started) }
+func (n *Node) elapsed() time.Duration { return n.env.Now().Sub(n.plan.started) }
 
 // model returns the costs the planner uses. A step whose fit is not yet
 // warm costs nothing: the operation tries it and the deadline timer
@@ -174,11 +189,11 @@ func (c *stepCosts) model() dcon.Costs {
 	return out
 }
 
-// costStatus lists the fits with samples, by primary and step.
-func (n *Node) costStatus() []StepCost {
+// status lists the fits with samples, by primary and step.
+func (pl *planner) status() []StepCost {
 	var out []StepCost
-	for _, p := range slices.Sorted(maps.Keys(n.costs)) {
-		c := n.costs[p]
+	for _, p := range slices.Sorted(maps.Keys(pl.costs)) {
+		c := pl.costs[p]
 		for _, s := range []struct {
 			name string
 			fit  *dcon.Fit
@@ -193,25 +208,18 @@ func (n *Node) costStatus() []StepCost {
 	return out
 }
 
-// decide runs the planner and remembers its input.
-func (n *Node) decide(budget time.Duration, c *stepCosts, w dcon.Work) dcon.Plan {
-	d := Decision{Budget: budget, Costs: c.model(), Work: w}
-	if len(n.decisions) < decisionsMax {
-		n.decisions = append(n.decisions, d)
-	} else {
-		n.decisions[n.decisionNext] = d
-		n.decisionNext = (n.decisionNext + 1) % decisionsMax
-	}
+// decide runs the planner on the fits toward primary and remembers its
+// input.
+func (n *Node) decide(budget time.Duration, primary wire.NodeID, w dcon.Work) dcon.Plan {
+	d := Decision{Budget: budget, Costs: n.plan.costsFor(primary).model(), Work: w}
+	n.plan.decisions.add(d)
 	n.metrics.Decisions++
 	return dcon.Decide(budget, &d.Costs, w)
 }
 
 // Decisions returns the inputs of the node's recent planner decisions,
 // oldest first.
-func (n *Node) Decisions() []Decision {
-	out := slices.Clone(n.decisions[n.decisionNext:])
-	return append(out, n.decisions[:n.decisionNext]...)
-}
+func (n *Node) Decisions() []Decision { return n.plan.decisions.all() }
 
 // stagedPut takes a Put with a bound at any replica of its tablet.
 func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
@@ -238,7 +246,7 @@ func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 		p.coord, p.spread = true, true
 	case wire.Immediate:
 	default:
-		plan := n.decide(m.Budget, n.costsFor(tb.primary), dcon.Work{Write: true, Queue: w.queue})
+		plan := n.decide(m.Budget, tb.primary, dcon.Work{Write: true, Queue: w.queue})
 		p.coord, p.spread = plan.Coordinated, plan.Spread
 	}
 	if p.spread && all > 1 {
@@ -346,7 +354,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	level := max(tb.writeLevel.Count(all), 1)
 	need := level
 	if m.Bound == wire.Unbounded || (m.Bound != wire.Immediate && all > level &&
-		n.decide(m.Budget, n.costsFor(self), dcon.Work{Write: true, Queue: 1}).Spread) {
+		n.decide(m.Budget, self, dcon.Work{Write: true, Queue: 1}).Spread) {
 		need = all
 	}
 	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
@@ -415,7 +423,7 @@ func (n *Node) progressStaged(tb *tablet, w *putWait, expired bool) bool {
 	switch {
 	case count == 1+len(tb.secondaries):
 		reply.Stage = wire.Executed
-		n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+		n.plan.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
 	case count < w.level:
 		// Ordered, not yet at the write level: answered as not yet
 		// coordinated, resolved later.
@@ -579,7 +587,7 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	}
 	n.metrics.ForwardAcksReceived++
 	now := n.env.Now()
-	costs := n.costsFor(tb.primary)
+	costs := n.plan.costsFor(tb.primary)
 	i := slices.IndexFunc(tb.staged, func(w *stagedWrite) bool { return w.seq == m.Seq })
 	if i < 0 || tb.staged[i].acked {
 		// Execution reported later (Forward.W), or a duplicate.
@@ -752,7 +760,7 @@ func (n *Node) boundedGet(from wire.NodeID, tb *tablet, m *wire.GetRequest) {
 			// below the local read's latency).
 			plan.Null = keyStaged > 0
 		} else {
-			plan = n.decide(m.Budget, n.costsFor(tb.primary), work)
+			plan = n.decide(m.Budget, tb.primary, work)
 		}
 		if plan.Null {
 			n.metrics.NullReads++
