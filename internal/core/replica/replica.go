@@ -73,19 +73,21 @@ func (o Options) EnsureDefaults() Options {
 
 // Validate reports the first invalid field.
 func (o Options) Validate() error {
-	switch {
-	case o.MaxKeyBytes < 0:
-		return fmt.Errorf("replica: Options.MaxKeyBytes must be positive, got %d", o.MaxKeyBytes)
-	case o.MaxValueBytes < 0:
-		return fmt.Errorf("replica: Options.MaxValueBytes must be positive, got %d", o.MaxValueBytes)
-	case o.PullBatchMax < 0:
-		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
-	case o.PullBatchBytes < 0:
-		return fmt.Errorf("replica: Options.PullBatchBytes must be positive, got %d", o.PullBatchBytes)
-	case o.RepairWait < 0:
-		return fmt.Errorf("replica: Options.RepairWait must be positive, got %s", o.RepairWait)
-	case o.RepairsWaitingMax < 0:
-		return fmt.Errorf("replica: Options.RepairsWaitingMax must be positive, got %d", o.RepairsWaitingMax)
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"MaxKeyBytes", o.MaxKeyBytes < 0, o.MaxKeyBytes},
+		{"MaxValueBytes", o.MaxValueBytes < 0, o.MaxValueBytes},
+		{"PullBatchMax", o.PullBatchMax < 0, o.PullBatchMax},
+		{"PullBatchBytes", o.PullBatchBytes < 0, o.PullBatchBytes},
+		{"RepairWait", o.RepairWait < 0, o.RepairWait},
+		{"RepairsWaitingMax", o.RepairsWaitingMax < 0, o.RepairsWaitingMax},
+	} {
+		if f.negative {
+			return fmt.Errorf("replica: Options.%s must be positive, got %v", f.name, f.value)
+		}
 	}
 	return nil
 }

@@ -264,12 +264,8 @@ func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 		n.env.Send(from, p.reply())
 		return
 	}
-	n.lastWait++
-	p.id = n.lastWait
+	p.id = n.armDeadline(tb, m.Bound, m.Budget)
 	tb.boundedPuts = append(tb.boundedPuts, p)
-	if m.Bound != wire.Unbounded {
-		n.env.After(m.Budget, deadlineTimer{ref: tb.ref, id: p.id})
-	}
 }
 
 func (p *boundedPut) reply() *wire.PutReply {
@@ -694,6 +690,17 @@ func (n *Node) answerPuts(tb *tablet) {
 	tb.boundedPuts = kept
 }
 
+// armDeadline numbers a bounded operation that waits at tb and, unless
+// it is unbounded, sets the timer that answers it once its budget has
+// run out (deadlineFired).
+func (n *Node) armDeadline(tb *tablet, bound wire.Bound, budget time.Duration) uint64 {
+	n.lastWait++
+	if bound != wire.Unbounded {
+		n.env.After(budget, deadlineTimer{ref: tb.ref, id: n.lastWait})
+	}
+	return n.lastWait
+}
+
 // deadlineFired answers a bounded operation whose bound ran out with
 // what was done.
 func (n *Node) deadlineFired(t deadlineTimer) {
@@ -777,12 +784,8 @@ func (n *Node) boundedGet(from wire.NodeID, tb *tablet, m *wire.GetRequest) {
 		n.answerRead(tb, r)
 		return
 	}
-	n.lastWait++
-	r.id = n.lastWait
+	r.id = n.armDeadline(tb, m.Bound, m.Budget)
 	tb.boundedReads = append(tb.boundedReads, r)
-	if m.Bound != wire.Unbounded {
-		n.env.After(m.Budget, deadlineTimer{ref: tb.ref, id: r.id})
-	}
 	n.advanceReads(tb)
 }
 

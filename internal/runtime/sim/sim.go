@@ -490,14 +490,20 @@ func (s *Sim) SetSkew(id wire.NodeID, skew time.Duration) error {
 
 // SetService sets a node's service time (NodeOptions.Service).
 func (s *Sim) SetService(id wire.NodeID, l Latency) error {
-	n, err := s.lookup("service", id)
+	return s.setLatency("service", "Service", id, l, func(o *NodeOptions) { o.Service = l })
+}
+
+// setLatency validates l as the node option field and sets it with set
+// on the node id names; op names the operation in an error.
+func (s *Sim) setLatency(op, field string, id wire.NodeID, l Latency, set func(*NodeOptions)) error {
+	n, err := s.lookup(op, id)
 	if err != nil {
 		return err
 	}
-	if err := l.validate("Service"); err != nil {
+	if err := l.validate(field); err != nil {
 		return fmt.Errorf("node %s: %w", id, err)
 	}
-	n.opts.Service = l
+	set(&n.opts)
 	return nil
 }
 
@@ -519,15 +525,7 @@ func (s *Sim) SetServiceByKind(id wire.NodeID, byKind map[string]Latency) error 
 // SetFsync sets the time of one fsync of a node's disk (NodeOptions.Fsync).
 // Fsyncs already under way keep their end.
 func (s *Sim) SetFsync(id wire.NodeID, l Latency) error {
-	n, err := s.lookup("fsync", id)
-	if err != nil {
-		return err
-	}
-	if err := l.validate("Fsync"); err != nil {
-		return fmt.Errorf("node %s: %w", id, err)
-	}
-	n.opts.Fsync = l
-	return nil
+	return s.setLatency("fsync", "Fsync", id, l, func(o *NodeOptions) { o.Fsync = l })
 }
 
 // At schedules fn to run at virtual time t (or now, if t has passed).
