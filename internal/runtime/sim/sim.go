@@ -568,43 +568,45 @@ func (s *Sim) step() {
 		ev.fn()
 	case evArrive:
 		s.arrive(ev)
-	case evHandle:
-		n := s.nodes[ev.to]
-		if !n.up || n.incarnation != ev.incarnation {
-			s.drop(ev, "crashed")
-			return
-		}
-		if s.now < n.pausedUntil {
-			ev.at = n.pausedUntil
-			s.push(ev)
-			return
-		}
-		s.stats.Delivered++
-		s.tracef("%s -> %s %v", ev.from, ev.to, ev.msg)
-		charged := s.beginEvent(n)
-		n.handler.Receive(ev.from, ev.msg)
-		if charged {
-			s.endEvent(n, ev.incarnation)
-		}
-	case evTimer:
-		n := s.nodes[ev.to]
-		if !n.up || n.incarnation != ev.incarnation {
-			return
-		}
-		if s.now < n.pausedUntil {
-			ev.at = n.pausedUntil
-			s.push(ev)
-			return
-		}
-		s.stats.Timers++
-		s.tracef("timer %s %T%v", ev.to, ev.timer, ev.timer)
-		charged := s.beginEvent(n)
-		n.handler.Fire(ev.timer)
-		if charged {
-			s.endEvent(n, ev.incarnation)
-		}
+	case evHandle, evTimer:
+		s.atNode(ev)
 	case evFsync:
 		s.fsyncDone(ev)
+	}
+}
+
+// atNode delivers a message, or fires a timer, at its node as one event
+// of the node's, unless the node crashed since it was queued (a message
+// is then dropped, a timer forgotten). A paused node's event waits until
+// the pause ends.
+func (s *Sim) atNode(ev *event) {
+	n := s.nodes[ev.to]
+	if !n.up || n.incarnation != ev.incarnation {
+		if ev.kind == evHandle {
+			s.drop(ev, "crashed")
+		}
+		return
+	}
+	if s.now < n.pausedUntil {
+		ev.at = n.pausedUntil
+		s.push(ev)
+		return
+	}
+	if ev.kind == evHandle {
+		s.stats.Delivered++
+		s.tracef("%s -> %s %v", ev.from, ev.to, ev.msg)
+	} else {
+		s.stats.Timers++
+		s.tracef("timer %s %T%v", ev.to, ev.timer, ev.timer)
+	}
+	charged := s.beginEvent(n)
+	if ev.kind == evHandle {
+		n.handler.Receive(ev.from, ev.msg)
+	} else {
+		n.handler.Fire(ev.timer)
+	}
+	if charged {
+		s.endEvent(n, ev.incarnation)
 	}
 }
 
