@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -233,12 +234,7 @@ func (c *Client) Fire(timer any) {
 			}
 		}
 	case notifyTimer:
-		ids := make([]uint64, 0, len(c.sessions))
-		for id := range c.sessions {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(c.sessions)) {
 			s := c.sessions[id]
 			if len(s.items) > 0 && !c.wrote[id] {
 				c.send(&clientOp{s: s}, s.Put(c.opts.Layout.Table, "", nil, true))

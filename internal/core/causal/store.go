@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -207,12 +208,7 @@ func (s *Store) Fire(timer any) {
 	}
 	s.retrying = false
 	now := s.env.Now()
-	reqs := make([]uint64, 0, len(s.out))
-	for req := range s.out {
-		reqs = append(reqs, req)
-	}
-	slices.Sort(reqs)
-	for _, req := range reqs {
+	for _, req := range slices.Sorted(maps.Keys(s.out)) {
 		o := s.out[req]
 		if now.Sub(o.sent) >= s.opts.Resend {
 			o.sent = now

@@ -291,7 +291,7 @@ func (c *Client) Metrics() Metrics {
 	m := Metrics{Puts: k.puts, PutErrors: k.putErrors, Pending: int64(len(c.staged)), Refused: c.refusedWrites, Gets: k.gets, Unmet: k.unmet,
 		SLAs: k.slaStats(now), SLAWindow: k.window, RTT: c.RTTEstimates(), Probes: c.probesSent}
 	m.Met = maps.Clone(k.met)
-	for _, name := range sortedKeys(c.tables) {
+	for _, name := range slices.Sorted(maps.Keys(c.tables)) {
 		t := c.tables[name]
 		for i := range t.tablets {
 			tv := &t.tablets[i]

@@ -1,6 +1,8 @@
 package clientcore
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
@@ -294,7 +296,7 @@ type RTTEstimate struct {
 // has measured, in node order.
 func (c *Client) RTTEstimates() []RTTEstimate {
 	out := make([]RTTEstimate, 0, len(c.mon.rtt))
-	for _, id := range sortedKeys(c.mon.rtt) {
+	for _, id := range slices.Sorted(maps.Keys(c.mon.rtt)) {
 		s := c.mon.rtt[id]
 		out = append(out, RTTEstimate{Node: string(id), Mean: s.Mean(), Samples: s.Len()})
 	}

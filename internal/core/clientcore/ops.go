@@ -2,6 +2,7 @@ package clientcore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -660,7 +661,7 @@ func (c *Client) probeIdle() {
 	for _, s := range c.mon.rtt {
 		s.Expire(now.Add(-c.mon.window))
 	}
-	for _, name := range sortedKeys(c.tables) {
+	for _, name := range slices.Sorted(maps.Keys(c.tables)) {
 		t := c.tables[name]
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
@@ -670,13 +671,4 @@ func (c *Client) probeIdle() {
 			}
 		}
 	}
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
