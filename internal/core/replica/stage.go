@@ -336,7 +336,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	}
 	seq := o.seq + 1
 	prev := tb.lastUpdate
-	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, n.recordOrigin(tb, self, seq, o, wire.OK))
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, tb.recordOrigin(self, seq, o, wire.OK))
 	reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, WriteID: seq, Tested: tested,
 		Holders: []wire.NodeID{self}}
 	if code != wire.OK {
@@ -436,7 +436,7 @@ func (n *Node) progressStaged(tb *tablet, w *putWait, expired bool) bool {
 // receiver's write seq as ordered, with its result, and forgets the
 // result a window earlier, which the receiver can no longer ask for
 // again (it never has more than forwardWindow writes outstanding).
-func (n *Node) recordOrigin(tb *tablet, from wire.NodeID, seq uint64, o origin, code wire.Code) func(*storage.Batch, hlc.Timestamp, wire.Outcome) {
+func (tb *tablet) recordOrigin(from wire.NodeID, seq uint64, o origin, code wire.Code) func(*storage.Batch, hlc.Timestamp, wire.Outcome) {
 	return func(b *storage.Batch, ts hlc.Timestamp, tested wire.Outcome) {
 		next := origin{seq: seq, ts: o.ts}
 		if !ts.IsZero() {
@@ -490,7 +490,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	}
 	n.metrics.ForwardsOrdered++
 	code := n.checkWrite(tb, m.Key, m.Value, m.MinTS, m.Test)
-	record := n.recordOrigin(tb, from, m.Seq, o, code)
+	record := tb.recordOrigin(from, m.Seq, o, code)
 	prev := tb.lastUpdate
 	var ts hlc.Timestamp
 	var tested wire.Outcome
@@ -771,7 +771,7 @@ func (n *Node) boundedGet(from wire.NodeID, tb *tablet, m *wire.GetRequest) {
 		}
 		if plan.Null {
 			n.metrics.NullReads++
-			reply := &wire.GetReply{Req: m.Req, Null: true, Pending: int32(n.pendingOf(tb, m.Key))}
+			reply := &wire.GetReply{Req: m.Req, Null: true, Pending: int32(tb.pendingOf(m.Key))}
 			reply.HighTS, reply.Primary = n.high(tb)
 			n.env.Send(from, reply)
 			return
@@ -827,7 +827,7 @@ func (n *Node) pullSoon(tb *tablet) uint64 {
 // pendingOf counts the writes a secondary knows it lacks for key: its
 // staged writes of the key not yet ordered, and one if it has heard of
 // ordered writes it has not applied.
-func (n *Node) pendingOf(tb *tablet, key string) int {
+func (tb *tablet) pendingOf(key string) int {
 	pending := 0
 	for _, w := range tb.staged {
 		if w.key == key {
@@ -846,7 +846,7 @@ func (n *Node) answerRead(tb *tablet, r *boundedRead) {
 	if reply.Code == wire.OK {
 		reply.Applied = int32(tb.applied - r.applied)
 		if !tb.isPrimary {
-			reply.Pending = int32(n.pendingOf(tb, r.m.Key))
+			reply.Pending = int32(tb.pendingOf(r.m.Key))
 		}
 	}
 	n.env.Send(r.from, reply)
