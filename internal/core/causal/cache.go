@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,15 +72,9 @@ type fetchTimer struct{}
 // EnsureDefaults returns a copy of o with unset fields given their
 // defaults (see package node: the options idiom).
 func (o CacheOptions) EnsureDefaults() CacheOptions {
-	if o.Capacity == 0 {
-		o.Capacity = 1_000_000
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Capacity = cmp.Or(o.Capacity, 1_000_000)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, time.Second)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 

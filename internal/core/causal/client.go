@@ -1,8 +1,10 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -78,9 +80,7 @@ type notifyTimer struct{}
 // defaults (see package node: the options idiom). The default
 // Coordinator depends on the client's site: Start picks it.
 func (o ClientOptions) EnsureDefaults() ClientOptions {
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Timeout = cmp.Or(o.Timeout, 10*time.Second)
 	return o
 }
 
@@ -234,12 +234,7 @@ func (c *Client) Fire(timer any) {
 			}
 		}
 	case notifyTimer:
-		ids := make([]uint64, 0, len(c.sessions))
-		for id := range c.sessions {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(c.sessions)) {
 			s := c.sessions[id]
 			if len(s.items) > 0 && !c.wrote[id] {
 				c.send(&clientOp{s: s}, s.Put(c.opts.Layout.Table, "", nil, true))

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,24 +45,12 @@ type CoordinatorOptions struct {
 // EnsureDefaults returns a copy of o with unset fields given their
 // defaults (see package node: the options idiom).
 func (o CoordinatorOptions) EnsureDefaults() CoordinatorOptions {
-	if o.Resend == 0 {
-		o.Resend = time.Second
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = time.Second
-	}
-	if o.TxRounds == 0 {
-		o.TxRounds = 8
-	}
-	if o.Window == 0 {
-		o.Window = 64
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = 1 << 20
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Resend = cmp.Or(o.Resend, time.Second)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, time.Second)
+	o.TxRounds = cmp.Or(o.TxRounds, 8)
+	o.Window = cmp.Or(o.Window, 64)
+	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, 1<<20)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 

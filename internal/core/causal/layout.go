@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -191,11 +192,7 @@ func (l *Layout) HomeRing(site string) int {
 
 // CacheNodes returns every cache node, in site order.
 func (l *Layout) CacheNodes() []wire.NodeID {
-	sites := make([]string, 0, len(l.Caches))
-	for s := range l.Caches {
-		sites = append(sites, s)
-	}
-	slices.Sort(sites)
+	sites := slices.Sorted(maps.Keys(l.Caches))
 	out := make([]wire.NodeID, len(sites))
 	for i, s := range sites {
 		out[i] = l.Caches[s]

@@ -1,9 +1,11 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -126,12 +128,8 @@ type retryTimer struct{}
 // EnsureDefaults returns a copy of o with unset fields given their
 // defaults (see package node: the options idiom).
 func (o StoreOptions) EnsureDefaults() StoreOptions {
-	if o.Resend == 0 {
-		o.Resend = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Resend = cmp.Or(o.Resend, time.Second)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 
@@ -210,12 +208,7 @@ func (s *Store) Fire(timer any) {
 	}
 	s.retrying = false
 	now := s.env.Now()
-	reqs := make([]uint64, 0, len(s.out))
-	for req := range s.out {
-		reqs = append(reqs, req)
-	}
-	slices.Sort(reqs)
-	for _, req := range reqs {
+	for _, req := range slices.Sorted(maps.Keys(s.out)) {
 		o := s.out[req]
 		if now.Sub(o.sent) >= s.opts.Resend {
 			o.sent = now

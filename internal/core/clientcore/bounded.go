@@ -77,11 +77,12 @@ func (c *Client) hold(s *Session, timeout time.Duration, clear func() bool, send
 	s.held = append(s.held, op)
 	c.lastHeld++
 	c.env.After(timeout, heldTimer{s: s, op: op, id: c.lastHeld})
-	c.release(s)
+	s.release()
 }
 
-// release sends the held operations at the head of the queue that may go.
-func (c *Client) release(s *Session) {
+// release sends the held operations at the head of the session's queue
+// that may go.
+func (s *Session) release() {
 	for len(s.held) > 0 && s.held[0].clear() {
 		op := s.held[0]
 		s.held = s.held[1:]
@@ -90,7 +91,8 @@ func (c *Client) release(s *Session) {
 	}
 }
 
-func (c *Client) heldExpired(t heldTimer) {
+// expire fails the held operation whose wait ran out, unless it went.
+func (t heldTimer) expire() {
 	if t.op.gone {
 		return
 	}
@@ -99,15 +101,15 @@ func (c *Client) heldExpired(t heldTimer) {
 		t.s.held = slices.Delete(t.s.held, i, i+1)
 	}
 	t.op.fail()
-	c.release(t.s)
+	t.s.release()
 }
 
 // putClear reports whether a Put of key may go now (see above).
-func (c *Client) putClear(s *Session, tv *tabletView, o PutOptions) bool {
+func (s *Session) putClear(tv *tabletView, o PutOptions) bool {
 	if o.Bound == wire.NoBound {
 		return len(s.pending) == 0
 	}
-	r := c.receiver(s, tv)
+	r := s.receiver(tv)
 	for _, p := range s.pending {
 		if p.tablet != tv.index() || p.node != r.id {
 			return false
@@ -143,7 +145,7 @@ func (c *Client) supersede(s *Session, w *pendingWrite, ts hlc.Timestamp) {
 			s.recordRead(p.key, ts)
 		}
 	}
-	c.release(s)
+	s.release()
 }
 
 // stagedID names a pending write at the client.
@@ -175,8 +177,8 @@ func checkBound(b wire.Bound) error {
 	return nil
 }
 
-// receiver picks the replica a bounded operation goes to.
-func (c *Client) receiver(s *Session, tv *tabletView) *replicaState {
+// receiver picks the replica a bounded operation of the session goes to.
+func (s *Session) receiver(tv *tabletView) *replicaState {
 	for _, p := range s.pending {
 		if p.tablet == tv.index() {
 			for _, r := range tv.replicas {
@@ -204,7 +206,7 @@ func budget(b wire.Bound, r *replicaState) time.Duration {
 func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte, o PutOptions, timeout time.Duration, done func(PutResult, error)) {
 	r := tv.replicas[0]
 	if o.Bound != wire.NoBound {
-		r = c.receiver(s, tv)
+		r = s.receiver(tv)
 	}
 	sent := c.env.Now()
 	req := c.newReq()
@@ -226,7 +228,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 	conditional := o.Test != nil
 	c.send(r.id, m, req, timeout, &pending{
 		onReply: func(_ wire.NodeID, msg wire.Msg) {
-			defer c.release(s)
+			defer s.release()
 			reply := msg.(*wire.PutReply)
 			res := PutResult{Node: r.id, RTT: c.boundedRTT(sent), Level: 1, Acks: int(reply.Acks),
 				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
@@ -249,7 +251,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 		onTimeout: func() {
 			c.boundedRTT(sent)
 			s.dropPending(slot)
-			c.release(s)
+			s.release()
 			done(PutResult{Node: r.id, Bound: o.Bound}, fmt.Errorf("%w: put %s: no reply from %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, timeout))
 		},
 	})
@@ -282,7 +284,7 @@ func (c *Client) resolved(from wire.NodeID, m *wire.Resolved) {
 		return
 	}
 	delete(c.staged, id)
-	defer c.release(s)
+	defer s.release()
 	for _, p := range s.pending {
 		if p.node != from || p.id != m.WriteID || p.waiting || s.table.tablets[p.tablet].ref != m.Tablet {
 			continue
@@ -367,7 +369,7 @@ func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetR
 // getBounded sends a Get with a bound to the receiver of the session's
 // pending writes of the tablet, or the nearest replica.
 func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sla.SLA, o GetOptions, done func(GetResult, error)) {
-	r := c.receiver(s, tv)
+	r := s.receiver(tv)
 	sent := c.env.Now()
 	req := c.newReq()
 	m := &wire.GetRequest{Req: req, Tablet: tv.ref, Key: key, Bound: o.Bound, Budget: budget(o.Bound, r)}

@@ -76,45 +76,62 @@ func checkCausalSLA(s sla.SLA) error {
 	return nil
 }
 
-// openCausal starts the client side of a causal table.
-func (c *Client) openCausal(l wire.Layout) (*causalTable, error) {
+// causalTables are the client sides of a client's open causal tables.
+type causalTables struct {
+	byID map[uint64]*causalTable
+	// sessions numbers the sessions begun on them.
+	sessions uint64
+}
+
+// open starts the client side of a causal table at the client env, with
+// the client's options.
+func (ts *causalTables) open(env node.Env, opts Options, l wire.Layout) (*causalTable, error) {
 	layout, err := causal.LayoutOf(&l)
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %q: %w", ErrInvalid, l.Name, err)
 	}
-	site := causal.Site(c.env.ID())
+	site := causal.Site(env.ID())
 	cc := layout.Coordinators[site]
 	if cc == "" {
 		return nil, fmt.Errorf("%w: causal table %q has no coordinator at this client's site %q", ErrInvalid, l.Name, site)
 	}
-	if old := c.causal[l.ID]; old != nil {
+	if old := ts.byID[l.ID]; old != nil {
 		return old, nil
 	}
-	client := causal.NewClient(causal.ClientOptions{Layout: layout, Coordinator: cc, Timeout: c.opts.RequestTimeout, NotifyEvery: c.opts.NotifyEvery})
-	if err := client.Start(node.RouteTimers(c.env, l.ID)); err != nil {
+	client := causal.NewClient(causal.ClientOptions{Layout: layout, Coordinator: cc, Timeout: opts.RequestTimeout, NotifyEvery: opts.NotifyEvery})
+	if err := client.Start(node.RouteTimers(env, l.ID)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	ct := &causalTable{layout: layout, client: client, cc: cc}
-	c.causal[l.ID] = ct
+	if ts.byID == nil {
+		ts.byID = map[uint64]*causalTable{}
+	}
+	ts.byID[l.ID] = ct
 	return ct, nil
 }
 
-// receiveCausal hands a causal message to its table's client side.
-func (c *Client) receiveCausal(from wire.NodeID, m wire.Msg) bool {
+// session begins a session on the open causal table ct.
+func (ts *causalTables) session(ct *causalTable) *causal.Session {
+	ts.sessions++
+	return ct.client.Session(ts.sessions)
+}
+
+// receive hands a causal message to its table's client side.
+func (ts *causalTables) receive(from wire.NodeID, m wire.Msg) bool {
 	table, ok := causal.TableOf(m)
 	if !ok {
 		return false
 	}
-	if ct := c.causal[table]; ct != nil {
+	if ct := ts.byID[table]; ct != nil {
 		ct.client.Receive(from, m)
 	}
 	return true
 }
 
-// fireCausal hands a causal table's timer, routed by its table ID, to
-// the table's client side.
-func (c *Client) fireCausal(t node.RoutedTimer) {
-	if ct := c.causal[t.Route]; ct != nil {
+// fire hands a causal table's timer, routed by its table ID, to the
+// table's client side.
+func (ts *causalTables) fire(t node.RoutedTimer) {
+	if ct := ts.byID[t.Route]; ct != nil {
 		ct.client.Fire(t.Timer)
 	}
 }
@@ -147,15 +164,9 @@ func (c *Client) putCausal(s *Session, key string, value []byte, o PutOptions, d
 	}
 	ct := s.table.causal
 	sent := c.env.Now()
-	c.puts++
+	done = c.countPut(done)
 	ct.client.Put(s.causal, key, value, func(r causal.Result) {
-		res := PutResult{TS: r.Version.TS, Node: ct.cc, RTT: c.env.Now().Sub(sent)}
-		if err := causalError(r.Code); err != nil {
-			c.putErrors++
-			done(res, err)
-			return
-		}
-		done(res, nil)
+		done(PutResult{TS: r.Version.TS, Node: ct.cc, RTT: c.env.Now().Sub(sent)}, causalError(r.Code))
 	})
 	return nil
 }
@@ -176,14 +187,12 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 	}
 	ct := s.table.causal
 	sent := c.env.Now()
-	c.gets++
 	ct.client.Get(s.causal, key, func(r causal.Result) {
 		rtt := c.env.Now().Sub(sent)
 		res := GetResult{Met: -1, Target: -1, Node: r.Node, RTT: rtt, VersionTS: r.Version.TS,
 			Causal: &CausalRead{Version: r.Version, Source: r.Source, Ring: r.Ring, RingName: ct.ringName(r.Ring), InFlight: r.InFlight, Restricted: r.Restricted}}
 		if err := causalError(r.Code); err != nil {
-			c.unmet++
-			c.recordGet(agreement, -1)
+			c.counters.get(agreement, -1, c.env.Now())
 			if r.Code == wire.Unavailable {
 				res.TimedOut = true
 				err = ct.timeoutError(key, r)
@@ -197,9 +206,8 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 				break
 			}
 		}
-		c.recordGet(agreement, res.Met)
+		c.counters.get(agreement, res.Met, c.env.Now())
 		if res.Met < 0 {
-			c.unmet++
 			done(GetResult{Met: -1, Target: -1, Node: r.Node, RTT: rtt, Causal: res.Causal}, ErrSLAUnmet)
 			return
 		}

@@ -15,6 +15,7 @@
 package clientcore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -170,39 +171,21 @@ type Options struct {
 
 // EnsureDefaults returns a copy of o with unset fields given defaults.
 func (o Options) EnsureDefaults() Options {
-	if o.RTTWindow == 0 {
-		o.RTTWindow = 2 * time.Minute
-	}
-	if o.RTTSamplesMax == 0 {
-		o.RTTSamplesMax = 512
-	}
-	if o.ProbeInterval == 0 {
-		o.ProbeInterval = 10 * time.Second
-	}
+	o.RTTWindow = cmp.Or(o.RTTWindow, 2*time.Minute)
+	o.RTTSamplesMax = cmp.Or(o.RTTSamplesMax, 512)
+	o.ProbeInterval = cmp.Or(o.ProbeInterval, 10*time.Second)
 	if o.AdaptiveProbing && o.MinProbeInterval == 0 {
 		o.MinProbeInterval = o.ProbeInterval / 4
 	}
 	if o.AdaptiveProbing && o.MaxProbeInterval == 0 {
 		o.MaxProbeInterval = 4 * o.ProbeInterval
 	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = 10 * time.Second
-	}
-	if o.ProbeTimeout == 0 {
-		o.ProbeTimeout = min(2*time.Second, o.RequestTimeout)
-	}
-	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = 10_000
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if o.SLAWindow == 0 {
-		o.SLAWindow = time.Minute
-	}
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, 10*time.Second)
+	o.ProbeTimeout = cmp.Or(o.ProbeTimeout, min(2*time.Second, o.RequestTimeout))
+	o.MaxKeyBytes = cmp.Or(o.MaxKeyBytes, DefaultMaxKeyBytes)
+	o.MaxSessions = cmp.Or(o.MaxSessions, 10_000)
+	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, DefaultMaxValueBytes)
+	o.SLAWindow = cmp.Or(o.SLAWindow, time.Minute)
 	return o
 }
 
@@ -304,7 +287,7 @@ type Client struct {
 	nextReq uint64
 	pending map[uint64]*pending
 	tables  map[string]*Table
-	rtt     map[wire.NodeID]*rttStats
+	mon     monitor
 	// mins is scratch space for minimum read timestamps, so that selecting
 	// a target does not allocate.
 	mins []minTS
@@ -320,20 +303,10 @@ type Client struct {
 	lastHeld      uint64
 	// sessions counts the open sessions, for MaxSessions.
 	sessions int
-	// awaiting are the operations waiting for a first probe (await), in
-	// the order they came.
-	awaiting []func()
-	// causal holds the client sides of the open causal tables, by ID.
-	causal map[uint64]*causalTable
-	// causalSessions numbers the sessions on causal tables.
-	causalSessions uint64
-	// started is when Start ran: the SLA window's buckets count from it.
-	started time.Time
-	// Counters of Metrics: Puts and Gets carried out, Gets by the subSLA
-	// met (its text form), and per SLA (slas, in the order first seen).
-	puts, putErrors, gets, unmet int64
-	met                          map[string]int64
-	slas                         []*slaRecord
+	// causal holds the client sides of the open causal tables.
+	causal causalTables
+	// counters count the operations for Metrics from Start on.
+	counters counters
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -359,31 +332,28 @@ func (c *Client) Start(env node.Env) error {
 	c.nextReq = env.Rand().Uint64() >> 1
 	c.pending = map[uint64]*pending{}
 	c.tables = map[string]*Table{}
-	c.rtt = map[wire.NodeID]*rttStats{}
+	c.mon = newMonitor(c.opts)
 	c.tuners = map[Tune]*tuner{}
 	c.staged = map[stagedID]*Session{}
-	c.causal = map[uint64]*causalTable{}
-	c.awaiting = nil
-	c.started = env.Now()
-	c.puts, c.putErrors, c.gets, c.unmet = 0, 0, 0, 0
-	c.met, c.slas = nil, nil
-	env.After(c.probeTick(), probeTimer{})
+	c.causal = causalTables{}
+	c.counters = newCounters(env.Now(), c.opts.SLAWindow)
+	env.After(c.mon.tick(), probeTimer{})
 	return nil
 }
 
 // Receive handles a reply from a storage node.
 func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
-	if s := c.rtt[from]; s != nil {
+	if s := c.mon.rtt[from]; s != nil {
 		s.down = false // whatever it sends, the node is reachable again
 	}
 	if m, ok := m.(*wire.Resolved); ok {
 		c.resolved(from, m)
 		return
 	}
-	if c.receiveCausal(from, m) {
+	if c.causal.receive(from, m) {
 		return
 	}
-	req, ok := replyReq(m)
+	req, answers, ok := replyReq(m)
 	if !ok {
 		c.env.Logger().Warn("clientcore: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 		return
@@ -392,7 +362,7 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	if !ok || p.to != "" && p.to != from {
 		return // a late reply to a request that timed out
 	}
-	if !answers(p.request, m) {
+	if !answers(p.request) {
 		// A node that answers a Get with a PutReply is broken or hostile;
 		// the request waits for its real answer or its timeout.
 		c.env.Logger().Warn("clientcore: a reply of the wrong kind", "from", from, "request", fmt.Sprintf("%T", p.request), "reply", fmt.Sprintf("%T", m))
@@ -402,52 +372,32 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 	p.onReply(from, m)
 }
 
-// answers says whether reply is of the kind that answers request.
-func answers(request, reply wire.Msg) bool {
-	switch request.(type) {
-	case *wire.CreateTableRequest:
-		_, ok := reply.(*wire.CreateTableReply)
-		return ok
-	case *wire.DeleteTableRequest:
-		_, ok := reply.(*wire.DeleteTableReply)
-		return ok
-	case *wire.TableInfoRequest:
-		_, ok := reply.(*wire.TableInfoReply)
-		return ok
-	case *wire.PutRequest:
-		_, ok := reply.(*wire.PutReply)
-		return ok
-	case *wire.GetRequest:
-		_, ok := reply.(*wire.GetReply)
-		return ok
-	case *wire.ProbeRequest:
-		_, ok := reply.(*wire.ProbeReply)
-		return ok
-	case *wire.Repair:
-		_, ok := reply.(*wire.RepairReply)
-		return ok
-	}
-	return false
-}
-
-func replyReq(m wire.Msg) (uint64, bool) {
+// replyReq returns the request a reply answers, and whether a request
+// is of the kind it answers.
+func replyReq(m wire.Msg) (req uint64, answers func(request wire.Msg) bool, ok bool) {
 	switch m := m.(type) {
 	case *wire.CreateTableReply:
-		return m.Req, true
+		return m.Req, is[*wire.CreateTableRequest], true
 	case *wire.DeleteTableReply:
-		return m.Req, true
+		return m.Req, is[*wire.DeleteTableRequest], true
 	case *wire.TableInfoReply:
-		return m.Req, true
+		return m.Req, is[*wire.TableInfoRequest], true
 	case *wire.PutReply:
-		return m.Req, true
+		return m.Req, is[*wire.PutRequest], true
 	case *wire.GetReply:
-		return m.Req, true
+		return m.Req, is[*wire.GetRequest], true
 	case *wire.ProbeReply:
-		return m.Req, true
+		return m.Req, is[*wire.ProbeRequest], true
 	case *wire.RepairReply:
-		return m.Req, true
+		return m.Req, is[*wire.Repair], true
 	}
-	return 0, false
+	return 0, nil, false
+}
+
+// is says whether m is a T.
+func is[T wire.Msg](m wire.Msg) bool {
+	_, ok := m.(T)
+	return ok
 }
 
 // Fire handles a timer.
@@ -460,7 +410,7 @@ func (c *Client) Fire(timer any) {
 		}
 	case probeTimer:
 		c.probeIdle()
-		c.env.After(c.probeTick(), t)
+		c.env.After(c.mon.tick(), t)
 	case holdTimer:
 		if t.held == t.g.held {
 			c.finishHeld(t.g)
@@ -470,9 +420,9 @@ func (c *Client) Fire(timer any) {
 	case delayTimer:
 		t.send()
 	case heldTimer:
-		c.heldExpired(t)
+		t.expire()
 	case node.RoutedTimer:
-		c.fireCausal(t)
+		c.causal.fire(t)
 	default:
 		c.env.Logger().Warn("clientcore: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}
@@ -501,38 +451,6 @@ func (c *Client) newReq() uint64 {
 	return c.nextReq
 }
 
-func (c *Client) nodeRTT(id wire.NodeID) *rttStats {
-	s, ok := c.rtt[id]
-	if !ok {
-		s = newRTTStats(c.opts.RTTSamplesMax)
-		c.rtt[id] = s
-	}
-	return s
-}
-
-// observeRTT records a round trip to a node that started at sent, unless
-// it may include setting up the connection (replicaState.warming).
-func (c *Client) observeRTT(r *replicaState, sent time.Time) time.Duration {
-	now := c.env.Now()
-	rtt := now.Sub(sent)
-	r.lastContact = now
-	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
-		return rtt
-	}
-	r.rtt.Add(now, rtt)
-	r.rtt.Expire(now.Add(-c.opts.RTTWindow))
-	return rtt
-}
-
-// observeSilence records a request to r, sent at sent, that timed out:
-// the node was at least that slow (4.5), and it is down until it next
-// answers (rttStats.down). It returns the time waited.
-func (c *Client) observeSilence(r *replicaState, sent time.Time) time.Duration {
-	waited := c.observeRTT(r, sent)
-	r.rtt.down = true
-	return waited
-}
-
 // BeginSession starts a session on an open table with a default SLA and
 // strategy for its Gets (Pileus Fig. 2).
 func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session, error) {
@@ -556,8 +474,7 @@ func (c *Client) BeginSession(t *Table, s sla.SLA, strategy Strategy) (*Session,
 		if err := checkCausalSLA(s); err != nil {
 			return nil, err
 		}
-		c.causalSessions++
-		session.causal = t.causal.client.Session(c.causalSessions)
+		session.causal = c.causal.session(t.causal)
 	}
 	c.sessions++
 	return session, nil

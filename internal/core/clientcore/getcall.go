@@ -147,7 +147,7 @@ func (c *Client) waited(t waitTimer) {
 // gotReply handles the reply of replica r, asked at sent.
 func (c *Client) gotReply(g *getCall, r *replicaState, sent time.Time, reply *wire.GetReply) {
 	g.outstanding--
-	c.observeRTT(r, sent)
+	c.mon.observe(r, sent, c.env.Now())
 	if reply.Code == wire.OK {
 		c.observeHigh(g.tv, r, reply.HighTS)
 	}
@@ -165,7 +165,7 @@ func (c *Client) gotReply(g *getCall, r *replicaState, sent time.Time, reply *wi
 		// A request still out may do better: keep this reply and wait.
 		c.holdReply(g, &heldReply{r: r, reply: reply, met: met}, rtt)
 	case better:
-		c.answer(g, r, reply, met, rtt)
+		g.answer(r, reply, met, rtt)
 	default:
 		c.missed(g, r, reply, rtt)
 	}
@@ -198,7 +198,7 @@ func (c *Client) getTimedOut(g *getCall, r *replicaState, sent time.Time, timeou
 	g.outstanding--
 	// The replica was at least this slow, and is down until it answers
 	// again: a node that stops answering loses its appeal (4.5).
-	c.observeSilence(r, sent)
+	c.mon.silence(r, sent, c.env.Now())
 	if g.finished || g.outstanding > 0 {
 		return
 	}
@@ -258,11 +258,11 @@ func (c *Client) finishHeld(g *getCall) {
 		g.finish(fmt.Errorf("%w: get %s: the reply from %s came in time for no subSLA", ErrSLAUnmet, keyfmt.Quote(g.key), h.r.id))
 		return
 	}
-	c.answer(g, h.r, h.reply, met, rtt)
+	g.answer(h.r, h.reply, met, rtt)
 }
 
 // answer ends the Get with r's reply, which met subSLA met after rtt.
-func (c *Client) answer(g *getCall, r *replicaState, reply *wire.GetReply, met int, rtt time.Duration) {
+func (g *getCall) answer(r *replicaState, reply *wire.GetReply, met int, rtt time.Duration) {
 	res := &g.res
 	res.Node, res.RTT, res.Met = r.id, rtt, met
 	res.HighTS, res.VersionTS, res.Primary = reply.HighTS, reply.VersionTS, reply.Primary

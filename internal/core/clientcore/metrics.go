@@ -132,30 +132,56 @@ type slaBucket struct {
 	outcomes Outcomes
 }
 
-// bucketSeq numbers the window bucket that now falls in.
-func (c *Client) bucketSeq(now time.Time) int64 {
-	width := c.opts.SLAWindow / slaWindowBuckets
-	return int64(now.Sub(c.started)/max(width, 1)) + 1
+// counters are what a client counts of its operations for Metrics:
+// Puts and Gets carried out, Gets by the subSLA met (its text form), and
+// per SLA (slas, in the order first seen), the SLA window's buckets
+// counted from started.
+type counters struct {
+	started                      time.Time
+	window                       time.Duration
+	puts, putErrors, gets, unmet int64
+	met                          map[string]int64
+	slas                         []*slaRecord
 }
 
-// recordGet counts a Get under agreement that met subSLA met (-1 for
-// none) at the client's clock.
-func (c *Client) recordGet(agreement sla.SLA, met int) {
-	r := c.slaRecord(agreement)
-	c.gets++
+// newCounters returns counters that start at started, with a window of
+// window (Options.SLAWindow).
+func newCounters(started time.Time, window time.Duration) counters {
+	return counters{started: started, window: window}
+}
+
+// bucketSeq numbers the window bucket that now falls in.
+func (k *counters) bucketSeq(now time.Time) int64 {
+	width := k.window / slaWindowBuckets
+	return int64(now.Sub(k.started)/max(width, 1)) + 1
+}
+
+// put counts a Put that ended with err.
+func (k *counters) put(err error) {
+	k.puts++
+	if err != nil {
+		k.putErrors++
+	}
+}
+
+// get counts a Get under agreement that met subSLA met (-1 for none),
+// ended at now.
+func (k *counters) get(agreement sla.SLA, met int, now time.Time) {
+	r := k.slaRecord(agreement)
+	k.gets++
 	switch {
 	case met < 0 || met >= len(agreement):
-		c.unmet++
+		k.unmet++
 	case r != nil:
-		c.count(r.subKeys[met])
+		k.count(r.subKeys[met])
 	default:
-		c.count(agreement[met].String())
+		k.count(agreement[met].String())
 	}
 	if r == nil {
 		return
 	}
 	r.total.add(met)
-	seq := c.bucketSeq(c.env.Now())
+	seq := k.bucketSeq(now)
 	b := &r.buckets[seq%slaWindowBuckets]
 	if b.seq != seq {
 		*b = slaBucket{seq: seq, outcomes: newOutcomes(len(agreement))}
@@ -163,38 +189,38 @@ func (c *Client) recordGet(agreement sla.SLA, met int) {
 	b.outcomes.add(met)
 }
 
-func (c *Client) count(subSLA string) {
-	if c.met == nil {
-		c.met = map[string]int64{}
+func (k *counters) count(subSLA string) {
+	if k.met == nil {
+		k.met = map[string]int64{}
 	}
-	c.met[subSLA]++
+	k.met[subSLA]++
 }
 
 // slaRecord returns the record of agreement, made on its first Get, or
 // nil once maxSLAStats SLAs have records. An application has a handful
 // of SLAs: a scan finds one faster than its text form is made.
-func (c *Client) slaRecord(agreement sla.SLA) *slaRecord {
-	for _, r := range c.slas {
+func (k *counters) slaRecord(agreement sla.SLA) *slaRecord {
+	for _, r := range k.slas {
 		if slices.Equal(r.agreement, agreement) {
 			return r
 		}
 	}
-	if len(c.slas) >= maxSLAStats {
+	if len(k.slas) >= maxSLAStats {
 		return nil
 	}
 	r := &slaRecord{agreement: slices.Clone(agreement), total: newOutcomes(len(agreement))}
 	for _, sub := range agreement {
 		r.subKeys = append(r.subKeys, sub.String())
 	}
-	c.slas = append(c.slas, r)
+	k.slas = append(k.slas, r)
 	return r
 }
 
 // slaStats returns the SLAs' outcomes, the window's as of now.
-func (c *Client) slaStats(now time.Time) []SLAStats {
-	seq := c.bucketSeq(now)
-	out := make([]SLAStats, 0, len(c.slas))
-	for _, r := range c.slas {
+func (k *counters) slaStats(now time.Time) []SLAStats {
+	seq := k.bucketSeq(now)
+	out := make([]SLAStats, 0, len(k.slas))
+	for _, r := range k.slas {
 		st := SLAStats{SLA: append(sla.SLA(nil), r.agreement...), Total: newOutcomes(len(r.agreement)), Window: newOutcomes(len(r.agreement))}
 		st.Total.merge(&r.total)
 		for i := range r.buckets {
@@ -260,11 +286,12 @@ func staleness(tv *tabletView, high hlc.Timestamp, primary bool, nowWall int64) 
 // monitor, with the SLA window and the replicas' ages as of the client's
 // clock.
 func (c *Client) Metrics() Metrics {
-	m := Metrics{Puts: c.puts, PutErrors: c.putErrors, Pending: int64(len(c.staged)), Refused: c.refusedWrites, Gets: c.gets, Unmet: c.unmet,
-		SLAs: c.slaStats(c.env.Now()), SLAWindow: c.opts.SLAWindow, RTT: c.RTTEstimates(), Probes: c.probesSent}
-	m.Met = maps.Clone(c.met)
 	now := c.env.Now()
-	for _, name := range sortedKeys(c.tables) {
+	k := &c.counters
+	m := Metrics{Puts: k.puts, PutErrors: k.putErrors, Pending: int64(len(c.staged)), Refused: c.refusedWrites, Gets: k.gets, Unmet: k.unmet,
+		SLAs: k.slaStats(now), SLAWindow: k.window, RTT: c.RTTEstimates(), Probes: c.probesSent}
+	m.Met = maps.Clone(k.met)
+	for _, name := range slices.Sorted(maps.Keys(c.tables)) {
 		t := c.tables[name]
 		for i := range t.tablets {
 			tv := &t.tablets[i]

@@ -150,8 +150,8 @@ func TestReplicaStaleness(t *testing.T) {
 	}
 	// The probes' round trips were all 0 s on the fake clock: make the
 	// U.S. replica the closest.
-	c.rtt[england].Add(env.now, ms(100))
-	c.rtt[india].Add(env.now, ms(100))
+	c.mon.rtt[england].Add(env.now, ms(100))
+	c.mon.rtt[india].Add(env.now, ms(100))
 	var res GetResult
 	if err := c.Get(s, "k", GetOptions{}, func(r GetResult, err error) { res = r }); err != nil {
 		t.Fatal(err)
@@ -235,9 +235,9 @@ func TestSLAWindow(t *testing.T) {
 	}
 	// The first three fell in the bucket of [0 s, 5 s) after the start;
 	// they leave the window once a minute has passed since it began.
-	env.now = c.started.Add(time.Minute - time.Nanosecond)
+	env.now = c.counters.started.Add(time.Minute - time.Nanosecond)
 	check("just under a minute", 4, 1, 2, 1)
-	env.now = c.started.Add(time.Minute)
+	env.now = c.counters.started.Add(time.Minute)
 	check("a minute", 1, 1, 0, 0)
 	env.advance(time.Hour)
 	check("an hour later", 0, 0, 0, 0)
@@ -262,7 +262,7 @@ func TestSLAWindow(t *testing.T) {
 
 	// Beyond maxSLAStats SLAs, Gets still count but not apart.
 	for i := range maxSLAStats {
-		c.recordGet(sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Duration(i+1) * time.Hour, Utility: 1}}, 0)
+		c.counters.get(sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Duration(i+1) * time.Hour, Utility: 1}}, 0, env.Now())
 	}
 	if m := c.Metrics(); len(m.SLAs) != maxSLAStats || m.Gets != 5+maxSLAStats {
 		t.Fatalf("%d SLAs kept and %d Gets counted, want %d and %d", len(m.SLAs), m.Gets, maxSLAStats, 5+maxSLAStats)

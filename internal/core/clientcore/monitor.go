@@ -1,6 +1,8 @@
 package clientcore
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
@@ -13,6 +15,62 @@ import (
 // samples older than the window, or beyond the sample cap, are forgotten so
 // the estimates follow changing conditions. High timestamps are kept per
 // (node, tablet) replica and only ever increase.
+
+// monitor is the client's monitor: the round-trip windows of the nodes
+// it talks to, its probe schedule and the operations waiting for a
+// first probe.
+type monitor struct {
+	rtt        map[wire.NodeID]*rttStats
+	samplesMax int
+	// window is how long a sample counts (Options.RTTWindow).
+	window time.Duration
+	// interval, minInterval and maxInterval are Options.ProbeInterval,
+	// MinProbeInterval and MaxProbeInterval; adaptive is
+	// Options.AdaptiveProbing.
+	interval, minInterval, maxInterval time.Duration
+	adaptive                           bool
+	// awaiting are the operations waiting for a first probe (await), in
+	// the order they came.
+	awaiting []func()
+}
+
+func newMonitor(o Options) monitor {
+	return monitor{rtt: map[wire.NodeID]*rttStats{}, samplesMax: o.RTTSamplesMax, window: o.RTTWindow,
+		interval: o.ProbeInterval, minInterval: o.MinProbeInterval, maxInterval: o.MaxProbeInterval, adaptive: o.AdaptiveProbing}
+}
+
+// node returns the round-trip window of a node, made on first use.
+func (m *monitor) node(id wire.NodeID) *rttStats {
+	s, ok := m.rtt[id]
+	if !ok {
+		s = newRTTStats(m.samplesMax)
+		m.rtt[id] = s
+	}
+	return s
+}
+
+// observe records a round trip to a node that started at sent and
+// ended now, unless it may include setting up the connection
+// (replicaState.warming).
+func (m *monitor) observe(r *replicaState, sent, now time.Time) time.Duration {
+	rtt := now.Sub(sent)
+	r.lastContact = now
+	if r.warming && r.coldUntil.IsZero() || sent.Before(r.coldUntil) {
+		return rtt
+	}
+	r.rtt.Add(now, rtt)
+	r.rtt.Expire(now.Add(-m.window))
+	return rtt
+}
+
+// silence records a request to r, sent at sent, that timed out now:
+// the node was at least that slow (4.5), and it is down until it next
+// answers (rttStats.down). It returns the time waited.
+func (m *monitor) silence(r *replicaState, sent, now time.Time) time.Duration {
+	waited := m.observe(r, sent, now)
+	r.rtt.down = true
+	return waited
+}
 
 // rttStats is the window of one node's round trips (rtt.Window), and
 // whether it is down: set when a request to the node ended without a
@@ -109,26 +167,26 @@ func departs(rtt, reference time.Duration) bool {
 	return deviation > max(time.Duration(volatileFraction*float64(reference)), volatileMin)
 }
 
-// probeTick is the period of the probe timer. Under AdaptiveProbing it
-// is the shortest interval, so a replica is probed at most one tick after
+// tick is the period of the probe timer. Under AdaptiveProbing it is
+// the shortest interval, so a replica is probed at most one tick after
 // its own interval runs out.
-func (c *Client) probeTick() time.Duration {
-	if c.opts.AdaptiveProbing {
-		return c.opts.MinProbeInterval
+func (m *monitor) tick() time.Duration {
+	if m.adaptive {
+		return m.minInterval
 	}
-	return c.opts.ProbeInterval
+	return m.interval
 }
 
 // probeInterval is how long the client may go without hearing from r
 // before probing it.
-func (c *Client) probeInterval(r *replicaState) time.Duration {
-	if !c.opts.AdaptiveProbing || r.probeInterval == 0 {
-		return c.opts.ProbeInterval
+func (m *monitor) probeInterval(r *replicaState) time.Duration {
+	if !m.adaptive || r.probeInterval == 0 {
+		return m.interval
 	}
 	return r.probeInterval
 }
 
-// adaptProbe judges a probe of r sent at sent under
+// adapt judges a probe of r sent at sent under
 // Options.AdaptiveProbing; mean and measured describe the node's window
 // before the probe's sample was added.
 //
@@ -147,16 +205,16 @@ func (c *Client) probeInterval(r *replicaState) time.Duration {
 // client takes it that the node's latency has shifted and forgets the
 // samples taken before the first of them, as the window would once it had
 // passed. One outlying round trip is not enough; a timeout never is.
-func (c *Client) adaptProbe(r *replicaState, sent time.Time, mean time.Duration, measured bool, rtt time.Duration, timedOut bool) {
-	if !c.opts.AdaptiveProbing || !measured && !timedOut {
+func (m *monitor) adapt(r *replicaState, sent time.Time, mean time.Duration, measured bool, rtt time.Duration, timedOut bool) {
+	if !m.adaptive || !measured && !timedOut {
 		return // the node's first sample: nothing to judge it by
 	}
 	if !timedOut && !departs(rtt, mean) {
-		r.probeInterval = min(2*c.probeInterval(r), c.opts.MaxProbeInterval)
+		r.probeInterval = min(2*m.probeInterval(r), m.maxInterval)
 		r.shift = 0
 		return
 	}
-	r.probeInterval = c.opts.MinProbeInterval
+	r.probeInterval = m.minInterval
 	if timedOut {
 		r.shift = 0
 		return
@@ -187,7 +245,7 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 	var r *replicaState
 	switch {
 	case o.Bound != wire.NoBound:
-		r = c.receiver(s, tv)
+		r = s.receiver(tv)
 	case strategy == Pileus:
 		_, pick, _, _ := selectTarget(agreement, c.minReadTimestamps(s, agreement, key), tv.replicas, 0)
 		r = tv.replicas[pick]
@@ -198,7 +256,7 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 		return false
 	}
 	held := c.env.Now()
-	c.await(func() {
+	c.mon.await(func() {
 		o.since = o.since.Add(c.env.Now().Sub(held))
 		if err := c.get(s, key, o, done, true); err != nil {
 			done(GetResult{Met: -1, Target: -1}, err)
@@ -209,14 +267,14 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 
 // await holds an operation until the next probe is answered or times out;
 // retry then runs it again.
-func (c *Client) await(retry func()) {
-	c.awaiting = append(c.awaiting, retry)
+func (m *monitor) await(retry func()) {
+	m.awaiting = append(m.awaiting, retry)
 }
 
 // probed lets the operations waiting for a first probe choose again.
-func (c *Client) probed() {
-	waiting := c.awaiting
-	c.awaiting = nil
+func (m *monitor) probed() {
+	waiting := m.awaiting
+	m.awaiting = nil
 	for _, f := range waiting {
 		f()
 	}
@@ -237,9 +295,9 @@ type RTTEstimate struct {
 // RTTEstimates returns the monitor's round-trip estimate of every node it
 // has measured, in node order.
 func (c *Client) RTTEstimates() []RTTEstimate {
-	out := make([]RTTEstimate, 0, len(c.rtt))
-	for _, id := range sortedKeys(c.rtt) {
-		s := c.rtt[id]
+	out := make([]RTTEstimate, 0, len(c.mon.rtt))
+	for _, id := range slices.Sorted(maps.Keys(c.mon.rtt)) {
+		s := c.mon.rtt[id]
 		out = append(out, RTTEstimate{Node: string(id), Mean: s.Mean(), Samples: s.Len()})
 	}
 	return out

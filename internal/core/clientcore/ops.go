@@ -2,6 +2,7 @@ package clientcore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -408,7 +409,7 @@ func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult
 		if err != nil {
 			met = -1
 		}
-		c.recordGet(agreement, met)
+		c.counters.get(agreement, met, c.env.Now())
 		done(r, err)
 	}
 }
@@ -503,13 +504,13 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		}
 	}
 	switch {
-	case !released && (len(s.held) > 0 || !c.putClear(s, p.tv, o)):
-		c.hold(s, p.timeout, func() bool { return c.putClear(s, p.tv, o) }, retry, func() {
+	case !released && (len(s.held) > 0 || !s.putClear(p.tv, o)):
+		c.hold(s, p.timeout, func() bool { return s.putClear(p.tv, o) }, retry, func() {
 			done(PutResult{Bound: o.Bound}, fmt.Errorf("%w: put %s: the session's earlier writes were not ordered within %s", ErrTimeout, keyfmt.Quote(key), p.timeout))
 		})
-	case o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && c.receiver(s, p.tv).warming:
+	case o.Bound != wire.NoBound && c.opts.Measure == MeasureNeeded && s.receiver(p.tv).warming:
 		// A bounded Put goes to the nearest replica: see awaitProbe.
-		c.await(retry)
+		c.mon.await(retry)
 	case o.Bound != wire.NoBound || o.Test != nil:
 		c.putBounded(s, p.tv, key, value, o, p.timeout, c.countPut(done))
 	default:
@@ -580,7 +581,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 			// estimate of a primary that only takes Puts until the next
 			// probe, which costs more (a client stuck on a bad first
 			// sample), so they count.
-			res := PutResult{Node: r.id, RTT: c.observeRTT(r, sent), Level: w}
+			res := PutResult{Node: r.id, RTT: c.mon.observe(r, sent, c.env.Now()), Level: w}
 			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
 				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
@@ -597,7 +598,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 			done(res, nil)
 		},
 		onTimeout: func() {
-			c.observeSilence(r, sent)
+			c.mon.silence(r, sent, c.env.Now())
 			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, p.timeout))
 		},
 	})
@@ -606,10 +607,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 // countPut wraps a Put's done to count its outcome for Metrics.
 func (c *Client) countPut(done func(PutResult, error)) func(PutResult, error) {
 	return func(r PutResult, err error) {
-		c.puts++
-		if err != nil {
-			c.putErrors++
-		}
+		c.counters.put(err)
 		done(r, err)
 	}
 }
@@ -642,14 +640,14 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 			}
 			r.warming = false
 			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
-			c.adaptProbe(r, sent, mean, measured, c.observeRTT(r, sent), false)
-			c.probed()
+			c.mon.adapt(r, sent, mean, measured, c.mon.observe(r, sent, c.env.Now()), false)
+			c.mon.probed()
 		},
 		onTimeout: func() {
 			r.probing, r.warming = false, false
 			mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
-			c.adaptProbe(r, sent, mean, measured, c.observeSilence(r, sent), true)
-			c.probed()
+			c.mon.adapt(r, sent, mean, measured, c.mon.silence(r, sent, c.env.Now()), true)
+			c.mon.probed()
 		},
 	})
 }
@@ -660,26 +658,17 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 // left the window.
 func (c *Client) probeIdle() {
 	now := c.env.Now()
-	for _, s := range c.rtt {
-		s.Expire(now.Add(-c.opts.RTTWindow))
+	for _, s := range c.mon.rtt {
+		s.Expire(now.Add(-c.mon.window))
 	}
-	for _, name := range sortedKeys(c.tables) {
+	for _, name := range slices.Sorted(maps.Keys(c.tables)) {
 		t := c.tables[name]
 		for i := range t.tablets {
 			for _, r := range t.tablets[i].replicas {
-				if now.Sub(r.lastContact) >= c.probeInterval(r) {
+				if now.Sub(r.lastContact) >= c.mon.probeInterval(r) {
 					c.probe(&t.tablets[i], r, false)
 				}
 			}
 		}
 	}
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

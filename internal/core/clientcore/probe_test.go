@@ -58,7 +58,7 @@ func TestOptionsAdaptiveProbing(t *testing.T) {
 // more than a quarter (and 5 ms) or times out drops it to the minimum,
 // and two departing probes that agree forget the samples before them.
 func TestAdaptProbe(t *testing.T) {
-	c := New(Options{Nodes: []wire.NodeID{"a/r1"}, AdaptiveProbing: true})
+	m := newMonitor(Options{AdaptiveProbing: true}.EnsureDefaults())
 	r := &replicaState{id: "a/r1", rtt: newRTTStats(64)}
 	at := epoch
 	for i, step := range []struct {
@@ -81,8 +81,8 @@ func TestAdaptProbe(t *testing.T) {
 		at = at.Add(10 * time.Second)
 		mean, measured := r.rtt.Mean(), r.rtt.Len() > 0
 		r.rtt.Add(at, step.rtt)
-		c.adaptProbe(r, at.Add(-step.rtt), mean, measured, step.rtt, step.timedOut)
-		if got := c.probeInterval(r); got != step.interval || r.rtt.Len() != step.samples {
+		m.adapt(r, at.Add(-step.rtt), mean, measured, step.rtt, step.timedOut)
+		if got := m.probeInterval(r); got != step.interval || r.rtt.Len() != step.samples {
 			t.Fatalf("probe %d (%s): interval %s with %d samples, want %s with %d", i+1, step.rtt, got, r.rtt.Len(), step.interval, step.samples)
 		}
 	}

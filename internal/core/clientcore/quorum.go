@@ -142,7 +142,7 @@ func (c *Client) getQuorum(q *quorumCall) {
 		c.send(r.id, &wire.GetRequest{Req: req, Tablet: q.tv.ref, Key: q.key}, req, timeout, &pending{
 			onReply: func(_ wire.NodeID, m wire.Msg) {
 				reply := m.(*wire.GetReply)
-				c.observeRTT(r, sent)
+				c.mon.observe(r, sent, c.env.Now())
 				if reply.Code == wire.OK {
 					c.observeHigh(q.tv, r, reply.HighTS)
 				}
@@ -161,7 +161,7 @@ func (c *Client) getQuorum(q *quorumCall) {
 				}
 			},
 			onTimeout: func() {
-				c.observeRTT(r, sent)
+				c.mon.observe(r, sent, c.env.Now())
 				if q.finished {
 					return
 				}

@@ -56,7 +56,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		t := &Table{layout: l}
 		if l.Causal != nil {
-			ct, err := c.openCausal(l)
+			ct, err := c.causal.open(c.env, c.opts, l)
 			if err != nil {
 				done(nil, err)
 				return
@@ -69,7 +69,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		for i, spec := range l.Tablets {
 			tv := tabletView{ref: wire.TabletRef{Table: l.ID, Tablet: int32(i)}}
 			for _, id := range spec.Replicas() {
-				tv.replicas = append(tv.replicas, &replicaState{id: id, primary: id == spec.Primary, rtt: c.nodeRTT(id)})
+				tv.replicas = append(tv.replicas, &replicaState{id: id, primary: id == spec.Primary, rtt: c.mon.node(id)})
 			}
 			n := len(tv.replicas)
 			tv.writeCount = l.WriteLevel.Count(n)
@@ -102,7 +102,7 @@ func (c *Client) awaitMeasured(t *Table, done func()) {
 	for i := range t.tablets {
 		for _, r := range t.tablets[i].replicas {
 			if r.probing {
-				c.await(func() { c.awaitMeasured(t, done) })
+				c.mon.await(func() { c.awaitMeasured(t, done) })
 				return
 			}
 		}

@@ -99,11 +99,11 @@ func TestHeldReplyReleased(t *testing.T) {
 	}
 	// The primary answers within 500 ms half the time, within 2 s three
 	// times in four: hedging with the nearest secondary pays.
-	c.rtt[england].Add(env.now, ms(100))
-	c.rtt[england].Add(env.now, time.Second)
-	c.rtt[england].Add(env.now, 3*time.Second)
-	c.rtt[us].Add(env.now, ms(10))
-	c.rtt[india].Add(env.now, ms(250))
+	c.mon.rtt[england].Add(env.now, ms(100))
+	c.mon.rtt[england].Add(env.now, time.Second)
+	c.mon.rtt[england].Add(env.now, 3*time.Second)
+	c.mon.rtt[us].Add(env.now, ms(10))
+	c.mon.rtt[india].Add(env.now, ms(250))
 	agreement := sla.SLA{
 		{Consistency: sla.StrongConsistency, Latency: ms(500), Utility: 1},
 		{Consistency: sla.EventualConsistency, Latency: 2 * time.Second, Utility: 0.5},

@@ -16,6 +16,7 @@
 package replica
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -24,7 +25,6 @@ import (
 
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
-	"github.com/cosla/cosla/internal/core/rtt"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -62,42 +62,32 @@ func (o Options) MessageBytesMax() int {
 
 // EnsureDefaults returns a copy of o with unset fields given their defaults.
 func (o Options) EnsureDefaults() Options {
-	if o.MaxKeyBytes == 0 {
-		o.MaxKeyBytes = 4 << 10
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = 1 << 20
-	}
-	if o.PullBatchMax == 0 {
-		o.PullBatchMax = 1000
-	}
-	if o.PullBatchBytes == 0 {
-		o.PullBatchBytes = 4 << 20
-	}
-	if o.RepairWait == 0 {
-		o.RepairWait = 2 * time.Second
-	}
-	if o.RepairsWaitingMax == 0 {
-		o.RepairsWaitingMax = 1024
-	}
+	o.MaxKeyBytes = cmp.Or(o.MaxKeyBytes, 4<<10)
+	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, 1<<20)
+	o.PullBatchMax = cmp.Or(o.PullBatchMax, 1000)
+	o.PullBatchBytes = cmp.Or(o.PullBatchBytes, 4<<20)
+	o.RepairWait = cmp.Or(o.RepairWait, 2*time.Second)
+	o.RepairsWaitingMax = cmp.Or(o.RepairsWaitingMax, 1024)
 	return o
 }
 
 // Validate reports the first invalid field.
 func (o Options) Validate() error {
-	switch {
-	case o.MaxKeyBytes < 0:
-		return fmt.Errorf("replica: Options.MaxKeyBytes must be positive, got %d", o.MaxKeyBytes)
-	case o.MaxValueBytes < 0:
-		return fmt.Errorf("replica: Options.MaxValueBytes must be positive, got %d", o.MaxValueBytes)
-	case o.PullBatchMax < 0:
-		return fmt.Errorf("replica: Options.PullBatchMax must be positive, got %d", o.PullBatchMax)
-	case o.PullBatchBytes < 0:
-		return fmt.Errorf("replica: Options.PullBatchBytes must be positive, got %d", o.PullBatchBytes)
-	case o.RepairWait < 0:
-		return fmt.Errorf("replica: Options.RepairWait must be positive, got %s", o.RepairWait)
-	case o.RepairsWaitingMax < 0:
-		return fmt.Errorf("replica: Options.RepairsWaitingMax must be positive, got %d", o.RepairsWaitingMax)
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"MaxKeyBytes", o.MaxKeyBytes < 0, o.MaxKeyBytes},
+		{"MaxValueBytes", o.MaxValueBytes < 0, o.MaxValueBytes},
+		{"PullBatchMax", o.PullBatchMax < 0, o.PullBatchMax},
+		{"PullBatchBytes", o.PullBatchBytes < 0, o.PullBatchBytes},
+		{"RepairWait", o.RepairWait < 0, o.RepairWait},
+		{"RepairsWaitingMax", o.RepairsWaitingMax < 0, o.RepairsWaitingMax},
+	} {
+		if f.negative {
+			return fmt.Errorf("replica: Options.%s must be positive, got %v", f.name, f.value)
+		}
 	}
 	return nil
 }
@@ -191,23 +181,13 @@ type Node struct {
 	metrics Metrics
 	// links holds the round trip to each replication peer (volatile,
 	// rtt.go).
-	links map[wire.NodeID]*rtt.Smoothed
+	links links
 	// lastWait numbers the Puts waiting for their write level.
 	lastWait uint64
-	// recentPuts holds the last recentPutsMax Puts received, by sender
-	// and request ID; recentOrder is a ring of them, the oldest at
-	// recentNext once full (volatile).
-	recentPuts  map[putID]struct{}
-	recentOrder []putID
-	recentNext  int
-	// started is when the node started, the origin of its cost fits'
-	// clock; costs are the fits toward each primary (volatile: a
-	// restarted node warms up again, dConssandra 2-C); decisions are
-	// the planner's recent inputs, a ring.
-	started      time.Time
-	costs        map[wire.NodeID]*stepCosts
-	decisions    []Decision
-	decisionNext int
+	// recentPuts are the Puts received lately, to drop a duplicate.
+	recentPuts recentPuts
+	// plan is the dCON planner's state (stage.go).
+	plan planner
 }
 
 type table struct {
@@ -316,10 +296,9 @@ func (n *Node) Start(env node.Env) error {
 	n.clock = hlc.NewClock(env.WallNanos)
 	n.tables = map[string]*table{}
 	n.byID = map[uint64]*table{}
-	n.recentPuts = map[putID]struct{}{}
-	n.links = map[wire.NodeID]*rtt.Smoothed{}
-	n.costs = map[wire.NodeID]*stepCosts{}
-	n.started = env.Now()
+	n.recentPuts = newRecentPuts()
+	n.links = links{}
+	n.plan = newPlanner(env.Now())
 	eng := env.Engine()
 	if v, ok, err := eng.Get(revealedKey); err != nil {
 		return fmt.Errorf("replica: read revealed timestamp: %w", err)
@@ -450,8 +429,8 @@ func (n *Node) Metrics() Metrics {
 		}
 	}
 	sortTabletStatus(m.Tablets)
-	m.Links = n.linkStatus()
-	m.Costs = n.costStatus()
+	m.Links = n.links.status()
+	m.Costs = n.plan.status()
 	return m
 }
 

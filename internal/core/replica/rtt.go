@@ -59,26 +59,29 @@ type timedPush struct {
 	sent time.Time
 }
 
-// sampleRTT adds one measured round trip to peer's estimate. The first
+// links are a node's estimates of the round trip to each peer.
+type links map[wire.NodeID]*rtt.Smoothed
+
+// sample adds one measured round trip to peer's estimate. The first
 // round trip to a peer, the connection's, is left out: the peer's
 // estimate is made then, with no sample.
-func (n *Node) sampleRTT(peer wire.NodeID, took time.Duration) {
+func (ls links) sample(peer wire.NodeID, took time.Duration) {
 	if took < 0 {
 		return // Env.Now is monotonic; a runtime that breaks that is not measured
 	}
-	l := n.links[peer]
+	l := ls[peer]
 	if l == nil {
 		s := rtt.NewSmoothed(rttGain)
-		n.links[peer] = &s
+		ls[peer] = &s
 		return
 	}
 	l.Add(took) // RFC 6298 2.2: the first measurement is the estimate
 }
 
-// linkStatus returns the estimates, sorted by peer.
-func (n *Node) linkStatus() []LinkStatus {
+// status returns the estimates, sorted by peer.
+func (ls links) status() []LinkStatus {
 	var out []LinkStatus
-	for peer, l := range n.links {
+	for peer, l := range ls {
 		if l.Samples() == 0 {
 			continue
 		}
@@ -112,11 +115,11 @@ func (n *Node) timePullReply(tb *tablet, from wire.NodeID, m *wire.PullReply) {
 	tb.pullTimed = false
 	if !tb.pullResent {
 		took := n.env.Now().Sub(tb.pullSent)
-		n.sampleRTT(from, took)
+		n.links.sample(from, took)
 		if !m.Snapshot {
 			// dConssandra's acquisition: a pull round for the writes
 			// it brings.
-			n.costsFor(from).acquire.Add(n.elapsed(), len(m.Entries), took)
+			n.plan.costsFor(from).acquire.Add(n.elapsed(), len(m.Entries), took)
 		}
 	}
 }
@@ -145,7 +148,7 @@ func (n *Node) timePushAck(tb *tablet, from wire.NodeID, high hlc.Timestamp) {
 		return
 	}
 	if timed[i-1].ts == high {
-		n.sampleRTT(from, n.env.Now().Sub(timed[i-1].sent))
+		n.links.sample(from, n.env.Now().Sub(timed[i-1].sent))
 	}
 	tb.pushTimed[from] = slices.Delete(timed, 0, i)
 }

@@ -146,17 +146,32 @@ type Decision struct {
 // decisionsMax is how many recent decisions a node keeps.
 const decisionsMax = 4096
 
-func (n *Node) costsFor(primary wire.NodeID) *stepCosts {
-	c := n.costs[primary]
+// planner is a node's dCON planner state: the fits of the planned steps
+// toward each primary, on a clock that starts when the node started
+// (volatile: a restarted node warms up again, dConssandra 2-C), and the
+// inputs of its recent decisions.
+type planner struct {
+	started   time.Time
+	costs     map[wire.NodeID]*stepCosts
+	decisions ring[Decision]
+}
+
+func newPlanner(started time.Time) planner {
+	return planner{started: started, costs: map[wire.NodeID]*stepCosts{}, decisions: newRing[Decision](decisionsMax)}
+}
+
+// costsFor returns the fits toward primary.
+func (p *planner) costsFor(primary wire.NodeID) *stepCosts {
+	c := p.costs[primary]
 	if c == nil {
 		c = &stepCosts{}
-		n.costs[primary] = c
+		p.costs[primary] = c
 	}
 	return c
 }
 
 // elapsed is the node's monotonic time since it started, for the fits.
-func (n *Node) elapsed() time.Duration { return n.env.Now().Sub(n.started) }
+func (n *Node) elapsed() time.Duration { return n.env.Now().Sub(n.plan.started) }
 
 // model returns the costs the planner uses. A step whose fit is not yet
 // warm costs nothing: the operation tries it and the deadline timer
@@ -174,11 +189,11 @@ func (c *stepCosts) model() dcon.Costs {
 	return out
 }
 
-// costStatus lists the fits with samples, by primary and step.
-func (n *Node) costStatus() []StepCost {
+// status lists the fits with samples, by primary and step.
+func (pl *planner) status() []StepCost {
 	var out []StepCost
-	for _, p := range slices.Sorted(maps.Keys(n.costs)) {
-		c := n.costs[p]
+	for _, p := range slices.Sorted(maps.Keys(pl.costs)) {
+		c := pl.costs[p]
 		for _, s := range []struct {
 			name string
 			fit  *dcon.Fit
@@ -193,25 +208,18 @@ func (n *Node) costStatus() []StepCost {
 	return out
 }
 
-// decide runs the planner and remembers its input.
-func (n *Node) decide(budget time.Duration, c *stepCosts, w dcon.Work) dcon.Plan {
-	d := Decision{Budget: budget, Costs: c.model(), Work: w}
-	if len(n.decisions) < decisionsMax {
-		n.decisions = append(n.decisions, d)
-	} else {
-		n.decisions[n.decisionNext] = d
-		n.decisionNext = (n.decisionNext + 1) % decisionsMax
-	}
+// decide runs the planner on the fits toward primary and remembers its
+// input.
+func (n *Node) decide(budget time.Duration, primary wire.NodeID, w dcon.Work) dcon.Plan {
+	d := Decision{Budget: budget, Costs: n.plan.costsFor(primary).model(), Work: w}
+	n.plan.decisions.add(d)
 	n.metrics.Decisions++
 	return dcon.Decide(budget, &d.Costs, w)
 }
 
 // Decisions returns the inputs of the node's recent planner decisions,
 // oldest first.
-func (n *Node) Decisions() []Decision {
-	out := slices.Clone(n.decisions[n.decisionNext:])
-	return append(out, n.decisions[:n.decisionNext]...)
-}
+func (n *Node) Decisions() []Decision { return n.plan.decisions.all() }
 
 // stagedPut takes a Put with a bound at any replica of its tablet.
 func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
@@ -238,7 +246,7 @@ func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 		p.coord, p.spread = true, true
 	case wire.Immediate:
 	default:
-		plan := n.decide(m.Budget, n.costsFor(tb.primary), dcon.Work{Write: true, Queue: w.queue})
+		plan := n.decide(m.Budget, tb.primary, dcon.Work{Write: true, Queue: w.queue})
 		p.coord, p.spread = plan.Coordinated, plan.Spread
 	}
 	if p.spread && all > 1 {
@@ -256,12 +264,8 @@ func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 		n.env.Send(from, p.reply())
 		return
 	}
-	n.lastWait++
-	p.id = n.lastWait
+	p.id = n.armDeadline(tb, m.Bound, m.Budget)
 	tb.boundedPuts = append(tb.boundedPuts, p)
-	if m.Bound != wire.Unbounded {
-		n.env.After(m.Budget, deadlineTimer{ref: tb.ref, id: p.id})
-	}
 }
 
 func (p *boundedPut) reply() *wire.PutReply {
@@ -332,7 +336,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	}
 	seq := o.seq + 1
 	prev := tb.lastUpdate
-	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, n.recordOrigin(tb, self, seq, o, wire.OK))
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, tb.recordOrigin(self, seq, o, wire.OK))
 	reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, WriteID: seq, Tested: tested,
 		Holders: []wire.NodeID{self}}
 	if code != wire.OK {
@@ -346,7 +350,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 	level := max(tb.writeLevel.Count(all), 1)
 	need := level
 	if m.Bound == wire.Unbounded || (m.Bound != wire.Immediate && all > level &&
-		n.decide(m.Budget, n.costsFor(self), dcon.Work{Write: true, Queue: 1}).Spread) {
+		n.decide(m.Budget, self, dcon.Work{Write: true, Queue: 1}).Spread) {
 		need = all
 	}
 	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
@@ -415,7 +419,7 @@ func (n *Node) progressStaged(tb *tablet, w *putWait, expired bool) bool {
 	switch {
 	case count == 1+len(tb.secondaries):
 		reply.Stage = wire.Executed
-		n.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
+		n.plan.costsFor(n.env.ID()).spread.Add(n.elapsed(), 1, n.env.Now().Sub(w.at))
 	case count < w.level:
 		// Ordered, not yet at the write level: answered as not yet
 		// coordinated, resolved later.
@@ -432,7 +436,7 @@ func (n *Node) progressStaged(tb *tablet, w *putWait, expired bool) bool {
 // receiver's write seq as ordered, with its result, and forgets the
 // result a window earlier, which the receiver can no longer ask for
 // again (it never has more than forwardWindow writes outstanding).
-func (n *Node) recordOrigin(tb *tablet, from wire.NodeID, seq uint64, o origin, code wire.Code) func(*storage.Batch, hlc.Timestamp, wire.Outcome) {
+func (tb *tablet) recordOrigin(from wire.NodeID, seq uint64, o origin, code wire.Code) func(*storage.Batch, hlc.Timestamp, wire.Outcome) {
 	return func(b *storage.Batch, ts hlc.Timestamp, tested wire.Outcome) {
 		next := origin{seq: seq, ts: o.ts}
 		if !ts.IsZero() {
@@ -486,7 +490,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	}
 	n.metrics.ForwardsOrdered++
 	code := n.checkWrite(tb, m.Key, m.Value, m.MinTS, m.Test)
-	record := n.recordOrigin(tb, from, m.Seq, o, code)
+	record := tb.recordOrigin(from, m.Seq, o, code)
 	prev := tb.lastUpdate
 	var ts hlc.Timestamp
 	var tested wire.Outcome
@@ -579,7 +583,7 @@ func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	}
 	n.metrics.ForwardAcksReceived++
 	now := n.env.Now()
-	costs := n.costsFor(tb.primary)
+	costs := n.plan.costsFor(tb.primary)
 	i := slices.IndexFunc(tb.staged, func(w *stagedWrite) bool { return w.seq == m.Seq })
 	if i < 0 || tb.staged[i].acked {
 		// Execution reported later (Forward.W), or a duplicate.
@@ -686,6 +690,17 @@ func (n *Node) answerPuts(tb *tablet) {
 	tb.boundedPuts = kept
 }
 
+// armDeadline numbers a bounded operation that waits at tb and, unless
+// it is unbounded, sets the timer that answers it once its budget has
+// run out (deadlineFired).
+func (n *Node) armDeadline(tb *tablet, bound wire.Bound, budget time.Duration) uint64 {
+	n.lastWait++
+	if bound != wire.Unbounded {
+		n.env.After(budget, deadlineTimer{ref: tb.ref, id: n.lastWait})
+	}
+	return n.lastWait
+}
+
 // deadlineFired answers a bounded operation whose bound ran out with
 // what was done.
 func (n *Node) deadlineFired(t deadlineTimer) {
@@ -693,11 +708,7 @@ func (n *Node) deadlineFired(t deadlineTimer) {
 	if tb == nil {
 		return
 	}
-	for i, p := range tb.boundedPuts {
-		if p.id != t.id {
-			continue
-		}
-		tb.boundedPuts = slices.Delete(tb.boundedPuts, i, i+1)
+	if p, ok := take(&tb.boundedPuts, func(p *boundedPut) bool { return p.id == t.id }); ok {
 		n.metrics.Deadlines++
 		if p.stage < wire.Coordinated {
 			for _, w := range tb.staged {
@@ -709,15 +720,23 @@ func (n *Node) deadlineFired(t deadlineTimer) {
 		n.env.Send(p.from, p.reply())
 		return
 	}
-	for i, r := range tb.boundedReads {
-		if r.id != t.id {
-			continue
-		}
-		tb.boundedReads = slices.Delete(tb.boundedReads, i, i+1)
+	if r, ok := take(&tb.boundedReads, func(r *boundedRead) bool { return r.id == t.id }); ok {
 		n.metrics.Deadlines++
 		n.answerRead(tb, r)
-		return
 	}
+}
+
+// take removes from *s the first element for which is returns true, and
+// returns it.
+func take[T any](s *[]T, is func(T) bool) (T, bool) {
+	i := slices.IndexFunc(*s, is)
+	if i < 0 {
+		var zero T
+		return zero, false
+	}
+	v := (*s)[i]
+	*s = slices.Delete(*s, i, i+1)
+	return v, true
 }
 
 // boundedGet serves a Get with a bound (dConssandra 2-B, 5-C).
@@ -748,11 +767,11 @@ func (n *Node) boundedGet(from wire.NodeID, tb *tablet, m *wire.GetRequest) {
 			// below the local read's latency).
 			plan.Null = keyStaged > 0
 		} else {
-			plan = n.decide(m.Budget, n.costsFor(tb.primary), work)
+			plan = n.decide(m.Budget, tb.primary, work)
 		}
 		if plan.Null {
 			n.metrics.NullReads++
-			reply := &wire.GetReply{Req: m.Req, Null: true, Pending: int32(n.pendingOf(tb, m.Key))}
+			reply := &wire.GetReply{Req: m.Req, Null: true, Pending: int32(tb.pendingOf(m.Key))}
 			reply.HighTS, reply.Primary = n.high(tb)
 			n.env.Send(from, reply)
 			return
@@ -765,12 +784,8 @@ func (n *Node) boundedGet(from wire.NodeID, tb *tablet, m *wire.GetRequest) {
 		n.answerRead(tb, r)
 		return
 	}
-	n.lastWait++
-	r.id = n.lastWait
+	r.id = n.armDeadline(tb, m.Bound, m.Budget)
 	tb.boundedReads = append(tb.boundedReads, r)
-	if m.Bound != wire.Unbounded {
-		n.env.After(m.Budget, deadlineTimer{ref: tb.ref, id: r.id})
-	}
 	n.advanceReads(tb)
 }
 
@@ -812,7 +827,7 @@ func (n *Node) pullSoon(tb *tablet) uint64 {
 // pendingOf counts the writes a secondary knows it lacks for key: its
 // staged writes of the key not yet ordered, and one if it has heard of
 // ordered writes it has not applied.
-func (n *Node) pendingOf(tb *tablet, key string) int {
+func (tb *tablet) pendingOf(key string) int {
 	pending := 0
 	for _, w := range tb.staged {
 		if w.key == key {
@@ -831,7 +846,7 @@ func (n *Node) answerRead(tb *tablet, r *boundedRead) {
 	if reply.Code == wire.OK {
 		reply.Applied = int32(tb.applied - r.applied)
 		if !tb.isPrimary {
-			reply.Pending = int32(n.pendingOf(tb, r.m.Key))
+			reply.Pending = int32(tb.pendingOf(r.m.Key))
 		}
 	}
 	n.env.Send(r.from, reply)

@@ -11,7 +11,7 @@ import (
 )
 
 // The write path at a tablet's primary, in the order a Put walks it:
-// Receive hands it to put, which drops a duplicate (seenPut), checks it
+// Receive hands it to put, which drops a duplicate (recentPuts.seen), checks it
 // (checkPut, checkWrite), orders it (order: a timestamp, the log and the
 // version in one synced batch), pushes it to the secondaries (push) and,
 // for a write level above one, parks it until enough replicas hold it
@@ -25,7 +25,7 @@ import (
 // every secondary and answered later, by noteHigh or the wait's timer: put
 // then returns nil.
 func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
-	if n.seenPut(from, m.Req) {
+	if n.recentPuts.seen(from, m.Req) {
 		n.metrics.DuplicatePuts++
 		return nil // the original's reply answers it
 	}
@@ -85,25 +85,32 @@ type putID struct {
 // retransmission could reorder.
 const recentPutsMax = 4096
 
-// seenPut reports whether the Put from with request ID req was received
+// seen reports whether the Put from with request ID req was received
 // before, and remembers it. A Put delivered twice (a retransmission below
 // the transport, or a fault the simulator injects) must not be applied
 // twice: the second version would come after Puts ordered between them
 // and take the value back.
-func (n *Node) seenPut(from wire.NodeID, req uint64) bool {
+func (r *recentPuts) seen(from wire.NodeID, req uint64) bool {
 	id := putID{from, req}
-	if _, ok := n.recentPuts[id]; ok {
+	if _, ok := r.set[id]; ok {
 		return true
 	}
-	n.recentPuts[id] = struct{}{}
-	if len(n.recentOrder) < recentPutsMax {
-		n.recentOrder = append(n.recentOrder, id)
-		return false
+	r.set[id] = struct{}{}
+	if old, replaced := r.order.add(id); replaced {
+		delete(r.set, old)
 	}
-	delete(n.recentPuts, n.recentOrder[n.recentNext])
-	n.recentOrder[n.recentNext] = id
-	n.recentNext = (n.recentNext + 1) % recentPutsMax
 	return false
+}
+
+// recentPuts are the last recentPutsMax Puts a node received, by sender
+// and request ID (volatile).
+type recentPuts struct {
+	set   map[putID]struct{}
+	order ring[putID]
+}
+
+func newRecentPuts() recentPuts {
+	return recentPuts{set: map[putID]struct{}{}, order: newRing[putID](recentPutsMax)}
 }
 
 // checkPut validates a Put at whichever node takes it.

@@ -207,13 +207,9 @@ func (w *CausalWorld) Cache(id wire.NodeID) (*causal.Cache, error) {
 // T.
 func tableCore[T node.Handler](w *CausalWorld, id wire.NodeID) (T, error) {
 	var zero T
-	h, err := w.handler(id)
+	n, err := nodeCore(w.World, id, "holds no causal tables", site.Causal)
 	if err != nil {
 		return zero, err
-	}
-	n := site.Causal(h)
-	if n == nil {
-		return zero, fmt.Errorf("harness: node %s holds no causal tables", id)
 	}
 	core := n.Core(w.Layout.Table)
 	t, ok := core.(T)

@@ -67,4 +67,11 @@ func TestCausalWorldRunsTheSiteRecipe(t *testing.T) {
 	}); err != nil || getErr != nil || string(get.Value) != "v" || get.Causal == nil || get.Causal.Version != (wire.Version{TS: put.TS, Origin: "a/cc"}) {
 		t.Fatalf("get at b: %v, %v, value %q, read %+v; want v at %v", err, getErr, get.Value, get.Causal, put.TS)
 	}
+	// Each operation counts once in its client's Metrics.
+	if m := writer.Metrics(); m.Puts != 1 || m.PutErrors != 0 {
+		t.Errorf("writer's Metrics: %d Puts, %d failed; want 1, 0", m.Puts, m.PutErrors)
+	}
+	if m := reader.Metrics(); m.Gets != 1 || m.Unmet != 0 || len(m.SLAs) != 1 || m.SLAs[0].Total.Gets != 1 {
+		t.Errorf("reader's Metrics: %d Gets, %d unmet, SLAs %+v; want 1 Get, met, under one SLA", m.Gets, m.Unmet, m.SLAs)
+	}
 }

@@ -180,28 +180,31 @@ func (w *World) handler(id wire.NodeID) (node.Handler, error) {
 
 // Client returns a running client node's core.
 func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
-	h, err := w.handler(id)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := h.(*clientcore.Client)
-	if !ok {
-		return nil, fmt.Errorf("harness: node %s is not a client", id)
-	}
-	return c, nil
+	return nodeCore(w, id, "is not a client", func(h node.Handler) *clientcore.Client {
+		c, _ := h.(*clientcore.Client)
+		return c
+	})
 }
 
 // Replica returns a running storage node's core.
 func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
+	return nodeCore(w, id, "is not a storage node", site.Replica)
+}
+
+// nodeCore returns the core that of finds in a running node's handler,
+// or an error saying that the node is not what was asked for (not:
+// "is not a client").
+func nodeCore[T comparable](w *World, id wire.NodeID, not string, of func(node.Handler) T) (T, error) {
+	var zero T
 	h, err := w.handler(id)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	r := site.Replica(h)
-	if r == nil {
-		return nil, fmt.Errorf("harness: node %s is not a storage node", id)
+	c := of(h)
+	if c == zero {
+		return zero, fmt.Errorf("harness: node %s %s", id, not)
 	}
-	return r, nil
+	return c, nil
 }
 
 // Await starts an asynchronous operation and runs the simulation until it

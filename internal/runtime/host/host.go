@@ -16,6 +16,7 @@
 package host
 
 import (
+	"cmp"
 	cryptorand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -94,29 +95,27 @@ type event struct {
 	call  func(node.Handler)
 }
 
+// EnsureDefaults returns a copy of o with unset fields given their
+// defaults (see package node: the options idiom); an unset Seed is
+// drawn from crypto/rand.
+func (o NodeOptions) EnsureDefaults() NodeOptions {
+	o.MailboxMax = cmp.Or(o.MailboxMax, 1<<16)
+	o.MailboxBytes = cmp.Or(o.MailboxBytes, 64<<20)
+	o.SenderMax = cmp.Or(o.SenderMax, 1024)
+	o.StopTimeout = cmp.Or(o.StopTimeout, 10*time.Second)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	if o.Seed == 0 {
+		var b [8]byte
+		_, _ = cryptorand.Read(b[:])
+		o.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	return o
+}
+
 // StartNode starts the handler on a new goroutine. It returns the error of
 // the handler's Start (recovery from storage, option validation).
 func StartNode(opts NodeOptions) (*Node, error) {
-	if opts.MailboxMax == 0 {
-		opts.MailboxMax = 1 << 16
-	}
-	if opts.MailboxBytes == 0 {
-		opts.MailboxBytes = 64 << 20
-	}
-	if opts.SenderMax == 0 {
-		opts.SenderMax = 1024
-	}
-	if opts.StopTimeout == 0 {
-		opts.StopTimeout = 10 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Seed == 0 {
-		var b [8]byte
-		_, _ = cryptorand.Read(b[:])
-		opts.Seed = binary.LittleEndian.Uint64(b[:])
-	}
+	opts = opts.EnsureDefaults()
 	n := &Node{
 		opts:     opts,
 		rng:      rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1)),

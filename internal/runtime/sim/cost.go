@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -41,12 +42,7 @@ func (o NodeOptions) Validate() error {
 
 func validateServiceByKind(m map[string]Latency) error {
 	// Sorted, so that the error names the same kind every time.
-	kinds := make([]string, 0, len(m))
-	for k := range m {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(wire.Kinds, k) {
 			return fmt.Errorf("%w: ServiceByKind: unknown message kind %q (see wire.Kinds)", ErrConfig, k)
 		}

@@ -420,9 +420,9 @@ func (s *Sim) Site(id wire.NodeID) (string, bool) {
 // Crash stops a node: its handler and timers are discarded, messages to it
 // are dropped and its storage loses unsynced writes.
 func (s *Sim) Crash(id wire.NodeID) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: crash: unknown node %s", ErrConfig, id)
+	n, err := s.lookup("crash", id)
+	if err != nil {
+		return err
 	}
 	if !n.up {
 		return nil
@@ -441,9 +441,9 @@ func (s *Sim) Crash(id wire.NodeID) error {
 // empty one, as a disk lost and swapped: Restart then starts it holding
 // nothing, not even its tables.
 func (s *Sim) Wipe(id wire.NodeID) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: wipe: unknown node %s", ErrConfig, id)
+	n, err := s.lookup("wipe", id)
+	if err != nil {
+		return err
 	}
 	if err := s.Crash(id); err != nil {
 		return err
@@ -453,11 +453,21 @@ func (s *Sim) Wipe(id wire.NodeID) error {
 	return nil
 }
 
-// Restart starts a crashed node with a fresh handler over its storage.
-func (s *Sim) Restart(id wire.NodeID) error {
+// lookup returns the node id names, or an ErrConfig error naming the
+// operation op that asked for it.
+func (s *Sim) lookup(op string, id wire.NodeID) (*simNode, error) {
 	n, ok := s.nodes[id]
 	if !ok {
-		return fmt.Errorf("%w: restart: unknown node %s", ErrConfig, id)
+		return nil, fmt.Errorf("%w: %s: unknown node %s", ErrConfig, op, id)
+	}
+	return n, nil
+}
+
+// Restart starts a crashed node with a fresh handler over its storage.
+func (s *Sim) Restart(id wire.NodeID) error {
+	n, err := s.lookup("restart", id)
+	if err != nil {
+		return err
 	}
 	if n.up {
 		return nil
@@ -469,9 +479,9 @@ func (s *Sim) Restart(id wire.NodeID) error {
 
 // SetSkew sets a node's clock skew.
 func (s *Sim) SetSkew(id wire.NodeID, skew time.Duration) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: skew: unknown node %s", ErrConfig, id)
+	n, err := s.lookup("skew", id)
+	if err != nil {
+		return err
 	}
 	n.opts.Skew = skew
 	s.tracef("skew %s %s", id, skew)
@@ -480,14 +490,20 @@ func (s *Sim) SetSkew(id wire.NodeID, skew time.Duration) error {
 
 // SetService sets a node's service time (NodeOptions.Service).
 func (s *Sim) SetService(id wire.NodeID, l Latency) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: service: unknown node %s", ErrConfig, id)
+	return s.setLatency("service", "Service", id, l, func(o *NodeOptions) { o.Service = l })
+}
+
+// setLatency validates l as the node option field and sets it with set
+// on the node id names; op names the operation in an error.
+func (s *Sim) setLatency(op, field string, id wire.NodeID, l Latency, set func(*NodeOptions)) error {
+	n, err := s.lookup(op, id)
+	if err != nil {
+		return err
 	}
-	if err := l.validate("Service"); err != nil {
+	if err := l.validate(field); err != nil {
 		return fmt.Errorf("node %s: %w", id, err)
 	}
-	n.opts.Service = l
+	set(&n.opts)
 	return nil
 }
 
@@ -495,9 +511,9 @@ func (s *Sim) SetService(id wire.NodeID, l Latency) error {
 // (NodeOptions.ServiceByKind). Messages already queued keep the time they
 // were charged.
 func (s *Sim) SetServiceByKind(id wire.NodeID, byKind map[string]Latency) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: service by kind: unknown node %s", ErrConfig, id)
+	n, err := s.lookup("service by kind", id)
+	if err != nil {
+		return err
 	}
 	if err := validateServiceByKind(byKind); err != nil {
 		return fmt.Errorf("node %s: %w", id, err)
@@ -509,15 +525,7 @@ func (s *Sim) SetServiceByKind(id wire.NodeID, byKind map[string]Latency) error 
 // SetFsync sets the time of one fsync of a node's disk (NodeOptions.Fsync).
 // Fsyncs already under way keep their end.
 func (s *Sim) SetFsync(id wire.NodeID, l Latency) error {
-	n, ok := s.nodes[id]
-	if !ok {
-		return fmt.Errorf("%w: fsync: unknown node %s", ErrConfig, id)
-	}
-	if err := l.validate("Fsync"); err != nil {
-		return fmt.Errorf("node %s: %w", id, err)
-	}
-	n.opts.Fsync = l
-	return nil
+	return s.setLatency("fsync", "Fsync", id, l, func(o *NodeOptions) { o.Fsync = l })
 }
 
 // At schedules fn to run at virtual time t (or now, if t has passed).
@@ -560,43 +568,45 @@ func (s *Sim) step() {
 		ev.fn()
 	case evArrive:
 		s.arrive(ev)
-	case evHandle:
-		n := s.nodes[ev.to]
-		if !n.up || n.incarnation != ev.incarnation {
-			s.drop(ev, "crashed")
-			return
-		}
-		if s.now < n.pausedUntil {
-			ev.at = n.pausedUntil
-			s.push(ev)
-			return
-		}
-		s.stats.Delivered++
-		s.tracef("%s -> %s %v", ev.from, ev.to, ev.msg)
-		charged := s.beginEvent(n)
-		n.handler.Receive(ev.from, ev.msg)
-		if charged {
-			s.endEvent(n, ev.incarnation)
-		}
-	case evTimer:
-		n := s.nodes[ev.to]
-		if !n.up || n.incarnation != ev.incarnation {
-			return
-		}
-		if s.now < n.pausedUntil {
-			ev.at = n.pausedUntil
-			s.push(ev)
-			return
-		}
-		s.stats.Timers++
-		s.tracef("timer %s %T%v", ev.to, ev.timer, ev.timer)
-		charged := s.beginEvent(n)
-		n.handler.Fire(ev.timer)
-		if charged {
-			s.endEvent(n, ev.incarnation)
-		}
+	case evHandle, evTimer:
+		s.atNode(ev)
 	case evFsync:
 		s.fsyncDone(ev)
+	}
+}
+
+// atNode delivers a message, or fires a timer, at its node as one event
+// of the node's, unless the node crashed since it was queued (a message
+// is then dropped, a timer forgotten). A paused node's event waits until
+// the pause ends.
+func (s *Sim) atNode(ev *event) {
+	n := s.nodes[ev.to]
+	if !n.up || n.incarnation != ev.incarnation {
+		if ev.kind == evHandle {
+			s.drop(ev, "crashed")
+		}
+		return
+	}
+	if s.now < n.pausedUntil {
+		ev.at = n.pausedUntil
+		s.push(ev)
+		return
+	}
+	if ev.kind == evHandle {
+		s.stats.Delivered++
+		s.tracef("%s -> %s %v", ev.from, ev.to, ev.msg)
+	} else {
+		s.stats.Timers++
+		s.tracef("timer %s %T%v", ev.to, ev.timer, ev.timer)
+	}
+	charged := s.beginEvent(n)
+	if ev.kind == evHandle {
+		n.handler.Receive(ev.from, ev.msg)
+	} else {
+		n.handler.Fire(ev.timer)
+	}
+	if charged {
+		s.endEvent(n, ev.incarnation)
 	}
 }
 
