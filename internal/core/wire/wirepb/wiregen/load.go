@@ -18,6 +18,7 @@ import (
 type schema struct {
 	structs []*message
 	byName  map[string]*message
+	written map[string]bool // hand-written methods, by Type.Method
 }
 
 // message is one tagged struct: a message of the envelope or a
@@ -29,6 +30,7 @@ type message struct {
 	file     string   // the Go file defining it, without .go: wire, causal
 	fields   []field  // by number
 	inline   []field  // fields whose struct is inline (not a message)
+	trace    []traceField
 }
 
 // field is one field of a message as encoded. An inline struct's fields
@@ -49,7 +51,7 @@ func load(dir string) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &schema{byName: map[string]*message{}}
+	s := &schema{byName: map[string]*message{}, written: map[string]bool{}}
 	fset := token.NewFileSet()
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") || strings.HasSuffix(p, "_gen.go") {
@@ -68,6 +70,10 @@ func load(dir string) (*schema, error) {
 
 func (s *schema) addFile(f *ast.File, file string) error {
 	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
+			s.written[receiverType(fn)+"."+fn.Name.Name] = true
+			continue
+		}
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.TYPE {
 			continue
@@ -118,6 +124,7 @@ func newMessage(name string, doc *ast.CommentGroup, st *ast.StructType) (*messag
 				return nil, fmt.Errorf("field %s: %w", n.Name, err)
 			}
 			m.fields = append(m.fields, f)
+			m.trace = append(m.trace, newTraceField(f, reflect.StructTag(tagText)))
 		}
 	}
 	if len(m.fields) == 0 && len(m.inline) == 0 {
@@ -220,6 +227,16 @@ func (s *schema) files() []string {
 		}
 	}
 	return out
+}
+
+// receiverType is the name of the type of a method's receiver, without
+// its pointer.
+func receiverType(fn *ast.FuncDecl) string {
+	t := fn.Recv.List[0].Type
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	return types.ExprString(t)
 }
 
 // snake is a Go name in protobuf's snake case: MinTS is min_ts, WriteID

@@ -49,6 +49,11 @@ func TestRefuses(t *testing.T) {
 		{"inlined struct as a message", "type R struct { Y bool `wire:\"2\"` }\ntype A struct { X R `wire:\"inline\"`; Z R `wire:\"3\"` }", "A.Z: type R is neither"},
 		{"inline of no struct", "type A struct { X B `wire:\"inline\"` }", "A.X: inline field of B"},
 		{"bad directive", "// A.\n//\n//wire:envelope x\ntype A struct { X bool `wire:\"1\"` }", `directive "//wire:envelope x"`},
+		{"unknown trace option", "// A.\n//\n//wire:envelope 1\ntype A struct { X bool `wire:\"1\" trace:\",bold\"` }", `A.X: tag trace:",bold": unknown option "bold"`},
+		{"flag on a number", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Y uint64 `wire:\"2\" trace:\",flag\"` }", "A.Y: flag on a uint64, without if="},
+		{"flat scalar", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Y uint64 `wire:\"2\" trace:\",flat\"` }", "A.Y: flat on a uint64"},
+		{"first field conditional", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\" trace:\",omitzero\"` }", "A.X: prints first"},
+		{"submessage without appendTrace", "type B struct { Y bool `wire:\"1\"` }\n// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Z B `wire:\"2\"` }", "A.Z: B has no appendTrace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
