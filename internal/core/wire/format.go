@@ -14,25 +14,23 @@ import (
 // trace tag); this file holds how values print and the few lines that
 // are irregular beyond what a tag says.
 
-// tracer is a submessage that a trace line prints by a method written
-// here.
-type tracer interface{ appendTrace(b []byte) []byte }
-
-func appendTracer[T tracer](b []byte, x T) []byte { return x.appendTrace(b) }
-
-// appendEach prints a list as [a b c].
-func appendEach[T any](b []byte, xs []T, f func([]byte, T) []byte) []byte {
+// appendEach prints a list as [a b c], each element by f: a method
+// expression (Dep.appendTrace), whose static call keeps b on the stack
+// where a generic method call would not.
+func appendEach[T any](b []byte, xs []T, f func(T, []byte) []byte) []byte {
 	b = append(b, '[')
 	for i, x := range xs {
 		if i > 0 {
 			b = append(b, ' ')
 		}
-		b = f(b, x)
+		b = f(x, b)
 	}
 	return append(b, ']')
 }
 
-func appendNode(b []byte, n NodeID) []byte { return append(b, n...) }
+func appendNode(n NodeID, b []byte) []byte { return append(b, n...) }
+
+func appendKey(k string, b []byte) []byte { return strconv.AppendQuote(b, k) }
 
 // appendTS is hlc.Timestamp's String, appended.
 func appendTS(b []byte, t hlc.Timestamp) []byte {

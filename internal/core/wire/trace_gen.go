@@ -338,7 +338,7 @@ func (m *CausalPut) String() string {
 	b = m.Seen.appendTrace(b)
 	if len(m.Deps) > 0 {
 		b = append(b, " deps="...)
-		b = appendEach(b, m.Deps, appendTracer[Dep])
+		b = appendEach(b, m.Deps, Dep.appendTrace)
 	}
 	return string(append(b, ")"...))
 }
@@ -436,7 +436,7 @@ func (m *CausalGetTx) String() string {
 	b = append(b, " session="...)
 	b = strconv.AppendUint(b, m.Session, 10)
 	b = append(b, " keys="...)
-	b = appendEach(b, m.Keys, strconv.AppendQuote)
+	b = appendEach(b, m.Keys, appendKey)
 	if m.Ring != NoRing {
 		b = append(b, " ring="...)
 		b = strconv.AppendInt(b, int64(m.Ring), 10)
@@ -459,7 +459,7 @@ func (m *CausalGetTxReply) String() string {
 	b = append(b, " rounds="...)
 	b = strconv.AppendInt(b, int64(m.Rounds), 10)
 	b = append(b, " items="...)
-	b = appendEach(b, m.Items, appendTracer[TxItem])
+	b = appendEach(b, m.Items, TxItem.appendTrace)
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -492,7 +492,7 @@ func (m *Propagate) String() string {
 	b = m.Version.appendTrace(b)
 	if len(m.Deps) > 0 {
 		b = append(b, " deps="...)
-		b = appendEach(b, m.Deps, appendTracer[Dep])
+		b = appendEach(b, m.Deps, Dep.appendTrace)
 	}
 	return string(append(b, ")"...))
 }

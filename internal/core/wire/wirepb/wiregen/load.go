@@ -158,20 +158,24 @@ func newField(name, goType, tag string) (field, error) {
 	if goType == "time.Duration" {
 		f.proto += "_nanos"
 	}
+	err = setOptions("wire", tag, opts, map[string]*bool{"utf8": &f.utf8, "zigzag": &f.zigzag, "omitzero": &f.omitZero})
+	return f, err
+}
+
+// setOptions sets the flag that each of a tag's comma-separated options
+// names, and refuses an option that names none.
+func setOptions(key, tag, opts string, flags map[string]*bool) error {
 	for o := range strings.SplitSeq(opts, ",") {
-		switch o {
-		case "":
-		case "utf8":
-			f.utf8 = true
-		case "zigzag":
-			f.zigzag = true
-		case "omitzero":
-			f.omitZero = true
-		default:
-			return field{}, fmt.Errorf("tag wire:%q: unknown option %q", tag, o)
+		if o == "" {
+			continue
 		}
+		flag, ok := flags[o]
+		if !ok {
+			return fmt.Errorf("tag %s:%q: unknown option %q", key, tag, o)
+		}
+		*flag = true
 	}
-	return f, nil
+	return nil
 }
 
 // resolveInline moves the fields of inline structs into the messages that

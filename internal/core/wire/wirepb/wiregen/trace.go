@@ -51,21 +51,7 @@ func newTraceField(f field, tag reflect.StructTag) traceField {
 	if label != "" {
 		t.label = label
 	}
-	for o := range strings.SplitSeq(opts, ",") {
-		switch o {
-		case "":
-		case "omitzero":
-			t.unlessZero = true
-		case "flag":
-			t.flag = true
-		case "join":
-			t.join = true
-		case "flat":
-			t.flat = true
-		default:
-			t.err = fmt.Errorf("tag trace:%q: unknown option %q", text, o)
-		}
-	}
+	t.err = setOptions("trace", text, opts, map[string]*bool{"omitzero": &t.unlessZero, "flag": &t.flag, "join": &t.join, "flat": &t.flat})
 	return t
 }
 
@@ -220,7 +206,7 @@ func (w *traceWriter) writeField(t traceField, sh shape, sep string) {
 	case sh.sub == nil:
 		w.stmt("b = " + fmt.Sprintf(sh.scalar.trace, x))
 	case sh.repeated:
-		w.stmt(fmt.Sprintf("b = appendEach(b, %s, appendTracer[%s])", x, sh.sub.name))
+		w.stmt(fmt.Sprintf("b = appendEach(b, %s, %s.appendTrace)", x, sh.sub.name))
 	default:
 		w.stmt("b = " + x + ".appendTrace(b)")
 	}

@@ -27,32 +27,36 @@ const (
 // scalars are the Go types a message field may have besides tagged
 // structs. A key is a string of any bytes, so protobuf bytes (shared with
 // the string, see keyBytes); an enumeration is range-checked when
-// decoded, by the decoder method its toGo names.
+// decoded, up to its last value (an unknown partition is refused there,
+// not in Validate: a node that read it as another partition would place
+// keys in the wrong tablets).
 var scalars = map[string]scalar{
 	"uint64":          {"uint64", "%s", "%s", "uintField(%[1]d, %[2]s)", traceUint},
 	"int32":           {"int32", "%s", "%s", "uintField(%[1]d, uint64(int64(%[2]s)))", traceInt},
 	"bool":            {"bool", "%s", "%s", "boolField(%[1]d, %[2]s)", "strconv.AppendBool(b, %s)"},
 	"string":          {"bytes", "keyBytes(%s)", "keyString(%s)", "bytesField(%[1]d, len(%[2]s))", traceQuote},
 	"[]byte":          {"bytes", "%s", "%s", "bytesField(%[1]d, len(%[2]s))", "appendValue(b, %s)"},
-	"[]string":        {"repeated bytes", "keysPB(%s)", "keysWire(%s)", "stringsField(%[1]d, %[2]s)", "appendEach(b, %s, strconv.AppendQuote)"},
+	"[]string":        {"repeated bytes", "keysPB(%s)", "keysWire(%s)", "stringsField(%[1]d, %[2]s)", "appendEach(b, %s, appendKey)"},
 	"NodeID":          {"string", "string(%s)", "wire.NodeID(%s)", "bytesField(%[1]d, len(%[2]s))", traceRaw},
 	"[]NodeID":        {"repeated string", "nodesPB(%s)", "nodesWire(%s)", "stringsField(%[1]d, %[2]s)", "appendEach(b, %s, appendNode)"},
 	"Level":           {"int32", "int32(%s)", "wire.Level(%s)", "uintField(%[1]d, uint64(int64(%[2]s)))", traceStringer},
 	"Bound":           {"int64", "int64(%s)", "d.bound(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
 	"time.Duration":   {"int64", "int64(%s)", "time.Duration(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
 	"hlc.Timestamp":   {"Timestamp", "tsPB(%s)", "tsWire(%s)", "tsField(%[1]d, %[2]s)", "appendTS(b, %s)"},
-	"Code":            enum("code", "strconv.AppendQuote(b, %s.String())"),
-	"Stage":           enum("stage", traceStringer),
-	"Outcome":         enum("outcome", traceStringer),
-	"Source":          enum("source", "append(b, sourceName(%s)...)"),
-	"ReplicationMode": enum("replicationMode", traceStringer),
-	"Partition":       enum("partition", traceStringer),
+	"Code":            enum("Code(255)", "reply code", "strconv.AppendQuote(b, %s.String())"),
+	"Stage":           enum("Executed", "stage", traceStringer),
+	"Outcome":         enum("Failed", "test outcome", traceStringer),
+	"Source":          enum("FromCache", "causal read source", "append(b, sourceName(%s)...)"),
+	"ReplicationMode": enum("ReplicationMode(255)", "replication mode", traceStringer),
+	"Partition":       enum("ByHash", "unknown partition", traceStringer),
 }
 
-// enum is a byte-sized enumeration, a protobuf uint32 checked by the
-// decoder's method check, that appends to a trace line as trace says.
-func enum(check, trace string) scalar {
-	return scalar{"uint32", "uint32(%s)", "d." + check + "(%s)", "uintField(%[1]d, uint64(%[2]s))", trace}
+// enum is a byte-sized enumeration, a protobuf uint32 that decodes up to
+// the value wire.last and is otherwise refused as a malformed what, and
+// that appends to a trace line as trace says.
+func enum(last, what, trace string) scalar {
+	toGo := fmt.Sprintf("enumWire(d, %%s, wire.%s, %q)", last, what)
+	return scalar{"uint32", "uint32(%s)", toGo, "uintField(%[1]d, uint64(%[2]s))", trace}
 }
 
 // shape is how a field travels: as a scalar, or as a submessage that is
