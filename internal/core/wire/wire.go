@@ -31,8 +31,9 @@ type NodeID string
 // protobuf encoding and whose doc comment names its field of the
 // envelope (//wire:envelope); `go generate ./internal/core/wire/wirepb`
 // derives from it the schema (wirepb/wire.proto), the conversions to and
-// from the protobuf types, and the methods below (msg_gen.go). See
-// wirepb/wiregen for the tags.
+// from the protobuf types, the methods below (msg_gen.go) and, from the
+// order of its fields and their trace tags, its trace line (String,
+// trace_gen.go). See wirepb/wiregen for the tags.
 type Msg interface {
 	// envelopeField is the number of the envelope's field that carries
 	// the message.
