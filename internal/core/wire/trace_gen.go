@@ -59,8 +59,6 @@ func (m *PutRequest) String() string {
 	if m.W > 1 {
 		b = append(b, " w="...)
 		b = strconv.AppendInt(b, int64(m.W), 10)
-	}
-	if m.W > 1 {
 		b = append(b, " wait="...)
 		b = append(b, m.Wait.String()...)
 	}
@@ -141,8 +139,6 @@ func (m *GetReply) String() string {
 	if m.Found {
 		b = append(b, " value="...)
 		b = appendValue(b, m.Value)
-	}
-	if m.Found {
 		b = append(b, " version="...)
 		b = appendTS(b, m.VersionTS)
 	}
@@ -154,8 +150,6 @@ func (m *GetReply) String() string {
 	if m.Applied != 0 || m.Pending != 0 {
 		b = append(b, " applied="...)
 		b = strconv.AppendInt(b, int64(m.Applied), 10)
-	}
-	if m.Applied != 0 || m.Pending != 0 {
 		b = append(b, " pending="...)
 		b = strconv.AppendInt(b, int64(m.Pending), 10)
 	}
@@ -203,8 +197,6 @@ func (m *PullRequest) String() string {
 	if m.InSnapshot {
 		b = append(b, " snapshot="...)
 		b = appendTS(b, m.SnapshotHigh)
-	}
-	if m.InSnapshot {
 		b = append(b, " after="...)
 		b = strconv.AppendQuote(b, m.SnapshotAfter)
 	}
@@ -259,8 +251,6 @@ func (m *Forward) String() string {
 	if m.W > 1 {
 		b = append(b, " w="...)
 		b = strconv.AppendInt(b, int64(m.W), 10)
-	}
-	if m.W > 1 {
 		b = append(b, " wait="...)
 		b = append(b, m.Wait.String()...)
 	}
@@ -329,8 +319,6 @@ func (m *CausalPut) String() string {
 	if !m.Notify {
 		b = append(b, " key="...)
 		b = strconv.AppendQuote(b, m.Key)
-	}
-	if !m.Notify {
 		b = append(b, " value="...)
 		b = appendValue(b, m.Value)
 	}
@@ -400,8 +388,6 @@ func (m *CausalGetReply) String() string {
 	if m.Found {
 		b = append(b, " value="...)
 		b = appendValue(b, m.Value)
-	}
-	if m.Found {
 		b = append(b, " version="...)
 		b = m.Version.appendTrace(b)
 	}
@@ -483,8 +469,6 @@ func (m *Propagate) String() string {
 	if !m.Notify {
 		b = append(b, " key="...)
 		b = strconv.AppendQuote(b, m.Key)
-	}
-	if !m.Notify {
 		b = append(b, " value="...)
 		b = appendValue(b, m.Value)
 	}
@@ -549,8 +533,6 @@ func (m *ReadReply) String() string {
 	if m.Found {
 		b = append(b, " value="...)
 		b = appendValue(b, m.Value)
-	}
-	if m.Found {
 		b = append(b, " version="...)
 		b = m.Version.appendTrace(b)
 	}

@@ -113,14 +113,10 @@ func (s *schema) writeTraceFields(w *traceWriter, m *message, flat map[string]bo
 		if first || t.join {
 			sep, first = "", false
 		}
-		if len(conds) > 0 {
-			w.stmt("if " + strings.Join(conds, " && ") + " {")
-		}
+		w.when(strings.Join(conds, " && "))
 		w.writeField(t, sh, sep)
-		if len(conds) > 0 {
-			w.stmt("}")
-		}
 	}
+	w.when("")
 	return nil
 }
 
@@ -169,10 +165,25 @@ func nonZero(goType string, sh shape, x string) string {
 }
 
 // traceWriter writes the statements of a trace method, joining the
-// constant text between values into one append.
+// constant text between values into one append, and the fields that
+// print under one condition into one if.
 type traceWriter struct {
-	b   *strings.Builder
-	lit string // constant text not yet appended
+	b    *strings.Builder
+	lit  string // constant text not yet appended
+	cond string // the condition of the if open; "" for none
+}
+
+// when puts the statements that follow under cond ("" for none).
+func (w *traceWriter) when(cond string) {
+	if cond == w.cond {
+		return
+	}
+	if w.cond != "" {
+		w.stmt("}")
+	}
+	if w.cond = cond; cond != "" {
+		w.stmt("if " + cond + " {")
+	}
 }
 
 func (w *traceWriter) flush() {
