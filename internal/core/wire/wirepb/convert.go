@@ -92,50 +92,19 @@ func keyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k
 // alone, and Unwrap's caller does not write to the envelope afterwards.
 func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// keysPB encodes a list of keys; none is nil.
-func keysPB(keys []string) [][]byte {
-	if len(keys) == 0 {
+// eachOf converts each element of a list by f: a list of keys or of
+// nodes, from the wire struct to the protobuf message or back. None is
+// nil.
+func eachOf[T, U any](xs []T, f func(T) U) []U {
+	if len(xs) == 0 {
 		return nil
 	}
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = keyBytes(k)
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
 
-// keysWire decodes a list of keys; none is nil.
-func keysWire(keys [][]byte) []string {
-	if len(keys) == 0 {
-		return nil
-	}
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = keyString(k)
-	}
-	return out
-}
-
-// nodesPB encodes a list of nodes; none is nil.
-func nodesPB(nodes []wire.NodeID) []string {
-	if len(nodes) == 0 {
-		return nil
-	}
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = string(n)
-	}
-	return out
-}
-
-// nodesWire decodes a list of nodes; none is nil.
-func nodesWire(nodes []string) []wire.NodeID {
-	if len(nodes) == 0 {
-		return nil
-	}
-	out := make([]wire.NodeID, len(nodes))
-	for i, n := range nodes {
-		out[i] = wire.NodeID(n)
-	}
-	return out
-}
+// as converts between string types: a node ID and a protobuf string.
+func as[U, T ~string](x T) U { return U(x) }

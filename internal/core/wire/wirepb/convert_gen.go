@@ -496,7 +496,7 @@ func causalGetTxPB(m *wire.CausalGetTx) *CausalGetTx {
 		Req:     m.Req,
 		Table:   m.Table,
 		Session: m.Session,
-		Keys:    keysPB(m.Keys),
+		Keys:    eachOf(m.Keys, keyBytes),
 		Ring:    m.Ring,
 	}
 	if !m.MaxRead.IsZero() {
@@ -509,7 +509,7 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	m.Req = r.GetReq()
 	m.Table = r.GetTable()
 	m.Session = r.GetSession()
-	m.Keys = keysWire(r.GetKeys())
+	m.Keys = eachOf(r.GetKeys(), keyString)
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
 	return m
@@ -773,7 +773,7 @@ func tabletPB(m *wire.Tablet) *Tablet {
 	r := &Tablet{
 		Start:       keyBytes(m.Start),
 		Primary:     string(m.Primary),
-		Secondaries: nodesPB(m.Secondaries),
+		Secondaries: eachOf(m.Secondaries, as[string, wire.NodeID]),
 	}
 	return r
 }
@@ -781,7 +781,7 @@ func tabletPB(m *wire.Tablet) *Tablet {
 func tabletWire(r *Tablet, d *decoder) (m wire.Tablet) {
 	m.Start = keyString(r.GetStart())
 	m.Primary = wire.NodeID(r.GetPrimary())
-	m.Secondaries = nodesWire(r.GetSecondaries())
+	m.Secondaries = eachOf(r.GetSecondaries(), as[wire.NodeID, string])
 	return m
 }
 
@@ -828,8 +828,8 @@ func layoutWire(r *Layout, d *decoder) (m wire.Layout) {
 
 func causalLayoutPB(m *wire.CausalLayout) *CausalLayout {
 	r := &CausalLayout{
-		Coordinators: nodesPB(m.Coordinators),
-		Caches:       nodesPB(m.Caches),
+		Coordinators: eachOf(m.Coordinators, as[string, wire.NodeID]),
+		Caches:       eachOf(m.Caches, as[string, wire.NodeID]),
 		Points:       m.Points,
 		Static:       m.Static,
 	}
@@ -849,8 +849,8 @@ func causalLayoutWire(r *CausalLayout, d *decoder) (m wire.CausalLayout) {
 			m.Rings[i] = ringWire(p, d)
 		}
 	}
-	m.Coordinators = nodesWire(r.GetCoordinators())
-	m.Caches = nodesWire(r.GetCaches())
+	m.Coordinators = eachOf(r.GetCoordinators(), as[wire.NodeID, string])
+	m.Caches = eachOf(r.GetCaches(), as[wire.NodeID, string])
 	m.Points = r.GetPoints()
 	m.Static = r.GetStatic()
 	return m
@@ -859,14 +859,14 @@ func causalLayoutWire(r *CausalLayout, d *decoder) (m wire.CausalLayout) {
 func ringPB(m *wire.Ring) *Ring {
 	r := &Ring{
 		Name:  m.Name,
-		Nodes: nodesPB(m.Nodes),
+		Nodes: eachOf(m.Nodes, as[string, wire.NodeID]),
 	}
 	return r
 }
 
 func ringWire(r *Ring, d *decoder) (m wire.Ring) {
 	m.Name = r.GetName()
-	m.Nodes = nodesWire(r.GetNodes())
+	m.Nodes = eachOf(r.GetNodes(), as[wire.NodeID, string])
 	return m
 }
 
@@ -1045,7 +1045,7 @@ func putReplyPB(m *wire.PutReply) *PutReply {
 		Acks:    m.Acks,
 		Stage:   uint32(m.Stage),
 		WriteId: m.WriteID,
-		Holders: nodesPB(m.Holders),
+		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
 	}
 	return r
@@ -1058,7 +1058,7 @@ func putReplyWire(r *PutReply, d *decoder) (m wire.PutReply) {
 	m.Acks = r.GetAcks()
 	m.Stage = enumWire(d, r.GetStage(), wire.Executed, "stage")
 	m.WriteID = r.GetWriteId()
-	m.Holders = nodesWire(r.GetHolders())
+	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
 	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
 	return m
 }
@@ -1277,7 +1277,7 @@ func forwardAckPB(m *wire.ForwardAck) *ForwardAck {
 		Code:    uint32(m.Code),
 		Ts:      tsPB(m.TS),
 		Acks:    m.Acks,
-		Holders: nodesPB(m.Holders),
+		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
 	}
 	return r
@@ -1289,7 +1289,7 @@ func forwardAckWire(r *ForwardAck, d *decoder) (m wire.ForwardAck) {
 	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.TS = tsWire(r.GetTs())
 	m.Acks = r.GetAcks()
-	m.Holders = nodesWire(r.GetHolders())
+	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
 	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
 	return m
 }
