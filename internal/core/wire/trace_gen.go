@@ -593,7 +593,7 @@ func (m *RepairReply) String() string {
 	return string(append(b, ")"...))
 }
 
-// appendTrace appends the fields of a Entry, which a trace line prints flat.
+// appendTrace appends the fields of Entry, which a trace line prints flat.
 func (m *Entry) appendTrace(b []byte) []byte {
 	b = append(b, " key="...)
 	b = strconv.AppendQuote(b, m.Key)

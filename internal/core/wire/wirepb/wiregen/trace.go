@@ -77,7 +77,7 @@ func (s *schema) traceGo() (string, error) {
 		if !flat[m.name] || s.written[m.name+".appendTrace"] {
 			continue
 		}
-		fmt.Fprintf(&b, "\n// appendTrace appends the fields of a %s, which a trace line prints flat.\n", m.name)
+		fmt.Fprintf(&b, "\n// appendTrace appends the fields of %s, which a trace line prints flat.\n", m.name)
 		fmt.Fprintf(&b, "func (m *%s) appendTrace(b []byte) []byte {\n", m.name)
 		w := &traceWriter{b: &b}
 		if err := s.writeTraceFields(w, m, flat); err != nil {
