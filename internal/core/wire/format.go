@@ -12,7 +12,11 @@ import (
 // compare them, so they are built with appends. Most are generated from
 // the messages' definitions (trace_gen.go, by wiregen, from each field's
 // trace tag); this file holds how values print and the few lines that
-// are irregular beyond what a tag says.
+// are irregular beyond what a tag says. A field added to a message after
+// runs were hashed prints only when set (omitzero, if=): a Put of write
+// level one, without a bound or a test, prints as before write levels,
+// staged writes and ReadTestWrites existed, so such runs keep their
+// hashes.
 
 // appendEach prints a list as [a b c], each element by f: a method
 // expression (Dep.appendTrace), whose static call keeps b on the stack

@@ -761,7 +761,7 @@ type PutRequest struct {
 	Key    string        `wire:"3"`
 	Value  []byte        `wire:"4"`
 	MinTS  hlc.Timestamp `wire:"5" trace:"min"`
-	W      int32         `wire:"6" trace:",if=m.W > 1"` // a write level of one prints as before write levels
+	W      int32         `wire:"6" trace:",if=m.W > 1"`
 	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
 	Bound  Bound         `wire:"8" trace:",omitzero"`
 	Budget time.Duration `wire:"9" trace:",omitzero"`
