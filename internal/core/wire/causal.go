@@ -86,11 +86,11 @@ type CausalPut struct {
 	Table   uint64  `wire:"2"`
 	Session uint64  `wire:"3"`
 	Seq     uint64  `wire:"4"`
-	Key     string  `wire:"5"`
-	Value   []byte  `wire:"6"`
+	Notify  bool    `wire:"9" trace:",flag"`
+	Key     string  `wire:"5" trace:",if=!m.Notify"`
+	Value   []byte  `wire:"6" trace:",if=!m.Notify"`
 	Seen    Version `wire:"7,omitzero"`
-	Deps    []Dep   `wire:"8"`
-	Notify  bool    `wire:"9"`
+	Deps    []Dep   `wire:"8" trace:",omitzero"`
 }
 
 // CausalPutReply answers CausalPut with the write's version.
@@ -99,8 +99,8 @@ type CausalPut struct {
 type CausalPutReply struct {
 	Req     uint64  `wire:"1"`
 	Table   uint64  `wire:"4"` // the table the request named
-	Code    Code    `wire:"2"`
 	Version Version `wire:"3,omitzero"`
+	Code    Code    `wire:"2" trace:"err,omitzero"`
 }
 
 // CausalComplete tells a client that its session's writes up to Seq are
@@ -128,8 +128,8 @@ type CausalGet struct {
 	Table   uint64  `wire:"2"`
 	Session uint64  `wire:"3"`
 	Key     string  `wire:"4"`
-	Ring    int32   `wire:"5,zigzag"`
-	MaxRead Version `wire:"6,omitzero"`
+	Ring    int32   `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead Version `wire:"6,omitzero" trace:"max"`
 }
 
 // CausalGetReply answers CausalGet: the value, its version, where it came
@@ -140,14 +140,14 @@ type CausalGet struct {
 type CausalGetReply struct {
 	Req      uint64  `wire:"1"`
 	Table    uint64  `wire:"10"` // the table the request named
-	Code     Code    `wire:"2"`
-	Found    bool    `wire:"3"`
-	Value    []byte  `wire:"4"`
-	Version  Version `wire:"5,omitzero"`
-	Source   Source  `wire:"6"`
-	Ring     int32   `wire:"7,zigzag"`
-	Node     NodeID  `wire:"8"`
-	InFlight bool    `wire:"9"`
+	Found    bool    `wire:"3" trace:"not-found,flag,if=!m.Found && m.Code == OK"`
+	Value    []byte  `wire:"4" trace:",if=m.Found"`
+	Version  Version `wire:"5,omitzero" trace:",if=m.Found"`
+	Source   Source  `wire:"6" trace:"from,if=m.Code == OK"`
+	Ring     int32   `wire:"7,zigzag" trace:",if=m.Code == OK && m.Ring != NoRing"`
+	Node     NodeID  `wire:"8" trace:",omitzero,if=m.Code == OK"`
+	InFlight bool    `wire:"9" trace:"in-flight,flag"`
+	Code     Code    `wire:"2" trace:"err,omitzero"`
 }
 
 // CausalGetTx reads several keys as one causally consistent snapshot
@@ -160,8 +160,8 @@ type CausalGetTx struct {
 	Table   uint64   `wire:"2"`
 	Session uint64   `wire:"3"`
 	Keys    []string `wire:"4"`
-	Ring    int32    `wire:"5,zigzag"`
-	MaxRead Version  `wire:"6,omitzero"`
+	Ring    int32    `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead Version  `wire:"6,omitzero" trace:"max"`
 }
 
 // TxItem is one key's value in a CausalGetTxReply.
@@ -181,10 +181,10 @@ type TxItem struct {
 type CausalGetTxReply struct {
 	Req    uint64   `wire:"1"`
 	Table  uint64   `wire:"6"` // the table the request named
-	Code   Code     `wire:"2"`
-	Items  []TxItem `wire:"3"`
-	Ring   int32    `wire:"4,zigzag"`
+	Ring   int32    `wire:"4,zigzag" trace:",if=m.Ring != NoRing"`
 	Rounds int32    `wire:"5"`
+	Items  []TxItem `wire:"3"`
+	Code   Code     `wire:"2" trace:"err,omitzero"`
 }
 
 // Propagate carries a buffered write from a coordinator's per-ring
@@ -195,14 +195,14 @@ type CausalGetTxReply struct {
 //wire:envelope 37
 type Propagate struct {
 	Table   uint64  `wire:"1"`
-	Client  NodeID  `wire:"9"`
-	Session uint64  `wire:"2"`
+	Client  NodeID  `wire:"9" trace:"session"`
+	Session uint64  `wire:"2" trace:"#,join"`
 	Seq     uint64  `wire:"3"`
-	Key     string  `wire:"4"`
-	Value   []byte  `wire:"5"`
+	Notify  bool    `wire:"8" trace:",flag"`
+	Key     string  `wire:"4" trace:",if=!m.Notify"`
+	Value   []byte  `wire:"5" trace:",if=!m.Notify"`
 	Version Version `wire:"6,omitzero"`
-	Deps    []Dep   `wire:"7"`
-	Notify  bool    `wire:"8"`
+	Deps    []Dep   `wire:"7" trace:",omitzero"`
 }
 
 // PropagateAck tells the coordinator that the ring holds the write (or a
@@ -212,8 +212,8 @@ type Propagate struct {
 //wire:envelope 38
 type PropagateAck struct {
 	Table   uint64 `wire:"1"`
-	Client  NodeID `wire:"5"`
-	Session uint64 `wire:"2"`
+	Client  NodeID `wire:"5" trace:"session"`
+	Session uint64 `wire:"2" trace:"#,join"`
 	Seq     uint64 `wire:"3"`
 	Ring    int32  `wire:"4,zigzag"`
 }
@@ -238,7 +238,7 @@ type Read struct {
 	Req   uint64 `wire:"1"`
 	Table uint64 `wire:"2"`
 	Key   string `wire:"3"`
-	Fill  bool   `wire:"4"`
+	Fill  bool   `wire:"4" trace:",flag"`
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit
@@ -248,14 +248,14 @@ type Read struct {
 type ReadReply struct {
 	Req      uint64  `wire:"1"`
 	Table    uint64  `wire:"10"` // the table the request named
-	Code     Code    `wire:"2"`
-	Found    bool    `wire:"3"`
-	Value    []byte  `wire:"4"`
-	Version  Version `wire:"5,omitzero"`
-	InFlight bool    `wire:"6"`
-	Source   Source  `wire:"7"`
-	Ring     int32   `wire:"8,zigzag"`
-	Node     NodeID  `wire:"9"`
+	Found    bool    `wire:"3" trace:"not-found,flag,if=!m.Found && m.Code == OK"`
+	Value    []byte  `wire:"4" trace:",if=m.Found"`
+	Version  Version `wire:"5,omitzero" trace:",if=m.Found"`
+	Source   Source  `wire:"7" trace:"from,if=m.Code == OK"`
+	Ring     int32   `wire:"8,zigzag" trace:",if=m.Code == OK && m.Ring != NoRing"`
+	Node     NodeID  `wire:"9" trace:",omitzero,if=m.Code == OK"`
+	InFlight bool    `wire:"6" trace:"in-flight,flag"`
+	Code     Code    `wire:"2" trace:"err,omitzero"`
 }
 
 // DepCheck asks an MM of the same ring whether it has processed Version

@@ -31,8 +31,9 @@ type NodeID string
 // protobuf encoding and whose doc comment names its field of the
 // envelope (//wire:envelope); `go generate ./internal/core/wire/wirepb`
 // derives from it the schema (wirepb/wire.proto), the conversions to and
-// from the protobuf types, and the methods below (msg_gen.go). See
-// wirepb/wiregen for the tags.
+// from the protobuf types, the methods below (msg_gen.go) and, from the
+// order of its fields and their trace tags, its trace line (String,
+// trace_gen.go). See wirepb/wiregen for the tags.
 type Msg interface {
 	// envelopeField is the number of the envelope's field that carries
 	// the message.
@@ -670,13 +671,11 @@ type TabletRef struct {
 	Tablet int32  `wire:"2"` // index into Layout.Tablets
 }
 
-func (r TabletRef) String() string { return fmt.Sprintf("%d/%d", r.Table, r.Tablet) }
-
 // Entry is one version of one key, as replicated from a primary.
 type Entry struct {
-	TS    hlc.Timestamp `wire:"1"`
 	Key   string        `wire:"2"`
 	Value []byte        `wire:"3"`
+	TS    hlc.Timestamp `wire:"1"`
 }
 
 // CreateTableRequest asks a storage node to create its replicas of the
@@ -693,7 +692,7 @@ type CreateTableRequest struct {
 //wire:envelope 11
 type CreateTableReply struct {
 	Req  uint64 `wire:"1"`
-	Code Code   `wire:"2"`
+	Code Code   `wire:"2" trace:"err,omitzero"`
 }
 
 // DeleteTableRequest asks a storage node to drop its replicas of a table.
@@ -702,7 +701,7 @@ type CreateTableReply struct {
 //wire:envelope 12
 type DeleteTableRequest struct {
 	Req  uint64 `wire:"1"`
-	Name string `wire:"2,utf8"`
+	Name string `wire:"2,utf8" trace:"table"`
 }
 
 // DeleteTableReply answers DeleteTableRequest.
@@ -710,7 +709,7 @@ type DeleteTableRequest struct {
 //wire:envelope 13
 type DeleteTableReply struct {
 	Req  uint64 `wire:"1"`
-	Code Code   `wire:"2"`
+	Code Code   `wire:"2" trace:"err,omitzero"`
 }
 
 // TableInfoRequest asks a storage node for a table's layout.
@@ -718,7 +717,7 @@ type DeleteTableReply struct {
 //wire:envelope 14
 type TableInfoRequest struct {
 	Req  uint64 `wire:"1"`
-	Name string `wire:"2,utf8"`
+	Name string `wire:"2,utf8" trace:"table"`
 }
 
 // TableInfoReply answers TableInfoRequest; Layout is set when Code is OK.
@@ -761,11 +760,11 @@ type PutRequest struct {
 	Tablet TabletRef     `wire:"2"`
 	Key    string        `wire:"3"`
 	Value  []byte        `wire:"4"`
-	MinTS  hlc.Timestamp `wire:"5"`
-	W      int32         `wire:"6"`
-	Wait   time.Duration `wire:"7"`
-	Bound  Bound         `wire:"8"`
-	Budget time.Duration `wire:"9"`
+	MinTS  hlc.Timestamp `wire:"5" trace:"min"`
+	W      int32         `wire:"6" trace:",if=m.W > 1"`
+	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
+	Bound  Bound         `wire:"8" trace:",omitzero"`
+	Budget time.Duration `wire:"9" trace:",omitzero"`
 	Test   *Test         `wire:"10"`
 }
 
@@ -868,13 +867,13 @@ func (o Outcome) String() string {
 //wire:envelope 17
 type PutReply struct {
 	Req     uint64        `wire:"1"`
-	Code    Code          `wire:"2"`
 	TS      hlc.Timestamp `wire:"3"`
-	Acks    int32         `wire:"4"`
-	Stage   Stage         `wire:"5"`
-	WriteID uint64        `wire:"6"`
-	Holders []NodeID      `wire:"7"`
-	Tested  Outcome       `wire:"8"`
+	Acks    int32         `wire:"4" trace:",if=m.Acks > 1 || m.Code == QuorumTimeout"`
+	Stage   Stage         `wire:"5" trace:",omitzero"`
+	WriteID uint64        `wire:"6" trace:"write,omitzero"`
+	Holders []NodeID      `wire:"7" trace:",omitzero"`
+	Tested  Outcome       `wire:"8" trace:",omitzero"`
+	Code    Code          `wire:"2" trace:"err,omitzero"`
 }
 
 // GetRequest reads the replica's version of Key.
@@ -890,8 +889,8 @@ type GetRequest struct {
 	Req    uint64        `wire:"1"`
 	Tablet TabletRef     `wire:"2"`
 	Key    string        `wire:"3"`
-	Bound  Bound         `wire:"4"`
-	Budget time.Duration `wire:"5"`
+	Bound  Bound         `wire:"4" trace:",omitzero"`
+	Budget time.Duration `wire:"5" trace:",omitzero"`
 }
 
 // GetReply answers GetRequest with the stored version (Found is false if the
@@ -907,15 +906,15 @@ type GetRequest struct {
 //wire:envelope 19
 type GetReply struct {
 	Req       uint64        `wire:"1"`
-	Code      Code          `wire:"2"`
-	Found     bool          `wire:"3"`
-	Value     []byte        `wire:"4"`
-	VersionTS hlc.Timestamp `wire:"5"`
-	HighTS    hlc.Timestamp `wire:"6"`
-	Primary   bool          `wire:"7"`
-	Applied   int32         `wire:"8"`
-	Pending   int32         `wire:"9"`
-	Null      bool          `wire:"10"`
+	Found     bool          `wire:"3" trace:"not-found,flag,if=!m.Found && m.Code == OK && !m.Null"`
+	Value     []byte        `wire:"4" trace:",if=m.Found"`
+	VersionTS hlc.Timestamp `wire:"5" trace:"version,if=m.Found"`
+	HighTS    hlc.Timestamp `wire:"6" trace:"high"`
+	Primary   bool          `wire:"7" trace:",flag"`
+	Applied   int32         `wire:"8" trace:",if=m.Applied != 0 || m.Pending != 0"`
+	Pending   int32         `wire:"9" trace:",if=m.Applied != 0 || m.Pending != 0"`
+	Null      bool          `wire:"10" trace:",flag"`
+	Code      Code          `wire:"2" trace:"err,omitzero"`
 }
 
 // ProbeRequest asks a replica for its high timestamp (Pileus 4.5).
@@ -931,9 +930,9 @@ type ProbeRequest struct {
 //wire:envelope 21
 type ProbeReply struct {
 	Req     uint64        `wire:"1"`
-	Code    Code          `wire:"2"`
-	HighTS  hlc.Timestamp `wire:"3"`
-	Primary bool          `wire:"4"`
+	HighTS  hlc.Timestamp `wire:"3" trace:"high"`
+	Primary bool          `wire:"4" trace:",flag"`
+	Code    Code          `wire:"2" trace:"err,omitzero"`
 }
 
 // PullRequest asks a primary for the versions after Since.
@@ -947,9 +946,9 @@ type ProbeReply struct {
 type PullRequest struct {
 	Tablet        TabletRef     `wire:"1"`
 	Since         hlc.Timestamp `wire:"2"`
-	InSnapshot    bool          `wire:"3"`
-	SnapshotHigh  hlc.Timestamp `wire:"4,omitzero"`
-	SnapshotAfter string        `wire:"5"`
+	InSnapshot    bool          `wire:"3" trace:"-"`
+	SnapshotHigh  hlc.Timestamp `wire:"4,omitzero" trace:"snapshot,if=m.InSnapshot"`
+	SnapshotAfter string        `wire:"5" trace:"after,if=m.InSnapshot"`
 }
 
 // PullReply carries, in timestamp order, every version of the tablet with a
@@ -997,8 +996,8 @@ type PullReply struct {
 type Push struct {
 	Tablet TabletRef     `wire:"1"`
 	Prev   hlc.Timestamp `wire:"2"`
-	Entry  Entry         `wire:"3"`
-	Ack    bool          `wire:"4"`
+	Entry  Entry         `wire:"3" trace:",flat"`
+	Ack    bool          `wire:"4" trace:",flag"`
 }
 
 // PushAck tells a primary that a secondary holds, durably, every version
@@ -1025,9 +1024,9 @@ type Forward struct {
 	Seq    uint64        `wire:"2"`
 	Key    string        `wire:"3"`
 	Value  []byte        `wire:"4"`
-	MinTS  hlc.Timestamp `wire:"5"`
-	W      int32         `wire:"6"`
-	Wait   time.Duration `wire:"7"`
+	MinTS  hlc.Timestamp `wire:"5" trace:"min"`
+	W      int32         `wire:"6" trace:",if=m.W > 1"`
+	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
 	Test   *Test         `wire:"8"`
 }
 
@@ -1041,11 +1040,11 @@ type Forward struct {
 type ForwardAck struct {
 	Tablet  TabletRef     `wire:"1"`
 	Seq     uint64        `wire:"2"`
-	Code    Code          `wire:"3"`
 	TS      hlc.Timestamp `wire:"4"`
-	Acks    int32         `wire:"5"`
-	Holders []NodeID      `wire:"6"`
-	Tested  Outcome       `wire:"7"`
+	Acks    int32         `wire:"5" trace:",omitzero"`
+	Holders []NodeID      `wire:"6" trace:",omitzero"`
+	Tested  Outcome       `wire:"7" trace:",omitzero"`
+	Code    Code          `wire:"3" trace:"err,omitzero"`
 }
 
 // Resolved tells the client that wrote a staged write, after its reply,
@@ -1055,9 +1054,9 @@ type ForwardAck struct {
 //wire:envelope 29
 type Resolved struct {
 	Tablet  TabletRef     `wire:"1"`
-	WriteID uint64        `wire:"2"`
-	Code    Code          `wire:"3"`
+	WriteID uint64        `wire:"2" trace:"write"`
 	TS      hlc.Timestamp `wire:"4"`
+	Code    Code          `wire:"3" trace:"err,omitzero"`
 }
 
 // Repair is read repair (CPQ; Cassandra's blocking read repair, ABD's
@@ -1084,8 +1083,8 @@ type Repair struct {
 //wire:envelope 46
 type RepairReply struct {
 	Req  uint64        `wire:"1"`
-	Code Code          `wire:"2"`
 	High hlc.Timestamp `wire:"3"`
+	Code Code          `wire:"2" trace:"err,omitzero"`
 }
 
 // FromClient reports whether clients send m: the requests of the client

@@ -63,12 +63,14 @@ func tsWire(t *Timestamp) hlc.Timestamp {
 	return hlc.Timestamp{WallNanos: t.GetWallNanos(), Logical: t.GetLogical()}
 }
 
-// code range-checks a reply code: the wire type is a byte.
-func (d *decoder) code(c uint32) wire.Code {
-	if c > 255 {
-		d.fail("reply code %d", c)
+// enumWire range-checks a byte-sized enumeration, named by what in the
+// error: a value above last is refused (wiregen's scalars give each
+// enumeration's last value).
+func enumWire[E ~uint8](d *decoder, v uint32, last E, what string) E {
+	if v > uint32(last) {
+		d.fail("%s %d", what, v)
 	}
-	return wire.Code(c)
+	return E(v)
 }
 
 // bound range-checks a bound: below Immediate no bound is defined.
@@ -77,49 +79,6 @@ func (d *decoder) bound(b int64) wire.Bound {
 		d.fail("bound %d", b)
 	}
 	return wire.Bound(b)
-}
-
-// stage range-checks a staged write's stage: 0 (none) to Executed.
-func (d *decoder) stage(s uint32) wire.Stage {
-	if s > uint32(wire.Executed) {
-		d.fail("stage %d", s)
-	}
-	return wire.Stage(s)
-}
-
-// outcome range-checks a ReadTestWrite's outcome.
-func (d *decoder) outcome(o uint32) wire.Outcome {
-	if o > uint32(wire.Failed) {
-		d.fail("test outcome %d", o)
-	}
-	return wire.Outcome(o)
-}
-
-// source range-checks where a causal read's value came from.
-func (d *decoder) source(s uint32) wire.Source {
-	if s > uint32(wire.FromCache) {
-		d.fail("causal read source %d", s)
-	}
-	return wire.Source(s)
-}
-
-// replicationMode range-checks a table's replication mode: the wire type
-// is a byte.
-func (d *decoder) replicationMode(m uint32) wire.ReplicationMode {
-	if m > 255 {
-		d.fail("replication mode %d", m)
-	}
-	return wire.ReplicationMode(m)
-}
-
-// partition refuses an unknown partition here, not in Validate: a node
-// that read it as another partition would place keys in the wrong
-// tablets.
-func (d *decoder) partition(p uint32) wire.Partition {
-	if p != uint32(wire.ByRange) && p != uint32(wire.ByHash) {
-		d.fail("unknown partition %d", p)
-	}
-	return wire.Partition(p)
 }
 
 // keyBytes returns a key as the bytes of a bytes field, sharing the
@@ -133,50 +92,19 @@ func keyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k
 // alone, and Unwrap's caller does not write to the envelope afterwards.
 func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// keysPB encodes a list of keys; none is nil.
-func keysPB(keys []string) [][]byte {
-	if len(keys) == 0 {
+// eachOf converts each element of a list by f: a list of keys or of
+// nodes, from the wire struct to the protobuf message or back. None is
+// nil.
+func eachOf[T, U any](xs []T, f func(T) U) []U {
+	if len(xs) == 0 {
 		return nil
 	}
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = keyBytes(k)
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
 
-// keysWire decodes a list of keys; none is nil.
-func keysWire(keys [][]byte) []string {
-	if len(keys) == 0 {
-		return nil
-	}
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = keyString(k)
-	}
-	return out
-}
-
-// nodesPB encodes a list of nodes; none is nil.
-func nodesPB(nodes []wire.NodeID) []string {
-	if len(nodes) == 0 {
-		return nil
-	}
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = string(n)
-	}
-	return out
-}
-
-// nodesWire decodes a list of nodes; none is nil.
-func nodesWire(nodes []string) []wire.NodeID {
-	if len(nodes) == 0 {
-		return nil
-	}
-	out := make([]wire.NodeID, len(nodes))
-	for i, n := range nodes {
-		out[i] = wire.NodeID(n)
-	}
-	return out
-}
+// as converts between string types: a node ID and a protobuf string.
+func as[U, T ~string](x T) U { return U(x) }

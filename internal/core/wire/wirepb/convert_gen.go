@@ -413,7 +413,7 @@ func causalPutReplyPB(m *wire.CausalPutReply) *CausalPutReply {
 
 func causalPutReplyWire(r *CausalPutReply, d *decoder) (m wire.CausalPutReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Version = versionWire(r.GetVersion(), d)
 	m.Table = r.GetTable()
 	return m
@@ -479,11 +479,11 @@ func causalGetReplyPB(m *wire.CausalGetReply) *CausalGetReply {
 
 func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Found = r.GetFound()
 	m.Value = r.GetValue()
 	m.Version = versionWire(r.GetVersion(), d)
-	m.Source = d.source(r.GetSource())
+	m.Source = enumWire(d, r.GetSource(), wire.FromCache, "causal read source")
 	m.Ring = r.GetRing()
 	m.Node = wire.NodeID(r.GetNode())
 	m.InFlight = r.GetInFlight()
@@ -496,7 +496,7 @@ func causalGetTxPB(m *wire.CausalGetTx) *CausalGetTx {
 		Req:     m.Req,
 		Table:   m.Table,
 		Session: m.Session,
-		Keys:    keysPB(m.Keys),
+		Keys:    eachOf(m.Keys, keyBytes),
 		Ring:    m.Ring,
 	}
 	if !m.MaxRead.IsZero() {
@@ -509,7 +509,7 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	m.Req = r.GetReq()
 	m.Table = r.GetTable()
 	m.Session = r.GetSession()
-	m.Keys = keysWire(r.GetKeys())
+	m.Keys = eachOf(r.GetKeys(), keyString)
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
 	return m
@@ -534,7 +534,7 @@ func txItemWire(r *TxItem, d *decoder) (m wire.TxItem) {
 	m.Found = r.GetFound()
 	m.Value = r.GetValue()
 	m.Version = versionWire(r.GetVersion(), d)
-	m.Source = d.source(r.GetSource())
+	m.Source = enumWire(d, r.GetSource(), wire.FromCache, "causal read source")
 	m.InFlight = r.GetInFlight()
 	return m
 }
@@ -558,7 +558,7 @@ func causalGetTxReplyPB(m *wire.CausalGetTxReply) *CausalGetTxReply {
 
 func causalGetTxReplyWire(r *CausalGetTxReply, d *decoder) (m wire.CausalGetTxReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	if ps := r.GetItems(); len(ps) > 0 {
 		m.Items = make([]wire.TxItem, len(ps))
 		for i, p := range ps {
@@ -687,12 +687,12 @@ func readReplyPB(m *wire.ReadReply) *ReadReply {
 
 func readReplyWire(r *ReadReply, d *decoder) (m wire.ReadReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Found = r.GetFound()
 	m.Value = r.GetValue()
 	m.Version = versionWire(r.GetVersion(), d)
 	m.InFlight = r.GetInFlight()
-	m.Source = d.source(r.GetSource())
+	m.Source = enumWire(d, r.GetSource(), wire.FromCache, "causal read source")
 	m.Ring = r.GetRing()
 	m.Node = wire.NodeID(r.GetNode())
 	m.Table = r.GetTable()
@@ -773,7 +773,7 @@ func tabletPB(m *wire.Tablet) *Tablet {
 	r := &Tablet{
 		Start:       keyBytes(m.Start),
 		Primary:     string(m.Primary),
-		Secondaries: nodesPB(m.Secondaries),
+		Secondaries: eachOf(m.Secondaries, as[string, wire.NodeID]),
 	}
 	return r
 }
@@ -781,7 +781,7 @@ func tabletPB(m *wire.Tablet) *Tablet {
 func tabletWire(r *Tablet, d *decoder) (m wire.Tablet) {
 	m.Start = keyString(r.GetStart())
 	m.Primary = wire.NodeID(r.GetPrimary())
-	m.Secondaries = nodesWire(r.GetSecondaries())
+	m.Secondaries = eachOf(r.GetSecondaries(), as[wire.NodeID, string])
 	return m
 }
 
@@ -815,9 +815,9 @@ func layoutWire(r *Layout, d *decoder) (m wire.Layout) {
 			m.Tablets[i] = tabletWire(p, d)
 		}
 	}
-	m.Replication.Mode = d.replicationMode(r.GetReplicationMode())
+	m.Replication.Mode = enumWire(d, r.GetReplicationMode(), wire.ReplicationMode(255), "replication mode")
 	m.Replication.Interval = time.Duration(r.GetReplicationIntervalNanos())
-	m.Partition = d.partition(r.GetPartition())
+	m.Partition = enumWire(d, r.GetPartition(), wire.ByHash, "unknown partition")
 	m.WriteLevel = wire.Level(r.GetWriteLevel())
 	if p := r.GetCausal(); p != nil {
 		v := causalLayoutWire(p, d)
@@ -828,8 +828,8 @@ func layoutWire(r *Layout, d *decoder) (m wire.Layout) {
 
 func causalLayoutPB(m *wire.CausalLayout) *CausalLayout {
 	r := &CausalLayout{
-		Coordinators: nodesPB(m.Coordinators),
-		Caches:       nodesPB(m.Caches),
+		Coordinators: eachOf(m.Coordinators, as[string, wire.NodeID]),
+		Caches:       eachOf(m.Caches, as[string, wire.NodeID]),
 		Points:       m.Points,
 		Static:       m.Static,
 	}
@@ -849,8 +849,8 @@ func causalLayoutWire(r *CausalLayout, d *decoder) (m wire.CausalLayout) {
 			m.Rings[i] = ringWire(p, d)
 		}
 	}
-	m.Coordinators = nodesWire(r.GetCoordinators())
-	m.Caches = nodesWire(r.GetCaches())
+	m.Coordinators = eachOf(r.GetCoordinators(), as[wire.NodeID, string])
+	m.Caches = eachOf(r.GetCaches(), as[wire.NodeID, string])
 	m.Points = r.GetPoints()
 	m.Static = r.GetStatic()
 	return m
@@ -859,14 +859,14 @@ func causalLayoutWire(r *CausalLayout, d *decoder) (m wire.CausalLayout) {
 func ringPB(m *wire.Ring) *Ring {
 	r := &Ring{
 		Name:  m.Name,
-		Nodes: nodesPB(m.Nodes),
+		Nodes: eachOf(m.Nodes, as[string, wire.NodeID]),
 	}
 	return r
 }
 
 func ringWire(r *Ring, d *decoder) (m wire.Ring) {
 	m.Name = r.GetName()
-	m.Nodes = nodesWire(r.GetNodes())
+	m.Nodes = eachOf(r.GetNodes(), as[wire.NodeID, string])
 	return m
 }
 
@@ -924,7 +924,7 @@ func createTableReplyPB(m *wire.CreateTableReply) *CreateTableReply {
 
 func createTableReplyWire(r *CreateTableReply, d *decoder) (m wire.CreateTableReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	return m
 }
 
@@ -952,7 +952,7 @@ func deleteTableReplyPB(m *wire.DeleteTableReply) *DeleteTableReply {
 
 func deleteTableReplyWire(r *DeleteTableReply, d *decoder) (m wire.DeleteTableReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	return m
 }
 
@@ -981,7 +981,7 @@ func tableInfoReplyPB(m *wire.TableInfoReply) *TableInfoReply {
 
 func tableInfoReplyWire(r *TableInfoReply, d *decoder) (m wire.TableInfoReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Layout = layoutWire(r.GetLayout(), d)
 	return m
 }
@@ -1045,7 +1045,7 @@ func putReplyPB(m *wire.PutReply) *PutReply {
 		Acks:    m.Acks,
 		Stage:   uint32(m.Stage),
 		WriteId: m.WriteID,
-		Holders: nodesPB(m.Holders),
+		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
 	}
 	return r
@@ -1053,13 +1053,13 @@ func putReplyPB(m *wire.PutReply) *PutReply {
 
 func putReplyWire(r *PutReply, d *decoder) (m wire.PutReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.TS = tsWire(r.GetTs())
 	m.Acks = r.GetAcks()
-	m.Stage = d.stage(r.GetStage())
+	m.Stage = enumWire(d, r.GetStage(), wire.Executed, "stage")
 	m.WriteID = r.GetWriteId()
-	m.Holders = nodesWire(r.GetHolders())
-	m.Tested = d.outcome(r.GetTested())
+	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
+	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
 	return m
 }
 
@@ -1101,7 +1101,7 @@ func getReplyPB(m *wire.GetReply) *GetReply {
 
 func getReplyWire(r *GetReply, d *decoder) (m wire.GetReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Found = r.GetFound()
 	m.Value = r.GetValue()
 	m.VersionTS = tsWire(r.GetVersionTs())
@@ -1139,7 +1139,7 @@ func probeReplyPB(m *wire.ProbeReply) *ProbeReply {
 
 func probeReplyWire(r *ProbeReply, d *decoder) (m wire.ProbeReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.HighTS = tsWire(r.GetHighTs())
 	m.Primary = r.GetPrimary()
 	return m
@@ -1190,7 +1190,7 @@ func pullReplyPB(m *wire.PullReply) *PullReply {
 
 func pullReplyWire(r *PullReply, d *decoder) (m wire.PullReply) {
 	m.Tablet = tabletRefWire(r.GetTablet(), d)
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.Since = tsWire(r.GetSince())
 	m.High = tsWire(r.GetHigh())
 	if ps := r.GetEntries(); len(ps) > 0 {
@@ -1277,7 +1277,7 @@ func forwardAckPB(m *wire.ForwardAck) *ForwardAck {
 		Code:    uint32(m.Code),
 		Ts:      tsPB(m.TS),
 		Acks:    m.Acks,
-		Holders: nodesPB(m.Holders),
+		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
 	}
 	return r
@@ -1286,11 +1286,11 @@ func forwardAckPB(m *wire.ForwardAck) *ForwardAck {
 func forwardAckWire(r *ForwardAck, d *decoder) (m wire.ForwardAck) {
 	m.Tablet = tabletRefWire(r.GetTablet(), d)
 	m.Seq = r.GetSeq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.TS = tsWire(r.GetTs())
 	m.Acks = r.GetAcks()
-	m.Holders = nodesWire(r.GetHolders())
-	m.Tested = d.outcome(r.GetTested())
+	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
+	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
 	return m
 }
 
@@ -1307,7 +1307,7 @@ func resolvedPB(m *wire.Resolved) *Resolved {
 func resolvedWire(r *Resolved, d *decoder) (m wire.Resolved) {
 	m.Tablet = tabletRefWire(r.GetTablet(), d)
 	m.WriteID = r.GetWriteId()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.TS = tsWire(r.GetTs())
 	return m
 }
@@ -1339,7 +1339,7 @@ func repairReplyPB(m *wire.RepairReply) *RepairReply {
 
 func repairReplyWire(r *RepairReply, d *decoder) (m wire.RepairReply) {
 	m.Req = r.GetReq()
-	m.Code = d.code(r.GetCode())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	m.High = tsWire(r.GetHigh())
 	return m
 }

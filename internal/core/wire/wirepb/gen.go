@@ -4,9 +4,9 @@
 // A message is defined once, as a struct of package wire whose tags number
 // its fields. Everything else is generated from it and committed: the
 // schema (wire.proto), the conversions between the wire structs and the
-// protobuf types (convert_gen.go), and wire's kinds and sizes
-// (../msg_gen.go), by wiregen; then wire.pb.go and wire_grpc.pb.go, by
-// protoc from the schema. Regenerate them all after adding or changing a
+// protobuf types (convert_gen.go), and wire's kinds, sizes
+// (../msg_gen.go) and trace lines (../trace_gen.go), by wiregen; then
+// wire.pb.go and wire_grpc.pb.go, by protoc from the schema. Regenerate them all after adding or changing a
 // message with
 //
 //	go generate ./internal/core/wire/wirepb

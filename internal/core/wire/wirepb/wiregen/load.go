@@ -18,6 +18,7 @@ import (
 type schema struct {
 	structs []*message
 	byName  map[string]*message
+	written map[string]bool // hand-written methods, by Type.Method
 }
 
 // message is one tagged struct: a message of the envelope or a
@@ -29,6 +30,7 @@ type message struct {
 	file     string   // the Go file defining it, without .go: wire, causal
 	fields   []field  // by number
 	inline   []field  // fields whose struct is inline (not a message)
+	trace    []traceField
 }
 
 // field is one field of a message as encoded. An inline struct's fields
@@ -49,7 +51,7 @@ func load(dir string) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &schema{byName: map[string]*message{}}
+	s := &schema{byName: map[string]*message{}, written: map[string]bool{}}
 	fset := token.NewFileSet()
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") || strings.HasSuffix(p, "_gen.go") {
@@ -68,6 +70,10 @@ func load(dir string) (*schema, error) {
 
 func (s *schema) addFile(f *ast.File, file string) error {
 	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
+			s.written[receiverType(fn)+"."+fn.Name.Name] = true
+			continue
+		}
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.TYPE {
 			continue
@@ -118,6 +124,7 @@ func newMessage(name string, doc *ast.CommentGroup, st *ast.StructType) (*messag
 				return nil, fmt.Errorf("field %s: %w", n.Name, err)
 			}
 			m.fields = append(m.fields, f)
+			m.trace = append(m.trace, newTraceField(f, reflect.StructTag(tagText)))
 		}
 	}
 	if len(m.fields) == 0 && len(m.inline) == 0 {
@@ -151,20 +158,24 @@ func newField(name, goType, tag string) (field, error) {
 	if goType == "time.Duration" {
 		f.proto += "_nanos"
 	}
+	err = setOptions("wire", tag, opts, map[string]*bool{"utf8": &f.utf8, "zigzag": &f.zigzag, "omitzero": &f.omitZero})
+	return f, err
+}
+
+// setOptions sets the flag that each of a tag's comma-separated options
+// names, and refuses an option that names none.
+func setOptions(key, tag, opts string, flags map[string]*bool) error {
 	for o := range strings.SplitSeq(opts, ",") {
-		switch o {
-		case "":
-		case "utf8":
-			f.utf8 = true
-		case "zigzag":
-			f.zigzag = true
-		case "omitzero":
-			f.omitZero = true
-		default:
-			return field{}, fmt.Errorf("tag wire:%q: unknown option %q", tag, o)
+		if o == "" {
+			continue
 		}
+		flag, ok := flags[o]
+		if !ok {
+			return fmt.Errorf("tag %s:%q: unknown option %q", key, tag, o)
+		}
+		*flag = true
 	}
-	return f, nil
+	return nil
 }
 
 // resolveInline moves the fields of inline structs into the messages that
@@ -220,6 +231,16 @@ func (s *schema) files() []string {
 		}
 	}
 	return out
+}
+
+// receiverType is the name of the type of a method's receiver, without
+// its pointer.
+func receiverType(fn *ast.FuncDecl) string {
+	t := fn.Recv.List[0].Type
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	return types.ExprString(t)
 }
 
 // snake is a Go name in protobuf's snake case: MinTS is min_ts, WriteID

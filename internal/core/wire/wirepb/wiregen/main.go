@@ -1,9 +1,9 @@
 // Command wiregen derives, from the one definition of each message (its Go
 // struct in package wire), everything else the message needs: the
 // protobuf schema (wirepb/wire.proto), the conversions between the Go
-// struct and the protobuf type (wirepb/convert_gen.go), and the message's
-// kind, envelope field and encoded size (wire/msg_gen.go). Run it, then
-// protoc, with
+// struct and the protobuf type (wirepb/convert_gen.go), the message's
+// kind, envelope field and encoded size (wire/msg_gen.go), and its trace
+// line (wire/trace_gen.go). Run it, then protoc, with
 //
 //	go generate ./internal/core/wire/wirepb
 //
@@ -28,9 +28,12 @@
 //	//wire:envelope 16
 //
 // Every other tagged struct is a submessage. How a message prints in a
-// trace (format.go) stays written by hand: it is a choice per message of
-// what a trace shows, pinned by the traces' hashes. Adding a message is
-// then: its struct, tagged; its String; its handling; go generate.
+// trace line (its String, wire/trace_gen.go) is derived too, from the
+// order in which the struct declares its fields (a reply's Code last),
+// which is not that of their numbers, and from their trace tags (see
+// traceField); a message whose line no tag can say keeps a String written
+// by hand (format.go), which wiregen leaves alone. Adding a message is
+// then: its struct, tagged; its handling; go generate.
 //
 // The cores do not use the protobuf types directly, as etcd's raft uses
 // raftpb: a generated protobuf message must not be copied, holds its
@@ -87,8 +90,13 @@ func generate(wireDir, pbDir string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
+	trace, err := s.traceGo()
+	if err != nil {
+		return nil, err
+	}
 	files := []file{
 		{filepath.Join(wireDir, "msg_gen.go"), []byte(s.wireGo()), true},
+		{filepath.Join(wireDir, "trace_gen.go"), []byte(trace), true},
 		{filepath.Join(pbDir, "convert_gen.go"), []byte(s.convertGo()), true},
 		{filepath.Join(pbDir, "wire.proto"), []byte(s.proto()), false},
 	}

@@ -12,37 +12,51 @@ type scalar struct {
 	toPB  string // the protobuf value of the Go value %s
 	toGo  string // the Go value of the protobuf value %s; d is the decoder
 	size  string // the field's encoded size: %[1]d its number, %[2]s the Go value
+	trace string // b with the Go value %s appended as a trace line prints it
 }
+
+// The ways a value appends to a trace line.
+const (
+	traceUint     = "strconv.AppendUint(b, %s, 10)"
+	traceInt      = "strconv.AppendInt(b, int64(%s), 10)"
+	traceQuote    = "strconv.AppendQuote(b, %s)"
+	traceRaw      = "append(b, %s...)"
+	traceStringer = "append(b, %s.String()...)"
+)
 
 // scalars are the Go types a message field may have besides tagged
 // structs. A key is a string of any bytes, so protobuf bytes (shared with
 // the string, see keyBytes); an enumeration is range-checked when
-// decoded, by the decoder method its toGo names.
+// decoded, up to its last value (an unknown partition is refused there,
+// not in Validate: a node that read it as another partition would place
+// keys in the wrong tablets).
 var scalars = map[string]scalar{
-	"uint64":          {"uint64", "%s", "%s", "uintField(%[1]d, %[2]s)"},
-	"int32":           {"int32", "%s", "%s", "uintField(%[1]d, uint64(int64(%[2]s)))"},
-	"bool":            {"bool", "%s", "%s", "boolField(%[1]d, %[2]s)"},
-	"string":          {"bytes", "keyBytes(%s)", "keyString(%s)", "bytesField(%[1]d, len(%[2]s))"},
-	"[]byte":          {"bytes", "%s", "%s", "bytesField(%[1]d, len(%[2]s))"},
-	"[]string":        {"repeated bytes", "keysPB(%s)", "keysWire(%s)", "stringsField(%[1]d, %[2]s)"},
-	"NodeID":          {"string", "string(%s)", "wire.NodeID(%s)", "bytesField(%[1]d, len(%[2]s))"},
-	"[]NodeID":        {"repeated string", "nodesPB(%s)", "nodesWire(%s)", "stringsField(%[1]d, %[2]s)"},
-	"Level":           {"int32", "int32(%s)", "wire.Level(%s)", "uintField(%[1]d, uint64(int64(%[2]s)))"},
-	"Bound":           {"int64", "int64(%s)", "d.bound(%s)", "uintField(%[1]d, uint64(%[2]s))"},
-	"time.Duration":   {"int64", "int64(%s)", "time.Duration(%s)", "uintField(%[1]d, uint64(%[2]s))"},
-	"hlc.Timestamp":   {"Timestamp", "tsPB(%s)", "tsWire(%s)", "tsField(%[1]d, %[2]s)"},
-	"Code":            enum("code"),
-	"Stage":           enum("stage"),
-	"Outcome":         enum("outcome"),
-	"Source":          enum("source"),
-	"ReplicationMode": enum("replicationMode"),
-	"Partition":       enum("partition"),
+	"uint64":          {"uint64", "%s", "%s", "uintField(%[1]d, %[2]s)", traceUint},
+	"int32":           {"int32", "%s", "%s", "uintField(%[1]d, uint64(int64(%[2]s)))", traceInt},
+	"bool":            {"bool", "%s", "%s", "boolField(%[1]d, %[2]s)", "strconv.AppendBool(b, %s)"},
+	"string":          {"bytes", "keyBytes(%s)", "keyString(%s)", "bytesField(%[1]d, len(%[2]s))", traceQuote},
+	"[]byte":          {"bytes", "%s", "%s", "bytesField(%[1]d, len(%[2]s))", "appendValue(b, %s)"},
+	"[]string":        {"repeated bytes", "eachOf(%s, keyBytes)", "eachOf(%s, keyString)", "stringsField(%[1]d, %[2]s)", "appendEach(b, %s, appendKey)"},
+	"NodeID":          {"string", "string(%s)", "wire.NodeID(%s)", "bytesField(%[1]d, len(%[2]s))", traceRaw},
+	"[]NodeID":        {"repeated string", "eachOf(%s, as[string, wire.NodeID])", "eachOf(%s, as[wire.NodeID, string])", "stringsField(%[1]d, %[2]s)", "appendEach(b, %s, appendNode)"},
+	"Level":           {"int32", "int32(%s)", "wire.Level(%s)", "uintField(%[1]d, uint64(int64(%[2]s)))", traceStringer},
+	"Bound":           {"int64", "int64(%s)", "d.bound(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
+	"time.Duration":   {"int64", "int64(%s)", "time.Duration(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
+	"hlc.Timestamp":   {"Timestamp", "tsPB(%s)", "tsWire(%s)", "tsField(%[1]d, %[2]s)", "appendTS(b, %s)"},
+	"Code":            enum("Code(255)", "reply code", "strconv.AppendQuote(b, %s.String())"),
+	"Stage":           enum("Executed", "stage", traceStringer),
+	"Outcome":         enum("Failed", "test outcome", traceStringer),
+	"Source":          enum("FromCache", "causal read source", "append(b, sourceName(%s)...)"),
+	"ReplicationMode": enum("ReplicationMode(255)", "replication mode", traceStringer),
+	"Partition":       enum("ByHash", "unknown partition", traceStringer),
 }
 
-// enum is a byte-sized enumeration, a protobuf uint32 checked by the
-// decoder's method check.
-func enum(check string) scalar {
-	return scalar{"uint32", "uint32(%s)", "d." + check + "(%s)", "uintField(%[1]d, uint64(%[2]s))"}
+// enum is a byte-sized enumeration, a protobuf uint32 that decodes up to
+// the value wire.last and is otherwise refused as a malformed what, and
+// that appends to a trace line as trace says.
+func enum(last, what, trace string) scalar {
+	toGo := fmt.Sprintf("enumWire(d, %%s, wire.%s, %q)", last, what)
+	return scalar{"uint32", "uint32(%s)", toGo, "uintField(%[1]d, uint64(%[2]s))", trace}
 }
 
 // shape is how a field travels: as a scalar, or as a submessage that is
@@ -68,11 +82,11 @@ func (s *schema) shapeOf(f field) (shape, error) {
 	case f.utf8 && f.goType != "string":
 		return shape{}, fmt.Errorf("utf8 on a %s, not a string", f.goType)
 	case f.utf8:
-		return shape{scalar: scalar{"string", "%s", "%s", "bytesField(%[1]d, len(%[2]s))"}}, nil
+		return shape{scalar: scalar{"string", "%s", "%s", "bytesField(%[1]d, len(%[2]s))", traceRaw}}, nil
 	case f.zigzag && f.goType != "int32":
 		return shape{}, fmt.Errorf("zigzag on a %s, not an int32", f.goType)
 	case f.zigzag:
-		return shape{scalar: scalar{"sint32", "%s", "%s", "sintField(%[1]d, %[2]s)"}}, nil
+		return shape{scalar: scalar{"sint32", "%s", "%s", "sintField(%[1]d, %[2]s)", traceInt}}, nil
 	}
 	if sc, ok := scalars[f.goType]; ok {
 		if f.omitZero && f.goType != "hlc.Timestamp" {

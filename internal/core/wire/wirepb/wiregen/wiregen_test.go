@@ -49,6 +49,11 @@ func TestRefuses(t *testing.T) {
 		{"inlined struct as a message", "type R struct { Y bool `wire:\"2\"` }\ntype A struct { X R `wire:\"inline\"`; Z R `wire:\"3\"` }", "A.Z: type R is neither"},
 		{"inline of no struct", "type A struct { X B `wire:\"inline\"` }", "A.X: inline field of B"},
 		{"bad directive", "// A.\n//\n//wire:envelope x\ntype A struct { X bool `wire:\"1\"` }", `directive "//wire:envelope x"`},
+		{"unknown trace option", "// A.\n//\n//wire:envelope 1\ntype A struct { X bool `wire:\"1\" trace:\",bold\"` }", `A.X: tag trace:",bold": unknown option "bold"`},
+		{"flag on a number", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Y uint64 `wire:\"2\" trace:\",flag\"` }", "A.Y: flag on a uint64, without if="},
+		{"flat scalar", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Y uint64 `wire:\"2\" trace:\",flat\"` }", "A.Y: flat on a uint64"},
+		{"first field conditional", "// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\" trace:\",omitzero\"` }", "A.X: prints first"},
+		{"submessage without appendTrace", "type B struct { Y bool `wire:\"1\"` }\n// A.\n//\n//wire:envelope 1\ntype A struct { X uint64 `wire:\"1\"`; Z B `wire:\"2\"` }", "A.Z: B has no appendTrace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -110,4 +115,46 @@ func compiled(fd protoreflect.FieldDescriptor) string {
 		typ = "repeated " + typ
 	}
 	return fmt.Sprintf("%s %s = %d", typ, fd.Name(), fd.Number())
+}
+
+// TestTraceDerived checks that a message with no String written by hand
+// gets one from its fields and their trace tags, in the order declared,
+// and that a message with one keeps it.
+func TestTraceDerived(t *testing.T) {
+	src := "// A.\n//\n//wire:envelope 1\ntype A struct {\n" +
+		"Req uint64 `wire:\"2\"`\nKey string `wire:\"3\" trace:\",omitzero\"`\nDone bool `wire:\"1\" trace:\"done,flag\"`\n}\n" +
+		"// B.\n//\n//wire:envelope 2\ntype B struct { Req uint64 `wire:\"1\"` }\n\nfunc (m *B) String() string { return \"B\" }\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package wire\n\n"+src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := generate(dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace string
+	for _, f := range files {
+		if filepath.Base(f.path) == "trace_gen.go" {
+			trace = string(f.text)
+		}
+	}
+	want := `func (m *A) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "A(req="...)
+	b = strconv.AppendUint(b, m.Req, 10)
+	if len(m.Key) > 0 {
+		b = append(b, " key="...)
+		b = strconv.AppendQuote(b, m.Key)
+	}
+	if m.Done {
+		b = append(b, " done"...)
+	}
+	return string(append(b, ")"...))
+}`
+	if !strings.Contains(trace, want) {
+		t.Errorf("trace_gen.go has no String for A as its tags say; it is:\n%s", trace)
+	}
+	if strings.Contains(trace, "func (m *B) String") {
+		t.Errorf("trace_gen.go writes a String for B, which has one written by hand:\n%s", trace)
+	}
 }
