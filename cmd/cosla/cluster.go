@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,13 +85,19 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	}
 	if *foreground {
 		return superviseCluster(stdout, cluster.Options{Dir: *dir, Topology: t, Placement: tbl.Placement, PullInterval: table.pull, Push: table.push,
-			WriteLevel: tbl.WriteLevel, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients)})
+			WriteLevel: tbl.WriteLevel, Fresh: *fresh, Insecure: *insecure, UnsafeNoFsync: *noFsync, PortBase: *portBase, Clients: commaList(*clients),
+			Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	}
 	if pid, running := cluster.Running(*dir); running {
 		return usagef("a cluster is already running in %s (pid %d); stop it with: cosla cluster down%s", *dir, pid, dirArg(*dir))
 	}
+	// Said here, before the supervisor starts, rather than in its log.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cluster.StopOrphans(ctx, *dir, func(msg string) { fmt.Fprintln(stdout, msg) }); err != nil {
+		return err
+	}
 	if *portBase != 0 {
-		// Said here, before the supervisor starts, rather than in its log.
 		if err := cluster.CheckPorts(t, *portBase); err != nil {
 			return err
 		}
@@ -212,10 +219,8 @@ func runClusterDown(args []string, stdout, stderr io.Writer) error {
 	if errors.Is(err, cluster.ErrNotRunning) {
 		// The supervisor died (killed, say): stop the site processes it
 		// left behind, whose pids it recorded.
-		if in, rerr := cluster.ReadInfo(*dir); rerr == nil {
-			n := cluster.KillSites(in)
-			fmt.Fprintf(stdout, "cluster supervisor in %s was gone; stopped %d site processes (data kept)\n", *dir, n)
-			return nil
+		if _, rerr := cluster.ReadInfo(*dir); rerr == nil {
+			return cluster.StopOrphans(ctx, *dir, func(msg string) { fmt.Fprintln(stdout, msg+" (data kept)") })
 		}
 	}
 	if err != nil {

@@ -13,7 +13,6 @@
 package cluster
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -113,8 +112,10 @@ type Cluster struct {
 	control *http.Server
 	stop    chan struct{}
 
-	mu     sync.Mutex
-	procs  map[string]*exec.Cmd // by site
+	mu    sync.Mutex
+	procs map[string]*proc // by site
+	// deaths counts each site's process deaths in a row (supervise.go).
+	deaths map[string]uint
 	links  map[[2]string]wan.Settings
 	closed bool
 }
@@ -156,7 +157,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := CheckClients(opts.Clients, opts.Insecure); err != nil {
 		return nil, err
 	}
-	if err := claimDir(opts.Dir); err != nil {
+	if err := claimDir(ctx, opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}
 	if opts.Fresh {
@@ -166,7 +167,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			}
 		}
 	}
-	c := &Cluster{opts: opts, table: table, stop: make(chan struct{}), procs: map[string]*exec.Cmd{}, links: map[[2]string]wan.Settings{}}
+	c := &Cluster{opts: opts, table: table, stop: make(chan struct{}), procs: map[string]*proc{}, deaths: map[string]uint{}, links: map[[2]string]wan.Settings{}}
 	c.info = Info{Dir: opts.Dir, PID: os.Getpid(), Topology: topo.Name, Clients: map[string]map[string]string{},
 		Table: opts.Table, DefaultSite: topo.Sites[0].Name, Insecure: opts.Insecure, Causal: len(topo.Rings) > 0}
 	if !opts.Insecure {
@@ -188,10 +189,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// claimDir makes the cluster directory, refusing one a live cluster uses.
-func claimDir(dir string) error {
+// claimDir makes the cluster directory, refusing one a live cluster uses
+// and stopping the site processes of one whose supervisor died.
+func claimDir(ctx context.Context, dir string, log *slog.Logger) error {
 	if pid, running := Running(dir); running {
 		return fmt.Errorf("cosla: a cluster is already running in %s (pid %d); stop it with: cosla cluster down --dir %s", dir, pid, dir)
+	}
+	if err := StopOrphans(ctx, dir, func(msg string) { log.Warn("cluster: " + msg) }); err != nil {
+		return err
 	}
 	_ = os.Remove(filepath.Join(dir, InfoFile))
 	return private.MkdirAll(dir)
@@ -391,10 +396,12 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		return fmt.Errorf("cluster: start site %s: %w", s.Name, err)
 	}
 	logFile.Close()
+	p := &proc{cmd: cmd, done: make(chan struct{}), started: time.Now()}
 	c.mu.Lock()
 	s.PID = cmd.Process.Pid
-	c.procs[s.Name] = cmd
+	c.procs[s.Name] = p
 	c.mu.Unlock()
+	go c.watch(s, p)
 	c.opts.Logger.Info("cluster: started site", "site", s.Name, "pid", cmd.Process.Pid, "addr", s.Addr)
 	return nil
 }
@@ -583,14 +590,14 @@ func (c *Cluster) SetLink(a, b string, s wan.Settings) error {
 // its nodes had not synced is lost.
 func (c *Cluster) Crash(site string) error {
 	c.mu.Lock()
-	cmd := c.procs[site]
+	p := c.procs[site]
 	delete(c.procs, site)
 	c.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		return fmt.Errorf("cosla: site %q has no running process", site)
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	_ = p.cmd.Process.Kill()
+	<-p.done
 	c.opts.Logger.Info("cluster: crashed site", "site", site)
 	return nil
 }
@@ -633,10 +640,14 @@ type SiteStatus struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
 	// HTTP is the address of the site's status page and /metrics.
-	HTTP  string         `json:"http"`
-	Up    bool           `json:"up"`
-	Error string         `json:"error,omitempty"`
-	Serve *server.Status `json:"serve,omitempty"`
+	HTTP  string `json:"http"`
+	Up    bool   `json:"up"`
+	Error string `json:"error,omitempty"`
+	// Restarts and LastExit are SiteInfo's: the supervisor's restarts
+	// of a process that died.
+	Restarts int            `json:"restarts,omitempty"`
+	LastExit string         `json:"last_exit,omitempty"`
+	Serve    *server.Status `json:"serve,omitempty"`
 }
 
 // Status describes the whole cluster.
@@ -656,7 +667,7 @@ func (c *Cluster) Status(ctx context.Context) Status {
 	sites := slices.Clone(c.info.Sites)
 	c.mu.Unlock()
 	for _, s := range sites {
-		ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP}
+		ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP, Restarts: s.Restarts, LastExit: s.LastExit}
 		var serve server.Status
 		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
 			ss.Error = err.Error()
@@ -725,11 +736,11 @@ func (c *Cluster) Close() {
 		cancel()
 	}
 	var wg sync.WaitGroup
-	for site, cmd := range procs {
+	for site, p := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stopProcess(cmd)
+			p.stop()
 			c.opts.Logger.Info("cluster: stopped site", "site", site)
 		}()
 	}
@@ -738,18 +749,6 @@ func (c *Cluster) Close() {
 		_ = c.net.Close()
 	}
 	_ = os.Remove(filepath.Join(c.opts.Dir, InfoFile))
-}
-
-func stopProcess(cmd *exec.Cmd) {
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
 }
 
 // closeAll closes listeners, releasing their ports.
@@ -866,7 +865,7 @@ func Connect(dir string) (*Control, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.PID > 0 && syscall.Kill(in.PID, 0) != nil {
+	if in.PID > 0 && !alive(in.PID) {
 		return nil, nil, fmt.Errorf("%w in %s (its supervisor, pid %d, is gone)", ErrNotRunning, dir, in.PID)
 	}
 	token, err := readToken(dir)
@@ -876,24 +875,19 @@ func Connect(dir string) (*Control, *Info, error) {
 	return &Control{addr: in.Control, token: token}, in, nil
 }
 
-// KillSites stops, with SIGTERM, the site processes a cluster description
-// names that are still running, and removes the description. It is for a
-// cluster whose supervisor is gone; it returns how many it signalled.
-func KillSites(in *Info) int {
-	n := 0
+// killSites signals, with SIGTERM, the site processes a cluster
+// description names that are still running, and removes the description.
+// It is for a cluster whose supervisor is gone; it returns the pids it
+// signalled (StopOrphans also waits for them).
+func killSites(in *Info) []int {
+	var pids []int
 	for _, s := range in.Sites {
-		// The pid must still be a cosla serve process, not one that reused
-		// the number.
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
-		if err != nil || !bytes.Contains(cmdline, []byte("serve")) {
-			continue
-		}
-		if syscall.Kill(s.PID, syscall.SIGTERM) == nil {
-			n++
+		if s.PID > 0 && siteProcess(in.Dir, s.PID) && syscall.Kill(s.PID, syscall.SIGTERM) == nil {
+			pids = append(pids, s.PID)
 		}
 	}
 	_ = os.Remove(filepath.Join(in.Dir, InfoFile))
-	return n
+	return pids
 }
 
 // Status fetches the cluster's status.
@@ -932,7 +926,7 @@ func (c *Control) post(ctx context.Context, path string, body []byte) error {
 func WaitStopped(ctx context.Context, pid int) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cosla: cluster supervisor (pid %s) still running: %w", strconv.Itoa(pid), ctx.Err())

@@ -248,6 +248,47 @@ func TestOneSiteDirect(t *testing.T) {
 	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
 		t.Errorf("after the restart: Get = %q, %v; want the acknowledged v", v, err)
 	}
+	if n := c.Info().Sites[0].Restarts; n != 0 {
+		t.Errorf("the supervisor restarted a site Crash stopped on purpose %d times", n)
+	}
+
+	// A site process that dies on its own is reaped, logged and started
+	// again on its data.
+	dead := c.Info().Sites[0].PID
+	if err := syscall.Kill(dead, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	site := waitInfo(ctx, t, c, func(s SiteInfo) bool { return s.Restarts == 1 && s.PID != 0 })
+	if site.PID == dead || !strings.Contains(site.LastExit, "killed") {
+		t.Errorf("after a kill -9 the site is %+v, want a new pid and the kill in last_exit", site)
+	}
+	if err := waitHealthy(ctx, site.HTTP); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
+		t.Errorf("after the supervisor's restart: Get = %q, %v; want the acknowledged v", v, err)
+	}
+	if st := c.Status(ctx); st.Sites[0].Restarts != 1 || !st.Sites[0].Up {
+		t.Errorf("status after the restart: %+v, want up with 1 restart", st.Sites[0])
+	}
+}
+
+// waitInfo waits until the cluster's first site satisfies ok, or fails
+// the test when ctx ends.
+func waitInfo(ctx context.Context, t *testing.T, c *Cluster, ok func(SiteInfo) bool) SiteInfo {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s := c.Info().Sites[0]; ok(s) {
+			return s
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("site never reached the wanted state: %+v", c.Info().Sites[0])
+		case <-tick.C:
+		}
+	}
 }
 
 // strongSession opens a client at site and a session on table whose Gets

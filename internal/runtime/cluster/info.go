@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/clientfile"
@@ -56,7 +55,14 @@ type SiteInfo struct {
 	// /metrics address.
 	Addr string `json:"addr"`
 	HTTP string `json:"http"`
-	PID  int    `json:"pid"`
+	// PID is the running process's, 0 while the supervisor waits to
+	// restart one that died.
+	PID int `json:"pid"`
+	// Restarts counts the times the supervisor restarted the site's
+	// process after it died on its own; LastExit says how and when the
+	// last one ended.
+	Restarts int    `json:"restarts,omitempty"`
+	LastExit string `json:"last_exit,omitempty"`
 }
 
 // ClientSites returns the sites a client may run at, sorted.
@@ -153,7 +159,7 @@ func Running(dir string) (pid int, running bool) {
 	if err != nil || in.PID <= 0 {
 		return 0, false
 	}
-	return in.PID, syscall.Kill(in.PID, 0) == nil
+	return in.PID, alive(in.PID)
 }
 
 // writeInfo writes the description atomically, so a reader never sees half

@@ -1,0 +1,308 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cosla/cosla/internal/core/node"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// MemberOptions configures a Member. The zero value of every field but
+// Voters means its default.
+type MemberOptions struct {
+	// Voters are the service's members, the same set at every member: 1,
+	// 3 or 5 nodes (cluster up and cluster plan name one per site).
+	Voters []wire.NodeID
+	// Tick is raft's tick. Default 100ms.
+	Tick time.Duration
+	// HeartbeatTicks is how often the leader sends heartbeats, in ticks.
+	// Default 1.
+	HeartbeatTicks int
+	// ElectionTicks is how long a member waits without hearing a leader
+	// before it campaigns: a draw from [ElectionTicks, 2*ElectionTicks)
+	// ticks, renewed after each campaign. Default 15, so 1.5-3s: several
+	// of the pileus4 WAN's longest round trips (435ms).
+	ElectionTicks int
+	// SnapshotEvery is how many applied entries the log keeps before it
+	// is replaced by a snapshot of the state. Default 1,000.
+	SnapshotEvery uint64
+}
+
+// EnsureDefaults returns a copy of o with every unset field given its
+// default.
+func (o MemberOptions) EnsureDefaults() MemberOptions {
+	if o.Tick == 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	if o.HeartbeatTicks == 0 {
+		o.HeartbeatTicks = 1
+	}
+	if o.ElectionTicks == 0 {
+		o.ElectionTicks = 15
+	}
+	if o.SnapshotEvery == 0 {
+		o.SnapshotEvery = 1000
+	}
+	return o
+}
+
+// Validate names the first invalid field.
+func (o MemberOptions) Validate() error {
+	switch {
+	case len(o.Voters) != 1 && len(o.Voters) != 3 && len(o.Voters) != 5:
+		return fmt.Errorf("config: %d voters; want 1, 3 or 5", len(o.Voters))
+	case len(slices.Compact(slices.Sorted(slices.Values(o.Voters)))) != len(o.Voters):
+		return fmt.Errorf("config: voters %v name a node twice", o.Voters)
+	case o.Tick < 0:
+		return fmt.Errorf("config: tick %v is negative", o.Tick)
+	case o.HeartbeatTicks < 0 || o.ElectionTicks <= o.HeartbeatTicks:
+		return fmt.Errorf("config: election ticks %d must exceed heartbeat ticks %d", o.ElectionTicks, o.HeartbeatTicks)
+	}
+	return nil
+}
+
+// A Member is one replica of the configuration service: a raft RawNode
+// whose log holds Commands, applied in order to a State. It is driven by
+// its node's events: Tick every Options.Tick, Step for each raft message
+// received, Propose for a command; each persists, sends and applies what
+// raft has ready before it returns.
+//
+// Raft's own election timer draws from a random source of its own, which
+// would make simulated runs unrepeatable, so the member gives raft an
+// election timeout it never reaches and campaigns itself, after a quiet
+// spell drawn from the node's seeded source (DESIGN.md section 10).
+type Member struct {
+	opts  MemberOptions
+	env   node.Env
+	send  func(to wire.NodeID, m raftpb.Message)
+	apply func(index uint64, c Command, err error)
+
+	rn    *raft.RawNode
+	log   *raftLog
+	state State
+	// applied is the index of the last entry applied to state;
+	// snapshotAt that of the state's last snapshot.
+	applied, snapshotAt uint64
+	// quiet counts the ticks since a leader was last heard (or since the
+	// last campaign), and campaignAt is the count at which to campaign.
+	quiet, campaignAt int
+}
+
+// neverElect is the election timeout raft is given: a member campaigns
+// by its own timer instead.
+const neverElect = 1 << 30
+
+// NewMember returns a member; Start starts it.
+func NewMember(opts MemberOptions) *Member {
+	return &Member{opts: opts.EnsureDefaults()}
+}
+
+// Start recovers the member from env's engine. send carries a raft
+// message to another member; apply, if set, is told of every command
+// applied, with the State's refusal if it refused it.
+func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Message), apply func(index uint64, c Command, err error)) error {
+	if err := m.opts.Validate(); err != nil {
+		return err
+	}
+	if m.raftID(env.ID()) == raft.None {
+		return fmt.Errorf("config: %s is not one of the voters %v", env.ID(), m.opts.Voters)
+	}
+	m.env, m.send, m.apply = env, send, apply
+	l, err := openLog(env.Engine(), m.boot())
+	if err != nil {
+		return err
+	}
+	snap, err := l.mem.Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := m.state.Restore(snap.Data); err != nil {
+		return err
+	}
+	m.log, m.applied, m.snapshotAt = l, snap.Metadata.Index, snap.Metadata.Index
+	m.rn, err = raft.NewRawNode(&raft.Config{
+		ID:              m.raftID(env.ID()),
+		ElectionTick:    neverElect,
+		HeartbeatTick:   m.opts.HeartbeatTicks,
+		Storage:         l.mem,
+		Applied:         m.applied,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 64,
+		PreVote:         true,
+		Logger:          raftLogger{env.Logger()},
+	})
+	if err != nil {
+		return fmt.Errorf("config: starting raft: %w", err)
+	}
+	m.campaignAt = m.drawQuiet(env.Rand())
+	return m.flush()
+}
+
+// boot is the log's first snapshot: the voters at index 1, term 1.
+func (m *Member) boot() raftpb.Snapshot {
+	var cs raftpb.ConfState
+	for _, v := range m.opts.Voters {
+		cs.Voters = append(cs.Voters, m.raftID(v))
+	}
+	return raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: cs}}
+}
+
+// raftID is a voter's raft ID: its place among the voters in name order,
+// from 1; raft.None for a node that is not a voter.
+func (m *Member) raftID(n wire.NodeID) uint64 {
+	i := slices.Index(slices.Sorted(slices.Values(m.opts.Voters)), n)
+	return uint64(i + 1)
+}
+
+func (m *Member) nodeID(id uint64) wire.NodeID {
+	return slices.Sorted(slices.Values(m.opts.Voters))[id-1]
+}
+
+func (m *Member) drawQuiet(r *rand.Rand) int {
+	return m.opts.ElectionTicks + r.IntN(m.opts.ElectionTicks)
+}
+
+// Tick advances raft's clock by one tick and campaigns after a quiet
+// spell.
+func (m *Member) Tick() error {
+	m.rn.Tick()
+	if m.IsLeader() {
+		m.quiet = 0
+	} else if m.quiet++; m.quiet >= m.campaignAt {
+		m.quiet, m.campaignAt = 0, m.drawQuiet(m.env.Rand())
+		if err := m.rn.Campaign(); err != nil {
+			return err
+		}
+	}
+	return m.flush()
+}
+
+// Step hands raft a message from another member.
+func (m *Member) Step(msg raftpb.Message) error {
+	switch msg.Type {
+	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
+		// Only a leader sends these: a leader is heard.
+		m.quiet = 0
+	}
+	err := m.rn.Step(msg)
+	if errors.Is(err, raft.ErrStepPeerNotFound) {
+		err = nil // a reply from a node no longer tracked: nothing to do
+	}
+	if err != nil {
+		return err
+	}
+	return m.flush()
+}
+
+// Propose appends c to the log, if this member knows a leader; raft
+// forwards a follower's proposal to it. It returns raft.ErrProposalDropped
+// when no leader is known; a proposal may also be lost with a leader
+// change, so a proposer watches the applied commands and retries.
+func (m *Member) Propose(c Command) error {
+	if err := m.rn.Propose(c.Encode()); err != nil {
+		return err
+	}
+	return m.flush()
+}
+
+// IsLeader reports whether this member leads.
+func (m *Member) IsLeader() bool { return m.rn.BasicStatus().RaftState == raft.StateLeader }
+
+// Leader is the member this one believes leads, or "" if none.
+func (m *Member) Leader() wire.NodeID {
+	if lead := m.rn.BasicStatus().Lead; lead != raft.None {
+		return m.nodeID(lead)
+	}
+	return ""
+}
+
+// Term is raft's current term.
+func (m *Member) Term() uint64 { return m.rn.BasicStatus().Term }
+
+// State is the state as of the last applied command. The caller must not
+// change it.
+func (m *Member) State() *State { return &m.state }
+
+// Applied is the index of the last applied command.
+func (m *Member) Applied() uint64 { return m.applied }
+
+// flush does what raft has ready: persist, then send, then apply
+// (raft's Ready contract, synchronous storage writes).
+func (m *Member) flush() error {
+	for m.rn.HasReady() {
+		rd := m.rn.Ready()
+		if err := m.log.save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+			return err
+		}
+		if !raft.IsEmptySnap(rd.Snapshot) {
+			if err := m.state.Restore(rd.Snapshot.Data); err != nil {
+				return err
+			}
+			m.applied, m.snapshotAt = rd.Snapshot.Metadata.Index, rd.Snapshot.Metadata.Index
+		}
+		for _, msg := range rd.Messages {
+			m.send(m.nodeID(msg.To), msg)
+		}
+		for _, e := range rd.CommittedEntries {
+			m.applyEntry(e)
+		}
+		m.rn.Advance(rd)
+		if err := m.maybeCompact(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Member) applyEntry(e raftpb.Entry) {
+	if e.Index <= m.applied {
+		return
+	}
+	m.applied = e.Index
+	if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
+		return // a new leader's empty entry; the voters never change
+	}
+	c, err := DecodeCommand(e.Data)
+	if err == nil {
+		err = m.state.Apply(c)
+	}
+	if m.apply != nil {
+		m.apply(e.Index, c, err)
+	}
+}
+
+func (m *Member) maybeCompact() error {
+	if m.applied-m.snapshotAt < m.opts.SnapshotEvery {
+		return nil
+	}
+	if err := m.log.compact(m.applied, m.boot().Metadata.ConfState, m.state.Snapshot()); err != nil {
+		return err
+	}
+	m.snapshotAt = m.applied
+	return nil
+}
+
+// raftLogger writes raft's log through the node's logger: informational
+// lines at debug level, warnings and errors as they are.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Info(v ...any)               { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any)    { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
+func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }

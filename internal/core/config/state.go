@@ -1,0 +1,216 @@
+// Package config is the configuration service (DESIGN.md section 10): a
+// state machine holding every table's layout, each tablet's epoch and
+// which nodes hold a primary's lease, replicated by the members of the
+// service with etcd's raft (member.go). It is a pure core: the members
+// run as node handlers under the simulator and under `cosla serve` alike.
+//
+// Pileus section 4.2 leaves the choice of primaries to an administrator;
+// the service makes it instead: when a primary's lease lapses, its leader
+// moves each of the primary's tablets to the replica holding the longest
+// prefix, at the next epoch.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// Errors of a command the state refuses. Refusals are deterministic: every
+// member refuses the same command at the same log index.
+var (
+	ErrTableExists = errors.New("cosla: config: table exists with another layout")
+	ErrNoTable     = errors.New("cosla: config: no such table")
+	ErrNoTablet    = errors.New("cosla: config: no such tablet")
+	ErrStaleEpoch  = errors.New("cosla: config: the tablet has moved to a newer epoch")
+	ErrNotReplica  = errors.New("cosla: config: the node is not one of the tablet's replicas")
+	ErrBadCommand  = errors.New("cosla: config: malformed command")
+)
+
+// State is what the service replicates: every table's layout, the epoch of
+// each of its tablets, and the nodes holding a lease. The zero State is
+// empty and ready to use.
+type State struct {
+	Tables map[string]*Table `json:"tables,omitempty"`
+	// Leases counts, per node, the renewals applied since the node last
+	// became primary of a tablet; a node with no entry has never renewed.
+	// The count orders renewals; a lease's time is the leader's business
+	// (lease.go), because time is not part of the replicated state.
+	Leases map[wire.NodeID]uint64 `json:"leases,omitempty"`
+}
+
+// Table is one table's layout and the epochs of its tablets, in the
+// layout's tablet order.
+type Table struct {
+	Layout wire.Layout `json:"layout"`
+	Epochs []uint64    `json:"epochs"`
+}
+
+// Op names a command.
+type Op string
+
+// The commands.
+const (
+	// OpCreate adds a table (Layout) at epoch 1 for each tablet. Creating
+	// a table again with the same layout is a no-op, so a retried create
+	// succeeds.
+	OpCreate Op = "create"
+	// OpRenew records a renewal of Node's lease.
+	OpRenew Op = "renew"
+	// OpMove makes Node the primary of Table's tablet Tablet at epoch
+	// Epoch+1, if the tablet is still at Epoch and Node one of its
+	// replicas; the old primary becomes a secondary. Failover and planned
+	// switchover both end in it.
+	OpMove Op = "move"
+)
+
+// Command is one entry of the service's log.
+type Command struct {
+	Op     Op          `json:"op"`
+	Layout wire.Layout `json:"layout,omitzero"`
+	Table  string      `json:"table,omitempty"`
+	Tablet int         `json:"tablet,omitempty"`
+	Epoch  uint64      `json:"epoch,omitempty"`
+	Node   wire.NodeID `json:"node,omitempty"`
+}
+
+// Encode is c as a log entry's data.
+func (c Command) Encode() []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("config: encoding %+v: %v", c, err)) // a Command always encodes
+	}
+	return b
+}
+
+// DecodeCommand parses a log entry's data.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Command{}, fmt.Errorf("%w: %v", ErrBadCommand, err)
+	}
+	return c, nil
+}
+
+// Apply applies c, or leaves the state as it was and returns why not.
+func (s *State) Apply(c Command) error {
+	switch c.Op {
+	case OpCreate:
+		return s.create(c.Layout)
+	case OpRenew:
+		if s.Leases == nil {
+			s.Leases = make(map[wire.NodeID]uint64)
+		}
+		s.Leases[c.Node]++
+		return nil
+	case OpMove:
+		return s.move(c.Table, c.Tablet, c.Epoch, c.Node)
+	}
+	return fmt.Errorf("%w: op %q", ErrBadCommand, c.Op)
+}
+
+func (s *State) create(l wire.Layout) error {
+	if l.Name == "" || len(l.Tablets) == 0 {
+		return fmt.Errorf("%w: a table needs a name and tablets", ErrBadCommand)
+	}
+	if t, ok := s.Tables[l.Name]; ok {
+		if t.Layout.ID == l.ID {
+			return nil
+		}
+		return fmt.Errorf("%w: %q", ErrTableExists, l.Name)
+	}
+	if s.Tables == nil {
+		s.Tables = make(map[string]*Table)
+	}
+	epochs := make([]uint64, len(l.Tablets))
+	for i := range epochs {
+		epochs[i] = 1
+	}
+	l.Tablets = slices.Clone(l.Tablets)
+	s.Tables[l.Name] = &Table{Layout: l, Epochs: epochs}
+	return nil
+}
+
+func (s *State) move(table string, tablet int, epoch uint64, to wire.NodeID) error {
+	t, err := s.tablet(table, tablet)
+	if err != nil {
+		return err
+	}
+	if t.Epochs[tablet] != epoch {
+		return fmt.Errorf("%w: %s tablet %d is at epoch %d, not %d", ErrStaleEpoch, table, tablet, t.Epochs[tablet], epoch)
+	}
+	tb := t.Layout.Tablets[tablet]
+	i := slices.Index(tb.Secondaries, to)
+	if tb.Primary != to && i < 0 {
+		return fmt.Errorf("%w: %s of %s tablet %d", ErrNotReplica, to, table, tablet)
+	}
+	if i >= 0 {
+		// The old primary takes the new one's place among the
+		// secondaries, so the replica set keeps its order otherwise.
+		secs := slices.Clone(tb.Secondaries)
+		secs[i] = tb.Primary
+		tb = wire.Tablet{Start: tb.Start, Primary: to, Secondaries: secs}
+		t.Layout.Tablets[tablet] = tb
+		delete(s.Leases, to)
+	}
+	t.Epochs[tablet]++
+	return nil
+}
+
+func (s *State) tablet(table string, tablet int) (*Table, error) {
+	t, ok := s.Tables[table]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoTable, table)
+	}
+	if tablet < 0 || tablet >= len(t.Layout.Tablets) {
+		return nil, fmt.Errorf("%w: %q has %d tablets, not %d", ErrNoTablet, table, len(t.Layout.Tablets), tablet)
+	}
+	return t, nil
+}
+
+// PrimaryOf lists the tablets node is primary of, as (table, tablet,
+// epoch), in table name order.
+func (s *State) PrimaryOf(node wire.NodeID) []TabletEpoch {
+	var out []TabletEpoch
+	for _, name := range slices.Sorted(maps.Keys(s.Tables)) {
+		t := s.Tables[name]
+		for i, tb := range t.Layout.Tablets {
+			if tb.Primary == node {
+				out = append(out, TabletEpoch{Table: name, Tablet: i, Epoch: t.Epochs[i]})
+			}
+		}
+	}
+	return out
+}
+
+// TabletEpoch names one tablet at one epoch.
+type TabletEpoch struct {
+	Table  string `json:"table"`
+	Tablet int    `json:"tablet"`
+	Epoch  uint64 `json:"epoch"`
+}
+
+// Snapshot is s as a raft snapshot's data.
+func (s *State) Snapshot() []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("config: encoding the state: %v", err)) // a State always encodes
+	}
+	return b
+}
+
+// Restore replaces s with a snapshot's state.
+func (s *State) Restore(b []byte) error {
+	var n State
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("config: decoding a snapshot: %w", err)
+		}
+	}
+	*s = n
+	return nil
+}
