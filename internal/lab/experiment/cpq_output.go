@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"strconv"
+	"time"
 
+	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/lab/measure"
 )
 
@@ -97,4 +99,52 @@ func stalenessOf(ops []measure.Op) *Staleness {
 	cpq := measure.Gamma(ops, measure.Config{ClockUncertaintyMS: cpqClockMS})
 	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction, PositiveOver2MSFraction: cpq.PositiveFraction,
 		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
+}
+
+// record is CPQ's share of a unit: the Gamma analysis of the unit's
+// trace (staleness and levels outputs; on a cluster the runs of a unit
+// share keys, so it covers all of them) and each run judged window by
+// window from the warmup's end against the mode's targets (windows
+// output).
+func (cpqPlugin) record(u *unit, t timing) unitPart {
+	s := u.s
+	p := &cpqPart{runs: u.runs, staleness: s.wants(OutStaleness) || s.wants(OutLevels), windows: s.wants(OutWindows)}
+	if !p.staleness && !p.windows {
+		return nil
+	}
+	if p.windows {
+		p.from, p.targets, p.wops = t.scaled(s.Workload.Warmup), s.targetsFor(t.cluster), map[*run][]windowOp{}
+	}
+	return p
+}
+
+// cpqPart keeps what the staleness and windows outputs need.
+type cpqPart struct {
+	runs               []*run
+	staleness, windows bool
+	from               time.Duration
+	targets            TargetsSpec
+	wops               map[*run][]windowOp
+}
+
+func (p *cpqPart) keepsOps() bool { return p.staleness }
+
+func (p *cpqPart) op(r *run, op *driver.Op, _ bool) {
+	if p.windows {
+		p.wops[r] = append(p.wops[r], newWindowOp(op))
+	}
+}
+
+func (p *cpqPart) finish(rec *driver.Recorder) {
+	var staleness *Staleness
+	if p.staleness {
+		staleness = stalenessOf(rec.Ops())
+	}
+	for _, r := range p.runs {
+		r.r.Staleness = staleness
+		if p.windows {
+			w := windowsOf(p.wops[r], p.from, p.targets)
+			r.r.Windows = &w
+		}
+	}
 }

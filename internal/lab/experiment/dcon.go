@@ -953,3 +953,33 @@ func boundText(s *Scenario, own, workload string) string {
 	}
 	return "none"
 }
+
+// record is dConssandra's share of a unit of a scenario it claims: each
+// run's bounded ops per label, and the labels the workload's bound
+// reaches.
+func (dconPlugin) record(u *unit, _ timing) unitPart {
+	if !bounded(u.s) {
+		return nil
+	}
+	p := boundedPart{s: u.s, runs: map[*run]*boundedRecord{}}
+	for _, r := range u.runs {
+		p.runs[r] = newBoundedRecord()
+	}
+	return p
+}
+
+// boundedPart is each run's boundedRecord.
+type boundedPart struct {
+	s    *Scenario
+	runs map[*run]*boundedRecord
+}
+
+func (boundedPart) keepsOps() bool { return false }
+
+func (p boundedPart) op(r *run, op *driver.Op, recorded bool) { p.runs[r].op(op, recorded) }
+
+func (p boundedPart) finish(*driver.Recorder) {
+	for r, b := range p.runs {
+		r.r.Bounded, r.r.SweptOps = b.stats(), p.s.sweptOps()
+	}
+}

@@ -32,8 +32,10 @@ type unit struct {
 	// client is the site whose links "local" and the oracle mean.
 	client string
 	events []EventRecord
-	// own records the unit of a worldPlugin's scenario.
-	own unitRecorder
+	// own records the unit of a worldPlugin's scenario; parts are the
+	// recorderPlugins' shares of any other.
+	own   unitRecorder
+	parts []unitPart
 }
 
 // run is one (client site, strategy) of a unit: its driver group and
@@ -42,13 +44,7 @@ type run struct {
 	r       RunResult
 	group   *driver.Group
 	rec     *recorder
-	bounded *boundedRecord
 	variant strategyVariant
-	// wops are the run's ops for the windows output, judged from
-	// windowFrom (the warmup's end) on by targets (the mode's).
-	wops       []windowOp
-	windowFrom time.Duration
-	targets    TargetsSpec
 }
 
 // workloadStream is the PCG stream of the operations drawn. Every run
@@ -96,6 +92,9 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 									u.runs = append(u.runs, r)
 								}
 							}
+							if _, own := worldOf(p.s); !own {
+								u.parts = unitParts(u, t)
+							}
 							out = append(out, u)
 						}
 					}
@@ -112,7 +111,7 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 // is).
 func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
 	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own {
-		// A worldPlugin's client sites share one world (Karma's
+		// A worldPlugin's client sites share one world (its
 		// throughput is the whole system's).
 		return [][]ClientSite{s.Clients}
 	}
@@ -146,27 +145,19 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	if own {
 		variant, err = wp.variant(strategy)
 	} else {
-		variant, err = parseStrategyVariant(strategy)
+		variant, err = parseStrategyVariant(s, strategy, t)
 	}
 	if err != nil {
 		return nil, err
-	}
-	var targets TargetsSpec
-	if s.Targets != nil {
-		targets = s.targetsFor(t.cluster)
-	}
-	if variant.scenarioTargets {
-		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
 	}
 	sessions := c.Sessions
 	if t.cluster || s.clusterModel {
 		sessions = s.Cluster.sessions(sessions)
 	}
-	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
+	r := &run{variant: variant, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
-		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
+		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
 	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !own)
-	r.bounded = newBoundedRecord()
 	mix, err := s.mix(u.freshFrom())
 	if err != nil {
 		return nil, err
@@ -233,7 +224,7 @@ func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
 // its run.
 func (u *unit) spec(t timing) driver.Spec {
 	w := u.s.Workload
-	spec := driver.Spec{Recorder: &driver.Recorder{Keep: u.s.wantsStaleness()}}
+	spec := driver.Spec{Recorder: &driver.Recorder{Keep: slices.ContainsFunc(u.parts, unitPart.keepsOps)}}
 	switch {
 	case t.cluster && w.Duration > 0:
 		spec.Duration = t.scaled(w.Duration)
@@ -252,20 +243,15 @@ func (u *unit) spec(t timing) driver.Spec {
 		spec.Groups = append(spec.Groups, r.group)
 		byGroup[r.group] = r
 	}
-	windows := u.s.wants(OutWindows)
-	for _, r := range u.runs {
-		r.windowFrom = spec.Warmup
-	}
 	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
 		r := byGroup[g]
 		if u.own != nil {
 			u.own.op(r, op, op.Start >= spec.Warmup)
 			return
 		}
-		if windows {
-			r.wops = append(r.wops, newWindowOp(op))
+		for _, p := range u.parts {
+			p.op(r, op, op.Start >= spec.Warmup)
 		}
-		r.bounded.op(op, op.Start >= spec.Warmup)
 		if op.Start < spec.Warmup {
 			return
 		}
@@ -280,14 +266,10 @@ func (u *unit) spec(t timing) driver.Spec {
 }
 
 // collect fills the runs' results once the driver has finished: the
-// statistics, the probes, the staleness, the utility tables.
+// statistics, the probes, the utility, then the plug-ins' parts.
 func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Duration) {
 	stats := rec.Stats()
 	groups := rec.Groups()
-	var staleness *Staleness
-	if u.s.wantsStaleness() {
-		staleness = stalenessOf(rec.Ops())
-	}
 	for i, r := range u.runs {
 		for _, st := range stats {
 			if st.Group == r.group.Name {
@@ -298,22 +280,15 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		if p, ok := d.Clients()[i].(driver.Prober); ok {
 			r.r.Probes = int(p.Probes())
 		}
-		r.r.Staleness = staleness
-		if u.s.wants(OutWindows) {
-			w := windowsOf(r.wops, r.windowFrom, r.targets)
-			r.r.Windows = &w
-		}
 		r.r.VirtualS = elapsed.Seconds()
-		r.r.Bounded = r.bounded.stats()
-		if u.own != nil {
-			continue // the unit's recorder fills its runs (finish)
+		if u.own == nil { // else the unit's recorder fills its runs (finish)
+			r.rec.finish(u.events, u.s.Adapt.Gets)
 		}
-		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
+	}
+	for _, p := range u.parts {
+		p.finish(rec)
 	}
 }
-
-// wantsStaleness reports whether an output needs the Gamma analysis.
-func (s *Scenario) wantsStaleness() bool { return s.wants(OutStaleness) || s.wants(OutLevels) }
 
 // clientSites names the unit's client sites.
 func (u *unit) clientSites() []string {

@@ -4,6 +4,8 @@ package experiment
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/cluster"
@@ -136,4 +138,71 @@ func worldOf(s *Scenario) (worldPlugin, bool) {
 	}
 	w, ok := m.(worldPlugin)
 	return w, ok
+}
+
+// A strategist is a plug-in that names strategies of its own: the
+// engine runs a strategy of the scenarios of no worldPlugin with the
+// plug-in that reads its name.
+type strategist interface {
+	plugin
+	// strategy reads a strategy name with its options for scenario s
+	// run in mode t (a strategy may aim at the mode's targets); ok is
+	// false for a name that is not the plug-in's.
+	strategy(s *Scenario, name string, t timing) (v strategyVariant, ok bool, err error)
+	// strategyNames lists the names strategy reads, for an error.
+	strategyNames() string
+}
+
+// parseStrategyVariant reads a strategy name with the strategist that
+// knows it.
+func parseStrategyVariant(s *Scenario, name string, t timing) (strategyVariant, error) {
+	var names []string
+	for _, p := range plugins {
+		st, ok := p.(strategist)
+		if !ok {
+			continue
+		}
+		if v, ok, err := st.strategy(s, name, t); ok || err != nil {
+			return v, err
+		}
+		names = append(names, st.strategyNames())
+	}
+	return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strings.Join(names, ", "))
+}
+
+// A recorderPlugin records a share of every unit of the scenarios of no
+// worldPlugin (whose own recorder takes every op): what the engine's
+// recorder does not, into the runs' results.
+type recorderPlugin interface {
+	plugin
+	// record is the plug-in's share of unit u run in mode t, or nil when
+	// the plug-in has nothing to record of it.
+	record(u *unit, t timing) unitPart
+}
+
+// A unitPart is a recorderPlugin's share of a unit.
+type unitPart interface {
+	// keepsOps reports whether the part needs the driver to keep every
+	// op (driver.Recorder.Keep).
+	keepsOps() bool
+	// op records an op of run r; recorded says it started after the
+	// warmup.
+	op(r *run, op *driver.Op, recorded bool)
+	// finish fills the runs' results once the driver has finished and
+	// the engine's recorder has filled its part; rec is the driver's
+	// recorder.
+	finish(rec *driver.Recorder)
+}
+
+// unitParts are the recorderPlugins' shares of unit u.
+func unitParts(u *unit, t timing) []unitPart {
+	var out []unitPart
+	for _, p := range plugins {
+		if rp, ok := p.(recorderPlugin); ok {
+			if part := rp.record(u, t); part != nil {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }

@@ -13,14 +13,13 @@ type recorder struct {
 	r        *RunResult
 	timeline bool
 	points   []GetPoint
-	target   map[int]map[string]int // subSLA targeted -> site -> Gets
 	latency  time.Duration
 	// utilitySq sums the squared utilities, for UtilityStdErr.
 	utilitySq float64
 }
 
 func newRecorder(r *RunResult, timeline bool) *recorder {
-	return &recorder{r: r, timeline: timeline, target: map[int]map[string]int{}}
+	return &recorder{r: r, timeline: timeline}
 }
 
 // get records one Get; its completion is its time in the timeline.
@@ -33,12 +32,6 @@ func (rec *recorder) get(op *driver.Op) {
 	met, utility := op.Met, op.Utility()
 	if op.Err != nil {
 		met = -1
-	}
-	if op.Target >= 0 {
-		if rec.target[op.Target] == nil {
-			rec.target[op.Target] = map[string]int{}
-		}
-		rec.target[op.Target][site]++
 	}
 	if met >= 0 {
 		r.Met[met]++
@@ -53,10 +46,9 @@ func (rec *recorder) get(op *driver.Op) {
 	}
 }
 
-// finish turns the sums into averages and fractions, fills the breakdown
-// of a Pileus run (the table's replica sites, primary first) and the
+// finish turns the sums into averages and fractions and fills the
 // timeline's adaptation analysis.
-func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, adaptGets int) {
+func (rec *recorder) finish(events []EventRecord, adaptGets int) {
 	r := rec.r
 	if r.Gets == 0 {
 		return
@@ -72,15 +64,6 @@ func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, a
 		r.Met[i] /= n
 	}
 	r.AvgLatencyMS = ms(rec.latency) / n
-	if pileus {
-		for i := range r.Met {
-			row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.Met[i]}
-			for _, site := range sites {
-				row.GetsPct[site] = 100 * float64(rec.target[i][site]) / n
-			}
-			r.Breakdown = append(r.Breakdown, row)
-		}
-	}
 	if rec.timeline {
 		r.Events, r.Timeline = events, rec.points
 		r.Adaptation = adaptation(events, rec.points, adaptGets)

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -687,150 +685,13 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 type strategyVariant struct {
 	strategy clientcore.Strategy
 	get      clientcore.GetOptions
-	// policy sets the sessions' read and write levels (CPQ).
+	// policy sets the sessions' read and write levels.
 	policy clientcore.Policy
 	// adaptiveProbing sets clientcore.Options.AdaptiveProbing on the
 	// run's client.
 	adaptiveProbing bool
-	// scenarioTargets: the strategy is cpq-tune without arguments, whose
-	// target is the scenario's (targets, or on a cluster cluster.targets).
-	scenarioTargets bool
 	// causal is the strategy of a causal table's runs.
 	causal causal.Strategy
-}
-
-// parseStrategyVariant reads a strategy name with its options, beyond the
-// paper: "pileus+retry" is Pileus with retry after a miss
-// (clientcore.GetOptions.RetryAfterMiss), "pileus+hedge" with hedged Gets
-// at a cost of hedgeCost per extra request, "pileus+probe" (or
-// "closest+probe": the strategies that read the monitor) with adaptive
-// probing (clientcore.Options.AdaptiveProbing, Pileus 6.1); options
-// combine, as in "pileus+retry+probe".
-func parseStrategyVariant(name string) (strategyVariant, error) {
-	if v, ok, err := parseLevelStrategy(name); ok || err != nil {
-		return v, err
-	}
-	base, options, _ := strings.Cut(name, "+")
-	strategy, err := clientcore.ParseStrategy(base)
-	if err != nil {
-		return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strategyNames)
-	}
-	v := strategyVariant{strategy: strategy}
-	for option := range strings.SplitSeq(options, "+") {
-		switch {
-		case option == "":
-		case option == "retry" && strategy == clientcore.Pileus:
-			v.get.RetryAfterMiss = true
-		case option == "hedge" && strategy == clientcore.Pileus:
-			v.get.HedgeCost = hedgeCost
-		case option == "probe" && (strategy == clientcore.Pileus || strategy == clientcore.Closest):
-			v.adaptiveProbing = true
-		case option == "noquorum" && strategy == clientcore.Pileus:
-			v.get.NoQuorum = true
-		default:
-			return strategyVariant{}, fmt.Errorf("unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", option, base)
-		}
-	}
-	return v, nil
-}
-
-// strategyNames are the strategies a scenario may name (see
-// parseStrategyVariant).
-const strategyNames = "pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, " +
-	"one-one, one-quo, quo-one, quo-quo or any R-W such as 3-3 (+norepair), cpq(P), ad(D), cpq-tune(L,S) or cpq-tune"
-
-// hedgeCost is the price, in utility, of the extra request of a hedged
-// Get in the pileus+hedge strategy. Section 6.3 leaves it to the
-// application; 0.1 hedges when a second node adds a tenth of the top
-// subSLA's utility.
-const hedgeCost = 0.1
-
-// parseLevelStrategy reads the strategies of CPQ 3.2, which choose how
-// many replicas each operation involves: "one-one", "one-quo", "quo-one"
-// and "quo-quo" (read level, then write level, as CPQ Fig. 1 names them),
-// and beyond them "R-W" for any read level R and write level W, each one,
-// quo (or quorum), all or a number, as "3-3" or "all-one"; each with
-// "+norepair" turns read repair off (clientcore.RepairOff), so that reads
-// of a majority are regular rather than atomic; "cpq(P)",
-// QUORUM with probability P and ONE otherwise, for reads and writes
-// alike; "ad(D)", ONE reads and writes with every read delayed by D; and
-// beyond the paper "cpq-tune(L,S)", the tuner keeping read p95 within L
-// and the stale share within S (clientcore.Tune), or "cpq-tune" alone,
-// the tuner aiming at the scenario's targets. ok is false for other
-// names.
-//
-// Their reads ask replicas at random (clientcore.Random). In CPQ's
-// Cassandra a client's coordinator, the node it is connected to, picks
-// the replicas: itself for the half of the keys it holds, else others
-// (CPQ digest 5, our reading of Cassandra 2.0). In one LAN site every
-// replica is about as near as another, and asking the nearest would send
-// every ONE read to whichever node the monitor ranks first, often the
-// primary: random replicas are the closer model.
-func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
-	v.strategy = clientcore.Random
-	if r, w, found := strings.Cut(name, "-"); found {
-		if read, ok := strategyLevel(r); ok {
-			w, norepair := strings.CutSuffix(w, "+norepair")
-			write, ok := strategyLevel(w)
-			if !ok {
-				return v, true, fmt.Errorf("strategy %q: want R-W, each of one, quo, all or a number of replicas, and +norepair if any", name)
-			}
-			v.policy.Read, v.policy.Write = clientcore.Fixed(read), clientcore.Fixed(write)
-			if norepair {
-				v.policy.ReadRepair = clientcore.RepairOff
-			}
-			return v, true, nil
-		}
-	}
-	if name == "cpq-tune" {
-		v.scenarioTargets = true
-		return v, true, nil
-	}
-	fn, arg, found := strings.Cut(name, "(")
-	if !found || !strings.HasSuffix(arg, ")") {
-		return v, false, nil
-	}
-	arg = strings.TrimSuffix(arg, ")")
-	bad := func(want string) error {
-		return fmt.Errorf("strategy %q: want %s", name, want)
-	}
-	switch fn {
-	case "cpq":
-		p, perr := strconv.ParseFloat(arg, 64)
-		if perr != nil || math.IsNaN(p) || p < 0 || p > 1 {
-			return v, true, bad("cpq(P) with P in [0, 1]")
-		}
-		v.policy.Read = clientcore.Mix(p, clientcore.One, clientcore.Quorum)
-		v.policy.Write = v.policy.Read
-	case "ad":
-		d, derr := time.ParseDuration(arg)
-		if derr != nil || d < 0 {
-			return v, true, bad("ad(D) with a duration D of 0 or more")
-		}
-		v.policy.Read, v.policy.Write = clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One)
-		v.policy.Delay = d
-	case "cpq-tune":
-		l, s, _ := strings.Cut(arg, ",")
-		latency, lerr := time.ParseDuration(strings.TrimSpace(l))
-		stale, serr := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		v.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale}
-		if lerr != nil || serr != nil || v.policy.Validate() != nil {
-			return v, true, bad("cpq-tune(L,S) with a positive latency L and a stale fraction S in [0, 1]")
-		}
-	default:
-		return v, false, nil
-	}
-	return v, true, nil
-}
-
-// strategyLevel reads one level of an "R-W" strategy: quo, or what
-// wire.ParseLevel reads.
-func strategyLevel(s string) (wire.Level, bool) {
-	if s == "quo" {
-		return wire.Quorum, true
-	}
-	l, err := wire.ParseLevel(s)
-	return l, err == nil
 }
 
 // checkLevels reports a read or write level above the n replicas of the

@@ -434,12 +434,9 @@ func (s *Scenario) validateStrategies() error {
 		if j := slices.Index(s.Strategies, name); j != i {
 			return invalid(field, "%q repeats strategies[%d]", name, j)
 		}
-		v, err := parseStrategyVariant(name)
+		v, err := parseStrategyVariant(s, name, timing{})
 		if err != nil {
 			return invalid(field, "%v", err)
-		}
-		if v.scenarioTargets && s.Targets == nil {
-			return invalid(field, "cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
 		if err := v.checkLevels(s.tabletReplicas()); err != nil {
 			return invalid(field, "%q: %v", name, err)
