@@ -113,7 +113,7 @@ func (cpqPlugin) record(u *unit, t timing) unitPart {
 		return nil
 	}
 	if p.windows {
-		p.from, p.targets, p.wops = t.scaled(s.Workload.Warmup), s.targetsFor(t.cluster), map[*run][]windowOp{}
+		p.from, p.targets, p.wops = t.scaled(s.Workload.Warmup), targetsFor(s, t.cluster), map[*run][]windowOp{}
 	}
 	return p
 }
@@ -147,4 +147,34 @@ func (p *cpqPart) finish(rec *driver.Recorder) {
 			r.r.Windows = &w
 		}
 	}
+}
+
+// LevelsResult is CPQ's section of a run's result.
+type LevelsResult struct {
+	// Staleness is the Gamma analysis of the run's trace (staleness
+	// output). On a cluster the runs of a point share keys, so it covers
+	// all of them.
+	Staleness *Staleness `json:"staleness,omitempty"`
+	// Windows judges the run window by window against the scenario's
+	// targets (windows output).
+	Windows *Windows `json:"windows,omitempty"`
+}
+
+// Staleness is what the Gamma scores of a run's trace say (Golab et
+// al.; CPQ 2; package measure): the fraction of values whose score is
+// positive, CPQ's estimate of the stale-read fraction, and how stale
+// they were.
+type Staleness struct {
+	Values           int     `json:"values"`
+	Positive         int     `json:"positive"`
+	PositiveFraction float64 `json:"positive_fraction"`
+	// PositiveOver2MSFraction counts only the scores of 2 ms or more, as
+	// CPQ 3.1.3 did to stay above its hosts' clock-synchronization
+	// uncertainty.
+	PositiveOver2MSFraction float64 `json:"positive_over_2ms_fraction"`
+	// P50MS ... MaxMS are percentiles of the positive scores.
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
 }

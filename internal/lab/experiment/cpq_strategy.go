@@ -53,7 +53,7 @@ func (cpqPlugin) strategy(s *Scenario, name string, t timing) (v strategyVariant
 		if s.Targets == nil {
 			return v, true, errors.New("cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
-		targets := s.targetsFor(t.cluster)
+		targets := targetsFor(s, t.cluster)
 		v.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
 		return v, true, nil
 	}

@@ -109,7 +109,7 @@ outputs: [windows]
 		{false, clientcore.Tune{Latency: 200 * time.Millisecond, Stale: 0.05}, time.Second},
 		{true, clientcore.Tune{Latency: 300 * time.Millisecond, Stale: 0.1}, 2 * time.Second},
 	} {
-		units, err := s.units(testSeed, timing{cluster: tc.cluster, scale: 1})
+		units, err := planUnits(s, testSeed, timing{cluster: tc.cluster, scale: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

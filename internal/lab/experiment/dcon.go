@@ -198,7 +198,7 @@ func (dconPlugin) mix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 
 // sweptOps are the labels of the ops that take the workload's bound (the
 // one the sweep parameter bound sets): those with no bound of their own.
-func (s *Scenario) sweptOps() []string {
+func sweptOps(s *Scenario) []string {
 	w := s.Workload
 	if w.Bound == "" {
 		return nil
@@ -227,7 +227,7 @@ func (s *Scenario) sweptOps() []string {
 }
 
 // loadBound is the bound of the load's Puts.
-func (s *Scenario) loadBound() wire.Bound { return bound(s.Workload.LoadBound, "") }
+func loadBound(s *Scenario) wire.Bound { return bound(s.Workload.LoadBound, "") }
 
 // seriesScenario is one series' scenario: named "" without series.
 type seriesScenario struct {
@@ -237,7 +237,7 @@ type seriesScenario struct {
 
 // seriesScenarios returns the scenario of each series, or the scenario
 // itself when it has none.
-func (s *Scenario) seriesScenarios() ([]seriesScenario, error) {
+func seriesScenarios(s *Scenario) ([]seriesScenario, error) {
 	if len(s.Series) == 0 {
 		return []seriesScenario{{s: s}}, nil
 	}
@@ -299,7 +299,7 @@ func (s *Scenario) series(sp SeriesSpec) (*Scenario, error) {
 }
 
 // describeSeries says what each series sets, for the report.
-func (s *Scenario) describeSeries() []string {
+func describeSeries(s *Scenario) []string {
 	var out []string
 	for _, sp := range s.Series {
 		set := "as the scenario"
@@ -319,7 +319,7 @@ func (s *Scenario) validateSeries() error {
 			return invalid(fmt.Sprintf("series[%d].name", i), "%q empty or repeated", sp.Name)
 		}
 	}
-	_, err := s.seriesScenarios()
+	_, err := seriesScenarios(s)
 	return err
 }
 
@@ -980,6 +980,19 @@ func (p boundedPart) op(r *run, op *driver.Op, recorded bool) { p.runs[r].op(op,
 
 func (p boundedPart) finish(*driver.Recorder) {
 	for r, b := range p.runs {
-		r.r.Bounded, r.r.SweptOps = b.stats(), p.s.sweptOps()
+		r.r.Bounded, r.r.SweptOps = b.stats(), sweptOps(p.s)
 	}
+}
+
+// BoundedResult is dConssandra's section of a run's result.
+type BoundedResult struct {
+	// Bounded is what the run's bounded ops reported, per op label;
+	// SweptOps are the labels of the ops that take the workload's bound,
+	// the one a bound sweep sets. Costs are the step costs the storage
+	// nodes had learned at the run's end, Planner the planner's
+	// decisions replayed (planner output).
+	Bounded  []BoundedStats  `json:"bounded,omitempty"`
+	SweptOps []string        `json:"swept_ops,omitempty"`
+	Costs    []StepCostStats `json:"costs,omitempty"`
+	Planner  *PlannerStats   `json:"planner,omitempty"`
 }

@@ -64,24 +64,24 @@ type timing struct {
 
 func (t timing) scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * t.scale) }
 
-// units lists the scenario's units, in order: series, points, repeats
+// planUnits lists the scenario's units, in order: series, points, repeats
 // (seeds seed, seed+1, ...), SLAs, then client sites and strategies.
-func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
-	series, err := s.seriesScenarios()
+func planUnits(s *Scenario, seed uint64, t timing) ([]*unit, error) {
+	series, err := seriesScenarios(s)
 	if err != nil {
 		return nil, err
 	}
 	var out []*unit
 	for _, sr := range series {
-		points, err := sr.s.pointScenarios()
+		points, err := pointScenarios(sr.s)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range points {
 			for rep := range s.Repeat {
 				for _, v := range p.s.slas {
-					for _, clients := range p.s.clientGroups(t.cluster) {
-						for _, strategies := range p.s.strategyGroups(t.cluster) {
+					for _, clients := range clientGroups(p.s, t.cluster) {
+						for _, strategies := range strategyGroups(p.s, t.cluster) {
 							u := &unit{s: p.s, series: sr.name, point: p.label, index: len(out), seed: seed + uint64(rep), sla: v, client: clients[0].Site}
 							for _, c := range clients {
 								for _, st := range strategies {
@@ -109,7 +109,7 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 // simulator; on a cluster all together, or each alone when the scenario
 // has a schedule ("the link to the primary" depends on where the client
 // is).
-func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
+func clientGroups(s *Scenario, cluster bool) [][]ClientSite {
 	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own {
 		// A worldPlugin's client sites share one world (its
 		// throughput is the whole system's).
@@ -125,7 +125,7 @@ func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
 // strategyGroups are the strategies that run at once: each alone in the
 // simulator, all together on a cluster but for a worldPlugin's (each a
 // table of its own).
-func (s *Scenario) strategyGroups(cluster bool) [][]string {
+func strategyGroups(s *Scenario, cluster bool) [][]string {
 	if _, own := worldOf(s); cluster && !own {
 		return [][]string{s.Strategies}
 	}
@@ -157,8 +157,8 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	r := &run{variant: variant, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
 		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
-	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !own)
-	mix, err := s.mix(u.freshFrom())
+	r.rec = newRecorder(&r.r)
+	mix, err := sessionMix(s, u.freshFrom())
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +192,11 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 // loaded keys, and apart from every other unit's.
 func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.index)<<32 }
 
-// mix is what each run's sessions draw: the mix of the plug-in that
+// sessionMix is what each run's sessions draw: the mix of the plug-in that
 // claims the scenario, or a YCSB workload, or Puts with probability
 // PutFraction and Gets otherwise over the key distribution. Fresh keys
 // are numbered from freshFrom.
-func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
+func sessionMix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 	if m, ok := mixerOf(s); ok {
 		return m.mix(s, freshFrom)
 	}
@@ -282,7 +282,7 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		}
 		r.r.VirtualS = elapsed.Seconds()
 		if u.own == nil { // else the unit's recorder fills its runs (finish)
-			r.rec.finish(u.events, u.s.Adapt.Gets)
+			r.rec.finish()
 		}
 	}
 	for _, p := range u.parts {

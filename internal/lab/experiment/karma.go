@@ -264,7 +264,7 @@ func (karmaPlugin) mix(s *Scenario, _ uint64) (driver.Mix, error) {
 // storage nodes; under the other strategies the storage nodes share all
 // the machines (the paper's eight storage nodes), so their costs are
 // multiplied by storage nodes over Machines.
-func (s *Scenario) causalNodes(strategy causal.Strategy, storageNodes int) (storage, cache, coordinator sim.NodeOptions) {
+func causalNodes(s *Scenario, strategy causal.Strategy, storageNodes int) (storage, cache, coordinator sim.NodeOptions) {
 	base := s.Sim.nodeOptions()
 	storage, cache, coordinator = base, base, base
 	coordinator.Concurrent = true
@@ -291,7 +291,7 @@ func scaleService(o sim.NodeOptions, f float64) sim.NodeOptions {
 
 // storageNodes is the storage nodes of the topology's first site that
 // has some (Karma's sites are alike).
-func (s *Scenario) storageNodes() int {
+func storageNodes(s *Scenario) int {
 	for _, st := range s.topo.Sites {
 		if len(st.Replicas) > 0 {
 			return len(st.Replicas)
@@ -307,7 +307,7 @@ func (s *Scenario) storageNodes() int {
 func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *harness.CausalWorld, run, load driver.Target, err error) {
 	s, c := u.s, u.s.Causal
 	strategy := u.runs[0].variant.causal
-	storage, cache, coordinator := s.causalNodes(strategy, s.storageNodes())
+	storage, cache, coordinator := causalNodes(s, strategy, storageNodes(s))
 	w, err = harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy, Name: tableName,
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
 		Client: clientcore.Options{NotifyEvery: c.NotifyEvery},
@@ -851,4 +851,12 @@ func causalDescription(s *Scenario) string {
 		out += fmt.Sprintf("; %d machines per site shared by its storage nodes and cache", c.Machines)
 	}
 	return out
+}
+
+// CausalResult is Karma's section of a scenario's result.
+type CausalResult struct {
+	// Causal has one entry per run of a causal table's scenario (a
+	// series, point, seed and strategy, all its client sites in one
+	// world): Karma's figures.
+	Causal []CausalRun `json:"causal,omitempty"`
 }

@@ -314,7 +314,7 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	}
 	fmt.Fprintf(&b, "- clients: %s; strategies: %s\n", strings.Join(clients, ", "), strings.Join(s.Strategies, ", "))
 	if len(s.Series) > 0 {
-		fmt.Fprintf(&b, "- series, each run apart: %s\n", strings.Join(s.describeSeries(), "; "))
+		fmt.Fprintf(&b, "- series, each run apart: %s\n", strings.Join(describeSeries(s), "; "))
 	}
 	if s.Sweep != nil {
 		fmt.Fprintf(&b, "- sweep: %s over %s, one row per point\n", s.Sweep.Param, strings.Join(s.Sweep.Values, ", "))

@@ -88,54 +88,82 @@ const hedgeCost = 0.1
 
 // record is Pileus's share of a unit: the breakdown of each of its
 // Pileus runs (Tables 1-2), the subSLA each Get targeted at each of the
-// table's replica sites (primary first).
+// table's replica sites (primary first); with a schedule, every run's
+// timeline of Gets and its adaptation to each event (5.4).
 func (pileusPlugin) record(u *unit, _ timing) unitPart {
-	b := breakdownPart{sites: u.s.replicaSites(), target: map[*run]map[int]map[string]int{}}
+	p := &pileusPart{u: u, sites: u.s.replicaSites(), target: map[*run]map[int]map[string]int{}}
 	for _, r := range u.runs {
 		if r.variant.strategy == clientcore.Pileus {
-			b.target[r] = map[int]map[string]int{}
+			p.target[r] = map[int]map[string]int{}
 		}
 	}
-	if len(b.target) == 0 {
+	if len(u.s.Schedule) > 0 {
+		p.points = map[*run][]GetPoint{}
+	}
+	if len(p.target) == 0 && p.points == nil {
 		return nil
 	}
-	return b
+	return p
 }
 
-// breakdownPart counts, for each Pileus run, the Gets that targeted each
-// subSLA at each site.
-type breakdownPart struct {
+// pileusPart counts, for each Pileus run, the Gets that targeted each
+// subSLA at each site, and keeps each run's timeline.
+type pileusPart struct {
+	u      *unit
 	sites  []string
 	target map[*run]map[int]map[string]int // run -> subSLA targeted -> site -> Gets
+	points map[*run][]GetPoint             // nil without a schedule
 }
 
-func (breakdownPart) keepsOps() bool { return false }
+func (*pileusPart) keepsOps() bool { return false }
 
-func (b breakdownPart) op(r *run, op *driver.Op, recorded bool) {
-	target, ok := b.target[r]
-	if !ok || !recorded || op.Kind != driver.Get || op.Target < 0 {
+// op records a Get; its completion is its time in the timeline.
+func (p *pileusPart) op(r *run, op *driver.Op, recorded bool) {
+	if !recorded || op.Kind != driver.Get {
 		return
 	}
-	if target[op.Target] == nil {
-		target[op.Target] = map[string]int{}
+	site := siteOf(wire.NodeID(op.Node))
+	if target, ok := p.target[r]; ok && op.Target >= 0 {
+		if target[op.Target] == nil {
+			target[op.Target] = map[string]int{}
+		}
+		target[op.Target][site]++
 	}
-	target[op.Target][siteOf(wire.NodeID(op.Node))]++
+	if p.points != nil {
+		met, utility := metUtility(op)
+		p.points[r] = append(p.points[r], GetPoint{AtS: op.End.Seconds(), Utility: utility, Target: op.Target + 1,
+			Node: site, Met: met + 1, RTTMS: ms(op.RTT)})
+	}
 }
 
 // finish fills each run's breakdown from its Met fractions, which the
-// engine's recorder has finished.
-func (b breakdownPart) finish(*driver.Recorder) {
-	for r, target := range b.target {
+// engine's recorder has finished, and its timeline.
+func (p *pileusPart) finish(*driver.Recorder) {
+	for _, r := range p.u.runs {
 		if r.r.Gets == 0 {
 			continue
 		}
-		n := float64(r.r.Gets)
-		for i := range r.r.Met {
-			row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.r.Met[i]}
-			for _, site := range b.sites {
-				row.GetsPct[site] = 100 * float64(target[i][site]) / n
-			}
-			r.r.Breakdown = append(r.r.Breakdown, row)
+		if target, ok := p.target[r]; ok {
+			r.r.Breakdown = breakdown(r.r, target, p.sites)
+		}
+		if p.points != nil {
+			r.r.Events, r.r.Timeline = p.u.events, p.points[r]
+			r.r.Adaptation = adaptation(p.u.events, p.points[r], p.u.s.Adapt.Gets)
 		}
 	}
+}
+
+// breakdown is a run's rows of Tables 1-2 from the Gets that targeted
+// each subSLA at each site.
+func breakdown(r RunResult, target map[int]map[string]int, sites []string) []BreakdownRow {
+	var out []BreakdownRow
+	n := float64(r.Gets)
+	for i := range r.Met {
+		row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.Met[i]}
+		for _, site := range sites {
+			row.GetsPct[site] = 100 * float64(target[i][site]) / n
+		}
+		out = append(out, row)
+	}
+	return out
 }

@@ -467,3 +467,18 @@ func addSpikes(p *plot.Plot, events []EventRecord) error {
 	}
 	return nil
 }
+
+// BreakdownResult is Pileus's section of a run's result.
+type BreakdownResult struct {
+	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
+	Breakdown []BreakdownRow `json:"breakdown,omitempty"`
+}
+
+// BreakdownRow is one row of Table 1 or 2: for subSLA Target (from 1), the
+// percentage of all Gets that targeted it at each node site, and the
+// percentage of all Gets that met it.
+type BreakdownRow struct {
+	Target  int                `json:"target"`
+	GetsPct map[string]float64 `json:"gets_pct"`
+	MetPct  float64            `json:"met_pct"`
+}

@@ -82,7 +82,7 @@ var sweepParams = map[string]func(s *Scenario, v string) error{
 		s.Workload.Bound = v
 		return nil
 	},
-	// mix is a write:read ratio and a key distribution, "9:1 uniform"
+	// sessionMix is a write:read ratio and a key distribution, "9:1 uniform"
 	// (dConssandra Tables III-IV).
 	"mix": func(s *Scenario, v string) error {
 		ratio, dist, ok := strings.Cut(v, " ")
@@ -177,7 +177,7 @@ type pointScenario struct {
 }
 
 // pointScenarios returns the scenario of every point.
-func (s *Scenario) pointScenarios() ([]pointScenario, error) {
+func pointScenarios(s *Scenario) ([]pointScenario, error) {
 	if s.Sweep == nil {
 		return []pointScenario{{s: s}}, nil
 	}
