@@ -94,7 +94,7 @@ type ClusterRunOptions struct {
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
 //
-// A causal table (Karma) runs on the topology's sites with
+// A causal table runs on the topology's sites with
 // cluster.replicas_per_site storage nodes each and the scenario's rings,
 // each unit on a fresh table of its own (cluster_causal.go); each unit
 // loads its keys through the rings, unless causal.no_load says not to.
@@ -338,8 +338,7 @@ const emulatedMessage = 100
 
 // clusterTopology is the topology a local cluster runs: the emulated WAN
 // sets latency and jitter only, so a link's bandwidth becomes delay, as
-// dConssandra VI-C made its slow link ("we delay all data
-// transmissions"): each way, the time to send a message carrying one
+// a slow link is made by delaying every data transmission: each way, the time to send a message carrying one
 // value. Queues on a busy link are not emulated.
 //
 // A causal table's topology gets the scenario's rings (the cluster then

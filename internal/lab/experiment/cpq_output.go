@@ -178,3 +178,11 @@ type Staleness struct {
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
 }
+
+// CPQ's outputs: the Gamma analysis, latency and staleness per level,
+// and the windows the tuner is judged by.
+const (
+	OutStaleness = "staleness"
+	OutLevels    = "levels"
+	OutWindows   = "windows"
+)

@@ -996,3 +996,55 @@ type BoundedResult struct {
 	Costs    []StepCostStats `json:"costs,omitempty"`
 	Planner  *PlannerStats   `json:"planner,omitempty"`
 }
+
+func (dconPlugin) sweepParams() map[string]sweepParam {
+	return map[string]sweepParam{
+		// bound is the workload's bound: immediate, unbounded
+		// or a duration, taken by the ops with none of their own.
+		"bound": func(s *Scenario, v string) error {
+			if _, err := parseBound(v); err != nil {
+				return err
+			}
+			s.Workload.Bound = v
+			return nil
+		},
+		// mix is a write:read ratio and a key distribution, "9:1 uniform"
+		// (dConssandra Tables III-IV).
+		"mix": func(s *Scenario, v string) error {
+			ratio, dist, ok := strings.Cut(v, " ")
+			ws, rs, ok2 := strings.Cut(ratio, ":")
+			w, werr := strconv.ParseFloat(ws, 64)
+			r, rerr := strconv.ParseFloat(rs, 64)
+			if !ok || !ok2 || werr != nil || rerr != nil || !(w > 0) || !(r > 0) {
+				return fmt.Errorf("mix %q: want W:R DISTRIBUTION, as 9:1 uniform, W and R positive", v)
+			}
+			s.Workload.PutFraction, s.Workload.Distribution = w/(w+r), dist
+			return nil
+		},
+	}
+}
+
+// dConssandra's outputs: every bounded op's outcomes; latency against
+// the bound (Fig. 7); a consistent read's latency against the writes'
+// bound (Fig. 8); values returned against the read's bound (Figs 9-10);
+// write and read cost shares and throughput (Tables III-IV); the
+// planner's time per decision (Fig. 11).
+const (
+	OutBounded      = "bounded"
+	OutBoundLatency = "bound-latency"
+	OutReadLatency  = "read-latency"
+	OutReturned     = "returned"
+	OutCosts        = "costs"
+	OutPlanner      = "planner"
+)
+
+// GroupSpec is a dConssandra group (driver.GroupMix): Writes Puts of one
+// fresh key at WriteBound, a Get of it at ReadBound, then with Reset an
+// unbounded Get of it (6-C: "so that later experimental groups are not
+// affected by previous groups"). Unset bounds are the workload's bound.
+type GroupSpec struct {
+	Writes     int    `yaml:"writes"`
+	WriteBound string `yaml:"write_bound"`
+	ReadBound  string `yaml:"read_bound"`
+	Reset      bool   `yaml:"reset"`
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -860,3 +861,48 @@ type CausalResult struct {
 	// world): Karma's figures.
 	Causal []CausalRun `json:"causal,omitempty"`
 }
+
+func (karmaPlugin) sweepParams() map[string]sweepParam {
+	return map[string]sweepParam{
+		// total_sessions spreads sessions over the client sites, the first
+		// sites taking one more when they do not divide evenly (Karma 5's
+		// client threads, 600 to 1200 over eight datacenters).
+		"total_sessions": func(s *Scenario, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < len(s.Clients) {
+				return fmt.Errorf("total_sessions %q: want a number of at least one session per client site (%d)", v, len(s.Clients))
+			}
+			for i := range s.Clients {
+				s.Clients[i].Sessions = n / len(s.Clients)
+				if i < n%len(s.Clients) {
+					s.Clients[i].Sessions++
+				}
+			}
+			return nil
+		},
+		// read_write is a read-write ratio, "95-5" (Karma 6.3, Fig. 10):
+		// the put fraction is W/(R+W).
+		"read_write": func(s *Scenario, v string) error {
+			rs, ws, ok := strings.Cut(v, "-")
+			r, rerr := strconv.ParseFloat(rs, 64)
+			w, werr := strconv.ParseFloat(ws, 64)
+			if !ok || rerr != nil || werr != nil || !(r >= 0) || !(w > 0) {
+				return fmt.Errorf("read_write %q: want R-W, as 95-5, W positive", v)
+			}
+			s.Workload.PutFraction = w / (r + w)
+			return nil
+		},
+	}
+}
+
+// Karma's outputs, for causal tables: each run's throughput, latencies,
+// local and restricted shares and sources (Figs 7, 11, 12); the peak of
+// each strategy over a sessions sweep and how the strategies compare
+// there (Figs 7a, 10; 6.5); the same per client site; throughput and Get
+// latency second by second, and per phase of the schedule (Figs 8-9).
+const (
+	OutCausal         = "causal"
+	OutSaturation     = "saturation"
+	OutCausalSites    = "causal-sites"
+	OutCausalTimeline = "causal-timeline"
+)

@@ -9,6 +9,10 @@ import (
 	"github.com/cosla/cosla/internal/lab/driver"
 )
 
+// defaultTopology is the topology of a scenario that names none:
+// Pileus's four sites (5.1), where the lab began.
+const defaultTopology = "pileus4"
+
 // PileusTables is the Pileus section 5 comparison that `cosla demo`
 // runs: the pileus-table1 and pileus-table2 scenarios as one, both SLAs from every client site with the paper's four
 // strategies (Pileus, Primary, Random, Closest), and the paper's numbers

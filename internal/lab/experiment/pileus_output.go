@@ -482,3 +482,14 @@ type BreakdownRow struct {
 	GetsPct map[string]float64 `json:"gets_pct"`
 	MetPct  float64            `json:"met_pct"`
 }
+
+// Pileus's outputs: utility per client site and strategy, the breakdown
+// of its decisions (Tables 1-2), latency, the timeline (Fig. 13) and
+// the sensitivity to the SLA's factors (Fig. 14).
+const (
+	OutUtility     = "utility"
+	OutBreakdown   = "breakdown"
+	OutLatency     = "latency"
+	OutTimeline    = "timeline"
+	OutSensitivity = "sensitivity"
+)

@@ -36,19 +36,18 @@ import (
 type Scenario struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	// Reference names what the experiment reproduces, e.g. "Pileus
-	// (SOSP'13) 5.2, Fig. 11 and Table 1".
+	// Reference names what the experiment reproduces: the paper, its
+	// section and figures.
 	Reference string `yaml:"reference"`
-	// Topology is a preset name (pileus4, karma8, local) or, when TopologyInline is set,
-	// ignored. Default pileus4.
+	// Topology is a preset name (topology.Presets) or, when
+	// TopologyInline is set, ignored. Default defaultTopology.
 	Topology       string             `yaml:"topology"`
 	TopologyInline *topology.Topology `yaml:"topology_inline"`
 	Table          TableSpec          `yaml:"table"`
-	// Causal, if set, makes the table a causal table (Karma, DESIGN.md
-	// section 5; causal.go): its rings replace the table section, its
-	// Gets carry no SLA (slas must be empty), the strategies are karma,
-	// karma-nc, cops-pr and cops-ideal, and every client site of a run
-	// drives the one world at once.
+	// Causal, if set, makes the table a causal table (DESIGN.md section
+	// 5): its rings replace the table section, its Gets carry no SLA
+	// (slas must be empty), the strategies are causalStrategies, and
+	// every client site of a run drives the one world at once.
 	Causal *CausalSpec `yaml:"causal"`
 	// SLAs are the SLAs of the Gets; required unless the table is
 	// causal.
@@ -59,8 +58,8 @@ type Scenario struct {
 	// Each site must host a client. Default: every site with a client,
 	// one session each.
 	Clients ClientSites `yaml:"clients"`
-	// Strategies default to pileus, primary, random and closest; for a
-	// causal table to karma, karma-nc, cops-pr and cops-ideal.
+	// Strategies default to clientcore.Strategies; for a causal table
+	// to causalStrategies.
 	Strategies []string `yaml:"strategies"`
 	// Series are the curves of a figure, each a variant of the scenario
 	// run apart from the others: in the simulator each run in a world of
@@ -129,15 +128,14 @@ type TableSpec struct {
 	// Partition says how keys map to tablets: range (split at quantiles
 	// of the workload's keys) or hash. Default range.
 	Partition string `yaml:"partition"`
-	// PullInterval is how often secondaries pull (Pileus 5.1: once a
-	// minute). Default 1m.
+	// PullInterval is how often secondaries pull. Default 1m.
 	PullInterval time.Duration `yaml:"pull_interval"`
 	// Push also streams each Put to the secondaries at once.
 	Push bool `yaml:"push"`
 	// WriteLevel is the least write level of every Put (one, quorum,
 	// all or a number; wire.Layout.WriteLevel): with it a read of r of N
-	// replicas with r + w > N is strong, and Pileus may read such a
-	// quorum for a strong subSLA. Default one.
+	// replicas with r + w > N is strong, and an SLA's Get may read such
+	// a quorum for a strong subSLA. Default one.
 	WriteLevel string `yaml:"write_level"`
 }
 
@@ -150,13 +148,13 @@ type SLASpec struct {
 	SLA string `yaml:"sla"`
 	// Factors, with Scale, make one variant of the SLA per factor, with
 	// the utilities of the subSLAs ranked in Scale (from 1) multiplied by
-	// it (Pileus 5.5, Fig. 14).
+	// it (the sensitivity output).
 	Factors []float64 `yaml:"factors"`
 	Scale   []int     `yaml:"scale"`
 }
 
-// WorkloadSpec is what each session does: a closed loop (Pileus 5.1), or
-// an open loop at a rate.
+// WorkloadSpec is what each session does: a closed loop, or an open
+// loop at a rate.
 type WorkloadSpec struct {
 	// Keys is the number of keys, all loaded before the run. Default
 	// 10,000.
@@ -199,41 +197,28 @@ type WorkloadSpec struct {
 	// statistics.
 	Warmup time.Duration `yaml:"warmup"`
 
-	// Bounded operations (dConssandra; DESIGN.md section 4). A bound is
-	// immediate (the paper's 0 ms, "as soon as possible": reception
-	// only), unbounded (the paper's infinite bound, "consistent") or a
-	// positive duration; an op without one takes the Pileus and CPQ
-	// paths. Bound is the bound of every op that has none of its own
+	// Bounded operations (DESIGN.md section 4). A bound is immediate
+	// (0 ms, "as soon as possible": reception only), unbounded (an
+	// infinite bound, "consistent") or a positive duration; an op
+	// without one takes the SLA and level paths. Bound is the bound of every op that has none of its own
 	// below (the sweep parameter bound sets it); PutBound bounds the
 	// mix's Puts and RTWs, GetBound its Gets.
 	Bound    string `yaml:"bound"`
 	PutBound string `yaml:"put_bound"`
 	GetBound string `yaml:"get_bound"`
-	// RTW makes the mix's Puts ReadTestWrites (dConssandra 2):
-	// conditional inserts, which write a key only if it has no value
-	// (driver.RTW); with the fresh distribution every one writes.
+	// RTW makes the mix's Puts ReadTestWrites: conditional inserts,
+	// which write a key only if it has no value (driver.RTW); with the
+	// fresh distribution every one writes.
 	RTW bool `yaml:"rtw"`
 	// Group, if set, makes every step a group of ops on one fresh key
-	// (dConssandra 6-B, 6-C); Ops then counts groups, and the mix's
-	// fields (put_fraction, distribution, ...) are not used.
+	// (GroupSpec); Ops then counts groups, and the mix's fields
+	// (put_fraction, distribution, ...) are not used.
 	Group *GroupSpec `yaml:"group"`
 	// LoadBound, if set, bounds the Puts that load the keys, which then
-	// go to the loader's nearest replica as staged writes: unbounded is
-	// dConssandra 6-B's load, "50 thousand inserts that are configured
-	// with unbounded latency bounds", which also trains the nodes' costs.
-	// Unset, the load's Puts go to the primary without a bound.
+	// go to the loader's nearest replica as staged writes (unbounded
+	// writes also train the nodes' costs). Unset, the load's Puts go to
+	// the primary without a bound.
 	LoadBound string `yaml:"load_bound"`
-}
-
-// GroupSpec is a dConssandra group (driver.GroupMix): Writes Puts of one
-// fresh key at WriteBound, a Get of it at ReadBound, then with Reset an
-// unbounded Get of it (6-C: "so that later experimental groups are not
-// affected by previous groups"). Unset bounds are the workload's bound.
-type GroupSpec struct {
-	Writes     int    `yaml:"writes"`
-	WriteBound string `yaml:"write_bound"`
-	ReadBound  string `yaml:"read_bound"`
-	Reset      bool   `yaml:"reset"`
 }
 
 // ClientSites are the client sites of a scenario and each one's sessions.
@@ -354,7 +339,7 @@ const (
 )
 
 // EventSpec is one change to the world, at a virtual time after the
-// measured workload starts or after a number of Gets (Pileus 5.4).
+// measured workload starts or after a number of Gets.
 type EventSpec struct {
 	// Label names the event in plots and tables. Default "#i".
 	Label string `yaml:"label"`
@@ -392,8 +377,7 @@ type EventSpec struct {
 	// by the round trips without them.
 	//
 	// A stalls event stops storage nodes now and then from At until
-	// Until, as a garbage collector's pauses do (CPQ 5 cites [12] on
-	// Cassandra's): Node, or each storage node of the topology apart,
+	// Until, as a garbage collector's pauses do: Node, or each storage node of the topology apart,
 	// pauses for a time drawn from For at exponential gaps of mean Every,
 	// handling nothing meanwhile and then what queued, in order
 	// (sim.Sim.Pause). Each run expands it into pause events, the same
@@ -446,7 +430,7 @@ type ClusterSpec struct {
 	// Targets, if set, replace targets on the cluster, whose round trips
 	// (real processes and loopback TCP on a shared machine) are not the
 	// simulator's: the windows output judges by them there, and the
-	// strategy cpq-tune (without arguments) aims at them.
+	// strategies that tune themselves aim at them.
 	Targets *TargetsSpec `yaml:"targets"`
 	// SessionsScale, if set, multiplies every client site's sessions on
 	// the cluster, after a sweep has set them (at least one a site,
@@ -482,8 +466,8 @@ type PaperSpec struct {
 // PaperValue is one number from the paper. Metric is avg_utility,
 // avg_latency_ms, gets_pct (breakdown: % of Gets with Target and Node),
 // or met_pct (breakdown: % of Gets meeting subSLA Target); or one of
-// dConssandra's (dconMetrics), found by Point and Series; or one of
-// Karma's (causalMetrics), found by Strategy, Point, Series and Baseline.
+// a plug-in's (plugin.metrics), found by the fields it names (Point,
+// Series, Strategy, Baseline).
 // Fields that do not apply are left empty.
 type PaperValue struct {
 	Metric   string  `yaml:"metric"`
@@ -504,39 +488,8 @@ type PaperValue struct {
 	Bound string `yaml:"bound"`
 }
 
-// Output names.
-const (
-	OutUtility     = "utility"
-	OutBreakdown   = "breakdown"
-	OutLatency     = "latency"
-	OutTimeline    = "timeline"
-	OutSensitivity = "sensitivity"
-	OutOps         = "ops"
-	OutStaleness   = "staleness"
-	OutLevels      = "levels"
-	OutWindows     = "windows"
-	// dConssandra's (dcon.go): every bounded op's outcomes; latency
-	// against the bound (Fig. 7); a consistent read's latency against
-	// the writes' bound (Fig. 8); values returned against the read's
-	// bound (Figs 9-10); write and read cost shares and throughput
-	// (Tables III-IV); the planner's time per decision (Fig. 11).
-	OutBounded      = "bounded"
-	OutBoundLatency = "bound-latency"
-	OutReadLatency  = "read-latency"
-	OutReturned     = "returned"
-	OutCosts        = "costs"
-	OutPlanner      = "planner"
-	// Karma's (causal.go), for causal tables: each run's throughput,
-	// latencies, local and restricted shares and sources (Figs 7, 11,
-	// 12); the peak of each strategy over a sessions sweep and how the
-	// strategies compare there (Figs 7a, 10; 6.5); the same per client
-	// site; throughput and Get latency second by second, and per phase
-	// of the schedule (Figs 8-9).
-	OutCausal         = "causal"
-	OutSaturation     = "saturation"
-	OutCausalSites    = "causal-sites"
-	OutCausalTimeline = "causal-timeline"
-)
+// OutOps is the engine's own output: each op label's statistics.
+const OutOps = "ops"
 
 // slaVariant is one SLA the runs use: a spec, or one factor of it.
 type slaVariant struct {

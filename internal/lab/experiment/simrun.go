@@ -218,7 +218,7 @@ func loaderSite(s *Scenario) string {
 // loadGroup is the group that loads the table: every key written once,
 // by sessions Puts at a time, at the primary (an eventual SLA with the
 // Primary strategy), as YCSB's load phase does; with a load bound, as
-// staged writes at the nearest replica (dConssandra 6-B).
+// staged writes at the nearest replica (loadBound).
 func loadGroup(s *Scenario, site string, sessions int, client clientcore.Options) *driver.Group {
 	eventual := sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}}
 	return &driver.Group{Name: "load", Site: site, Sessions: sessions, Rand: rand.New(rand.NewPCG(0, 0)),

@@ -65,7 +65,7 @@ func (s *Scenario) resolveTopology() error {
 		}
 	default:
 		if s.Topology == "" {
-			s.Topology = "pileus4"
+			s.Topology = defaultTopology
 		}
 		f, ok := topology.Presets[s.Topology]
 		if !ok {
@@ -137,8 +137,8 @@ func (s *Scenario) defaults() {
 		w.PutFraction = 0.5
 	}
 	if w.SessionOps == 0 && s.Causal == nil {
-		// A causal session is a Karma thread, which lives as long as the
-		// run: no default.
+		// A causal table's session lives as long as the run: no
+		// default.
 		w.SessionOps = 400
 	}
 	if w.Ops == 0 && w.Duration == 0 {
