@@ -878,26 +878,18 @@ func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 	p.Title.Text = "Consistent read latency against the writes' bound (Fig. 8)"
 	p.X.Label.Text = "write bound (ms; immediate at 0)"
 	p.Y.Label.Text = "read latency (ms)"
-	results := curveResults(r)
-	label := driver.GroupLabel + "/" + driver.ReadLabel
-	i := 0
-	for _, res := range results {
-		for _, sn := range seriesNames(res) {
-			for _, stat := range []struct {
-				name string
-				y    func(driver.Latency) float64
-			}{{"mean", func(l driver.Latency) float64 { return l.Mean }}, {"p95", func(l driver.Latency) float64 { return l.P95 }}} {
-				name := strings.TrimSpace(sn + " read " + stat.name)
-				err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, func(run RunResult) (float64, bool) {
-					st, ok := runOpStats(run, label)
-					return stat.y(st.LatencyMS), ok
-				})
-				if err != nil {
-					return Figure{}, err
-				}
-				i++
-			}
+	latency := func(y func(driver.Latency) float64) func(RunResult) (float64, bool) {
+		return func(run RunResult) (float64, bool) {
+			st, ok := runOpStats(run, groupRead)
+			return y(st.LatencyMS), ok
 		}
+	}
+	err := groupReadCurves(p, r, []groupReadCurve{
+		{"read mean", latency(func(l driver.Latency) float64 { return l.Mean })},
+		{"read p95", latency(func(l driver.Latency) float64 { return l.P95 })},
+	})
+	if err != nil {
+		return Figure{}, err
 	}
 	p.Legend.Top = true
 	return Figure{Name: "read-latency", Title: p.Title.Text, plot: p}, nil
@@ -910,34 +902,55 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 	p.Title.Text = "Reads that returned a value against their bound (Figs 9-10)"
 	p.X.Label.Text = "read bound (ms; immediate at 0)"
 	p.Y.Label.Text = "reads"
+	count := func(y func(BoundedStats) int) func(RunResult) (float64, bool) {
+		return func(run RunResult) (float64, bool) {
+			for _, b := range run.Bounded {
+				if b.Op == groupRead {
+					return float64(y(b)), true
+				}
+			}
+			return 0, false
+		}
+	}
+	err := groupReadCurves(p, r, []groupReadCurve{
+		{"returned", count(func(b BoundedStats) int { return b.Returned })},
+		{"newest", count(func(b BoundedStats) int { return b.Newest })},
+	})
+	if err != nil {
+		return Figure{}, err
+	}
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+}
+
+// groupRead is the label of a group's bounded read.
+const groupRead = driver.GroupLabel + "/" + driver.ReadLabel
+
+// A groupReadCurve is one curve of a plot of the groups' reads against
+// the bound: its name and its value in a run.
+type groupReadCurve struct {
+	name string
+	y    func(RunResult) (float64, bool)
+}
+
+// groupReadCurves adds each curve for every series of every result
+// (the simulator's beside a cluster's).
+func groupReadCurves(p *plot.Plot, r *Result, curves []groupReadCurve) error {
 	results := curveResults(r)
-	label := driver.GroupLabel + "/" + driver.ReadLabel
 	i := 0
 	for _, res := range results {
 		for _, sn := range seriesNames(res) {
-			for _, what := range []struct {
-				name string
-				y    func(BoundedStats) int
-			}{{"returned", func(b BoundedStats) int { return b.Returned }}, {"newest", func(b BoundedStats) int { return b.Newest }}} {
-				name := strings.TrimSpace(sn + " " + what.name)
-				err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, func(run RunResult) (float64, bool) {
-					for _, b := range run.Bounded {
-						if b.Op == label {
-							return float64(what.y(b)), true
-						}
-					}
-					return 0, false
-				})
-				if err != nil {
-					return Figure{}, err
+			for _, c := range curves {
+				name := strings.TrimSpace(sn + " " + c.name)
+				if err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, c.y); err != nil {
+					return err
 				}
 				i++
 			}
 		}
 	}
-	p.Y.Min = 0
-	p.Legend.Top, p.Legend.Left = true, true
-	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+	return nil
 }
 
 // boundText names an op's bound: its own, else the workload's, else the

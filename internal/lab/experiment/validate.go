@@ -630,7 +630,7 @@ func (s *Scenario) validateEvent(i int) error {
 		}
 		switch e.Action {
 		case ActionStalls:
-			if err := s.validateStalls(field, e); err != nil {
+			if err := s.validateRecurring(field, e, stalls); err != nil {
 				return err
 			}
 		case ActionPause:
