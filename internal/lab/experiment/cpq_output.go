@@ -81,9 +81,7 @@ func levelsTable(s *Scenario, r *Result) Table {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "p95 is over the operations that succeeded (HDR histograms). Stale % is the share of values with a positive Gamma score (CPQ 2), CPQ's estimate of the stale-read fraction; the trace's times come from one clock (the simulator's, or on a cluster the experiment process's), so every positive score counts. CPQ 3.1.3 dropped scores below about 2 ms, its hosts' clock uncertainty: the last column does the same."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 

@@ -540,9 +540,7 @@ func boundedTable(s *Scenario, r *Result) Table {
 		"Over bound counts the answers later than a positive bound: the node answers by the bound from a request's arrival (a deadline timer, beyond the paper), the round trip and the reception's fsync come on top. " +
 		"A write's stage is the one it reached when answered: received (durable at the receiving replica), transmitted (forwarded to the primary), coordinated (ordered by the primary), executed (applied at every replica). " +
 		"Newest: of the reads of keys the run had written, the share that returned the run's last write of the key; applied and pending: the writes a read brought in within its bound, and those it knew of and could not."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -669,9 +667,7 @@ func boundLatencyTable(s *Scenario, r *Result) Table {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "Each series' op that takes the swept bound (a group's read, not its quick writes), latency as the client measured it. The paper's Fig. 7 draws the p99 beside the expected line, latency = bound; its values did not survive in our copy (see the notes)."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -709,9 +705,7 @@ func readLatencyTable(s *Scenario, r *Result) Table {
 		t.Header = append([]string{"series"}, t.Header...)
 	}
 	t.Caption = "Each group writes one fresh key at the bound, then reads it with an unbounded (consistent) read at the same receiving replica; writes coordinated counts those answered coordinated or executed. The paper's Fig. 8 draws the read's mean and p95; its values did not survive in our copy."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -787,9 +781,7 @@ func costsTable(s *Scenario, r *Result) Table {
 		}
 	}
 	t.Caption = "One closed-loop session, as the paper's throughputs imply (Table IV's 4 ops/s is 1 / (0.1 x 2547 ms + 0.9 x 1.33 ms)). Write cost %: the writes' summed latency over all operations' (successful ones); ops/s: successful operations per second of the run."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -841,10 +833,7 @@ func modeName(res *Result, several bool, name string) string {
 // boundLatencyPlot is Fig. 7: each series' p99 against the bound, and
 // the expected line.
 func boundLatencyPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "p99 latency against the bound (Fig. 7)"
-	p.X.Label.Text = "bound (ms; immediate at 0)"
-	p.Y.Label.Text = "p99 latency (ms)"
+	p := newPlot("p99 latency against the bound (Fig. 7)", "bound (ms; immediate at 0)", "p99 latency (ms)")
 	results := curveResults(r)
 	i, top := 0, 0.0
 	for _, res := range results {
@@ -874,10 +863,7 @@ func boundLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 // readLatencyPlot is Fig. 8: the consistent read's mean and p95 against
 // the writes' bound.
 func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Consistent read latency against the writes' bound (Fig. 8)"
-	p.X.Label.Text = "write bound (ms; immediate at 0)"
-	p.Y.Label.Text = "read latency (ms)"
+	p := newPlot("Consistent read latency against the writes' bound (Fig. 8)", "write bound (ms; immediate at 0)", "read latency (ms)")
 	latency := func(y func(driver.Latency) float64) func(RunResult) (float64, bool) {
 		return func(run RunResult) (float64, bool) {
 			st, ok := runOpStats(run, groupRead)
@@ -898,10 +884,7 @@ func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 // returnedPlot is Figs 9-10: the reads that returned a value, and the
 // newest, against their bound.
 func returnedPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Reads that returned a value against their bound (Figs 9-10)"
-	p.X.Label.Text = "read bound (ms; immediate at 0)"
-	p.Y.Label.Text = "reads"
+	p := newPlot("Reads that returned a value against their bound (Figs 9-10)", "read bound (ms; immediate at 0)", "reads")
 	count := func(y func(BoundedStats) int) func(RunResult) (float64, bool) {
 		return func(run RunResult) (float64, bool) {
 			for _, b := range run.Bounded {

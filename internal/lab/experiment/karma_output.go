@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 )
@@ -86,9 +85,7 @@ func causalTable(s *Scenario, r *Result) Table {
 		"Local: Gets served at the client's own site (its session's write buffer, its site's cache, or a storage node there, directly or through the cache on a miss; Karma 6.1). " +
 		"Restricted: accesses (Gets and Puts) made while the session was bound to a ring by a dynamic ring restriction (Karma 4.2, Fig. 11); cops-pr and cops-ideal bind every session to its site's ring anyway, and for them it counts the accesses of sessions holding in-flight reads. In flight: Gets of a version not yet in every ring. " +
 		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). A paper cell with < or > is a bound the paper gives."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -337,10 +334,7 @@ func (karmaPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
 // causalCurves draws a metric against the total sessions, one line per
 // (series, strategy).
 func causalCurves(s *Scenario, r *Result, name, title, y string, v func(CausalRun) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "sessions (all sites)"
-	p.Y.Label.Text = y
+	p := newPlot(title, "sessions (all sites)", y)
 	p.Y.Min = 0
 	var labels []string
 	lines := map[string]plotter.XYs{}
@@ -380,9 +374,7 @@ func causalCurves(s *Scenario, r *Result, name, title, y string, v func(CausalRu
 // causalBars draws a metric as bars: one group per (series, point), one
 // bar per strategy.
 func causalBars(s *Scenario, r *Result, name, title, y string, v func(CausalRun) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = y
+	p := newPlot(title, "", y)
 	p.Y.Min = 0
 	var groups, strategies []string
 	cells := map[[2]string]float64{}
@@ -409,10 +401,7 @@ func causalBars(s *Scenario, r *Result, name, title, y string, v func(CausalRun)
 // causalTimelinePlot draws a per-second figure of every run against time,
 // with the scheduled changes marked.
 func causalTimelinePlot(s *Scenario, r *Result, name, title, y string, v func(CausalSecond) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time since the workload started (s)"
-	p.Y.Label.Text = y
+	p := newPlot(title, "time since the workload started (s)", y)
 	p.Y.Min = 0
 	for i, c := range r.Causal {
 		var xys plotter.XYs

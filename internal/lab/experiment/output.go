@@ -132,9 +132,7 @@ func opsTable(s *Scenario, r *Result) Table {
 		}
 	}
 	t.Caption = "Latency is over the operations that succeeded; ops/s counts them per second of the run after its warmup. An op is a step of the workload: a Get or a Put, or a YCSB operation (a read-modify-write or a scan counts once)."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -409,4 +407,13 @@ func workloadText(s *Scenario) string {
 	}
 	w := s.Workload
 	return fmt.Sprintf("\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
+}
+
+// virtualNote is what a caption says of a result's times: in the
+// simulator, that they are virtual.
+func virtualNote(r *Result) string {
+	if r.Mode == "sim" {
+		return " Times are virtual."
+	}
+	return ""
 }
