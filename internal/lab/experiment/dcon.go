@@ -657,10 +657,8 @@ func boundLatencyTable(s *Scenario, r *Result) Table {
 				continue
 			}
 			over := ""
-			for _, b := range run.Bounded {
-				if b.Op == label && x > 0 {
-					over = pct(b.OverBound, b.Count-b.Failed)
-				}
+			if b, ok := runBounded(run, label); ok && x > 0 {
+				over = pct(b.OverBound, b.Count-b.Failed)
 			}
 			row = append(row, label, f3(st.LatencyMS.P50), f3(st.LatencyMS.P99), over)
 		}
@@ -676,31 +674,15 @@ func boundLatencyTable(s *Scenario, r *Result) Table {
 func readLatencyTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "read-latency", Title: "A consistent read after writes at the bound: read latency (Fig. 8)",
 		Header: []string{"write bound", "reads", "read mean ms", "read p95 ms", "read p99 ms", "write p99 ms", "writes coordinated %", "writes executed %", "read applied avg"}}
-	for _, sn := range seriesNames(r) {
-		for _, p := range points(r) {
-			run, ok := runAt(r, p, sn)
-			if !ok {
-				continue
-			}
-			read, _ := runOpStats(run, driver.GroupLabel+"/"+driver.ReadLabel)
-			write, _ := runOpStats(run, driver.GroupLabel+"/"+driver.WriteLabel)
-			row := []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99)}
-			var coord, exec, applied, reads, writes int
-			for _, b := range run.Bounded {
-				switch b.Op {
-				case driver.GroupLabel + "/" + driver.WriteLabel:
-					coord, exec, writes = b.Coordinated+b.Executed, b.Executed, b.Count-b.Failed
-				case driver.GroupLabel + "/" + driver.ReadLabel:
-					applied, reads = b.Applied, b.Count-b.Failed
-				}
-			}
-			row = append(row, pct(coord, writes), pct(exec, writes), avg(applied, reads))
-			if len(s.Series) > 0 {
-				row = append([]string{seriesTitle(sn)}, row...)
-			}
-			t.Rows = append(t.Rows, row)
-		}
-	}
+	t.Rows = pointRows(s, r, func(p, _ string, run RunResult) []string {
+		read, _ := runOpStats(run, groupRead)
+		write, _ := runOpStats(run, groupWrite)
+		w, _ := runBounded(run, groupWrite)
+		rd, _ := runBounded(run, groupRead)
+		writes := w.Count - w.Failed
+		return []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99),
+			pct(w.Coordinated+w.Executed, writes), pct(w.Executed, writes), avg(rd.Applied, rd.Count-rd.Failed)}
+	})
 	if len(s.Series) > 0 {
 		t.Header = append([]string{"series"}, t.Header...)
 	}
@@ -717,29 +699,13 @@ func returnedTable(s *Scenario, r *Result) Table {
 	if len(s.Series) > 0 {
 		t.Header = append([]string{"series"}, t.Header...)
 	}
-	for _, sn := range seriesNames(r) {
-		for _, p := range points(r) {
-			run, ok := runAt(r, p, sn)
-			if !ok {
-				continue
-			}
-			label := driver.GroupLabel + "/" + driver.ReadLabel
-			st, _ := runOpStats(run, label)
-			var b BoundedStats
-			for _, x := range run.Bounded {
-				if x.Op == label {
-					b = x
-				}
-			}
-			pv, pok := paperPoint(s, "returned", p, sn)
-			row := []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
-				strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
-			if len(s.Series) > 0 {
-				row = append([]string{seriesTitle(sn)}, row...)
-			}
-			t.Rows = append(t.Rows, row)
-		}
-	}
+	t.Rows = pointRows(s, r, func(p, sn string, run RunResult) []string {
+		st, _ := runOpStats(run, groupRead)
+		b, _ := runBounded(run, groupRead)
+		pv, pok := paperPoint(s, "returned", p, sn)
+		return []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
+			strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
+	})
 	t.Caption = "Returned (our reading of the paper's \"number of values returned\", 6-C): the reads, one a group, that answered with a value rather than the paper's NULL; newest: those that returned the group's last write; applied: the writes the read brought in within its bound. The paper gives only that no value returns below 20 ms (Fig. 9) or 30 ms with the slow link (Fig. 10); its curves did not survive in our copy."
 	return t
 }
@@ -887,12 +853,8 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 	p := newPlot("Reads that returned a value against their bound (Figs 9-10)", "read bound (ms; immediate at 0)", "reads")
 	count := func(y func(BoundedStats) int) func(RunResult) (float64, bool) {
 		return func(run RunResult) (float64, bool) {
-			for _, b := range run.Bounded {
-				if b.Op == groupRead {
-					return float64(y(b)), true
-				}
-			}
-			return 0, false
+			b, ok := runBounded(run, groupRead)
+			return float64(y(b)), ok
 		}
 	}
 	err := groupReadCurves(p, r, []groupReadCurve{
@@ -907,8 +869,42 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
 }
 
-// groupRead is the label of a group's bounded read.
-const groupRead = driver.GroupLabel + "/" + driver.ReadLabel
+// groupRead and groupWrite are the labels of a group's bounded read
+// and writes.
+const (
+	groupRead  = driver.GroupLabel + "/" + driver.ReadLabel
+	groupWrite = driver.GroupLabel + "/" + driver.WriteLabel
+)
+
+// runBounded is the run's bounded ops of a label, if it has them.
+func runBounded(run RunResult, label string) (BoundedStats, bool) {
+	for _, b := range run.Bounded {
+		if b.Op == label {
+			return b, true
+		}
+	}
+	return BoundedStats{}, false
+}
+
+// pointRows are a table's rows, one per series and sweep point that has
+// a run, each made by row; with series, the series' title first.
+func pointRows(s *Scenario, r *Result, row func(point, series string, run RunResult) []string) [][]string {
+	var out [][]string
+	for _, sn := range seriesNames(r) {
+		for _, p := range points(r) {
+			run, ok := runAt(r, p, sn)
+			if !ok {
+				continue
+			}
+			cells := row(p, sn, run)
+			if len(s.Series) > 0 {
+				cells = append([]string{seriesTitle(sn)}, cells...)
+			}
+			out = append(out, cells)
+		}
+	}
+	return out
+}
 
 // A groupReadCurve is one curve of a plot of the groups' reads against
 // the bound: its name and its value in a run.
