@@ -683,9 +683,7 @@ func readLatencyTable(s *Scenario, r *Result) Table {
 		return []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99),
 			pct(w.Coordinated+w.Executed, writes), pct(w.Executed, writes), avg(rd.Applied, rd.Count-rd.Failed)}
 	})
-	if len(s.Series) > 0 {
-		t.Header = append([]string{"series"}, t.Header...)
-	}
+	t.Header = append(seriesColumn(s, "series"), t.Header...)
 	t.Caption = "Each group writes one fresh key at the bound, then reads it with an unbounded (consistent) read at the same receiving replica; writes coordinated counts those answered coordinated or executed. The paper's Fig. 8 draws the read's mean and p95; its values did not survive in our copy."
 	t.Caption += virtualNote(r)
 	return t
@@ -696,9 +694,7 @@ func readLatencyTable(s *Scenario, r *Result) Table {
 func returnedTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "returned", Title: "Values returned by reads at the bound after immediate writes (Figs 9-10)",
 		Header: []string{"read bound", "reads", "returned", "paper", "null", "newest", "applied avg", "pending avg", "read p99 ms"}}
-	if len(s.Series) > 0 {
-		t.Header = append([]string{"series"}, t.Header...)
-	}
+	t.Header = append(seriesColumn(s, "series"), t.Header...)
 	t.Rows = pointRows(s, r, func(p, sn string, run RunResult) []string {
 		st, _ := runOpStats(run, groupRead)
 		b, _ := runBounded(run, groupRead)
@@ -800,20 +796,14 @@ func modeName(res *Result, several bool, name string) string {
 // the expected line.
 func boundLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 	p := newPlot("p99 latency against the bound (Fig. 7)", "bound (ms; immediate at 0)", "p99 latency (ms)")
-	results := curveResults(r)
-	i, top := 0, 0.0
-	for _, res := range results {
-		for _, sn := range seriesNames(res) {
-			err := boundCurve(p, i, modeName(res, len(results) > 1, seriesTitle(sn)), res, sn, func(run RunResult) (float64, bool) {
-				st, ok := runOpStats(run, sweptLabel(run))
-				return st.LatencyMS.P99, ok
-			})
-			if err != nil {
-				return Figure{}, err
-			}
-			i++
-		}
+	i, err := seriesCurves(p, r, []seriesCurve{{seriesTitle, func(run RunResult) (float64, bool) {
+		st, ok := runOpStats(run, sweptLabel(run))
+		return st.LatencyMS.P99, ok
+	}}})
+	if err != nil {
+		return Figure{}, err
 	}
+	top := 0.0
 	for _, pt := range points(r) {
 		if x, ok := pointBound(pt); ok {
 			top = max(top, x)
@@ -836,9 +826,9 @@ func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 			return y(st.LatencyMS), ok
 		}
 	}
-	err := groupReadCurves(p, r, []groupReadCurve{
-		{"read mean", latency(func(l driver.Latency) float64 { return l.Mean })},
-		{"read p95", latency(func(l driver.Latency) float64 { return l.P95 })},
+	_, err := seriesCurves(p, r, []seriesCurve{
+		{named("read mean"), latency(func(l driver.Latency) float64 { return l.Mean })},
+		{named("read p95"), latency(func(l driver.Latency) float64 { return l.P95 })},
 	})
 	if err != nil {
 		return Figure{}, err
@@ -857,9 +847,9 @@ func returnedPlot(s *Scenario, r *Result) (Figure, error) {
 			return float64(y(b)), ok
 		}
 	}
-	err := groupReadCurves(p, r, []groupReadCurve{
-		{"returned", count(func(b BoundedStats) int { return b.Returned })},
-		{"newest", count(func(b BoundedStats) int { return b.Newest })},
+	_, err := seriesCurves(p, r, []seriesCurve{
+		{named("returned"), count(func(b BoundedStats) int { return b.Returned })},
+		{named("newest"), count(func(b BoundedStats) int { return b.Newest })},
 	})
 	if err != nil {
 		return Figure{}, err
@@ -896,40 +886,40 @@ func pointRows(s *Scenario, r *Result, row func(point, series string, run RunRes
 			if !ok {
 				continue
 			}
-			cells := row(p, sn, run)
-			if len(s.Series) > 0 {
-				cells = append([]string{seriesTitle(sn)}, cells...)
-			}
-			out = append(out, cells)
+			out = append(out, append(seriesColumn(s, seriesTitle(sn)), row(p, sn, run)...))
 		}
 	}
 	return out
 }
 
-// A groupReadCurve is one curve of a plot of the groups' reads against
-// the bound: its name and its value in a run.
-type groupReadCurve struct {
-	name string
+// A seriesCurve is one curve per series of a plot against the bound:
+// its name for a series and its value in a run.
+type seriesCurve struct {
+	name func(series string) string
 	y    func(RunResult) (float64, bool)
 }
 
-// groupReadCurves adds each curve for every series of every result
-// (the simulator's beside a cluster's).
-func groupReadCurves(p *plot.Plot, r *Result, curves []groupReadCurve) error {
+// named names a series' curve what after the series.
+func named(what string) func(string) string {
+	return func(series string) string { return strings.TrimSpace(series + " " + what) }
+}
+
+// seriesCurves adds each curve for every series of every result (the
+// simulator's beside a cluster's) and returns how many it added.
+func seriesCurves(p *plot.Plot, r *Result, curves []seriesCurve) (int, error) {
 	results := curveResults(r)
 	i := 0
 	for _, res := range results {
 		for _, sn := range seriesNames(res) {
 			for _, c := range curves {
-				name := strings.TrimSpace(sn + " " + c.name)
-				if err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, c.y); err != nil {
-					return err
+				if err := boundCurve(p, i, modeName(res, len(results) > 1, c.name(sn)), res, sn, c.y); err != nil {
+					return i, err
 				}
 				i++
 			}
 		}
 	}
-	return nil
+	return i, nil
 }
 
 // boundText names an op's bound: its own, else the workload's, else the

@@ -92,20 +92,14 @@ func causalTable(s *Scenario, r *Result) Table {
 // saturationTable has one row per (series, strategy): its peak over the
 // sweep's points (Karma Figs 7a and 10: throughput at saturation).
 func saturationTable(s *Scenario, r *Result) Table {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	t := Table{Name: "saturation", Title: "Peak throughput of each strategy over the sweep (Karma Figs 7, 10; 6.5)",
 		Header: append(h, "strategy", "points", "peak ops/s", "sessions", "get mean ms", "get p99 ms", "local %", "restricted %", "plateau reached")}
 	order, ps := peaks(r)
 	for _, k := range order {
 		series, strategy, _ := strings.Cut(k, "\x00")
 		p := ps[[2]string{series, strategy}]
-		var row []string
-		if len(s.Series) > 0 {
-			row = append(row, series)
-		}
+		row := seriesColumn(s, series)
 		plateau := "no"
 		if p.saturated {
 			plateau = "yes"
@@ -123,10 +117,7 @@ func saturationTable(s *Scenario, r *Result) Table {
 // (Karma 6.1, 6.3) and each series' against the first series' (6.5),
 // beside the paper's.
 func comparisonTable(s *Scenario, r *Result) Table {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	t := Table{Name: "comparison", Title: "Peak throughput compared: strategy vs strategy, series vs series (%)",
 		Header: append(h, "strategy", "vs", "ops/s", "vs ops/s", "gain %", "paper")}
 	order, ps := peaks(r)
@@ -151,10 +142,7 @@ func comparisonTable(s *Scenario, r *Result) Table {
 		}
 	}
 	add := func(se, st, vs string, a, b peak, metric, paperSeries, baseline string) {
-		var row []string
-		if len(s.Series) > 0 {
-			row = append(row, se)
-		}
+		row := seriesColumn(s, se)
 		g := gainPct(a.run.ThroughputOpsPerS, b.run.ThroughputOpsPerS)
 		cell := ""
 		if !math.IsNaN(g) {

@@ -82,10 +82,7 @@ func runCells(s *Scenario, r RunResult) []string {
 // sweep's point and the seed, when the scenario has them; pointCells are
 // a run's values of them.
 func pointColumns(s *Scenario) []string {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	if s.Sweep != nil {
 		h = append(h, s.Sweep.Param)
 	}
@@ -95,11 +92,17 @@ func pointColumns(s *Scenario) []string {
 	return h
 }
 
-func pointCells(s *Scenario, series, point string, seed uint64) []string {
-	var c []string
+// seriesColumn is a table's series column (its header or a row's cell)
+// when the scenario has series, else nothing.
+func seriesColumn(s *Scenario, cell string) []string {
 	if len(s.Series) > 0 {
-		c = append(c, series)
+		return []string{cell}
 	}
+	return nil
+}
+
+func pointCells(s *Scenario, series, point string, seed uint64) []string {
+	c := seriesColumn(s, series)
 	if s.Sweep != nil {
 		c = append(c, point)
 	}
