@@ -66,8 +66,8 @@ func bound(v, def string) wire.Bound {
 // maxGroupWrites bounds a group's writes.
 const maxGroupWrites = 10_000
 
-// validateBounds checks the workload's bounded operations.
-func (s *Scenario) validateBounds() error {
+// validate checks the workload's bounded operations.
+func (dconPlugin) validate(s *Scenario) error {
 	w := &s.Workload
 	for _, f := range []struct{ field, v string }{{"bound", w.Bound}, {"put_bound", w.PutBound}, {"get_bound", w.GetBound},
 		{"load_bound", w.LoadBound}} {

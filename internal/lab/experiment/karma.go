@@ -97,7 +97,9 @@ func (s *Scenario) causal() bool { return s.Causal != nil }
 // maxTxKeys bounds a get-transaction's keys.
 const maxTxKeys = 64
 
-func (s *Scenario) validateCausal() error {
+// validate checks a causal table's section and what a causal table
+// rules out elsewhere.
+func (karmaPlugin) validate(s *Scenario) error {
 	c := s.Causal
 	if c == nil {
 		if s.Cluster.ReplicasPerSite > 0 {
@@ -151,7 +153,8 @@ func (s *Scenario) validateCausal() error {
 	return nil
 }
 
-func (s *Scenario) validateCausalStrategies() error {
+// checkStrategies checks a causal scenario's strategies.
+func (karmaPlugin) checkStrategies(s *Scenario) error {
 	for i, name := range s.Strategies {
 		st, err := causal.ParseStrategy(name)
 		if err != nil || slices.Index(s.Strategies, name) != i {

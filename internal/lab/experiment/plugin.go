@@ -91,6 +91,8 @@ type worldPlugin interface {
 	mixer
 	// variant parses one of the plug-in's strategies.
 	variant(name string) (strategyVariant, error)
+	// checkStrategies checks the strategies of a claimed scenario.
+	checkStrategies(s *Scenario) error
 	// session sets up a run's driver group for the plug-in's table.
 	session(s *Scenario, g *driver.Group)
 	// runSim runs a unit in a world of its own in the simulator, with
@@ -138,6 +140,13 @@ func worldOf(s *Scenario) (worldPlugin, bool) {
 	}
 	w, ok := m.(worldPlugin)
 	return w, ok
+}
+
+// A validator is a plug-in that checks the scenario fields it reads,
+// before the engine checks the rest.
+type validator interface {
+	plugin
+	validate(s *Scenario) error
 }
 
 // A strategist is a plug-in that names strategies of its own: the

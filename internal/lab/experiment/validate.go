@@ -45,12 +45,24 @@ func (s *Scenario) Validate() error {
 	}
 	s.defaults()
 	for _, check := range []func() error{
-		s.validateCausal, s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
+		s.validatePlugins, s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
 		s.validateStrategies, s.validateSchedule, s.validateOutputs, s.Cluster.validate,
 		s.validateSim, s.validatePaper, s.validateSweep, s.validateSeries,
 	} {
 		if err := check(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validatePlugins runs the validators, before the engine's own checks.
+func (s *Scenario) validatePlugins() error {
+	for _, p := range plugins {
+		if v, ok := p.(validator); ok {
+			if err := v.validate(s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -194,7 +206,7 @@ func (s *Scenario) defaults() {
 
 func (s *Scenario) validateTable() error {
 	if s.causal() {
-		return nil // the rings place a causal table (validateCausal)
+		return nil // the rings place a causal table (its plug-in validates them)
 	}
 	t := &s.Table
 	if !s.hasNodes(t.Primary, false) {
@@ -364,9 +376,6 @@ func (s *Scenario) validateWorkload() error {
 			return invalid("workload.put_fraction", "%v outside [0, 1]", w.PutFraction)
 		}
 	}
-	if err := s.validateBounds(); err != nil {
-		return err
-	}
 	switch {
 	case w.ValueSize < 0 || w.ValueSize > maxValue:
 		return invalid("workload.value_size", "%d outside [0, %d]", w.ValueSize, maxValue)
@@ -426,8 +435,8 @@ func (s *Scenario) validateClients() error {
 }
 
 func (s *Scenario) validateStrategies() error {
-	if s.causal() {
-		return s.validateCausalStrategies()
+	if wp, own := worldOf(s); own {
+		return wp.checkStrategies(s)
 	}
 	for i, name := range s.Strategies {
 		field := fmt.Sprintf("strategies[%d]", i)
