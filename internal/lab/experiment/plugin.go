@@ -13,12 +13,18 @@ import (
 )
 
 // The lab is an engine with one plug-in per paper. The engine (this
-// package's scenario.go, validate.go, engine.go, sweep.go, schedule.go,
-// simrun.go, cluster_run.go, output.go, plots.go) reads and checks a
-// scenario, plans its units, runs them in the simulator or on a local
-// cluster and writes what they measured; it reaches a paper only through
-// the plug-ins below. A plug-in lives in the files named after it:
+// package's engine.go, simrun.go, cluster_run.go, record.go, output.go,
+// schedule.go, sweep.go, scenario.go, validate.go, result.go, network.go,
+// plots.go) reads and checks a scenario, plans its units, runs them in
+// the simulator or on a local cluster and writes what they measured; it
+// reaches a paper only through the plug-ins below and names none
+// (TestEngineNamesNoPaper). A plug-in lives in the files named after it:
 // pileus*.go, cpq*.go, dcon*.go, karma*.go.
+//
+// A plug-in also validates its part of a scenario (validator), names
+// its strategies (strategist), records its share of every run
+// (recorderPlugin), owns its section of Result (embedded, so that the
+// JSON keeps one flat run) and adds its sweep parameters (sweeper).
 //
 // The plug-ins share the engine's unexported types (unit, run, Result's
 // sections), which is why they are files of this package rather than
