@@ -122,7 +122,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	t := timing{cluster: true, scale: s.Cluster.TimeScale}
 	if s.Cluster.Keys > 0 {
-		s = s.with(func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
+		s = derive(s, func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
 		if err := s.Validate(); err != nil {
 			return nil, err
 		}
@@ -165,7 +165,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		}
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: s.replicaSites()}
+		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: replicaSites(s)}
 	for _, u := range units {
 		if err := sameCluster(s, u.s); err != nil {
 			return nil, fmt.Errorf("%s: series %s: %w", s.Name, u.series, err)
@@ -537,7 +537,7 @@ func (n *clusterNetwork) wait() error {
 }
 
 func (n *clusterNetwork) topologySettings(a, b string) wan.Settings {
-	rtt, jitter := n.s.topologyLink(a, b)
+	rtt, jitter := topologyLink(n.s, a, b)
 	if a != b {
 		// The link's bandwidth as delay (clusterTopology).
 		t := clusterTopology(n.s)

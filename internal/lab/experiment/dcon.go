@@ -243,7 +243,7 @@ func seriesScenarios(s *Scenario) ([]seriesScenario, error) {
 	}
 	var out []seriesScenario
 	for i, sp := range s.Series {
-		c, err := s.series(sp)
+		c, err := seriesOf(s, sp)
 		if err != nil {
 			return nil, invalid(fmt.Sprintf("series[%d] (%s)", i, sp.Name), "%v", err)
 		}
@@ -252,11 +252,11 @@ func seriesScenarios(s *Scenario) ([]seriesScenario, error) {
 	return out, nil
 }
 
-// series lays a series over the YAML the scenario was read from, makes
+// seriesOf lays a series over the YAML the scenario was read from, makes
 // the changes made since through with (the series' own sections in
 // hand: a series may scale its cluster run apart), and validates the
 // result. A field of the scenario changed directly does not reach it.
-func (s *Scenario) series(sp SeriesSpec) (*Scenario, error) {
+func seriesOf(s *Scenario, sp SeriesSpec) (*Scenario, error) {
 	if s.raw == nil {
 		return nil, fmt.Errorf("series need a scenario read from YAML (Parse)")
 	}

@@ -264,7 +264,7 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		b.WriteString(wp.describe(s, r.Mode))
 	} else {
 		fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
-			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
+			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(replicaSites(s), ", "), s.Table.Primary, s.Table.PullInterval)
 		if s.Table.Push {
 			b.WriteString(", push")
 		}

@@ -95,7 +95,7 @@ const hedgeCost = 0.1
 // table's replica sites (primary first); with a schedule, every run's
 // timeline of Gets and its adaptation to each event (5.4).
 func (pileusPlugin) record(u *unit, _ timing) unitPart {
-	p := &pileusPart{u: u, sites: u.s.replicaSites(), target: map[*run]map[int]map[string]int{}}
+	p := &pileusPart{u: u, sites: replicaSites(u.s), target: map[*run]map[int]map[string]int{}}
 	for _, r := range u.runs {
 		if r.variant.strategy == clientcore.Pileus {
 			p.target[r] = map[int]map[string]int{}

@@ -200,9 +200,10 @@ type WorkloadSpec struct {
 	// Bounded operations (DESIGN.md section 4). A bound is immediate
 	// (0 ms, "as soon as possible": reception only), unbounded (an
 	// infinite bound, "consistent") or a positive duration; an op
-	// without one takes the SLA and level paths. Bound is the bound of every op that has none of its own
-	// below (the sweep parameter bound sets it); PutBound bounds the
-	// mix's Puts and RTWs, GetBound its Gets.
+	// without one takes the SLA and level paths. Bound is the bound of
+	// every op that has none of its own below (the sweep parameter bound
+	// sets it); PutBound bounds the mix's Puts and RTWs, GetBound its
+	// Gets.
 	Bound    string `yaml:"bound"`
 	PutBound string `yaml:"put_bound"`
 	GetBound string `yaml:"get_bound"`
@@ -377,8 +378,9 @@ type EventSpec struct {
 	// by the round trips without them.
 	//
 	// A stalls event stops storage nodes now and then from At until
-	// Until, as a garbage collector's pauses do: Node, or each storage node of the topology apart,
-	// pauses for a time drawn from For at exponential gaps of mean Every,
+	// Until, as a garbage collector's pauses do: Node, or each storage
+	// node of the topology apart, pauses for a time drawn from For at
+	// exponential gaps of mean Every,
 	// handling nothing meanwhile and then what queued, in order
 	// (sim.Sim.Pause). Each run expands it into pause events, the same
 	// for every strategy, which the adaptation analysis leaves out. A

@@ -43,7 +43,7 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: s.replicaSites()}
+		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: replicaSites(s)}
 	total := 0
 	for _, u := range units {
 		total += len(u.runs)

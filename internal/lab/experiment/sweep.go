@@ -79,9 +79,9 @@ func (s *Scenario) points() int {
 	return len(s.Sweep.Values)
 }
 
-// point returns the scenario of one sweep point: a copy with the
+// atPoint returns the scenario of one sweep point: a copy with the
 // parameter set to v, validated.
-func (s *Scenario) point(v string) (*Scenario, error) {
+func atPoint(s *Scenario, v string) (*Scenario, error) {
 	c := *s
 	c.Sweep = nil
 	c.Clients = slices.Clone(s.Clients)
@@ -106,7 +106,7 @@ func (s *Scenario) ClusterModel() *Scenario {
 	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 {
 		return s
 	}
-	return s.with(func(c *Scenario) {
+	return derive(s, func(c *Scenario) {
 		c.clusterModel = true
 		if n := c.Cluster.ReplicasPerSite; n > 0 && c.resolveTopology() == nil {
 			t := trimReplicas(c.topo, n)
@@ -132,9 +132,9 @@ func (s *Scenario) ClusterModel() *Scenario {
 	})
 }
 
-// with returns a copy of the scenario changed by f, as are its series,
+// derive returns a copy of the scenario changed by f, as are its series,
 // which are laid over the YAML the scenario was read from (series).
-func (s *Scenario) with(f func(*Scenario)) *Scenario {
+func derive(s *Scenario, f func(*Scenario)) *Scenario {
 	c := *s
 	f(&c)
 	c.mods = append(slices.Clone(s.mods), f)
@@ -155,7 +155,7 @@ func pointScenarios(s *Scenario) ([]pointScenario, error) {
 	}
 	var out []pointScenario
 	for _, v := range s.Sweep.Values {
-		p, err := s.point(v)
+		p, err := atPoint(s, v)
 		if err != nil {
 			return nil, err
 		}

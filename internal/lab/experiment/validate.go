@@ -228,7 +228,7 @@ func (s *Scenario) validateTable() error {
 
 // placement is the table's placement over the topology.
 func (s *Scenario) placement() (topology.Placement, error) {
-	p := topology.Placement{Sites: s.replicaSites(), Replicas: s.Table.Replicas, Tablets: s.Table.Tablets,
+	p := topology.Placement{Sites: replicaSites(s), Replicas: s.Table.Replicas, Tablets: s.Table.Tablets,
 		Partition: s.Table.Partition}
 	if p.Partition == "range" && p.Tablets > 1 {
 		keys := make([]string, s.Workload.Keys)
@@ -571,7 +571,7 @@ func (s *Scenario) validateSweep() error {
 		if slices.Index(s.Sweep.Values, v) != i {
 			return invalid(fmt.Sprintf("sweep.values[%d]", i), "%q repeated", v)
 		}
-		if _, err := s.point(v); err != nil {
+		if _, err := atPoint(s, v); err != nil {
 			return invalid(fmt.Sprintf("sweep.values[%d]", i), "%v", err)
 		}
 	}
