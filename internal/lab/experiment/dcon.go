@@ -672,18 +672,17 @@ func boundLatencyTable(s *Scenario, r *Result) Table {
 // readLatencyTable is Fig. 8: a group's read, its mean and p95 against
 // the writes' bound.
 func readLatencyTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "read-latency", Title: "A consistent read after writes at the bound: read latency (Fig. 8)",
-		Header: []string{"write bound", "reads", "read mean ms", "read p95 ms", "read p99 ms", "write p99 ms", "writes coordinated %", "writes executed %", "read applied avg"}}
-	t.Rows = pointRows(s, r, func(p, _ string, run RunResult) []string {
-		read, _ := runOpStats(run, groupRead)
-		write, _ := runOpStats(run, groupWrite)
-		w, _ := runBounded(run, groupWrite)
-		rd, _ := runBounded(run, groupRead)
-		writes := w.Count - w.Failed
-		return []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99),
-			pct(w.Coordinated+w.Executed, writes), pct(w.Executed, writes), avg(rd.Applied, rd.Count-rd.Failed)}
-	})
-	t.Header = append(seriesColumn(s, "series"), t.Header...)
+	t := pointTable(s, r, Table{Name: "read-latency", Title: "A consistent read after writes at the bound: read latency (Fig. 8)",
+		Header: []string{"write bound", "reads", "read mean ms", "read p95 ms", "read p99 ms", "write p99 ms", "writes coordinated %", "writes executed %", "read applied avg"}},
+		func(p, _ string, run RunResult) []string {
+			read, _ := runOpStats(run, groupRead)
+			write, _ := runOpStats(run, groupWrite)
+			w, _ := runBounded(run, groupWrite)
+			rd, _ := runBounded(run, groupRead)
+			writes := w.Count - w.Failed
+			return []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99),
+				pct(w.Coordinated+w.Executed, writes), pct(w.Executed, writes), avg(rd.Applied, rd.Count-rd.Failed)}
+		})
 	t.Caption = "Each group writes one fresh key at the bound, then reads it with an unbounded (consistent) read at the same receiving replica; writes coordinated counts those answered coordinated or executed. The paper's Fig. 8 draws the read's mean and p95; its values did not survive in our copy."
 	t.Caption += virtualNote(r)
 	return t
@@ -692,16 +691,15 @@ func readLatencyTable(s *Scenario, r *Result) Table {
 // returnedTable is Figs 9-10: the groups' reads at the bound, how many
 // returned a value.
 func returnedTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "returned", Title: "Values returned by reads at the bound after immediate writes (Figs 9-10)",
-		Header: []string{"read bound", "reads", "returned", "paper", "null", "newest", "applied avg", "pending avg", "read p99 ms"}}
-	t.Header = append(seriesColumn(s, "series"), t.Header...)
-	t.Rows = pointRows(s, r, func(p, sn string, run RunResult) []string {
-		st, _ := runOpStats(run, groupRead)
-		b, _ := runBounded(run, groupRead)
-		pv, pok := paperPoint(s, "returned", p, sn)
-		return []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
-			strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
-	})
+	t := pointTable(s, r, Table{Name: "returned", Title: "Values returned by reads at the bound after immediate writes (Figs 9-10)",
+		Header: []string{"read bound", "reads", "returned", "paper", "null", "newest", "applied avg", "pending avg", "read p99 ms"}},
+		func(p, sn string, run RunResult) []string {
+			st, _ := runOpStats(run, groupRead)
+			b, _ := runBounded(run, groupRead)
+			pv, pok := paperPoint(s, "returned", p, sn)
+			return []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
+				strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
+		})
 	t.Caption = "Returned (our reading of the paper's \"number of values returned\", 6-C): the reads, one a group, that answered with a value rather than the paper's NULL; newest: those that returned the group's last write; applied: the writes the read brought in within its bound. The paper gives only that no value returns below 20 ms (Fig. 9) or 30 ms with the slow link (Fig. 10); its curves did not survive in our copy."
 	return t
 }
@@ -874,6 +872,14 @@ func runBounded(run RunResult, label string) (BoundedStats, bool) {
 		}
 	}
 	return BoundedStats{}, false
+}
+
+// pointTable is t with one row per series and sweep point (pointRows),
+// and with series a series column first.
+func pointTable(s *Scenario, r *Result, t Table, row func(point, series string, run RunResult) []string) Table {
+	t.Header = append(seriesColumn(s, "series"), t.Header...)
+	t.Rows = pointRows(s, r, row)
+	return t
 }
 
 // pointRows are a table's rows, one per series and sweep point that has
