@@ -94,7 +94,7 @@ type ClusterRunOptions struct {
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
 //
-// A causal table (Karma) runs on the topology's sites with
+// A causal table runs on the topology's sites with
 // cluster.replicas_per_site storage nodes each and the scenario's rings,
 // each unit on a fresh table of its own (cluster_causal.go); each unit
 // loads its keys through the rings, unless causal.no_load says not to.
@@ -122,12 +122,12 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	t := timing{cluster: true, scale: s.Cluster.TimeScale}
 	if s.Cluster.Keys > 0 {
-		s = s.with(func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
+		s = derive(s, func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
 		if err := s.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	units, err := s.units(o.Seed, t)
+	units, err := planUnits(s, o.Seed, t)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		return nil, err
 	}
 	pull := t.scaled(s.Table.PullInterval)
-	copts := cluster.Options{Dir: o.Dir, Topology: s.clusterTopology(), Placement: placement,
+	copts := cluster.Options{Dir: o.Dir, Topology: clusterTopology(s), Placement: placement,
 		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger}
 	if own {
 		progress(wp.startCluster(s, &copts))
@@ -153,21 +153,21 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 		progress(fmt.Sprintf("  site %-8s pid %d, metrics http://%s/metrics", site.Name, site.PID, site.HTTP))
 	}
 	if !own {
-		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, s.loaderSite()))
+		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, loaderSite(s)))
 		if err := loadCluster(ctx, s, info); err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 	}
-	if !own && s.loadBound() != wire.Unbounded {
+	if !own && loadBound(s) != wire.Unbounded {
 		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
 		if err := sleep(ctx, pull); err != nil {
 			return nil, err
 		}
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: s.replicaSites()}
+		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: replicaSites(s)}
 	for _, u := range units {
-		if err := s.sameCluster(u.s); err != nil {
+		if err := sameCluster(s, u.s); err != nil {
 			return nil, fmt.Errorf("%s: series %s: %w", s.Name, u.series, err)
 		}
 		if err := runClusterUnit(ctx, u, s, t, c, progress); err != nil {
@@ -194,7 +194,7 @@ func loadCluster(ctx context.Context, s *Scenario, info cluster.Info) error {
 	loop := driver.NewLoop(time.Now())
 	rec := &driver.Recorder{}
 	d, err := driver.New(&driver.HostTarget{Loop: loop, Nodes: info.NodesFor, TLS: tlsConfig, Table: info.Table},
-		driver.Spec{Groups: []*driver.Group{s.loadGroup(s.loaderSite(), 8, clientcore.Options{})}, Steps: s.Workload.Keys, Recorder: rec})
+		driver.Spec{Groups: []*driver.Group{loadGroup(s, loaderSite(s), 8, clientcore.Options{})}, Steps: s.Workload.Keys, Recorder: rec})
 	if err != nil {
 		return err
 	}
@@ -338,14 +338,13 @@ const emulatedMessage = 100
 
 // clusterTopology is the topology a local cluster runs: the emulated WAN
 // sets latency and jitter only, so a link's bandwidth becomes delay, as
-// dConssandra VI-C made its slow link ("we delay all data
-// transmissions"): each way, the time to send a message carrying one
+// a slow link is made by delaying every data transmission: each way, the time to send a message carrying one
 // value. Queues on a busy link are not emulated.
 //
 // A causal table's topology gets the scenario's rings (the cluster then
 // creates its table as a causal table) and keeps cluster.replicas_per_site
 // storage nodes per site.
-func (s *Scenario) clusterTopology() topology.Topology {
+func clusterTopology(s *Scenario) topology.Topology {
 	t := s.topo
 	if wp, ok := worldOf(s); ok {
 		t = wp.topology(s, t)
@@ -363,7 +362,7 @@ func (s *Scenario) clusterTopology() topology.Topology {
 
 // sameCluster reports whether a series' scenario can run on the
 // scenario's cluster: the same sites, nodes and table; links may differ.
-func (s *Scenario) sameCluster(o *Scenario) error {
+func sameCluster(s *Scenario, o *Scenario) error {
 	a, b := s.topo, o.topo
 	a.Links, b.Links, a.Name, b.Name = nil, nil, "", ""
 	pa, _ := s.placement()
@@ -378,7 +377,7 @@ func (s *Scenario) sameCluster(o *Scenario) error {
 // settings (with bandwidth as delay, clusterTopology).
 func setLinks(c *cluster.Cluster, s *Scenario) error {
 	var errs []error
-	for _, l := range s.clusterTopology().Links {
+	for _, l := range clusterTopology(s).Links {
 		errs = append(errs, c.SetLink(l.A, l.B, wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}))
 	}
 	return errors.Join(errs...)
@@ -474,9 +473,9 @@ func (n *clusterNetwork) pause(string, time.Duration) error { return nil }
 // bandwidths.
 func clusterCaveats(s *Scenario) []string {
 	var out []string
-	series, _ := s.seriesScenarios()
+	series, _ := seriesScenarios(s)
 	for _, sr := range series {
-		emulated := sr.s.clusterTopology()
+		emulated := clusterTopology(sr.s)
 		for i, l := range sr.s.topo.Links {
 			if l.Bandwidth > 0 {
 				name := ""
@@ -538,10 +537,10 @@ func (n *clusterNetwork) wait() error {
 }
 
 func (n *clusterNetwork) topologySettings(a, b string) wan.Settings {
-	rtt, jitter := n.s.topologyLink(a, b)
+	rtt, jitter := topologyLink(n.s, a, b)
 	if a != b {
 		// The link's bandwidth as delay (clusterTopology).
-		t := n.s.clusterTopology()
+		t := clusterTopology(n.s)
 		if l, ok := t.Link(a, b); ok {
 			rtt = l.RTT
 		}

@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"strconv"
+	"time"
 
+	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/lab/measure"
 )
 
@@ -79,9 +81,7 @@ func levelsTable(s *Scenario, r *Result) Table {
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "p95 is over the operations that succeeded (HDR histograms). Stale % is the share of values with a positive Gamma score (CPQ 2), CPQ's estimate of the stale-read fraction; the trace's times come from one clock (the simulator's, or on a cluster the experiment process's), so every positive score counts. CPQ 3.1.3 dropped scores below about 2 ms, its hosts' clock uncertainty: the last column does the same."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -98,3 +98,89 @@ func stalenessOf(ops []measure.Op) *Staleness {
 	return &Staleness{Values: g.Values, Positive: g.Positive, PositiveFraction: g.PositiveFraction, PositiveOver2MSFraction: cpq.PositiveFraction,
 		P50MS: g.Positives.P50MS, P95MS: g.Positives.P95MS, P99MS: g.Positives.P99MS, MaxMS: g.Positives.MaxMS}
 }
+
+// record is CPQ's share of a unit: the Gamma analysis of the unit's
+// trace (staleness and levels outputs; on a cluster the runs of a unit
+// share keys, so it covers all of them) and each run judged window by
+// window from the warmup's end against the mode's targets (windows
+// output).
+func (cpqPlugin) record(u *unit, t timing) unitPart {
+	s := u.s
+	p := &cpqPart{runs: u.runs, staleness: s.wants(OutStaleness) || s.wants(OutLevels), windows: s.wants(OutWindows)}
+	if !p.staleness && !p.windows {
+		return nil
+	}
+	if p.windows {
+		p.from, p.targets, p.wops = t.scaled(s.Workload.Warmup), targetsFor(s, t.cluster), map[*run][]windowOp{}
+	}
+	return p
+}
+
+// cpqPart keeps what the staleness and windows outputs need.
+type cpqPart struct {
+	runs               []*run
+	staleness, windows bool
+	from               time.Duration
+	targets            TargetsSpec
+	wops               map[*run][]windowOp
+}
+
+func (p *cpqPart) keepsOps() bool { return p.staleness }
+
+func (p *cpqPart) op(r *run, op *driver.Op, _ bool) {
+	if p.windows {
+		p.wops[r] = append(p.wops[r], newWindowOp(op))
+	}
+}
+
+func (p *cpqPart) finish(rec *driver.Recorder) {
+	var staleness *Staleness
+	if p.staleness {
+		staleness = stalenessOf(rec.Ops())
+	}
+	for _, r := range p.runs {
+		r.r.Staleness = staleness
+		if p.windows {
+			w := windowsOf(p.wops[r], p.from, p.targets)
+			r.r.Windows = &w
+		}
+	}
+}
+
+// LevelsResult is CPQ's section of a run's result.
+type LevelsResult struct {
+	// Staleness is the Gamma analysis of the run's trace (staleness
+	// output). On a cluster the runs of a point share keys, so it covers
+	// all of them.
+	Staleness *Staleness `json:"staleness,omitempty"`
+	// Windows judges the run window by window against the scenario's
+	// targets (windows output).
+	Windows *Windows `json:"windows,omitempty"`
+}
+
+// Staleness is what the Gamma scores of a run's trace say (Golab et
+// al.; CPQ 2; package measure): the fraction of values whose score is
+// positive, CPQ's estimate of the stale-read fraction, and how stale
+// they were.
+type Staleness struct {
+	Values           int     `json:"values"`
+	Positive         int     `json:"positive"`
+	PositiveFraction float64 `json:"positive_fraction"`
+	// PositiveOver2MSFraction counts only the scores of 2 ms or more, as
+	// CPQ 3.1.3 did to stay above its hosts' clock-synchronization
+	// uncertainty.
+	PositiveOver2MSFraction float64 `json:"positive_over_2ms_fraction"`
+	// P50MS ... MaxMS are percentiles of the positive scores.
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
+}
+
+// CPQ's outputs: the Gamma analysis, latency and staleness per level,
+// and the windows the tuner is judged by.
+const (
+	OutStaleness = "staleness"
+	OutLevels    = "levels"
+	OutWindows   = "windows"
+)

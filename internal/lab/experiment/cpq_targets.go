@@ -43,7 +43,7 @@ func (t *TargetsSpec) validate(field string) error {
 
 // targetsFor returns the targets of a mode: cluster.targets on a cluster
 // if set, else targets, which must be set.
-func (s *Scenario) targetsFor(cluster bool) TargetsSpec {
+func targetsFor(s *Scenario, cluster bool) TargetsSpec {
 	if cluster && s.Cluster.Targets != nil {
 		return *s.Cluster.Targets
 	}
@@ -175,7 +175,7 @@ func windowsOf(ops []windowOp, from time.Duration, t TargetsSpec) Windows {
 
 // windowsTable sets each run's share of windows that met the targets.
 func windowsTable(s *Scenario, r *Result) Table {
-	tg := s.targetsFor(r.Mode == "cluster")
+	tg := targetsFor(s, r.Mode == "cluster")
 	t := Table{Name: "windows", Title: fmt.Sprintf("Windows of %s meeting read p95 <= %s and stale reads <= %g%% (CPQ 1's target)",
 		tg.Window, tg.ReadP95, 100*tg.Stale),
 		Header: append(runColumns(s), "windows", "met both %", "met latency %", "met staleness %", "read p95 ms", "stale reads %")}
@@ -208,7 +208,7 @@ func windowsTable(s *Scenario, r *Result) Table {
 // share of its reads that asked more than one replica, so that a tuner's
 // p can be followed through the schedule's phases.
 func windowsEachTable(s *Scenario, r *Result) Table {
-	window := s.targetsFor(r.Mode == "cluster").Window
+	window := targetsFor(s, r.Mode == "cluster").Window
 	t := Table{Name: "windows-each", Title: fmt.Sprintf("Each window of %s: targets met (L latency, S staleness, . missed) and the share of reads at QUORUM", window),
 		Header: runColumns(s)}
 	most := 0
@@ -248,7 +248,7 @@ func windowsEachTable(s *Scenario, r *Result) Table {
 // seeds: the mean share of windows meeting both targets with its 95%
 // confidence interval, and the least and most of any seed.
 func windowsMeanTable(s *Scenario, r *Result) Table {
-	window := s.targetsFor(r.Mode == "cluster").Window
+	window := targetsFor(s, r.Mode == "cluster").Window
 	var h []string
 	if s.Sweep != nil {
 		h = append(h, s.Sweep.Param)

@@ -46,10 +46,10 @@ func TestWindowsOf(t *testing.T) {
 func TestWindowsTables(t *testing.T) {
 	s := &Scenario{Repeat: 2, Targets: &TargetsSpec{ReadP95: time.Millisecond, Stale: 0.01, Window: time.Second}}
 	r := &Result{Mode: "sim", Runs: []RunResult{
-		{Seed: 1, SLA: "e", Client: "a", Strategy: "cpq-tune", Windows: &Windows{Count: 2, MetBoth: 2, MetLatency: 2, MetStale: 2,
-			Each: []Window{{Latency: true, Fresh: true, QuorumFraction: 0.25}, {Latency: true, Fresh: true, QuorumFraction: 0.75}}}},
-		{Seed: 2, SLA: "e", Client: "a", Strategy: "cpq-tune", Windows: &Windows{Count: 2, MetBoth: 1, MetLatency: 1, MetStale: 2,
-			Each: []Window{{Latency: true, Fresh: true}, {Fresh: true}}}},
+		{Seed: 1, SLA: "e", Client: "a", Strategy: "cpq-tune", LevelsResult: LevelsResult{Windows: &Windows{Count: 2, MetBoth: 2, MetLatency: 2, MetStale: 2,
+			Each: []Window{{Latency: true, Fresh: true, QuorumFraction: 0.25}, {Latency: true, Fresh: true, QuorumFraction: 0.75}}}}},
+		{Seed: 2, SLA: "e", Client: "a", Strategy: "cpq-tune", LevelsResult: LevelsResult{Windows: &Windows{Count: 2, MetBoth: 1, MetLatency: 1, MetStale: 2,
+			Each: []Window{{Latency: true, Fresh: true}, {Fresh: true}}}}},
 	}}
 	each := windowsEachTable(s, r)
 	if got, want := strings.Join(each.Header, ","), "seed,sla,client,strategy,0s,1s"; got != want {

@@ -25,7 +25,7 @@ func TestLevelStrategies(t *testing.T) {
 		{"cpq(0.3)", clientcore.Mix(0.3, clientcore.One, clientcore.Quorum), clientcore.Mix(0.3, clientcore.One, clientcore.Quorum), "0s"},
 		{"ad(20ms)", clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One), "20ms"},
 	} {
-		v, err := parseStrategyVariant(tc.name)
+		v, err := parseStrategyVariant(&Scenario{}, tc.name, timing{})
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -34,14 +34,14 @@ func TestLevelStrategies(t *testing.T) {
 			t.Errorf("%s: %+v with strategy %s, want read %v, write %v, delay %s at random replicas", tc.name, v.policy, v.strategy, tc.read, tc.write, tc.delay)
 		}
 	}
-	if v, err := parseStrategyVariant("cpq-tune(5ms, 0.01)"); err != nil || v.policy.Tune != (clientcore.Tune{Latency: 5e6, Stale: 0.01}) {
+	if v, err := parseStrategyVariant(&Scenario{}, "cpq-tune(5ms, 0.01)", timing{}); err != nil || v.policy.Tune != (clientcore.Tune{Latency: 5e6, Stale: 0.01}) {
 		t.Errorf("cpq-tune(5ms, 0.01): %+v, %v", v.policy, err)
 	}
-	if v, err := parseStrategyVariant("3-2+norepair"); err != nil || v.policy.ReadRepair != clientcore.RepairOff || v.policy.Read != clientcore.Fixed(3) {
+	if v, err := parseStrategyVariant(&Scenario{}, "3-2+norepair", timing{}); err != nil || v.policy.ReadRepair != clientcore.RepairOff || v.policy.Read != clientcore.Fixed(3) {
 		t.Errorf("3-2+norepair: %+v, %v", v.policy, err)
 	}
 	for _, bad := range []string{"one-x", "quo-0", "2-+norepair", "one-quo+repair", "cpq(2)", "cpq(x)", "ad(-5ms)", "ad(soon)", "cpq-tune(5ms)", "cpq-tune(0s, 0.1)", "quo(1)"} {
-		if _, err := parseStrategyVariant(bad); err == nil {
+		if _, err := parseStrategyVariant(&Scenario{}, bad, timing{}); err == nil {
 			t.Errorf("%s parsed", bad)
 		}
 	}
@@ -109,7 +109,7 @@ outputs: [windows]
 		{false, clientcore.Tune{Latency: 200 * time.Millisecond, Stale: 0.05}, time.Second},
 		{true, clientcore.Tune{Latency: 300 * time.Millisecond, Stale: 0.1}, 2 * time.Second},
 	} {
-		units, err := s.units(testSeed, timing{cluster: tc.cluster, scale: 1})
+		units, err := planUnits(s, testSeed, timing{cluster: tc.cluster, scale: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,9 +126,15 @@ outputs: [windows]
 		if got := runs[1].variant.policy.Tune; got != (clientcore.Tune{}) {
 			t.Errorf("cluster %v: cpq(0.5) tuned to %v", tc.cluster, got)
 		}
-		for _, r := range runs {
-			if r.targets.ReadP95 != tc.want.Latency || r.targets.Window != tc.window {
-				t.Errorf("cluster %v: %s judged by %+v, want %s in windows of %s", tc.cluster, r.r.Strategy, r.targets, tc.want.Latency, tc.window)
+		for _, u := range units {
+			var judge *cpqPart
+			for _, p := range u.parts {
+				if c, ok := p.(*cpqPart); ok {
+					judge = c
+				}
+			}
+			if judge == nil || judge.targets.ReadP95 != tc.want.Latency || judge.targets.Window != tc.window {
+				t.Errorf("cluster %v: unit %d judged by %+v, want %s in windows of %s", tc.cluster, u.index, judge, tc.want.Latency, tc.window)
 			}
 		}
 	}

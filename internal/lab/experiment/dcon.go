@@ -66,8 +66,8 @@ func bound(v, def string) wire.Bound {
 // maxGroupWrites bounds a group's writes.
 const maxGroupWrites = 10_000
 
-// validateBounds checks the workload's bounded operations.
-func (s *Scenario) validateBounds() error {
+// validate checks the workload's bounded operations.
+func (dconPlugin) validate(s *Scenario) error {
 	w := &s.Workload
 	for _, f := range []struct{ field, v string }{{"bound", w.Bound}, {"put_bound", w.PutBound}, {"get_bound", w.GetBound},
 		{"load_bound", w.LoadBound}} {
@@ -198,7 +198,7 @@ func (dconPlugin) mix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 
 // sweptOps are the labels of the ops that take the workload's bound (the
 // one the sweep parameter bound sets): those with no bound of their own.
-func (s *Scenario) sweptOps() []string {
+func sweptOps(s *Scenario) []string {
 	w := s.Workload
 	if w.Bound == "" {
 		return nil
@@ -227,7 +227,7 @@ func (s *Scenario) sweptOps() []string {
 }
 
 // loadBound is the bound of the load's Puts.
-func (s *Scenario) loadBound() wire.Bound { return bound(s.Workload.LoadBound, "") }
+func loadBound(s *Scenario) wire.Bound { return bound(s.Workload.LoadBound, "") }
 
 // seriesScenario is one series' scenario: named "" without series.
 type seriesScenario struct {
@@ -237,13 +237,13 @@ type seriesScenario struct {
 
 // seriesScenarios returns the scenario of each series, or the scenario
 // itself when it has none.
-func (s *Scenario) seriesScenarios() ([]seriesScenario, error) {
+func seriesScenarios(s *Scenario) ([]seriesScenario, error) {
 	if len(s.Series) == 0 {
 		return []seriesScenario{{s: s}}, nil
 	}
 	var out []seriesScenario
 	for i, sp := range s.Series {
-		c, err := s.series(sp)
+		c, err := seriesOf(s, sp)
 		if err != nil {
 			return nil, invalid(fmt.Sprintf("series[%d] (%s)", i, sp.Name), "%v", err)
 		}
@@ -252,11 +252,11 @@ func (s *Scenario) seriesScenarios() ([]seriesScenario, error) {
 	return out, nil
 }
 
-// series lays a series over the YAML the scenario was read from, makes
+// seriesOf lays a series over the YAML the scenario was read from, makes
 // the changes made since through with (the series' own sections in
 // hand: a series may scale its cluster run apart), and validates the
 // result. A field of the scenario changed directly does not reach it.
-func (s *Scenario) series(sp SeriesSpec) (*Scenario, error) {
+func seriesOf(s *Scenario, sp SeriesSpec) (*Scenario, error) {
 	if s.raw == nil {
 		return nil, fmt.Errorf("series need a scenario read from YAML (Parse)")
 	}
@@ -299,7 +299,7 @@ func (s *Scenario) series(sp SeriesSpec) (*Scenario, error) {
 }
 
 // describeSeries says what each series sets, for the report.
-func (s *Scenario) describeSeries() []string {
+func describeSeries(s *Scenario) []string {
 	var out []string
 	for _, sp := range s.Series {
 		set := "as the scenario"
@@ -319,7 +319,7 @@ func (s *Scenario) validateSeries() error {
 			return invalid(fmt.Sprintf("series[%d].name", i), "%q empty or repeated", sp.Name)
 		}
 	}
-	_, err := s.seriesScenarios()
+	_, err := seriesScenarios(s)
 	return err
 }
 
@@ -540,9 +540,7 @@ func boundedTable(s *Scenario, r *Result) Table {
 		"Over bound counts the answers later than a positive bound: the node answers by the bound from a request's arrival (a deadline timer, beyond the paper), the round trip and the reception's fsync come on top. " +
 		"A write's stage is the one it reached when answered: received (durable at the receiving replica), transmitted (forwarded to the primary), coordinated (ordered by the primary), executed (applied at every replica). " +
 		"Newest: of the reads of keys the run had written, the share that returned the run's last write of the key; applied and pending: the writes a read brought in within its bound, and those it knew of and could not."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -659,93 +657,49 @@ func boundLatencyTable(s *Scenario, r *Result) Table {
 				continue
 			}
 			over := ""
-			for _, b := range run.Bounded {
-				if b.Op == label && x > 0 {
-					over = pct(b.OverBound, b.Count-b.Failed)
-				}
+			if b, ok := runBounded(run, label); ok && x > 0 {
+				over = pct(b.OverBound, b.Count-b.Failed)
 			}
 			row = append(row, label, f3(st.LatencyMS.P50), f3(st.LatencyMS.P99), over)
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "Each series' op that takes the swept bound (a group's read, not its quick writes), latency as the client measured it. The paper's Fig. 7 draws the p99 beside the expected line, latency = bound; its values did not survive in our copy (see the notes)."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
 // readLatencyTable is Fig. 8: a group's read, its mean and p95 against
 // the writes' bound.
 func readLatencyTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "read-latency", Title: "A consistent read after writes at the bound: read latency (Fig. 8)",
-		Header: []string{"write bound", "reads", "read mean ms", "read p95 ms", "read p99 ms", "write p99 ms", "writes coordinated %", "writes executed %", "read applied avg"}}
-	for _, sn := range seriesNames(r) {
-		for _, p := range points(r) {
-			run, ok := runAt(r, p, sn)
-			if !ok {
-				continue
-			}
-			read, _ := runOpStats(run, driver.GroupLabel+"/"+driver.ReadLabel)
-			write, _ := runOpStats(run, driver.GroupLabel+"/"+driver.WriteLabel)
-			row := []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99)}
-			var coord, exec, applied, reads, writes int
-			for _, b := range run.Bounded {
-				switch b.Op {
-				case driver.GroupLabel + "/" + driver.WriteLabel:
-					coord, exec, writes = b.Coordinated+b.Executed, b.Executed, b.Count-b.Failed
-				case driver.GroupLabel + "/" + driver.ReadLabel:
-					applied, reads = b.Applied, b.Count-b.Failed
-				}
-			}
-			row = append(row, pct(coord, writes), pct(exec, writes), avg(applied, reads))
-			if len(s.Series) > 0 {
-				row = append([]string{seriesTitle(sn)}, row...)
-			}
-			t.Rows = append(t.Rows, row)
-		}
-	}
-	if len(s.Series) > 0 {
-		t.Header = append([]string{"series"}, t.Header...)
-	}
+	t := pointTable(s, r, Table{Name: "read-latency", Title: "A consistent read after writes at the bound: read latency (Fig. 8)",
+		Header: []string{"write bound", "reads", "read mean ms", "read p95 ms", "read p99 ms", "write p99 ms", "writes coordinated %", "writes executed %", "read applied avg"}},
+		func(p, _ string, run RunResult) []string {
+			read, _ := runOpStats(run, groupRead)
+			write, _ := runOpStats(run, groupWrite)
+			w, _ := runBounded(run, groupWrite)
+			rd, _ := runBounded(run, groupRead)
+			writes := w.Count - w.Failed
+			return []string{p, strconv.FormatInt(read.Count, 10), f3(read.LatencyMS.Mean), f3(read.LatencyMS.P95), f3(read.LatencyMS.P99), f3(write.LatencyMS.P99),
+				pct(w.Coordinated+w.Executed, writes), pct(w.Executed, writes), avg(rd.Applied, rd.Count-rd.Failed)}
+		})
 	t.Caption = "Each group writes one fresh key at the bound, then reads it with an unbounded (consistent) read at the same receiving replica; writes coordinated counts those answered coordinated or executed. The paper's Fig. 8 draws the read's mean and p95; its values did not survive in our copy."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
 // returnedTable is Figs 9-10: the groups' reads at the bound, how many
 // returned a value.
 func returnedTable(s *Scenario, r *Result) Table {
-	t := Table{Name: "returned", Title: "Values returned by reads at the bound after immediate writes (Figs 9-10)",
-		Header: []string{"read bound", "reads", "returned", "paper", "null", "newest", "applied avg", "pending avg", "read p99 ms"}}
-	if len(s.Series) > 0 {
-		t.Header = append([]string{"series"}, t.Header...)
-	}
-	for _, sn := range seriesNames(r) {
-		for _, p := range points(r) {
-			run, ok := runAt(r, p, sn)
-			if !ok {
-				continue
-			}
-			label := driver.GroupLabel + "/" + driver.ReadLabel
-			st, _ := runOpStats(run, label)
-			var b BoundedStats
-			for _, x := range run.Bounded {
-				if x.Op == label {
-					b = x
-				}
-			}
+	t := pointTable(s, r, Table{Name: "returned", Title: "Values returned by reads at the bound after immediate writes (Figs 9-10)",
+		Header: []string{"read bound", "reads", "returned", "paper", "null", "newest", "applied avg", "pending avg", "read p99 ms"}},
+		func(p, sn string, run RunResult) []string {
+			st, _ := runOpStats(run, groupRead)
+			b, _ := runBounded(run, groupRead)
 			pv, pok := paperPoint(s, "returned", p, sn)
-			row := []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
+			return []string{p, strconv.Itoa(b.Count), strconv.Itoa(b.Returned), paperCell(pv, pok, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }),
 				strconv.Itoa(b.Null), strconv.Itoa(b.Newest), avg(b.Applied, b.Count-b.Failed), avg(b.Pending, b.Count-b.Failed), f3(st.LatencyMS.P99)}
-			if len(s.Series) > 0 {
-				row = append([]string{seriesTitle(sn)}, row...)
-			}
-			t.Rows = append(t.Rows, row)
-		}
-	}
+		})
 	t.Caption = "Returned (our reading of the paper's \"number of values returned\", 6-C): the reads, one a group, that answered with a value rather than the paper's NULL; newest: those that returned the group's last write; applied: the writes the read brought in within its bound. The paper gives only that no value returns below 20 ms (Fig. 9) or 30 ms with the slow link (Fig. 10); its curves did not survive in our copy."
 	return t
 }
@@ -787,9 +741,7 @@ func costsTable(s *Scenario, r *Result) Table {
 		}
 	}
 	t.Caption = "One closed-loop session, as the paper's throughputs imply (Table IV's 4 ops/s is 1 / (0.1 x 2547 ms + 0.9 x 1.33 ms)). Write cost %: the writes' summed latency over all operations' (successful ones); ops/s: successful operations per second of the run."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -841,24 +793,15 @@ func modeName(res *Result, several bool, name string) string {
 // boundLatencyPlot is Fig. 7: each series' p99 against the bound, and
 // the expected line.
 func boundLatencyPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "p99 latency against the bound (Fig. 7)"
-	p.X.Label.Text = "bound (ms; immediate at 0)"
-	p.Y.Label.Text = "p99 latency (ms)"
-	results := curveResults(r)
-	i, top := 0, 0.0
-	for _, res := range results {
-		for _, sn := range seriesNames(res) {
-			err := boundCurve(p, i, modeName(res, len(results) > 1, seriesTitle(sn)), res, sn, func(run RunResult) (float64, bool) {
-				st, ok := runOpStats(run, sweptLabel(run))
-				return st.LatencyMS.P99, ok
-			})
-			if err != nil {
-				return Figure{}, err
-			}
-			i++
-		}
+	p := newPlot("p99 latency against the bound (Fig. 7)", "bound (ms; immediate at 0)", "p99 latency (ms)")
+	i, err := seriesCurves(p, r, []seriesCurve{{seriesTitle, func(run RunResult) (float64, bool) {
+		st, ok := runOpStats(run, sweptLabel(run))
+		return st.LatencyMS.P99, ok
+	}}})
+	if err != nil {
+		return Figure{}, err
 	}
+	top := 0.0
 	for _, pt := range points(r) {
 		if x, ok := pointBound(pt); ok {
 			top = max(top, x)
@@ -874,30 +817,19 @@ func boundLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 // readLatencyPlot is Fig. 8: the consistent read's mean and p95 against
 // the writes' bound.
 func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Consistent read latency against the writes' bound (Fig. 8)"
-	p.X.Label.Text = "write bound (ms; immediate at 0)"
-	p.Y.Label.Text = "read latency (ms)"
-	results := curveResults(r)
-	label := driver.GroupLabel + "/" + driver.ReadLabel
-	i := 0
-	for _, res := range results {
-		for _, sn := range seriesNames(res) {
-			for _, stat := range []struct {
-				name string
-				y    func(driver.Latency) float64
-			}{{"mean", func(l driver.Latency) float64 { return l.Mean }}, {"p95", func(l driver.Latency) float64 { return l.P95 }}} {
-				name := strings.TrimSpace(sn + " read " + stat.name)
-				err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, func(run RunResult) (float64, bool) {
-					st, ok := runOpStats(run, label)
-					return stat.y(st.LatencyMS), ok
-				})
-				if err != nil {
-					return Figure{}, err
-				}
-				i++
-			}
+	p := newPlot("Consistent read latency against the writes' bound (Fig. 8)", "write bound (ms; immediate at 0)", "read latency (ms)")
+	latency := func(y func(driver.Latency) float64) func(RunResult) (float64, bool) {
+		return func(run RunResult) (float64, bool) {
+			st, ok := runOpStats(run, groupRead)
+			return y(st.LatencyMS), ok
 		}
+	}
+	_, err := seriesCurves(p, r, []seriesCurve{
+		{named("read mean"), latency(func(l driver.Latency) float64 { return l.Mean })},
+		{named("read p95"), latency(func(l driver.Latency) float64 { return l.P95 })},
+	})
+	if err != nil {
+		return Figure{}, err
 	}
 	p.Legend.Top = true
 	return Figure{Name: "read-latency", Title: p.Title.Text, plot: p}, nil
@@ -906,38 +838,94 @@ func readLatencyPlot(s *Scenario, r *Result) (Figure, error) {
 // returnedPlot is Figs 9-10: the reads that returned a value, and the
 // newest, against their bound.
 func returnedPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Reads that returned a value against their bound (Figs 9-10)"
-	p.X.Label.Text = "read bound (ms; immediate at 0)"
-	p.Y.Label.Text = "reads"
+	p := newPlot("Reads that returned a value against their bound (Figs 9-10)", "read bound (ms; immediate at 0)", "reads")
+	count := func(y func(BoundedStats) int) func(RunResult) (float64, bool) {
+		return func(run RunResult) (float64, bool) {
+			b, ok := runBounded(run, groupRead)
+			return float64(y(b)), ok
+		}
+	}
+	_, err := seriesCurves(p, r, []seriesCurve{
+		{named("returned"), count(func(b BoundedStats) int { return b.Returned })},
+		{named("newest"), count(func(b BoundedStats) int { return b.Newest })},
+	})
+	if err != nil {
+		return Figure{}, err
+	}
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+}
+
+// groupRead and groupWrite are the labels of a group's bounded read
+// and writes.
+const (
+	groupRead  = driver.GroupLabel + "/" + driver.ReadLabel
+	groupWrite = driver.GroupLabel + "/" + driver.WriteLabel
+)
+
+// runBounded is the run's bounded ops of a label, if it has them.
+func runBounded(run RunResult, label string) (BoundedStats, bool) {
+	for _, b := range run.Bounded {
+		if b.Op == label {
+			return b, true
+		}
+	}
+	return BoundedStats{}, false
+}
+
+// pointTable is t with one row per series and sweep point (pointRows),
+// and with series a series column first.
+func pointTable(s *Scenario, r *Result, t Table, row func(point, series string, run RunResult) []string) Table {
+	t.Header = append(seriesColumn(s, "series"), t.Header...)
+	t.Rows = pointRows(s, r, row)
+	return t
+}
+
+// pointRows are a table's rows, one per series and sweep point that has
+// a run, each made by row; with series, the series' title first.
+func pointRows(s *Scenario, r *Result, row func(point, series string, run RunResult) []string) [][]string {
+	var out [][]string
+	for _, sn := range seriesNames(r) {
+		for _, p := range points(r) {
+			run, ok := runAt(r, p, sn)
+			if !ok {
+				continue
+			}
+			out = append(out, append(seriesColumn(s, seriesTitle(sn)), row(p, sn, run)...))
+		}
+	}
+	return out
+}
+
+// A seriesCurve is one curve per series of a plot against the bound:
+// its name for a series and its value in a run.
+type seriesCurve struct {
+	name func(series string) string
+	y    func(RunResult) (float64, bool)
+}
+
+// named names a series' curve what after the series.
+func named(what string) func(string) string {
+	return func(series string) string { return strings.TrimSpace(series + " " + what) }
+}
+
+// seriesCurves adds each curve for every series of every result (the
+// simulator's beside a cluster's) and returns how many it added.
+func seriesCurves(p *plot.Plot, r *Result, curves []seriesCurve) (int, error) {
 	results := curveResults(r)
-	label := driver.GroupLabel + "/" + driver.ReadLabel
 	i := 0
 	for _, res := range results {
 		for _, sn := range seriesNames(res) {
-			for _, what := range []struct {
-				name string
-				y    func(BoundedStats) int
-			}{{"returned", func(b BoundedStats) int { return b.Returned }}, {"newest", func(b BoundedStats) int { return b.Newest }}} {
-				name := strings.TrimSpace(sn + " " + what.name)
-				err := boundCurve(p, i, modeName(res, len(results) > 1, name), res, sn, func(run RunResult) (float64, bool) {
-					for _, b := range run.Bounded {
-						if b.Op == label {
-							return float64(what.y(b)), true
-						}
-					}
-					return 0, false
-				})
-				if err != nil {
-					return Figure{}, err
+			for _, c := range curves {
+				if err := boundCurve(p, i, modeName(res, len(results) > 1, c.name(sn)), res, sn, c.y); err != nil {
+					return i, err
 				}
 				i++
 			}
 		}
 	}
-	p.Y.Min = 0
-	p.Legend.Top, p.Legend.Left = true, true
-	return Figure{Name: "returned", Title: p.Title.Text, plot: p}, nil
+	return i, nil
 }
 
 // boundText names an op's bound: its own, else the workload's, else the
@@ -952,4 +940,99 @@ func boundText(s *Scenario, own, workload string) string {
 		return "the swept bound"
 	}
 	return "none"
+}
+
+// record is dConssandra's share of a unit of a scenario it claims: each
+// run's bounded ops per label, and the labels the workload's bound
+// reaches.
+func (dconPlugin) record(u *unit, _ timing) unitPart {
+	if !bounded(u.s) {
+		return nil
+	}
+	p := boundedPart{s: u.s, runs: map[*run]*boundedRecord{}}
+	for _, r := range u.runs {
+		p.runs[r] = newBoundedRecord()
+	}
+	return p
+}
+
+// boundedPart is each run's boundedRecord.
+type boundedPart struct {
+	s    *Scenario
+	runs map[*run]*boundedRecord
+}
+
+func (boundedPart) keepsOps() bool { return false }
+
+func (p boundedPart) op(r *run, op *driver.Op, recorded bool) { p.runs[r].op(op, recorded) }
+
+func (p boundedPart) finish(*driver.Recorder) {
+	for r, b := range p.runs {
+		r.r.Bounded, r.r.SweptOps = b.stats(), sweptOps(p.s)
+	}
+}
+
+// BoundedResult is dConssandra's section of a run's result.
+type BoundedResult struct {
+	// Bounded is what the run's bounded ops reported, per op label;
+	// SweptOps are the labels of the ops that take the workload's bound,
+	// the one a bound sweep sets. Costs are the step costs the storage
+	// nodes had learned at the run's end, Planner the planner's
+	// decisions replayed (planner output).
+	Bounded  []BoundedStats  `json:"bounded,omitempty"`
+	SweptOps []string        `json:"swept_ops,omitempty"`
+	Costs    []StepCostStats `json:"costs,omitempty"`
+	Planner  *PlannerStats   `json:"planner,omitempty"`
+}
+
+func (dconPlugin) sweepParams() map[string]sweepParam {
+	return map[string]sweepParam{
+		// bound is the workload's bound: immediate, unbounded
+		// or a duration, taken by the ops with none of their own.
+		"bound": func(s *Scenario, v string) error {
+			if _, err := parseBound(v); err != nil {
+				return err
+			}
+			s.Workload.Bound = v
+			return nil
+		},
+		// mix is a write:read ratio and a key distribution, "9:1 uniform"
+		// (dConssandra Tables III-IV).
+		"mix": func(s *Scenario, v string) error {
+			ratio, dist, ok := strings.Cut(v, " ")
+			ws, rs, ok2 := strings.Cut(ratio, ":")
+			w, werr := strconv.ParseFloat(ws, 64)
+			r, rerr := strconv.ParseFloat(rs, 64)
+			if !ok || !ok2 || werr != nil || rerr != nil || !(w > 0) || !(r > 0) {
+				return fmt.Errorf("mix %q: want W:R DISTRIBUTION, as 9:1 uniform, W and R positive", v)
+			}
+			s.Workload.PutFraction, s.Workload.Distribution = w/(w+r), dist
+			return nil
+		},
+	}
+}
+
+// dConssandra's outputs: every bounded op's outcomes; latency against
+// the bound (Fig. 7); a consistent read's latency against the writes'
+// bound (Fig. 8); values returned against the read's bound (Figs 9-10);
+// write and read cost shares and throughput (Tables III-IV); the
+// planner's time per decision (Fig. 11).
+const (
+	OutBounded      = "bounded"
+	OutBoundLatency = "bound-latency"
+	OutReadLatency  = "read-latency"
+	OutReturned     = "returned"
+	OutCosts        = "costs"
+	OutPlanner      = "planner"
+)
+
+// GroupSpec is a dConssandra group (driver.GroupMix): Writes Puts of one
+// fresh key at WriteBound, a Get of it at ReadBound, then with Reset an
+// unbounded Get of it (6-C: "so that later experimental groups are not
+// affected by previous groups"). Unset bounds are the workload's bound.
+type GroupSpec struct {
+	Writes     int    `yaml:"writes"`
+	WriteBound string `yaml:"write_bound"`
+	ReadBound  string `yaml:"read_bound"`
+	Reset      bool   `yaml:"reset"`
 }

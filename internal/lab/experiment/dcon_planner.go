@@ -140,10 +140,7 @@ func plannerTable(s *Scenario, r *Result) Table {
 
 // plannerPlot is Fig. 11: the CDF of a decision's time, one curve a run.
 func plannerPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "The planner's time per decision, CDF (Fig. 11)"
-	p.X.Label.Text = "ns per decision (log scale)"
-	p.Y.Label.Text = "fraction of decisions"
+	p := newPlot("The planner's time per decision, CDF (Fig. 11)", "ns per decision (log scale)", "fraction of decisions")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
 	i := 0

@@ -129,7 +129,7 @@ series:
 		t.Error("ClusterModel without cluster settings changed the scenario")
 	}
 	s = parse(t, string(s.raw)+"cluster: {keys: 50}\n")
-	series, err := s.ClusterModel().seriesScenarios()
+	series, err := seriesScenarios(s.ClusterModel())
 	if err != nil || series[1].s.Workload.Keys != 50 || series[1].s.topo.Links[0].Bandwidth != 125000 || series[0].s.topo.Links[0].Bandwidth != 125000000 {
 		t.Errorf("series of the cluster's model: %v; want its keys and each series' link", err)
 	}
@@ -220,7 +220,7 @@ outputs: [planner]
 // as delay: a message of one value each way.
 func TestClusterTopology(t *testing.T) {
 	s := parse(t, groups)
-	got := s.clusterTopology().Links[0]
+	got := clusterTopology(s).Links[0]
 	// 2 x (100 + 100 bytes) at 125,000,000 bytes/s: 3.2 us.
 	if want := time.Millisecond + 3200*time.Nanosecond; got.RTT != want || got.Bandwidth != 0 {
 		t.Errorf("link %+v, want rtt %s, no bandwidth", got, want)
@@ -229,7 +229,7 @@ func TestClusterTopology(t *testing.T) {
 		t.Errorf("the scenario's own topology changed: %+v", s.topo.Links[0])
 	}
 	other := parse(t, strings.Replace(groups, "replicas: 2, tablets: 2", "replicas: 2, tablets: 4", 1))
-	if err := s.sameCluster(other); !errors.Is(err, ErrInvalid) {
+	if err := sameCluster(s, other); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a series with another table on the same cluster: %v", err)
 	}
 }
@@ -273,7 +273,7 @@ func TestDconValidate(t *testing.T) {
 	// A series needs the YAML it is laid over.
 	s := parse(t, groups+"series: [{name: a}]\n")
 	s.raw = nil
-	if _, err := s.seriesScenarios(); err == nil {
+	if _, err := seriesScenarios(s); err == nil {
 		t.Error("series of a scenario not read from YAML: no error")
 	}
 }

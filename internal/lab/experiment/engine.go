@@ -32,8 +32,10 @@ type unit struct {
 	// client is the site whose links "local" and the oracle mean.
 	client string
 	events []EventRecord
-	// own records the unit of a worldPlugin's scenario.
-	own unitRecorder
+	// own records the unit of a worldPlugin's scenario; parts are the
+	// recorderPlugins' shares of any other.
+	own   unitRecorder
+	parts []unitPart
 }
 
 // run is one (client site, strategy) of a unit: its driver group and
@@ -42,13 +44,7 @@ type run struct {
 	r       RunResult
 	group   *driver.Group
 	rec     *recorder
-	bounded *boundedRecord
 	variant strategyVariant
-	// wops are the run's ops for the windows output, judged from
-	// windowFrom (the warmup's end) on by targets (the mode's).
-	wops       []windowOp
-	windowFrom time.Duration
-	targets    TargetsSpec
 }
 
 // workloadStream is the PCG stream of the operations drawn. Every run
@@ -68,24 +64,24 @@ type timing struct {
 
 func (t timing) scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * t.scale) }
 
-// units lists the scenario's units, in order: series, points, repeats
+// planUnits lists the scenario's units, in order: series, points, repeats
 // (seeds seed, seed+1, ...), SLAs, then client sites and strategies.
-func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
-	series, err := s.seriesScenarios()
+func planUnits(s *Scenario, seed uint64, t timing) ([]*unit, error) {
+	series, err := seriesScenarios(s)
 	if err != nil {
 		return nil, err
 	}
 	var out []*unit
 	for _, sr := range series {
-		points, err := sr.s.pointScenarios()
+		points, err := pointScenarios(sr.s)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range points {
 			for rep := range s.Repeat {
 				for _, v := range p.s.slas {
-					for _, clients := range p.s.clientGroups(t.cluster) {
-						for _, strategies := range p.s.strategyGroups(t.cluster) {
+					for _, clients := range clientGroups(p.s, t.cluster) {
+						for _, strategies := range strategyGroups(p.s, t.cluster) {
 							u := &unit{s: p.s, series: sr.name, point: p.label, index: len(out), seed: seed + uint64(rep), sla: v, client: clients[0].Site}
 							for _, c := range clients {
 								for _, st := range strategies {
@@ -95,6 +91,9 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 									}
 									u.runs = append(u.runs, r)
 								}
+							}
+							if _, own := worldOf(p.s); !own {
+								u.parts = unitParts(u, t)
 							}
 							out = append(out, u)
 						}
@@ -110,9 +109,9 @@ func (s *Scenario) units(seed uint64, t timing) ([]*unit, error) {
 // simulator; on a cluster all together, or each alone when the scenario
 // has a schedule ("the link to the primary" depends on where the client
 // is).
-func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
+func clientGroups(s *Scenario, cluster bool) [][]ClientSite {
 	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own {
-		// A worldPlugin's client sites share one world (Karma's
+		// A worldPlugin's client sites share one world (its
 		// throughput is the whole system's).
 		return [][]ClientSite{s.Clients}
 	}
@@ -126,7 +125,7 @@ func (s *Scenario) clientGroups(cluster bool) [][]ClientSite {
 // strategyGroups are the strategies that run at once: each alone in the
 // simulator, all together on a cluster but for a worldPlugin's (each a
 // table of its own).
-func (s *Scenario) strategyGroups(cluster bool) [][]string {
+func strategyGroups(s *Scenario, cluster bool) [][]string {
 	if _, own := worldOf(s); cluster && !own {
 		return [][]string{s.Strategies}
 	}
@@ -146,28 +145,20 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	if own {
 		variant, err = wp.variant(strategy)
 	} else {
-		variant, err = parseStrategyVariant(strategy)
+		variant, err = parseStrategyVariant(s, strategy, t)
 	}
 	if err != nil {
 		return nil, err
-	}
-	var targets TargetsSpec
-	if s.Targets != nil {
-		targets = s.targetsFor(t.cluster)
-	}
-	if variant.scenarioTargets {
-		variant.policy.Tune = clientcore.Tune{Latency: targets.ReadP95, Stale: targets.Stale}
 	}
 	sessions := c.Sessions
 	if t.cluster || s.clusterModel {
 		sessions = s.Cluster.sessions(sessions)
 	}
-	r := &run{variant: variant, targets: targets, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
+	r := &run{variant: variant, r: RunResult{Series: u.series, Point: u.point, Seed: u.seed, Sessions: sessions,
 		SLA: u.sla.Name, BaseSLA: u.sla.Base, Factor: u.sla.Factor, SLAText: u.sla.SLA.String(),
-		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA)), SweptOps: s.sweptOps()}}
-	r.rec = newRecorder(&r.r, len(s.Schedule) > 0 && !own)
-	r.bounded = newBoundedRecord()
-	mix, err := s.mix(u.freshFrom())
+		Client: c.Site, Strategy: strategy, Met: make([]float64, len(u.sla.SLA))}}
+	r.rec = newRecorder(&r.r)
+	mix, err := sessionMix(s, u.freshFrom())
 	if err != nil {
 		return nil, err
 	}
@@ -201,11 +192,11 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 // loaded keys, and apart from every other unit's.
 func (u *unit) freshFrom() uint64 { return uint64(u.s.Workload.Keys) + uint64(u.index)<<32 }
 
-// mix is what each run's sessions draw: the mix of the plug-in that
+// sessionMix is what each run's sessions draw: the mix of the plug-in that
 // claims the scenario, or a YCSB workload, or Puts with probability
 // PutFraction and Gets otherwise over the key distribution. Fresh keys
 // are numbered from freshFrom.
-func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
+func sessionMix(s *Scenario, freshFrom uint64) (driver.Mix, error) {
 	if m, ok := mixerOf(s); ok {
 		return m.mix(s, freshFrom)
 	}
@@ -233,7 +224,7 @@ func (s *Scenario) mix(freshFrom uint64) (driver.Mix, error) {
 // its run.
 func (u *unit) spec(t timing) driver.Spec {
 	w := u.s.Workload
-	spec := driver.Spec{Recorder: &driver.Recorder{Keep: u.s.wantsStaleness()}}
+	spec := driver.Spec{Recorder: &driver.Recorder{Keep: slices.ContainsFunc(u.parts, unitPart.keepsOps)}}
 	switch {
 	case t.cluster && w.Duration > 0:
 		spec.Duration = t.scaled(w.Duration)
@@ -252,20 +243,15 @@ func (u *unit) spec(t timing) driver.Spec {
 		spec.Groups = append(spec.Groups, r.group)
 		byGroup[r.group] = r
 	}
-	windows := u.s.wants(OutWindows)
-	for _, r := range u.runs {
-		r.windowFrom = spec.Warmup
-	}
 	spec.Recorder.OnOp = func(g *driver.Group, op *driver.Op) {
 		r := byGroup[g]
 		if u.own != nil {
 			u.own.op(r, op, op.Start >= spec.Warmup)
 			return
 		}
-		if windows {
-			r.wops = append(r.wops, newWindowOp(op))
+		for _, p := range u.parts {
+			p.op(r, op, op.Start >= spec.Warmup)
 		}
-		r.bounded.op(op, op.Start >= spec.Warmup)
 		if op.Start < spec.Warmup {
 			return
 		}
@@ -280,14 +266,10 @@ func (u *unit) spec(t timing) driver.Spec {
 }
 
 // collect fills the runs' results once the driver has finished: the
-// statistics, the probes, the staleness, the utility tables.
+// statistics, the probes, the utility, then the plug-ins' parts.
 func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Duration) {
 	stats := rec.Stats()
 	groups := rec.Groups()
-	var staleness *Staleness
-	if u.s.wantsStaleness() {
-		staleness = stalenessOf(rec.Ops())
-	}
 	for i, r := range u.runs {
 		for _, st := range stats {
 			if st.Group == r.group.Name {
@@ -298,22 +280,15 @@ func (u *unit) collect(d *driver.Driver, rec *driver.Recorder, elapsed time.Dura
 		if p, ok := d.Clients()[i].(driver.Prober); ok {
 			r.r.Probes = int(p.Probes())
 		}
-		r.r.Staleness = staleness
-		if u.s.wants(OutWindows) {
-			w := windowsOf(r.wops, r.windowFrom, r.targets)
-			r.r.Windows = &w
-		}
 		r.r.VirtualS = elapsed.Seconds()
-		r.r.Bounded = r.bounded.stats()
-		if u.own != nil {
-			continue // the unit's recorder fills its runs (finish)
+		if u.own == nil { // else the unit's recorder fills its runs (finish)
+			r.rec.finish()
 		}
-		r.rec.finish(r.variant.strategy == clientcore.Pileus, u.s.replicaSites(), u.events, u.s.Adapt.Gets)
+	}
+	for _, p := range u.parts {
+		p.finish(rec)
 	}
 }
-
-// wantsStaleness reports whether an output needs the Gamma analysis.
-func (s *Scenario) wantsStaleness() bool { return s.wants(OutStaleness) || s.wants(OutLevels) }
 
 // clientSites names the unit's client sites.
 func (u *unit) clientSites() []string {

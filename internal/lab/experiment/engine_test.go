@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -215,5 +217,26 @@ outputs: [ops]
 	_, err := Run(s, RunOptions{Seed: testSeed})
 	if !errors.Is(err, ErrNothingMeasured) || !strings.Contains(err.Error(), "china/primary") || !strings.Contains(err.Error(), "sessions") {
 		t.Fatalf("a 100 ms run of 300 ms round trips: %v, want ErrNothingMeasured naming china/primary and its sessions", err)
+	}
+}
+
+// engineFiles are the engine's files (plugin.go).
+var engineFiles = []string{"engine.go", "simrun.go", "cluster_run.go", "record.go", "output.go", "schedule.go",
+	"sweep.go", "scenario.go", "validate.go", "result.go", "network.go", "plots.go"}
+
+// TestEngineNamesNoPaper: the engine reaches a paper only through its
+// plug-in, so the engine's files name none, not even in a comment.
+func TestEngineNamesNoPaper(t *testing.T) {
+	paper := regexp.MustCompile(`(?i)pileus|cpq|dcon|karma|conssandra`)
+	for _, f := range engineFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if paper.MatchString(line) {
+				t.Errorf("%s:%d names a paper (move it to the paper's plug-in): %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }

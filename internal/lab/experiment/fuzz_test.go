@@ -69,7 +69,7 @@ func FuzzParse(f *testing.F) {
 		if err := l.Validate(); err != nil {
 			t.Fatalf("layout %+v: %v", l, err)
 		}
-		if _, err := s.pointScenarios(); err != nil {
+		if _, err := pointScenarios(s); err != nil {
 			t.Fatalf("pointScenarios: %v", err)
 		}
 		events := expandSchedule(s, 1, 1)
@@ -79,7 +79,7 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		for _, cluster := range []bool{false, true} {
-			if _, err := s.units(1, timing{cluster: cluster, scale: 1}); err != nil {
+			if _, err := planUnits(s, 1, timing{cluster: cluster, scale: 1}); err != nil {
 				t.Fatalf("units (cluster %v): %v", cluster, err)
 			}
 		}

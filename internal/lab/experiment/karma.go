@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,7 +97,9 @@ func (s *Scenario) causal() bool { return s.Causal != nil }
 // maxTxKeys bounds a get-transaction's keys.
 const maxTxKeys = 64
 
-func (s *Scenario) validateCausal() error {
+// validate checks a causal table's section and what a causal table
+// rules out elsewhere.
+func (karmaPlugin) validate(s *Scenario) error {
 	c := s.Causal
 	if c == nil {
 		if s.Cluster.ReplicasPerSite > 0 {
@@ -150,7 +153,8 @@ func (s *Scenario) validateCausal() error {
 	return nil
 }
 
-func (s *Scenario) validateCausalStrategies() error {
+// checkStrategies checks a causal scenario's strategies.
+func (karmaPlugin) checkStrategies(s *Scenario) error {
 	for i, name := range s.Strategies {
 		st, err := causal.ParseStrategy(name)
 		if err != nil || slices.Index(s.Strategies, name) != i {
@@ -264,7 +268,7 @@ func (karmaPlugin) mix(s *Scenario, _ uint64) (driver.Mix, error) {
 // storage nodes; under the other strategies the storage nodes share all
 // the machines (the paper's eight storage nodes), so their costs are
 // multiplied by storage nodes over Machines.
-func (s *Scenario) causalNodes(strategy causal.Strategy, storageNodes int) (storage, cache, coordinator sim.NodeOptions) {
+func causalNodes(s *Scenario, strategy causal.Strategy, storageNodes int) (storage, cache, coordinator sim.NodeOptions) {
 	base := s.Sim.nodeOptions()
 	storage, cache, coordinator = base, base, base
 	coordinator.Concurrent = true
@@ -291,7 +295,7 @@ func scaleService(o sim.NodeOptions, f float64) sim.NodeOptions {
 
 // storageNodes is the storage nodes of the topology's first site that
 // has some (Karma's sites are alike).
-func (s *Scenario) storageNodes() int {
+func storageNodes(s *Scenario) int {
 	for _, st := range s.topo.Sites {
 		if len(st.Replicas) > 0 {
 			return len(st.Replicas)
@@ -307,7 +311,7 @@ func (s *Scenario) storageNodes() int {
 func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *harness.CausalWorld, run, load driver.Target, err error) {
 	s, c := u.s, u.s.Causal
 	strategy := u.runs[0].variant.causal
-	storage, cache, coordinator := s.causalNodes(strategy, s.storageNodes())
+	storage, cache, coordinator := causalNodes(s, strategy, storageNodes(s))
 	w, err = harness.NewCausal(harness.CausalOptions{Seed: u.seed, Topology: s.topo, Rings: c.Rings, Strategy: strategy, Name: tableName,
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
 		Client: clientcore.Options{NotifyEvery: c.NotifyEvery},
@@ -852,3 +856,56 @@ func causalDescription(s *Scenario) string {
 	}
 	return out
 }
+
+// CausalResult is Karma's section of a scenario's result.
+type CausalResult struct {
+	// Causal has one entry per run of a causal table's scenario (a
+	// series, point, seed and strategy, all its client sites in one
+	// world): Karma's figures.
+	Causal []CausalRun `json:"causal,omitempty"`
+}
+
+func (karmaPlugin) sweepParams() map[string]sweepParam {
+	return map[string]sweepParam{
+		// total_sessions spreads sessions over the client sites, the first
+		// sites taking one more when they do not divide evenly (Karma 5's
+		// client threads, 600 to 1200 over eight datacenters).
+		"total_sessions": func(s *Scenario, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < len(s.Clients) {
+				return fmt.Errorf("total_sessions %q: want a number of at least one session per client site (%d)", v, len(s.Clients))
+			}
+			for i := range s.Clients {
+				s.Clients[i].Sessions = n / len(s.Clients)
+				if i < n%len(s.Clients) {
+					s.Clients[i].Sessions++
+				}
+			}
+			return nil
+		},
+		// read_write is a read-write ratio, "95-5" (Karma 6.3, Fig. 10):
+		// the put fraction is W/(R+W).
+		"read_write": func(s *Scenario, v string) error {
+			rs, ws, ok := strings.Cut(v, "-")
+			r, rerr := strconv.ParseFloat(rs, 64)
+			w, werr := strconv.ParseFloat(ws, 64)
+			if !ok || rerr != nil || werr != nil || !(r >= 0) || !(w > 0) {
+				return fmt.Errorf("read_write %q: want R-W, as 95-5, W positive", v)
+			}
+			s.Workload.PutFraction = w / (r + w)
+			return nil
+		},
+	}
+}
+
+// Karma's outputs, for causal tables: each run's throughput, latencies,
+// local and restricted shares and sources (Figs 7, 11, 12); the peak of
+// each strategy over a sessions sweep and how the strategies compare
+// there (Figs 7a, 10; 6.5); the same per client site; throughput and Get
+// latency second by second, and per phase of the schedule (Figs 8-9).
+const (
+	OutCausal         = "causal"
+	OutSaturation     = "saturation"
+	OutCausalSites    = "causal-sites"
+	OutCausalTimeline = "causal-timeline"
+)

@@ -33,11 +33,12 @@ func BenchmarkKarmaFig7Million(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := base.with(func(c *Scenario) {
+	s := derive(base, func(c *Scenario) {
 		c.Sweep = nil
 		c.Strategies = []string{"karma"}
 		c.Workload.Ops, c.Workload.Duration, c.Workload.Warmup = ops, 0, 0
 	})
+
 	s.Clients = append(ClientSites(nil), s.Clients...)
 	if err := sweepParams["total_sessions"](s, strconv.Itoa(sessions)); err != nil {
 		b.Fatal(err)

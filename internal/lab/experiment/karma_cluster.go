@@ -101,8 +101,8 @@ func causalClusterCaveats(s *Scenario) []string {
 	if c.Machines > 0 {
 		out = append(out, fmt.Sprintf("causal.machines %d: not emulated on a cluster, whose processes share this machine's cores", c.Machines))
 	}
-	if n := s.Cluster.ReplicasPerSite; n > 0 && n < s.storageNodes() {
-		out = append(out, fmt.Sprintf("%d storage node(s) per site on the cluster (cluster.replicas_per_site), of the topology's %d", n, s.storageNodes()))
+	if n := s.Cluster.ReplicasPerSite; n > 0 && n < storageNodes(s) {
+		out = append(out, fmt.Sprintf("%d storage node(s) per site on the cluster (cluster.replicas_per_site), of the topology's %d", n, storageNodes(s)))
 	}
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out = append(out, fmt.Sprintf("sessions times %g on the cluster (cluster.sessions_scale): the sweep's points keep their names", f))
@@ -129,7 +129,7 @@ func trimReplicas(t topology.Topology, n int) topology.Topology {
 // clusterStorageNodes is the storage nodes of the first site that has
 // some, on the cluster.
 func clusterStorageNodes(s *Scenario) int {
-	n := s.storageNodes()
+	n := storageNodes(s)
 	if r := s.Cluster.ReplicasPerSite; r > 0 {
 		n = min(n, r)
 	}

@@ -32,7 +32,7 @@ paper: {values: [{metric: throughput_gain_pct, strategy: karma, baseline: cops-p
 // every strategy.
 func TestCausalClusterUnits(t *testing.T) {
 	s := parse(t, causalCluster3)
-	units, err := s.units(testSeed, timing{cluster: true, scale: 1})
+	units, err := planUnits(s, testSeed, timing{cluster: true, scale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestCausalClusterUnits(t *testing.T) {
 			}
 		}
 	}
-	topo := s.clusterTopology()
+	topo := clusterTopology(s)
 	if len(topo.Rings) != 2 || len(topo.Sites[0].Replicas) != 1 || len(s.topo.Sites[0].Replicas) != 2 {
 		t.Errorf("cluster topology: rings %v, %d storage nodes at a (scenario's %d); want 2 rings, 1 node", topo.Rings, len(topo.Sites[0].Replicas), len(s.topo.Sites[0].Replicas))
 	}
@@ -62,7 +62,7 @@ func TestCausalClusterUnits(t *testing.T) {
 		t.Error(err)
 	}
 	m := s.ClusterModel()
-	mu, err := m.units(testSeed, timing{scale: 1})
+	mu, err := planUnits(m, testSeed, timing{scale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

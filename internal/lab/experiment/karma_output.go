@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 )
@@ -86,29 +85,21 @@ func causalTable(s *Scenario, r *Result) Table {
 		"Local: Gets served at the client's own site (its session's write buffer, its site's cache, or a storage node there, directly or through the cache on a miss; Karma 6.1). " +
 		"Restricted: accesses (Gets and Puts) made while the session was bound to a ring by a dynamic ring restriction (Karma 4.2, Fig. 11); cops-pr and cops-ideal bind every session to its site's ring anyway, and for them it counts the accesses of sessions holding in-flight reads. In flight: Gets of a version not yet in every ring. " +
 		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). A paper cell with < or > is a bound the paper gives."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
 // saturationTable has one row per (series, strategy): its peak over the
 // sweep's points (Karma Figs 7a and 10: throughput at saturation).
 func saturationTable(s *Scenario, r *Result) Table {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	t := Table{Name: "saturation", Title: "Peak throughput of each strategy over the sweep (Karma Figs 7, 10; 6.5)",
 		Header: append(h, "strategy", "points", "peak ops/s", "sessions", "get mean ms", "get p99 ms", "local %", "restricted %", "plateau reached")}
 	order, ps := peaks(r)
 	for _, k := range order {
 		series, strategy, _ := strings.Cut(k, "\x00")
 		p := ps[[2]string{series, strategy}]
-		var row []string
-		if len(s.Series) > 0 {
-			row = append(row, series)
-		}
+		row := seriesColumn(s, series)
 		plateau := "no"
 		if p.saturated {
 			plateau = "yes"
@@ -126,10 +117,7 @@ func saturationTable(s *Scenario, r *Result) Table {
 // (Karma 6.1, 6.3) and each series' against the first series' (6.5),
 // beside the paper's.
 func comparisonTable(s *Scenario, r *Result) Table {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	t := Table{Name: "comparison", Title: "Peak throughput compared: strategy vs strategy, series vs series (%)",
 		Header: append(h, "strategy", "vs", "ops/s", "vs ops/s", "gain %", "paper")}
 	order, ps := peaks(r)
@@ -154,10 +142,7 @@ func comparisonTable(s *Scenario, r *Result) Table {
 		}
 	}
 	add := func(se, st, vs string, a, b peak, metric, paperSeries, baseline string) {
-		var row []string
-		if len(s.Series) > 0 {
-			row = append(row, se)
-		}
+		row := seriesColumn(s, se)
 		g := gainPct(a.run.ThroughputOpsPerS, b.run.ThroughputOpsPerS)
 		cell := ""
 		if !math.IsNaN(g) {
@@ -337,10 +322,7 @@ func (karmaPlugin) plots(s *Scenario, r *Result) ([]Figure, error) {
 // causalCurves draws a metric against the total sessions, one line per
 // (series, strategy).
 func causalCurves(s *Scenario, r *Result, name, title, y string, v func(CausalRun) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "sessions (all sites)"
-	p.Y.Label.Text = y
+	p := newPlot(title, "sessions (all sites)", y)
 	p.Y.Min = 0
 	var labels []string
 	lines := map[string]plotter.XYs{}
@@ -380,9 +362,7 @@ func causalCurves(s *Scenario, r *Result, name, title, y string, v func(CausalRu
 // causalBars draws a metric as bars: one group per (series, point), one
 // bar per strategy.
 func causalBars(s *Scenario, r *Result, name, title, y string, v func(CausalRun) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = y
+	p := newPlot(title, "", y)
 	p.Y.Min = 0
 	var groups, strategies []string
 	cells := map[[2]string]float64{}
@@ -409,10 +389,7 @@ func causalBars(s *Scenario, r *Result, name, title, y string, v func(CausalRun)
 // causalTimelinePlot draws a per-second figure of every run against time,
 // with the scheduled changes marked.
 func causalTimelinePlot(s *Scenario, r *Result, name, title, y string, v func(CausalSecond) float64) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time since the workload started (s)"
-	p.Y.Label.Text = y
+	p := newPlot(title, "time since the workload started (s)", y)
 	p.Y.Min = 0
 	for i, c := range r.Causal {
 		var xys plotter.XYs

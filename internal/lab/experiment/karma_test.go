@@ -63,7 +63,7 @@ func TestCausalScenario(t *testing.T) {
 		}
 	}
 	s = parse(t, causalWorld3+"sweep: {param: total_sessions, values: ['13']}\n")
-	points, err := s.pointScenarios()
+	points, err := pointScenarios(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestCausalScenario(t *testing.T) {
 		t.Errorf("total_sessions 13 over three sites: %v, want [5 4 4]", got)
 	}
 	s = parse(t, causalWorld3+"sweep: {param: read_write, values: ['80-20']}\n")
-	if points, err = s.pointScenarios(); err != nil || points[0].s.Workload.PutFraction != 0.2 {
+	if points, err = pointScenarios(s); err != nil || points[0].s.Workload.PutFraction != 0.2 {
 		t.Errorf("read_write 80-20: %v, put fraction %v", err, points[0].s.Workload.PutFraction)
 	}
 }

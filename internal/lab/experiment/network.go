@@ -11,7 +11,7 @@ import (
 
 // topologyLink is the round trip and one-way jitter the topology gives
 // the link between sites a and b (a == b: within a site).
-func (s *Scenario) topologyLink(a, b string) (rtt, jitter time.Duration) {
+func topologyLink(s *Scenario, a, b string) (rtt, jitter time.Duration) {
 	if a == b {
 		return s.topo.LocalRTT, s.topo.LocalJitter
 	}
@@ -20,7 +20,7 @@ func (s *Scenario) topologyLink(a, b string) (rtt, jitter time.Duration) {
 }
 
 // replicaSites are the sites of the table's replicas, primary first.
-func (s *Scenario) replicaSites() []string {
+func replicaSites(s *Scenario) []string {
 	return append([]string{s.Table.Primary}, s.Table.Secondaries...)
 }
 
@@ -129,7 +129,7 @@ func (o *world) apply(e EventSpec) (string, error) {
 			o.jitter[key] = *e.Jitter
 		}
 	case ActionRestore:
-		o.rtt[key], o.jitter[key] = o.s.topologyLink(a, b)
+		o.rtt[key], o.jitter[key] = topologyLink(o.s, a, b)
 	}
 	rtt := max(0, o.rtt[key]+o.spike[key])
 	desc := fmt.Sprintf("%s %s-%s: rtt now %s", e.Action, a, b, rtt)

@@ -82,10 +82,7 @@ func runCells(s *Scenario, r RunResult) []string {
 // sweep's point and the seed, when the scenario has them; pointCells are
 // a run's values of them.
 func pointColumns(s *Scenario) []string {
-	var h []string
-	if len(s.Series) > 0 {
-		h = append(h, "series")
-	}
+	h := seriesColumn(s, "series")
 	if s.Sweep != nil {
 		h = append(h, s.Sweep.Param)
 	}
@@ -95,11 +92,17 @@ func pointColumns(s *Scenario) []string {
 	return h
 }
 
-func pointCells(s *Scenario, series, point string, seed uint64) []string {
-	var c []string
+// seriesColumn is a table's series column (its header or a row's cell)
+// when the scenario has series, else nothing.
+func seriesColumn(s *Scenario, cell string) []string {
 	if len(s.Series) > 0 {
-		c = append(c, series)
+		return []string{cell}
 	}
+	return nil
+}
+
+func pointCells(s *Scenario, series, point string, seed uint64) []string {
+	c := seriesColumn(s, series)
 	if s.Sweep != nil {
 		c = append(c, point)
 	}
@@ -132,9 +135,7 @@ func opsTable(s *Scenario, r *Result) Table {
 		}
 	}
 	t.Caption = "Latency is over the operations that succeeded; ops/s counts them per second of the run after its warmup. An op is a step of the workload: a Get or a Put, or a YCSB operation (a read-modify-write or a scan counts once)."
-	if r.Mode == "sim" {
-		t.Caption += " Times are virtual."
-	}
+	t.Caption += virtualNote(r)
 	return t
 }
 
@@ -263,7 +264,7 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		b.WriteString(wp.describe(s, r.Mode))
 	} else {
 		fmt.Fprintf(&b, "- topology: %s; %d tablet(s) (%s), %d replicas each over %s (primaries at %s), pull every %s",
-			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(s.replicaSites(), ", "), s.Table.Primary, s.Table.PullInterval)
+			s.topo.Name, s.Table.Tablets, s.Table.Partition, s.Table.Replicas, strings.Join(replicaSites(s), ", "), s.Table.Primary, s.Table.PullInterval)
 		if s.Table.Push {
 			b.WriteString(", push")
 		}
@@ -314,7 +315,7 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 	}
 	fmt.Fprintf(&b, "- clients: %s; strategies: %s\n", strings.Join(clients, ", "), strings.Join(s.Strategies, ", "))
 	if len(s.Series) > 0 {
-		fmt.Fprintf(&b, "- series, each run apart: %s\n", strings.Join(s.describeSeries(), "; "))
+		fmt.Fprintf(&b, "- series, each run apart: %s\n", strings.Join(describeSeries(s), "; "))
 	}
 	if s.Sweep != nil {
 		fmt.Fprintf(&b, "- sweep: %s over %s, one row per point\n", s.Sweep.Param, strings.Join(s.Sweep.Values, ", "))
@@ -409,4 +410,13 @@ func workloadText(s *Scenario) string {
 	}
 	w := s.Workload
 	return fmt.Sprintf("\n- workload: %d keys (%s), put fraction %g, ", w.Keys, w.Distribution, w.PutFraction)
+}
+
+// virtualNote is what a caption says of a result's times: in the
+// simulator, that they are virtual.
+func virtualNote(r *Result) string {
+	if r.Mode == "sim" {
+		return " Times are virtual."
+	}
+	return ""
 }

@@ -79,3 +79,56 @@ func meanUtility(ps []GetPoint) float64 {
 	}
 	return sum / float64(len(ps))
 }
+
+// TimelineResult is Pileus's section of a run's result when the
+// scenario has a schedule.
+type TimelineResult struct {
+	// Events are the scheduled changes as applied; Timeline is every Get
+	// and Adaptation the analysis of each event (5.4), when the scenario
+	// has a schedule.
+	Events     []EventRecord `json:"events,omitempty"`
+	Timeline   []GetPoint    `json:"timeline,omitempty"`
+	Adaptation []Adaptation  `json:"adaptation,omitempty"`
+}
+
+// GetPoint is one Get of a timeline.
+type GetPoint struct {
+	AtS     float64 `json:"at_s"` // completion, since the workload started
+	Utility float64 `json:"utility"`
+	Target  int     `json:"target"` // subSLA targeted, from 1; 0 for fixed strategies
+	Node    string  `json:"node"`   // site of the replica read
+	Met     int     `json:"met"`    // subSLA met, from 1; 0 for none
+	RTTMS   float64 `json:"rtt_ms"`
+}
+
+// Adaptation says how long a run took to adapt to one event (Pileus 5.4).
+//
+// The oracle knows the configured round trips after the event: a (subSLA,
+// node) choice is attainable when the node is up and reachable, the
+// round trip (with a slow node's service time, without the random spikes
+// of a spikes event) is within the subSLA's latency, and the node provides the
+// consistency: the primary always; any node for eventual; for the other
+// guarantees the oracle counts only the primary, which is exact for the
+// strong/eventual SLAs of 5.4. Best holds the attainable choices of
+// highest utility, written "subSLA@site". A run has adapted at the first
+// Get after the event that starts N consecutive Gets (Scenario.Adapt.Gets)
+// choosing one of Best, all before the next event. A Get chooses a best
+// (subSLA, node) when it goes to that node and either targets that
+// subSLA or delivers its utility: Fig. 8 keeps the higher subSLA as the
+// target when a lower one's replica ties with it in expected utility, so
+// a Get may target strong consistency at a secondary and meet eventual.
+type Adaptation struct {
+	Event       string   `json:"event"`
+	BestUtility float64  `json:"best_utility"`
+	Best        []string `json:"best"`
+	Adapted     bool     `json:"adapted"`
+	// GetsToAdapt counts the Gets after the event before the adapted one;
+	// SecondsToAdapt is the virtual time from the event to it.
+	GetsToAdapt    int     `json:"gets_to_adapt"`
+	SecondsToAdapt float64 `json:"seconds_to_adapt"`
+	// UtilityBefore and UtilityAfter average the delivered utility over
+	// the phase's Gets before and from the adapted Get.
+	UtilityBefore float64 `json:"utility_before"`
+	UtilityAfter  float64 `json:"utility_after"`
+	GetsInPhase   int     `json:"gets_in_phase"`
+}

@@ -308,9 +308,7 @@ func adaptationTable(r *Result) Table {
 }
 
 func latencyPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Average Get latency per consistency and client site (Fig. 3)"
-	p.Y.Label.Text = "ms"
+	p := newPlot("Average Get latency per consistency and client site (Fig. 3)", "", "ms")
 	var names []string
 	for _, v := range s.slas {
 		names = append(names, v.Name)
@@ -328,9 +326,7 @@ func latencyPlot(s *Scenario, r *Result) (Figure, error) {
 }
 
 func utilityPlot(s *Scenario, r *Result, slaName string) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Average utility, %s SLA (Figs 11-12)", slaName)
-	p.Y.Label.Text = "average delivered utility"
+	p := newPlot(fmt.Sprintf("Average utility, %s SLA (Figs 11-12)", slaName), "", "average delivered utility")
 	p.Y.Min, p.Y.Max = 0, 1.35
 	clients := s.Clients.Sites()
 	err := groupedBars(p, clients, s.Strategies, func(c, st int) float64 {
@@ -345,10 +341,7 @@ func utilityPlot(s *Scenario, r *Result, slaName string) (Figure, error) {
 }
 
 func sensitivityPlot(s *Scenario, r *Result, base, client string) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Utility vs scaling of lower subSLAs, %s SLA, client %s (Fig. 14)", base, client)
-	p.X.Label.Text = "factor on the utilities of the scaled subSLAs"
-	p.Y.Label.Text = "average delivered utility"
+	p := newPlot(fmt.Sprintf("Utility vs scaling of lower subSLAs, %s SLA, client %s (Fig. 14)", base, client), "factor on the utilities of the scaled subSLAs", "average delivered utility")
 	p.Y.Min = 0
 	for j, st := range s.Strategies {
 		var xys plotter.XYs
@@ -467,3 +460,29 @@ func addSpikes(p *plot.Plot, events []EventRecord) error {
 	}
 	return nil
 }
+
+// BreakdownResult is Pileus's section of a run's result.
+type BreakdownResult struct {
+	// Breakdown is Pileus's decisions (Tables 1-2): one row per subSLA.
+	Breakdown []BreakdownRow `json:"breakdown,omitempty"`
+}
+
+// BreakdownRow is one row of Table 1 or 2: for subSLA Target (from 1), the
+// percentage of all Gets that targeted it at each node site, and the
+// percentage of all Gets that met it.
+type BreakdownRow struct {
+	Target  int                `json:"target"`
+	GetsPct map[string]float64 `json:"gets_pct"`
+	MetPct  float64            `json:"met_pct"`
+}
+
+// Pileus's outputs: utility per client site and strategy, the breakdown
+// of its decisions (Tables 1-2), latency, the timeline (Fig. 13) and
+// the sensitivity to the SLA's factors (Fig. 14).
+const (
+	OutUtility     = "utility"
+	OutBreakdown   = "breakdown"
+	OutLatency     = "latency"
+	OutTimeline    = "timeline"
+	OutSensitivity = "sensitivity"
+)

@@ -132,10 +132,7 @@ func addCurve(p *plot.Plot, i int, name string, xys plotter.XYs) error {
 // throughputPlot is each run's throughput against the swept parameter:
 // it rises, then flattens at capacity.
 func throughputPlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Throughput against %s", s.Sweep.Param)
-	p.X.Label.Text = s.Sweep.Param
-	p.Y.Label.Text = "successful operations per second"
+	p := newPlot(fmt.Sprintf("Throughput against %s", s.Sweep.Param), s.Sweep.Param, "successful operations per second")
 	if s.Sweep.Param == "sessions" {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
@@ -163,10 +160,7 @@ func throughputPlot(s *Scenario, r *Result) (Figure, error) {
 // latencyCurvePlot is the throughput-latency curve: each op label's p95
 // against the run's throughput, one point per sweep point.
 func latencyCurvePlot(s *Scenario, r *Result) (Figure, error) {
-	p := plot.New()
-	p.Title.Text = "Latency (p95) against throughput"
-	p.X.Label.Text = "successful operations per second"
-	p.Y.Label.Text = "p95 latency (ms)"
+	p := newPlot("Latency (p95) against throughput", "successful operations per second", "p95 latency (ms)")
 	results := curveResults(r)
 	several := len(s.Clients)*len(s.Strategies) > 1
 	i := 0
@@ -217,4 +211,11 @@ func summaryKeys(r *Result) []Summary {
 		}
 	}
 	return out
+}
+
+// newPlot is a plot with its title and axis labels.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	return p
 }

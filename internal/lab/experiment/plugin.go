@@ -4,6 +4,8 @@ package experiment
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/cluster"
@@ -11,12 +13,18 @@ import (
 )
 
 // The lab is an engine with one plug-in per paper. The engine (this
-// package's scenario.go, validate.go, engine.go, sweep.go, schedule.go,
-// simrun.go, cluster_run.go, output.go, plots.go) reads and checks a
-// scenario, plans its units, runs them in the simulator or on a local
-// cluster and writes what they measured; it reaches a paper only through
-// the plug-ins below. A plug-in lives in the files named after it:
+// package's engine.go, simrun.go, cluster_run.go, record.go, output.go,
+// schedule.go, sweep.go, scenario.go, validate.go, result.go, network.go,
+// plots.go) reads and checks a scenario, plans its units, runs them in
+// the simulator or on a local cluster and writes what they measured; it
+// reaches a paper only through the plug-ins below and names none
+// (TestEngineNamesNoPaper). A plug-in lives in the files named after it:
 // pileus*.go, cpq*.go, dcon*.go, karma*.go.
+//
+// A plug-in also validates its part of a scenario (validator), names
+// its strategies (strategist), records its share of every run
+// (recorderPlugin), owns its section of Result (embedded, so that the
+// JSON keeps one flat run) and adds its sweep parameters (sweeper).
 //
 // The plug-ins share the engine's unexported types (unit, run, Result's
 // sections), which is why they are files of this package rather than
@@ -89,6 +97,8 @@ type worldPlugin interface {
 	mixer
 	// variant parses one of the plug-in's strategies.
 	variant(name string) (strategyVariant, error)
+	// checkStrategies checks the strategies of a claimed scenario.
+	checkStrategies(s *Scenario) error
 	// session sets up a run's driver group for the plug-in's table.
 	session(s *Scenario, g *driver.Group)
 	// runSim runs a unit in a world of its own in the simulator, with
@@ -136,4 +146,78 @@ func worldOf(s *Scenario) (worldPlugin, bool) {
 	}
 	w, ok := m.(worldPlugin)
 	return w, ok
+}
+
+// A validator is a plug-in that checks the scenario fields it reads,
+// before the engine checks the rest.
+type validator interface {
+	plugin
+	validate(s *Scenario) error
+}
+
+// A strategist is a plug-in that names strategies of its own: the
+// engine runs a strategy of the scenarios of no worldPlugin with the
+// plug-in that reads its name.
+type strategist interface {
+	plugin
+	// strategy reads a strategy name with its options for scenario s
+	// run in mode t (a strategy may aim at the mode's targets); ok is
+	// false for a name that is not the plug-in's.
+	strategy(s *Scenario, name string, t timing) (v strategyVariant, ok bool, err error)
+	// strategyNames lists the names strategy reads, for an error.
+	strategyNames() string
+}
+
+// parseStrategyVariant reads a strategy name with the strategist that
+// knows it.
+func parseStrategyVariant(s *Scenario, name string, t timing) (strategyVariant, error) {
+	var names []string
+	for _, p := range plugins {
+		st, ok := p.(strategist)
+		if !ok {
+			continue
+		}
+		if v, ok, err := st.strategy(s, name, t); ok || err != nil {
+			return v, err
+		}
+		names = append(names, st.strategyNames())
+	}
+	return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strings.Join(names, ", "))
+}
+
+// A recorderPlugin records a share of every unit of the scenarios of no
+// worldPlugin (whose own recorder takes every op): what the engine's
+// recorder does not, into the runs' results.
+type recorderPlugin interface {
+	plugin
+	// record is the plug-in's share of unit u run in mode t, or nil when
+	// the plug-in has nothing to record of it.
+	record(u *unit, t timing) unitPart
+}
+
+// A unitPart is a recorderPlugin's share of a unit.
+type unitPart interface {
+	// keepsOps reports whether the part needs the driver to keep every
+	// op (driver.Recorder.Keep).
+	keepsOps() bool
+	// op records an op of run r; recorded says it started after the
+	// warmup.
+	op(r *run, op *driver.Op, recorded bool)
+	// finish fills the runs' results once the driver has finished and
+	// the engine's recorder has filled its part; rec is the driver's
+	// recorder.
+	finish(rec *driver.Recorder)
+}
+
+// unitParts are the recorderPlugins' shares of unit u.
+func unitParts(u *unit, t timing) []unitPart {
+	var out []unitPart
+	for _, p := range plugins {
+		if rp, ok := p.(recorderPlugin); ok {
+			if part := rp.record(u, t); part != nil {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }

@@ -4,42 +4,26 @@ import (
 	"math"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/driver"
 )
 
 // recorder accumulates one run's Gets into its RunResult.
 type recorder struct {
-	r        *RunResult
-	timeline bool
-	points   []GetPoint
-	target   map[int]map[string]int // subSLA targeted -> site -> Gets
-	latency  time.Duration
+	r       *RunResult
+	latency time.Duration
 	// utilitySq sums the squared utilities, for UtilityStdErr.
 	utilitySq float64
 }
 
-func newRecorder(r *RunResult, timeline bool) *recorder {
-	return &recorder{r: r, timeline: timeline, target: map[int]map[string]int{}}
-}
+func newRecorder(r *RunResult) *recorder { return &recorder{r: r} }
 
-// get records one Get; its completion is its time in the timeline.
+// get records one Get.
 func (rec *recorder) get(op *driver.Op) {
 	r := rec.r
 	r.Gets++
 	r.ExtraRequests += op.Extra
 	rec.latency += op.RTT
-	site := siteOf(wire.NodeID(op.Node))
-	met, utility := op.Met, op.Utility()
-	if op.Err != nil {
-		met = -1
-	}
-	if op.Target >= 0 {
-		if rec.target[op.Target] == nil {
-			rec.target[op.Target] = map[string]int{}
-		}
-		rec.target[op.Target][site]++
-	}
+	met, utility := metUtility(op)
 	if met >= 0 {
 		r.Met[met]++
 		r.AvgUtility += utility
@@ -47,16 +31,19 @@ func (rec *recorder) get(op *driver.Op) {
 	} else {
 		r.Unmet++
 	}
-	if rec.timeline {
-		rec.points = append(rec.points, GetPoint{AtS: op.End.Seconds(), Utility: utility, Target: op.Target + 1,
-			Node: site, Met: met + 1, RTTMS: ms(op.RTT)})
-	}
 }
 
-// finish turns the sums into averages and fractions, fills the breakdown
-// of a Pileus run (the table's replica sites, primary first) and the
-// timeline's adaptation analysis.
-func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, adaptGets int) {
+// metUtility is the subSLA a Get met (-1 for none, or a failed Get) and
+// the utility it delivered.
+func metUtility(op *driver.Op) (met int, utility float64) {
+	if op.Err != nil {
+		return -1, op.Utility()
+	}
+	return op.Met, op.Utility()
+}
+
+// finish turns the sums into averages and fractions.
+func (rec *recorder) finish() {
 	r := rec.r
 	if r.Gets == 0 {
 		return
@@ -72,17 +59,4 @@ func (rec *recorder) finish(pileus bool, sites []string, events []EventRecord, a
 		r.Met[i] /= n
 	}
 	r.AvgLatencyMS = ms(rec.latency) / n
-	if pileus {
-		for i := range r.Met {
-			row := BreakdownRow{Target: i + 1, GetsPct: map[string]float64{}, MetPct: 100 * r.Met[i]}
-			for _, site := range sites {
-				row.GetsPct[site] = 100 * float64(rec.target[i][site]) / n
-			}
-			r.Breakdown = append(r.Breakdown, row)
-		}
-	}
-	if rec.timeline {
-		r.Events, r.Timeline = events, rec.points
-		r.Adaptation = adaptation(events, rec.points, adaptGets)
-	}
 }

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,19 +36,18 @@ import (
 type Scenario struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	// Reference names what the experiment reproduces, e.g. "Pileus
-	// (SOSP'13) 5.2, Fig. 11 and Table 1".
+	// Reference names what the experiment reproduces: the paper, its
+	// section and figures.
 	Reference string `yaml:"reference"`
-	// Topology is a preset name (pileus4, karma8, local) or, when TopologyInline is set,
-	// ignored. Default pileus4.
+	// Topology is a preset name (topology.Presets) or, when
+	// TopologyInline is set, ignored. Default defaultTopology.
 	Topology       string             `yaml:"topology"`
 	TopologyInline *topology.Topology `yaml:"topology_inline"`
 	Table          TableSpec          `yaml:"table"`
-	// Causal, if set, makes the table a causal table (Karma, DESIGN.md
-	// section 5; causal.go): its rings replace the table section, its
-	// Gets carry no SLA (slas must be empty), the strategies are karma,
-	// karma-nc, cops-pr and cops-ideal, and every client site of a run
-	// drives the one world at once.
+	// Causal, if set, makes the table a causal table (DESIGN.md section
+	// 5): its rings replace the table section, its Gets carry no SLA
+	// (slas must be empty), the strategies are causalStrategies, and
+	// every client site of a run drives the one world at once.
 	Causal *CausalSpec `yaml:"causal"`
 	// SLAs are the SLAs of the Gets; required unless the table is
 	// causal.
@@ -61,8 +58,8 @@ type Scenario struct {
 	// Each site must host a client. Default: every site with a client,
 	// one session each.
 	Clients ClientSites `yaml:"clients"`
-	// Strategies default to pileus, primary, random and closest; for a
-	// causal table to karma, karma-nc, cops-pr and cops-ideal.
+	// Strategies default to clientcore.Strategies; for a causal table
+	// to causalStrategies.
 	Strategies []string `yaml:"strategies"`
 	// Series are the curves of a figure, each a variant of the scenario
 	// run apart from the others: in the simulator each run in a world of
@@ -131,15 +128,14 @@ type TableSpec struct {
 	// Partition says how keys map to tablets: range (split at quantiles
 	// of the workload's keys) or hash. Default range.
 	Partition string `yaml:"partition"`
-	// PullInterval is how often secondaries pull (Pileus 5.1: once a
-	// minute). Default 1m.
+	// PullInterval is how often secondaries pull. Default 1m.
 	PullInterval time.Duration `yaml:"pull_interval"`
 	// Push also streams each Put to the secondaries at once.
 	Push bool `yaml:"push"`
 	// WriteLevel is the least write level of every Put (one, quorum,
 	// all or a number; wire.Layout.WriteLevel): with it a read of r of N
-	// replicas with r + w > N is strong, and Pileus may read such a
-	// quorum for a strong subSLA. Default one.
+	// replicas with r + w > N is strong, and an SLA's Get may read such
+	// a quorum for a strong subSLA. Default one.
 	WriteLevel string `yaml:"write_level"`
 }
 
@@ -152,13 +148,13 @@ type SLASpec struct {
 	SLA string `yaml:"sla"`
 	// Factors, with Scale, make one variant of the SLA per factor, with
 	// the utilities of the subSLAs ranked in Scale (from 1) multiplied by
-	// it (Pileus 5.5, Fig. 14).
+	// it (the sensitivity output).
 	Factors []float64 `yaml:"factors"`
 	Scale   []int     `yaml:"scale"`
 }
 
-// WorkloadSpec is what each session does: a closed loop (Pileus 5.1), or
-// an open loop at a rate.
+// WorkloadSpec is what each session does: a closed loop, or an open
+// loop at a rate.
 type WorkloadSpec struct {
 	// Keys is the number of keys, all loaded before the run. Default
 	// 10,000.
@@ -201,41 +197,29 @@ type WorkloadSpec struct {
 	// statistics.
 	Warmup time.Duration `yaml:"warmup"`
 
-	// Bounded operations (dConssandra; DESIGN.md section 4). A bound is
-	// immediate (the paper's 0 ms, "as soon as possible": reception
-	// only), unbounded (the paper's infinite bound, "consistent") or a
-	// positive duration; an op without one takes the Pileus and CPQ
-	// paths. Bound is the bound of every op that has none of its own
-	// below (the sweep parameter bound sets it); PutBound bounds the
-	// mix's Puts and RTWs, GetBound its Gets.
+	// Bounded operations (DESIGN.md section 4). A bound is immediate
+	// (0 ms, "as soon as possible": reception only), unbounded (an
+	// infinite bound, "consistent") or a positive duration; an op
+	// without one takes the SLA and level paths. Bound is the bound of
+	// every op that has none of its own below (the sweep parameter bound
+	// sets it); PutBound bounds the mix's Puts and RTWs, GetBound its
+	// Gets.
 	Bound    string `yaml:"bound"`
 	PutBound string `yaml:"put_bound"`
 	GetBound string `yaml:"get_bound"`
-	// RTW makes the mix's Puts ReadTestWrites (dConssandra 2):
-	// conditional inserts, which write a key only if it has no value
-	// (driver.RTW); with the fresh distribution every one writes.
+	// RTW makes the mix's Puts ReadTestWrites: conditional inserts,
+	// which write a key only if it has no value (driver.RTW); with the
+	// fresh distribution every one writes.
 	RTW bool `yaml:"rtw"`
 	// Group, if set, makes every step a group of ops on one fresh key
-	// (dConssandra 6-B, 6-C); Ops then counts groups, and the mix's
-	// fields (put_fraction, distribution, ...) are not used.
+	// (GroupSpec); Ops then counts groups, and the mix's fields
+	// (put_fraction, distribution, ...) are not used.
 	Group *GroupSpec `yaml:"group"`
 	// LoadBound, if set, bounds the Puts that load the keys, which then
-	// go to the loader's nearest replica as staged writes: unbounded is
-	// dConssandra 6-B's load, "50 thousand inserts that are configured
-	// with unbounded latency bounds", which also trains the nodes' costs.
-	// Unset, the load's Puts go to the primary without a bound.
+	// go to the loader's nearest replica as staged writes (unbounded
+	// writes also train the nodes' costs). Unset, the load's Puts go to
+	// the primary without a bound.
 	LoadBound string `yaml:"load_bound"`
-}
-
-// GroupSpec is a dConssandra group (driver.GroupMix): Writes Puts of one
-// fresh key at WriteBound, a Get of it at ReadBound, then with Reset an
-// unbounded Get of it (6-C: "so that later experimental groups are not
-// affected by previous groups"). Unset bounds are the workload's bound.
-type GroupSpec struct {
-	Writes     int    `yaml:"writes"`
-	WriteBound string `yaml:"write_bound"`
-	ReadBound  string `yaml:"read_bound"`
-	Reset      bool   `yaml:"reset"`
 }
 
 // ClientSites are the client sites of a scenario and each one's sessions.
@@ -356,7 +340,7 @@ const (
 )
 
 // EventSpec is one change to the world, at a virtual time after the
-// measured workload starts or after a number of Gets (Pileus 5.4).
+// measured workload starts or after a number of Gets.
 type EventSpec struct {
 	// Label names the event in plots and tables. Default "#i".
 	Label string `yaml:"label"`
@@ -394,9 +378,9 @@ type EventSpec struct {
 	// by the round trips without them.
 	//
 	// A stalls event stops storage nodes now and then from At until
-	// Until, as a garbage collector's pauses do (CPQ 5 cites [12] on
-	// Cassandra's): Node, or each storage node of the topology apart,
-	// pauses for a time drawn from For at exponential gaps of mean Every,
+	// Until, as a garbage collector's pauses do: Node, or each storage
+	// node of the topology apart, pauses for a time drawn from For at
+	// exponential gaps of mean Every,
 	// handling nothing meanwhile and then what queued, in order
 	// (sim.Sim.Pause). Each run expands it into pause events, the same
 	// for every strategy, which the adaptation analysis leaves out. A
@@ -448,7 +432,7 @@ type ClusterSpec struct {
 	// Targets, if set, replace targets on the cluster, whose round trips
 	// (real processes and loopback TCP on a shared machine) are not the
 	// simulator's: the windows output judges by them there, and the
-	// strategy cpq-tune (without arguments) aims at them.
+	// strategies that tune themselves aim at them.
 	Targets *TargetsSpec `yaml:"targets"`
 	// SessionsScale, if set, multiplies every client site's sessions on
 	// the cluster, after a sweep has set them (at least one a site,
@@ -484,8 +468,8 @@ type PaperSpec struct {
 // PaperValue is one number from the paper. Metric is avg_utility,
 // avg_latency_ms, gets_pct (breakdown: % of Gets with Target and Node),
 // or met_pct (breakdown: % of Gets meeting subSLA Target); or one of
-// dConssandra's (dconMetrics), found by Point and Series; or one of
-// Karma's (causalMetrics), found by Strategy, Point, Series and Baseline.
+// a plug-in's (plugin.metrics), found by the fields it names (Point,
+// Series, Strategy, Baseline).
 // Fields that do not apply are left empty.
 type PaperValue struct {
 	Metric   string  `yaml:"metric"`
@@ -506,39 +490,8 @@ type PaperValue struct {
 	Bound string `yaml:"bound"`
 }
 
-// Output names.
-const (
-	OutUtility     = "utility"
-	OutBreakdown   = "breakdown"
-	OutLatency     = "latency"
-	OutTimeline    = "timeline"
-	OutSensitivity = "sensitivity"
-	OutOps         = "ops"
-	OutStaleness   = "staleness"
-	OutLevels      = "levels"
-	OutWindows     = "windows"
-	// dConssandra's (dcon.go): every bounded op's outcomes; latency
-	// against the bound (Fig. 7); a consistent read's latency against
-	// the writes' bound (Fig. 8); values returned against the read's
-	// bound (Figs 9-10); write and read cost shares and throughput
-	// (Tables III-IV); the planner's time per decision (Fig. 11).
-	OutBounded      = "bounded"
-	OutBoundLatency = "bound-latency"
-	OutReadLatency  = "read-latency"
-	OutReturned     = "returned"
-	OutCosts        = "costs"
-	OutPlanner      = "planner"
-	// Karma's (causal.go), for causal tables: each run's throughput,
-	// latencies, local and restricted shares and sources (Figs 7, 11,
-	// 12); the peak of each strategy over a sessions sweep and how the
-	// strategies compare there (Figs 7a, 10; 6.5); the same per client
-	// site; throughput and Get latency second by second, and per phase
-	// of the schedule (Figs 8-9).
-	OutCausal         = "causal"
-	OutSaturation     = "saturation"
-	OutCausalSites    = "causal-sites"
-	OutCausalTimeline = "causal-timeline"
-)
+// OutOps is the engine's own output: each op label's statistics.
+const OutOps = "ops"
 
 // slaVariant is one SLA the runs use: a spec, or one factor of it.
 type slaVariant struct {
@@ -687,150 +640,13 @@ func (s *Scenario) paperValue(metric, slaName, client, strategy string, target i
 type strategyVariant struct {
 	strategy clientcore.Strategy
 	get      clientcore.GetOptions
-	// policy sets the sessions' read and write levels (CPQ).
+	// policy sets the sessions' read and write levels.
 	policy clientcore.Policy
 	// adaptiveProbing sets clientcore.Options.AdaptiveProbing on the
 	// run's client.
 	adaptiveProbing bool
-	// scenarioTargets: the strategy is cpq-tune without arguments, whose
-	// target is the scenario's (targets, or on a cluster cluster.targets).
-	scenarioTargets bool
 	// causal is the strategy of a causal table's runs.
 	causal causal.Strategy
-}
-
-// parseStrategyVariant reads a strategy name with its options, beyond the
-// paper: "pileus+retry" is Pileus with retry after a miss
-// (clientcore.GetOptions.RetryAfterMiss), "pileus+hedge" with hedged Gets
-// at a cost of hedgeCost per extra request, "pileus+probe" (or
-// "closest+probe": the strategies that read the monitor) with adaptive
-// probing (clientcore.Options.AdaptiveProbing, Pileus 6.1); options
-// combine, as in "pileus+retry+probe".
-func parseStrategyVariant(name string) (strategyVariant, error) {
-	if v, ok, err := parseLevelStrategy(name); ok || err != nil {
-		return v, err
-	}
-	base, options, _ := strings.Cut(name, "+")
-	strategy, err := clientcore.ParseStrategy(base)
-	if err != nil {
-		return strategyVariant{}, fmt.Errorf("unknown strategy %q (want %s)", name, strategyNames)
-	}
-	v := strategyVariant{strategy: strategy}
-	for option := range strings.SplitSeq(options, "+") {
-		switch {
-		case option == "":
-		case option == "retry" && strategy == clientcore.Pileus:
-			v.get.RetryAfterMiss = true
-		case option == "hedge" && strategy == clientcore.Pileus:
-			v.get.HedgeCost = hedgeCost
-		case option == "probe" && (strategy == clientcore.Pileus || strategy == clientcore.Closest):
-			v.adaptiveProbing = true
-		case option == "noquorum" && strategy == clientcore.Pileus:
-			v.get.NoQuorum = true
-		default:
-			return strategyVariant{}, fmt.Errorf("unknown option %q of strategy %q (want pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, closest+probe)", option, base)
-		}
-	}
-	return v, nil
-}
-
-// strategyNames are the strategies a scenario may name (see
-// parseStrategyVariant).
-const strategyNames = "pileus, pileus+retry, pileus+hedge, pileus+probe, pileus+noquorum, primary, random, closest, " +
-	"one-one, one-quo, quo-one, quo-quo or any R-W such as 3-3 (+norepair), cpq(P), ad(D), cpq-tune(L,S) or cpq-tune"
-
-// hedgeCost is the price, in utility, of the extra request of a hedged
-// Get in the pileus+hedge strategy. Section 6.3 leaves it to the
-// application; 0.1 hedges when a second node adds a tenth of the top
-// subSLA's utility.
-const hedgeCost = 0.1
-
-// parseLevelStrategy reads the strategies of CPQ 3.2, which choose how
-// many replicas each operation involves: "one-one", "one-quo", "quo-one"
-// and "quo-quo" (read level, then write level, as CPQ Fig. 1 names them),
-// and beyond them "R-W" for any read level R and write level W, each one,
-// quo (or quorum), all or a number, as "3-3" or "all-one"; each with
-// "+norepair" turns read repair off (clientcore.RepairOff), so that reads
-// of a majority are regular rather than atomic; "cpq(P)",
-// QUORUM with probability P and ONE otherwise, for reads and writes
-// alike; "ad(D)", ONE reads and writes with every read delayed by D; and
-// beyond the paper "cpq-tune(L,S)", the tuner keeping read p95 within L
-// and the stale share within S (clientcore.Tune), or "cpq-tune" alone,
-// the tuner aiming at the scenario's targets. ok is false for other
-// names.
-//
-// Their reads ask replicas at random (clientcore.Random). In CPQ's
-// Cassandra a client's coordinator, the node it is connected to, picks
-// the replicas: itself for the half of the keys it holds, else others
-// (CPQ digest 5, our reading of Cassandra 2.0). In one LAN site every
-// replica is about as near as another, and asking the nearest would send
-// every ONE read to whichever node the monitor ranks first, often the
-// primary: random replicas are the closer model.
-func parseLevelStrategy(name string) (v strategyVariant, ok bool, err error) {
-	v.strategy = clientcore.Random
-	if r, w, found := strings.Cut(name, "-"); found {
-		if read, ok := strategyLevel(r); ok {
-			w, norepair := strings.CutSuffix(w, "+norepair")
-			write, ok := strategyLevel(w)
-			if !ok {
-				return v, true, fmt.Errorf("strategy %q: want R-W, each of one, quo, all or a number of replicas, and +norepair if any", name)
-			}
-			v.policy.Read, v.policy.Write = clientcore.Fixed(read), clientcore.Fixed(write)
-			if norepair {
-				v.policy.ReadRepair = clientcore.RepairOff
-			}
-			return v, true, nil
-		}
-	}
-	if name == "cpq-tune" {
-		v.scenarioTargets = true
-		return v, true, nil
-	}
-	fn, arg, found := strings.Cut(name, "(")
-	if !found || !strings.HasSuffix(arg, ")") {
-		return v, false, nil
-	}
-	arg = strings.TrimSuffix(arg, ")")
-	bad := func(want string) error {
-		return fmt.Errorf("strategy %q: want %s", name, want)
-	}
-	switch fn {
-	case "cpq":
-		p, perr := strconv.ParseFloat(arg, 64)
-		if perr != nil || math.IsNaN(p) || p < 0 || p > 1 {
-			return v, true, bad("cpq(P) with P in [0, 1]")
-		}
-		v.policy.Read = clientcore.Mix(p, clientcore.One, clientcore.Quorum)
-		v.policy.Write = v.policy.Read
-	case "ad":
-		d, derr := time.ParseDuration(arg)
-		if derr != nil || d < 0 {
-			return v, true, bad("ad(D) with a duration D of 0 or more")
-		}
-		v.policy.Read, v.policy.Write = clientcore.Fixed(clientcore.One), clientcore.Fixed(clientcore.One)
-		v.policy.Delay = d
-	case "cpq-tune":
-		l, s, _ := strings.Cut(arg, ",")
-		latency, lerr := time.ParseDuration(strings.TrimSpace(l))
-		stale, serr := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		v.policy.Tune = clientcore.Tune{Latency: latency, Stale: stale}
-		if lerr != nil || serr != nil || v.policy.Validate() != nil {
-			return v, true, bad("cpq-tune(L,S) with a positive latency L and a stale fraction S in [0, 1]")
-		}
-	default:
-		return v, false, nil
-	}
-	return v, true, nil
-}
-
-// strategyLevel reads one level of an "R-W" strategy: quo, or what
-// wire.ParseLevel reads.
-func strategyLevel(s string) (wire.Level, bool) {
-	if s == "quo" {
-		return wire.Quorum, true
-	}
-	l, err := wire.ParseLevel(s)
-	return l, err == nil
 }
 
 // checkLevels reports a read or write level above the n replicas of the

@@ -57,7 +57,7 @@ func runScaledPreset(t *testing.T, name string) (*Scenario, *Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = s.with(func(c *Scenario) { c.Workload.Keys = min(c.Workload.Keys, presetKeys) })
+	s = derive(s, func(c *Scenario) { c.Workload.Keys = min(c.Workload.Keys, presetKeys) })
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -146,58 +146,55 @@ func expandStalls(s *Scenario, e EventSpec, i int, seed uint64, at func(time.Dur
 	return out
 }
 
-// validateSpikes checks a spikes event's own fields, after its link's,
-// and fills in Until.
+// validateSpikes checks a spikes event's own fields and fills in Until.
 func (s *Scenario) validateSpikes(field string, e *EventSpec) error {
-	if e.AfterGets > 0 {
-		return invalid(field+".after_gets", "spikes start at a time (at), not after a number of Gets")
-	}
-	if e.RTT <= 0 {
+	if e.AfterGets == 0 && e.RTT <= 0 {
 		return invalid(field+".rtt", "spikes need a positive rtt, the round trip each spike adds")
 	}
-	if e.Every <= 0 {
-		return invalid(field+".every", "spikes need a positive every, the mean gap between spikes")
-	}
-	if e.For.Min <= 0 || e.For.Max < e.For.Min {
-		return invalid(field+".for", "%s: spikes need a positive duration or [min, max] with min <= max", e.For)
-	}
-	if e.Until == 0 {
-		e.Until = s.Workload.Duration
-	}
-	if e.Until == 0 {
-		return invalid(field+".until", "spikes need until when the workload runs by ops")
-	}
-	if e.Until <= e.At {
-		return invalid(field+".until", "%s is not after at (%s)", e.Until, e.At)
-	}
-	if n := (e.Until - e.At) / e.Every; n > maxSpikes {
-		return invalid(field+".every", "%s between %s and %s makes about %d spikes, over %d", e.Every, e.At, e.Until, n, maxSpikes)
-	}
-	return nil
+	return s.validateRecurring(field, e, recurring{name: "spikes", gap: "spikes", count: "spikes"})
 }
 
-// validateStalls checks a stalls event's own fields and fills in Until.
-func (s *Scenario) validateStalls(field string, e *EventSpec) error {
+// A recurring is a kind of event that recurs from At until Until at
+// exponential gaps of mean Every, each lasting For.
+type recurring struct {
+	name string
+	// gap is what Every is the mean gap between, count what the
+	// recurrences are counted as.
+	gap, count string
+	// maxFor bounds For's max; 0 for no bound.
+	maxFor time.Duration
+}
+
+// stalls are the stalls event's recurrences.
+var stalls = recurring{name: "stalls", gap: "a node's pauses", count: "pauses per node", maxFor: maxService}
+
+// validateRecurring checks a recurring event's own fields and fills in
+// Until.
+func (s *Scenario) validateRecurring(field string, e *EventSpec, k recurring) error {
 	if e.AfterGets > 0 {
-		return invalid(field+".after_gets", "stalls start at a time (at), not after a number of Gets")
+		return invalid(field+".after_gets", "%s start at a time (at), not after a number of Gets", k.name)
 	}
 	if e.Every <= 0 {
-		return invalid(field+".every", "stalls need a positive every, the mean gap between a node's pauses")
+		return invalid(field+".every", "%s need a positive every, the mean gap between %s", k.name, k.gap)
 	}
-	if e.For.Min <= 0 || e.For.Max < e.For.Min || e.For.Max > maxService {
-		return invalid(field+".for", "%s: stalls need a positive duration or [min, max] with min <= max <= %s", e.For, maxService)
+	if e.For.Min <= 0 || e.For.Max < e.For.Min || (k.maxFor > 0 && e.For.Max > k.maxFor) {
+		order := "min <= max"
+		if k.maxFor > 0 {
+			order += " <= " + k.maxFor.String()
+		}
+		return invalid(field+".for", "%s: %s need a positive duration or [min, max] with %s", e.For, k.name, order)
 	}
 	if e.Until == 0 {
 		e.Until = s.Workload.Duration
 	}
 	if e.Until == 0 {
-		return invalid(field+".until", "stalls need until when the workload runs by ops")
+		return invalid(field+".until", "%s need until when the workload runs by ops", k.name)
 	}
 	if e.Until <= e.At {
 		return invalid(field+".until", "%s is not after at (%s)", e.Until, e.At)
 	}
 	if n := (e.Until - e.At) / e.Every; n > maxSpikes {
-		return invalid(field+".every", "%s between %s and %s makes about %d pauses per node, over %d", e.Every, e.At, e.Until, n, maxSpikes)
+		return invalid(field+".every", "%s between %s and %s makes about %d %s, over %d", e.Every, e.At, e.Until, n, k.count, maxSpikes)
 	}
 	return nil
 }

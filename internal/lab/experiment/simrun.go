@@ -38,12 +38,12 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("experiment: scale %v outside (0, 100]", o.Scale)
 	}
 	t := timing{scale: o.Scale}
-	units, err := s.units(o.Seed, t)
+	units, err := planUnits(s, o.Seed, t)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: s.replicaSites()}
+		Mode: "sim", Seed: o.Seed, Scale: o.Scale, Nodes: replicaSites(s)}
 	total := 0
 	for _, u := range units {
 		total += len(u.runs)
@@ -96,7 +96,7 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	loader := s.loaderSite()
+	loader := loaderSite(s)
 	if err := w.CreateTable(topology.NodeID(loader, "c1"), layout); err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 	}
 	// Let one pull pass so the secondaries hold the loaded records
 	// (unbounded inserts are at every replica when they are answered).
-	if s.loadBound() != wire.Unbounded {
+	if loadBound(s) != wire.Unbounded {
 		if err := w.Sim.Run(w.Sim.Now() + s.Table.PullInterval); err != nil {
 			return 0, err
 		}
@@ -205,7 +205,7 @@ func afterGets(events []EventSpec) []EventSpec {
 
 // loaderSite is the site of the client that creates and loads the table:
 // the primary's, if it hosts a client, else the first site that does.
-func (s *Scenario) loaderSite() string {
+func loaderSite(s *Scenario) string {
 	var site string
 	for _, st := range s.topo.Sites {
 		if len(st.Clients) > 0 && (site == "" || st.Name == s.Table.Primary) {
@@ -218,11 +218,11 @@ func (s *Scenario) loaderSite() string {
 // loadGroup is the group that loads the table: every key written once,
 // by sessions Puts at a time, at the primary (an eventual SLA with the
 // Primary strategy), as YCSB's load phase does; with a load bound, as
-// staged writes at the nearest replica (dConssandra 6-B).
-func (s *Scenario) loadGroup(site string, sessions int, client clientcore.Options) *driver.Group {
+// staged writes at the nearest replica (loadBound).
+func loadGroup(s *Scenario, site string, sessions int, client clientcore.Options) *driver.Group {
 	eventual := sla.SLA{{Consistency: sla.EventualConsistency, Latency: sla.Unbounded, Utility: 1}}
 	return &driver.Group{Name: "load", Site: site, Sessions: sessions, Rand: rand.New(rand.NewPCG(0, 0)),
-		Streams: []driver.Stream{{Mix: &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize, Bound: s.loadBound()}}},
+		Streams: []driver.Stream{{Mix: &driver.LoadMix{N: uint64(s.Workload.Keys), ValueSize: s.Workload.ValueSize, Bound: loadBound(s)}}},
 		Cosla:   driver.Cosla{SLA: eventual, Strategy: clientcore.Primary, Client: client}}
 }
 
@@ -230,7 +230,7 @@ func (s *Scenario) loadGroup(site string, sessions int, client clientcore.Option
 // time: the world is the same for every strategy, and the load's timing
 // decides what the secondaries hold when the run starts.
 func load(u *unit, w *harness.World, site string) error {
-	g := u.s.loadGroup(site, 1, u.runs[0].group.Cosla.Client)
+	g := loadGroup(u.s, site, 1, u.runs[0].group.Cosla.Client)
 	return runLoad(w.Sim, &driver.SimTarget{World: w, Table: tableName, Node: u.s.Sim.clientOptions()}, []*driver.Group{g}, u.s.Workload.Keys)
 }
 

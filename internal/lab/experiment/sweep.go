@@ -6,12 +6,34 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// sweepParams set a sweep's parameter on the scenario of one point.
-var sweepParams = map[string]func(s *Scenario, v string) error{
+// A sweepParam sets a sweep's parameter to v on the scenario of one
+// point.
+type sweepParam func(s *Scenario, v string) error
+
+// A sweeper is a plug-in with sweep parameters of its own.
+type sweeper interface {
+	plugin
+	sweepParams() map[string]sweepParam
+}
+
+// sweepParams are the engine's sweep parameters and the sweepers'.
+var sweepParams = allSweepParams()
+
+func allSweepParams() map[string]sweepParam {
+	out := maps.Clone(engineSweepParams)
+	for _, p := range plugins {
+		if sw, ok := p.(sweeper); ok {
+			maps.Copy(out, sw.sweepParams())
+		}
+	}
+	return out
+}
+
+// engineSweepParams are the parameters of any scenario.
+var engineSweepParams = map[string]sweepParam{
 	"sessions": func(s *Scenario, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -20,34 +42,6 @@ var sweepParams = map[string]func(s *Scenario, v string) error{
 		for i := range s.Clients {
 			s.Clients[i].Sessions = n
 		}
-		return nil
-	},
-	// total_sessions spreads sessions over the client sites, the first
-	// sites taking one more when they do not divide evenly (Karma 5's
-	// client threads, 600 to 1200 over eight datacenters).
-	"total_sessions": func(s *Scenario, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < len(s.Clients) {
-			return fmt.Errorf("total_sessions %q: want a number of at least one session per client site (%d)", v, len(s.Clients))
-		}
-		for i := range s.Clients {
-			s.Clients[i].Sessions = n / len(s.Clients)
-			if i < n%len(s.Clients) {
-				s.Clients[i].Sessions++
-			}
-		}
-		return nil
-	},
-	// read_write is a read-write ratio, "95-5" (Karma 6.3, Fig. 10):
-	// the put fraction is W/(R+W).
-	"read_write": func(s *Scenario, v string) error {
-		rs, ws, ok := strings.Cut(v, "-")
-		r, rerr := strconv.ParseFloat(rs, 64)
-		w, werr := strconv.ParseFloat(ws, 64)
-		if !ok || rerr != nil || werr != nil || !(r >= 0) || !(w > 0) {
-			return fmt.Errorf("read_write %q: want R-W, as 95-5, W positive", v)
-		}
-		s.Workload.PutFraction = w / (r + w)
 		return nil
 	},
 	"rate": func(s *Scenario, v string) (err error) {
@@ -68,31 +62,9 @@ var sweepParams = map[string]func(s *Scenario, v string) error{
 	},
 	// strategy runs each point with one strategy, alone also on a
 	// cluster (where a point's strategies otherwise run at once on the
-	// same keys): a sweep of CPQ's p or AD's delay.
+	// same keys): a sweep of a strategy's parameter.
 	"strategy": func(s *Scenario, v string) error {
 		s.Strategies = []string{v}
-		return nil
-	},
-	// bound is the workload's bound (dConssandra): immediate, unbounded
-	// or a duration, taken by the ops with none of their own.
-	"bound": func(s *Scenario, v string) error {
-		if _, err := parseBound(v); err != nil {
-			return err
-		}
-		s.Workload.Bound = v
-		return nil
-	},
-	// mix is a write:read ratio and a key distribution, "9:1 uniform"
-	// (dConssandra Tables III-IV).
-	"mix": func(s *Scenario, v string) error {
-		ratio, dist, ok := strings.Cut(v, " ")
-		ws, rs, ok2 := strings.Cut(ratio, ":")
-		w, werr := strconv.ParseFloat(ws, 64)
-		r, rerr := strconv.ParseFloat(rs, 64)
-		if !ok || !ok2 || werr != nil || rerr != nil || !(w > 0) || !(r > 0) {
-			return fmt.Errorf("mix %q: want W:R DISTRIBUTION, as 9:1 uniform, W and R positive", v)
-		}
-		s.Workload.PutFraction, s.Workload.Distribution = w/(w+r), dist
 		return nil
 	},
 }
@@ -107,9 +79,9 @@ func (s *Scenario) points() int {
 	return len(s.Sweep.Values)
 }
 
-// point returns the scenario of one sweep point: a copy with the
+// atPoint returns the scenario of one sweep point: a copy with the
 // parameter set to v, validated.
-func (s *Scenario) point(v string) (*Scenario, error) {
+func atPoint(s *Scenario, v string) (*Scenario, error) {
 	c := *s
 	c.Sweep = nil
 	c.Clients = slices.Clone(s.Clients)
@@ -134,7 +106,7 @@ func (s *Scenario) ClusterModel() *Scenario {
 	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 {
 		return s
 	}
-	return s.with(func(c *Scenario) {
+	return derive(s, func(c *Scenario) {
 		c.clusterModel = true
 		if n := c.Cluster.ReplicasPerSite; n > 0 && c.resolveTopology() == nil {
 			t := trimReplicas(c.topo, n)
@@ -160,9 +132,9 @@ func (s *Scenario) ClusterModel() *Scenario {
 	})
 }
 
-// with returns a copy of the scenario changed by f, as are its series,
+// derive returns a copy of the scenario changed by f, as are its series,
 // which are laid over the YAML the scenario was read from (series).
-func (s *Scenario) with(f func(*Scenario)) *Scenario {
+func derive(s *Scenario, f func(*Scenario)) *Scenario {
 	c := *s
 	f(&c)
 	c.mods = append(slices.Clone(s.mods), f)
@@ -177,13 +149,13 @@ type pointScenario struct {
 }
 
 // pointScenarios returns the scenario of every point.
-func (s *Scenario) pointScenarios() ([]pointScenario, error) {
+func pointScenarios(s *Scenario) ([]pointScenario, error) {
 	if s.Sweep == nil {
 		return []pointScenario{{s: s}}, nil
 	}
 	var out []pointScenario
 	for _, v := range s.Sweep.Values {
-		p, err := s.point(v)
+		p, err := atPoint(s, v)
 		if err != nil {
 			return nil, err
 		}

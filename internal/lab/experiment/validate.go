@@ -45,12 +45,24 @@ func (s *Scenario) Validate() error {
 	}
 	s.defaults()
 	for _, check := range []func() error{
-		s.validateCausal, s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
+		s.validatePlugins, s.validateTable, s.resolveSLAs, s.validateWorkload, s.validateClients,
 		s.validateStrategies, s.validateSchedule, s.validateOutputs, s.Cluster.validate,
 		s.validateSim, s.validatePaper, s.validateSweep, s.validateSeries,
 	} {
 		if err := check(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validatePlugins runs the validators, before the engine's own checks.
+func (s *Scenario) validatePlugins() error {
+	for _, p := range plugins {
+		if v, ok := p.(validator); ok {
+			if err := v.validate(s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -65,7 +77,7 @@ func (s *Scenario) resolveTopology() error {
 		}
 	default:
 		if s.Topology == "" {
-			s.Topology = "pileus4"
+			s.Topology = defaultTopology
 		}
 		f, ok := topology.Presets[s.Topology]
 		if !ok {
@@ -137,8 +149,8 @@ func (s *Scenario) defaults() {
 		w.PutFraction = 0.5
 	}
 	if w.SessionOps == 0 && s.Causal == nil {
-		// A causal session is a Karma thread, which lives as long as the
-		// run: no default.
+		// A causal table's session lives as long as the run: no
+		// default.
 		w.SessionOps = 400
 	}
 	if w.Ops == 0 && w.Duration == 0 {
@@ -194,7 +206,7 @@ func (s *Scenario) defaults() {
 
 func (s *Scenario) validateTable() error {
 	if s.causal() {
-		return nil // the rings place a causal table (validateCausal)
+		return nil // the rings place a causal table (its plug-in validates them)
 	}
 	t := &s.Table
 	if !s.hasNodes(t.Primary, false) {
@@ -216,7 +228,7 @@ func (s *Scenario) validateTable() error {
 
 // placement is the table's placement over the topology.
 func (s *Scenario) placement() (topology.Placement, error) {
-	p := topology.Placement{Sites: s.replicaSites(), Replicas: s.Table.Replicas, Tablets: s.Table.Tablets,
+	p := topology.Placement{Sites: replicaSites(s), Replicas: s.Table.Replicas, Tablets: s.Table.Tablets,
 		Partition: s.Table.Partition}
 	if p.Partition == "range" && p.Tablets > 1 {
 		keys := make([]string, s.Workload.Keys)
@@ -364,9 +376,6 @@ func (s *Scenario) validateWorkload() error {
 			return invalid("workload.put_fraction", "%v outside [0, 1]", w.PutFraction)
 		}
 	}
-	if err := s.validateBounds(); err != nil {
-		return err
-	}
 	switch {
 	case w.ValueSize < 0 || w.ValueSize > maxValue:
 		return invalid("workload.value_size", "%d outside [0, %d]", w.ValueSize, maxValue)
@@ -426,20 +435,17 @@ func (s *Scenario) validateClients() error {
 }
 
 func (s *Scenario) validateStrategies() error {
-	if s.causal() {
-		return s.validateCausalStrategies()
+	if wp, own := worldOf(s); own {
+		return wp.checkStrategies(s)
 	}
 	for i, name := range s.Strategies {
 		field := fmt.Sprintf("strategies[%d]", i)
 		if j := slices.Index(s.Strategies, name); j != i {
 			return invalid(field, "%q repeats strategies[%d]", name, j)
 		}
-		v, err := parseStrategyVariant(name)
+		v, err := parseStrategyVariant(s, name, timing{})
 		if err != nil {
 			return invalid(field, "%v", err)
-		}
-		if v.scenarioTargets && s.Targets == nil {
-			return invalid(field, "cpq-tune without (L,S) aims at the scenario's targets: set targets")
 		}
 		if err := v.checkLevels(s.tabletReplicas()); err != nil {
 			return invalid(field, "%q: %v", name, err)
@@ -565,7 +571,7 @@ func (s *Scenario) validateSweep() error {
 		if slices.Index(s.Sweep.Values, v) != i {
 			return invalid(fmt.Sprintf("sweep.values[%d]", i), "%q repeated", v)
 		}
-		if _, err := s.point(v); err != nil {
+		if _, err := atPoint(s, v); err != nil {
 			return invalid(fmt.Sprintf("sweep.values[%d]", i), "%v", err)
 		}
 	}
@@ -633,7 +639,7 @@ func (s *Scenario) validateEvent(i int) error {
 		}
 		switch e.Action {
 		case ActionStalls:
-			if err := s.validateStalls(field, e); err != nil {
+			if err := s.validateRecurring(field, e, stalls); err != nil {
 				return err
 			}
 		case ActionPause:
