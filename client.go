@@ -1,6 +1,7 @@
 package cosla
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -418,39 +419,19 @@ type LevelOption struct {
 	repair      clientcore.ReadRepair
 }
 
+// session, get and put set what l sets and keep the rest: an unset
+// level, delay or repair is the zero value.
 func (l LevelOption) session(c *sessionConfig) {
 	p := &c.policy
-	if l.read != (clientcore.Choice{}) {
-		p.Read = l.read
-	}
-	if l.write != (clientcore.Choice{}) {
-		p.Write = l.write
-	}
-	if l.delay != 0 {
-		p.Delay = l.delay
-	}
-	if l.repair != clientcore.RepairAuto {
-		p.ReadRepair = l.repair
-	}
+	p.Read, p.Write = cmp.Or(l.read, p.Read), cmp.Or(l.write, p.Write)
+	p.Delay, p.ReadRepair = cmp.Or(l.delay, p.Delay), cmp.Or(l.repair, p.ReadRepair)
 }
 
 func (l LevelOption) get(o *clientcore.GetOptions) {
-	if l.read != (clientcore.Choice{}) {
-		o.Read = l.read
-	}
-	if l.delay != 0 {
-		o.Delay = l.delay
-	}
-	if l.repair != clientcore.RepairAuto {
-		o.ReadRepair = l.repair
-	}
+	o.Read, o.Delay, o.ReadRepair = cmp.Or(l.read, o.Read), cmp.Or(l.delay, o.Delay), cmp.Or(l.repair, o.ReadRepair)
 }
 
-func (l LevelOption) put(o *clientcore.PutOptions) {
-	if l.write != (clientcore.Choice{}) {
-		o.Write = l.write
-	}
-}
+func (l LevelOption) put(o *clientcore.PutOptions) { o.Write = cmp.Or(l.write, o.Write) }
 
 // WithReadLevel makes Gets ask r replicas and return the newest version
 // any holds. Applied to a Put it does nothing.

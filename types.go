@@ -136,6 +136,14 @@ const (
 
 func (b Bound) String() string { return wire.Bound(b).String() }
 
+// ParseBound reads a bound as String writes it, in any case: immediate,
+// unbounded or a positive duration such as 50ms; "" is no bound. A zero
+// duration is refused (for an answer without waiting, give immediate).
+func ParseBound(s string) (Bound, error) {
+	b, err := wire.ParseBound(s)
+	return Bound(b), err
+}
+
 // MarshalText writes the bound as String does.
 func (b Bound) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 

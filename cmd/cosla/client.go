@@ -331,28 +331,13 @@ func (f *clientFlags) explain(err error) error {
 	return err
 }
 
-// parseBound reads --bound: immediate, unbounded or a positive Go
-// duration; "" is no bound, the zero Bound. A zero duration is refused,
-// as cosla.WithBound refuses it: an answer without waiting is immediate.
+// parseBound reads --bound (cosla.ParseBound); a bad one is a usage error.
 func parseBound(s string) (cosla.Bound, error) {
-	switch strings.ToLower(s) {
-	case "":
-		return 0, nil
-	case "immediate":
-		return cosla.Immediate, nil
-	case "unbounded":
-		return cosla.Unbounded, nil
+	b, err := cosla.ParseBound(s)
+	if err != nil {
+		return 0, usagef("--bound %s: %v (for example --bound immediate, --bound unbounded or --bound 50ms)", s, err)
 	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		return 0, usagef("--bound %q: want immediate, unbounded or a duration such as 50ms", s)
-	case d == 0:
-		return 0, usagef("--bound %s: a zero bound is refused; for an answer without waiting give --bound immediate", s)
-	case d < 0:
-		return 0, usagef("--bound %s: a bound must be positive; give immediate, unbounded or a duration such as 50ms", s)
-	}
-	return cosla.Within(d), nil
+	return b, nil
 }
 
 func (cs *clientSession) put(ctx context.Context, w io.Writer, jsonOut bool, key string, value []byte, bound cosla.Bound) error {

@@ -104,15 +104,8 @@ func printTables(stdout io.Writer, s *experiment.Scenario, res *experiment.Resul
 		fmt.Fprintf(stdout, "%s\n", t.Title)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, strings.Join(t.Header, "\t")+"\t")
-		for _, row := range t.Rows {
-			cells := make([]string, len(row))
-			for i, c := range row {
-				cells[i] = c
-				if c == "" && strings.HasSuffix(t.Header[i], "paper") {
-					cells[i] = "-"
-				}
-			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		for i := range t.Rows {
+			fmt.Fprintln(tw, strings.Join(t.Cells(i, "-"), "\t")+"\t")
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -803,6 +803,30 @@ func (b Bound) String() string {
 	return time.Duration(b).String()
 }
 
+// ParseBound reads a bound as String writes it, in any case: immediate,
+// unbounded or a positive duration; "" is NoBound. A zero duration is
+// refused: dConssandra's 0 ms (as soon as possible) is Immediate.
+func ParseBound(s string) (Bound, error) {
+	switch strings.ToLower(s) {
+	case "":
+		return NoBound, nil
+	case "immediate":
+		return Immediate, nil
+	case "unbounded":
+		return Unbounded, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, errors.New("want immediate, unbounded or a duration such as 50ms")
+	case d == 0:
+		return 0, errors.New("a zero bound is refused; for an answer without waiting give immediate")
+	case d < 0:
+		return 0, errors.New("a bound must be positive; give immediate, unbounded or a duration such as 50ms")
+	}
+	return Bound(d), nil
+}
+
 // Valid reports whether b is one of the bounds above.
 func (b Bound) Valid() bool { return b >= Immediate }
 

@@ -480,3 +480,24 @@ func TestRefusal(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBound(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want wire.Bound
+		err  string
+	}{
+		{"", wire.NoBound, ""}, {"Immediate", wire.Immediate, ""}, {"unbounded", wire.Unbounded, ""}, {"50ms", wire.Bound(50 * time.Millisecond), ""},
+		{"0s", 0, "zero bound"}, {"-5ms", 0, "positive"}, {"soon", 0, "want immediate, unbounded or a duration"},
+	} {
+		got, err := wire.ParseBound(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseBound(%q) = %v, %v; want %v, an error saying %q", tc.in, got, err, tc.want, tc.err)
+		}
+		if err == nil && tc.in != "" {
+			if back, _ := wire.ParseBound(got.String()); back != got {
+				t.Errorf("ParseBound(%v.String()) = %v", got, back)
+			}
+		}
+	}
+}

@@ -160,7 +160,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	}
 	if !own && loadBound(s) != wire.Unbounded {
 		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
-		if err := sleep(ctx, pull); err != nil {
+		if err := driver.Sleep(ctx, pull); err != nil {
 			return nil, err
 		}
 	}
@@ -381,17 +381,6 @@ func setLinks(c *cluster.Cluster, s *Scenario) error {
 		errs = append(errs, c.SetLink(l.A, l.B, wan.Settings{Latency: l.RTT / 2, Jitter: l.Jitter}))
 	}
 	return errors.Join(errs...)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // clusterNetwork is a local cluster as a network: links are the emulated

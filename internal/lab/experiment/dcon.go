@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -30,28 +29,16 @@ import (
 var dconMetrics = []string{"returned", "write_cost_pct", "read_cost_pct", "ops_per_s", "write_avg_ms", "read_avg_ms",
 	"write_p99_ms", "read_p99_ms", "planner_p99_us", "planner_max_us"}
 
-// parseBound reads a bound: "" (none), immediate, unbounded or a
-// positive duration. The paper's 0 ms is immediate, which must be said:
-// a zero duration is a usage error (DESIGN.md section 4).
+// parseBound reads a scenario's bound (wire.ParseBound), at most maxService.
 func parseBound(v string) (wire.Bound, error) {
-	switch v {
-	case "":
-		return wire.NoBound, nil
-	case "immediate":
-		return wire.Immediate, nil
-	case "unbounded":
-		return wire.Unbounded, nil
-	}
-	d, err := time.ParseDuration(v)
+	b, err := wire.ParseBound(v)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("bound %q: want immediate, unbounded or a duration", v)
-	case d == 0:
-		return 0, fmt.Errorf("bound %q: the paper's 0 ms (as soon as possible) is immediate", v)
-	case d < 0 || d > maxService:
+		return 0, fmt.Errorf("bound %q: %v", v, err)
+	case b > 0 && b != wire.Unbounded && b.Duration() > maxService:
 		return 0, fmt.Errorf("bound %q outside (0, %s]", v, maxService)
 	}
-	return wire.Bound(d), nil
+	return b, nil
 }
 
 // bound returns a bound that validate checked, or the default.

@@ -541,13 +541,13 @@ func (rec *causalRecord) stats(site string, warmup, end time.Duration) CausalSta
 		return 100 * float64(n) / float64(of)
 	}
 	st := CausalStats{Site: site, Sessions: rec.sessions, Ops: reads + rec.puts, Gets: rec.gets, GetTxs: rec.txs, Puts: rec.puts, Failed: rec.failed,
-		GetLatencyMS: latencyMS(rec.getUS), PutLatencyMS: latencyMS(rec.putUS),
+		GetLatencyMS: driver.LatencyOf(rec.getUS), PutLatencyMS: driver.LatencyOf(rec.putUS),
 		LocalPct: pctOf(rec.local, reads), RestrictedPct: pctOf(rec.restrictedAccess, rec.accesses), InFlightPct: pctOf(rec.flight, reads),
 		BufferPct: pctOf(rec.bySource[wire.FromBuffer], reads), CachePct: pctOf(rec.bySource[wire.FromCache], reads),
 		RingLocalPct: pctOf(rec.ringLocal, reads), RingRemotePct: pctOf(rec.bySource[wire.FromRing]-rec.ringLocal, reads),
 		NotFoundPct: pctOf(rec.notFound, reads), FailedPct: pctOf(rec.failed, rec.accesses)}
 	if rec.txs > 0 {
-		l := latencyMS(rec.txUS)
+		l := driver.LatencyOf(rec.txUS)
 		st.GetTxLatencyMS = &l
 	}
 	switch {
@@ -557,16 +557,6 @@ func (rec *causalRecord) stats(site string, warmup, end time.Duration) CausalSta
 		st.ThroughputOpsPerS = float64(st.Ops) / (rec.last - warmup).Seconds()
 	}
 	return st
-}
-
-// latencyMS reads a histogram of microseconds as driver.Recorder does.
-func latencyMS(h *hdrhistogram.Histogram) driver.Latency {
-	if h.TotalCount() == 0 {
-		return driver.Latency{}
-	}
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return driver.Latency{Count: h.TotalCount(), Mean: h.Mean() / 1000, P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)),
-		P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
 }
 
 // finish computes the unit's figures into its runs and its CausalRun.

@@ -181,7 +181,7 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 	}
 	deadline := time.Now().Add(stableTimeout)
 	for {
-		mix := &keysMix{keys: sample}
+		mix := &driver.ReadMix{Keys: sample}
 		g := &driver.Group{Name: "stable", Site: s.Clients[0].Site, Sessions: 8, Rand: rand.New(rand.NewPCG(0, 0)),
 			Streams: []driver.Stream{{Mix: mix}}, Cosla: driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}}
 		ops, err := driveCluster(ctx, info, table, []*driver.Group{g}, n)
@@ -195,12 +195,12 @@ func loadCausalCluster(ctx context.Context, u *unit, info cluster.Info) error {
 			}
 		}
 		if unstable == 0 {
-			return sleep(ctx, loadSettle)
+			return driver.Sleep(ctx, loadSettle)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d sampled keys still not found or in flight %s after the load", unstable, n, stableTimeout)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := driver.Sleep(ctx, time.Second); err != nil {
 			return err
 		}
 	}
@@ -232,18 +232,4 @@ func driveCluster(ctx context.Context, info cluster.Info, table string, groups [
 		}
 	}
 	return ops, d.Err()
-}
-
-// keysMix reads each of its keys once, in order.
-type keysMix struct {
-	keys []string
-	next int
-}
-
-func (m *keysMix) Next(*rand.Rand) (driver.Step, bool) {
-	if m.next >= len(m.keys) {
-		return driver.Step{}, false
-	}
-	m.next++
-	return driver.Step{Ops: []driver.Op{{Kind: driver.Get, Key: m.keys[m.next-1]}}}, true
 }

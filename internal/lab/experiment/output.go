@@ -23,6 +23,19 @@ type Table struct {
 	Caption string
 }
 
+// Cells returns row i's cells with missing, a mark, for each empty cell
+// of a paper column: a number that did not survive in the paper's text.
+func (t Table) Cells(i int, missing string) []string {
+	cells := make([]string, len(t.Rows[i]))
+	for j, c := range t.Rows[i] {
+		cells[j] = c
+		if c == "" && strings.HasSuffix(t.Header[j], "paper") {
+			cells[j] = missing
+		}
+	}
+	return cells
+}
+
 // Tables builds the scenario's tables from a result: each plug-in's, in
 // the order of the registry.
 func Tables(s *Scenario, r *Result) []Table {
@@ -358,15 +371,8 @@ func Markdown(s *Scenario, r *Result, tables []Table, figs []Figure, o WriteOpti
 		fmt.Fprintf(&b, "\n## %s\n\n", t.Title)
 		b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n")
 		b.WriteString(strings.Repeat("|---", len(t.Header)) + "|\n")
-		for _, row := range t.Rows {
-			cells := make([]string, len(row))
-			for i, c := range row {
-				cells[i] = c
-				if c == "" && strings.HasSuffix(t.Header[i], "paper") {
-					cells[i] = "–"
-				}
-			}
-			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		for i := range t.Rows {
+			b.WriteString("| " + strings.Join(t.Cells(i, "–"), " | ") + " |\n")
 		}
 		if t.Caption != "" {
 			fmt.Fprintf(&b, "\n%s\n", t.Caption)
