@@ -455,7 +455,7 @@ func (c *compareFlags) options(stderr io.Writer) (bench.CompareOptions, error) {
 	}
 	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: write,
 		Duration: c.duration, Operations: c.operations, Load: c.load, Seed: c.seed, Log: stderr}
-	co.EnsureDefaults()
+	co = co.EnsureDefaults()
 	if err := co.Validate(); err != nil {
 		return co, usagef("%v", err)
 	}

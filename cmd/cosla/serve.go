@@ -111,7 +111,7 @@ func loadServeConfig(path string, override func(*server.Options)) (server.Option
 		}
 	}
 	override(&opts)
-	opts.EnsureDefaults()
+	opts = opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return opts, fmt.Errorf("%s: %w", path, err)
 	}

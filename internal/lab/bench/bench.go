@@ -111,14 +111,15 @@ type Options struct {
 	ProgressInterval time.Duration
 }
 
-// EnsureDefaults fills unset fields with their defaults, taking Operations
-// from w.
-func (o *Options) EnsureDefaults(w *workload.Workload) {
+// EnsureDefaults returns a copy of o with every unset field given its
+// default (the options idiom of package node), Operations w's.
+func (o Options) EnsureDefaults(w *workload.Workload) Options {
 	o.Clients = cmp.Or(o.Clients, 1)
 	if o.Operations == 0 {
 		o.Operations = w.Properties().OperationCount
 	}
 	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
+	return o
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad
@@ -175,7 +176,7 @@ func (p Progress) String() string {
 // Run draws from w and so advances it; w must not be used by anything else
 // while Run runs.
 func Run(ctx context.Context, loop *driver.Loop, target driver.Target, w *workload.Workload, opts Options) (Result, error) {
-	opts.EnsureDefaults(w)
+	opts = opts.EnsureDefaults(w)
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}

@@ -420,7 +420,7 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 	var o Options
-	o.EnsureDefaults(w)
+	o = o.EnsureDefaults(w)
 	if err := o.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}

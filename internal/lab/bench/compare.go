@@ -48,8 +48,9 @@ type CompareOptions struct {
 	ProgressInterval time.Duration
 }
 
-// EnsureDefaults fills unset fields with their defaults.
-func (o *CompareOptions) EnsureDefaults() {
+// EnsureDefaults returns a copy of o with every unset field given its
+// default (the options idiom of package node).
+func (o CompareOptions) EnsureDefaults() CompareOptions {
 	if len(o.Reads) == 0 {
 		o.Reads = []Strength{Weak}
 	}
@@ -58,6 +59,7 @@ func (o *CompareOptions) EnsureDefaults() {
 		o.Log = io.Discard
 	}
 	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
+	return o
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad
@@ -153,7 +155,7 @@ type Ratio struct {
 // If a run fails or the caller's context is cancelled, Compare returns
 // what it measured so far, the failed run included, with the error.
 func Compare(ctx context.Context, systems []System, o CompareOptions) (Comparison, error) {
-	o.EnsureDefaults()
+	o = o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return Comparison{}, err
 	}

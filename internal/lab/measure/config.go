@@ -100,8 +100,9 @@ type Config struct {
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("measure: invalid config")
 
-// EnsureDefaults fills zero fields with their defaults and returns c.
-func (c *Config) EnsureDefaults() *Config {
+// EnsureDefaults returns a copy of c with every zero field given its
+// default (the options idiom of package node).
+func (c Config) EnsureDefaults() Config {
 	c.BucketWidthMS = cmp.Or(c.BucketWidthMS, 1)
 	if c.Ranges == nil {
 		c.Ranges = append([]RangeMS(nil), DefaultRanges...)
@@ -115,7 +116,7 @@ func (c *Config) EnsureDefaults() *Config {
 }
 
 // Validate reports the first invalid field, by name.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case !(c.BucketWidthMS >= 0.001) || math.IsInf(c.BucketWidthMS, 0):
 		return fmt.Errorf("%w: BucketWidthMS %v is below 0.001 (one microsecond) or not finite", ErrInvalidConfig, c.BucketWidthMS)
@@ -168,8 +169,7 @@ func (c Config) effective() Config {
 	if len(c.Ranges) == 0 {
 		c.Ranges = nil
 	}
-	c.EnsureDefaults()
-	return c
+	return c.EnsureDefaults()
 }
 
 // bucketWidthUS is BucketWidthMS in whole microseconds, at least one.

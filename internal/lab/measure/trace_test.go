@@ -121,8 +121,8 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	var cfg Config
-	if err := cfg.EnsureDefaults().Validate(); err != nil {
+	cfg := Config{}.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
 		t.Errorf("default config: %v", err)
 	}
 	if !strings.Contains(cfg.String(), "bucket_width_ms=1 ") {

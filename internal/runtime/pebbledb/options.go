@@ -1,6 +1,7 @@
 package pebbledb
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,26 +59,24 @@ type Options struct {
 	_ struct{}
 }
 
-// EnsureDefaults sets every zero field of o to its default.
-func (o *Options) EnsureDefaults() {
+// EnsureDefaults returns a copy of o with every zero field given its
+// default (the options idiom of package node).
+func (o Options) EnsureDefaults() Options {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.CacheSizeBytes == 0 {
-		o.CacheSizeBytes = DefaultCacheSizeBytes
-	}
-	if o.MemTableSizeBytes == 0 {
-		o.MemTableSizeBytes = DefaultMemTableSizeBytes
-	}
+	o.CacheSizeBytes = cmp.Or(o.CacheSizeBytes, DefaultCacheSizeBytes)
+	o.MemTableSizeBytes = cmp.Or(o.MemTableSizeBytes, DefaultMemTableSizeBytes)
+	return o
 }
 
 // Validate reports the first field of o, defaults applied, that cannot
 // work, naming it. The error wraps ErrInvalidOptions.
 func (o Options) Validate() error {
-	o.EnsureDefaults()
+	o = o.EnsureDefaults()
 	switch {
 	case o.CacheSizeBytes < 0:
 		return fmt.Errorf("%w: CacheSizeBytes is %d, must not be negative", ErrInvalidOptions, o.CacheSizeBytes)

@@ -146,7 +146,7 @@ var _ storage.Engine = (*Engine)(nil)
 // Open opens the Pebble store in dir, creating it if it does not exist, and
 // recovers the batches its WAL holds. It logs the effective options.
 func Open(dir string, opts Options) (_ *Engine, err error) {
-	opts.EnsureDefaults()
+	opts = opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

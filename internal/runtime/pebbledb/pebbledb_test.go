@@ -176,7 +176,7 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 	var o pebbledb.Options
-	o.EnsureDefaults()
+	o = o.EnsureDefaults()
 	if o.FS == nil || o.Logger == nil || o.CacheSizeBytes != pebbledb.DefaultCacheSizeBytes || o.MemTableSizeBytes != pebbledb.DefaultMemTableSizeBytes {
 		t.Errorf("EnsureDefaults left %s", o)
 	}

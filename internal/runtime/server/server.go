@@ -160,17 +160,17 @@ type ReplicaOptions struct {
 	RepairsWaitingMax int           `yaml:"repairs_waiting_max"`
 }
 
-// EnsureDefaults fills in unset fields.
-func (o *Options) EnsureDefaults() {
+// EnsureDefaults returns a copy of o with every unset field given its
+// default (the options idiom of package node).
+func (o Options) EnsureDefaults() Options {
 	if len(o.Nodes) == 0 {
 		o.Nodes = []string{"r1"}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.StopTimeout == 0 {
-		o.StopTimeout = 10 * time.Second
-	}
+	o.StopTimeout = cmp.Or(o.StopTimeout, 10*time.Second)
+	return o
 }
 
 // Validate reports the first invalid field, naming it.
@@ -271,7 +271,7 @@ type hosted struct {
 // Start opens every node's storage, recovers its tablets, and starts
 // serving. It returns once the listeners are bound.
 func Start(opts Options) (*Server, error) {
-	opts.EnsureDefaults()
+	opts = opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
 			tc.edit(&o)
-			o.EnsureDefaults()
+			o = o.EnsureDefaults()
 			err := o.Validate()
 			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.field)
@@ -54,7 +54,7 @@ func TestValidate(t *testing.T) {
 		})
 	}
 	o := good
-	o.EnsureDefaults()
+	o = o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		t.Fatalf("valid options: %v", err)
 	}

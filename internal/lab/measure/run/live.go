@@ -152,7 +152,7 @@ func orEventual(option string) string {
 // streamed to Trace.
 func Live(ctx context.Context, o LiveOptions) ([]measure.Op, error) {
 	w := o.Workload
-	w.EnsureDefaults()
+	w = w.EnsureDefaults()
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}

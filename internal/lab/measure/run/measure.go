@@ -56,14 +56,15 @@ type Config struct {
 	Command string
 }
 
-// EnsureDefaults fills zero fields with their defaults. A live run with no
+// EnsureDefaults returns a copy of c with every zero field given its
+// default (the options idiom of package node). A live run with no
 // keys gets a key no earlier run wrote, so that every key starts empty
 // (measure: the empty value is every key's initial state).
-func (c *Config) EnsureDefaults() *Config {
+func (c Config) EnsureDefaults() Config {
 	if t, err := LookupTarget(c.Target); err == nil && t.Live() && len(c.Workload.Keys) == 0 {
 		c.Workload.Keys = []string{fmt.Sprintf("cosla-measure-%d", time.Now().UnixMicro())}
 	}
-	c.Workload.EnsureDefaults()
+	c.Workload = c.Workload.EnsureDefaults()
 	c.ClientHz = cmp.Or(c.ClientHz, 1)
 	c.ReadFraction = cmp.Or(c.ReadFraction, 0.99)
 	if c.Log == nil {
@@ -74,7 +75,7 @@ func (c *Config) EnsureDefaults() *Config {
 
 // Validate reports the first thing wrong with the configuration; every
 // error wraps ErrInvalidWorkload.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	t, err := LookupTarget(c.Target)
 	switch {
 	case err != nil:
@@ -108,7 +109,7 @@ func (c *Config) Validate() error {
 // Out/trace.csv and Out/report.json, and returns the report. A live run
 // interrupted by ctx keeps what it did and is reported.
 func Measure(ctx context.Context, c Config) (*ReportFile, error) {
-	c.EnsureDefaults()
+	c = c.EnsureDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -98,8 +98,7 @@ func AnalysisConfig() measure.Config {
 		MonotonicWindow:    measure.RangeMS{FromMS: 0, ToMS: 450},
 		InterElementWindow: measure.RangeMS{FromMS: 0, ToMS: 450},
 	}
-	cfg.EnsureDefaults()
-	return cfg
+	return cfg.EnsureDefaults()
 }
 
 // PaperSimpleDB holds Wada's SimpleDB numbers (2.1.1, Table 1, Table 2,

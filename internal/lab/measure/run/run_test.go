@@ -124,7 +124,7 @@ func TestWorkloadValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var w Workload
 			tc.edit(&w)
-			w.EnsureDefaults()
+			w = w.EnsureDefaults()
 			if err := w.Validate(); !errors.Is(err, ErrInvalidWorkload) {
 				t.Errorf("Validate() = %v, want ErrInvalidWorkload", err)
 			}

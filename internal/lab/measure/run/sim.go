@@ -100,7 +100,7 @@ const simTable = "measure"
 // both roles in one session; threads and processes, one node per role.
 func Sim(o SimOptions) (SimResult, error) {
 	w := o.Workload
-	w.EnsureDefaults()
+	w = w.EnsureDefaults()
 	if err := w.Validate(); err != nil {
 		return SimResult{}, err
 	}

@@ -86,8 +86,9 @@ const (
 	MaxDuration = 7 * 24 * time.Hour
 )
 
-// EnsureDefaults fills zero fields with their defaults and returns w.
-func (w *Workload) EnsureDefaults() *Workload {
+// EnsureDefaults returns a copy of w with every zero field given its
+// default (the options idiom of package node).
+func (w Workload) EnsureDefaults() Workload {
 	w.Writers = cmp.Or(w.Writers, 1)
 	w.Readers = cmp.Or(w.Readers, 1)
 	w.WriteEvery = cmp.Or(w.WriteEvery, 3*time.Second)
@@ -105,7 +106,7 @@ func (w *Workload) EnsureDefaults() *Workload {
 }
 
 // Validate reports the first invalid field, by name.
-func (w *Workload) Validate() error {
+func (w Workload) Validate() error {
 	if err := w.Policy.Validate(); err != nil {
 		return fmt.Errorf("%w: Policy: %w", ErrInvalidWorkload, err)
 	}

@@ -49,7 +49,7 @@ func serve(path string) error {
 		return err
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	opts.EnsureDefaults()
+	opts = opts.EnsureDefaults()
 	server.PrivateUmask()
 	srv, err := server.Start(opts)
 	if err != nil {
