@@ -192,16 +192,14 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
 	start := []byte{spaceBuffer}
-	var scanErr error
-	err := env.Engine().Scan(start, []byte{spaceBuffer + 1}, func(k, v []byte) bool {
-		var s sessionID
-		var seq uint64
-		var e *buffered
-		if s, seq, scanErr = parseBufferKey(k); scanErr != nil {
-			return false
+	err := storage.Walk(env.Engine(), start, []byte{spaceBuffer + 1}, func(k, v []byte) (bool, error) {
+		s, seq, err := parseBufferKey(k)
+		if err != nil {
+			return false, err
 		}
-		if e, scanErr = decodeBuffered(v); scanErr != nil {
-			return false
+		e, err := decodeBuffered(v)
+		if err != nil {
+			return false, err
 		}
 		e.seq = seq
 		e.sent = make([]time.Time, len(c.layout.Rings))
@@ -211,11 +209,8 @@ func (c *Coordinator) Start(env node.Env) error {
 		ws.taken = max(ws.taken, seq)
 		c.incomplete[e.version] = e
 		c.clock.Update(e.version.TS)
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = scanErr
-	}
 	if err != nil {
 		return fmt.Errorf("causal: coordinator %s: read write buffers: %w", env.ID(), err)
 	}

@@ -111,18 +111,14 @@ func (n *Node) Start(env node.Env) error {
 	n.env = env
 	n.tables = map[uint64]*hostedTable{}
 	var layouts []wire.Layout
-	var decodeErr error
-	err := env.Engine().Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(_, v []byte) bool {
+	err := storage.Walk(env.Engine(), []byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(_, v []byte) (bool, error) {
 		var l wire.Layout
-		if decodeErr = json.Unmarshal(v, &l); decodeErr != nil {
-			return false
+		if err := json.Unmarshal(v, &l); err != nil {
+			return false, err
 		}
 		layouts = append(layouts, l)
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = decodeErr
-	}
 	if err != nil {
 		return fmt.Errorf("causal: %s: read catalog: %w", env.ID(), err)
 	}

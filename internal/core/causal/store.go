@@ -469,17 +469,13 @@ func (s *Store) Versions() (map[string]wire.Version, error) {
 	out := map[string]wire.Version{}
 	prefix := valueKey(s.layout.Table, "")
 	end := valueKey(s.layout.Table+1, "")
-	var decErr error
-	err := s.env.Engine().Scan(prefix, end, func(k, v []byte) bool {
-		var r record
-		if r, decErr = decodeRecord(v); decErr != nil {
-			return false
+	err := storage.Walk(s.env.Engine(), prefix, end, func(k, v []byte) (bool, error) {
+		r, err := decodeRecord(v)
+		if err != nil {
+			return false, err
 		}
 		out[string(k[len(prefix):])] = r.version
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = decErr
-	}
 	return out, err
 }

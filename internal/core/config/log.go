@@ -173,18 +173,14 @@ func (l *raftLog) putSnapshot(b *storage.Batch, snap raftpb.Snapshot) error {
 
 func (l *raftLog) loadEntries(after uint64) error {
 	var ents []raftpb.Entry
-	var bad error
-	err := l.engine.Scan(entryKey(after+1), prefixEnd(entryPrefix), func(_, value []byte) bool {
+	err := storage.Walk(l.engine, entryKey(after+1), prefixEnd(entryPrefix), func(_, value []byte) (bool, error) {
 		var e raftpb.Entry
-		if bad = e.Unmarshal(value); bad != nil {
-			return false
+		if err := e.Unmarshal(value); err != nil {
+			return false, err
 		}
 		ents = append(ents, e)
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = bad
-	}
 	if err != nil {
 		return fmt.Errorf("config: loading the log: %w", err)
 	}

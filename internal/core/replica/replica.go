@@ -310,22 +310,18 @@ func (n *Node) Start(env node.Env) error {
 		n.clock.Update(revealed)
 	}
 	var layouts []wire.Layout
-	var catalogErr error
 	ids := map[uint64]bool{}
-	err := eng.Scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) bool {
-		var l wire.Layout
-		if l, catalogErr = decodeCatalogEntry(string(k[1:]), v); catalogErr == nil && ids[l.ID] {
-			catalogErr = fmt.Errorf("%w: catalog entry %q: table ID %d is taken", errCorrupt, l.Name, l.ID)
+	err := storage.Walk(eng, []byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) (bool, error) {
+		l, err := decodeCatalogEntry(string(k[1:]), v)
+		if err == nil && ids[l.ID] {
+			err = fmt.Errorf("%w: catalog entry %q: table ID %d is taken", errCorrupt, l.Name, l.ID)
 		}
 		ids[l.ID] = true
 		layouts = append(layouts, l)
-		return catalogErr == nil
+		return true, err
 	})
 	if err != nil {
 		return fmt.Errorf("replica: read catalog: %w", err)
-	}
-	if catalogErr != nil {
-		return catalogErr
 	}
 	for _, l := range layouts {
 		t := n.addTable(l)
@@ -538,13 +534,13 @@ func (n *Node) Versions(ref wire.TabletRef) []wire.Entry {
 	}
 	var out []wire.Entry
 	prefix := tabletPrefix(spaceData, ref)
-	err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, v []byte) bool {
+	err := storage.Walk(n.env.Engine(), prefix, prefixEnd(prefix), func(k, v []byte) (bool, error) {
 		ts, value, err := decodeVersion(v)
 		if err != nil {
-			return false
+			return false, err
 		}
 		out = append(out, wire.Entry{TS: ts, Key: string(k[prefixLen:]), Value: append([]byte(nil), value...)})
-		return true
+		return true, nil
 	})
 	if err != nil {
 		n.storageError(err)

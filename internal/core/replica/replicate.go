@@ -182,29 +182,24 @@ func (n *Node) snapshot(tb *tablet, from wire.NodeID, m *wire.PullRequest, reply
 		}
 		n.metrics.SnapshotsSent++
 	}
-	var scanErr error
 	batchBytes := 0
-	err := n.env.Engine().Scan(start, prefixEnd(prefix), func(k, v []byte) bool {
+	err := storage.Walk(n.env.Engine(), start, prefixEnd(prefix), func(k, v []byte) (bool, error) {
 		key := k[prefixLen:]
 		// As servePull's batch: PullBatchMax versions, or PullBatchBytes
 		// of keys and values past the first.
 		size := len(key) + len(v) - tsLen
 		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+size > n.opts.PullBatchBytes) {
 			reply.More = true
-			return false
+			return false, nil
 		}
 		batchBytes += size
 		ts, value, err := decodeVersion(v)
 		if err != nil {
-			scanErr = err
-			return false
+			return false, err
 		}
 		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: string(key), Value: append([]byte(nil), value...)})
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = scanErr
-	}
 	if err != nil {
 		n.storageError(err)
 		return &wire.PullReply{Tablet: reply.Tablet, Since: reply.Since, Code: wire.StorageFailed}
@@ -349,34 +344,27 @@ func addChunk(b *storage.Batch, tb *tablet, m *wire.PullReply, next *snapshotPro
 func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) error {
 	start := logKey(tb.ref, since)
 	start = append(start, 0) // strictly after since
-	var scanErr error
 	batchBytes := 0
-	err := n.env.Engine().Scan(start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) bool {
+	return storage.Walk(n.env.Engine(), start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) (bool, error) {
 		// The batch ends at PullBatchMax versions, or before the version
 		// that would take it past PullBatchBytes: a reply never outgrows
 		// the transport's message limit (Options.MessageBytesMax).
 		if len(reply.Entries) == n.opts.PullBatchMax || (len(reply.Entries) > 0 && batchBytes+len(v) > n.opts.PullBatchBytes) {
 			reply.More = true
-			return false
+			return false, nil
 		}
 		batchBytes += len(v)
 		ts, err := decodeTS(k[prefixLen:])
 		if err != nil {
-			scanErr = err
-			return false
+			return false, err
 		}
 		key, value, err := decodeLogRecord(v)
 		if err != nil {
-			scanErr = err
-			return false
+			return false, err
 		}
 		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: key, Value: value})
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = scanErr
-	}
-	return err
 }
 
 // applySnapshot applies a snapshot chunk at a secondary, in one synced

@@ -865,23 +865,19 @@ func (n *Node) loadStaged(tb *tablet) error {
 	}
 	tb.stagedLast = tb.forwarded.seq
 	prefix := tabletPrefix(spaceStage, tb.ref)
-	var decodeErr error
-	err = eng.Scan(prefix, prefixEnd(prefix), func(k, v []byte) bool {
-		var w *stagedWrite
-		if w, decodeErr = decodeStaged(k[prefixLen:], v); decodeErr != nil {
-			return false
+	err = storage.Walk(eng, prefix, prefixEnd(prefix), func(k, v []byte) (bool, error) {
+		w, err := decodeStaged(k[prefixLen:], v)
+		if err != nil {
+			return false, err
 		}
 		if w.seq <= tb.forwarded.seq {
-			return true // ordered; its deletion was lost
+			return true, nil // ordered; its deletion was lost
 		}
 		w.answered = true
 		tb.staged = append(tb.staged, w)
 		tb.stagedLast = max(tb.stagedLast, w.seq)
-		return true
+		return true, nil
 	})
-	if err == nil {
-		err = decodeErr
-	}
 	if err != nil {
 		return fmt.Errorf("replica: read tablet %s staged writes: %w", tb.ref, err)
 	}

@@ -200,3 +200,40 @@ func wantState(t *testing.T, e storage.Engine, want ...string) {
 		t.Fatalf("engine holds %q, want %q", got, want)
 	}
 }
+
+func TestWalkStopsAtTheFirstError(t *testing.T) {
+	e := storage.NewMem()
+	var b storage.Batch
+	for _, k := range []string{"a", "b", "c", "d"} {
+		b.Set([]byte(k), []byte(k))
+	}
+	if err := e.Apply(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("cannot decode c")
+	var seen []string
+	err := storage.Walk(e, []byte("a"), nil, func(k, _ []byte) (bool, error) {
+		seen = append(seen, string(k))
+		if string(k) == "c" {
+			return true, bad
+		}
+		return true, nil
+	})
+	if !errors.Is(err, bad) || strings.Join(seen, "") != "abc" {
+		t.Errorf("Walk = %v after %q, want the visitor's error after abc", err, seen)
+	}
+	seen = nil
+	err = storage.Walk(e, []byte("a"), nil, func(k, _ []byte) (bool, error) {
+		seen = append(seen, string(k))
+		return string(k) != "b", nil
+	})
+	if err != nil || strings.Join(seen, "") != "ab" {
+		t.Errorf("Walk = %v after %q, want no error after ab", err, seen)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.Walk(e, nil, nil, func(_, _ []byte) (bool, error) { return true, nil }); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Walk on a closed engine = %v, want ErrClosed", err)
+	}
+}

@@ -43,6 +43,23 @@ type Engine interface {
 	Close() error
 }
 
+// Walk calls fn for each key in [start, end) in ascending order, as Scan
+// does, until fn returns false or an error. It returns the engine's error,
+// else fn's: a scan that decodes what it reads stops at the first value it
+// cannot decode and says why.
+func Walk(e Engine, start, end []byte, fn func(key, value []byte) (more bool, err error)) error {
+	var fnErr error
+	err := e.Scan(start, end, func(key, value []byte) bool {
+		var more bool
+		more, fnErr = fn(key, value)
+		return more && fnErr == nil
+	})
+	if err != nil {
+		return err
+	}
+	return fnErr
+}
+
 // Syncer is implemented by an engine that can be synced from another
 // goroutine while its owner goes on calling Get, Scan and Apply. Sync
 // makes every batch applied before the call durable, as an empty synced
