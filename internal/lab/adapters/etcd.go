@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -34,10 +33,7 @@ type Etcd struct {
 	endpoints                        []string
 	leaderEndpoint, followerEndpoint string
 	leader, follower                 *clientv3.Client
-	procs                            []*proc // nil for ConnectEtcd
-
-	closeOnce sync.Once
-	closeErr  error
+	started
 }
 
 var _ Remote = (*Etcd)(nil)
@@ -186,7 +182,7 @@ func (e *Etcd) Read(ctx context.Context, key, option string) (string, bool, Repo
 // Close closes the clients and stops the servers the harness started.
 // Safe to call more than once.
 func (e *Etcd) Close() error {
-	e.closeOnce.Do(func() {
+	return e.closeOnce(func() error {
 		errs := []error{e.leader.Close()}
 		if e.follower != e.leader {
 			errs = append(errs, e.follower.Close())
@@ -196,9 +192,8 @@ func (e *Etcd) Close() error {
 		for _, p := range e.procs {
 			errs = append(errs, p.stop())
 		}
-		e.closeErr = errors.Join(errs...)
+		return errors.Join(errs...)
 	})
-	return e.closeErr
 }
 
 // hostPort strips the scheme of an endpoint URL, so that Report.Replica

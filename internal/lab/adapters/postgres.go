@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
@@ -50,11 +49,8 @@ type Postgres struct {
 	standby      *pgxpool.Pool
 	writeOptions []string
 
-	procs   []*proc // nil for ConnectPostgres
-	dataDir string  // removed by Close when the harness made it outside dir
-
-	closeOnce sync.Once
-	closeErr  error
+	dataDir string // removed by Close when the harness made it outside dir
+	started
 }
 
 var _ Remote = (*Postgres)(nil)
@@ -191,16 +187,16 @@ func (pg *Postgres) closePools() {
 // Close closes the pools and stops the servers the harness started,
 // standby and primary together. Safe to call more than once.
 func (pg *Postgres) Close() error {
-	pg.closeOnce.Do(func() {
+	return pg.closeOnce(func() error {
 		pg.closePools()
-		pg.closeErr = stopAll(pg.procs)
-		if pg.dataDir != "" && pg.closeErr == nil {
-			if err := os.RemoveAll(pg.dataDir); err != nil {
-				pg.closeErr = fmt.Errorf("adapters: %w", err)
-			}
+		if err := stopAll(pg.procs); err != nil || pg.dataDir == "" {
+			return err
 		}
+		if err := os.RemoveAll(pg.dataDir); err != nil {
+			return fmt.Errorf("adapters: %w", err)
+		}
+		return nil
 	})
-	return pg.closeErr
 }
 
 var (

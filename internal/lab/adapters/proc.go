@@ -235,6 +235,22 @@ func waitReady(ctx context.Context, what string, procs []*proc, probe func(ctx c
 	}
 }
 
+// started is what a Store started for itself, none for one connected to
+// servers the caller runs: its server processes, and its Close, which
+// runs once.
+type started struct {
+	procs []*proc
+	once  sync.Once
+	err   error
+}
+
+// closeOnce runs release the first time only and returns its error
+// every time.
+func (s *started) closeOnce(release func() error) error {
+	s.once.Do(func() { s.err = release() })
+	return s.err
+}
+
 // stopAll stops procs concurrently and joins their errors.
 func stopAll(procs []*proc) error {
 	errs := make([]error, len(procs))

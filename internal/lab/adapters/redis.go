@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,10 +31,7 @@ var (
 type Redis struct {
 	primaryAddr, replicaAddr string
 	primary, replica         *redis.Client
-	procs                    []*proc // nil for ConnectRedis
-
-	closeOnce sync.Once
-	closeErr  error
+	started
 }
 
 var _ Remote = (*Redis)(nil)
@@ -142,10 +138,9 @@ func (r *Redis) Read(ctx context.Context, key, option string) (string, bool, Rep
 // Close closes the clients and stops the servers the harness started.
 // Safe to call more than once.
 func (r *Redis) Close() error {
-	r.closeOnce.Do(func() {
-		r.closeErr = errors.Join(r.primary.Close(), r.replica.Close(), stopAll(r.procs))
+	return r.closeOnce(func() error {
+		return errors.Join(r.primary.Close(), r.replica.Close(), stopAll(r.procs))
 	})
-	return r.closeErr
 }
 
 var redisServer = binary{name: "redis-server", paths: []string{"/usr/bin/redis-server"}, pkg: "redis-server"}
