@@ -127,7 +127,8 @@ func alive(pid int) bool {
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true // no /proc: the signal's answer is all there is
+		// Reaped since the signal, or no /proc: ask again.
+		return syscall.Kill(pid, 0) == nil
 	}
 	// The state follows the command's name, in parentheses that the
 	// name itself may contain.

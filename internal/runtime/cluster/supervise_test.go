@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,18 @@ func TestStopOrphans(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// Until bash has exec'd, the child's command line is not the site's.
+	for {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", orphan.Process.Pid))
+		if strings.HasPrefix(string(cmdline), "cosla serve") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the stand-in orphan never took its name: %q", cmdline)
+		case <-time.After(time.Millisecond):
+		}
+	}
 
 	// A cluster whose supervisor is alive is left alone.
 	in := Info{Dir: dir, PID: os.Getpid(), Sites: []SiteInfo{{Name: "a", PID: orphan.Process.Pid}}}
