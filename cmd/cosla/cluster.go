@@ -279,6 +279,11 @@ func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 		}
 	}
 	tw.Flush()
+	for _, s := range st.Sites {
+		if s.Restarts > 0 {
+			fmt.Fprintf(stdout, "site %s: restarted %d times by the supervisor; its last process ended: %s\n", s.Name, s.Restarts, s.LastExit)
+		}
+	}
 	fmt.Fprintln(stdout)
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "link\trtt\tjitter\tstate")
