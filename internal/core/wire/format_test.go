@@ -6,6 +6,7 @@ import (
 
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/core/wire/wiretest"
 )
 
 // TestString checks the trace lines of staged writes and bounded reads,
@@ -176,22 +177,7 @@ func TestStringLayout(t *testing.T) {
 // BenchmarkString measures the trace lines of the messages the simulator
 // delivers most: a Get's and a Put's, a pull reply's and a causal put's.
 func BenchmarkString(b *testing.B) {
-	ts := hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 7}
-	ref := wire.TabletRef{Table: 42, Tablet: 3}
-	v := wire.Version{TS: ts, Origin: "us/cc"}
-	entries := make([]wire.Entry, 10)
-	for i := range entries {
-		entries[i] = wire.Entry{TS: ts, Key: "user000001", Value: make([]byte, 100)}
-	}
-	for _, m := range []wire.Msg{
-		&wire.GetRequest{Req: 9, Tablet: ref, Key: "user000001"},
-		&wire.GetReply{Req: 10, Found: true, Value: make([]byte, 100), VersionTS: ts, HighTS: ts, Primary: true},
-		&wire.PutRequest{Req: 7, Tablet: ref, Key: "user000001", Value: make([]byte, 100), MinTS: ts},
-		&wire.PutReply{Req: 8, TS: ts},
-		&wire.PullReply{Tablet: ref, Since: ts, High: ts, Entries: entries},
-		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 1, Key: "user000001", Value: make([]byte, 100), Seen: v,
-			Deps: []wire.Dep{{Key: "a", Version: v}, {Key: "b", Version: v}}},
-	} {
+	for _, m := range wiretest.HotMessages() {
 		s := m.(interface{ String() string })
 		b.Run(wire.Kind(m), func(b *testing.B) {
 			b.ReportAllocs()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -194,7 +195,8 @@ func TestOneSiteDirect(t *testing.T) {
 	topo := topology.Topology{Name: "one", Sites: []topology.Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true, Insecure: true})
+	started := make(chan string, 8) // the sites the supervisor starts, from its log
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true, Insecure: true, Logger: slog.New(startedSites{started})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,11 +256,22 @@ func TestOneSiteDirect(t *testing.T) {
 
 	// A site process that dies on its own is reaped, logged and started
 	// again on its data.
+	for len(started) > 0 {
+		<-started // the start and the restart above
+	}
 	dead := c.Info().Sites[0].PID
 	if err := syscall.Kill(dead, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	site := waitInfo(ctx, t, c, func(s SiteInfo) bool { return s.Restarts == 1 && s.PID != 0 })
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the supervisor never restarted the killed site: %+v", c.Info().Sites[0])
+	}
+	site := c.Info().Sites[0]
+	if site.Restarts != 1 {
+		t.Errorf("after a kill -9 the site counts %d restarts, want 1", site.Restarts)
+	}
 	if site.PID == dead || !strings.Contains(site.LastExit, "killed") {
 		t.Errorf("after a kill -9 the site is %+v, want a new pid and the kill in last_exit", site)
 	}
@@ -273,22 +286,23 @@ func TestOneSiteDirect(t *testing.T) {
 	}
 }
 
-// waitInfo waits until the cluster's first site satisfies ok, or fails
-// the test when ctx ends.
-func waitInfo(ctx context.Context, t *testing.T, c *Cluster, ok func(SiteInfo) bool) SiteInfo {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if s := c.Info().Sites[0]; ok(s) {
-			return s
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("site never reached the wanted state: %+v", c.Info().Sites[0])
-		case <-tick.C:
-		}
+// startedSites is a log handler that passes on the name of each site the
+// supervisor logs it started.
+type startedSites struct{ ch chan<- string }
+
+func (h startedSites) Enabled(context.Context, slog.Level) bool { return true }
+func (h startedSites) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h startedSites) WithGroup(string) slog.Handler            { return h }
+func (h startedSites) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "cluster: started site" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "site" {
+				h.ch <- a.Value.String()
+			}
+			return true
+		})
 	}
+	return nil
 }
 
 // strongSession opens a client at site and a session on table whose Gets
