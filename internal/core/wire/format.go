@@ -92,6 +92,20 @@ func (r TabletRef) appendTrace(b []byte) []byte {
 	return strconv.AppendInt(b, int64(r.Tablet), 10)
 }
 
+// appendTrace prints a tablet at an epoch as table/tablet@epoch: 42/3@2.
+func (t TabletEpoch) appendTrace(b []byte) []byte {
+	b = t.Tablet.appendTrace(b)
+	b = append(b, '@')
+	return strconv.AppendUint(b, t.Epoch, 10)
+}
+
+// appendTrace prints a site's utility in millionths: us=1500000.
+func (u SiteUtility) appendTrace(b []byte) []byte {
+	b = append(b, u.Site...)
+	b = append(b, '=')
+	return strconv.AppendUint(b, u.Micro, 10)
+}
+
 // appendTrace prints a ReadTestWrite's test: k=="v", or k==absent for a
 // test that the key has no value.
 func (t Test) appendTrace(b []byte) []byte {

@@ -42,6 +42,14 @@ var Kinds = []string{
 	"invalidate",
 	"invalidate-ack",
 	"repair-reply",
+	"config-raft",
+	"lease-renew",
+	"lease-grant",
+	"high",
+	"high-reply",
+	"epoch-change",
+	"epoch-ack",
+	"utility-report",
 }
 
 // kinds are Kinds by envelope field.
@@ -83,6 +91,14 @@ var kinds = [...]string{
 	44: "invalidate",
 	45: "invalidate-ack",
 	46: "repair-reply",
+	47: "config-raft",
+	48: "lease-renew",
+	49: "lease-grant",
+	50: "high",
+	51: "high-reply",
+	52: "epoch-change",
+	53: "epoch-ack",
+	54: "utility-report",
 }
 
 func (*CreateTableRequest) envelopeField() int { return 10 }
@@ -158,6 +174,22 @@ func (*Invalidate) envelopeField() int { return 44 }
 func (*InvalidateAck) envelopeField() int { return 45 }
 
 func (*RepairReply) envelopeField() int { return 46 }
+
+func (*ConfigRaft) envelopeField() int { return 47 }
+
+func (*LeaseRenew) envelopeField() int { return 48 }
+
+func (*LeaseGrant) envelopeField() int { return 49 }
+
+func (*HighRequest) envelopeField() int { return 50 }
+
+func (*HighReply) envelopeField() int { return 51 }
+
+func (*EpochChange) envelopeField() int { return 52 }
+
+func (*EpochAck) envelopeField() int { return 53 }
+
+func (*UtilityReport) envelopeField() int { return 54 }
 
 // size is the size of the Version message's encoding; nil is an empty one.
 func (m *Version) size() (n int) {
@@ -439,6 +471,122 @@ func (m *InvalidateAck) size() (n int) {
 	return n
 }
 
+// size is the size of the TabletEpoch message's encoding; nil is an empty one.
+func (m *TabletEpoch) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Tablet.size())
+	n += uintField(2, m.Epoch)
+	return n
+}
+
+// size is the size of the ConfigRaft message's encoding; nil is an empty one.
+func (m *ConfigRaft) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += bytesField(1, len(m.Data))
+	return n
+}
+
+// size is the size of the LeaseRenew message's encoding; nil is an empty one.
+func (m *LeaseRenew) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += uintField(1, m.Seq)
+	for i := range m.Tablets {
+		n += msgField(2, m.Tablets[i].size())
+	}
+	for i := range m.Layouts {
+		n += msgField(3, m.Layouts[i].size())
+	}
+	return n
+}
+
+// size is the size of the LeaseGrant message's encoding; nil is an empty one.
+func (m *LeaseGrant) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += uintField(1, m.Seq)
+	n += uintField(2, uint64(m.Code))
+	n += bytesField(3, len(m.Leader))
+	for i := range m.Tablets {
+		n += msgField(4, m.Tablets[i].size())
+	}
+	return n
+}
+
+// size is the size of the HighRequest message's encoding; nil is an empty one.
+func (m *HighRequest) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Tablet.size())
+	n += uintField(2, m.Epoch)
+	n += tsField(3, m.Until)
+	return n
+}
+
+// size is the size of the HighReply message's encoding; nil is an empty one.
+func (m *HighReply) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Tablet.size())
+	n += uintField(2, m.Epoch)
+	n += tsField(3, m.High)
+	n += uintField(4, uint64(m.Code))
+	return n
+}
+
+// size is the size of the EpochChange message's encoding; nil is an empty one.
+func (m *EpochChange) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Layout.size())
+	n += uintField(2, uint64(int64(m.Tablet)))
+	n += uintField(3, m.Epoch)
+	n += tsField(4, m.Start)
+	return n
+}
+
+// size is the size of the EpochAck message's encoding; nil is an empty one.
+func (m *EpochAck) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Tablet.size())
+	n += uintField(2, m.Epoch)
+	return n
+}
+
+// size is the size of the SiteUtility message's encoding; nil is an empty one.
+func (m *SiteUtility) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += bytesField(1, len(m.Site))
+	n += uintField(2, m.Micro)
+	return n
+}
+
+// size is the size of the UtilityReport message's encoding; nil is an empty one.
+func (m *UtilityReport) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += msgField(1, m.Tablet.size())
+	n += uintField(2, m.Ops)
+	for i := range m.Sites {
+		n += msgField(3, m.Sites[i].size())
+	}
+	return n
+}
+
 // size is the size of the Tablet message's encoding; nil is an empty one.
 func (m *Tablet) size() (n int) {
 	if m == nil {
@@ -594,6 +742,7 @@ func (m *PutRequest) size() (n int) {
 	if m.Test != nil {
 		n += msgField(10, m.Test.size())
 	}
+	n += uintField(11, m.Epoch)
 	return n
 }
 
@@ -621,6 +770,8 @@ func (m *PutReply) size() (n int) {
 	n += uintField(6, m.WriteID)
 	n += stringsField(7, m.Holders)
 	n += uintField(8, uint64(m.Tested))
+	n += uintField(9, m.Epoch)
+	n += bytesField(10, len(m.Primary))
 	return n
 }
 
@@ -689,6 +840,7 @@ func (m *PullRequest) size() (n int) {
 		n += tsField(4, m.SnapshotHigh)
 	}
 	n += bytesField(5, len(m.SnapshotAfter))
+	n += uintField(6, m.Epoch)
 	return n
 }
 
@@ -709,6 +861,7 @@ func (m *PullReply) size() (n int) {
 	n += boolField(8, m.InSnapshot)
 	n += bytesField(9, len(m.SnapshotAfter))
 	n += bytesField(10, len(m.SnapshotLast))
+	n += uintField(11, m.Epoch)
 	return n
 }
 
@@ -721,6 +874,7 @@ func (m *Push) size() (n int) {
 	n += tsField(2, m.Prev)
 	n += msgField(3, m.Entry.size())
 	n += boolField(4, m.Ack)
+	n += uintField(5, m.Epoch)
 	return n
 }
 
@@ -731,6 +885,7 @@ func (m *PushAck) size() (n int) {
 	}
 	n += msgField(1, m.Tablet.size())
 	n += tsField(2, m.High)
+	n += uintField(3, m.Epoch)
 	return n
 }
 
@@ -749,6 +904,7 @@ func (m *Forward) size() (n int) {
 	if m.Test != nil {
 		n += msgField(8, m.Test.size())
 	}
+	n += uintField(9, m.Epoch)
 	return n
 }
 
@@ -764,6 +920,8 @@ func (m *ForwardAck) size() (n int) {
 	n += uintField(5, uint64(int64(m.Acks)))
 	n += stringsField(6, m.Holders)
 	n += uintField(7, uint64(m.Tested))
+	n += uintField(8, m.Epoch)
+	n += bytesField(9, len(m.Primary))
 	return n
 }
 

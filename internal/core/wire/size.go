@@ -18,7 +18,11 @@ import (
 // a middle man serves propagates, stable notices, reads and dependency
 // checks, and takes the dependency-check replies of its peers and the
 // invalidate acknowledgements of caches; a cache serves reads and
-// invalidates, and takes the read replies that fill it. The others are
+// invalidates, and takes the read replies that fill it. Of the
+// configuration service (DESIGN.md section 10), members exchange raft
+// messages and serve lease renewals, high-timestamp replies, epoch
+// acknowledgements and clients' utility reports; storage nodes serve
+// high-timestamp requests and epoch changes and take lease grants. The others are
 // replies, and the notices (Resolved of staged writes, CausalComplete of
 // causal puts), that a client receives.
 var NodeKinds = []string{
@@ -31,6 +35,7 @@ var NodeKinds = []string{
 	"read", "read-reply",
 	"dep-check", "dep-check-reply",
 	"invalidate", "invalidate-ack",
+	"config-raft", "lease-renew", "lease-grant", "high", "high-reply", "epoch-change", "epoch-ack", "utility-report",
 }
 
 // Kind returns a short stable name of the message's type, one of Kinds,

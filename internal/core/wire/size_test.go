@@ -29,6 +29,8 @@ func oneOfEach() []wire.Msg {
 		&wire.DepCheck{Req: 1}, &wire.DepCheckReply{Req: 1},
 		&wire.Invalidate{Req: 1}, &wire.InvalidateAck{Req: 1},
 		&wire.RepairReply{Req: 1},
+		&wire.ConfigRaft{}, &wire.LeaseRenew{}, &wire.LeaseGrant{}, &wire.HighRequest{}, &wire.HighReply{},
+		&wire.EpochChange{}, &wire.EpochAck{}, &wire.UtilityReport{},
 	}
 }
 

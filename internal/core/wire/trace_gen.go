@@ -74,6 +74,10 @@ func (m *PutRequest) String() string {
 		b = append(b, " test="...)
 		b = m.Test.appendTrace(b)
 	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -102,6 +106,14 @@ func (m *PutReply) String() string {
 	if m.Tested != 0 {
 		b = append(b, " tested="...)
 		b = append(b, m.Tested.String()...)
+	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
+	if len(m.Primary) > 0 {
+		b = append(b, " primary="...)
+		b = append(b, m.Primary...)
 	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
@@ -200,6 +212,10 @@ func (m *PullRequest) String() string {
 		b = append(b, " after="...)
 		b = strconv.AppendQuote(b, m.SnapshotAfter)
 	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -213,6 +229,10 @@ func (m *Push) String() string {
 	if m.Ack {
 		b = append(b, " ack"...)
 	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -222,6 +242,10 @@ func (m *PushAck) String() string {
 	b = m.Tablet.appendTrace(b)
 	b = append(b, " high="...)
 	b = appendTS(b, m.High)
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -258,6 +282,10 @@ func (m *Forward) String() string {
 		b = append(b, " test="...)
 		b = m.Test.appendTrace(b)
 	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -280,6 +308,14 @@ func (m *ForwardAck) String() string {
 	if m.Tested != 0 {
 		b = append(b, " tested="...)
 		b = append(b, m.Tested.String()...)
+	}
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
+	if len(m.Primary) > 0 {
+		b = append(b, " primary="...)
+		b = append(b, m.Primary...)
 	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
@@ -590,6 +626,98 @@ func (m *RepairReply) String() string {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
 	}
+	return string(append(b, ")"...))
+}
+
+func (m *ConfigRaft) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "ConfigRaft(data="...)
+	b = appendValue(b, m.Data)
+	return string(append(b, ")"...))
+}
+
+func (m *LeaseRenew) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "LeaseRenew(seq="...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, " tablets="...)
+	b = appendEach(b, m.Tablets, TabletEpoch.appendTrace)
+	return string(append(b, ")"...))
+}
+
+func (m *LeaseGrant) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "LeaseGrant(seq="...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, " tablets="...)
+	b = appendEach(b, m.Tablets, TabletEpoch.appendTrace)
+	if len(m.Leader) > 0 {
+		b = append(b, " leader="...)
+		b = append(b, m.Leader...)
+	}
+	if m.Code != 0 {
+		b = append(b, " err="...)
+		b = strconv.AppendQuote(b, m.Code.String())
+	}
+	return string(append(b, ")"...))
+}
+
+func (m *HighRequest) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "High(tablet="...)
+	b = m.Tablet.appendTrace(b)
+	b = append(b, " epoch="...)
+	b = strconv.AppendUint(b, m.Epoch, 10)
+	if !m.Until.IsZero() {
+		b = append(b, " until="...)
+		b = appendTS(b, m.Until)
+	}
+	return string(append(b, ")"...))
+}
+
+func (m *HighReply) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "HighReply(tablet="...)
+	b = m.Tablet.appendTrace(b)
+	b = append(b, " epoch="...)
+	b = strconv.AppendUint(b, m.Epoch, 10)
+	b = append(b, " high="...)
+	b = appendTS(b, m.High)
+	if m.Code != 0 {
+		b = append(b, " err="...)
+		b = strconv.AppendQuote(b, m.Code.String())
+	}
+	return string(append(b, ")"...))
+}
+
+func (m *EpochChange) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "EpochChange(tablet="...)
+	b = strconv.AppendInt(b, int64(m.Tablet), 10)
+	b = append(b, " epoch="...)
+	b = strconv.AppendUint(b, m.Epoch, 10)
+	b = append(b, " start="...)
+	b = appendTS(b, m.Start)
+	return string(append(b, ")"...))
+}
+
+func (m *EpochAck) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "EpochAck(tablet="...)
+	b = m.Tablet.appendTrace(b)
+	b = append(b, " epoch="...)
+	b = strconv.AppendUint(b, m.Epoch, 10)
+	return string(append(b, ")"...))
+}
+
+func (m *UtilityReport) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "UtilityReport(tablet="...)
+	b = m.Tablet.appendTrace(b)
+	b = append(b, " ops="...)
+	b = strconv.AppendUint(b, m.Ops, 10)
+	b = append(b, " sites="...)
+	b = appendEach(b, m.Sites, SiteUtility.appendTrace)
 	return string(append(b, ")"...))
 }
 

@@ -84,6 +84,13 @@ const (
 	// identifier that is not valid UTF-8), so it was never sent. Nodes do
 	// not send it: the sender's transport refuses the request with it.
 	Unencodable
+	// NotLeader: a configuration member that is not the service's
+	// leader was asked what only the leader does (LeaseGrant.Leader
+	// names the leader when the member knows it).
+	NotLeader
+	// NoLease: the tablet's primary holds no valid lease (it awaits a
+	// renewal, or a failover is under way); nothing was done. Try again.
+	NoLease
 )
 
 var codeNames = [...]string{
@@ -101,6 +108,8 @@ var codeNames = [...]string{
 	Aborted:       "no snapshot found; try again",
 	Behind:        "replica behind the timestamp",
 	Unencodable:   "not encodable for the network; not sent",
+	NotLeader:     "not the configuration leader",
+	NoLease:       "the primary holds no lease; try again",
 }
 
 func (c Code) String() string {
@@ -766,6 +775,10 @@ type PutRequest struct {
 	Bound  Bound         `wire:"8" trace:",omitzero"`
 	Budget time.Duration `wire:"9" trace:",omitzero"`
 	Test   *Test         `wire:"10"`
+	// Epoch is the tablet's epoch as the client knows it (0: unknown). A
+	// node that knows a newer one answers NotPrimary with it; one that
+	// learns of a newer one from it stops taking Puts (it was deposed).
+	Epoch uint64 `wire:"11" trace:",omitzero"`
 }
 
 // Test is the test of a ReadTestWrite.
@@ -897,7 +910,12 @@ type PutReply struct {
 	WriteID uint64        `wire:"6" trace:"write,omitzero"`
 	Holders []NodeID      `wire:"7" trace:",omitzero"`
 	Tested  Outcome       `wire:"8" trace:",omitzero"`
-	Code    Code          `wire:"2" trace:"err,omitzero"`
+	// With Code NotPrimary: the tablet's epoch and primary as the node
+	// knows them (Primary empty: the node does not know who is primary
+	// now), so the client updates its layout and retries there.
+	Epoch   uint64 `wire:"9" trace:",omitzero"`
+	Primary NodeID `wire:"10" trace:",omitzero"`
+	Code    Code   `wire:"2" trace:"err,omitzero"`
 }
 
 // GetRequest reads the replica's version of Key.
@@ -973,6 +991,7 @@ type PullRequest struct {
 	InSnapshot    bool          `wire:"3" trace:"-"`
 	SnapshotHigh  hlc.Timestamp `wire:"4,omitzero" trace:"snapshot,if=m.InSnapshot"`
 	SnapshotAfter string        `wire:"5" trace:"after,if=m.InSnapshot"`
+	Epoch         uint64        `wire:"6" trace:",omitzero"`
 }
 
 // PullReply carries, in timestamp order, every version of the tablet with a
@@ -1008,6 +1027,9 @@ type PullReply struct {
 	InSnapshot    bool   `wire:"8"`
 	SnapshotAfter string `wire:"9"`
 	SnapshotLast  string `wire:"10"`
+	// Epoch is the tablet's epoch at the primary; a secondary ignores a
+	// reply of an epoch older than its own.
+	Epoch uint64 `wire:"11"`
 }
 
 // Push streams one new version from a primary to a secondary. Prev is the
@@ -1022,6 +1044,7 @@ type Push struct {
 	Prev   hlc.Timestamp `wire:"2"`
 	Entry  Entry         `wire:"3" trace:",flat"`
 	Ack    bool          `wire:"4" trace:",flag"`
+	Epoch  uint64        `wire:"5" trace:",omitzero"`
 }
 
 // PushAck tells a primary that a secondary holds, durably, every version
@@ -1033,6 +1056,7 @@ type Push struct {
 type PushAck struct {
 	Tablet TabletRef     `wire:"1"`
 	High   hlc.Timestamp `wire:"2"`
+	Epoch  uint64        `wire:"3" trace:",omitzero"`
 }
 
 // Forward carries a staged write from the replica that received it to
@@ -1052,6 +1076,7 @@ type Forward struct {
 	W      int32         `wire:"6" trace:",if=m.W > 1"`
 	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
 	Test   *Test         `wire:"8"`
+	Epoch  uint64        `wire:"9" trace:",omitzero"`
 }
 
 // ForwardAck tells a receiver that the primary has ordered its writes up
@@ -1068,7 +1093,11 @@ type ForwardAck struct {
 	Acks    int32         `wire:"5" trace:",omitzero"`
 	Holders []NodeID      `wire:"6" trace:",omitzero"`
 	Tested  Outcome       `wire:"7" trace:",omitzero"`
-	Code    Code          `wire:"3" trace:"err,omitzero"`
+	// With Code NotPrimary, as in PutReply: the receiver forwards again
+	// to Primary.
+	Epoch   uint64 `wire:"8" trace:",omitzero"`
+	Primary NodeID `wire:"9" trace:",omitzero"`
+	Code    Code   `wire:"3" trace:"err,omitzero"`
 }
 
 // Resolved tells the client that wrote a staged write, after its reply,
@@ -1112,15 +1141,16 @@ type RepairReply struct {
 }
 
 // FromClient reports whether clients send m: the requests of the client
-// protocol, with the read repair a quorum Get sends (CPQ), and the causal puts,
-// gets and get-transactions a client sends its coordinator (Karma).
+// protocol, with the read repair a quorum Get sends (CPQ), the causal puts,
+// gets and get-transactions a client sends its coordinator (Karma), and
+// the utility reports it sends the configuration service (Pileus 6.2).
 // Everything else (replication, the protocol among a causal table's
 // coordinators, middle men and caches, and replies) only storage nodes
 // send, and a node refuses it from a peer holding a client certificate.
 func FromClient(m Msg) bool {
 	switch m.(type) {
 	case *CreateTableRequest, *DeleteTableRequest, *TableInfoRequest, *PutRequest, *GetRequest, *ProbeRequest, *Repair,
-		*CausalPut, *CausalGet, *CausalGetTx:
+		*CausalPut, *CausalGet, *CausalGetTx, *UtilityReport:
 		return true
 	}
 	return false

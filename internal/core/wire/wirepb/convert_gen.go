@@ -16,6 +16,9 @@ func wrap(m wire.Msg) isEnvelope_Msg {
 	if e := wrapCausal(m); e != nil {
 		return e
 	}
+	if e := wrapConfig(m); e != nil {
+		return e
+	}
 	return nil
 }
 
@@ -103,6 +106,29 @@ func wrapCausal(m wire.Msg) isEnvelope_Msg {
 		return &Envelope_Invalidate{invalidatePB(m)}
 	case *wire.InvalidateAck:
 		return &Envelope_InvalidateAck{invalidateAckPB(m)}
+	}
+	return nil
+}
+
+// wrapConfig wraps the messages of wire/config.go.
+func wrapConfig(m wire.Msg) isEnvelope_Msg {
+	switch m := m.(type) {
+	case *wire.ConfigRaft:
+		return &Envelope_ConfigRaft{configRaftPB(m)}
+	case *wire.LeaseRenew:
+		return &Envelope_LeaseRenew{leaseRenewPB(m)}
+	case *wire.LeaseGrant:
+		return &Envelope_LeaseGrant{leaseGrantPB(m)}
+	case *wire.HighRequest:
+		return &Envelope_HighRequest{highRequestPB(m)}
+	case *wire.HighReply:
+		return &Envelope_HighReply{highReplyPB(m)}
+	case *wire.EpochChange:
+		return &Envelope_EpochChange{epochChangePB(m)}
+	case *wire.EpochAck:
+		return &Envelope_EpochAck{epochAckPB(m)}
+	case *wire.UtilityReport:
+		return &Envelope_UtilityReport{utilityReportPB(m)}
 	}
 	return nil
 }
@@ -326,6 +352,54 @@ func (x *Envelope_InvalidateAck) unwrap() (wire.Msg, error) {
 func (x *Envelope_RepairReply) unwrap() (wire.Msg, error) {
 	var d decoder
 	m := repairReplyWire(x.RepairReply, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_ConfigRaft) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := configRaftWire(x.ConfigRaft, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_LeaseRenew) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := leaseRenewWire(x.LeaseRenew, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_LeaseGrant) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := leaseGrantWire(x.LeaseGrant, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_HighRequest) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := highRequestWire(x.HighRequest, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_HighReply) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := highReplyWire(x.HighReply, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_EpochChange) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := epochChangeWire(x.EpochChange, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_EpochAck) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := epochAckWire(x.EpochAck, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_UtilityReport) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := utilityReportWire(x.UtilityReport, &d)
 	return &m, d.err
 }
 
@@ -769,6 +843,202 @@ func invalidateAckWire(r *InvalidateAck, d *decoder) (m wire.InvalidateAck) {
 	return m
 }
 
+func tabletEpochPB(m *wire.TabletEpoch) *TabletEpoch {
+	r := &TabletEpoch{
+		Tablet: tabletRefPB(&m.Tablet),
+		Epoch:  m.Epoch,
+	}
+	return r
+}
+
+func tabletEpochWire(r *TabletEpoch, d *decoder) (m wire.TabletEpoch) {
+	m.Tablet = tabletRefWire(r.GetTablet(), d)
+	m.Epoch = r.GetEpoch()
+	return m
+}
+
+func configRaftPB(m *wire.ConfigRaft) *ConfigRaft {
+	r := &ConfigRaft{
+		Data: m.Data,
+	}
+	return r
+}
+
+func configRaftWire(r *ConfigRaft, d *decoder) (m wire.ConfigRaft) {
+	m.Data = r.GetData()
+	return m
+}
+
+func leaseRenewPB(m *wire.LeaseRenew) *LeaseRenew {
+	r := &LeaseRenew{
+		Seq: m.Seq,
+	}
+	if len(m.Tablets) > 0 {
+		r.Tablets = make([]*TabletEpoch, len(m.Tablets))
+		for i := range m.Tablets {
+			r.Tablets[i] = tabletEpochPB(&m.Tablets[i])
+		}
+	}
+	if len(m.Layouts) > 0 {
+		r.Layouts = make([]*Layout, len(m.Layouts))
+		for i := range m.Layouts {
+			r.Layouts[i] = layoutPB(&m.Layouts[i])
+		}
+	}
+	return r
+}
+
+func leaseRenewWire(r *LeaseRenew, d *decoder) (m wire.LeaseRenew) {
+	m.Seq = r.GetSeq()
+	if ps := r.GetTablets(); len(ps) > 0 {
+		m.Tablets = make([]wire.TabletEpoch, len(ps))
+		for i, p := range ps {
+			m.Tablets[i] = tabletEpochWire(p, d)
+		}
+	}
+	if ps := r.GetLayouts(); len(ps) > 0 {
+		m.Layouts = make([]wire.Layout, len(ps))
+		for i, p := range ps {
+			m.Layouts[i] = layoutWire(p, d)
+		}
+	}
+	return m
+}
+
+func leaseGrantPB(m *wire.LeaseGrant) *LeaseGrant {
+	r := &LeaseGrant{
+		Seq:    m.Seq,
+		Code:   uint32(m.Code),
+		Leader: string(m.Leader),
+	}
+	if len(m.Tablets) > 0 {
+		r.Tablets = make([]*TabletEpoch, len(m.Tablets))
+		for i := range m.Tablets {
+			r.Tablets[i] = tabletEpochPB(&m.Tablets[i])
+		}
+	}
+	return r
+}
+
+func leaseGrantWire(r *LeaseGrant, d *decoder) (m wire.LeaseGrant) {
+	m.Seq = r.GetSeq()
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
+	m.Leader = wire.NodeID(r.GetLeader())
+	if ps := r.GetTablets(); len(ps) > 0 {
+		m.Tablets = make([]wire.TabletEpoch, len(ps))
+		for i, p := range ps {
+			m.Tablets[i] = tabletEpochWire(p, d)
+		}
+	}
+	return m
+}
+
+func highRequestPB(m *wire.HighRequest) *HighRequest {
+	r := &HighRequest{
+		Tablet: tabletRefPB(&m.Tablet),
+		Epoch:  m.Epoch,
+		Until:  tsPB(m.Until),
+	}
+	return r
+}
+
+func highRequestWire(r *HighRequest, d *decoder) (m wire.HighRequest) {
+	m.Tablet = tabletRefWire(r.GetTablet(), d)
+	m.Epoch = r.GetEpoch()
+	m.Until = tsWire(r.GetUntil())
+	return m
+}
+
+func highReplyPB(m *wire.HighReply) *HighReply {
+	r := &HighReply{
+		Tablet: tabletRefPB(&m.Tablet),
+		Epoch:  m.Epoch,
+		High:   tsPB(m.High),
+		Code:   uint32(m.Code),
+	}
+	return r
+}
+
+func highReplyWire(r *HighReply, d *decoder) (m wire.HighReply) {
+	m.Tablet = tabletRefWire(r.GetTablet(), d)
+	m.Epoch = r.GetEpoch()
+	m.High = tsWire(r.GetHigh())
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
+	return m
+}
+
+func epochChangePB(m *wire.EpochChange) *EpochChange {
+	r := &EpochChange{
+		Layout: layoutPB(&m.Layout),
+		Tablet: m.Tablet,
+		Epoch:  m.Epoch,
+		Start:  tsPB(m.Start),
+	}
+	return r
+}
+
+func epochChangeWire(r *EpochChange, d *decoder) (m wire.EpochChange) {
+	m.Layout = layoutWire(r.GetLayout(), d)
+	m.Tablet = r.GetTablet()
+	m.Epoch = r.GetEpoch()
+	m.Start = tsWire(r.GetStart())
+	return m
+}
+
+func epochAckPB(m *wire.EpochAck) *EpochAck {
+	r := &EpochAck{
+		Tablet: tabletRefPB(&m.Tablet),
+		Epoch:  m.Epoch,
+	}
+	return r
+}
+
+func epochAckWire(r *EpochAck, d *decoder) (m wire.EpochAck) {
+	m.Tablet = tabletRefWire(r.GetTablet(), d)
+	m.Epoch = r.GetEpoch()
+	return m
+}
+
+func siteUtilityPB(m *wire.SiteUtility) *SiteUtility {
+	r := &SiteUtility{
+		Site:  m.Site,
+		Micro: m.Micro,
+	}
+	return r
+}
+
+func siteUtilityWire(r *SiteUtility, d *decoder) (m wire.SiteUtility) {
+	m.Site = r.GetSite()
+	m.Micro = r.GetMicro()
+	return m
+}
+
+func utilityReportPB(m *wire.UtilityReport) *UtilityReport {
+	r := &UtilityReport{
+		Tablet: tabletRefPB(&m.Tablet),
+		Ops:    m.Ops,
+	}
+	if len(m.Sites) > 0 {
+		r.Sites = make([]*SiteUtility, len(m.Sites))
+		for i := range m.Sites {
+			r.Sites[i] = siteUtilityPB(&m.Sites[i])
+		}
+	}
+	return r
+}
+
+func utilityReportWire(r *UtilityReport, d *decoder) (m wire.UtilityReport) {
+	m.Tablet = tabletRefWire(r.GetTablet(), d)
+	m.Ops = r.GetOps()
+	if ps := r.GetSites(); len(ps) > 0 {
+		m.Sites = make([]wire.SiteUtility, len(ps))
+		for i, p := range ps {
+			m.Sites[i] = siteUtilityWire(p, d)
+		}
+	}
+	return m
+}
+
 func tabletPB(m *wire.Tablet) *Tablet {
 	r := &Tablet{
 		Start:       keyBytes(m.Start),
@@ -997,6 +1267,7 @@ func putRequestPB(m *wire.PutRequest) *PutRequest {
 		WaitNanos:   int64(m.Wait),
 		Bound:       int64(m.Bound),
 		BudgetNanos: int64(m.Budget),
+		Epoch:       m.Epoch,
 	}
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
@@ -1018,6 +1289,7 @@ func putRequestWire(r *PutRequest, d *decoder) (m wire.PutRequest) {
 		v := testWire(p, d)
 		m.Test = &v
 	}
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1047,6 +1319,8 @@ func putReplyPB(m *wire.PutReply) *PutReply {
 		WriteId: m.WriteID,
 		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
+		Epoch:   m.Epoch,
+		Primary: string(m.Primary),
 	}
 	return r
 }
@@ -1060,6 +1334,8 @@ func putReplyWire(r *PutReply, d *decoder) (m wire.PutReply) {
 	m.WriteID = r.GetWriteId()
 	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
 	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
+	m.Epoch = r.GetEpoch()
+	m.Primary = wire.NodeID(r.GetPrimary())
 	return m
 }
 
@@ -1151,6 +1427,7 @@ func pullRequestPB(m *wire.PullRequest) *PullRequest {
 		Since:         tsPB(m.Since),
 		InSnapshot:    m.InSnapshot,
 		SnapshotAfter: keyBytes(m.SnapshotAfter),
+		Epoch:         m.Epoch,
 	}
 	if !m.SnapshotHigh.IsZero() {
 		r.SnapshotHigh = tsPB(m.SnapshotHigh)
@@ -1164,6 +1441,7 @@ func pullRequestWire(r *PullRequest, d *decoder) (m wire.PullRequest) {
 	m.InSnapshot = r.GetInSnapshot()
 	m.SnapshotHigh = tsWire(r.GetSnapshotHigh())
 	m.SnapshotAfter = keyString(r.GetSnapshotAfter())
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1178,6 +1456,7 @@ func pullReplyPB(m *wire.PullReply) *PullReply {
 		InSnapshot:    m.InSnapshot,
 		SnapshotAfter: keyBytes(m.SnapshotAfter),
 		SnapshotLast:  keyBytes(m.SnapshotLast),
+		Epoch:         m.Epoch,
 	}
 	if len(m.Entries) > 0 {
 		r.Entries = make([]*Entry, len(m.Entries))
@@ -1204,6 +1483,7 @@ func pullReplyWire(r *PullReply, d *decoder) (m wire.PullReply) {
 	m.InSnapshot = r.GetInSnapshot()
 	m.SnapshotAfter = keyString(r.GetSnapshotAfter())
 	m.SnapshotLast = keyString(r.GetSnapshotLast())
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1213,6 +1493,7 @@ func pushPB(m *wire.Push) *Push {
 		Prev:   tsPB(m.Prev),
 		Entry:  entryPB(&m.Entry),
 		Ack:    m.Ack,
+		Epoch:  m.Epoch,
 	}
 	return r
 }
@@ -1222,6 +1503,7 @@ func pushWire(r *Push, d *decoder) (m wire.Push) {
 	m.Prev = tsWire(r.GetPrev())
 	m.Entry = entryWire(r.GetEntry(), d)
 	m.Ack = r.GetAck()
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1229,6 +1511,7 @@ func pushAckPB(m *wire.PushAck) *PushAck {
 	r := &PushAck{
 		Tablet: tabletRefPB(&m.Tablet),
 		High:   tsPB(m.High),
+		Epoch:  m.Epoch,
 	}
 	return r
 }
@@ -1236,6 +1519,7 @@ func pushAckPB(m *wire.PushAck) *PushAck {
 func pushAckWire(r *PushAck, d *decoder) (m wire.PushAck) {
 	m.Tablet = tabletRefWire(r.GetTablet(), d)
 	m.High = tsWire(r.GetHigh())
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1248,6 +1532,7 @@ func forwardPB(m *wire.Forward) *Forward {
 		MinTs:     tsPB(m.MinTS),
 		W:         m.W,
 		WaitNanos: int64(m.Wait),
+		Epoch:     m.Epoch,
 	}
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
@@ -1267,6 +1552,7 @@ func forwardWire(r *Forward, d *decoder) (m wire.Forward) {
 		v := testWire(p, d)
 		m.Test = &v
 	}
+	m.Epoch = r.GetEpoch()
 	return m
 }
 
@@ -1279,6 +1565,8 @@ func forwardAckPB(m *wire.ForwardAck) *ForwardAck {
 		Acks:    m.Acks,
 		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
 		Tested:  uint32(m.Tested),
+		Epoch:   m.Epoch,
+		Primary: string(m.Primary),
 	}
 	return r
 }
@@ -1291,6 +1579,8 @@ func forwardAckWire(r *ForwardAck, d *decoder) (m wire.ForwardAck) {
 	m.Acks = r.GetAcks()
 	m.Holders = eachOf(r.GetHolders(), as[wire.NodeID, string])
 	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
+	m.Epoch = r.GetEpoch()
+	m.Primary = wire.NodeID(r.GetPrimary())
 	return m
 }
 

@@ -159,6 +159,25 @@ func TestSize(t *testing.T) {
 		{"invalidate empty", &wire.Invalidate{}},
 		{"invalidate-ack empty", &wire.InvalidateAck{}},
 		{"invalidate-ack large table", &wire.InvalidateAck{Req: 1 << 63, Table: 1 << 63}},
+		// The configuration service, and the epochs of the write path.
+		{"config-raft", &wire.ConfigRaft{Data: large}},
+		{"config-raft empty", &wire.ConfigRaft{}},
+		{"lease-renew", &wire.LeaseRenew{Seq: 1 << 40, Tablets: []wire.TabletEpoch{{Tablet: ref, Epoch: 7}, {}}, Layouts: []wire.Layout{layout, quorum}}},
+		{"lease-grant", &wire.LeaseGrant{Seq: 3, Tablets: []wire.TabletEpoch{{Tablet: ref, Epoch: 1 << 63}}}},
+		{"lease-grant not leader", &wire.LeaseGrant{Seq: 3, Code: wire.NotLeader, Leader: "us/cfg"}},
+		{"high", &wire.HighRequest{Tablet: ref, Epoch: 2, Until: ts}},
+		{"high-reply", &wire.HighReply{Tablet: ref, Epoch: 2, High: ts, Code: wire.Invalid}},
+		{"epoch-change", &wire.EpochChange{Layout: hashed, Tablet: 1, Epoch: 9, Start: ts}},
+		{"epoch-ack", &wire.EpochAck{Tablet: ref, Epoch: 9}},
+		{"utility-report", &wire.UtilityReport{Tablet: ref, Ops: 1 << 33, Sites: []wire.SiteUtility{{Site: "us", Micro: 1 << 50}, {}}}},
+		{"put epoch", &wire.PutRequest{Req: 7, Tablet: ref, Key: "k", MinTS: ts, Epoch: 3}},
+		{"put-reply not primary", &wire.PutReply{Req: 8, Code: wire.NotPrimary, Epoch: 4, Primary: "us/r1"}},
+		{"pull epoch", &wire.PullRequest{Tablet: ref, Since: ts, Epoch: 2}},
+		{"pull-reply epoch", &wire.PullReply{Tablet: ref, High: ts, Epoch: 2}},
+		{"push epoch", &wire.Push{Tablet: ref, Prev: ts, Entry: wire.Entry{TS: ts, Key: "k"}, Epoch: 1 << 63}},
+		{"push-ack epoch", &wire.PushAck{Tablet: ref, High: ts, Epoch: 5}},
+		{"forward epoch", &wire.Forward{Tablet: ref, Seq: 5, Key: "k", Epoch: 2}},
+		{"forward-ack not primary", &wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.NotPrimary, Epoch: 3, Primary: "india/r1"}},
 	}
 	for i, m := range causalMsgs() {
 		cases = append(cases, sized{fmt.Sprintf("%s %d", wire.Kind(m), i), m})

@@ -77,6 +77,14 @@ type Envelope struct {
 	//	*Envelope_Invalidate
 	//	*Envelope_InvalidateAck
 	//	*Envelope_RepairReply
+	//	*Envelope_ConfigRaft
+	//	*Envelope_LeaseRenew
+	//	*Envelope_LeaseGrant
+	//	*Envelope_HighRequest
+	//	*Envelope_HighReply
+	//	*Envelope_EpochChange
+	//	*Envelope_EpochAck
+	//	*Envelope_UtilityReport
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -466,6 +474,78 @@ func (x *Envelope) GetRepairReply() *RepairReply {
 	return nil
 }
 
+func (x *Envelope) GetConfigRaft() *ConfigRaft {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_ConfigRaft); ok {
+			return x.ConfigRaft
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetLeaseRenew() *LeaseRenew {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_LeaseRenew); ok {
+			return x.LeaseRenew
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetLeaseGrant() *LeaseGrant {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_LeaseGrant); ok {
+			return x.LeaseGrant
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetHighRequest() *HighRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_HighRequest); ok {
+			return x.HighRequest
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetHighReply() *HighReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_HighReply); ok {
+			return x.HighReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetEpochChange() *EpochChange {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_EpochChange); ok {
+			return x.EpochChange
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetEpochAck() *EpochAck {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_EpochAck); ok {
+			return x.EpochAck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetUtilityReport() *UtilityReport {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_UtilityReport); ok {
+			return x.UtilityReport
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -618,6 +698,38 @@ type Envelope_RepairReply struct {
 	RepairReply *RepairReply `protobuf:"bytes,46,opt,name=repair_reply,json=repairReply,proto3,oneof"`
 }
 
+type Envelope_ConfigRaft struct {
+	ConfigRaft *ConfigRaft `protobuf:"bytes,47,opt,name=config_raft,json=configRaft,proto3,oneof"`
+}
+
+type Envelope_LeaseRenew struct {
+	LeaseRenew *LeaseRenew `protobuf:"bytes,48,opt,name=lease_renew,json=leaseRenew,proto3,oneof"`
+}
+
+type Envelope_LeaseGrant struct {
+	LeaseGrant *LeaseGrant `protobuf:"bytes,49,opt,name=lease_grant,json=leaseGrant,proto3,oneof"`
+}
+
+type Envelope_HighRequest struct {
+	HighRequest *HighRequest `protobuf:"bytes,50,opt,name=high_request,json=highRequest,proto3,oneof"`
+}
+
+type Envelope_HighReply struct {
+	HighReply *HighReply `protobuf:"bytes,51,opt,name=high_reply,json=highReply,proto3,oneof"`
+}
+
+type Envelope_EpochChange struct {
+	EpochChange *EpochChange `protobuf:"bytes,52,opt,name=epoch_change,json=epochChange,proto3,oneof"`
+}
+
+type Envelope_EpochAck struct {
+	EpochAck *EpochAck `protobuf:"bytes,53,opt,name=epoch_ack,json=epochAck,proto3,oneof"`
+}
+
+type Envelope_UtilityReport struct {
+	UtilityReport *UtilityReport `protobuf:"bytes,54,opt,name=utility_report,json=utilityReport,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -691,6 +803,22 @@ func (*Envelope_Invalidate) isEnvelope_Msg() {}
 func (*Envelope_InvalidateAck) isEnvelope_Msg() {}
 
 func (*Envelope_RepairReply) isEnvelope_Msg() {}
+
+func (*Envelope_ConfigRaft) isEnvelope_Msg() {}
+
+func (*Envelope_LeaseRenew) isEnvelope_Msg() {}
+
+func (*Envelope_LeaseGrant) isEnvelope_Msg() {}
+
+func (*Envelope_HighRequest) isEnvelope_Msg() {}
+
+func (*Envelope_HighReply) isEnvelope_Msg() {}
+
+func (*Envelope_EpochChange) isEnvelope_Msg() {}
+
+func (*Envelope_EpochAck) isEnvelope_Msg() {}
+
+func (*Envelope_UtilityReport) isEnvelope_Msg() {}
 
 // A hybrid logical clock's timestamp (hlc.Timestamp).
 type Timestamp struct {
@@ -2277,6 +2405,628 @@ func (x *InvalidateAck) GetTable() uint64 {
 	return 0
 }
 
+// TabletEpoch names a tablet at an epoch.
+type TabletEpoch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TabletEpoch) Reset() {
+	*x = TabletEpoch{}
+	mi := &file_wire_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TabletEpoch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TabletEpoch) ProtoMessage() {}
+
+func (x *TabletEpoch) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TabletEpoch.ProtoReflect.Descriptor instead.
+func (*TabletEpoch) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TabletEpoch) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *TabletEpoch) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// ConfigRaft carries one raft message (raftpb.Message, marshalled)
+// between two members of the configuration service.
+type ConfigRaft struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigRaft) Reset() {
+	*x = ConfigRaft{}
+	mi := &file_wire_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigRaft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigRaft) ProtoMessage() {}
+
+func (x *ConfigRaft) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigRaft.ProtoReflect.Descriptor instead.
+func (*ConfigRaft) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ConfigRaft) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// LeaseRenew asks the service's leader to renew the sender's lease as
+// the primary of Tablets, at the epochs it names. Seq numbers the
+// sender's requests: the primary counts the lease a LeaseGrant of Seq
+// renews from when it sent Seq. Layouts are tables the sender is primary
+// in that the service did not list in its last grant (a table created
+// since): the leader records them before it renews.
+type LeaseRenew struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Tablets       []*TabletEpoch         `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	Layouts       []*Layout              `protobuf:"bytes,3,rep,name=layouts,proto3" json:"layouts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRenew) Reset() {
+	*x = LeaseRenew{}
+	mi := &file_wire_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRenew) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRenew) ProtoMessage() {}
+
+func (x *LeaseRenew) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRenew.ProtoReflect.Descriptor instead.
+func (*LeaseRenew) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *LeaseRenew) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LeaseRenew) GetTablets() []*TabletEpoch {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+func (x *LeaseRenew) GetLayouts() []*Layout {
+	if x != nil {
+		return x.Layouts
+	}
+	return nil
+}
+
+// LeaseGrant answers LeaseRenew. With Code OK, the renewal of Seq
+// committed: the receiver holds the lease for Tablets, the tablets the
+// service has it primary of, at their epochs (a tablet it asked for and
+// is not listed has moved away, or its table is not yet recorded). With
+// NotLeader, Leader names the member the sender believes leads, if any.
+type LeaseGrant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Leader        string                 `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Tablets       []*TabletEpoch         `protobuf:"bytes,4,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseGrant) Reset() {
+	*x = LeaseGrant{}
+	mi := &file_wire_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseGrant) ProtoMessage() {}
+
+func (x *LeaseGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseGrant.ProtoReflect.Descriptor instead.
+func (*LeaseGrant) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LeaseGrant) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LeaseGrant) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *LeaseGrant) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *LeaseGrant) GetTablets() []*TabletEpoch {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+// HighRequest asks a replica of Tablet for its high timestamp ahead of a
+// move of the tablet to Epoch. From then on the replica takes no version
+// of an older epoch above Until (above its high timestamp, if Until is
+// zero), so that the high it reports stays true; a primary stops
+// accepting Puts. With Until set (a switchover's target), the replica
+// answers once it holds every version up to Until, pulling from the
+// primary, or when its repair wait runs out.
+type HighRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Until         *Timestamp             `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HighRequest) Reset() {
+	*x = HighRequest{}
+	mi := &file_wire_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HighRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HighRequest) ProtoMessage() {}
+
+func (x *HighRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HighRequest.ProtoReflect.Descriptor instead.
+func (*HighRequest) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HighRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *HighRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *HighRequest) GetUntil() *Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+// HighReply answers HighRequest with the replica's high timestamp.
+// Code is NoTable if the replica does not hold the tablet, and Invalid
+// if it already knows an epoch at or after the one asked for.
+type HighReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	High          *Timestamp             `protobuf:"bytes,3,opt,name=high,proto3" json:"high,omitempty"`
+	Code          uint32                 `protobuf:"varint,4,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HighReply) Reset() {
+	*x = HighReply{}
+	mi := &file_wire_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HighReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HighReply) ProtoMessage() {}
+
+func (x *HighReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HighReply.ProtoReflect.Descriptor instead.
+func (*HighReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *HighReply) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *HighReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *HighReply) GetHigh() *Timestamp {
+	if x != nil {
+		return x.High
+	}
+	return nil
+}
+
+func (x *HighReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+// EpochChange tells a replica of Layout's tablet Tablet that the tablet
+// is at Epoch, with the primary Layout names. Start is the new primary's
+// high timestamp when it took over: every replica holds a prefix of the
+// log up to Start, and a replica holding versions of an older epoch
+// above it rolls them back (they were acknowledged by too few replicas
+// to survive). The new primary counts its first lease from when it
+// received the HighRequest of Epoch. The replica answers EpochAck.
+type EpochChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Layout        *Layout                `protobuf:"bytes,1,opt,name=layout,proto3" json:"layout,omitempty"`
+	Tablet        int32                  `protobuf:"varint,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Start         *Timestamp             `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EpochChange) Reset() {
+	*x = EpochChange{}
+	mi := &file_wire_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EpochChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EpochChange) ProtoMessage() {}
+
+func (x *EpochChange) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EpochChange.ProtoReflect.Descriptor instead.
+func (*EpochChange) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *EpochChange) GetLayout() *Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
+func (x *EpochChange) GetTablet() int32 {
+	if x != nil {
+		return x.Tablet
+	}
+	return 0
+}
+
+func (x *EpochChange) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *EpochChange) GetStart() *Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+// EpochAck tells the leader that a replica knows the tablet's Epoch.
+type EpochAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EpochAck) Reset() {
+	*x = EpochAck{}
+	mi := &file_wire_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EpochAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EpochAck) ProtoMessage() {}
+
+func (x *EpochAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EpochAck.ProtoReflect.Descriptor instead.
+func (*EpochAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *EpochAck) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *EpochAck) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// SiteUtility is the utility, summed over a report's operations, they
+// would have received with the tablet's primary at Site, in millionths.
+type SiteUtility struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	Micro         uint64                 `protobuf:"varint,2,opt,name=micro,proto3" json:"micro,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SiteUtility) Reset() {
+	*x = SiteUtility{}
+	mi := &file_wire_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SiteUtility) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SiteUtility) ProtoMessage() {}
+
+func (x *SiteUtility) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SiteUtility.ProtoReflect.Descriptor instead.
+func (*SiteUtility) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SiteUtility) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *SiteUtility) GetMicro() uint64 {
+	if x != nil {
+		return x.Micro
+	}
+	return 0
+}
+
+// UtilityReport is a client's account of its operations on one tablet
+// since its last report (Pileus 6.2 reconfiguration): how many, and the
+// utility they would have received with the primary at each site. Its
+// size is bounded by the number of sites.
+type UtilityReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Ops           uint64                 `protobuf:"varint,2,opt,name=ops,proto3" json:"ops,omitempty"`
+	Sites         []*SiteUtility         `protobuf:"bytes,3,rep,name=sites,proto3" json:"sites,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UtilityReport) Reset() {
+	*x = UtilityReport{}
+	mi := &file_wire_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UtilityReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UtilityReport) ProtoMessage() {}
+
+func (x *UtilityReport) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UtilityReport.ProtoReflect.Descriptor instead.
+func (*UtilityReport) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UtilityReport) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *UtilityReport) GetOps() uint64 {
+	if x != nil {
+		return x.Ops
+	}
+	return 0
+}
+
+func (x *UtilityReport) GetSites() []*SiteUtility {
+	if x != nil {
+		return x.Sites
+	}
+	return nil
+}
+
 // Tablet is one range of a table's key positions (see Partition) and where
 // it is stored. The range runs from Start (inclusive) to the next tablet's
 // Start (exclusive).
@@ -2291,7 +3041,7 @@ type Tablet struct {
 
 func (x *Tablet) Reset() {
 	*x = Tablet{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +3053,7 @@ func (x *Tablet) String() string {
 func (*Tablet) ProtoMessage() {}
 
 func (x *Tablet) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +3066,7 @@ func (x *Tablet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tablet.ProtoReflect.Descriptor instead.
 func (*Tablet) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Tablet) GetStart() []byte {
@@ -2358,7 +3108,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +3120,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +3133,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{22}
+	return file_wire_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Layout) GetName() string {
@@ -2459,7 +3209,7 @@ type CausalLayout struct {
 
 func (x *CausalLayout) Reset() {
 	*x = CausalLayout{}
-	mi := &file_wire_proto_msgTypes[23]
+	mi := &file_wire_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +3221,7 @@ func (x *CausalLayout) String() string {
 func (*CausalLayout) ProtoMessage() {}
 
 func (x *CausalLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[23]
+	mi := &file_wire_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +3234,7 @@ func (x *CausalLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalLayout.ProtoReflect.Descriptor instead.
 func (*CausalLayout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{23}
+	return file_wire_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CausalLayout) GetRings() []*Ring {
@@ -2534,7 +3284,7 @@ type Ring struct {
 
 func (x *Ring) Reset() {
 	*x = Ring{}
-	mi := &file_wire_proto_msgTypes[24]
+	mi := &file_wire_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +3296,7 @@ func (x *Ring) String() string {
 func (*Ring) ProtoMessage() {}
 
 func (x *Ring) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[24]
+	mi := &file_wire_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +3309,7 @@ func (x *Ring) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ring.ProtoReflect.Descriptor instead.
 func (*Ring) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{24}
+	return file_wire_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Ring) GetName() string {
@@ -2587,7 +3337,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_wire_proto_msgTypes[25]
+	mi := &file_wire_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +3349,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[25]
+	mi := &file_wire_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +3362,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{25}
+	return file_wire_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TabletRef) GetTable() uint64 {
@@ -2641,7 +3391,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +3403,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[26]
+	mi := &file_wire_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +3416,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{26}
+	return file_wire_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Entry) GetTs() *Timestamp {
@@ -2702,7 +3452,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_wire_proto_msgTypes[27]
+	mi := &file_wire_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +3464,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[27]
+	mi := &file_wire_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +3477,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{27}
+	return file_wire_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateTableRequest) GetReq() uint64 {
@@ -2755,7 +3505,7 @@ type CreateTableReply struct {
 
 func (x *CreateTableReply) Reset() {
 	*x = CreateTableReply{}
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2767,7 +3517,7 @@ func (x *CreateTableReply) String() string {
 func (*CreateTableReply) ProtoMessage() {}
 
 func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2780,7 +3530,7 @@ func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableReply.ProtoReflect.Descriptor instead.
 func (*CreateTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{28}
+	return file_wire_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateTableReply) GetReq() uint64 {
@@ -2809,7 +3559,7 @@ type DeleteTableRequest struct {
 
 func (x *DeleteTableRequest) Reset() {
 	*x = DeleteTableRequest{}
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +3571,7 @@ func (x *DeleteTableRequest) String() string {
 func (*DeleteTableRequest) ProtoMessage() {}
 
 func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +3584,7 @@ func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{29}
+	return file_wire_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteTableRequest) GetReq() uint64 {
@@ -2862,7 +3612,7 @@ type DeleteTableReply struct {
 
 func (x *DeleteTableReply) Reset() {
 	*x = DeleteTableReply{}
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3624,7 @@ func (x *DeleteTableReply) String() string {
 func (*DeleteTableReply) ProtoMessage() {}
 
 func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3637,7 @@ func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableReply.ProtoReflect.Descriptor instead.
 func (*DeleteTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{30}
+	return file_wire_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteTableReply) GetReq() uint64 {
@@ -2915,7 +3665,7 @@ type TableInfoRequest struct {
 
 func (x *TableInfoRequest) Reset() {
 	*x = TableInfoRequest{}
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3677,7 @@ func (x *TableInfoRequest) String() string {
 func (*TableInfoRequest) ProtoMessage() {}
 
 func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3690,7 @@ func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoRequest.ProtoReflect.Descriptor instead.
 func (*TableInfoRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{31}
+	return file_wire_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TableInfoRequest) GetReq() uint64 {
@@ -2969,7 +3719,7 @@ type TableInfoReply struct {
 
 func (x *TableInfoReply) Reset() {
 	*x = TableInfoReply{}
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3731,7 @@ func (x *TableInfoReply) String() string {
 func (*TableInfoReply) ProtoMessage() {}
 
 func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3744,7 @@ func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoReply.ProtoReflect.Descriptor instead.
 func (*TableInfoReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{32}
+	return file_wire_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TableInfoReply) GetReq() uint64 {
@@ -3054,13 +3804,14 @@ type PutRequest struct {
 	Bound         int64                  `protobuf:"varint,8,opt,name=bound,proto3" json:"bound,omitempty"`
 	BudgetNanos   int64                  `protobuf:"varint,9,opt,name=budget_nanos,json=budgetNanos,proto3" json:"budget_nanos,omitempty"`
 	Test          *Test                  `protobuf:"bytes,10,opt,name=test,proto3" json:"test,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,11,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3823,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3836,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{33}
+	return file_wire_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PutRequest) GetReq() uint64 {
@@ -3158,6 +3909,13 @@ func (x *PutRequest) GetTest() *Test {
 	return nil
 }
 
+func (x *PutRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // Test is the test of a ReadTestWrite.
 type Test struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3170,7 +3928,7 @@ type Test struct {
 
 func (x *Test) Reset() {
 	*x = Test{}
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3940,7 @@ func (x *Test) String() string {
 func (*Test) ProtoMessage() {}
 
 func (x *Test) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3953,7 @@ func (x *Test) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Test.ProtoReflect.Descriptor instead.
 func (*Test) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{34}
+	return file_wire_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Test) GetKey() []byte {
@@ -3239,13 +3997,15 @@ type PutReply struct {
 	WriteId       uint64                 `protobuf:"varint,6,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
 	Holders       []string               `protobuf:"bytes,7,rep,name=holders,proto3" json:"holders,omitempty"`
 	Tested        uint32                 `protobuf:"varint,8,opt,name=tested,proto3" json:"tested,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Primary       string                 `protobuf:"bytes,10,opt,name=primary,proto3" json:"primary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +4017,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +4030,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{35}
+	return file_wire_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PutReply) GetReq() uint64 {
@@ -3329,6 +4089,20 @@ func (x *PutReply) GetTested() uint32 {
 	return 0
 }
 
+func (x *PutReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PutReply) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
 // GetRequest reads the replica's version of Key.
 //
 // Bound, when not NoBound, makes the Get a bounded read (dConssandra 2):
@@ -3349,7 +4123,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +4135,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +4148,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{36}
+	return file_wire_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetRequest) GetReq() uint64 {
@@ -3439,7 +4213,7 @@ type GetReply struct {
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +4225,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +4238,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{37}
+	return file_wire_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetReply) GetReq() uint64 {
@@ -3548,7 +4322,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +4334,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +4347,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{38}
+	return file_wire_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ProbeRequest) GetReq() uint64 {
@@ -3603,7 +4377,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +4389,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +4402,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{39}
+	return file_wire_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ProbeReply) GetReq() uint64 {
@@ -3672,13 +4446,14 @@ type PullRequest struct {
 	InSnapshot    bool                   `protobuf:"varint,3,opt,name=in_snapshot,json=inSnapshot,proto3" json:"in_snapshot,omitempty"`
 	SnapshotHigh  *Timestamp             `protobuf:"bytes,4,opt,name=snapshot_high,json=snapshotHigh,proto3" json:"snapshot_high,omitempty"`
 	SnapshotAfter []byte                 `protobuf:"bytes,5,opt,name=snapshot_after,json=snapshotAfter,proto3" json:"snapshot_after,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +4465,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +4478,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{40}
+	return file_wire_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PullRequest) GetTablet() *TabletRef {
@@ -3741,6 +4516,13 @@ func (x *PullRequest) GetSnapshotAfter() []byte {
 	return nil
 }
 
+func (x *PullRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // PullReply carries, in timestamp order, every version of the tablet with a
 // timestamp in (Since, High]. When it carries everything the primary has,
 // High is the primary's current time (Pileus 4.3) and More is false;
@@ -3772,13 +4554,14 @@ type PullReply struct {
 	InSnapshot    bool                   `protobuf:"varint,8,opt,name=in_snapshot,json=inSnapshot,proto3" json:"in_snapshot,omitempty"`
 	SnapshotAfter []byte                 `protobuf:"bytes,9,opt,name=snapshot_after,json=snapshotAfter,proto3" json:"snapshot_after,omitempty"`
 	SnapshotLast  []byte                 `protobuf:"bytes,10,opt,name=snapshot_last,json=snapshotLast,proto3" json:"snapshot_last,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,11,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PullReply) Reset() {
 	*x = PullReply{}
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3790,7 +4573,7 @@ func (x *PullReply) String() string {
 func (*PullReply) ProtoMessage() {}
 
 func (x *PullReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3803,7 +4586,7 @@ func (x *PullReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullReply.ProtoReflect.Descriptor instead.
 func (*PullReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{41}
+	return file_wire_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PullReply) GetTablet() *TabletRef {
@@ -3876,6 +4659,13 @@ func (x *PullReply) GetSnapshotLast() []byte {
 	return nil
 }
 
+func (x *PullReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // Push streams one new version from a primary to a secondary. Prev is the
 // timestamp of the tablet's previous version, so the secondary can tell a
 // gap (a lost Push) from the next version in order. Ack asks the
@@ -3887,13 +4677,14 @@ type Push struct {
 	Prev          *Timestamp             `protobuf:"bytes,2,opt,name=prev,proto3" json:"prev,omitempty"`
 	Entry         *Entry                 `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
 	Ack           bool                   `protobuf:"varint,4,opt,name=ack,proto3" json:"ack,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +4696,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4709,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{42}
+	return file_wire_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -3949,6 +4740,13 @@ func (x *Push) GetAck() bool {
 	return false
 }
 
+func (x *Push) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // PushAck tells a primary that a secondary holds, durably, every version
 // of the tablet up to High: it answers a Push (or the pull that filled a
 // gap a Push revealed), so that the primary can count the replicas that
@@ -3957,13 +4755,14 @@ type PushAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
 	High          *Timestamp             `protobuf:"bytes,2,opt,name=high,proto3" json:"high,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4774,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4787,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{43}
+	return file_wire_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -4003,6 +4802,13 @@ func (x *PushAck) GetHigh() *Timestamp {
 		return x.High
 	}
 	return nil
+}
+
+func (x *PushAck) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // Forward carries a staged write from the replica that received it to
@@ -4021,13 +4827,14 @@ type Forward struct {
 	W             int32                  `protobuf:"varint,6,opt,name=w,proto3" json:"w,omitempty"`
 	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
 	Test          *Test                  `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4039,7 +4846,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4052,7 +4859,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{44}
+	return file_wire_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -4111,6 +4918,13 @@ func (x *Forward) GetTest() *Test {
 	return nil
 }
 
+func (x *Forward) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // ForwardAck tells a receiver that the primary has ordered its writes up
 // to Seq: TS is Seq's timestamp (an earlier write's is below it). Acks
 // and Holders count and name the replicas holding Seq when it was sent.
@@ -4125,13 +4939,15 @@ type ForwardAck struct {
 	Acks          int32                  `protobuf:"varint,5,opt,name=acks,proto3" json:"acks,omitempty"`
 	Holders       []string               `protobuf:"bytes,6,rep,name=holders,proto3" json:"holders,omitempty"`
 	Tested        uint32                 `protobuf:"varint,7,opt,name=tested,proto3" json:"tested,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,8,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Primary       string                 `protobuf:"bytes,9,opt,name=primary,proto3" json:"primary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4143,7 +4959,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4156,7 +4972,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{45}
+	return file_wire_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -4208,6 +5024,20 @@ func (x *ForwardAck) GetTested() uint32 {
 	return 0
 }
 
+func (x *ForwardAck) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ForwardAck) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
 // Resolved tells the client that wrote a staged write, after its reply,
 // the timestamp the primary gave it (TS; the write was refused if Code
 // is not OK). WriteID is PutReply.WriteID at the node that sends it.
@@ -4223,7 +5053,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4235,7 +5065,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4248,7 +5078,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{46}
+	return file_wire_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -4299,7 +5129,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4311,7 +5141,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4324,7 +5154,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{47}
+	return file_wire_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -4362,7 +5192,7 @@ type RepairReply struct {
 
 func (x *RepairReply) Reset() {
 	*x = RepairReply{}
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4374,7 +5204,7 @@ func (x *RepairReply) String() string {
 func (*RepairReply) ProtoMessage() {}
 
 func (x *RepairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4387,7 +5217,7 @@ func (x *RepairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairReply.ProtoReflect.Descriptor instead.
 func (*RepairReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{48}
+	return file_wire_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RepairReply) GetReq() uint64 {
@@ -4417,7 +5247,7 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\x9a\x12\n" +
+	"cosla.wire\"\xf8\x15\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -4468,7 +5298,19 @@ const file_wire_proto_rawDesc = "" +
 	"invalidate\x18, \x01(\v2\x16.cosla.wire.InvalidateH\x00R\n" +
 	"invalidate\x12B\n" +
 	"\x0einvalidate_ack\x18- \x01(\v2\x19.cosla.wire.InvalidateAckH\x00R\rinvalidateAck\x12<\n" +
-	"\frepair_reply\x18. \x01(\v2\x17.cosla.wire.RepairReplyH\x00R\vrepairReplyB\x05\n" +
+	"\frepair_reply\x18. \x01(\v2\x17.cosla.wire.RepairReplyH\x00R\vrepairReply\x129\n" +
+	"\vconfig_raft\x18/ \x01(\v2\x16.cosla.wire.ConfigRaftH\x00R\n" +
+	"configRaft\x129\n" +
+	"\vlease_renew\x180 \x01(\v2\x16.cosla.wire.LeaseRenewH\x00R\n" +
+	"leaseRenew\x129\n" +
+	"\vlease_grant\x181 \x01(\v2\x16.cosla.wire.LeaseGrantH\x00R\n" +
+	"leaseGrant\x12<\n" +
+	"\fhigh_request\x182 \x01(\v2\x17.cosla.wire.HighRequestH\x00R\vhighRequest\x126\n" +
+	"\n" +
+	"high_reply\x183 \x01(\v2\x15.cosla.wire.HighReplyH\x00R\thighReply\x12<\n" +
+	"\fepoch_change\x184 \x01(\v2\x17.cosla.wire.EpochChangeH\x00R\vepochChange\x123\n" +
+	"\tepoch_ack\x185 \x01(\v2\x14.cosla.wire.EpochAckH\x00R\bepochAck\x12B\n" +
+	"\x0eutility_report\x186 \x01(\v2\x19.cosla.wire.UtilityReportH\x00R\rutilityReportB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -4593,7 +5435,48 @@ const file_wire_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\"7\n" +
 	"\rInvalidateAck\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\x04R\x05table\"Z\n" +
+	"\x05table\x18\x02 \x01(\x04R\x05table\"R\n" +
+	"\vTabletEpoch\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\" \n" +
+	"\n" +
+	"ConfigRaft\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x7f\n" +
+	"\n" +
+	"LeaseRenew\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x121\n" +
+	"\atablets\x18\x02 \x03(\v2\x17.cosla.wire.TabletEpochR\atablets\x12,\n" +
+	"\alayouts\x18\x03 \x03(\v2\x12.cosla.wire.LayoutR\alayouts\"}\n" +
+	"\n" +
+	"LeaseGrant\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\x121\n" +
+	"\atablets\x18\x04 \x03(\v2\x17.cosla.wire.TabletEpochR\atablets\"\x7f\n" +
+	"\vHighRequest\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12+\n" +
+	"\x05until\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x05until\"\x8f\x01\n" +
+	"\tHighReply\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12)\n" +
+	"\x04high\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\x94\x01\n" +
+	"\vEpochChange\x12*\n" +
+	"\x06layout\x18\x01 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\x12\x16\n" +
+	"\x06tablet\x18\x02 \x01(\x05R\x06tablet\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12+\n" +
+	"\x05start\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x05start\"O\n" +
+	"\bEpochAck\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"7\n" +
+	"\vSiteUtility\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\x14\n" +
+	"\x05micro\x18\x02 \x01(\x04R\x05micro\"\x7f\n" +
+	"\rUtilityReport\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
+	"\x03ops\x18\x02 \x01(\x04R\x03ops\x12-\n" +
+	"\x05sites\x18\x03 \x03(\v2\x17.cosla.wire.SiteUtilityR\x05sites\"Z\n" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\tR\aprimary\x12 \n" +
@@ -4642,7 +5525,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x0eTableInfoReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12*\n" +
-	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xaf\x02\n" +
+	"\x06layout\x18\x03 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"\xc5\x02\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
@@ -4656,11 +5539,12 @@ const file_wire_proto_rawDesc = "" +
 	"\x05bound\x18\b \x01(\x03R\x05bound\x12!\n" +
 	"\fbudget_nanos\x18\t \x01(\x03R\vbudgetNanos\x12$\n" +
 	"\x04test\x18\n" +
-	" \x01(\v2\x10.cosla.wire.TestR\x04test\"D\n" +
+	" \x01(\v2\x10.cosla.wire.TestR\x04test\x12\x14\n" +
+	"\x05epoch\x18\v \x01(\x04R\x05epoch\"D\n" +
 	"\x04Test\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xce\x01\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xfe\x01\n" +
 	"\bPutReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12%\n" +
@@ -4669,7 +5553,10 @@ const file_wire_proto_rawDesc = "" +
 	"\x05stage\x18\x05 \x01(\rR\x05stage\x12\x19\n" +
 	"\bwrite_id\x18\x06 \x01(\x04R\awriteId\x12\x18\n" +
 	"\aholders\x18\a \x03(\tR\aholders\x12\x16\n" +
-	"\x06tested\x18\b \x01(\rR\x06tested\"\x98\x01\n" +
+	"\x06tested\x18\b \x01(\rR\x06tested\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aprimary\x18\n" +
+	" \x01(\tR\aprimary\"\x98\x01\n" +
 	"\n" +
 	"GetRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12-\n" +
@@ -4698,14 +5585,15 @@ const file_wire_proto_rawDesc = "" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12.\n" +
 	"\ahigh_ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x06highTs\x12\x18\n" +
-	"\aprimary\x18\x04 \x01(\bR\aprimary\"\xed\x01\n" +
+	"\aprimary\x18\x04 \x01(\bR\aprimary\"\x83\x02\n" +
 	"\vPullRequest\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12+\n" +
 	"\x05since\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x05since\x12\x1f\n" +
 	"\vin_snapshot\x18\x03 \x01(\bR\n" +
 	"inSnapshot\x12:\n" +
 	"\rsnapshot_high\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\fsnapshotHigh\x12%\n" +
-	"\x0esnapshot_after\x18\x05 \x01(\fR\rsnapshotAfter\"\xf0\x02\n" +
+	"\x0esnapshot_after\x18\x05 \x01(\fR\rsnapshotAfter\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x86\x03\n" +
 	"\tPullReply\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12+\n" +
@@ -4718,15 +5606,18 @@ const file_wire_proto_rawDesc = "" +
 	"inSnapshot\x12%\n" +
 	"\x0esnapshot_after\x18\t \x01(\fR\rsnapshotAfter\x12#\n" +
 	"\rsnapshot_last\x18\n" +
-	" \x01(\fR\fsnapshotLast\"\x9b\x01\n" +
+	" \x01(\fR\fsnapshotLast\x12\x14\n" +
+	"\x05epoch\x18\v \x01(\x04R\x05epoch\"\xb1\x01\n" +
 	"\x04Push\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04prev\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04prev\x12'\n" +
 	"\x05entry\x18\x03 \x01(\v2\x11.cosla.wire.EntryR\x05entry\x12\x10\n" +
-	"\x03ack\x18\x04 \x01(\bR\x03ack\"c\n" +
+	"\x03ack\x18\x04 \x01(\bR\x03ack\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"y\n" +
 	"\aPushAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
-	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\"\xf3\x01\n" +
+	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x89\x02\n" +
 	"\aForward\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
@@ -4736,7 +5627,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x01w\x18\x06 \x01(\x05R\x01w\x12\x1d\n" +
 	"\n" +
 	"wait_nanos\x18\a \x01(\x03R\twaitNanos\x12$\n" +
-	"\x04test\x18\b \x01(\v2\x10.cosla.wire.TestR\x04test\"\xce\x01\n" +
+	"\x04test\x18\b \x01(\v2\x10.cosla.wire.TestR\x04test\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\"\xfe\x01\n" +
 	"\n" +
 	"ForwardAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
@@ -4745,7 +5637,9 @@ const file_wire_proto_rawDesc = "" +
 	"\x02ts\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x12\n" +
 	"\x04acks\x18\x05 \x01(\x05R\x04acks\x12\x18\n" +
 	"\aholders\x18\x06 \x03(\tR\aholders\x12\x16\n" +
-	"\x06tested\x18\a \x01(\rR\x06tested\"\x8f\x01\n" +
+	"\x06tested\x18\a \x01(\rR\x06tested\x12\x14\n" +
+	"\x05epoch\x18\b \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aprimary\x18\t \x01(\tR\aprimary\"\x8f\x01\n" +
 	"\bResolved\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x19\n" +
 	"\bwrite_id\x18\x02 \x01(\x04R\awriteId\x12\x12\n" +
@@ -4774,7 +5668,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -4797,133 +5691,164 @@ var file_wire_proto_goTypes = []any{
 	(*DepCheckReply)(nil),      // 18: cosla.wire.DepCheckReply
 	(*Invalidate)(nil),         // 19: cosla.wire.Invalidate
 	(*InvalidateAck)(nil),      // 20: cosla.wire.InvalidateAck
-	(*Tablet)(nil),             // 21: cosla.wire.Tablet
-	(*Layout)(nil),             // 22: cosla.wire.Layout
-	(*CausalLayout)(nil),       // 23: cosla.wire.CausalLayout
-	(*Ring)(nil),               // 24: cosla.wire.Ring
-	(*TabletRef)(nil),          // 25: cosla.wire.TabletRef
-	(*Entry)(nil),              // 26: cosla.wire.Entry
-	(*CreateTableRequest)(nil), // 27: cosla.wire.CreateTableRequest
-	(*CreateTableReply)(nil),   // 28: cosla.wire.CreateTableReply
-	(*DeleteTableRequest)(nil), // 29: cosla.wire.DeleteTableRequest
-	(*DeleteTableReply)(nil),   // 30: cosla.wire.DeleteTableReply
-	(*TableInfoRequest)(nil),   // 31: cosla.wire.TableInfoRequest
-	(*TableInfoReply)(nil),     // 32: cosla.wire.TableInfoReply
-	(*PutRequest)(nil),         // 33: cosla.wire.PutRequest
-	(*Test)(nil),               // 34: cosla.wire.Test
-	(*PutReply)(nil),           // 35: cosla.wire.PutReply
-	(*GetRequest)(nil),         // 36: cosla.wire.GetRequest
-	(*GetReply)(nil),           // 37: cosla.wire.GetReply
-	(*ProbeRequest)(nil),       // 38: cosla.wire.ProbeRequest
-	(*ProbeReply)(nil),         // 39: cosla.wire.ProbeReply
-	(*PullRequest)(nil),        // 40: cosla.wire.PullRequest
-	(*PullReply)(nil),          // 41: cosla.wire.PullReply
-	(*Push)(nil),               // 42: cosla.wire.Push
-	(*PushAck)(nil),            // 43: cosla.wire.PushAck
-	(*Forward)(nil),            // 44: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 45: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 46: cosla.wire.Resolved
-	(*Repair)(nil),             // 47: cosla.wire.Repair
-	(*RepairReply)(nil),        // 48: cosla.wire.RepairReply
+	(*TabletEpoch)(nil),        // 21: cosla.wire.TabletEpoch
+	(*ConfigRaft)(nil),         // 22: cosla.wire.ConfigRaft
+	(*LeaseRenew)(nil),         // 23: cosla.wire.LeaseRenew
+	(*LeaseGrant)(nil),         // 24: cosla.wire.LeaseGrant
+	(*HighRequest)(nil),        // 25: cosla.wire.HighRequest
+	(*HighReply)(nil),          // 26: cosla.wire.HighReply
+	(*EpochChange)(nil),        // 27: cosla.wire.EpochChange
+	(*EpochAck)(nil),           // 28: cosla.wire.EpochAck
+	(*SiteUtility)(nil),        // 29: cosla.wire.SiteUtility
+	(*UtilityReport)(nil),      // 30: cosla.wire.UtilityReport
+	(*Tablet)(nil),             // 31: cosla.wire.Tablet
+	(*Layout)(nil),             // 32: cosla.wire.Layout
+	(*CausalLayout)(nil),       // 33: cosla.wire.CausalLayout
+	(*Ring)(nil),               // 34: cosla.wire.Ring
+	(*TabletRef)(nil),          // 35: cosla.wire.TabletRef
+	(*Entry)(nil),              // 36: cosla.wire.Entry
+	(*CreateTableRequest)(nil), // 37: cosla.wire.CreateTableRequest
+	(*CreateTableReply)(nil),   // 38: cosla.wire.CreateTableReply
+	(*DeleteTableRequest)(nil), // 39: cosla.wire.DeleteTableRequest
+	(*DeleteTableReply)(nil),   // 40: cosla.wire.DeleteTableReply
+	(*TableInfoRequest)(nil),   // 41: cosla.wire.TableInfoRequest
+	(*TableInfoReply)(nil),     // 42: cosla.wire.TableInfoReply
+	(*PutRequest)(nil),         // 43: cosla.wire.PutRequest
+	(*Test)(nil),               // 44: cosla.wire.Test
+	(*PutReply)(nil),           // 45: cosla.wire.PutReply
+	(*GetRequest)(nil),         // 46: cosla.wire.GetRequest
+	(*GetReply)(nil),           // 47: cosla.wire.GetReply
+	(*ProbeRequest)(nil),       // 48: cosla.wire.ProbeRequest
+	(*ProbeReply)(nil),         // 49: cosla.wire.ProbeReply
+	(*PullRequest)(nil),        // 50: cosla.wire.PullRequest
+	(*PullReply)(nil),          // 51: cosla.wire.PullReply
+	(*Push)(nil),               // 52: cosla.wire.Push
+	(*PushAck)(nil),            // 53: cosla.wire.PushAck
+	(*Forward)(nil),            // 54: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 55: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 56: cosla.wire.Resolved
+	(*Repair)(nil),             // 57: cosla.wire.Repair
+	(*RepairReply)(nil),        // 58: cosla.wire.RepairReply
 }
 var file_wire_proto_depIdxs = []int32{
-	27, // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
-	28, // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
-	29, // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
-	30, // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
-	31, // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
-	32, // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
-	33, // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
-	35, // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
-	36, // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
-	37, // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
-	38, // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
-	39, // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
-	40, // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
-	41, // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	42, // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	43, // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	47, // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	44, // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	45, // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	46, // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
-	4,  // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
-	5,  // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
-	6,  // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
-	7,  // 23: cosla.wire.Envelope.causal_get:type_name -> cosla.wire.CausalGet
-	8,  // 24: cosla.wire.Envelope.causal_get_reply:type_name -> cosla.wire.CausalGetReply
-	9,  // 25: cosla.wire.Envelope.causal_get_tx:type_name -> cosla.wire.CausalGetTx
-	11, // 26: cosla.wire.Envelope.causal_get_tx_reply:type_name -> cosla.wire.CausalGetTxReply
-	12, // 27: cosla.wire.Envelope.propagate:type_name -> cosla.wire.Propagate
-	13, // 28: cosla.wire.Envelope.propagate_ack:type_name -> cosla.wire.PropagateAck
-	14, // 29: cosla.wire.Envelope.stable:type_name -> cosla.wire.Stable
-	15, // 30: cosla.wire.Envelope.read:type_name -> cosla.wire.Read
-	16, // 31: cosla.wire.Envelope.read_reply:type_name -> cosla.wire.ReadReply
-	17, // 32: cosla.wire.Envelope.dep_check:type_name -> cosla.wire.DepCheck
-	18, // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
-	19, // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
-	20, // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
-	48, // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
-	1,  // 37: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
-	2,  // 38: cosla.wire.Dep.version:type_name -> cosla.wire.Version
-	2,  // 39: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
-	3,  // 40: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
-	2,  // 41: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
-	2,  // 42: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
-	2,  // 43: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
-	2,  // 44: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
-	2,  // 45: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
-	10, // 46: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
-	2,  // 47: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
-	3,  // 48: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
-	2,  // 49: cosla.wire.Stable.version:type_name -> cosla.wire.Version
-	2,  // 50: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
-	2,  // 51: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
-	2,  // 52: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	21, // 53: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	23, // 54: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	24, // 55: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,  // 56: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	22, // 57: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	22, // 58: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	25, // 59: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 60: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	34, // 61: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,  // 62: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	25, // 63: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 64: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,  // 65: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	25, // 66: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 67: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	25, // 68: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 69: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,  // 70: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	25, // 71: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 72: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,  // 73: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	26, // 74: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	25, // 75: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 76: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	26, // 77: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	25, // 78: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 79: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	25, // 80: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 81: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	34, // 82: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	25, // 83: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 84: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	25, // 85: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 86: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	25, // 87: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,  // 88: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,  // 89: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,  // 90: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,  // 91: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	91, // [91:92] is the sub-list for method output_type
-	90, // [90:91] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	37,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
+	38,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
+	39,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
+	40,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
+	41,  // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
+	42,  // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
+	43,  // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
+	45,  // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
+	46,  // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
+	47,  // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
+	48,  // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
+	49,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
+	50,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
+	51,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
+	52,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	53,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	57,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	54,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	55,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	56,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	4,   // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
+	5,   // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
+	6,   // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
+	7,   // 23: cosla.wire.Envelope.causal_get:type_name -> cosla.wire.CausalGet
+	8,   // 24: cosla.wire.Envelope.causal_get_reply:type_name -> cosla.wire.CausalGetReply
+	9,   // 25: cosla.wire.Envelope.causal_get_tx:type_name -> cosla.wire.CausalGetTx
+	11,  // 26: cosla.wire.Envelope.causal_get_tx_reply:type_name -> cosla.wire.CausalGetTxReply
+	12,  // 27: cosla.wire.Envelope.propagate:type_name -> cosla.wire.Propagate
+	13,  // 28: cosla.wire.Envelope.propagate_ack:type_name -> cosla.wire.PropagateAck
+	14,  // 29: cosla.wire.Envelope.stable:type_name -> cosla.wire.Stable
+	15,  // 30: cosla.wire.Envelope.read:type_name -> cosla.wire.Read
+	16,  // 31: cosla.wire.Envelope.read_reply:type_name -> cosla.wire.ReadReply
+	17,  // 32: cosla.wire.Envelope.dep_check:type_name -> cosla.wire.DepCheck
+	18,  // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
+	19,  // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
+	20,  // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
+	58,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
+	22,  // 37: cosla.wire.Envelope.config_raft:type_name -> cosla.wire.ConfigRaft
+	23,  // 38: cosla.wire.Envelope.lease_renew:type_name -> cosla.wire.LeaseRenew
+	24,  // 39: cosla.wire.Envelope.lease_grant:type_name -> cosla.wire.LeaseGrant
+	25,  // 40: cosla.wire.Envelope.high_request:type_name -> cosla.wire.HighRequest
+	26,  // 41: cosla.wire.Envelope.high_reply:type_name -> cosla.wire.HighReply
+	27,  // 42: cosla.wire.Envelope.epoch_change:type_name -> cosla.wire.EpochChange
+	28,  // 43: cosla.wire.Envelope.epoch_ack:type_name -> cosla.wire.EpochAck
+	30,  // 44: cosla.wire.Envelope.utility_report:type_name -> cosla.wire.UtilityReport
+	1,   // 45: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
+	2,   // 46: cosla.wire.Dep.version:type_name -> cosla.wire.Version
+	2,   // 47: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
+	3,   // 48: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
+	2,   // 49: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
+	2,   // 50: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
+	2,   // 51: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
+	2,   // 52: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
+	2,   // 53: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
+	10,  // 54: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
+	2,   // 55: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
+	3,   // 56: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
+	2,   // 57: cosla.wire.Stable.version:type_name -> cosla.wire.Version
+	2,   // 58: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	2,   // 59: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	2,   // 60: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	35,  // 61: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
+	21,  // 62: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
+	32,  // 63: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
+	21,  // 64: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
+	35,  // 65: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 66: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
+	35,  // 67: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 68: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
+	32,  // 69: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
+	1,   // 70: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
+	35,  // 71: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
+	35,  // 72: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
+	29,  // 73: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
+	31,  // 74: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	33,  // 75: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	34,  // 76: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,   // 77: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	32,  // 78: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	32,  // 79: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	35,  // 80: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 81: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	44,  // 82: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,   // 83: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	35,  // 84: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 85: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,   // 86: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	35,  // 87: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 88: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	35,  // 89: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 90: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,   // 91: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	35,  // 92: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 93: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,   // 94: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	36,  // 95: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	35,  // 96: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 97: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	36,  // 98: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	35,  // 99: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 100: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	35,  // 101: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 102: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	44,  // 103: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	35,  // 104: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 105: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	35,  // 106: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 107: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	35,  // 108: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 109: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 110: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 111: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 112: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	112, // [112:113] is the sub-list for method output_type
+	111, // [111:112] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -4969,6 +5894,14 @@ func file_wire_proto_init() {
 		(*Envelope_Invalidate)(nil),
 		(*Envelope_InvalidateAck)(nil),
 		(*Envelope_RepairReply)(nil),
+		(*Envelope_ConfigRaft)(nil),
+		(*Envelope_LeaseRenew)(nil),
+		(*Envelope_LeaseGrant)(nil),
+		(*Envelope_HighRequest)(nil),
+		(*Envelope_HighReply)(nil),
+		(*Envelope_EpochChange)(nil),
+		(*Envelope_EpochAck)(nil),
+		(*Envelope_UtilityReport)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4976,7 +5909,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   49,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
