@@ -124,3 +124,36 @@ type UtilityReport struct {
 	Ops    uint64        `wire:"2"`
 	Sites  []SiteUtility `wire:"3"`
 }
+
+// Reconfigure asks the configuration service's leader to change one
+// tablet of Table: to move its primary to Primary by planned switchover
+// (no acknowledged write is lost, at any level), or to add the node Add
+// to its secondaries or remove Remove from them. One of the three is
+// set. An operator's client sends it (`cosla cluster failover`,
+// `cosla cluster replica`).
+//
+//wire:envelope 55
+type Reconfigure struct {
+	Req     uint64 `wire:"1"`
+	Table   string `wire:"2,utf8"`
+	Tablet  int32  `wire:"3"`
+	Primary NodeID `wire:"4" trace:",omitzero"`
+	Add     NodeID `wire:"5" trace:",omitzero"`
+	Remove  NodeID `wire:"6" trace:",omitzero"`
+}
+
+// ReconfigureReply answers Reconfigure once the change has committed
+// (Code OK, Epoch the tablet's epoch after it, Layout the table's
+// layout), or refuses it: NotLeader (Leader names the leader if the
+// member knows it), NoTable, Invalid (a node that is not a replica, the
+// primary removed, a change already under way), Unavailable (too few
+// replicas answered).
+//
+//wire:envelope 56
+type ReconfigureReply struct {
+	Req    uint64 `wire:"1"`
+	Epoch  uint64 `wire:"3" trace:",omitzero"`
+	Layout Layout `wire:"4" trace:"-"`
+	Leader NodeID `wire:"5" trace:",omitzero"`
+	Code   Code   `wire:"2" trace:"err,omitzero"`
+}

@@ -50,6 +50,8 @@ var Kinds = []string{
 	"epoch-change",
 	"epoch-ack",
 	"utility-report",
+	"reconfigure",
+	"reconfigure-reply",
 }
 
 // kinds are Kinds by envelope field.
@@ -99,6 +101,8 @@ var kinds = [...]string{
 	52: "epoch-change",
 	53: "epoch-ack",
 	54: "utility-report",
+	55: "reconfigure",
+	56: "reconfigure-reply",
 }
 
 func (*CreateTableRequest) envelopeField() int { return 10 }
@@ -190,6 +194,10 @@ func (*EpochChange) envelopeField() int { return 52 }
 func (*EpochAck) envelopeField() int { return 53 }
 
 func (*UtilityReport) envelopeField() int { return 54 }
+
+func (*Reconfigure) envelopeField() int { return 55 }
+
+func (*ReconfigureReply) envelopeField() int { return 56 }
 
 // size is the size of the Version message's encoding; nil is an empty one.
 func (m *Version) size() (n int) {
@@ -587,6 +595,33 @@ func (m *UtilityReport) size() (n int) {
 	return n
 }
 
+// size is the size of the Reconfigure message's encoding; nil is an empty one.
+func (m *Reconfigure) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += uintField(1, m.Req)
+	n += bytesField(2, len(m.Table))
+	n += uintField(3, uint64(int64(m.Tablet)))
+	n += bytesField(4, len(m.Primary))
+	n += bytesField(5, len(m.Add))
+	n += bytesField(6, len(m.Remove))
+	return n
+}
+
+// size is the size of the ReconfigureReply message's encoding; nil is an empty one.
+func (m *ReconfigureReply) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += uintField(1, m.Req)
+	n += uintField(2, uint64(m.Code))
+	n += uintField(3, m.Epoch)
+	n += msgField(4, m.Layout.size())
+	n += bytesField(5, len(m.Leader))
+	return n
+}
+
 // size is the size of the Tablet message's encoding; nil is an empty one.
 func (m *Tablet) size() (n int) {
 	if m == nil {
@@ -661,6 +696,8 @@ func (m *Entry) size() (n int) {
 	n += tsField(1, m.TS)
 	n += bytesField(2, len(m.Key))
 	n += bytesField(3, len(m.Value))
+	n += bytesField(4, len(m.Origin))
+	n += uintField(5, m.Seq)
 	return n
 }
 

@@ -35,7 +35,7 @@ var NodeKinds = []string{
 	"read", "read-reply",
 	"dep-check", "dep-check-reply",
 	"invalidate", "invalidate-ack",
-	"config-raft", "lease-renew", "lease-grant", "high", "high-reply", "epoch-change", "epoch-ack", "utility-report",
+	"config-raft", "lease-renew", "lease-grant", "high", "high-reply", "epoch-change", "epoch-ack", "utility-report", "reconfigure",
 }
 
 // Kind returns a short stable name of the message's type, one of Kinds,

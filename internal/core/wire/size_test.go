@@ -30,7 +30,7 @@ func oneOfEach() []wire.Msg {
 		&wire.Invalidate{Req: 1}, &wire.InvalidateAck{Req: 1},
 		&wire.RepairReply{Req: 1},
 		&wire.ConfigRaft{}, &wire.LeaseRenew{}, &wire.LeaseGrant{}, &wire.HighRequest{}, &wire.HighReply{},
-		&wire.EpochChange{}, &wire.EpochAck{}, &wire.UtilityReport{},
+		&wire.EpochChange{}, &wire.EpochAck{}, &wire.UtilityReport{}, &wire.Reconfigure{Req: 1}, &wire.ReconfigureReply{Req: 1},
 	}
 }
 
@@ -54,7 +54,7 @@ func TestKind(t *testing.T) {
 	}
 	// What a storage node serves: every client request, and every message
 	// that neither clients send nor clients receive.
-	clientBound := []string{"create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved",
+	clientBound := []string{"reconfigure-reply", "create-table-reply", "delete-table-reply", "table-info-reply", "put-reply", "get-reply", "probe-reply", "resolved",
 		"repair-reply", "causal-put-reply", "causal-complete", "causal-get-reply", "causal-get-tx-reply"}
 	for _, m := range msgs {
 		k := wire.Kind(m)

@@ -721,6 +721,48 @@ func (m *UtilityReport) String() string {
 	return string(append(b, ")"...))
 }
 
+func (m *Reconfigure) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "Reconfigure(req="...)
+	b = strconv.AppendUint(b, m.Req, 10)
+	b = append(b, " table="...)
+	b = append(b, m.Table...)
+	b = append(b, " tablet="...)
+	b = strconv.AppendInt(b, int64(m.Tablet), 10)
+	if len(m.Primary) > 0 {
+		b = append(b, " primary="...)
+		b = append(b, m.Primary...)
+	}
+	if len(m.Add) > 0 {
+		b = append(b, " add="...)
+		b = append(b, m.Add...)
+	}
+	if len(m.Remove) > 0 {
+		b = append(b, " remove="...)
+		b = append(b, m.Remove...)
+	}
+	return string(append(b, ")"...))
+}
+
+func (m *ReconfigureReply) String() string {
+	b := make([]byte, 0, 128)
+	b = append(b, "ReconfigureReply(req="...)
+	b = strconv.AppendUint(b, m.Req, 10)
+	if m.Epoch != 0 {
+		b = append(b, " epoch="...)
+		b = strconv.AppendUint(b, m.Epoch, 10)
+	}
+	if len(m.Leader) > 0 {
+		b = append(b, " leader="...)
+		b = append(b, m.Leader...)
+	}
+	if m.Code != 0 {
+		b = append(b, " err="...)
+		b = strconv.AppendQuote(b, m.Code.String())
+	}
+	return string(append(b, ")"...))
+}
+
 // appendTrace appends the fields of Entry, which a trace line prints flat.
 func (m *Entry) appendTrace(b []byte) []byte {
 	b = append(b, " key="...)
@@ -729,5 +771,13 @@ func (m *Entry) appendTrace(b []byte) []byte {
 	b = appendValue(b, m.Value)
 	b = append(b, " ts="...)
 	b = appendTS(b, m.TS)
+	if len(m.Origin) > 0 {
+		b = append(b, " origin="...)
+		b = append(b, m.Origin...)
+	}
+	if m.Seq != 0 {
+		b = append(b, " seq="...)
+		b = strconv.AppendUint(b, m.Seq, 10)
+	}
 	return b
 }

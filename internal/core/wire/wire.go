@@ -644,6 +644,27 @@ func tabletAt(tablets []Tablet, pos string) int {
 	return lo - 1
 }
 
+// MoveTo makes to the primary of tablet i, if it is one of the tablet's
+// replicas, and reports whether it is: the old primary takes to's place
+// among the secondaries, so the replica set keeps its order otherwise.
+// Tablets is copied before it changes, so a layout sharing it with
+// another is not changed under that one.
+func (l *Layout) MoveTo(i int, to NodeID) bool {
+	tb := l.Tablets[i]
+	if tb.Primary == to {
+		return true
+	}
+	j := slices.Index(tb.Secondaries, to)
+	if j < 0 {
+		return false
+	}
+	secs := slices.Clone(tb.Secondaries)
+	secs[j] = tb.Primary
+	l.Tablets = slices.Clone(l.Tablets)
+	l.Tablets[i] = Tablet{Start: tb.Start, Primary: to, Secondaries: secs}
+	return true
+}
+
 // Equal reports whether two layouts are identical.
 func (l *Layout) Equal(o *Layout) bool {
 	if l.Name != o.Name || l.ID != o.ID || l.Partition != o.Partition || l.Replication != o.Replication ||
@@ -685,6 +706,13 @@ type Entry struct {
 	Key   string        `wire:"2"`
 	Value []byte        `wire:"3"`
 	TS    hlc.Timestamp `wire:"1"`
+	// Origin and Seq name a staged write (dConssandra 3): the replica
+	// that received it and its number there. They travel with the
+	// version so that every replica holds the primary's exactly-once
+	// record of each receiver's writes, and a new primary goes on from
+	// it after a failover (DESIGN.md section 10).
+	Origin NodeID `wire:"4" trace:",omitzero"`
+	Seq    uint64 `wire:"5" trace:",omitzero"`
 }
 
 // CreateTableRequest asks a storage node to create its replicas of the
@@ -1150,7 +1178,7 @@ type RepairReply struct {
 func FromClient(m Msg) bool {
 	switch m.(type) {
 	case *CreateTableRequest, *DeleteTableRequest, *TableInfoRequest, *PutRequest, *GetRequest, *ProbeRequest, *Repair,
-		*CausalPut, *CausalGet, *CausalGetTx, *UtilityReport:
+		*CausalPut, *CausalGet, *CausalGetTx, *UtilityReport, *Reconfigure:
 		return true
 	}
 	return false
@@ -1176,6 +1204,8 @@ func Refusal(m Msg, code Code) Msg {
 		return &ProbeReply{Req: m.Req, Code: code}
 	case *Repair:
 		return &RepairReply{Req: m.Req, Code: code}
+	case *Reconfigure:
+		return &ReconfigureReply{Req: m.Req, Code: code}
 	case *CausalPut:
 		return &CausalPutReply{Req: m.Req, Table: m.Table, Code: code}
 	case *CausalGet:

@@ -129,6 +129,10 @@ func wrapConfig(m wire.Msg) isEnvelope_Msg {
 		return &Envelope_EpochAck{epochAckPB(m)}
 	case *wire.UtilityReport:
 		return &Envelope_UtilityReport{utilityReportPB(m)}
+	case *wire.Reconfigure:
+		return &Envelope_Reconfigure{reconfigurePB(m)}
+	case *wire.ReconfigureReply:
+		return &Envelope_ReconfigureReply{reconfigureReplyPB(m)}
 	}
 	return nil
 }
@@ -400,6 +404,18 @@ func (x *Envelope_EpochAck) unwrap() (wire.Msg, error) {
 func (x *Envelope_UtilityReport) unwrap() (wire.Msg, error) {
 	var d decoder
 	m := utilityReportWire(x.UtilityReport, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_Reconfigure) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := reconfigureWire(x.Reconfigure, &d)
+	return &m, d.err
+}
+
+func (x *Envelope_ReconfigureReply) unwrap() (wire.Msg, error) {
+	var d decoder
+	m := reconfigureReplyWire(x.ReconfigureReply, &d)
 	return &m, d.err
 }
 
@@ -1039,6 +1055,48 @@ func utilityReportWire(r *UtilityReport, d *decoder) (m wire.UtilityReport) {
 	return m
 }
 
+func reconfigurePB(m *wire.Reconfigure) *Reconfigure {
+	r := &Reconfigure{
+		Req:     m.Req,
+		Table:   m.Table,
+		Tablet:  m.Tablet,
+		Primary: string(m.Primary),
+		Add:     string(m.Add),
+		Remove:  string(m.Remove),
+	}
+	return r
+}
+
+func reconfigureWire(r *Reconfigure, d *decoder) (m wire.Reconfigure) {
+	m.Req = r.GetReq()
+	m.Table = r.GetTable()
+	m.Tablet = r.GetTablet()
+	m.Primary = wire.NodeID(r.GetPrimary())
+	m.Add = wire.NodeID(r.GetAdd())
+	m.Remove = wire.NodeID(r.GetRemove())
+	return m
+}
+
+func reconfigureReplyPB(m *wire.ReconfigureReply) *ReconfigureReply {
+	r := &ReconfigureReply{
+		Req:    m.Req,
+		Code:   uint32(m.Code),
+		Epoch:  m.Epoch,
+		Layout: layoutPB(&m.Layout),
+		Leader: string(m.Leader),
+	}
+	return r
+}
+
+func reconfigureReplyWire(r *ReconfigureReply, d *decoder) (m wire.ReconfigureReply) {
+	m.Req = r.GetReq()
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
+	m.Epoch = r.GetEpoch()
+	m.Layout = layoutWire(r.GetLayout(), d)
+	m.Leader = wire.NodeID(r.GetLeader())
+	return m
+}
+
 func tabletPB(m *wire.Tablet) *Tablet {
 	r := &Tablet{
 		Start:       keyBytes(m.Start),
@@ -1156,9 +1214,11 @@ func tabletRefWire(r *TabletRef, d *decoder) (m wire.TabletRef) {
 
 func entryPB(m *wire.Entry) *Entry {
 	r := &Entry{
-		Ts:    tsPB(m.TS),
-		Key:   keyBytes(m.Key),
-		Value: m.Value,
+		Ts:     tsPB(m.TS),
+		Key:    keyBytes(m.Key),
+		Value:  m.Value,
+		Origin: string(m.Origin),
+		Seq:    m.Seq,
 	}
 	return r
 }
@@ -1167,6 +1227,8 @@ func entryWire(r *Entry, d *decoder) (m wire.Entry) {
 	m.TS = tsWire(r.GetTs())
 	m.Key = keyString(r.GetKey())
 	m.Value = r.GetValue()
+	m.Origin = wire.NodeID(r.GetOrigin())
+	m.Seq = r.GetSeq()
 	return m
 }
 

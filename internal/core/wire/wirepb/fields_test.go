@@ -53,7 +53,7 @@ var keyFields = map[string]bool{"Key": true, "Keys": true, "Start": true, "Snaps
 // enter a process.
 var identifierFields = map[protoreflect.Name]bool{
 	"from": true, "to": true, "primary": true, "secondaries": true, "name": true, "coordinators": true,
-	"caches": true, "nodes": true, "holders": true, "origin": true, "node": true, "client": true, "leader": true, "site": true,
+	"caches": true, "nodes": true, "holders": true, "origin": true, "node": true, "client": true, "leader": true, "site": true, "table": true, "add": true, "remove": true,
 }
 
 // TestOnlyIdentifiersAreStrings: a string field of wire.proto that is not
@@ -85,7 +85,7 @@ func oneOfEveryKind() []wire.Msg {
 		&wire.Read{}, &wire.ReadReply{}, &wire.DepCheck{}, &wire.DepCheckReply{}, &wire.Invalidate{}, &wire.InvalidateAck{},
 		&wire.RepairReply{},
 		&wire.ConfigRaft{}, &wire.LeaseRenew{}, &wire.LeaseGrant{}, &wire.HighRequest{}, &wire.HighReply{},
-		&wire.EpochChange{}, &wire.EpochAck{}, &wire.UtilityReport{},
+		&wire.EpochChange{}, &wire.EpochAck{}, &wire.UtilityReport{}, &wire.Reconfigure{}, &wire.ReconfigureReply{},
 	}
 }
 

@@ -85,6 +85,8 @@ type Envelope struct {
 	//	*Envelope_EpochChange
 	//	*Envelope_EpochAck
 	//	*Envelope_UtilityReport
+	//	*Envelope_Reconfigure
+	//	*Envelope_ReconfigureReply
 	Msg           isEnvelope_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -546,6 +548,24 @@ func (x *Envelope) GetUtilityReport() *UtilityReport {
 	return nil
 }
 
+func (x *Envelope) GetReconfigure() *Reconfigure {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_Reconfigure); ok {
+			return x.Reconfigure
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetReconfigureReply() *ReconfigureReply {
+	if x != nil {
+		if x, ok := x.Msg.(*Envelope_ReconfigureReply); ok {
+			return x.ReconfigureReply
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Msg interface {
 	isEnvelope_Msg()
 }
@@ -730,6 +750,14 @@ type Envelope_UtilityReport struct {
 	UtilityReport *UtilityReport `protobuf:"bytes,54,opt,name=utility_report,json=utilityReport,proto3,oneof"`
 }
 
+type Envelope_Reconfigure struct {
+	Reconfigure *Reconfigure `protobuf:"bytes,55,opt,name=reconfigure,proto3,oneof"`
+}
+
+type Envelope_ReconfigureReply struct {
+	ReconfigureReply *ReconfigureReply `protobuf:"bytes,56,opt,name=reconfigure_reply,json=reconfigureReply,proto3,oneof"`
+}
+
 func (*Envelope_CreateTableRequest) isEnvelope_Msg() {}
 
 func (*Envelope_CreateTableReply) isEnvelope_Msg() {}
@@ -819,6 +847,10 @@ func (*Envelope_EpochChange) isEnvelope_Msg() {}
 func (*Envelope_EpochAck) isEnvelope_Msg() {}
 
 func (*Envelope_UtilityReport) isEnvelope_Msg() {}
+
+func (*Envelope_Reconfigure) isEnvelope_Msg() {}
+
+func (*Envelope_ReconfigureReply) isEnvelope_Msg() {}
 
 // A hybrid logical clock's timestamp (hlc.Timestamp).
 type Timestamp struct {
@@ -3027,6 +3059,178 @@ func (x *UtilityReport) GetSites() []*SiteUtility {
 	return nil
 }
 
+// Reconfigure asks the configuration service's leader to change one
+// tablet of Table: to move its primary to Primary by planned switchover
+// (no acknowledged write is lost, at any level), or to add the node Add
+// to its secondaries or remove Remove from them. One of the three is
+// set. An operator's client sends it (`cosla cluster failover`,
+// `cosla cluster replica`).
+type Reconfigure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Tablet        int32                  `protobuf:"varint,3,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Primary       string                 `protobuf:"bytes,4,opt,name=primary,proto3" json:"primary,omitempty"`
+	Add           string                 `protobuf:"bytes,5,opt,name=add,proto3" json:"add,omitempty"`
+	Remove        string                 `protobuf:"bytes,6,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reconfigure) Reset() {
+	*x = Reconfigure{}
+	mi := &file_wire_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reconfigure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reconfigure) ProtoMessage() {}
+
+func (x *Reconfigure) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reconfigure.ProtoReflect.Descriptor instead.
+func (*Reconfigure) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Reconfigure) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *Reconfigure) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *Reconfigure) GetTablet() int32 {
+	if x != nil {
+		return x.Tablet
+	}
+	return 0
+}
+
+func (x *Reconfigure) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *Reconfigure) GetAdd() string {
+	if x != nil {
+		return x.Add
+	}
+	return ""
+}
+
+func (x *Reconfigure) GetRemove() string {
+	if x != nil {
+		return x.Remove
+	}
+	return ""
+}
+
+// ReconfigureReply answers Reconfigure once the change has committed
+// (Code OK, Epoch the tablet's epoch after it, Layout the table's
+// layout), or refuses it: NotLeader (Leader names the leader if the
+// member knows it), NoTable, Invalid (a node that is not a replica, the
+// primary removed, a change already under way), Unavailable (too few
+// replicas answered).
+type ReconfigureReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Layout        *Layout                `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
+	Leader        string                 `protobuf:"bytes,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconfigureReply) Reset() {
+	*x = ReconfigureReply{}
+	mi := &file_wire_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconfigureReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconfigureReply) ProtoMessage() {}
+
+func (x *ReconfigureReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconfigureReply.ProtoReflect.Descriptor instead.
+func (*ReconfigureReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReconfigureReply) GetReq() uint64 {
+	if x != nil {
+		return x.Req
+	}
+	return 0
+}
+
+func (x *ReconfigureReply) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ReconfigureReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ReconfigureReply) GetLayout() *Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
+func (x *ReconfigureReply) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
 // Tablet is one range of a table's key positions (see Partition) and where
 // it is stored. The range runs from Start (inclusive) to the next tablet's
 // Start (exclusive).
@@ -3041,7 +3245,7 @@ type Tablet struct {
 
 func (x *Tablet) Reset() {
 	*x = Tablet{}
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3257,7 @@ func (x *Tablet) String() string {
 func (*Tablet) ProtoMessage() {}
 
 func (x *Tablet) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3270,7 @@ func (x *Tablet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tablet.ProtoReflect.Descriptor instead.
 func (*Tablet) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{31}
+	return file_wire_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Tablet) GetStart() []byte {
@@ -3108,7 +3312,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3120,7 +3324,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3133,7 +3337,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{32}
+	return file_wire_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Layout) GetName() string {
@@ -3209,7 +3413,7 @@ type CausalLayout struct {
 
 func (x *CausalLayout) Reset() {
 	*x = CausalLayout{}
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3221,7 +3425,7 @@ func (x *CausalLayout) String() string {
 func (*CausalLayout) ProtoMessage() {}
 
 func (x *CausalLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3234,7 +3438,7 @@ func (x *CausalLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalLayout.ProtoReflect.Descriptor instead.
 func (*CausalLayout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{33}
+	return file_wire_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CausalLayout) GetRings() []*Ring {
@@ -3284,7 +3488,7 @@ type Ring struct {
 
 func (x *Ring) Reset() {
 	*x = Ring{}
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3500,7 @@ func (x *Ring) String() string {
 func (*Ring) ProtoMessage() {}
 
 func (x *Ring) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3513,7 @@ func (x *Ring) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ring.ProtoReflect.Descriptor instead.
 func (*Ring) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{34}
+	return file_wire_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Ring) GetName() string {
@@ -3337,7 +3541,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3553,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3566,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{35}
+	return file_wire_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TabletRef) GetTable() uint64 {
@@ -3385,13 +3589,15 @@ type Entry struct {
 	Ts            *Timestamp             `protobuf:"bytes,1,opt,name=ts,proto3" json:"ts,omitempty"`
 	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Origin        string                 `protobuf:"bytes,4,opt,name=origin,proto3" json:"origin,omitempty"`
+	Seq           uint64                 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3609,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3622,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{36}
+	return file_wire_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Entry) GetTs() *Timestamp {
@@ -3440,6 +3646,20 @@ func (x *Entry) GetValue() []byte {
 	return nil
 }
 
+func (x *Entry) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *Entry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // CreateTableRequest asks a storage node to create its replicas of the
 // table's tablets. It is idempotent for an identical layout.
 type CreateTableRequest struct {
@@ -3452,7 +3672,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3684,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3697,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{37}
+	return file_wire_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateTableRequest) GetReq() uint64 {
@@ -3505,7 +3725,7 @@ type CreateTableReply struct {
 
 func (x *CreateTableReply) Reset() {
 	*x = CreateTableReply{}
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3737,7 @@ func (x *CreateTableReply) String() string {
 func (*CreateTableReply) ProtoMessage() {}
 
 func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3750,7 @@ func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableReply.ProtoReflect.Descriptor instead.
 func (*CreateTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{38}
+	return file_wire_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateTableReply) GetReq() uint64 {
@@ -3559,7 +3779,7 @@ type DeleteTableRequest struct {
 
 func (x *DeleteTableRequest) Reset() {
 	*x = DeleteTableRequest{}
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3791,7 @@ func (x *DeleteTableRequest) String() string {
 func (*DeleteTableRequest) ProtoMessage() {}
 
 func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3804,7 @@ func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{39}
+	return file_wire_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeleteTableRequest) GetReq() uint64 {
@@ -3612,7 +3832,7 @@ type DeleteTableReply struct {
 
 func (x *DeleteTableReply) Reset() {
 	*x = DeleteTableReply{}
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3624,7 +3844,7 @@ func (x *DeleteTableReply) String() string {
 func (*DeleteTableReply) ProtoMessage() {}
 
 func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3637,7 +3857,7 @@ func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableReply.ProtoReflect.Descriptor instead.
 func (*DeleteTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{40}
+	return file_wire_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteTableReply) GetReq() uint64 {
@@ -3665,7 +3885,7 @@ type TableInfoRequest struct {
 
 func (x *TableInfoRequest) Reset() {
 	*x = TableInfoRequest{}
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3897,7 @@ func (x *TableInfoRequest) String() string {
 func (*TableInfoRequest) ProtoMessage() {}
 
 func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3910,7 @@ func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoRequest.ProtoReflect.Descriptor instead.
 func (*TableInfoRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{41}
+	return file_wire_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TableInfoRequest) GetReq() uint64 {
@@ -3719,7 +3939,7 @@ type TableInfoReply struct {
 
 func (x *TableInfoReply) Reset() {
 	*x = TableInfoReply{}
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3731,7 +3951,7 @@ func (x *TableInfoReply) String() string {
 func (*TableInfoReply) ProtoMessage() {}
 
 func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3744,7 +3964,7 @@ func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoReply.ProtoReflect.Descriptor instead.
 func (*TableInfoReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{42}
+	return file_wire_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TableInfoReply) GetReq() uint64 {
@@ -3811,7 +4031,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3823,7 +4043,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3836,7 +4056,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{43}
+	return file_wire_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PutRequest) GetReq() uint64 {
@@ -3928,7 +4148,7 @@ type Test struct {
 
 func (x *Test) Reset() {
 	*x = Test{}
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3940,7 +4160,7 @@ func (x *Test) String() string {
 func (*Test) ProtoMessage() {}
 
 func (x *Test) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3953,7 +4173,7 @@ func (x *Test) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Test.ProtoReflect.Descriptor instead.
 func (*Test) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{44}
+	return file_wire_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Test) GetKey() []byte {
@@ -4005,7 +4225,7 @@ type PutReply struct {
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4017,7 +4237,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4030,7 +4250,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{45}
+	return file_wire_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PutReply) GetReq() uint64 {
@@ -4123,7 +4343,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4135,7 +4355,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4148,7 +4368,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{46}
+	return file_wire_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetRequest) GetReq() uint64 {
@@ -4213,7 +4433,7 @@ type GetReply struct {
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4225,7 +4445,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4238,7 +4458,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{47}
+	return file_wire_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetReply) GetReq() uint64 {
@@ -4322,7 +4542,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4334,7 +4554,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4347,7 +4567,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{48}
+	return file_wire_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ProbeRequest) GetReq() uint64 {
@@ -4377,7 +4597,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_wire_proto_msgTypes[49]
+	mi := &file_wire_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4389,7 +4609,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[49]
+	mi := &file_wire_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4402,7 +4622,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{49}
+	return file_wire_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ProbeReply) GetReq() uint64 {
@@ -4453,7 +4673,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_wire_proto_msgTypes[50]
+	mi := &file_wire_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4465,7 +4685,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[50]
+	mi := &file_wire_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4478,7 +4698,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{50}
+	return file_wire_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PullRequest) GetTablet() *TabletRef {
@@ -4561,7 +4781,7 @@ type PullReply struct {
 
 func (x *PullReply) Reset() {
 	*x = PullReply{}
-	mi := &file_wire_proto_msgTypes[51]
+	mi := &file_wire_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4793,7 @@ func (x *PullReply) String() string {
 func (*PullReply) ProtoMessage() {}
 
 func (x *PullReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[51]
+	mi := &file_wire_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4806,7 @@ func (x *PullReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullReply.ProtoReflect.Descriptor instead.
 func (*PullReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{51}
+	return file_wire_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PullReply) GetTablet() *TabletRef {
@@ -4684,7 +4904,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[52]
+	mi := &file_wire_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4696,7 +4916,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[52]
+	mi := &file_wire_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4709,7 +4929,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{52}
+	return file_wire_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -4762,7 +4982,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[53]
+	mi := &file_wire_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4994,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[53]
+	mi := &file_wire_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +5007,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{53}
+	return file_wire_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -4834,7 +5054,7 @@ type Forward struct {
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4846,7 +5066,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4859,7 +5079,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{54}
+	return file_wire_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -4947,7 +5167,7 @@ type ForwardAck struct {
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5179,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5192,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{55}
+	return file_wire_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -5053,7 +5273,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5065,7 +5285,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5078,7 +5298,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{56}
+	return file_wire_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -5129,7 +5349,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5141,7 +5361,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5154,7 +5374,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{57}
+	return file_wire_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -5192,7 +5412,7 @@ type RepairReply struct {
 
 func (x *RepairReply) Reset() {
 	*x = RepairReply{}
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5204,7 +5424,7 @@ func (x *RepairReply) String() string {
 func (*RepairReply) ProtoMessage() {}
 
 func (x *RepairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5217,7 +5437,7 @@ func (x *RepairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairReply.ProtoReflect.Descriptor instead.
 func (*RepairReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{58}
+	return file_wire_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RepairReply) GetReq() uint64 {
@@ -5247,7 +5467,7 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"wire.proto\x12\n" +
-	"cosla.wire\"\xf8\x15\n" +
+	"cosla.wire\"\x82\x17\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12R\n" +
@@ -5310,7 +5530,9 @@ const file_wire_proto_rawDesc = "" +
 	"high_reply\x183 \x01(\v2\x15.cosla.wire.HighReplyH\x00R\thighReply\x12<\n" +
 	"\fepoch_change\x184 \x01(\v2\x17.cosla.wire.EpochChangeH\x00R\vepochChange\x123\n" +
 	"\tepoch_ack\x185 \x01(\v2\x14.cosla.wire.EpochAckH\x00R\bepochAck\x12B\n" +
-	"\x0eutility_report\x186 \x01(\v2\x19.cosla.wire.UtilityReportH\x00R\rutilityReportB\x05\n" +
+	"\x0eutility_report\x186 \x01(\v2\x19.cosla.wire.UtilityReportH\x00R\rutilityReport\x12;\n" +
+	"\vreconfigure\x187 \x01(\v2\x17.cosla.wire.ReconfigureH\x00R\vreconfigure\x12K\n" +
+	"\x11reconfigure_reply\x188 \x01(\v2\x1c.cosla.wire.ReconfigureReplyH\x00R\x10reconfigureReplyB\x05\n" +
 	"\x03msg\"D\n" +
 	"\tTimestamp\x12\x1d\n" +
 	"\n" +
@@ -5476,7 +5698,20 @@ const file_wire_proto_rawDesc = "" +
 	"\rUtilityReport\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03ops\x18\x02 \x01(\x04R\x03ops\x12-\n" +
-	"\x05sites\x18\x03 \x03(\v2\x17.cosla.wire.SiteUtilityR\x05sites\"Z\n" +
+	"\x05sites\x18\x03 \x03(\v2\x17.cosla.wire.SiteUtilityR\x05sites\"\x91\x01\n" +
+	"\vReconfigure\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x16\n" +
+	"\x06tablet\x18\x03 \x01(\x05R\x06tablet\x12\x18\n" +
+	"\aprimary\x18\x04 \x01(\tR\aprimary\x12\x10\n" +
+	"\x03add\x18\x05 \x01(\tR\x03add\x12\x16\n" +
+	"\x06remove\x18\x06 \x01(\tR\x06remove\"\x92\x01\n" +
+	"\x10ReconfigureReply\x12\x10\n" +
+	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12*\n" +
+	"\x06layout\x18\x04 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\x12\x16\n" +
+	"\x06leader\x18\x05 \x01(\tR\x06leader\"Z\n" +
 	"\x06Tablet\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\tR\aprimary\x12 \n" +
@@ -5502,11 +5737,13 @@ const file_wire_proto_rawDesc = "" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\"9\n" +
 	"\tTabletRef\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x16\n" +
-	"\x06tablet\x18\x02 \x01(\x05R\x06tablet\"V\n" +
+	"\x06tablet\x18\x02 \x01(\x05R\x06tablet\"\x80\x01\n" +
 	"\x05Entry\x12%\n" +
 	"\x02ts\x18\x01 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"R\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x16\n" +
+	"\x06origin\x18\x04 \x01(\tR\x06origin\x12\x10\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"R\n" +
 	"\x12CreateTableRequest\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12*\n" +
 	"\x06layout\x18\x02 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\"8\n" +
@@ -5668,7 +5905,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -5701,56 +5938,58 @@ var file_wire_proto_goTypes = []any{
 	(*EpochAck)(nil),           // 28: cosla.wire.EpochAck
 	(*SiteUtility)(nil),        // 29: cosla.wire.SiteUtility
 	(*UtilityReport)(nil),      // 30: cosla.wire.UtilityReport
-	(*Tablet)(nil),             // 31: cosla.wire.Tablet
-	(*Layout)(nil),             // 32: cosla.wire.Layout
-	(*CausalLayout)(nil),       // 33: cosla.wire.CausalLayout
-	(*Ring)(nil),               // 34: cosla.wire.Ring
-	(*TabletRef)(nil),          // 35: cosla.wire.TabletRef
-	(*Entry)(nil),              // 36: cosla.wire.Entry
-	(*CreateTableRequest)(nil), // 37: cosla.wire.CreateTableRequest
-	(*CreateTableReply)(nil),   // 38: cosla.wire.CreateTableReply
-	(*DeleteTableRequest)(nil), // 39: cosla.wire.DeleteTableRequest
-	(*DeleteTableReply)(nil),   // 40: cosla.wire.DeleteTableReply
-	(*TableInfoRequest)(nil),   // 41: cosla.wire.TableInfoRequest
-	(*TableInfoReply)(nil),     // 42: cosla.wire.TableInfoReply
-	(*PutRequest)(nil),         // 43: cosla.wire.PutRequest
-	(*Test)(nil),               // 44: cosla.wire.Test
-	(*PutReply)(nil),           // 45: cosla.wire.PutReply
-	(*GetRequest)(nil),         // 46: cosla.wire.GetRequest
-	(*GetReply)(nil),           // 47: cosla.wire.GetReply
-	(*ProbeRequest)(nil),       // 48: cosla.wire.ProbeRequest
-	(*ProbeReply)(nil),         // 49: cosla.wire.ProbeReply
-	(*PullRequest)(nil),        // 50: cosla.wire.PullRequest
-	(*PullReply)(nil),          // 51: cosla.wire.PullReply
-	(*Push)(nil),               // 52: cosla.wire.Push
-	(*PushAck)(nil),            // 53: cosla.wire.PushAck
-	(*Forward)(nil),            // 54: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 55: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 56: cosla.wire.Resolved
-	(*Repair)(nil),             // 57: cosla.wire.Repair
-	(*RepairReply)(nil),        // 58: cosla.wire.RepairReply
+	(*Reconfigure)(nil),        // 31: cosla.wire.Reconfigure
+	(*ReconfigureReply)(nil),   // 32: cosla.wire.ReconfigureReply
+	(*Tablet)(nil),             // 33: cosla.wire.Tablet
+	(*Layout)(nil),             // 34: cosla.wire.Layout
+	(*CausalLayout)(nil),       // 35: cosla.wire.CausalLayout
+	(*Ring)(nil),               // 36: cosla.wire.Ring
+	(*TabletRef)(nil),          // 37: cosla.wire.TabletRef
+	(*Entry)(nil),              // 38: cosla.wire.Entry
+	(*CreateTableRequest)(nil), // 39: cosla.wire.CreateTableRequest
+	(*CreateTableReply)(nil),   // 40: cosla.wire.CreateTableReply
+	(*DeleteTableRequest)(nil), // 41: cosla.wire.DeleteTableRequest
+	(*DeleteTableReply)(nil),   // 42: cosla.wire.DeleteTableReply
+	(*TableInfoRequest)(nil),   // 43: cosla.wire.TableInfoRequest
+	(*TableInfoReply)(nil),     // 44: cosla.wire.TableInfoReply
+	(*PutRequest)(nil),         // 45: cosla.wire.PutRequest
+	(*Test)(nil),               // 46: cosla.wire.Test
+	(*PutReply)(nil),           // 47: cosla.wire.PutReply
+	(*GetRequest)(nil),         // 48: cosla.wire.GetRequest
+	(*GetReply)(nil),           // 49: cosla.wire.GetReply
+	(*ProbeRequest)(nil),       // 50: cosla.wire.ProbeRequest
+	(*ProbeReply)(nil),         // 51: cosla.wire.ProbeReply
+	(*PullRequest)(nil),        // 52: cosla.wire.PullRequest
+	(*PullReply)(nil),          // 53: cosla.wire.PullReply
+	(*Push)(nil),               // 54: cosla.wire.Push
+	(*PushAck)(nil),            // 55: cosla.wire.PushAck
+	(*Forward)(nil),            // 56: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 57: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 58: cosla.wire.Resolved
+	(*Repair)(nil),             // 59: cosla.wire.Repair
+	(*RepairReply)(nil),        // 60: cosla.wire.RepairReply
 }
 var file_wire_proto_depIdxs = []int32{
-	37,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
-	38,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
-	39,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
-	40,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
-	41,  // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
-	42,  // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
-	43,  // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
-	45,  // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
-	46,  // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
-	47,  // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
-	48,  // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
-	49,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
-	50,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
-	51,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	52,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	53,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	57,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	54,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	55,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	56,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	39,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
+	40,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
+	41,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
+	42,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
+	43,  // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
+	44,  // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
+	45,  // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
+	47,  // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
+	48,  // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
+	49,  // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
+	50,  // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
+	51,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
+	52,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
+	53,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
+	54,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	55,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	59,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	56,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	57,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	58,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
 	4,   // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
 	5,   // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
 	6,   // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
@@ -5767,7 +6006,7 @@ var file_wire_proto_depIdxs = []int32{
 	18,  // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
 	19,  // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
 	20,  // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
-	58,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
+	60,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
 	22,  // 37: cosla.wire.Envelope.config_raft:type_name -> cosla.wire.ConfigRaft
 	23,  // 38: cosla.wire.Envelope.lease_renew:type_name -> cosla.wire.LeaseRenew
 	24,  // 39: cosla.wire.Envelope.lease_grant:type_name -> cosla.wire.LeaseGrant
@@ -5776,79 +6015,82 @@ var file_wire_proto_depIdxs = []int32{
 	27,  // 42: cosla.wire.Envelope.epoch_change:type_name -> cosla.wire.EpochChange
 	28,  // 43: cosla.wire.Envelope.epoch_ack:type_name -> cosla.wire.EpochAck
 	30,  // 44: cosla.wire.Envelope.utility_report:type_name -> cosla.wire.UtilityReport
-	1,   // 45: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
-	2,   // 46: cosla.wire.Dep.version:type_name -> cosla.wire.Version
-	2,   // 47: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
-	3,   // 48: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
-	2,   // 49: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
-	2,   // 50: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
-	2,   // 51: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
-	2,   // 52: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
-	2,   // 53: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
-	10,  // 54: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
-	2,   // 55: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
-	3,   // 56: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
-	2,   // 57: cosla.wire.Stable.version:type_name -> cosla.wire.Version
-	2,   // 58: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
-	2,   // 59: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
-	2,   // 60: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	35,  // 61: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
-	21,  // 62: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
-	32,  // 63: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
-	21,  // 64: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
-	35,  // 65: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 66: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
-	35,  // 67: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 68: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
-	32,  // 69: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
-	1,   // 70: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
-	35,  // 71: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
-	35,  // 72: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
-	29,  // 73: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
-	31,  // 74: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	33,  // 75: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	34,  // 76: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,   // 77: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	32,  // 78: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	32,  // 79: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	35,  // 80: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 81: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	44,  // 82: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,   // 83: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	35,  // 84: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 85: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,   // 86: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	35,  // 87: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 88: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	35,  // 89: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 90: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,   // 91: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	35,  // 92: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 93: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,   // 94: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	36,  // 95: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	35,  // 96: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 97: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	36,  // 98: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	35,  // 99: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 100: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	35,  // 101: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 102: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	44,  // 103: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	35,  // 104: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 105: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	35,  // 106: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 107: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	35,  // 108: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 109: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,   // 110: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,   // 111: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,   // 112: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	112, // [112:113] is the sub-list for method output_type
-	111, // [111:112] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	31,  // 45: cosla.wire.Envelope.reconfigure:type_name -> cosla.wire.Reconfigure
+	32,  // 46: cosla.wire.Envelope.reconfigure_reply:type_name -> cosla.wire.ReconfigureReply
+	1,   // 47: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
+	2,   // 48: cosla.wire.Dep.version:type_name -> cosla.wire.Version
+	2,   // 49: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
+	3,   // 50: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
+	2,   // 51: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
+	2,   // 52: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
+	2,   // 53: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
+	2,   // 54: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
+	2,   // 55: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
+	10,  // 56: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
+	2,   // 57: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
+	3,   // 58: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
+	2,   // 59: cosla.wire.Stable.version:type_name -> cosla.wire.Version
+	2,   // 60: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	2,   // 61: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	2,   // 62: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	37,  // 63: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
+	21,  // 64: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
+	34,  // 65: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
+	21,  // 66: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
+	37,  // 67: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 68: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
+	37,  // 69: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 70: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
+	34,  // 71: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
+	1,   // 72: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
+	37,  // 73: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
+	37,  // 74: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
+	29,  // 75: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
+	34,  // 76: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
+	33,  // 77: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	35,  // 78: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	36,  // 79: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,   // 80: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	34,  // 81: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	34,  // 82: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	37,  // 83: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 84: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	46,  // 85: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,   // 86: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	37,  // 87: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 88: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,   // 89: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	37,  // 90: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 91: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	37,  // 92: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 93: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,   // 94: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	37,  // 95: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 96: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,   // 97: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	38,  // 98: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	37,  // 99: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 100: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	38,  // 101: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	37,  // 102: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 103: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	37,  // 104: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 105: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	46,  // 106: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	37,  // 107: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 108: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	37,  // 109: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 110: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	37,  // 111: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 112: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 113: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 114: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 115: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	115, // [115:116] is the sub-list for method output_type
+	114, // [114:115] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -5902,6 +6144,8 @@ func file_wire_proto_init() {
 		(*Envelope_EpochChange)(nil),
 		(*Envelope_EpochAck)(nil),
 		(*Envelope_UtilityReport)(nil),
+		(*Envelope_Reconfigure)(nil),
+		(*Envelope_ReconfigureReply)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5909,7 +6153,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   59,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
