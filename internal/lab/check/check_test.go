@@ -728,19 +728,22 @@ func TestCheck(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			vs := Check(tc.h)
-			got := violationsOf(vs)
-			sortWants(got)
-			sortWants(tc.want)
-			if !slices.Equal(got, tc.want) {
-				var b strings.Builder
-				for _, v := range vs {
-					fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
-				}
-				t.Fatalf("got violations %v, want %v:%s", got, tc.want, b.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantViolations(t, Check(tc.h), tc.want) })
+	}
+}
+
+// wantViolations fails t unless vs break exactly want.
+func wantViolations(t *testing.T, vs []Violation, want []want) {
+	t.Helper()
+	got := violationsOf(vs)
+	sortWants(got)
+	sortWants(want)
+	if !slices.Equal(got, want) {
+		var b strings.Builder
+		for _, v := range vs {
+			fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
+		}
+		t.Fatalf("got violations %v, want %v:%s", got, want, b.String())
 	}
 }
 
@@ -902,23 +905,8 @@ func TestLost(t *testing.T) {
 			for i := range unmarked {
 				unmarked[i].Lost = false
 			}
-			for _, run := range []struct {
-				h    []Op
-				want []want
-				what string
-			}{{tc.h, tc.want, "with Lost"}, {unmarked, tc.without, "without Lost"}} {
-				vs := Check(run.h)
-				got := violationsOf(vs)
-				sortWants(got)
-				sortWants(run.want)
-				if !slices.Equal(got, run.want) {
-					var b strings.Builder
-					for _, v := range vs {
-						fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
-					}
-					t.Errorf("%s: got violations %v, want %v:%s", run.what, got, run.want, b.String())
-				}
-			}
+			t.Run("with Lost", func(t *testing.T) { wantViolations(t, Check(tc.h), tc.want) })
+			t.Run("without Lost", func(t *testing.T) { wantViolations(t, Check(unmarked), tc.without) })
 		})
 	}
 }

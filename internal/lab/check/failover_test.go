@@ -1,9 +1,7 @@
 package check
 
 import (
-	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,21 +21,6 @@ func finals(pairs ...any) map[string]hlc.Timestamp {
 		m[pairs[k].(string)] = t
 	}
 	return m
-}
-
-// wantViolations fails t unless vs break exactly want.
-func wantViolations(t *testing.T, vs []Violation, want []want) {
-	t.Helper()
-	got := violationsOf(vs)
-	sortWants(got)
-	sortWants(want)
-	if !slices.Equal(got, want) {
-		var b strings.Builder
-		for _, v := range vs {
-			fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
-		}
-		t.Fatalf("got violations %v, want %v:%s", got, want, b.String())
-	}
 }
 
 // TestDurable: a failover hears from a majority, N/2+1 of N: of 2
