@@ -1383,10 +1383,17 @@ func TestReferenceLost(t *testing.T) {
 		h := randomHistory(seed, 1500, 40, 12, 0.3)
 		without += len(Check(h))
 		r := rand.New(rand.NewPCG(seed, 3))
+		lostAcked := 0
 		for i := range h {
 			if h[i].Kind == Put && r.IntN(5) == 0 {
 				h[i].Lost = true
+				if h[i].OK {
+					lostAcked++
+				}
 			}
+		}
+		if s := Summarize(h); s.LostPuts != lostAcked || lostAcked == 0 {
+			t.Fatalf("seed %d: summary counts %d lost puts, want %d (and some)", seed, s.LostPuts, lostAcked)
 		}
 		got := violationsOf(Check(h))
 		want := reference(h)

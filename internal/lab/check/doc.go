@@ -45,8 +45,8 @@
 //
 // A Put is Lost when its version was rolled back at a failover
 // (DESIGN.md section 10): the primary held it, a new primary that did
-// not took over at the next epoch, and the old primary, returning,
-// dropped it. An acknowledged Put can be Lost when fewer replicas held
+// not hold it took over at the next epoch, and the old primary,
+// returning, dropped it. An acknowledged Put can be Lost when fewer replicas held
 // it than a failover must hear from (a level-ONE write, or any level w
 // with w + majority <= N; rule "durable"); an unacknowledged Put whose
 // version a Get returned can be Lost too. A Lost Put binds no Get under

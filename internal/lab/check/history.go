@@ -94,8 +94,8 @@ type Op struct {
 	Held int
 	// Lost reports, for a Put, that its version was rolled back at a
 	// failover (DESIGN.md section 10): the old primary held it, a new
-	// primary that did not took over, and the returning old primary
-	// dropped it. An acknowledged Put can be Lost only if too few
+	// primary that did not hold it took over, and the returning old
+	// primary dropped it. An acknowledged Put can be Lost only if too few
 	// replicas held it (a level-ONE write, or any w with w + majority <=
 	// N; rule "durable"); an unacknowledged one whose version some Get
 	// returned may be Lost too. A Lost Put binds no Get, and neither
