@@ -66,8 +66,8 @@ type Losses struct {
 // key's final version older than it; final as for CheckDurable) is Lost;
 // a Lost one's version is among the rolled-back versions; and one whose
 // version was rolled back is Lost. rolledBack lists the versions the
-// replicas rolled back, in any order, a version rolled back by several
-// replicas as often as they did. The violations are ordered by op index.
+// replicas rolled back, in any order, a version once per replica that
+// rolled it back. The violations are ordered by op index.
 func CheckRollback(h []Op, final map[string]hlc.Timestamp, rolledBack []RolledBack) (Losses, []Violation) {
 	c := &checker{h: h}
 	dropped := make(map[RolledBack]bool, len(rolledBack))
