@@ -22,6 +22,9 @@ import (
 type raftLog struct {
 	engine storage.Engine
 	mem    *raft.MemoryStorage
+	// entries and syncs count the entries persisted and the synced
+	// writes to the engine (the log's fsyncs), for Member.LogMetrics.
+	entries, syncs int64
 }
 
 var (
@@ -126,6 +129,8 @@ func (l *raftLog) save(hs raftpb.HardState, ents []raftpb.Entry, snap raftpb.Sna
 	if err := l.engine.Apply(&b, true); err != nil {
 		return fmt.Errorf("config: persisting the log: %w", err)
 	}
+	l.entries += int64(len(ents))
+	l.syncs++
 	if !raft.IsEmptySnap(snap) {
 		if err := l.mem.ApplySnapshot(snap); err != nil {
 			return err
@@ -154,6 +159,7 @@ func (l *raftLog) compact(index uint64, cs raftpb.ConfState, data []byte) error 
 	if err := l.engine.Apply(&b, true); err != nil {
 		return fmt.Errorf("config: persisting a snapshot: %w", err)
 	}
+	l.syncs++
 	return l.mem.Compact(index)
 }
 

@@ -88,9 +88,10 @@ type Member struct {
 	rn    *raft.RawNode
 	log   *raftLog
 	state State
-	// applied is the index of the last entry applied to state;
-	// snapshotAt that of the state's last snapshot.
-	applied, snapshotAt uint64
+	// applied is the index of the last entry applied to state, and
+	// appliedTerm its term; snapshotAt the index of the state's last
+	// snapshot.
+	applied, appliedTerm, snapshotAt uint64
 	// quiet counts the ticks since a leader was last heard (or since the
 	// last campaign), and campaignAt is the count at which to campaign.
 	quiet, campaignAt int
@@ -127,7 +128,7 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 	if err := m.state.Restore(snap.Data); err != nil {
 		return err
 	}
-	m.log, m.applied, m.snapshotAt = l, snap.Metadata.Index, snap.Metadata.Index
+	m.log, m.applied, m.appliedTerm, m.snapshotAt = l, snap.Metadata.Index, snap.Metadata.Term, snap.Metadata.Index
 	m.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              m.raftID(env.ID()),
 		ElectionTick:    neverElect,
@@ -216,6 +217,14 @@ func (m *Member) Propose(c Command) error {
 // IsLeader reports whether this member leads.
 func (m *Member) IsLeader() bool { return m.rn.BasicStatus().RaftState == raft.StateLeader }
 
+// Ready reports whether this member leads and has applied an entry of
+// its own term: raft commits the entries of earlier terms it holds with
+// the first of its own, so from then on its state holds every command an
+// earlier leader proposed that will ever commit. A leader grants leases
+// and moves primaries only when ready, so that a move an earlier leader
+// proposed cannot commit after a grant it would contradict.
+func (m *Member) Ready() bool { return m.IsLeader() && m.appliedTerm == m.Term() }
+
 // Leader is the member this one believes leads, or "" if none.
 func (m *Member) Leader() wire.NodeID {
 	if lead := m.rn.BasicStatus().Lead; lead != raft.None {
@@ -234,6 +243,10 @@ func (m *Member) State() *State { return &m.state }
 // Applied is the index of the last applied command.
 func (m *Member) Applied() uint64 { return m.applied }
 
+// LogMetrics counts what the member's log wrote to its engine since it
+// started: entries persisted, and synced writes (each one fsync).
+func (m *Member) LogMetrics() (entries, syncs int64) { return m.log.entries, m.log.syncs }
+
 // flush does what raft has ready: persist, then send, then apply
 // (raft's Ready contract, synchronous storage writes).
 func (m *Member) flush() error {
@@ -247,6 +260,7 @@ func (m *Member) flush() error {
 				return err
 			}
 			m.applied, m.snapshotAt = rd.Snapshot.Metadata.Index, rd.Snapshot.Metadata.Index
+			m.appliedTerm = rd.Snapshot.Metadata.Term
 		}
 		for _, msg := range rd.Messages {
 			m.send(m.nodeID(msg.To), msg)
@@ -266,7 +280,7 @@ func (m *Member) applyEntry(e raftpb.Entry) {
 	if e.Index <= m.applied {
 		return
 	}
-	m.applied = e.Index
+	m.applied, m.appliedTerm = e.Index, e.Term
 	if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 		return // a new leader's empty entry; the voters never change
 	}

@@ -259,6 +259,19 @@ func (s *State) PrimaryOf(node wire.NodeID) []TabletEpoch {
 	return out
 }
 
+// Primaries lists the nodes primary of at least one tablet, in name
+// order.
+func (s *State) Primaries() []wire.NodeID {
+	var out []wire.NodeID
+	for _, t := range s.Tables {
+		for _, tb := range t.Layout.Tablets {
+			out = append(out, tb.Primary)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // TabletEpoch names one tablet at one epoch.
 type TabletEpoch struct {
 	Table  string `json:"table"`
