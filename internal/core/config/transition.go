@@ -135,6 +135,13 @@ func (n *Node) highReply(from wire.NodeID, m *wire.HighReply) {
 	if tr == nil || tr.proposed || m.Epoch != tr.epoch+1 || !slices.Contains(tr.tablet.Replicas(), from) {
 		return
 	}
+	if no := n.notices[m.Tablet]; no != nil && no.msg.Epoch == tr.epoch && slices.Contains(no.waiting, from) {
+		// A replica that has not acknowledged the tablet's epoch may
+		// hold versions of an older one that the epoch's start rolls
+		// back: its high is no prefix of the epoch's log. It is asked
+		// again once it knows the epoch.
+		return
+	}
 	now := n.env.Now()
 	if m.Code != wire.OK {
 		n.env.Logger().Info("config: a replica refused a high request", "replica", from, "table", tr.table, "tablet", tr.index, "code", m.Code)

@@ -302,10 +302,8 @@ type scripted struct {
 	seq     uint64
 	// waiting is when the first renewal not granted yet was sent.
 	waiting time.Time
-	// lastGrant is when a grant last came; changes lists the
-	// EpochChanges adopted.
-	lastGrant time.Time
-	changes   []wire.EpochChange
+	// changes lists the EpochChanges adopted.
+	changes []wire.EpochChange
 }
 
 type renewTimer struct{}
@@ -399,8 +397,8 @@ func (r *scripted) Receive(from wire.NodeID, m wire.Msg) {
 			r.epochs[ref], r.layouts[m.Layout.ID] = m.Epoch, m.Layout
 			r.changes = append(r.changes, *m)
 			delete(r.fenced, ref)
-			if !m.Start.IsZero() {
-				r.highs[ref] = m.Start
+			if m.Start.Less(r.highs[ref]) {
+				r.highs[ref] = m.Start // rolled back
 			}
 		}
 		r.env.Send(from, &wire.EpochAck{Tablet: ref, Epoch: r.epochs[ref]})
@@ -421,7 +419,7 @@ func (r *scripted) leaseGrant(m *wire.LeaseGrant) {
 		}
 		return
 	}
-	r.lastGrant, r.waiting = r.env.Now(), time.Time{}
+	r.waiting = time.Time{}
 	clear(r.granted)
 	for _, te := range m.Tablets {
 		r.granted[te.Tablet] = te.Epoch
