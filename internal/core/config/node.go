@@ -118,6 +118,8 @@ type Node struct {
 	changes     map[wire.TabletRef]*requester
 	notices     map[wire.TabletRef]*notice
 	planner     *Planner
+	// heard is when each other member was last heard from.
+	heard map[wire.NodeID]time.Time
 }
 
 // tickTimer drives the member's raft clock and the leader's checks;
@@ -151,6 +153,7 @@ func (n *Node) Start(env node.Env) error {
 	n.transitions = map[wire.TabletRef]*transition{}
 	n.changes = map[wire.TabletRef]*requester{}
 	n.notices = map[wire.TabletRef]*notice{}
+	n.heard = map[wire.NodeID]time.Time{}
 	n.member = NewMember(n.opts.Member)
 	if err := n.member.Start(env, n.sendRaft, n.applied); err != nil {
 		return err
@@ -225,6 +228,7 @@ func (n *Node) stepRaft(from wire.NodeID, m *wire.ConfigRaft) {
 		return
 	}
 	n.metrics.RaftReceived++
+	n.heard[from] = n.env.Now()
 	n.check(n.member.Step(msg))
 }
 
@@ -237,6 +241,9 @@ func (n *Node) tick() {
 		return
 	}
 	now := n.env.Now()
+	if !n.inTouch(now) {
+		return
+	}
 	n.startFailovers(now)
 	for _, ref := range sortedRefs(n.transitions) {
 		if tr := n.transitions[ref]; tr != nil {
@@ -245,6 +252,25 @@ func (n *Node) tick() {
 		}
 	}
 	n.resendNotices(now)
+}
+
+// inTouch reports whether the leader has heard from a majority of the
+// members within an election timeout. Raft's own check of it
+// (CheckQuorum) counts on raft's election timer, which the member does
+// not use (member.go); without it, a leader cut off from the other
+// members would lead on, see every lease lapse and fence the replicas
+// it still reaches with HighRequests, though its moves can never
+// commit. It waits instead, until it hears from them again or learns of
+// a newer term.
+func (n *Node) inTouch(now time.Time) bool {
+	timeout := time.Duration(n.opts.Member.ElectionTicks) * n.opts.Member.Tick
+	heard := 1 // itself
+	for _, v := range n.opts.Member.Voters {
+		if at, ok := n.heard[v]; ok && v != n.env.ID() && now.Sub(at) < timeout {
+			heard++
+		}
+	}
+	return heard > len(n.opts.Member.Voters)/2
 }
 
 // check logs a member's failure (of its engine, or raft's) and notices

@@ -161,6 +161,62 @@ func TestANewLeaderHonoursTheOldLeadersLeases(t *testing.T) {
 	}
 }
 
+func TestACutOffLeaderFencesNothing(t *testing.T) {
+	w := grantedWorld(t, 12, NodeOptions{})
+	old := w.leader()
+	for _, v := range voters3 {
+		w.cutLinks[[2]wire.NodeID{old, v}] = true // it still reaches the replicas
+	}
+	w.replicas["a/r1"].kill()
+	mark := len(w.trace)
+	w.run(20 * time.Second)
+	var lead wire.NodeID
+	for _, id := range voters3 {
+		if id != old && w.nodes[id].Metrics().Leader {
+			lead = id
+		}
+	}
+	if lead == "" {
+		t.Fatalf("no new leader besides %s; trace:\n%s", old, w.dump())
+	}
+	for _, line := range w.trace[mark:] {
+		if strings.Contains(line, string(old)+" -> b/r1 High(") {
+			t.Errorf("the cut-off leader %s asked for highs: %s", old, line)
+		}
+	}
+	if ch := w.replicas["b/r1"].changes; len(ch) != 1 || ch[0].Epoch != 2 {
+		t.Errorf("b/r1 adopted %+v, want the new leader's move to epoch 2", ch)
+	}
+}
+
+func TestATabletInTransitionIsNotGranted(t *testing.T) {
+	w, mark, _ := failover(t, 13, map[wire.NodeID]int64{"a/r1": 100, "c/r1": 90}, "b/r1")
+	if got := w.sent(mark, "High(", "c/r1"); len(got) == 0 {
+		t.Fatalf("no failover began; trace:\n%s", w.dump())
+	}
+	// a/r1 returns before the failover could decide (b/r1 is dead): it
+	// renews, and its grants leave out the tablet, which it must not
+	// write while the failover may move it, until the move (to a/r1,
+	// the longest prefix, at epoch 2).
+	a := w.replicas["a/r1"]
+	a.revive()
+	mark = len(w.trace)
+	w.run(1500 * time.Millisecond)
+	grants := w.sent(mark, "LeaseGrant(", "a/r1")
+	if len(grants) == 0 {
+		t.Fatalf("a/r1 renewed and got no answer; trace:\n%s", w.dump())
+	}
+	for _, g := range grants {
+		if strings.Contains(g, "1/0@1") {
+			t.Errorf("a grant lists the tablet in transition: %s", g)
+		}
+	}
+	w.run(3 * time.Second)
+	if ch := a.changes; len(ch) != 1 || ch[0].Layout.Tablets[0].Primary != "a/r1" || ch[0].Epoch != 2 {
+		t.Errorf("a/r1 adopted %+v, want a/r1 (the longest of a/r1 and c/r1) primary at epoch 2", ch)
+	}
+}
+
 func TestSwitchoverCatchesTheTargetUp(t *testing.T) {
 	w := grantedWorld(t, 6, NodeOptions{})
 	w.replicas["a/r1"].highs[ref0] = ts(100)

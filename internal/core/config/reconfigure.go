@@ -22,6 +22,10 @@ func (n *Node) reconfigure(from wire.NodeID, m *wire.Reconfigure) {
 		n.env.Send(from, &wire.ReconfigureReply{Req: m.Req, Code: wire.NotLeader, Leader: n.member.Leader()})
 		return
 	}
+	if !n.inTouch(n.env.Now()) {
+		refuse(wire.Unavailable)
+		return
+	}
 	t, ok := n.member.State().Tables[m.Table]
 	if !ok || m.Tablet < 0 || int(m.Tablet) >= len(t.Layout.Tablets) {
 		refuse(wire.NoTable)
@@ -91,14 +95,14 @@ func (n *Node) changed(c Command, now time.Time) {
 	}
 }
 
-// utilityReport adds a client's report to the leader's planner. A member
-// that does not lead passes a client's report on to the leader it knows
-// (a report from another member, which took this one for the leader, is
-// dropped, so that no report circles).
+// utilityReport adds a client's report to the leader's planner, if
+// planning is on. A member that does not lead passes a client's report
+// on to the leader it knows (a report from another member, which took
+// this one for the leader, is dropped, so that no report circles).
 func (n *Node) utilityReport(from wire.NodeID, m *wire.UtilityReport) {
 	n.metrics.UtilityReports++
 	if !n.lead {
-		if l := n.member.Leader(); l != "" && l != n.env.ID() && n.member.raftID(from) == 0 {
+		if l := n.member.Leader(); n.opts.Plan && l != "" && l != n.env.ID() && n.member.raftID(from) == 0 {
 			n.env.Send(l, m)
 		}
 		return
@@ -117,7 +121,7 @@ func (n *Node) utilityReport(from wire.NodeID, m *wire.UtilityReport) {
 // endWindow ends the planner's window and starts a switchover for each
 // move it chose.
 func (n *Node) endWindow() {
-	if !n.lead {
+	if !n.lead || !n.inTouch(n.env.Now()) {
 		return
 	}
 	st := n.member.State()

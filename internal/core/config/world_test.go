@@ -39,6 +39,7 @@ type world struct {
 	replicas map[wire.NodeID]*scripted
 	lives    map[wire.NodeID]int // a handler's incarnation: timers of an earlier one never fire
 	cut      map[wire.NodeID]bool
+	cutLinks map[[2]wire.NodeID]bool // both directions of a link are cut
 	inbox    map[wire.NodeID][]wire.Msg
 	leading  map[wire.NodeID]bool
 	// trace is every message but raft's, every change of leader and
@@ -60,7 +61,7 @@ func newWorld(t *testing.T, seed uint64, opts NodeOptions) *world {
 	w := &world{
 		t: t, seed: seed, opts: opts, start: time.Unix(1000, 0), delay: 10 * time.Millisecond,
 		nodes: map[wire.NodeID]*Node{}, engines: map[wire.NodeID]*storage.Mem{}, replicas: map[wire.NodeID]*scripted{},
-		lives: map[wire.NodeID]int{}, cut: map[wire.NodeID]bool{}, inbox: map[wire.NodeID][]wire.Msg{}, leading: map[wire.NodeID]bool{},
+		lives: map[wire.NodeID]int{}, cut: map[wire.NodeID]bool{}, cutLinks: map[[2]wire.NodeID]bool{}, inbox: map[wire.NodeID][]wire.Msg{}, leading: map[wire.NodeID]bool{},
 	}
 	w.now = w.start
 	for _, v := range opts.Member.Voters {
@@ -139,7 +140,7 @@ func (w *world) schedule(ev event) {
 }
 
 func (w *world) send(from, to wire.NodeID, m wire.Msg) {
-	if w.cut[from] || w.cut[to] {
+	if w.cut[from] || w.cut[to] || w.cutLinks[[2]wire.NodeID{from, to}] || w.cutLinks[[2]wire.NodeID{to, from}] {
 		return
 	}
 	w.schedule(event{at: w.now.Add(w.delay), from: from, to: to, msg: m})
