@@ -220,9 +220,9 @@ func (m *Member) IsLeader() bool { return m.rn.BasicStatus().RaftState == raft.S
 // Ready reports whether this member leads and has applied an entry of
 // its own term: raft commits the entries of earlier terms it holds with
 // the first of its own, so from then on its state holds every command an
-// earlier leader proposed that will ever commit. A leader grants leases
-// and moves primaries only when ready, so that a move an earlier leader
-// proposed cannot commit after a grant it would contradict.
+// earlier leader proposed that will ever commit. A Node does a leader's
+// work (counts leases, tells replicas their epochs, moves primaries) only
+// when ready, from a state no earlier leader's move can still change.
 func (m *Member) Ready() bool { return m.IsLeader() && m.appliedTerm == m.Term() }
 
 // Leader is the member this one believes leads, or "" if none.
