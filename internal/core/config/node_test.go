@@ -25,6 +25,14 @@ func grantedWorld(t *testing.T, seed uint64, opts NodeOptions) *world {
 	return w
 }
 
+// setHighs sets the scripted replicas' high timestamps of tablet 1/0,
+// in seconds.
+func (w *world) setHighs(highs map[wire.NodeID]int64) {
+	for r, h := range highs {
+		w.replicas[r].highs[ref0] = ts(h)
+	}
+}
+
 func (w *world) dump() string { return strings.Join(w.trace, "\n") }
 
 // sent lists the messages of type T sent to to since trace line from,
@@ -76,9 +84,7 @@ func TestNotLeaderNamesTheLeader(t *testing.T) {
 // until its lease lapsed and the service acted.
 func failover(t *testing.T, seed uint64, highs map[wire.NodeID]int64, dead ...wire.NodeID) (*world, int, time.Time) {
 	w := grantedWorld(t, seed, NodeOptions{})
-	for r, h := range highs {
-		w.replicas[r].highs[ref0] = ts(h)
-	}
+	w.setHighs(highs)
 	mark, killed := len(w.trace), w.now
 	for _, r := range append([]wire.NodeID{"a/r1"}, dead...) {
 		w.replicas[r].kill()
@@ -219,9 +225,7 @@ func TestATabletInTransitionIsNotGranted(t *testing.T) {
 
 func TestSwitchoverCatchesTheTargetUp(t *testing.T) {
 	w := grantedWorld(t, 6, NodeOptions{})
-	w.replicas["a/r1"].highs[ref0] = ts(100)
-	w.replicas["b/r1"].highs[ref0] = ts(80)
-	w.replicas["c/r1"].highs[ref0] = ts(90)
+	w.setHighs(map[wire.NodeID]int64{"a/r1": 100, "b/r1": 80, "c/r1": 90})
 	mark := len(w.trace)
 	w.send("op/client", w.leader(), &wire.Reconfigure{Req: 1, Table: "t", Primary: "b/r1"})
 	w.run(3 * time.Second)
@@ -239,8 +243,7 @@ func TestSwitchoverCatchesTheTargetUp(t *testing.T) {
 
 func TestSwitchoverFallsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 	w := grantedWorld(t, 7, NodeOptions{})
-	w.replicas["a/r1"].highs[ref0] = ts(100)
-	w.replicas["b/r1"].highs[ref0] = ts(80)
+	w.setHighs(map[wire.NodeID]int64{"a/r1": 100, "b/r1": 80})
 	w.replicas["b/r1"].stuck[ref0] = true
 	w.send("op/client", w.leader(), &wire.Reconfigure{Req: 1, Table: "t", Primary: "b/r1"})
 	w.run(5 * time.Second)
@@ -255,8 +258,7 @@ func TestSwitchoverFallsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 
 func TestSwitchoverWithoutTheOldPrimaryWaitsOutItsLease(t *testing.T) {
 	w := grantedWorld(t, 8, NodeOptions{})
-	w.replicas["b/r1"].highs[ref0] = ts(80)
-	w.replicas["c/r1"].highs[ref0] = ts(90)
+	w.setHighs(map[wire.NodeID]int64{"b/r1": 80, "c/r1": 90})
 	w.replicas["a/r1"].kill()
 	asked := w.now
 	w.send("op/client", w.leader(), &wire.Reconfigure{Req: 1, Table: "t", Primary: "b/r1"})
@@ -371,4 +373,63 @@ func parseAt(t *testing.T, line string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestSteadyStateCost measures what the service costs with nothing
+// failing: one primary renewing its lease every second. Per second, the
+// members exchange raft's heartbeats (each Tick, to each follower, and
+// the answers) and one renewal's append and commit, and every member
+// syncs its log twice per renewal: the entry, then the hard state with
+// the entry's commit (DESIGN.md section 10; the lead's closing note
+// quotes these).
+func TestSteadyStateCost(t *testing.T) {
+	w := grantedWorld(t, 14, NodeOptions{})
+	before := map[wire.NodeID]Metrics{}
+	for _, id := range voters3 {
+		before[id] = w.nodes[id].Metrics()
+	}
+	const secs = 60
+	w.run(secs * time.Second)
+	var sent, syncs int64
+	for _, id := range voters3 {
+		m := w.nodes[id].Metrics()
+		sent += m.RaftSent - before[id].RaftSent
+		syncs += m.Fsyncs - before[id].Fsyncs
+		if got := float64(m.Fsyncs-before[id].Fsyncs) / secs; got < 1.9 || got > 2.5 {
+			t.Errorf("%s synced its log %.2f times a second, want about twice per renewal (1/s)", id, got)
+		}
+	}
+	perSec := float64(sent) / secs
+	o := MemberOptions{}.EnsureDefaults()
+	heartbeats := 2 * 2 * float64(time.Second/o.Tick) // to and from each of two followers
+	if perSec < heartbeats || perSec > heartbeats+15 {
+		t.Errorf("%.1f raft messages a second, want the heartbeats' %.0f and a few for the renewal", perSec, heartbeats)
+	}
+	t.Logf("steady state, 3 members, 1 primary: %.1f raft messages/s, %.2f fsyncs/s per member, 2 lease messages/s", perSec, float64(syncs)/secs/3)
+}
+
+func TestANewLeaderRetellsEpochs(t *testing.T) {
+	w := grantedWorld(t, 15, NodeOptions{})
+	w.replica("d/r1")
+	w.send("op/client", w.leader(), &wire.Reconfigure{Req: 1, Table: "t", Add: "d/r1"})
+	w.run(time.Second)
+	if r := reply(t, w); r.Code != wire.OK {
+		t.Fatalf("add: %v", r)
+	}
+	old := w.leader()
+	w.crash(old)
+	mark := len(w.trace)
+	lead := w.runUntilLeader()
+	w.run(500 * time.Millisecond)
+	for _, r := range []wire.NodeID{"a/r1", "b/r1", "c/r1", "d/r1"} {
+		got := w.sent(mark, "EpochChange", string(r))
+		if len(got) != 1 || !strings.Contains(got[0], string(lead)+" -> ") || !strings.Contains(got[0], "epoch=1") {
+			t.Errorf("%s heard %q from the new leader %s, want the changed tablet's epoch 1 once", r, got, lead)
+		}
+	}
+	w.startNode(old)
+	w.run(5 * time.Second)
+	if st := w.nodes[old].Status(); len(st.Tables) != 1 || len(st.Tables[0].Tablets[0].Secondaries) != 3 {
+		t.Errorf("the restarted member %s holds %+v, want t with d/r1 added", old, st)
+	}
 }
