@@ -112,7 +112,7 @@ type Node struct {
 	// otherwise.
 	lead   bool
 	leases leaseClock
-	// seqs is the newest LeaseRenew.Seq of each primary.
+	// seqs is the last LeaseRenew.Seq received from each primary.
 	seqs        map[wire.NodeID]uint64
 	transitions map[wire.TabletRef]*transition
 	changes     map[wire.TabletRef]*requester

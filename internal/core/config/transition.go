@@ -20,7 +20,9 @@ func (n *Node) renew(from wire.NodeID, m *wire.LeaseRenew) {
 		n.env.Send(from, &wire.LeaseGrant{Seq: m.Seq, Code: wire.NotLeader, Leader: n.member.Leader()})
 		return
 	}
-	n.seqs[from] = max(n.seqs[from], m.Seq)
+	// The latest, not the highest: a primary that restarted numbers
+	// its renewals from 1 again.
+	n.seqs[from] = m.Seq
 	st := n.member.State()
 	for _, l := range m.Layouts {
 		if t, ok := st.Tables[l.Name]; !ok {
@@ -239,12 +241,12 @@ func (n *Node) proposeMove(tr *transition, target wire.NodeID) {
 // now, the old one's is forgotten if it is primary of nothing else, and
 // every replica hears the new epoch.
 func (n *Node) moved(c Command, now time.Time) {
-	t := n.member.State().Tables[c.Table]
+	st := n.member.State()
+	t := st.Tables[c.Table]
 	tb := t.Layout.Tablets[c.Tablet]
 	ref := wire.TabletRef{Table: t.Layout.ID, Tablet: int32(c.Tablet)}
 	n.env.Logger().Info("config: moved", "table", c.Table, "tablet", c.Tablet, "epoch", t.Epochs[c.Tablet], "primary", tb.Primary, "start", c.Start)
 	n.leases.renewed(tb.Primary, now)
-	st := n.member.State()
 	for _, r := range tb.Secondaries {
 		if len(st.PrimaryOf(r)) == 0 {
 			n.leases.forget(r)
@@ -276,7 +278,6 @@ func (n *Node) moved(c Command, now time.Time) {
 // replica it names acknowledged it.
 type notice struct {
 	msg     wire.EpochChange
-	ref     wire.TabletRef
 	waiting []wire.NodeID
 	sentAt  time.Time
 }
@@ -292,7 +293,6 @@ func (n *Node) announce(t *Table, i int, to []wire.NodeID, now time.Time) {
 	slices.Sort(waiting)
 	no := &notice{
 		msg:     wire.EpochChange{Layout: t.Layout, Tablet: int32(i), Epoch: t.Epochs[i], Start: t.Start(i)},
-		ref:     ref,
 		waiting: slices.Compact(waiting),
 	}
 	n.notices[ref] = no

@@ -271,7 +271,7 @@ func (w *world) replica(id wire.NodeID) *scripted {
 	}
 	r := &scripted{
 		id: id, w: w, alive: true, layouts: map[uint64]wire.Layout{}, epochs: map[wire.TabletRef]uint64{},
-		highs: map[wire.TabletRef]hlc.Timestamp{}, stuck: map[wire.TabletRef]bool{}, fenced: map[wire.TabletRef]uint64{},
+		highs: map[wire.TabletRef]hlc.Timestamp{}, stuck: map[wire.TabletRef]bool{},
 		granted: map[wire.TabletRef]uint64{},
 	}
 	w.replicas[id] = r
@@ -296,7 +296,6 @@ type scripted struct {
 	epochs  map[wire.TabletRef]uint64
 	highs   map[wire.TabletRef]hlc.Timestamp
 	stuck   map[wire.TabletRef]bool
-	fenced  map[wire.TabletRef]uint64
 	// granted is the epoch of each tablet its last grant listed.
 	granted map[wire.TabletRef]uint64
 	guess   wire.NodeID
@@ -397,7 +396,6 @@ func (r *scripted) Receive(from wire.NodeID, m wire.Msg) {
 		if m.Epoch >= r.epochs[ref] {
 			r.epochs[ref], r.layouts[m.Layout.ID] = m.Epoch, m.Layout
 			r.changes = append(r.changes, *m)
-			delete(r.fenced, ref)
 			if m.Start.Less(r.highs[ref]) {
 				r.highs[ref] = m.Start // rolled back
 			}
@@ -432,7 +430,6 @@ func (r *scripted) highRequest(from wire.NodeID, m *wire.HighRequest) {
 		r.env.Send(from, &wire.HighReply{Tablet: m.Tablet, Epoch: m.Epoch, Code: wire.Invalid})
 		return
 	}
-	r.fenced[m.Tablet] = m.Epoch
 	if !r.stuck[m.Tablet] && r.highs[m.Tablet].Less(m.Until) {
 		r.highs[m.Tablet] = m.Until // caught up from the primary
 	}
