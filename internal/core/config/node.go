@@ -102,6 +102,25 @@ type Metrics struct {
 // request or by plan without loss (switchover), changes replica sets,
 // and tells every replica of a tablet its new epoch until it
 // acknowledges.
+//
+// Choices the design leaves open, made here:
+//   - The leader acts only once its member is Ready (it applied an
+//     entry of its own term) and only while it has heard from a
+//     majority of the members within an election timeout (inTouch).
+//   - A grant leaves out a tablet in transition, so the old primary's
+//     lease on it runs out; a switchover whose old primary never
+//     answered therefore moves nothing before the transition's start +
+//     Length + Margin.
+//   - A high timestamp counts only from a replica that acknowledged
+//     the tablet's current epoch (one behind may hold versions the
+//     epoch's start rolled back).
+//   - A switchover's target must catch up within Lease.Length of the
+//     old primary's answer; the Until request is sent once. After a
+//     fallback the reply says Behind when another replica won, with
+//     the epoch and layout.
+//   - A Reconfigure of a tablet already changing, of a node that is no
+//     replica, or removing the primary is Invalid; one of an unknown
+//     table or tablet NoTable; at a leader out of touch Unavailable.
 type Node struct {
 	opts    NodeOptions
 	env     node.Env
