@@ -12,9 +12,10 @@ import (
 
 // raftLog is a member's raft log, hard state and snapshot: durable in the
 // node's engine, and mirrored in a raft.MemoryStorage that raft reads.
-// Writes go to the engine first with sync set (under a host's group
-// commit: applied now, synced before the event's messages leave), so
-// raft never sends what the engine could lose.
+// Writes go to the engine first, with sync set (under a host's group
+// commit: applied now, synced before the event's messages leave) unless
+// they change only the commit index (mustSync), so raft never sends
+// what the engine could lose.
 //
 // Keys, under the prefix "config/": "hs" the hard state, "snap" the
 // newest snapshot, "e/" and the index as 8 big-endian bytes each entry
@@ -126,11 +127,17 @@ func (l *raftLog) save(hs raftpb.HardState, ents []raftpb.Entry, snap raftpb.Sna
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := l.engine.Apply(&b, true); err != nil {
+	sync, err := l.mustSync(hs, len(ents), snap)
+	if err != nil {
+		return err
+	}
+	if err := l.engine.Apply(&b, sync); err != nil {
 		return fmt.Errorf("config: persisting the log: %w", err)
 	}
 	l.entries += int64(len(ents))
-	l.syncs++
+	if sync {
+		l.syncs++
+	}
 	if !raft.IsEmptySnap(snap) {
 		if err := l.mem.ApplySnapshot(snap); err != nil {
 			return err
@@ -143,6 +150,25 @@ func (l *raftLog) save(hs raftpb.HardState, ents []raftpb.Entry, snap raftpb.Sna
 		return l.mem.SetHardState(hs)
 	}
 	return nil
+}
+
+// mustSync reports whether a write of hs, n entries and snap must be
+// synced: raft needs its term, vote, entries and snapshots durable before
+// it sends, not its commit index (raft.MustSync). A commit index lost in
+// a crash only sets the member back to an older one; a later synced
+// write (the next entry, or a compaction's snapshot, which follows the
+// commit of what it covers) makes it durable with itself. So a renewal
+// costs each member one fsync, not two.
+func (l *raftLog) mustSync(hs raftpb.HardState, n int, snap raftpb.Snapshot) (bool, error) {
+	prev, _, err := l.mem.InitialState()
+	if err != nil {
+		return false, err
+	}
+	cur := prev
+	if !raft.IsEmptyHardState(hs) {
+		cur = hs
+	}
+	return !raft.IsEmptySnap(snap) || raft.MustSync(cur, prev, n), nil
 }
 
 // compact replaces the entries up to index with a snapshot of the state

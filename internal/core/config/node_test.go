@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -379,9 +380,9 @@ func parseAt(t *testing.T, line string) time.Duration {
 // failing: one primary renewing its lease every second. Per second, the
 // members exchange raft's heartbeats (each Tick, to each follower, and
 // the answers) and one renewal's append and commit, and every member
-// syncs its log twice per renewal: the entry, then the hard state with
-// the entry's commit (DESIGN.md section 10; the lead's closing note
-// quotes these).
+// syncs its log once per renewal: the entry (the commit index that
+// follows is written unsynced; raft.MustSync) (DESIGN.md section 10; the
+// lead's closing note quotes these).
 func TestSteadyStateCost(t *testing.T) {
 	w := grantedWorld(t, 14, NodeOptions{})
 	before := map[wire.NodeID]Metrics{}
@@ -395,8 +396,8 @@ func TestSteadyStateCost(t *testing.T) {
 		m := w.nodes[id].Metrics()
 		sent += m.RaftSent - before[id].RaftSent
 		syncs += m.Fsyncs - before[id].Fsyncs
-		if got := float64(m.Fsyncs-before[id].Fsyncs) / secs; got < 1.9 || got > 2.5 {
-			t.Errorf("%s synced its log %.2f times a second, want about twice per renewal (1/s)", id, got)
+		if got := float64(m.Fsyncs-before[id].Fsyncs) / secs; got < 0.9 || got > 1.2 {
+			t.Errorf("%s synced its log %.2f times a second, want once per renewal (1/s)", id, got)
 		}
 	}
 	perSec := float64(sent) / secs
@@ -431,5 +432,36 @@ func TestANewLeaderRetellsEpochs(t *testing.T) {
 	w.run(5 * time.Second)
 	if st := w.nodes[old].Status(); len(st.Tables) != 1 || len(st.Tables[0].Tablets[0].Secondaries) != 3 {
 		t.Errorf("the restarted member %s holds %+v, want t with d/r1 added", old, st)
+	}
+}
+
+// TestCrashesLoseNothingCommitted crashes and restarts members at
+// random, each losing its unsynced writes (commit indexes among them),
+// with snapshots every few entries: every restart recovers, the primary
+// keeps its lease, and once it stops renewing the members hold one
+// state.
+func TestCrashesLoseNothingCommitted(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		w := grantedWorld(t, seed, NodeOptions{Member: MemberOptions{SnapshotEvery: 5}})
+		r := rand.New(rand.NewPCG(seed, 0))
+		for range 8 {
+			victim := voters3[r.IntN(3)]
+			w.run(time.Duration(r.IntN(3000)) * time.Millisecond)
+			w.crash(victim)
+			w.run(time.Duration(r.IntN(3000)) * time.Millisecond)
+			w.startNode(victim)
+		}
+		w.run(10 * time.Second)
+		if w.replicas["a/r1"].granted[ref0] != 1 {
+			t.Errorf("seed %d: a/r1 lost its lease; trace:\n%s", seed, w.dump())
+		}
+		w.replicas["a/r1"].kill() // no more renewals: the log comes to rest
+		w.run(2 * time.Second)
+		want := string(w.nodes[voters3[0]].member.State().Snapshot())
+		for _, id := range voters3[1:] {
+			if got := string(w.nodes[id].member.State().Snapshot()); got != want {
+				t.Errorf("seed %d: %s holds %s, %s holds %s", seed, id, got, voters3[0], want)
+			}
+		}
 	}
 }
