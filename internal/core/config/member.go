@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -95,6 +97,10 @@ type Member struct {
 	// quiet counts the ticks since a leader was last heard (or since the
 	// last campaign), and campaignAt is the count at which to campaign.
 	quiet, campaignAt int
+	// ticks counts every Tick; snapshots holds, per follower (raft ID),
+	// the tick at which a snapshot was last sent to it.
+	ticks     int
+	snapshots map[uint64]int
 }
 
 // neverElect is the election timeout raft is given: a member campaigns
@@ -144,6 +150,7 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 		return fmt.Errorf("config: starting raft: %w", err)
 	}
 	m.campaignAt = m.drawQuiet(env.Rand())
+	m.snapshots = map[uint64]int{}
 	return m.flush()
 }
 
@@ -175,8 +182,10 @@ func (m *Member) drawQuiet(r *rand.Rand) int {
 // spell.
 func (m *Member) Tick() error {
 	m.rn.Tick()
+	m.ticks++
 	if m.IsLeader() {
 		m.quiet = 0
+		m.retrySnapshots()
 	} else if m.quiet++; m.quiet >= m.campaignAt {
 		m.quiet, m.campaignAt = 0, m.drawQuiet(m.env.Rand())
 		if err := m.rn.Campaign(); err != nil {
@@ -263,6 +272,9 @@ func (m *Member) flush() error {
 			m.appliedTerm = rd.Snapshot.Metadata.Term
 		}
 		for _, msg := range rd.Messages {
+			if msg.Type == raftpb.MsgSnap {
+				m.snapshots[msg.To] = m.ticks
+			}
 			m.send(m.nodeID(msg.To), msg)
 		}
 		for _, e := range rd.CommittedEntries {
@@ -274,6 +286,28 @@ func (m *Member) flush() error {
 		}
 	}
 	return nil
+}
+
+// retrySnapshots reports as failed a snapshot that has not brought its
+// follower out of raft's snapshot state within an election timeout. Raft
+// sends such a follower nothing more until the snapshot is reported, and
+// a snapshot lost on the way (the follower crashed, the network dropped
+// it) is reported by nobody else: the follower would never catch up.
+func (m *Member) retrySnapshots() {
+	if len(m.snapshots) == 0 {
+		return
+	}
+	progress := m.rn.Status().Progress
+	for _, id := range slices.Sorted(maps.Keys(m.snapshots)) {
+		pr, ok := progress[id]
+		switch {
+		case !ok || pr.State != tracker.StateSnapshot:
+			delete(m.snapshots, id)
+		case m.ticks-m.snapshots[id] >= m.opts.ElectionTicks:
+			delete(m.snapshots, id)
+			m.rn.ReportSnapshot(id, raft.SnapshotFailure)
+		}
+	}
 }
 
 func (m *Member) applyEntry(e raftpb.Entry) {

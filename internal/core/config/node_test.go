@@ -441,7 +441,7 @@ func TestANewLeaderRetellsEpochs(t *testing.T) {
 // keeps its lease, and once it stops renewing the members hold one
 // state.
 func TestCrashesLoseNothingCommitted(t *testing.T) {
-	for seed := uint64(1); seed <= 10; seed++ {
+	for seed := uint64(140); seed < 150; seed++ { // 147 lost a snapshot (Member.retrySnapshots)
 		w := grantedWorld(t, seed, NodeOptions{Member: MemberOptions{SnapshotEvery: 5}})
 		r := rand.New(rand.NewPCG(seed, 0))
 		for range 8 {
