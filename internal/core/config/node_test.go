@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -463,5 +464,85 @@ func TestCrashesLoseNothingCommitted(t *testing.T) {
 				t.Errorf("seed %d: %s holds %s, %s holds %s", seed, id, got, voters3[0], want)
 			}
 		}
+	}
+}
+
+var faultSeeds = flag.Int("config.seeds", 40, "seeds of TestFaultsKeepOneLeaseHolder")
+
+// TestFaultsKeepOneLeaseHolder runs worlds whose members and replicas
+// crash, restart, are cut off and return at random, and checks after
+// every event that at most one replica would accept a Put of the tablet
+// (holds its lease, unfenced, as its primary): the old primary's lease
+// has run out, or it is fenced, before another takes over. After the
+// faults heal, some replica holds the lease again.
+func TestFaultsKeepOneLeaseHolder(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(*faultSeeds); seed++ {
+		w := grantedWorld(t, seed, NodeOptions{Member: MemberOptions{SnapshotEvery: 10}})
+		replicas := []wire.NodeID{"a/r1", "b/r1", "c/r1"}
+		w.check = func() {
+			var holders []wire.NodeID
+			for _, id := range replicas {
+				if w.replicas[id].holds(ref0) {
+					holders = append(holders, id)
+				}
+			}
+			if len(holders) > 1 {
+				t.Fatalf("seed %d: at %v %v all accept Puts of t/0; reproduce: go test ./internal/core/config -run TestFaultsKeepOneLeaseHolder -config.seeds %d; trace:\n%s",
+					seed, w.now.Sub(w.start), holders, seed, w.dump())
+			}
+		}
+		r := rand.New(rand.NewPCG(seed, 1))
+		for range 30 {
+			fault(w, r, replicas)
+			w.run(time.Duration(r.IntN(4000)) * time.Millisecond)
+		}
+		for _, id := range replicas {
+			w.cut[id] = false
+			if !w.replicas[id].alive {
+				w.replicas[id].revive()
+			}
+		}
+		for _, id := range voters3 {
+			w.cut[id] = false
+			if w.nodes[id] == nil {
+				w.startNode(id)
+			}
+		}
+		w.run(30 * time.Second)
+		held := slices.ContainsFunc(replicas, func(id wire.NodeID) bool { return w.replicas[id].holds(ref0) })
+		if !held {
+			t.Errorf("seed %d: 30s after the faults healed, no replica holds t/0's lease; trace:\n%s", seed, w.dump())
+		}
+	}
+}
+
+// fault does one thing to w at random: a replica or a member dies or
+// returns, is cut off or heals.
+func fault(w *world, r *rand.Rand, replicas []wire.NodeID) {
+	switch r.IntN(4) {
+	case 0:
+		rep := w.replicas[replicas[r.IntN(len(replicas))]]
+		if rep.alive {
+			rep.kill()
+		} else {
+			rep.revive()
+		}
+		w.tracef("fault: %s alive %v", rep.id, rep.alive)
+	case 1:
+		id := replicas[r.IntN(len(replicas))]
+		w.cut[id] = !w.cut[id]
+		w.tracef("fault: %s cut %v", id, w.cut[id])
+	case 2:
+		id := voters3[r.IntN(len(voters3))]
+		if w.nodes[id] != nil {
+			w.crash(id)
+		} else {
+			w.startNode(id)
+		}
+		w.tracef("fault: %s up %v", id, w.nodes[id] != nil)
+	default:
+		id := voters3[r.IntN(len(voters3))]
+		w.cut[id] = !w.cut[id]
+		w.tracef("fault: %s cut %v", id, w.cut[id])
 	}
 }

@@ -46,6 +46,8 @@ type world struct {
 	// every log line at Info and above, in order.
 	trace []string
 	logs  bytes.Buffer
+	// check, if set, runs after every event.
+	check func()
 }
 
 type event struct {
@@ -157,6 +159,9 @@ func (w *world) run(d time.Duration) {
 		w.handle(ev)
 		w.noteLeaders()
 		w.noteLogs()
+		if w.check != nil {
+			w.check()
+		}
 	}
 	w.now = end
 }
@@ -274,6 +279,7 @@ func (w *world) replica(id wire.NodeID) *scripted {
 		highs: map[wire.TabletRef]hlc.Timestamp{}, stuck: map[wire.TabletRef]bool{},
 		granted: map[wire.TabletRef]uint64{},
 	}
+	r.forget()
 	w.replicas[id] = r
 	w.lives[id]++
 	r.env = w.env(id)
@@ -304,6 +310,25 @@ type scripted struct {
 	waiting time.Time
 	// changes lists the EpochChanges adopted.
 	changes []wire.EpochChange
+	// The lease as PROTO27 has a primary keep it: sentAt is when each
+	// renewal was sent and applied the newest Seq granted; asked is when
+	// the lease of each tablet was asked for (it holds until asked +
+	// Length - Margin); fenced is the epoch a HighRequest fenced a
+	// tablet at, and fencedAt when.
+	sentAt   map[uint64]time.Time
+	applied  uint64
+	asked    map[wire.TabletRef]time.Time
+	fenced   map[wire.TabletRef]uint64
+	fencedAt map[wire.TabletRef]time.Time
+}
+
+// holds reports whether r, alive, would accept a Put of tablet ref now:
+// its layout makes it primary, it is not fenced, and its lease holds.
+func (r *scripted) holds(ref wire.TabletRef) bool {
+	l, ok := r.layouts[ref.Table]
+	asked, leased := r.asked[ref]
+	return r.alive && ok && l.Tablets[ref.Tablet].Primary == r.id && r.fenced[ref] == 0 && leased &&
+		r.w.opts.Lease.EnsureDefaults().Holds(asked, r.env.Now())
 }
 
 type renewTimer struct{}
@@ -330,7 +355,15 @@ func (r *scripted) renewSoon() {
 // kill stops r: it answers nothing and renews nothing until revive.
 func (r *scripted) kill() { r.alive = false }
 
+// forget loses what a process keeps in memory only: its leases and
+// fences.
+func (r *scripted) forget() {
+	r.sentAt, r.applied = map[uint64]time.Time{}, 0
+	r.asked, r.fenced, r.fencedAt = map[wire.TabletRef]time.Time{}, map[wire.TabletRef]uint64{}, map[wire.TabletRef]time.Time{}
+}
+
 func (r *scripted) revive() {
+	r.forget()
 	r.alive = true
 	r.w.lives[r.id]++
 	r.env.After(r.w.opts.Lease.EnsureDefaults().Renew, renewTimer{})
@@ -363,6 +396,7 @@ func (r *scripted) renew() {
 		return
 	}
 	r.seq++
+	r.sentAt[r.seq] = r.env.Now()
 	if r.waiting.IsZero() {
 		r.waiting = r.env.Now()
 	}
@@ -392,18 +426,33 @@ func (r *scripted) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.HighRequest:
 		r.highRequest(from, m)
 	case *wire.EpochChange:
-		ref := wire.TabletRef{Table: m.Layout.ID, Tablet: m.Tablet}
-		if m.Epoch >= r.epochs[ref] {
-			r.epochs[ref], r.layouts[m.Layout.ID] = m.Epoch, m.Layout
-			r.changes = append(r.changes, *m)
-			if m.Start.Less(r.highs[ref]) {
-				r.highs[ref] = m.Start // rolled back
-			}
+		r.epochChange(from, m)
+	}
+}
+
+func (r *scripted) epochChange(from wire.NodeID, m *wire.EpochChange) {
+	ref := wire.TabletRef{Table: m.Layout.ID, Tablet: m.Tablet}
+	if m.Epoch > r.epochs[ref] {
+		// A new primary's first lease counts from the HighRequest of
+		// its epoch; anyone else has none.
+		delete(r.asked, ref)
+		if m.Layout.Tablets[m.Tablet].Primary == r.id && r.fenced[ref] == m.Epoch {
+			r.asked[ref] = r.fencedAt[ref]
 		}
-		r.env.Send(from, &wire.EpochAck{Tablet: ref, Epoch: r.epochs[ref]})
-		if m.Layout.Tablets[m.Tablet].Primary == r.id {
-			r.renew()
+		if r.fenced[ref] <= m.Epoch {
+			delete(r.fenced, ref)
 		}
+	}
+	if m.Epoch >= r.epochs[ref] {
+		r.epochs[ref], r.layouts[m.Layout.ID] = m.Epoch, m.Layout
+		r.changes = append(r.changes, *m)
+		if m.Start.Less(r.highs[ref]) {
+			r.highs[ref] = m.Start // rolled back
+		}
+	}
+	r.env.Send(from, &wire.EpochAck{Tablet: ref, Epoch: r.epochs[ref]})
+	if m.Layout.Tablets[m.Tablet].Primary == r.id {
+		r.renew()
 	}
 }
 
@@ -423,12 +472,33 @@ func (r *scripted) leaseGrant(m *wire.LeaseGrant) {
 	for _, te := range m.Tablets {
 		r.granted[te.Tablet] = te.Epoch
 	}
+	sent, ok := r.sentAt[m.Seq]
+	if !ok || m.Seq < r.applied {
+		return // an older grant changes nothing
+	}
+	r.applied = m.Seq
+	for _, te := range m.Tablets {
+		if te.Epoch != r.epochs[te.Tablet] {
+			continue
+		}
+		r.asked[te.Tablet] = sent
+		// A grant of a renewal sent after a fence comes from a leader
+		// with no transition of the tablet under way, and from a state
+		// no earlier leader's move can change any more (Member.Ready):
+		// the transition that fenced it is over without a move.
+		if r.fenced[te.Tablet] != 0 && sent.After(r.fencedAt[te.Tablet]) {
+			delete(r.fenced, te.Tablet)
+		}
+	}
 }
 
 func (r *scripted) highRequest(from wire.NodeID, m *wire.HighRequest) {
 	if r.epochs[m.Tablet] >= m.Epoch {
 		r.env.Send(from, &wire.HighReply{Tablet: m.Tablet, Epoch: m.Epoch, Code: wire.Invalid})
 		return
+	}
+	if r.fenced[m.Tablet] < m.Epoch {
+		r.fenced[m.Tablet], r.fencedAt[m.Tablet] = m.Epoch, r.env.Now()
 	}
 	if !r.stuck[m.Tablet] && r.highs[m.Tablet].Less(m.Until) {
 		r.highs[m.Tablet] = m.Until // caught up from the primary
