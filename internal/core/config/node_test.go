@@ -502,6 +502,7 @@ func TestFaultsKeepOneLeaseHolder(t *testing.T) {
 				w.replicas[id].revive()
 			}
 		}
+		clear(w.cutLinks)
 		for _, id := range voters3 {
 			w.cut[id] = false
 			if w.nodes[id] == nil {
@@ -517,9 +518,10 @@ func TestFaultsKeepOneLeaseHolder(t *testing.T) {
 }
 
 // fault does one thing to w at random: a replica or a member dies or
-// returns, is cut off or heals.
+// returns, is cut off or heals, or a member is cut off the other members
+// (not the replicas) or rejoins them.
 func fault(w *world, r *rand.Rand, replicas []wire.NodeID) {
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		rep := w.replicas[replicas[r.IntN(len(replicas))]]
 		if rep.alive {
@@ -540,9 +542,16 @@ func fault(w *world, r *rand.Rand, replicas []wire.NodeID) {
 			w.startNode(id)
 		}
 		w.tracef("fault: %s up %v", id, w.nodes[id] != nil)
-	default:
+	case 3:
 		id := voters3[r.IntN(len(voters3))]
 		w.cut[id] = !w.cut[id]
 		w.tracef("fault: %s cut %v", id, w.cut[id])
+	default: // a member cut off the other members only
+		id := voters3[r.IntN(len(voters3))]
+		cut := !w.cutLinks[[2]wire.NodeID{id, id}]
+		for _, v := range voters3 {
+			w.cutLinks[[2]wire.NodeID{id, v}] = cut
+		}
+		w.tracef("fault: %s cut off the members %v", id, cut)
 	}
 }
