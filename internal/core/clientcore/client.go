@@ -264,6 +264,10 @@ type Table struct {
 type tabletView struct {
 	ref      wire.TabletRef
 	replicas []*replicaState // primary first
+	// epoch is the tablet's epoch as the client last learnt it from a
+	// NotPrimary (failover.go); 0 while it knows none, and always for a
+	// tablet no configuration service governs.
+	epoch uint64
 	// writeCount is the table's write level as a number of this tablet's
 	// replicas; quorumRead, when not zero, the fewest replicas a read
 	// needs to overlap every Put's write set (r + w > N, with w above
@@ -418,6 +422,8 @@ func (c *Client) Fire(timer any) {
 	case waitTimer:
 		c.waited(t)
 	case delayTimer:
+		t.send()
+	case retryTimer:
 		t.send()
 	case heldTimer:
 		t.expire()
