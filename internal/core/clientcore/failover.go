@@ -39,7 +39,8 @@ func (c *Client) newPutRetry(timeout time.Duration) *putRetry {
 	return &putRetry{deadline: c.env.Now().Add(timeout), backoff: retryBackoffMin}
 }
 
-// retryTimer sends a Put again after its backoff.
+// retryTimer sends a request turned away again after its backoff: a
+// Put of key, or a Reconfigure of table key (reconfigure.go).
 type retryTimer struct {
 	key  string
 	send func()
@@ -47,7 +48,7 @@ type retryTimer struct {
 
 // String names the timer by its key, not the function, so that a
 // simulator's trace of it is the same in every run.
-func (t retryTimer) String() string { return "put-retry(" + keyfmt.Quote(t.key) + ")" }
+func (t retryTimer) String() string { return "retry(" + keyfmt.Quote(t.key) + ")" }
 
 // retryPut handles a reply of from that turned away a Put of key to tv
 // (NotPrimary of a governed tablet, NoLease): it follows the new primary

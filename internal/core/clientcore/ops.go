@@ -304,6 +304,7 @@ func (c *Client) getSLA(g *getPlan) error {
 	}
 	r := g.read.draw(c.env.Rand()).Count(len(g.tv.replicas))
 	mins := c.minReadTimestamps(g.s, g.agreement, g.key)
+	c.noteUtility(g.tv, g.agreement, mins)
 	res := GetResult{Met: -1, Target: -1, Strategy: g.strategy, Level: r, Delay: delay}
 	if g.tuner != nil {
 		res.TuneP = g.read.P
