@@ -79,7 +79,11 @@ type Config struct {
 	// c-<random> without.
 	Name string
 	// Nodes maps every storage node ("england/r1") to the address the
-	// client dials to reach it. Required.
+	// client dials to reach it. Required. The nodes named "SITE/cfg" are
+	// the members of the cluster's configuration service, if it runs one
+	// (cosla cluster up lists them): the client sends them what its Gets
+	// would gain from moving a tablet's primary (Pileus 6.2), and
+	// MovePrimary, AddReplica and RemoveReplica.
 	Nodes map[string]string
 	// RequestTimeout bounds Puts, table operations and Gets whose SLA has
 	// an unbounded subSLA. Default 10s.

@@ -1,6 +1,7 @@
 package clientcore
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -38,8 +39,9 @@ type reconfigureCall struct {
 // if the client knows no member, or the service refused the change (a
 // node that is not a replica, the primary removed, a change already
 // under way), ErrNoTable, or ErrTimeout when no leader answered within
-// timeout.
+// timeout (Options.RequestTimeout if zero).
 func (c *Client) Reconfigure(m wire.Reconfigure, timeout time.Duration, done func(wire.ReconfigureReply, error)) {
+	timeout = cmp.Or(timeout, c.opts.RequestTimeout)
 	if len(c.opts.Config) == 0 {
 		done(wire.ReconfigureReply{}, fmt.Errorf("%w: reconfigure: the client knows no configuration member (Options.Config)", ErrInvalid))
 		return
