@@ -119,6 +119,11 @@ type Config struct {
 	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
 	// share of recent Gets that met each subSLA. Default 1m.
 	SLAWindow time.Duration
+	// ReportEvery is how often the client reports to the configuration
+	// service (the nodes SITE/cfg of Nodes) the utility its Gets would
+	// have received with each tablet's primary at each site (Pileus
+	// 6.2). Default 10s.
+	ReportEvery time.Duration
 	// Logger receives the client's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -181,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 			MaxValueBytes:    cfg.MaxValueBytes,
 			MaxSessions:      cfg.MaxSessions,
 			SLAWindow:        cfg.SLAWindow,
+			ReportEvery:      cfg.ReportEvery,
 			Measure:          clientcore.MeasureNeeded,
 		}})
 	if err != nil {
