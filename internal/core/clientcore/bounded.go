@@ -400,7 +400,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 				done(res, fmt.Errorf("get %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
-			c.observeHigh(tv, r, reply.HighTS)
+			c.observeRead(tv, r, reply.HighTS, reply.Primary)
 			res.Primary, res.HighTS, res.Applied, res.Pending, res.Null = reply.Primary, reply.HighTS, int(reply.Applied), int(reply.Pending), reply.Null
 			if c.fromSession(s, key, agreement, res, o.since, done) {
 				return

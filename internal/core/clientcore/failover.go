@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/keyfmt"
 )
@@ -124,5 +125,28 @@ func (c *Client) relayout(t *Table, l wire.Layout) {
 	t.layout = l
 	for i := range t.tablets {
 		t.tablets[i] = c.tabletView(&l, i, &t.tablets[i])
+	}
+}
+
+// observeRead records what replica r of tv said of itself answering a
+// read or probe: its high timestamp and whether it is the primary.
+//
+// Reads under leases (DESIGN.md section 10): a node answers as the
+// primary only while it is the tablet's primary and holds its lease. A
+// replica the client took for a secondary that answers so is the
+// primary now, a failover or switchover having moved the tablet there:
+// the client follows at once, a client that only reads as well as one
+// whose Puts would learn it from NotPrimary. The converse is no news: a
+// primary that answers otherwise may be deposed, or only between
+// leases, and the client keeps it until it learns of another.
+func (c *Client) observeRead(tv *tabletView, r *replicaState, high hlc.Timestamp, primary bool) {
+	c.observeHigh(tv, r, high)
+	if !primary || r.primary {
+		return
+	}
+	for _, t := range c.tables {
+		if l := t.layout; l.ID == tv.ref.Table && l.Causal == nil && l.MoveTo(tv.index(), r.id) {
+			c.relayout(t, l)
+		}
 	}
 }

@@ -239,3 +239,28 @@ func TestGetPrimaryDown(t *testing.T) {
 			calls, res.Node, res.Met+1, res.RTT, getErr)
 	}
 }
+
+// TestReadFollowsNewPrimary checks that a replica taken for a secondary
+// that answers a probe as the primary (it holds the lease: a failover
+// moved the tablet there) becomes the primary of the client's layout,
+// so that strong reads and Puts go there; and that a primary answering
+// as a secondary (between leases) is kept.
+func TestReadFollowsNewPrimary(t *testing.T) {
+	c, env, table := openedClient(t, Options{})
+	c.Receive(england, &wire.ProbeReply{Req: env.take(t, england, true), Code: wire.OK, HighTS: wallTS(1000)})
+	if p := table.Layout().Tablets[0].Primary; p != england {
+		t.Fatalf("a primary answering without its lease was replaced by %s", p)
+	}
+	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1001), Primary: true})
+	if tb := table.Layout().Tablets[0]; tb.Primary != us || !slices.Equal(tb.Secondaries, []wire.NodeID{england, india}) {
+		t.Fatalf("layout after us answered as primary: %s with %v; want us/r1 with england/r1, india/r1", tb.Primary, tb.Secondaries)
+	}
+	s, err := c.BeginSession(table, defaultSLA, Pileus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(s, "k", []byte("v"), PutOptions{}, func(PutResult, error) {}); err != nil {
+		t.Fatal(err)
+	}
+	env.takePut(t, us)
+}

@@ -643,7 +643,7 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
-				c.observeHigh(tv, r, reply.HighTS)
+				c.observeRead(tv, r, reply.HighTS, reply.Primary)
 			}
 			if warmUp {
 				r.coldUntil = c.env.Now()
