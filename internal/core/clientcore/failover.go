@@ -80,11 +80,14 @@ func (c *Client) retryPut(t *Table, tv *tabletView, key string, from wire.NodeID
 		}
 		c.env.After(wait, retryTimer{key: key, send: resend})
 	}
-	if reply.Code == wire.NotPrimary && reply.Primary != "" && reply.Epoch > tv.epoch {
+	switch {
+	case reply.Code == wire.NotPrimary && reply.Primary != "" && reply.Epoch > tv.epoch:
 		c.follow(t, tv, reply.Epoch, reply.Primary, rt.deadline, resend, later)
-		return true
+	case reply.Code == wire.NotPrimary && from != tv.replicas[0].id:
+		resend() // the client has followed the move since it sent the Put
+	default:
+		later()
 	}
-	later()
 	return true
 }
 

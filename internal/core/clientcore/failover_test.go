@@ -264,3 +264,25 @@ func TestReadFollowsNewPrimary(t *testing.T) {
 	}
 	env.takePut(t, us)
 }
+
+// TestPutsInFlightFollow checks two Puts sent to the old primary before
+// the client learnt of the move: the first reply moves the layout, and
+// the second Put goes to the new primary at once too, not after a
+// backoff.
+func TestPutsInFlightFollow(t *testing.T) {
+	c, env, s := putSession(t, Options{})
+	var a, b putResult
+	for _, p := range []*putResult{&a, &b} {
+		if err := c.Put(s, "k", []byte("v"), PutOptions{}, p.done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := env.takePut(t, england), env.takePut(t, england)
+	c.Receive(england, &wire.PutReply{Req: first.Req, Code: wire.NotPrimary, Epoch: 2, Primary: us})
+	c.Receive(england, &wire.PutReply{Req: second.Req, Code: wire.NotPrimary, Epoch: 2, Primary: us})
+	for range 2 {
+		if put := env.takePut(t, us); put.Epoch != 2 {
+			t.Fatalf("Put sent again with epoch %d, want 2", put.Epoch)
+		}
+	}
+}
