@@ -43,7 +43,7 @@ type reconfigureCall struct {
 func (c *Client) Reconfigure(m wire.Reconfigure, timeout time.Duration, done func(wire.ReconfigureReply, error)) {
 	timeout = cmp.Or(timeout, c.opts.RequestTimeout)
 	if len(c.opts.Config) == 0 {
-		done(wire.ReconfigureReply{}, fmt.Errorf("%w: reconfigure: the client knows no configuration member (Options.Config)", ErrInvalid))
+		done(wire.ReconfigureReply{}, fmt.Errorf("%w: reconfigure: the client knows no member of a configuration service (Options.Config): the cluster runs none, or the client was not told of it", ErrInvalid))
 		return
 	}
 	call := &reconfigureCall{m: m, deadline: c.env.Now().Add(timeout), backoff: retryBackoffMin, done: done}
