@@ -12,22 +12,22 @@ import (
 // tabletChange is a command that asks the configuration service to
 // change one tablet: cluster failover and cluster replica add|remove.
 type tabletChange struct {
-	name, synopsis, doc string
-	// flag names the command's own required flag (to, node), flagDoc its
-	// help; check checks its value before anything is sent.
-	flag, flagDoc string
-	check         func(value string) error
-	change        func(c *cosla.Client, ctx context.Context, table string, tablet int, value string) (cosla.Reconfiguration, error)
+	name, doc string
+	// flag names the command's own required flag (to, node), value its
+	// value in the usage line (SITE, SITE/NAME) and flagDoc its help;
+	// check checks it before anything is sent.
+	flag, value, flagDoc string
+	check                func(value string) error
+	change               func(c *cosla.Client, ctx context.Context, table string, tablet int, value string) (cosla.Reconfiguration, error)
 }
 
 func runClusterFailover(args []string, stdout, stderr io.Writer) error {
 	return runTabletChange(tabletChange{
-		name: "cluster failover", synopsis: "cosla cluster failover [--table T] [--tablet N] --to SITE [--dir DIR | --config FILE] [--json]",
+		name: "cluster failover",
 		doc: "Moves the primary of a tablet to its replica at SITE by planned switchover: the old primary\n" +
 			"stops taking Puts, the new one catches up with it, and the tablet's epoch moves, so that no\n" +
-			"acknowledged Put is lost, whatever its write level. Clients follow on their next Put.\n" +
-			"Needs the cluster's configuration service; returns once the move has committed.",
-		flag: "to", flagDoc: "the `SITE` whose replica of the tablet becomes its primary",
+			"acknowledged Put is lost, whatever its write level. Clients follow on their next Put.",
+		flag: "to", value: "SITE", flagDoc: "the `SITE` whose replica of the tablet becomes its primary",
 		check: func(site string) error {
 			if site == "" || strings.Contains(site, "/") {
 				return usagef("--to %q: want a site holding a replica of the tablet, e.g. --to us", site)
@@ -40,22 +40,20 @@ func runClusterFailover(args []string, stdout, stderr io.Writer) error {
 
 func runClusterReplicaAdd(args []string, stdout, stderr io.Writer) error {
 	return runTabletChange(tabletChange{
-		name: "cluster replica add", synopsis: "cosla cluster replica add [--table T] [--tablet N] --node SITE/NAME [--dir DIR | --config FILE] [--json]",
+		name: "cluster replica add",
 		doc: "Adds a storage node to the secondaries of a tablet; it catches up from the primary (by\n" +
-			"snapshot if the primary's log no longer reaches back). Needs the cluster's configuration\n" +
-			"service; returns once the change has committed.",
-		flag: "node", flagDoc: "the storage node to add, `SITE/NAME` (e.g. india/r1)",
+			"snapshot if the primary's log no longer reaches back).",
+		flag: "node", value: "SITE/NAME", flagDoc: "the storage node to add, `SITE/NAME` (e.g. india/r1)",
 		check: checkNodeFlag, change: (*cosla.Client).AddReplica,
 	}, args, stdout, stderr)
 }
 
 func runClusterReplicaRemove(args []string, stdout, stderr io.Writer) error {
 	return runTabletChange(tabletChange{
-		name: "cluster replica remove", synopsis: "cosla cluster replica remove [--table T] [--tablet N] --node SITE/NAME [--dir DIR | --config FILE] [--json]",
+		name: "cluster replica remove",
 		doc: "Removes a secondary of a tablet, which drops its copy. The primary cannot be removed:\n" +
-			"move it first (cosla cluster failover). Needs the cluster's configuration service;\n" +
-			"returns once the change has committed.",
-		flag: "node", flagDoc: "the secondary to remove, `SITE/NAME` (e.g. india/r1)",
+			"move it first (cosla cluster failover).",
+		flag: "node", value: "SITE/NAME", flagDoc: "the secondary to remove, `SITE/NAME` (e.g. india/r1)",
 		check: checkNodeFlag, change: (*cosla.Client).RemoveReplica,
 	}, args, stdout, stderr)
 }
@@ -72,7 +70,9 @@ func checkNodeFlag(node string) error {
 // asks the cluster's configuration service for the change and prints
 // the tablet's place after it.
 func runTabletChange(tc tabletChange, args []string, stdout, stderr io.Writer) error {
-	fs := newCommand(tc.name, tc.synopsis, tc.doc, stderr)
+	synopsis := fmt.Sprintf("cosla %s [--table T] [--tablet N] --%s %s [--dir DIR | --config FILE] [--json]", tc.name, tc.flag, tc.value)
+	doc := tc.doc + "\nNeeds the cluster's configuration service; returns once the change has committed."
+	fs := newCommand(tc.name, synopsis, doc, stderr)
 	var f clientFlags
 	addClientFlags(fs, &f, false)
 	tablet := fs.Int("tablet", 0, "the tablet's index in the table's layout, from 0")

@@ -127,7 +127,7 @@ func (c *Client) follow(t *Table, tv *tabletView, epoch uint64, primary wire.Nod
 func (c *Client) relayout(t *Table, l wire.Layout) {
 	t.layout = l
 	for i := range t.tablets {
-		t.tablets[i] = c.tabletView(&l, i, &t.tablets[i])
+		t.tablets[i] = c.newTabletView(&l, i, &t.tablets[i])
 	}
 }
 

@@ -67,7 +67,7 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 			return
 		}
 		for i := range l.Tablets {
-			t.tablets = append(t.tablets, c.tabletView(&l, i, nil))
+			t.tablets = append(t.tablets, c.newTabletView(&l, i, nil))
 		}
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
@@ -87,10 +87,10 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 	})
 }
 
-// tabletView returns the client's view of tablet i of layout l. The
+// newTabletView returns the client's view of tablet i of layout l. The
 // replicas that old, the tablet's previous view, also has keep their
 // state (high timestamps, probes), and the view keeps its epoch.
-func (c *Client) tabletView(l *wire.Layout, i int, old *tabletView) tabletView {
+func (c *Client) newTabletView(l *wire.Layout, i int, old *tabletView) tabletView {
 	spec := l.Tablets[i]
 	tv := tabletView{ref: wire.TabletRef{Table: l.ID, Tablet: int32(i)}}
 	if old != nil {
