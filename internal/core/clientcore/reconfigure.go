@@ -66,6 +66,9 @@ func (c *Client) reconfigureRound(call *reconfigureCall) {
 					return
 				}
 				if reply.Code != wire.NotLeader {
+					if reply.Code == wire.OK {
+						c.reconfigured(call.m, reply)
+					}
 					call.finish(*reply, reconfigureError(reply.Code))
 					return
 				}
@@ -94,6 +97,19 @@ func (c *Client) reconfigureLater(call *reconfigureCall) {
 			}
 		}})
 	}
+}
+
+// reconfigured takes the layout and epoch a committed change of m
+// gives its table into the client's view of it, if the client has it
+// open: its next Put goes to the new primary at once.
+func (c *Client) reconfigured(m wire.Reconfigure, reply *wire.ReconfigureReply) {
+	t := c.tables[m.Table]
+	if t == nil || t.causal != nil || t.layout.ID != reply.Layout.ID || len(t.tablets) != len(reply.Layout.Tablets) || int(m.Tablet) >= len(t.tablets) {
+		return
+	}
+	c.relayout(t, reply.Layout)
+	tv := &t.tablets[m.Tablet]
+	tv.epoch = max(tv.epoch, reply.Epoch)
 }
 
 // finish ends the call with its answer, once.

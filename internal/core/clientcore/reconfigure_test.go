@@ -45,7 +45,7 @@ func (r *reconfigureResult) done(reply wire.ReconfigureReply, err error) {
 // others' NotLeader ignored; while no member knows a leader, sent again
 // after a backoff; ErrTimeout when no leader answers in time.
 func TestReconfigure(t *testing.T) {
-	c, env, _ := openedClient(t, Options{Config: members})
+	c, env, table := openedClient(t, Options{Config: members})
 	m := wire.Reconfigure{Table: "t", Primary: us}
 	var got reconfigureResult
 	c.Reconfigure(m, 5*time.Second, got.done)
@@ -69,6 +69,10 @@ func TestReconfigure(t *testing.T) {
 	c.Receive("us/cfg", &wire.ReconfigureReply{Req: reqs["us/cfg"], Epoch: 2, Layout: moved})
 	if got.calls != 1 || got.err != nil || got.reply.Epoch != 2 || got.reply.Layout.Tablets[0].Primary != us {
 		t.Fatalf("%d calls, reply %+v, err %v; want one, epoch 2 with us/r1 primary", got.calls, got.reply, got.err)
+	}
+	// The client's own view of the open table follows the move.
+	if tv := &table.tablets[0]; table.Layout().Tablets[0].Primary != us || tv.epoch != 2 || tv.replicas[0].id != us {
+		t.Fatalf("open table after the move: primary %s, epoch %d; want us/r1 at 2", table.Layout().Tablets[0].Primary, tv.epoch)
 	}
 
 	// Refused: a bad request.
