@@ -81,7 +81,9 @@ func (c *Client) retryPut(t *Table, tv *tabletView, key string, from wire.NodeID
 		c.env.After(wait, retryTimer{key: key, send: resend})
 	}
 	switch {
-	case reply.Code == wire.NotPrimary && reply.Primary != "" && reply.Epoch > tv.epoch:
+	case reply.Code == wire.NotPrimary && reply.Primary != "" && reply.Primary != from && reply.Epoch >= tv.epoch:
+		// At the client's epoch too: a late answer of a primary it
+		// has left since may have taken it back there (observeRead).
 		c.follow(t, tv, reply.Epoch, reply.Primary, rt.deadline, resend, later)
 	case reply.Code == wire.NotPrimary && from != tv.replicas[0].id:
 		resend() // the client has followed the move since it sent the Put

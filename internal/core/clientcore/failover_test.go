@@ -286,3 +286,29 @@ func TestPutsInFlightFollow(t *testing.T) {
 		}
 	}
 }
+
+// TestPutAfterStaleRead checks a probe answer that the old primary sent
+// before it was deposed and that reaches the client after it followed
+// the move: it takes the client back to the old primary, whose
+// NotPrimary, at the client's own epoch, sends the Put on to the new one
+// at once.
+func TestPutAfterStaleRead(t *testing.T) {
+	c, env, s := putSession(t, Options{})
+	var got putResult
+	if err := c.Put(s, "k", []byte("v"), PutOptions{}, got.done); err != nil {
+		t.Fatal(err)
+	}
+	c.Receive(england, &wire.PutReply{Req: env.takePut(t, england).Req, Code: wire.NotPrimary, Epoch: 2, Primary: us})
+	c.Receive(us, &wire.PutReply{Req: env.takePut(t, us).Req, Code: wire.OK, TS: wallTS(1001)})
+	tv := &s.table.tablets[0]
+	c.probe(tv, tv.replicas[1], false)
+	probe := env.take(t, england, true)
+	c.Receive(england, &wire.ProbeReply{Req: probe, Code: wire.OK, HighTS: wallTS(1000), Primary: true})
+	if err := c.Put(s, "k", []byte("w"), PutOptions{}, got.done); err != nil {
+		t.Fatal(err)
+	}
+	c.Receive(england, &wire.PutReply{Req: env.takePut(t, england).Req, Code: wire.NotPrimary, Epoch: 2, Primary: us})
+	if put := env.takePut(t, us); put.Epoch != 2 {
+		t.Fatalf("Put sent on with epoch %d, want 2", put.Epoch)
+	}
+}
