@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -100,12 +101,8 @@ func Replicas(peers map[wire.NodeID]string) []wire.NodeID {
 	return replicas
 }
 
-// MemberName is the name of a site's member of the configuration
-// service (DESIGN.md section 10): "england/cfg".
-const MemberName = "cfg"
-
 // Members returns the configuration service's members among peers, in
-// order: the nodes named MemberName.
+// order: the nodes named config.MemberName.
 func Members(peers map[wire.NodeID]string) []wire.NodeID {
 	var members []wire.NodeID
 	for _, id := range slices.Sorted(maps.Keys(peers)) {
@@ -119,7 +116,7 @@ func Members(peers map[wire.NodeID]string) []wire.NodeID {
 // member reports whether id names a configuration member.
 func member(id wire.NodeID) bool {
 	_, name, _ := strings.Cut(string(id), "/")
-	return name == MemberName
+	return name == config.MemberName
 }
 
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
