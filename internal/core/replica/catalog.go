@@ -44,6 +44,7 @@ func (n *Node) createTable(l wire.Layout) wire.Code {
 		return wire.StorageFailed
 	}
 	n.addTable(l)
+	n.renewNow()
 	return wire.OK
 }
 

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -49,6 +50,17 @@ type Options struct {
 	// RepairsWaitingMax is the most read repairs waiting per tablet;
 	// one more is answered Overloaded at once. Default 1024.
 	RepairsWaitingMax int
+	// Config lists the configuration service's members (DESIGN.md
+	// section 10), sorted. Empty (the default): no service governs the
+	// node; its tablets stay at epoch 0, it holds no leases and sends
+	// none of the service's messages.
+	Config []wire.NodeID
+	// Lease sets the primaries' leases of a governed node; each field
+	// defaults as config.LeaseOptions says.
+	Lease config.LeaseOptions
+	// Rollback, if set, is called with each version a rollback drops
+	// (rollback.go), after the rollback is durable.
+	Rollback func(RolledBack)
 }
 
 // MessageBytesMax is the size of the largest message a node with these
@@ -68,6 +80,7 @@ func (o Options) EnsureDefaults() Options {
 	o.PullBatchBytes = cmp.Or(o.PullBatchBytes, 4<<20)
 	o.RepairWait = cmp.Or(o.RepairWait, 2*time.Second)
 	o.RepairsWaitingMax = cmp.Or(o.RepairsWaitingMax, 1024)
+	o.Lease = o.Lease.EnsureDefaults()
 	return o
 }
 
@@ -88,6 +101,12 @@ func (o Options) Validate() error {
 		if f.negative {
 			return fmt.Errorf("replica: Options.%s must be positive, got %v", f.name, f.value)
 		}
+	}
+	if !slices.IsSorted(o.Config) || len(slices.Compact(slices.Clone(o.Config))) != len(o.Config) {
+		return fmt.Errorf("replica: Options.Config must be sorted and without repeats, got %v", o.Config)
+	}
+	if err := o.Lease.Validate(); err != nil {
+		return fmt.Errorf("replica: Options.Lease: %w", err)
 	}
 	return nil
 }
@@ -138,7 +157,17 @@ type Metrics struct {
 	Deadlines, NullReads, Decisions    int64
 	StorageErrors                      int64
 	LastStorageError                   string
-	Tablets                            []TabletStatus
+	// Configuration service (epoch.go, lease.go, rollback.go):
+	// replication messages dropped for another epoch than the
+	// tablet's; Puts and Forwards refused for want of a lease (or
+	// under a fence); lease renewals sent and grants applied; epoch
+	// changes adopted; versions rolled back, and rollbacks that had to
+	// wipe the tablet and catch up by snapshot.
+	EpochsRefused, NoLease       int64
+	LeaseRenewsSent, LeaseGrants int64
+	EpochChanges                 int64
+	RolledBack, RollbackWipes    int64
+	Tablets                      []TabletStatus
 	// Links are the smoothed round trips to the peers the node replicates
 	// with, sorted by peer (see LinkStatus): a secondary's to its
 	// primaries, a primary's to the secondaries that acknowledge pushes.
@@ -188,6 +217,8 @@ type Node struct {
 	recentPuts recentPuts
 	// plan is the dCON planner's state (stage.go).
 	plan planner
+	// lease is the renewal of this node's leases (lease.go).
+	lease leaseState
 }
 
 type table struct {
@@ -228,6 +259,8 @@ type tablet struct {
 	// clients time out).
 	waits []*putWait
 
+	// Secondary only: the periodic pull's timer is set (volatile).
+	pullTimerSet bool
 	// Secondary only: a pull is outstanding; ackPull: a Push that asked
 	// for an acknowledgement revealed a gap, or a read repair waits, so
 	// the pull that fills it is acknowledged with a PushAck.
@@ -267,6 +300,24 @@ type tablet struct {
 	// Primary only: what it has ordered of each receiver (durable,
 	// cached here).
 	origins map[wire.NodeID]origin
+	// epoch numbers the tablet's primaries (durable, with epochStart,
+	// the new primary's high timestamp when the epoch began): 0 for a
+	// node no configuration service governs (DESIGN.md section 10).
+	epoch      uint64
+	epochStart hlc.Timestamp
+	// fence is the epoch of the latest HighRequest (volatile; 0: none):
+	// the replica takes no version of its epoch above fenceLimit, and a
+	// primary no Put; fenceAsked is when it was asked (zero if a
+	// client's epoch set the fence). highWaits are the HighRequests
+	// waiting for their Until.
+	fence      uint64
+	fenceLimit hlc.Timestamp
+	fenceAsked time.Time
+	highWaits  []highWait
+	// Primary only, volatile: when the request of the renewal that
+	// granted the lease was sent (zero: no lease).
+	leaseAsked time.Time
+
 	// Secondary only, volatile: known is the largest update timestamp
 	// heard of (from pushes, also those not applied); applied counts the
 	// versions applied; pullsSent numbers the pulls sent, pullsDone is
@@ -345,6 +396,10 @@ func (n *Node) Start(env node.Env) error {
 		// wrap): no real clock stamped it.
 		return fmt.Errorf("%w: a stored timestamp, %s, is at the end of time", errCorrupt, last)
 	}
+	if n.governed() {
+		n.startLeases()
+		n.renewNow()
+	}
 	return nil
 }
 
@@ -353,12 +408,18 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 	for _, m := range []struct {
 		which byte
 		dst   *hlc.Timestamp
-	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}} {
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}, {metaEpoch, nil}} {
 		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
 		if err != nil {
 			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
 		}
-		if ok {
+		switch {
+		case !ok:
+		case m.dst == nil:
+			if tb.epoch, tb.epochStart, err = decodeEpoch(v); err != nil {
+				return err
+			}
+		default:
 			if *m.dst, err = decodeTS(v); err != nil {
 				return err
 			}
@@ -371,44 +432,60 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 // tablets this node holds as a secondary.
 func (n *Node) addTable(l wire.Layout) *table {
 	t := &table{layout: l, tablets: map[int32]*tablet{}}
-	self := n.env.ID()
-	for i, spec := range l.Tablets {
-		tb := &tablet{
-			ref:         wire.TabletRef{Table: l.ID, Tablet: int32(i)},
-			partition:   l.Partition,
-			start:       spec.Start,
-			primary:     spec.Primary,
-			secondaries: spec.Secondaries,
-			isPrimary:   spec.Primary == self,
-			mode:        l.Replication.Mode,
-			interval:    l.Replication.Interval,
-			writeLevel:  l.WriteLevel,
+	for i := range l.Tablets {
+		if tb := n.newTablet(&l, i); tb != nil {
+			t.tablets[int32(i)] = tb
 		}
-		if i+1 < len(l.Tablets) {
-			tb.end = l.Tablets[i+1].Start
-		}
-		held := tb.isPrimary
-		for _, s := range spec.Secondaries {
-			held = held || s == self
-		}
-		if !held {
-			continue
-		}
-		if tb.isPrimary {
-			tb.acked = map[wire.NodeID]hlc.Timestamp{}
-			tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
-			tb.pushTimed = map[wire.NodeID][]timedPush{}
-			tb.origins = map[wire.NodeID]origin{}
-		} else {
-			// A random phase keeps the secondaries of many tablets from
-			// pulling in lockstep.
-			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
-		}
-		t.tablets[int32(i)] = tb
 	}
 	n.tables[l.Name] = t
 	n.byID[l.ID] = t
 	return t
+}
+
+// newTablet returns the replica of l's tablet i, or nil if this node
+// holds none.
+func (n *Node) newTablet(l *wire.Layout, i int) *tablet {
+	tb := &tablet{
+		ref:        wire.TabletRef{Table: l.ID, Tablet: int32(i)},
+		partition:  l.Partition,
+		start:      l.Tablets[i].Start,
+		mode:       l.Replication.Mode,
+		interval:   l.Replication.Interval,
+		writeLevel: l.WriteLevel,
+	}
+	if n.governed() {
+		tb.epoch = 1 // until an epoch change is stored
+	}
+	if i+1 < len(l.Tablets) {
+		tb.end = l.Tablets[i+1].Start
+	}
+	if !slices.Contains(l.Tablets[i].Replicas(), n.env.ID()) {
+		return nil
+	}
+	n.setRole(tb, l.Tablets[i])
+	return tb
+}
+
+// setRole makes the tablet's replica primary or secondary as spec says,
+// with the state of that role.
+func (n *Node) setRole(tb *tablet, spec wire.Tablet) {
+	tb.primary, tb.secondaries, tb.isPrimary = spec.Primary, spec.Secondaries, spec.Primary == n.env.ID()
+	if !tb.isPrimary {
+		tb.acked, tb.snapshots, tb.pushTimed, tb.origins = nil, nil, nil, nil
+		if !tb.pullTimerSet {
+			// A random phase keeps the secondaries of many tablets from
+			// pulling in lockstep.
+			tb.pullTimerSet = true
+			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
+		}
+		return
+	}
+	if tb.acked == nil {
+		tb.acked = map[wire.NodeID]hlc.Timestamp{}
+		tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
+		tb.pushTimed = map[wire.NodeID][]timedPush{}
+		tb.origins = map[wire.NodeID]origin{}
+	}
 }
 
 // Metrics returns a snapshot of the node's counters and tablets.
@@ -452,7 +529,9 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.ProbeRequest:
 		n.env.Send(from, n.probe(m))
 	case *wire.PullRequest:
-		n.env.Send(from, n.servePull(from, m))
+		if reply := n.servePull(from, m); reply != nil {
+			n.env.Send(from, reply)
+		}
 	case *wire.PullReply:
 		n.applyPull(from, m)
 	case *wire.Push:
@@ -465,6 +544,12 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		n.forwarded(from, m)
 	case *wire.ForwardAck:
 		n.forwardAcked(from, m)
+	case *wire.LeaseGrant:
+		n.leaseGranted(from, m)
+	case *wire.HighRequest:
+		n.highRequested(from, m)
+	case *wire.EpochChange:
+		n.epochChanged(from, m)
 	default:
 		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 	}
@@ -476,7 +561,10 @@ func (n *Node) Fire(timer any) {
 	case pullTimer:
 		tb := n.tablet(t.ref)
 		if tb == nil || tb.isPrimary {
-			return // the table was deleted
+			if tb != nil {
+				tb.pullTimerSet = false
+			}
+			return // the table was deleted, or the replica became primary
 		}
 		n.requestPull(tb)
 		n.env.After(tb.interval, t)
@@ -488,6 +576,12 @@ func (n *Node) Fire(timer any) {
 		n.forwardTimerFired(t)
 	case repairTimer:
 		n.repairTimerFired(t)
+	case renewTimer:
+		n.renewTimerFired()
+	case highTimer:
+		if tb := n.tablet(t.ref); tb != nil {
+			n.advanceHighWaits(tb, true)
+		}
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

@@ -31,7 +31,7 @@ func (n *Node) requestPull(tb *tablet) {
 	tb.pullsSent++
 	tb.pulledAt = n.env.Now()
 	n.timePullSent(tb, tb.high)
-	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
+	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high, Epoch: tb.epoch}
 	if tb.snap != nil {
 		m.InSnapshot, m.SnapshotHigh, m.SnapshotAfter = true, tb.snap.high, tb.snap.last
 	}
@@ -62,8 +62,12 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 		return reply
 	case !tb.isPrimary:
 		reply.Code = wire.NotPrimary
+		reply.Epoch, _ = n.notPrimary(tb)
 		return reply
+	case !n.sameEpoch(tb, m.Epoch):
+		return nil // the secondary hears of the epoch from the service
 	}
+	reply.Epoch = tb.epoch
 	n.metrics.PullsServed++
 	if isSecondary(tb, from) {
 		// Secondaries apply pulled versions with a synced write before
@@ -237,6 +241,15 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)
 		return
 	}
+	if !n.sameEpoch(tb, m.Epoch) {
+		return
+	}
+	if m.Snapshot && tb.fence != 0 {
+		// A fenced replica's high timestamp stays what it reported.
+		n.metrics.PullRepliesDiscarded++
+		return
+	}
+	m = tb.capped(m)
 	if m.Snapshot {
 		n.applySnapshot(tb, m)
 		return
@@ -445,11 +458,15 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 // applyPush applies a pushed version if it is the next one in order.
 func (n *Node) applyPush(m *wire.Push) {
 	tb := n.tablet(m.Tablet)
-	if tb == nil || tb.isPrimary {
+	if tb == nil || tb.isPrimary || !n.sameEpoch(tb, m.Epoch) {
 		return
 	}
 	tb.known = hlc.Max(tb.known, m.Entry.TS)
 	switch {
+	case tb.fence != 0 && tb.fenceLimit.Less(m.Entry.TS):
+		// Fenced: the high timestamp reported stays true.
+		n.metrics.PushesIgnored++
+		return
 	case tb.snap != nil:
 		// A snapshot is being received; the pull after it brings this
 		// version, and answers the acknowledgement asked for.
@@ -509,13 +526,14 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 		return false
 	}
 	tb.high, tb.lastUpdate = high, last
+	n.advanceHighWaits(tb, false)
 	return true
 }
 
 // ackPush sends the primary a PushAck for everything the secondary holds.
 func (n *Node) ackPush(tb *tablet) {
 	n.metrics.PushAcksSent++
-	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
+	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high, Epoch: tb.epoch})
 }
 
 // storedAtLeast reports whether the replica holds a version of key with a

@@ -282,7 +282,7 @@ func (n *Node) sendForwards(tb *tablet) {
 			continue
 		}
 		w.sent, w.sentAt = true, n.env.Now()
-		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test}
+		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test, Epoch: tb.epoch}
 		if w.spread {
 			f.W, f.Wait = int32(1+len(tb.secondaries)), w.wait
 		}
@@ -379,7 +379,7 @@ func (n *Node) progressForward(tb *tablet, w *putWait, expired bool) bool {
 	count := holders(tb, w.ts)
 	ack := func() {
 		n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Tested: w.tested,
-			Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
+			Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID()), Epoch: tb.epoch})
 	}
 	if !w.levelSent && count >= w.level {
 		w.levelSent = true
@@ -464,12 +464,16 @@ type result struct {
 func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	tb := n.tablet(m.Tablet)
 	if tb == nil || !tb.isPrimary {
-		code := wire.NoTable
+		ack := &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: wire.NoTable}
 		if tb != nil {
-			code = wire.NotPrimary
+			ack.Code = wire.NotPrimary
+			ack.Epoch, ack.Primary = n.notPrimary(tb)
 		}
-		n.env.Send(from, &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: code})
+		n.env.Send(from, ack)
 		return
+	}
+	if !n.sameEpoch(tb, m.Epoch) || n.admit(tb, 0) != wire.OK {
+		return // the receiver sends it again, to the primary of its epoch
 	}
 	o, err := n.originOf(tb, from)
 	if err != nil {
@@ -509,7 +513,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 			return
 		}
 	}
-	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested}
+	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested, Epoch: tb.epoch}
 	if ts.IsZero() {
 		n.env.Send(from, ack)
 		return
@@ -549,7 +553,7 @@ func (n *Node) reackForward(from wire.NodeID, tb *tablet, seq uint64, level int)
 		return
 	}
 	n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: seq, Code: r.code, TS: r.ts, Tested: r.tested,
-		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID())})
+		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID()), Epoch: tb.epoch})
 }
 
 // originOf returns what the primary has ordered of a receiver's writes.
@@ -579,6 +583,17 @@ func (n *Node) originOf(tb *tablet, from wire.NodeID) (origin, error) {
 func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	tb := n.tablet(m.Tablet)
 	if tb == nil || tb.isPrimary || from != tb.primary {
+		return
+	}
+	if n.governed() && m.Code == wire.NotPrimary {
+		// Deposed: the writes go to the new primary once the
+		// EpochChange names it (rollback.go).
+		for _, w := range tb.staged {
+			w.sent = false
+		}
+		return
+	}
+	if !n.sameEpoch(tb, m.Epoch) {
 		return
 	}
 	n.metrics.ForwardAcksReceived++
