@@ -63,19 +63,23 @@ func (n *Node) renewNow() {
 		return
 	}
 	if !n.lease.timer {
-		n.lease.heard = n.env.Now()
+		n.lease.heard = n.env.Now() // renewals start (again) now
 	}
-	if !n.renew() || n.lease.timer {
-		return
-	}
-	n.lease.timer = true
-	n.env.After(n.opts.Lease.Renew, renewTimer{})
+	n.renewAndRearm()
 }
 
 // renewTimerFired sends the periodic renewal.
 func (n *Node) renewTimerFired() {
 	n.lease.timer = false
-	n.renewNow()
+	n.renewAndRearm()
+}
+
+func (n *Node) renewAndRearm() {
+	if !n.renew() || n.lease.timer {
+		return
+	}
+	n.lease.timer = true
+	n.env.After(n.opts.Lease.Renew, renewTimer{})
 }
 
 // renew sends a LeaseRenew for the tablets the node leads, and reports

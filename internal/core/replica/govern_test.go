@@ -1,0 +1,360 @@
+package replica_test
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cosla/cosla/internal/core/hlc"
+	"github.com/cosla/cosla/internal/core/replica"
+	"github.com/cosla/cosla/internal/core/storage"
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// members are the configuration service of the governed tests.
+var members = []wire.NodeID{"a/cfg", "b/cfg", "c/cfg"}
+
+// govWorld is a linkWorld of governed nodes holding table 9, one tablet,
+// in pull mode, whose messages to nodes outside it (the service's
+// members, clients) are kept in out.
+type govWorld struct {
+	t      *testing.T
+	w      *linkWorld
+	envs   map[wire.NodeID]*linkEnv
+	opts   replica.Options
+	layout wire.Layout
+	out    []linkMsg
+	rolled []replica.RolledBack
+	req    uint64
+}
+
+var govRef = wire.TabletRef{Table: 9}
+
+func newGovWorld(t *testing.T, primary wire.NodeID, secondaries ...wire.NodeID) *govWorld {
+	t.Helper()
+	g := &govWorld{t: t, w: &linkWorld{now: time.Unix(1_700_000_000, 0), nodes: map[wire.NodeID]*replica.Node{}},
+		envs: map[wire.NodeID]*linkEnv{}}
+	g.opts = replica.Options{Config: members, Rollback: func(r replica.RolledBack) { g.rolled = append(g.rolled, r) }}
+	g.layout = wire.Layout{Name: "t", ID: 9, Tablets: []wire.Tablet{{Primary: primary, Secondaries: secondaries}},
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Minute}}
+	for _, id := range append([]wire.NodeID{primary}, secondaries...) {
+		g.start(id, storage.NewMem())
+		g.node(id).Receive("c/c1", &wire.CreateTableRequest{Req: 1, Layout: g.layout})
+	}
+	g.run()
+	g.taken("c/c1")
+	return g
+}
+
+func (g *govWorld) start(id wire.NodeID, eng storage.Engine) {
+	_, env := g.w.startWith(g.t, id, g.opts, eng)
+	g.envs[id] = env
+}
+
+func (g *govWorld) node(id wire.NodeID) *replica.Node { return g.w.nodes[id] }
+
+// run delivers what is queued, hop by hop, keeping what goes outside.
+func (g *govWorld) run() {
+	for len(g.w.queue) > 0 {
+		hop := g.w.queue
+		g.w.queue = nil
+		for _, m := range hop {
+			if n, ok := g.w.nodes[m.to]; ok {
+				n.Receive(m.from, m.m)
+			} else {
+				g.out = append(g.out, m)
+			}
+		}
+	}
+}
+
+// taken removes and returns the messages sent to to (queued or out).
+func (g *govWorld) taken(to wire.NodeID) []wire.Msg {
+	g.run()
+	var got []wire.Msg
+	g.out = slices.DeleteFunc(g.out, func(m linkMsg) bool {
+		if m.to == to {
+			got = append(got, m.m)
+		}
+		return m.to == to
+	})
+	return got
+}
+
+// renewals returns the LeaseRenews sent to member.
+func (g *govWorld) renewals(member wire.NodeID) []*wire.LeaseRenew {
+	var out []*wire.LeaseRenew
+	for _, m := range g.taken(member) {
+		if r, ok := m.(*wire.LeaseRenew); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// grant answers the last renewal id sent to member with the tablets it
+// asked for.
+func (g *govWorld) grant(id, member wire.NodeID) {
+	g.t.Helper()
+	r := g.renewals(member)
+	if len(r) == 0 {
+		g.t.Fatalf("%s sent no renewal to %s", id, member)
+	}
+	last := r[len(r)-1]
+	g.node(id).Receive(member, &wire.LeaseGrant{Seq: last.Seq, Tablets: last.Tablets})
+}
+
+// put writes key=value at id from the client and returns the reply.
+func (g *govWorld) put(id wire.NodeID, key, value string, w int32) *wire.PutReply {
+	g.t.Helper()
+	g.req++
+	g.node(id).Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: key, Value: []byte(value), W: w, Wait: time.Second})
+	for _, m := range g.taken("c/c1") {
+		if r, ok := m.(*wire.PutReply); ok {
+			return r
+		}
+	}
+	return nil
+}
+
+func (g *govWorld) get(id wire.NodeID, key string) *wire.GetReply {
+	g.t.Helper()
+	g.req++
+	g.node(id).Receive("c/c1", &wire.GetRequest{Req: g.req, Tablet: govRef, Key: key})
+	return g.taken("c/c1")[0].(*wire.GetReply)
+}
+
+// fire fires id's timers whose type is kind (e.g. "replica.pullTimer")
+// and delivers what follows.
+func (g *govWorld) fire(id wire.NodeID, kind string) {
+	g.t.Helper()
+	timers := g.envs[id].timers
+	g.envs[id].timers = nil
+	fired := false
+	for _, tm := range timers {
+		if fmt.Sprintf("%T", tm) == kind {
+			g.node(id).Fire(tm)
+			fired = true
+		}
+	}
+	if !fired {
+		g.t.Fatalf("%s has no %s timer", id, kind)
+	}
+	g.run()
+}
+
+func (g *govWorld) later(d time.Duration) { g.w.now = g.w.now.Add(d) }
+
+// TestLeaseGatesPuts: a governed primary asks the member at its own site
+// for its lease when its table is created, and accepts a Put only while
+// a grant of its renewal holds: from when the renewal was sent, for the
+// lease's length less the margin, by its own clock. Reads at a primary
+// without a lease are not a primary's. A refusal naming the leader has
+// the renewal sent there at once; a grant of another epoch, or a stale
+// or repeated one, gives no lease; a leader silent for two renewals is
+// replaced by the next member.
+func TestLeaseGatesPuts(t *testing.T) {
+	g := newGovWorld(t, "a/r1", "b/r1")
+	r := g.renewals("a/cfg")
+	if len(r) != 1 || r[0].Seq != 1 || !reflect.DeepEqual(r[0].Tablets, []wire.TabletEpoch{{Tablet: govRef, Epoch: 1}}) ||
+		len(r[0].Layouts) != 1 || r[0].Layouts[0].Name != "t" {
+		t.Fatalf("renewals at creation: %v, want one for 9/0 at epoch 1 with the table's layout", r)
+	}
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put before a grant: %v, want NoLease", p)
+	}
+	if r := g.get("a/r1", "k"); r.Primary || !r.HighTS.IsZero() {
+		t.Fatalf("get before a grant: %v, want no primary's answer", r)
+	}
+	asked := g.w.now
+	g.later(100 * time.Millisecond)
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: 1, Tablets: r[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.OK {
+		t.Fatalf("put under the lease: %v", p)
+	}
+	if r := g.get("a/r1", "k"); !r.Primary {
+		t.Fatalf("get under the lease: %v, want the primary's answer", r)
+	}
+	g.w.now = asked.Add(4*time.Second - 250*time.Millisecond - time.Millisecond)
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.OK {
+		t.Fatalf("put just before the lease ends less the margin: %v", p)
+	}
+	g.later(time.Millisecond)
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put once the lease ended less the margin: %v, want NoLease", p)
+	}
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: 1, Tablets: r[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put after a grant delivered again: %v, want NoLease", p)
+	}
+
+	// The periodic renewal; a grant at another epoch gives nothing.
+	g.fire("a/r1", "replica.renewTimer")
+	r = g.renewals("a/cfg")
+	if len(r) != 1 || r[0].Seq != 2 || len(r[0].Layouts) != 0 {
+		t.Fatalf("renewal: %v, want seq 2 without layouts (the grant listed the table)", r)
+	}
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: 2, Tablets: []wire.TabletEpoch{{Tablet: govRef, Epoch: 2}}})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put after a grant of epoch 2: %v, want NoLease", p)
+	}
+
+	// Not the leader: the named one is asked at once, and the former
+	// guess's answers are ignored.
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: 2, Code: wire.NotLeader, Leader: "c/cfg"})
+	r = g.renewals("c/cfg")
+	if len(r) != 1 || r[0].Seq != 3 {
+		t.Fatalf("after NotLeader: renewals to c/cfg %v, want seq 3", r)
+	}
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: 3, Tablets: r[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put after a grant from a member no longer asked: %v, want NoLease", p)
+	}
+	g.node("a/r1").Receive("c/cfg", &wire.LeaseGrant{Seq: 3, Tablets: r[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.OK {
+		t.Fatalf("put after the leader's grant: %v", p)
+	}
+	// Silent for two renewals: the next member (in order, after c/cfg:
+	// a/cfg).
+	g.later(2 * time.Second)
+	g.fire("a/r1", "replica.renewTimer")
+	if r := g.renewals("a/cfg"); len(r) != 1 {
+		t.Fatalf("after two silent renewals: %d renewals to a/cfg, want 1", len(r))
+	}
+	if m := g.node("a/r1").Metrics(); m.NoLease != 5 || m.LeaseGrants != 3 {
+		t.Errorf("%d Puts refused for want of a lease, %d grants applied; want 5 and 3", m.NoLease, m.LeaseGrants)
+	}
+}
+
+// leased starts a world whose primary holds its lease.
+func leased(t *testing.T, primary wire.NodeID, secondaries ...wire.NodeID) *govWorld {
+	g := newGovWorld(t, primary, secondaries...)
+	g.grant(primary, wire.NodeID(siteOf(primary)+"/cfg"))
+	return g
+}
+
+func siteOf(id wire.NodeID) string { return string(id[:1]) }
+
+// TestEpochsOnTheWritePath: pushes, pulls and acknowledgements carry the
+// tablet's epoch, and a replica drops (and counts) those of another
+// epoch: an old epoch's PushAck counts for no Put. A secondary refuses a
+// Put naming its epoch and the primary it knows.
+func TestEpochsOnTheWritePath(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	a, b := g.node("a/r1"), g.node("b/r1")
+	g.req++
+	a.Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: "k", Value: []byte("v1"), W: 2, Wait: time.Second})
+	push, ok := g.w.queue[0].m.(*wire.Push)
+	if !ok || push.Epoch != 1 {
+		t.Fatalf("sent %v, want a push at epoch 1", g.w.queue[0].m)
+	}
+	g.w.queue = nil
+	for _, e := range []uint64{0, 2} {
+		old := *push
+		old.Epoch = e
+		b.Receive("a/r1", &old)
+	}
+	if got := g.taken("a/r1"); len(got) != 0 || len(b.Versions(govRef)) != 0 {
+		t.Fatalf("pushes of epochs 0 and 2: sent %v, holds %v; want nothing", got, b.Versions(govRef))
+	}
+	// An acknowledgement of another epoch does not answer the Put.
+	a.Receive("b/r1", &wire.PushAck{Tablet: govRef, High: push.Entry.TS, Epoch: 0})
+	if got := g.taken("c/c1"); len(got) != 0 {
+		t.Fatalf("after a PushAck of epoch 0: %v, want the Put still waiting", got)
+	}
+	b.Receive("a/r1", push)
+	g.run()
+	if got := g.taken("c/c1"); len(got) != 1 || got[0].(*wire.PutReply).Acks != 2 {
+		t.Fatalf("after the push at epoch 1: %v, want the Put answered with 2 acks", got)
+	}
+	a.Receive("x/r1", &wire.PullRequest{Tablet: govRef, Epoch: 2})
+	if got := g.taken("x/r1"); len(got) != 0 {
+		t.Fatalf("a pull of epoch 2 at the primary: %v, want no answer", got)
+	}
+	a.Receive("x/r1", &wire.PullRequest{Tablet: govRef, Epoch: 1})
+	if got := g.taken("x/r1"); len(got) != 1 || got[0].(*wire.PullReply).Epoch != 1 {
+		t.Fatalf("a pull of epoch 1: %v, want a reply at epoch 1", got)
+	}
+	b.Receive("c/r1", &wire.PullRequest{Tablet: govRef})
+	if got := g.taken("c/r1"); len(got) != 1 || got[0].(*wire.PullReply).Code != wire.NotPrimary || got[0].(*wire.PullReply).Epoch != 1 {
+		t.Fatalf("a pull at a secondary: %v, want NotPrimary at epoch 1", got)
+	}
+	if p := g.put("b/r1", "k", "v", 0); p.Code != wire.NotPrimary || p.Epoch != 1 || p.Primary != "a/r1" {
+		t.Fatalf("a put at the secondary: %v, want NotPrimary naming epoch 1 and a/r1", p)
+	}
+	if ma, mb := a.Metrics(), b.Metrics(); ma.EpochsRefused != 2 || mb.EpochsRefused != 2 {
+		t.Errorf("refused %d messages at the primary and %d at the secondary, want 2 and 2", ma.EpochsRefused, mb.EpochsRefused)
+	}
+}
+
+// TestHighRequest: a replica asked for its high timestamp ahead of epoch
+// 2 answers at once and is fenced: a primary takes no Put (and its reads
+// are no primary's), a secondary no version above the high it reported.
+// Asked again, it answers again; asked for an epoch it has passed, it
+// answers Invalid. With Until above its high, a secondary pulls and
+// answers once it holds Until, or with what it has once RepairWait has
+// run out.
+func TestHighRequest(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	b := g.node("b/r1")
+	g.put("a/r1", "k", "v1", 0)
+	g.fire("b/r1", "replica.pullTimer")
+	g.fire("c/r1", "replica.pullTimer")
+	hb := g.get("b/r1", "k").HighTS
+	ask := func(id wire.NodeID, m *wire.HighRequest) *wire.HighReply {
+		t.Helper()
+		g.node(id).Receive("a/cfg", m)
+		got := g.taken("a/cfg")
+		if len(got) != 1 {
+			t.Fatalf("%s asked %v: sent %v, want one reply", id, m, got)
+		}
+		return got[0].(*wire.HighReply)
+	}
+	if r := ask("a/r1", &wire.HighRequest{Tablet: govRef, Epoch: 2}); r.Code != wire.OK || !hb.Less(r.High) {
+		t.Fatalf("the primary's high: %v, want above the secondary's %s", r, hb)
+	}
+	if p := g.put("a/r1", "k", "v2", 0); p.Code != wire.NoLease {
+		t.Fatalf("a put at the fenced primary: %v, want NoLease", p)
+	}
+	if r := g.get("a/r1", "k"); r.Primary {
+		t.Fatalf("a get at the fenced primary: %v, want no primary's answer", r)
+	}
+	if r := ask("b/r1", &wire.HighRequest{Tablet: govRef, Epoch: 2}); r.Code != wire.OK || r.High != hb {
+		t.Fatalf("the secondary's high: %v, want %s", r, hb)
+	}
+	if r := ask("b/r1", &wire.HighRequest{Tablet: govRef, Epoch: 2}); r.Code != wire.OK || r.High != hb {
+		t.Fatalf("asked again: %v, want %s again", r, hb)
+	}
+	if r := ask("b/r1", &wire.HighRequest{Tablet: govRef, Epoch: 1}); r.Code != wire.Invalid {
+		t.Fatalf("asked for epoch 1: %v, want Invalid", r)
+	}
+	b.Receive("a/r1", &wire.Push{Tablet: govRef, Prev: g.get("b/r1", "k").VersionTS, Epoch: 1,
+		Entry: wire.Entry{TS: hlc.Timestamp{WallNanos: hb.WallNanos + 1}, Key: "k", Value: []byte("late")}})
+	if r := g.get("b/r1", "k"); string(r.Value) != "v1" || r.HighTS != hb {
+		t.Fatalf("fenced secondary after a push above its high: %v, want v1 at high %s", r, hb)
+	}
+
+	// Until: c catches up to a time the primary has passed.
+	g.later(time.Second)
+	until := hlc.Timestamp{WallNanos: g.w.now.UnixNano()}
+	g.later(time.Second)
+	if r := ask("c/r1", &wire.HighRequest{Tablet: govRef, Epoch: 2, Until: until}); r.Code != wire.OK || r.High != until {
+		t.Fatalf("asked until %s: %v, want an answer at it, after a pull", until, r)
+	}
+	// Until beyond what the primary has: answered when the wait runs out.
+	g.later(time.Second)
+	far := hlc.Timestamp{WallNanos: g.w.now.Add(time.Hour).UnixNano()}
+	g.node("c/r1").Receive("a/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2, Until: far})
+	if got := g.taken("a/cfg"); len(got) != 0 {
+		t.Fatalf("asked until an hour ahead: %v, want no answer yet", got)
+	}
+	g.later(2 * time.Second)
+	g.fire("c/r1", "replica.highTimer")
+	got := g.taken("a/cfg")
+	if len(got) != 1 || got[0].(*wire.HighReply).High.Less(until) || !got[0].(*wire.HighReply).High.Less(far) {
+		t.Fatalf("after RepairWait: %v, want its high, short of %s", got, far)
+	}
+
+}
