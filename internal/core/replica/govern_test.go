@@ -358,3 +358,200 @@ func TestHighRequest(t *testing.T) {
 	}
 
 }
+
+// moved returns the layout with the tablet's primary moved to to.
+func (g *govWorld) moved(to wire.NodeID) wire.Layout {
+	l := g.layout
+	if !l.MoveTo(0, to) {
+		g.t.Fatalf("%s is no replica", to)
+	}
+	return l
+}
+
+// failover has the service move the tablet to to at epoch 2: it asks
+// asked for their high timestamps (to among them), then tells tell the
+// new epoch, starting at to's high, and checks their acknowledgements.
+func (g *govWorld) failover(to wire.NodeID, asked, tell []wire.NodeID) hlc.Timestamp {
+	g.t.Helper()
+	var start hlc.Timestamp
+	for _, id := range asked {
+		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
+		r := g.taken("x/cfg")[0].(*wire.HighReply)
+		if id == to {
+			start = r.High
+		}
+	}
+	g.layout = g.moved(to)
+	g.epochChange(tell, 2, start)
+	return start
+}
+
+// epochChange tells ids the world's layout at epoch, starting at start,
+// and checks that they acknowledge it.
+func (g *govWorld) epochChange(ids []wire.NodeID, epoch uint64, start hlc.Timestamp) {
+	g.t.Helper()
+	for _, id := range ids {
+		g.node(id).Receive("x/cfg", &wire.EpochChange{Layout: g.layout, Epoch: epoch, Start: start})
+		var acks []wire.Msg
+		for _, m := range g.taken("x/cfg") {
+			if _, ok := m.(*wire.EpochAck); ok {
+				acks = append(acks, m)
+			}
+		}
+		if len(acks) != 1 || *acks[0].(*wire.EpochAck) != (wire.EpochAck{Tablet: govRef, Epoch: epoch}) {
+			g.t.Fatalf("%s acknowledged %v, want epoch %d", id, acks, epoch)
+		}
+	}
+}
+
+func values(n *replica.Node) map[string]string {
+	out := map[string]string{}
+	for _, e := range n.Versions(govRef) {
+		out[e.Key] = string(e.Value)
+	}
+	return out
+}
+
+// backSpace counts the records of the engine's rollback space.
+func backSpace(t *testing.T, eng storage.Engine) int {
+	t.Helper()
+	count := 0
+	if err := eng.Scan([]byte{'b'}, []byte{'c'}, func(_, _ []byte) bool { count++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return count
+}
+
+// TestFailoverRollback: the primary a/r1 is cut off after its
+// secondaries pulled k1 and k2, and acknowledges level-ONE Puts no one
+// else holds. The service moves the tablet to b/r1 at epoch 2, from b's
+// high: b takes Puts at once, its first lease counted from when it was
+// asked for its high, and asks for its renewal; c follows b. a, back with
+// its lease lapsed, refuses Puts; told of epoch 2, it rolls back the
+// versions above the epoch's start: k1 and k2 take back their earlier
+// versions from its log, k3, new, is deleted; each dropped version is
+// kept in the rollback space, counted and handed to Options.Rollback.
+// Then a pulls from b and holds what b holds.
+func TestFailoverRollback(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.put("a/r1", "k1", "v1", 0)
+	g.put("a/r1", "k2", "v1", 0)
+	g.fire("b/r1", "replica.pullTimer")
+	g.fire("c/r1", "replica.pullTimer")
+	for _, kv := range [][2]string{{"k1", "v2"}, {"k3", "v3"}, {"k2", "x"}, {"k2", "y"}} {
+		if p := g.put("a/r1", kv[0], kv[1], 0); p.Code != wire.OK {
+			t.Fatalf("put %s at the cut-off primary: %v", kv[0], p)
+		}
+	}
+	g.later(5 * time.Second)
+	if p := g.put("a/r1", "k9", "late", 0); p.Code != wire.NoLease {
+		t.Fatalf("put at the primary after its lease lapsed: %v, want NoLease", p)
+	}
+	g.renewals("a/cfg")
+
+	g.later(time.Second)
+	start := g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	if r := g.renewals("b/cfg"); len(r) != 1 || r[0].Tablets[0] != (wire.TabletEpoch{Tablet: govRef, Epoch: 2}) {
+		t.Fatalf("the new primary's renewals: %v, want one for epoch 2", r)
+	}
+
+	g.epochChange([]wire.NodeID{"a/r1"}, 2, start)
+	if len(g.rolled) != 4 {
+		t.Fatalf("rolled back %v, want k1=v2, k3=v3, k2=x, k2=y", g.rolled)
+	}
+	for i, want := range []string{"k1=v2", "k3=v3", "k2=x", "k2=y"} {
+		r := g.rolled[i]
+		if got := r.Entry.Key + "=" + string(r.Entry.Value); got != want || r.Table != "t" || r.Epoch != 2 {
+			t.Errorf("rolled back %d: %s of %s at epoch %d, want %s of t at epoch 2", i, got, r.Table, r.Epoch, want)
+		}
+	}
+	if got, want := values(g.node("a/r1")), map[string]string{"k1": "v1", "k2": "v1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the rollback a holds %v, want %v", got, want)
+	}
+	if m := g.node("a/r1").Metrics(); m.RolledBack != 4 || m.RollbackWipes != 0 || backSpace(t, g.envs["a/r1"].engine) != 4 {
+		t.Errorf("rolled back %d versions, %d wipes, %d rollback records; want 4, 0, 4", m.RolledBack, m.RollbackWipes,
+			backSpace(t, g.envs["a/r1"].engine))
+	}
+	if p := g.put("a/r1", "k1", "z", 0); p.Code != wire.NotPrimary || p.Primary != "b/r1" {
+		t.Fatalf("put at the old primary: %v, want NotPrimary naming b/r1", p)
+	}
+	if p := g.put("b/r1", "k1", "w", 0); p.Code != wire.OK {
+		t.Fatalf("put at the new primary: %v", p)
+	}
+	if p := g.put("c/r1", "k1", "w2", 0); p.Code != wire.NotPrimary || p.Primary != "b/r1" || p.Epoch != 2 {
+		t.Fatalf("put at the secondary: %v, want NotPrimary naming b/r1 at epoch 2", p)
+	}
+	g.fire("a/r1", "replica.pullTimer")
+	if got, want := values(g.node("a/r1")), values(g.node("b/r1")); !reflect.DeepEqual(got, want) || want["k1"] != "w" {
+		t.Fatalf("a holds %v after its pull, b %v; want the same, with k1=w", got, want)
+	}
+}
+
+// TestFailoverWipe: the old primary's log was truncated past k1's
+// version before the one to roll back, so it cannot tell what k1 held at
+// the epoch's start: it wipes the tablet, keeps the dropped version in
+// the rollback space and catches up from the new primary by snapshot (the
+// new primary's log starts at its high timestamp). A secondary that
+// missed the HighRequest and holds a version above the start, without a
+// log, does the same.
+func TestFailoverWipe(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.put("a/r1", "k1", "v1", 0)
+	g.put("a/r1", "k2", "v1", 0)
+	for range 2 { // the second pull tells a what both hold: it truncates its log
+		g.fire("b/r1", "replica.pullTimer")
+		g.fire("c/r1", "replica.pullTimer")
+	}
+	if m := g.node("a/r1").Metrics(); m.LogEntriesTruncated != 2 {
+		t.Fatalf("a truncated %d log entries, want 2", m.LogEntriesTruncated)
+	}
+	g.later(time.Second)
+	g.put("a/r1", "k1", "v2", 0)
+	g.fire("c/r1", "replica.pullTimer") // c takes it, and misses the HighRequest
+	g.later(5 * time.Second)
+	start := g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"b/r1"})
+	g.put("b/r1", "k3", "w", 0)
+	g.epochChange([]wire.NodeID{"a/r1", "c/r1"}, 2, start)
+	if len(g.rolled) != 2 || string(g.rolled[0].Entry.Value) != "v2" || string(g.rolled[1].Entry.Value) != "v2" {
+		t.Fatalf("rolled back %v, want k1=v2 at a and at c", g.rolled)
+	}
+	for _, id := range []wire.NodeID{"a/r1", "c/r1"} {
+		if m := g.node(id).Metrics(); m.RolledBack != 1 || m.RollbackWipes != 1 || m.SnapshotsApplied != 1 {
+			t.Errorf("%s: rolled back %d, wiped %d, applied %d snapshots; want 1, 1, 1", id, m.RolledBack, m.RollbackWipes, m.SnapshotsApplied)
+		}
+		if got, want := values(g.node(id)), map[string]string{"k1": "v1", "k2": "v1", "k3": "w"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s holds %v after its snapshot, want %v", id, got, want)
+		}
+	}
+}
+
+// TestMembership: at the same epoch, a node newly named a secondary
+// creates the tablet and catches up from zero, by snapshot past the
+// primary's truncated log; one no longer named drops the tablet's data;
+// the primary no longer counts it.
+func TestMembership(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.put("a/r1", "k1", "v1", 0)
+	g.put("a/r1", "k2", "v1", 0)
+	for range 2 {
+		g.fire("b/r1", "replica.pullTimer")
+	}
+	g.put("a/r1", "k2", "v2", 0)
+	g.start("d/r1", storage.NewMem())
+	g.layout.Tablets[0].Secondaries = []wire.NodeID{"b/r1", "d/r1"}
+	g.epochChange([]wire.NodeID{"a/r1", "b/r1", "d/r1"}, 1, hlc.Timestamp{})
+	if got, want := values(g.node("d/r1")), values(g.node("a/r1")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the new secondary holds %v, the primary %v", got, want)
+	}
+	if m := g.node("d/r1").Metrics(); m.SnapshotsApplied != 1 {
+		t.Errorf("the new secondary applied %d snapshots, want 1", m.SnapshotsApplied)
+	}
+	g.layout.Tablets[0].Secondaries = []wire.NodeID{"d/r1"}
+	g.epochChange([]wire.NodeID{"a/r1", "b/r1", "d/r1"}, 1, hlc.Timestamp{})
+	if v := g.node("b/r1").Versions(govRef); v != nil || len(g.node("b/r1").Metrics().Tablets) != 0 {
+		t.Fatalf("the removed secondary holds %v, want no tablet", v)
+	}
+	if p := g.put("a/r1", "k3", "v", 2); p.Code != wire.OK || p.Acks != 2 {
+		t.Fatalf("a put at level two: %v, want it acknowledged by a and d", p)
+	}
+}
