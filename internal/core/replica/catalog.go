@@ -78,7 +78,7 @@ func (n *Node) deleteTable(name string) wire.Code {
 	eng := n.env.Engine()
 	var b storage.Batch
 	b.Delete(catalogKey(name))
-	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult} {
+	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult, spaceTagged} {
 		start, end := tableSpan(space, t.layout.ID)
 		err := eng.Scan(start, end, func(k, _ []byte) bool {
 			b.Delete(k)

@@ -555,3 +555,75 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("a put at level two: %v, want it acknowledged by a and d", p)
 	}
 }
+
+// stage sends a staged write (a Put with a bound) to the receiver id.
+func (g *govWorld) stage(id wire.NodeID, key, value string) {
+	g.req++
+	g.node(id).Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: key, Value: []byte(value), Bound: wire.Immediate})
+}
+
+// TestStagedWritesAcrossFailover: the versions the primary orders from a
+// receiver's Forwards carry the receiver and sequence number, and the
+// secondary that applies them keeps the exactly-once record. The primary
+// orders c's second write, its acknowledgement is lost, and the tablet
+// moves to b: c forwards the write again to b, which answers it from its
+// record rather than ordering it twice, and orders c's next write in
+// sequence.
+func TestStagedWritesAcrossFailover(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k", "s1")
+	g.run()
+	g.stage("c/r1", "k", "s2")
+	for len(g.w.queue) > 0 {
+		if m := g.w.step(); m.to == "a/r1" {
+			g.w.queue = nil // a's acknowledgement to c is lost
+			break
+		}
+	}
+	if m := g.node("a/r1").Metrics(); m.ForwardsOrdered != 2 {
+		t.Fatalf("a ordered %d forwards, want 2", m.ForwardsOrdered)
+	}
+	g.fire("b/r1", "replica.pullTimer")
+	logged := g.node("b/r1").Versions(govRef)
+	if len(logged) != 1 || string(logged[0].Value) != "s2" {
+		t.Fatalf("b holds %v, want k=s2", logged)
+	}
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	g.run()
+	mb := g.node("b/r1").Metrics()
+	if mb.DuplicateForwards != 1 || mb.ForwardsOrdered != 0 {
+		t.Fatalf("b: %d forwards answered from the record, %d ordered; want 1 and 0", mb.DuplicateForwards, mb.ForwardsOrdered)
+	}
+	if got := g.node("b/r1").Versions(govRef); !reflect.DeepEqual(got, logged) {
+		t.Fatalf("b holds %v after the forward came again, want %v", got, logged)
+	}
+	g.stage("c/r1", "k", "s3")
+	g.run()
+	mb = g.node("b/r1").Metrics()
+	if mb.ForwardsOrdered != 1 || mb.ForwardsOutOfOrder != 0 || values(g.node("b/r1"))["k"] != "s3" {
+		t.Fatalf("b: ordered %d, %d out of order, holds %v; want 1, 0, k=s3", mb.ForwardsOrdered, mb.ForwardsOutOfOrder, values(g.node("b/r1")))
+	}
+}
+
+// TestDeposedPrimaryAnswersWaitingPuts: a Put waiting for level three at
+// a primary that is deposed is answered as when its wait runs out, with
+// the replicas known to hold it (its version may survive the move).
+func TestDeposedPrimaryAnswersWaitingPuts(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.req++
+	g.node("a/r1").Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: "k", Value: []byte("v"), W: 3, Wait: time.Minute})
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "c/r1" }) // c's push is lost
+	g.run()
+	if got := g.taken("c/c1"); len(got) != 0 {
+		t.Fatalf("before the move: %v, want the Put waiting", got)
+	}
+	g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"a/r1"})
+	got := g.taken("c/c1")
+	if len(got) != 1 {
+		t.Fatalf("after the move: %v, want the Put answered", got)
+	}
+	if r := got[0].(*wire.PutReply); r.Code != wire.QuorumTimeout || r.Acks != 2 {
+		t.Fatalf("after the move: %v, want QuorumTimeout with 2 acks", r)
+	}
+}

@@ -21,6 +21,8 @@ import (
 //	s <table id><tablet> <seq>          -> a staged write (receiver, stage.go)
 //	o <table id><tablet> <node>         -> a receiver's writes ordered (primary, stage.go)
 //	q <table id><tablet> <node> 0 <seq> -> the result of a receiver's write (primary, stage.go)
+//	n <table id><tablet> <timestamp>    -> origin and sequence number of a logged staged write
+//	                                       (governed primary, staged.go: Entry.Origin, Entry.Seq)
 //	b <table id><tablet> <epoch> <ts>   -> key + value of a version rolled back at epoch (rollback.go)
 //
 // Table IDs and tablet indexes are fixed-width big-endian so that one
@@ -36,6 +38,7 @@ const (
 	spaceOrigin  = 'o'
 	spaceResult  = 'q'
 	spaceBack    = 'b'
+	spaceTagged  = 'n'
 
 	metaHigh      = 'h'
 	metaLast      = 'u'

@@ -138,6 +138,13 @@ func (n *Node) truncateLog(tb *tablet) {
 		n.storageError(err)
 		return
 	}
+	logged := b.Len()
+	if tb.epoch != 0 {
+		if _, err := n.dropTags(tb, tabletPrefix(spaceTagged, tb.ref), append(taggedKey(tb.ref, upTo), 0), &b); err != nil {
+			n.storageError(err)
+			return
+		}
+	}
 	// The truncation point is recorded in the same batch: a primary that
 	// knows it may lack versions after a secondary's Since sends a
 	// snapshot instead.
@@ -146,7 +153,7 @@ func (n *Node) truncateLog(tb *tablet) {
 		n.storageError(err)
 		return
 	}
-	n.metrics.LogEntriesTruncated += int64(b.Len() - 1)
+	n.metrics.LogEntriesTruncated += int64(logged)
 	tb.truncated = upTo
 }
 
@@ -281,6 +288,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 			continue
 		}
 		last = hlc.Max(last, e.TS)
+		recordApplied(&b, tb, e)
 		if skip, err := n.superseded(tb, e); err != nil {
 			return
 		} else if skip {
@@ -358,7 +366,7 @@ func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) e
 	start := logKey(tb.ref, since)
 	start = append(start, 0) // strictly after since
 	batchBytes := 0
-	return storage.Walk(n.env.Engine(), start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) (bool, error) {
+	err := storage.Walk(n.env.Engine(), start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) (bool, error) {
 		// The batch ends at PullBatchMax versions, or before the version
 		// that would take it past PullBatchBytes: a reply never outgrows
 		// the transport's message limit (Options.MessageBytesMax).
@@ -378,6 +386,10 @@ func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) e
 		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: key, Value: value})
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	return n.fillTags(tb, since, reply.Entries)
 }
 
 // applySnapshot applies a snapshot chunk at a secondary, in one synced
@@ -500,6 +512,7 @@ func (n *Node) applyPush(m *wire.Push) {
 	if !skip {
 		b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
 	}
+	recordApplied(&b, tb, &m.Entry)
 	if !n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS) {
 		return
 	}

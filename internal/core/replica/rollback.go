@@ -216,9 +216,21 @@ func (n *Node) rollbackLog(tb *tablet, start hlc.Timestamp, primary bool, b *sto
 	if err != nil {
 		return err
 	}
+	tagged := tabletPrefix(spaceTagged, tb.ref)
+	tags, err := n.dropTags(tb, append(taggedKey(tb.ref, start), 0), prefixEnd(tagged), b)
+	if err != nil {
+		return err
+	}
 	prev := map[string]*wire.Entry{}
-	for _, e := range rb.dropped {
+	for i, e := range rb.dropped {
 		prev[e.Key] = nil
+		rb.dropped[i].Origin, rb.dropped[i].Seq = tags[e.TS].Origin, tags[e.TS].Seq
+	}
+	unrecord(b, tb, rb.dropped)
+	if !primary {
+		if _, err := n.dropTags(tb, tagged, append(taggedKey(tb.ref, start), 0), b); err != nil {
+			return err
+		}
 	}
 	last := hlc.Timestamp{}
 	err = storage.Walk(eng, prefix, above, func(k, v []byte) (bool, error) {
@@ -281,7 +293,7 @@ func (n *Node) rollbackData(tb *tablet, start hlc.Timestamp, b *storage.Batch, r
 // wipe adds to b the deletion of every version and log record of the
 // tablet: it catches up from zero.
 func (n *Node) wipe(tb *tablet, b *storage.Batch, rb *rolledBack) error {
-	for _, space := range []byte{spaceData, spaceLog} {
+	for _, space := range []byte{spaceData, spaceLog, spaceTagged} {
 		prefix := tabletPrefix(space, tb.ref)
 		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
 			b.Delete(k)
@@ -389,7 +401,7 @@ func (n *Node) dropTablet(tb *tablet, m *wire.EpochChange) bool {
 	if !ok {
 		return false
 	}
-	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult} {
+	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult, spaceTagged} {
 		prefix := tabletPrefix(space, tb.ref)
 		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
 			b.Delete(k)

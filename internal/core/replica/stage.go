@@ -353,7 +353,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 		n.decide(m.Budget, self, dcon.Work{Write: true, Queue: 1}).Spread) {
 		need = all
 	}
-	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
+	n.push(tb, prev, tb.tagged(wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, self, seq), need)
 	if need == 1 {
 		if all == 1 {
 			reply.Stage = wire.Executed
@@ -444,6 +444,9 @@ func (tb *tablet) recordOrigin(from wire.NodeID, seq uint64, o origin, code wire
 		}
 		b.Set(originKey(tb.ref, from), encodeOrigin(next))
 		b.Set(resultKey(tb.ref, from, seq), encodeResult(result{ts: ts, tested: tested, code: code}))
+		if tb.epoch != 0 && !ts.IsZero() {
+			b.Set(taggedKey(tb.ref, ts), encodeTag(from, seq))
+		}
 		if seq > forwardWindow {
 			b.Delete(resultKey(tb.ref, from, seq-forwardWindow))
 		}
@@ -520,7 +523,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	}
 	tb.lastUpdate = ts
 	need := max(int(m.W), level)
-	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
+	n.push(tb, prev, tb.tagged(wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, from, m.Seq), need)
 	if need == 1 {
 		n.env.Send(from, ack)
 		return
