@@ -218,6 +218,10 @@ func TestLeaseGatesPuts(t *testing.T) {
 	}
 	// Silent for two renewals: the next member (in order, after c/cfg:
 	// a/cfg).
+	g.fire("a/r1", "replica.renewTimer")
+	if r := g.renewals("c/cfg"); len(r) != 1 {
+		t.Fatalf("renewals to c/cfg: %v, want 1", r)
+	}
 	g.later(2 * time.Second)
 	g.fire("a/r1", "replica.renewTimer")
 	if r := g.renewals("a/cfg"); len(r) != 1 {

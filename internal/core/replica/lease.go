@@ -26,10 +26,10 @@ type leaseState struct {
 	seq, applied uint64
 	sentAt       map[uint64]time.Time
 	// guess is the index in Options.Config of the member taken for the
-	// leader; heard is when a grant or refusal last came from it, or the
-	// guess changed.
-	guess int
-	heard time.Time
+	// leader; unanswered is when the first renewal it has not answered
+	// was sent (zero: none).
+	guess      int
+	unanswered time.Time
 	// listed are the tables the last grant named a tablet of.
 	listed map[uint64]bool
 	// timer: the renewal timer is set.
@@ -44,7 +44,7 @@ func (renewTimer) String() string { return "renew" }
 // startLeases prepares a governed node's renewals: its first guess at the
 // leader is the member at its own site, if any.
 func (n *Node) startLeases() {
-	n.lease = leaseState{sentAt: map[uint64]time.Time{}, listed: map[uint64]bool{}, heard: n.env.Now()}
+	n.lease = leaseState{sentAt: map[uint64]time.Time{}, listed: map[uint64]bool{}}
 	site := siteOf(n.env.ID())
 	if i := slices.IndexFunc(n.opts.Config, func(m wire.NodeID) bool { return siteOf(m) == site }); i >= 0 {
 		n.lease.guess = i
@@ -59,13 +59,9 @@ func siteOf(id wire.NodeID) string {
 // renewNow sends a renewal at once, if the node leads a governed tablet,
 // and keeps the renewal timer going.
 func (n *Node) renewNow() {
-	if !n.governed() {
-		return
+	if n.governed() {
+		n.renewAndRearm()
 	}
-	if !n.lease.timer {
-		n.lease.heard = n.env.Now() // renewals start (again) now
-	}
-	n.renewAndRearm()
 }
 
 // renewTimerFired sends the periodic renewal.
@@ -91,9 +87,12 @@ func (n *Node) renew() bool {
 		return false
 	}
 	now := n.env.Now()
-	if now.Sub(n.lease.heard) >= 2*n.opts.Lease.Renew {
+	switch {
+	case n.lease.unanswered.IsZero():
+		n.lease.unanswered = now
+	case now.Sub(n.lease.unanswered) >= 2*n.opts.Lease.Renew:
 		n.lease.guess = (n.lease.guess + 1) % len(n.opts.Config)
-		n.lease.heard = now
+		n.lease.unanswered = now
 	}
 	for seq, at := range n.lease.sentAt {
 		if now.Sub(at) >= n.opts.Lease.Length {
@@ -136,7 +135,7 @@ func (n *Node) leaseGranted(from wire.NodeID, m *wire.LeaseGrant) {
 	if !n.governed() || from != n.opts.Config[n.lease.guess] {
 		return // a stale answer, from a member no longer asked
 	}
-	n.lease.heard = n.env.Now()
+	n.lease.unanswered = time.Time{}
 	if m.Code == wire.NotLeader {
 		// A named leader is asked at once; none named (an election under
 		// way): the next member, at the next renewal, so that members

@@ -397,8 +397,10 @@ func (n *Node) Start(env node.Env) error {
 		return fmt.Errorf("%w: a stored timestamp, %s, is at the end of time", errCorrupt, last)
 	}
 	if n.governed() {
+		// A restarted primary holds no lease: it asks at once.
 		n.startLeases()
-		n.renewNow()
+		n.lease.timer = true
+		n.env.After(0, renewTimer{})
 	}
 	return nil
 }
@@ -408,22 +410,23 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 	for _, m := range []struct {
 		which byte
 		dst   *hlc.Timestamp
-	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}, {metaEpoch, nil}} {
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}} {
 		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
 		if err != nil {
 			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)
 		}
-		switch {
-		case !ok:
-		case m.dst == nil:
-			if tb.epoch, tb.epochStart, err = decodeEpoch(v); err != nil {
-				return err
-			}
-		default:
+		if ok {
 			if *m.dst, err = decodeTS(v); err != nil {
 				return err
 			}
 		}
+	}
+	v, ok, err := eng.Get(metaKey(tb.ref, metaEpoch))
+	if err == nil && ok {
+		tb.epoch, tb.epochStart, err = decodeEpoch(v)
+	}
+	if err != nil {
+		return fmt.Errorf("replica: read tablet %s epoch: %w", tb.ref, err)
 	}
 	return nil
 }

@@ -121,8 +121,8 @@ func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
 		asked = tb.fenceAsked
 	}
 	tb.epoch, tb.epochStart = m.Epoch, m.Start
-	tb.fence, tb.fenceLimit, tb.fenceAsked, tb.leaseAsked = 0, hlc.Timestamp{}, time.Time{}, time.Time{}
-	n.advanceHighWaits(tb, true)
+	// The HighRequests still waiting are of a transition now decided.
+	tb.fence, tb.fenceLimit, tb.fenceAsked, tb.leaseAsked, tb.highWaits = 0, hlc.Timestamp{}, time.Time{}, time.Time{}, nil
 	rb.apply(tb)
 	if wasPrimary && spec.Primary != n.env.ID() {
 		n.deposed(tb)
