@@ -137,10 +137,19 @@ func (n *Node) advanceHighWaits(tb *tablet, expired bool) {
 	tb.highWaits = kept
 }
 
-// capped returns a pull reply as a fenced secondary takes it: without
-// the versions above the fence's limit, and covering up to it at most.
-func (tb *tablet) capped(m *wire.PullReply) *wire.PullReply {
-	if tb.fence == 0 || !tb.fenceLimit.Less(m.High) {
+// fenced returns a pull reply as the secondary takes it: nothing of
+// another epoch; fenced, no snapshot (its high timestamp stays what it
+// reported), and no version above the fence's limit.
+func (n *Node) fenced(tb *tablet, m *wire.PullReply) *wire.PullReply {
+	switch {
+	case !n.sameEpoch(tb, m.Epoch):
+		return nil
+	case tb.fence == 0:
+		return m
+	case m.Snapshot:
+		n.metrics.PullRepliesDiscarded++
+		return nil
+	case !tb.fenceLimit.Less(m.High):
 		return m
 	}
 	c := *m

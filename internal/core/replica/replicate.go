@@ -248,15 +248,9 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)
 		return
 	}
-	if !n.sameEpoch(tb, m.Epoch) {
+	if m = n.fenced(tb, m); m == nil {
 		return
 	}
-	if m.Snapshot && tb.fence != 0 {
-		// A fenced replica's high timestamp stays what it reported.
-		n.metrics.PullRepliesDiscarded++
-		return
-	}
-	m = tb.capped(m)
 	if m.Snapshot {
 		n.applySnapshot(tb, m)
 		return

@@ -232,18 +232,7 @@ func (n *Node) rollbackLog(tb *tablet, start hlc.Timestamp, primary bool, b *sto
 			return err
 		}
 	}
-	last := hlc.Timestamp{}
-	err = storage.Walk(eng, prefix, above, func(k, v []byte) (bool, error) {
-		e, err := decodeLogEntry(k, v)
-		if _, ok := prev[e.Key]; ok {
-			prev[e.Key] = &e
-		}
-		last = e.TS
-		if !primary {
-			b.Delete(k)
-		}
-		return true, err
-	})
+	last, err := n.previous(prefix, above, prev, !primary, b)
 	if err != nil {
 		return err
 	}
@@ -268,6 +257,25 @@ func (n *Node) rollbackLog(tb *tablet, start hlc.Timestamp, primary bool, b *sto
 		rb.high, rb.truncated = start, hlc.Timestamp{}
 	}
 	return nil
+}
+
+// previous sets each key of prev to its last version in the log records
+// in [start, end), returns the last one's timestamp and, if drop, adds
+// their deletion to b.
+func (n *Node) previous(start, end []byte, prev map[string]*wire.Entry, drop bool, b *storage.Batch) (hlc.Timestamp, error) {
+	last := hlc.Timestamp{}
+	err := storage.Walk(n.env.Engine(), start, end, func(k, v []byte) (bool, error) {
+		e, err := decodeLogEntry(k, v)
+		if _, ok := prev[e.Key]; ok {
+			prev[e.Key] = &e
+		}
+		last = e.TS
+		if drop {
+			b.Delete(k)
+		}
+		return true, err
+	})
+	return last, err
 }
 
 // rollbackData lowers a secondary's high timestamp to start; versions

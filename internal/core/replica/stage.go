@@ -465,18 +465,9 @@ type result struct {
 // once and in the receiver's order. A Forward delivered again is
 // answered from the write's recorded result.
 func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
-	tb := n.tablet(m.Tablet)
-	if tb == nil || !tb.isPrimary {
-		ack := &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: wire.NoTable}
-		if tb != nil {
-			ack.Code = wire.NotPrimary
-			ack.Epoch, ack.Primary = n.notPrimary(tb)
-		}
-		n.env.Send(from, ack)
+	tb := n.forwardedTo(from, m)
+	if tb == nil {
 		return
-	}
-	if !n.sameEpoch(tb, m.Epoch) || n.admit(tb, 0) != wire.OK {
-		return // the receiver sends it again, to the primary of its epoch
 	}
 	o, err := n.originOf(tb, from)
 	if err != nil {
@@ -535,6 +526,27 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	if w := (&putWait{from: from, ts: ts, need: need, level: level, forward: m.Seq, tested: tested}); n.progress(tb, w, false) {
 		n.parkWait(tb, w, wait)
 	}
+}
+
+// forwardedTo returns the tablet a Forward may be ordered in, or nil: a
+// node that holds no such tablet, or is not its primary, says so; a
+// primary drops one of another epoch, or one that comes while it holds
+// no lease (the receiver sends it again).
+func (n *Node) forwardedTo(from wire.NodeID, m *wire.Forward) *tablet {
+	tb := n.tablet(m.Tablet)
+	if tb == nil || !tb.isPrimary {
+		ack := &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: wire.NoTable}
+		if tb != nil {
+			ack.Code = wire.NotPrimary
+			ack.Epoch, ack.Primary = n.notPrimary(tb)
+		}
+		n.env.Send(from, ack)
+		return nil
+	}
+	if !n.sameEpoch(tb, m.Epoch) || n.admit(tb, 0) != wire.OK {
+		return nil
+	}
+	return tb
 }
 
 // reackForward answers a Forward delivered again from the write's
