@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -630,5 +632,58 @@ func TestDeposedPrimaryAnswersWaitingPuts(t *testing.T) {
 	}
 	if r := got[0].(*wire.PutReply); r.Code != wire.QuorumTimeout || r.Acks != 2 {
 		t.Fatalf("after the move: %v, want QuorumTimeout with 2 acks", r)
+	}
+}
+
+// TestReceiverPromoted: a receiver whose Forward was lost becomes the
+// primary: it orders its staged write itself, from its own record, and
+// resolves it to the client; its next staged write is numbered after it.
+func TestReceiverPromoted(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k", "s1")
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" }) // the Forward is lost
+	g.taken("c/c1")
+	g.later(5 * time.Second)
+	g.failover("c/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	var resolved []wire.Msg
+	for _, m := range g.taken("c/c1") {
+		if _, ok := m.(*wire.Resolved); ok {
+			resolved = append(resolved, m)
+		}
+	}
+	if len(resolved) != 1 || resolved[0].(*wire.Resolved).WriteID != 1 || values(g.node("c/r1"))["k"] != "s1" {
+		t.Fatalf("after the promotion: resolved %v, c holds %v; want write 1 resolved and k=s1", resolved, values(g.node("c/r1")))
+	}
+	if m := g.node("c/r1").Metrics(); m.ForwardsOrdered != 1 || m.ForwardAcksReceived != 1 {
+		t.Errorf("c ordered %d forwards and took %d acknowledgements, want 1 and 1", m.ForwardsOrdered, m.ForwardAcksReceived)
+	}
+	g.stage("c/r1", "k", "s2")
+	got := g.taken("c/c1")
+	if len(got) != 1 || got[0].(*wire.PutReply).WriteID != 2 {
+		t.Fatalf("the next staged write at c: %v, want write 2", got)
+	}
+}
+
+// TestOptionsConfig: the zero Options validate (unset lease fields take
+// their defaults); members out of order or repeated, or a lease whose
+// renewal does not fit in it, are refused, naming the field.
+func TestOptionsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts replica.Options
+		want string
+	}{
+		{"zero", replica.Options{}, ""},
+		{"governed", replica.Options{Config: members}, ""},
+		{"unsorted", replica.Options{Config: []wire.NodeID{"b/cfg", "a/cfg"}}, "Options.Config"},
+		{"repeated", replica.Options{Config: []wire.NodeID{"a/cfg", "a/cfg"}}, "Options.Config"},
+		{"renew too long", replica.Options{Config: members, Lease: config.LeaseOptions{Renew: 4 * time.Second}}, "Options.Lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want an error naming %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -105,7 +105,7 @@ func (o Options) Validate() error {
 	if !slices.IsSorted(o.Config) || len(slices.Compact(slices.Clone(o.Config))) != len(o.Config) {
 		return fmt.Errorf("replica: Options.Config must be sorted and without repeats, got %v", o.Config)
 	}
-	if err := o.Lease.Validate(); err != nil {
+	if err := o.Lease.EnsureDefaults().Validate(); err != nil {
 		return fmt.Errorf("replica: Options.Lease: %w", err)
 	}
 	return nil

@@ -360,9 +360,10 @@ func (n *Node) deposed(tb *tablet) {
 }
 
 // reforward sends a receiver's unordered staged writes to the tablet's
-// new primary.
+// new primary: to itself, if it is the one, which orders them as it would
+// another receiver's and takes its own acknowledgements.
 func (n *Node) reforward(tb *tablet) {
-	if tb.isPrimary || len(tb.staged) == 0 {
+	if len(tb.staged) == 0 {
 		return
 	}
 	for _, w := range tb.staged {

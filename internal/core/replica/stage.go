@@ -597,7 +597,9 @@ func (n *Node) originOf(tb *tablet, from wire.NodeID) (origin, error) {
 // write forwarded again from its recorded result.
 func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	tb := n.tablet(m.Tablet)
-	if tb == nil || tb.isPrimary || from != tb.primary {
+	if tb == nil || from != tb.primary {
+		// At a primary, only its own acknowledgements: of the writes it
+		// received as a secondary and orders now (rollback.go reforward).
 		return
 	}
 	if n.governed() && m.Code == wire.NotPrimary {
