@@ -129,12 +129,7 @@ func (n *Node) truncateLog(tb *tablet) {
 	}
 	eng := n.env.Engine()
 	var b storage.Batch
-	end := append(logKey(tb.ref, upTo), 0)
-	err := eng.Scan(logKey(tb.ref, tb.truncated), end, func(k, _ []byte) bool {
-		b.Delete(k)
-		return true
-	})
-	if err != nil {
+	if err := n.deleteRange(&b, logKey(tb.ref, tb.truncated), append(logKey(tb.ref, upTo), 0)); err != nil {
 		n.storageError(err)
 		return
 	}
@@ -406,11 +401,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	ahead := tb.ahead
 	if first {
 		prefix := tabletPrefix(spaceData, tb.ref)
-		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
+		if err := n.deleteRange(&b, prefix, prefixEnd(prefix)); err != nil {
 			n.storageError(err)
 			return
 		}

@@ -303,11 +303,7 @@ func (n *Node) rollbackData(tb *tablet, start hlc.Timestamp, b *storage.Batch, r
 func (n *Node) wipe(tb *tablet, b *storage.Batch, rb *rolledBack) error {
 	for _, space := range []byte{spaceData, spaceLog, spaceTagged} {
 		prefix := tabletPrefix(space, tb.ref)
-		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
+		if err := n.deleteRange(b, prefix, prefixEnd(prefix)); err != nil {
 			return err
 		}
 	}
@@ -410,13 +406,9 @@ func (n *Node) dropTablet(tb *tablet, m *wire.EpochChange) bool {
 	if !ok {
 		return false
 	}
-	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult, spaceTagged} {
+	for _, space := range tabletSpaces {
 		prefix := tabletPrefix(space, tb.ref)
-		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
+		if err := n.deleteRange(&b, prefix, prefixEnd(prefix)); err != nil {
 			n.storageError(err)
 			return false
 		}
