@@ -438,13 +438,16 @@ func backSpace(t *testing.T, eng storage.Engine) int {
 // versions above the epoch's start: k1 and k2 take back their earlier
 // versions from its log, k3, new, is deleted; each dropped version is
 // kept in the rollback space, counted and handed to Options.Rollback.
-// Then a pulls from b and holds what b holds.
+// Then a pulls from b and holds what b holds. c, whose high timestamp is
+// below b's but holds every version b does, and a pull from b's log:
+// neither needs a snapshot.
 func TestFailoverRollback(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
 	g.put("a/r1", "k1", "v1", 0)
 	g.put("a/r1", "k2", "v1", 0)
-	g.fire("b/r1", "replica.pullTimer")
 	g.fire("c/r1", "replica.pullTimer")
+	g.later(time.Millisecond)
+	g.fire("b/r1", "replica.pullTimer")
 	for _, kv := range [][2]string{{"k1", "v2"}, {"k3", "v3"}, {"k2", "x"}, {"k2", "y"}} {
 		if p := g.put("a/r1", kv[0], kv[1], 0); p.Code != wire.OK {
 			t.Fatalf("put %s at the cut-off primary: %v", kv[0], p)
@@ -489,8 +492,14 @@ func TestFailoverRollback(t *testing.T) {
 		t.Fatalf("put at the secondary: %v, want NotPrimary naming b/r1 at epoch 2", p)
 	}
 	g.fire("a/r1", "replica.pullTimer")
-	if got, want := values(g.node("a/r1")), values(g.node("b/r1")); !reflect.DeepEqual(got, want) || want["k1"] != "w" {
-		t.Fatalf("a holds %v after its pull, b %v; want the same, with k1=w", got, want)
+	g.fire("c/r1", "replica.pullTimer")
+	for _, id := range []wire.NodeID{"a/r1", "c/r1"} {
+		if got, want := values(g.node(id)), values(g.node("b/r1")); !reflect.DeepEqual(got, want) || want["k1"] != "w" {
+			t.Fatalf("%s holds %v after its pull, b %v; want the same, with k1=w", id, got, want)
+		}
+		if m := g.node(id).Metrics(); m.SnapshotsApplied != 0 {
+			t.Errorf("%s applied %d snapshots, want none", id, m.SnapshotsApplied)
+		}
 	}
 }
 

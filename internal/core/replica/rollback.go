@@ -183,9 +183,11 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 		}
 	}
 	if !tb.isPrimary && primary {
-		// The new primary's log starts at its high timestamp: a
-		// secondary behind it is sent a snapshot.
-		rb.truncated = rb.high
+		// The new primary logged none of the versions it holds: a
+		// secondary that pulls from before the latest of them is sent a
+		// snapshot. One at or after it, below the epoch's start, lacks
+		// nothing: no version lies between.
+		rb.truncated = hlc.Max(rb.last, rb.ahead)
 	}
 	for _, e := range rb.dropped {
 		k := binary.BigEndian.AppendUint64(tabletPrefix(spaceBack, tb.ref), epoch)
