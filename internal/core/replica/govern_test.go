@@ -493,6 +493,14 @@ func TestFailoverRollback(t *testing.T) {
 	}
 	g.fire("a/r1", "replica.pullTimer")
 	g.fire("c/r1", "replica.pullTimer")
+	// The epoch is durable; a restarted primary holds no lease.
+	g.start("b/r1", g.envs["b/r1"].engine)
+	if st := g.node("b/r1").Metrics().Tablets[0]; st.Epoch != 2 || !st.Primary {
+		t.Fatalf("b restarted: %+v, want the primary at epoch 2", st)
+	}
+	if p := g.put("b/r1", "k1", "z", 0); p.Code != wire.NoLease {
+		t.Fatalf("put at the restarted primary: %v, want NoLease", p)
+	}
 	for _, id := range []wire.NodeID{"a/r1", "c/r1"} {
 		if got, want := values(g.node(id)), values(g.node("b/r1")); !reflect.DeepEqual(got, want) || want["k1"] != "w" {
 			t.Fatalf("%s holds %v after its pull, b %v; want the same, with k1=w", id, got, want)
@@ -544,7 +552,7 @@ func TestFailoverWipe(t *testing.T) {
 // TestMembership: at the same epoch, a node newly named a secondary
 // creates the tablet and catches up from zero, by snapshot past the
 // primary's truncated log; one no longer named drops the tablet's data;
-// the primary no longer counts it.
+// the primary no longer counts it. Both outlive a restart.
 func TestMembership(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1")
 	g.put("a/r1", "k1", "v1", 0)
@@ -554,7 +562,7 @@ func TestMembership(t *testing.T) {
 	}
 	g.put("a/r1", "k2", "v2", 0)
 	g.start("d/r1", storage.NewMem())
-	g.layout.Tablets[0].Secondaries = []wire.NodeID{"b/r1", "d/r1"}
+	g.layout.Tablets = []wire.Tablet{{Primary: "a/r1", Secondaries: []wire.NodeID{"b/r1", "d/r1"}}}
 	g.epochChange([]wire.NodeID{"a/r1", "b/r1", "d/r1"}, 1, hlc.Timestamp{})
 	if got, want := values(g.node("d/r1")), values(g.node("a/r1")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("the new secondary holds %v, the primary %v", got, want)
@@ -562,10 +570,17 @@ func TestMembership(t *testing.T) {
 	if m := g.node("d/r1").Metrics(); m.SnapshotsApplied != 1 {
 		t.Errorf("the new secondary applied %d snapshots, want 1", m.SnapshotsApplied)
 	}
-	g.layout.Tablets[0].Secondaries = []wire.NodeID{"d/r1"}
+	g.layout.Tablets = []wire.Tablet{{Primary: "a/r1", Secondaries: []wire.NodeID{"d/r1"}}}
 	g.epochChange([]wire.NodeID{"a/r1", "b/r1", "d/r1"}, 1, hlc.Timestamp{})
 	if v := g.node("b/r1").Versions(govRef); v != nil || len(g.node("b/r1").Metrics().Tablets) != 0 {
 		t.Fatalf("the removed secondary holds %v, want no tablet", v)
+	}
+	// The changes are durable: restarted, d holds the tablet and b not.
+	for id, want := range map[wire.NodeID]int{"b/r1": 0, "d/r1": 1} {
+		g.start(id, g.envs[id].engine)
+		if got := len(g.node(id).Metrics().Tablets); got != want {
+			t.Fatalf("%s restarted holds %d tablets, want %d", id, got, want)
+		}
 	}
 	if p := g.put("a/r1", "k3", "v", 2); p.Code != wire.OK || p.Acks != 2 {
 		t.Fatalf("a put at level two: %v, want it acknowledged by a and d", p)

@@ -198,6 +198,8 @@ type TabletStatus struct {
 	High hlc.Timestamp
 	// LastUpdate is the timestamp of the latest version the replica holds.
 	LastUpdate hlc.Timestamp
+	// Epoch is the tablet's epoch at the replica (0: ungoverned).
+	Epoch uint64
 }
 
 // Node is a storage node.
@@ -497,7 +499,7 @@ func (n *Node) Metrics() Metrics {
 	m.Tablets = nil
 	for _, t := range n.tables {
 		for _, tb := range t.tablets {
-			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate}
+			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate, Epoch: tb.epoch}
 			if tb.isPrimary {
 				st.High = tb.lastUpdate
 			}
