@@ -711,3 +711,22 @@ func TestOptionsConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestPromotedAnswersRepairs: a read repair waiting at a secondary for a
+// pull is answered once the secondary becomes primary, as a primary
+// answers one, rather than left waiting for a pull it no longer makes.
+func TestPromotedAnswersRepairs(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.put("a/r1", "k", "v", 0)
+	g.fire("b/r1", "replica.pullTimer")
+	high := g.get("b/r1", "k").HighTS
+	ahead := hlc.Timestamp{WallNanos: high.WallNanos, Logical: high.Logical + 1}
+	g.node("b/r1").Receive("c/c1", &wire.Repair{Req: 99, Tablet: govRef, TS: ahead})
+	g.w.queue = nil // the pull it sets off is lost
+	g.later(5 * time.Second)
+	start := g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"b/r1"})
+	got := g.taken("c/c1")
+	if len(got) != 1 || *got[0].(*wire.RepairReply) != (wire.RepairReply{Req: 99, Code: wire.Behind, High: start}) {
+		t.Fatalf("after the promotion: %v, want the repair answered Behind at %s", got, start)
+	}
+}

@@ -12,6 +12,15 @@
 // it is the primary; the node knows nothing of consistency guarantees or
 // SLAs, which are the client's business (4.1).
 //
+// A node given the configuration service's members (Options.Config) is
+// governed (DESIGN.md section 10): a primary orders writes only under a
+// lease the service grants (lease.go), every replication message carries
+// the tablet's epoch (epoch.go), and the service moves a tablet's primary
+// by telling its replicas a new epoch, above whose start a replica rolls
+// back what it holds (rollback.go); staged writes keep their exactly-once
+// record across the move (tagged.go). A node without members behaves as
+// Pileus's, with no leases and every tablet at epoch 0.
+//
 // Node implements node.Handler; see package node for the runtime's duties.
 package replica
 

@@ -132,6 +132,7 @@ func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
 	if tb.isPrimary {
 		tb.leaseAsked = asked
 		n.renewNow()
+		n.promoted(tb)
 	}
 	n.reportRollback(l.Name, tb, m.Epoch, rb)
 	if !tb.isPrimary && (rb.wiped || moved) {
@@ -141,6 +142,22 @@ func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
 		n.reforward(tb)
 	}
 	return true
+}
+
+// promoted answers the read repairs that waited at a secondary now
+// primary, as a primary answers them: it holds every timestamp its clock
+// has passed.
+func (n *Node) promoted(tb *tablet) {
+	last := n.clock.Last()
+	for _, r := range tb.repairs {
+		code := wire.OK
+		if last.Less(r.ts) {
+			code = wire.Behind
+		}
+		n.answerRepair(r.from, r.req, code, last)
+	}
+	clear(tb.repairs)
+	tb.repairs = nil
 }
 
 // rolledBack is what a rollback did: the versions it dropped, whether it
