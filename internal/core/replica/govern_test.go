@@ -730,3 +730,16 @@ func TestPromotedAnswersRepairs(t *testing.T) {
 		t.Fatalf("after the promotion: %v, want the repair answered Behind at %s", got, start)
 	}
 }
+
+// TestLaterFenceStays: a replica asked for its high timestamp ahead of
+// epoch 3 and then told of epoch 2, late, that makes it primary stays
+// fenced: granted its lease at epoch 2, it still takes no Put.
+func TestLaterFenceStays(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.node("b/r1").Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 3})
+	g.failover("b/r1", nil, []wire.NodeID{"b/r1"})
+	g.grant("b/r1", "b/cfg")
+	if p := g.put("b/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put at the primary of epoch 2 fenced for epoch 3: %v, want NoLease", p)
+	}
+}

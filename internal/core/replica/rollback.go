@@ -120,9 +120,12 @@ func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
 	if tb.fence == m.Epoch {
 		asked = tb.fenceAsked
 	}
-	tb.epoch, tb.epochStart = m.Epoch, m.Start
-	// The HighRequests still waiting are of a transition now decided.
-	tb.fence, tb.fenceLimit, tb.fenceAsked, tb.leaseAsked, tb.highWaits = 0, hlc.Timestamp{}, time.Time{}, time.Time{}, nil
+	tb.epoch, tb.epochStart, tb.leaseAsked = m.Epoch, m.Start, time.Time{}
+	if tb.fence <= m.Epoch {
+		// The HighRequests still waiting are of a transition now
+		// decided. A fence of a later one stays.
+		tb.fence, tb.fenceLimit, tb.fenceAsked, tb.highWaits = 0, hlc.Timestamp{}, time.Time{}, nil
+	}
 	rb.apply(tb)
 	if wasPrimary && spec.Primary != n.env.ID() {
 		n.deposed(tb)
