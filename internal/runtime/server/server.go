@@ -160,6 +160,12 @@ type ReplicaOptions struct {
 	RepairsWaitingMax int           `yaml:"repairs_waiting_max"`
 }
 
+// options returns the replica.Options these fields set.
+func (o ReplicaOptions) options() replica.Options {
+	return replica.Options{MaxKeyBytes: o.MaxKeyBytes, MaxValueBytes: o.MaxValueBytes, PullBatchMax: o.PullBatchMax,
+		PullBatchBytes: o.PullBatchBytes, RepairWait: o.RepairWait, RepairsWaitingMax: o.RepairsWaitingMax}
+}
+
 // EnsureDefaults returns a copy of o with every unset field given its
 // default (the options idiom of package node).
 func (o Options) EnsureDefaults() Options {
@@ -225,7 +231,7 @@ func (o *Options) Validate() error {
 			return bad("status_peers: %q is this process's own site", site)
 		}
 	}
-	ro := replica.Options(o.Replica)
+	ro := o.Replica.options()
 	if err := ro.Validate(); err != nil {
 		return bad("replica: %v", err)
 	}
@@ -289,7 +295,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	replicaOpts := replica.Options(opts.Replica).EnsureDefaults()
+	replicaOpts := opts.Replica.options().EnsureDefaults()
 	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig,
 		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log}, s.deliver)
 	if err := s.startNodes(); err != nil {
@@ -372,7 +378,7 @@ func badRTT(rtt map[wire.NodeID]time.Duration) string {
 
 func (s *Server) startNodes() error {
 	c := s.opts.Causal
-	opts := site.Options{Replica: replica.Options(s.opts.Replica), Causal: site.CausalOptions{
+	opts := site.Options{Replica: s.opts.Replica.options(), Causal: site.CausalOptions{
 		Store:       causal.StoreOptions{Resend: c.Resend},
 		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT},
 		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout, RTT: c.RTT},
