@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -29,9 +30,14 @@ type Options struct {
 	// to every storage node and cache of the topology (seedRTTs).
 	Replica replica.Options
 	Causal  site.CausalOptions
+	// Config configures the configuration service. Its Member.Voters,
+	// if empty, are the members at the topology's ConfigSites, as
+	// `cosla cluster up` names them.
+	Config config.NodeOptions
 	// Storage, Coordinator, Cache and ClientNode are the simulator's
 	// model of every storage node, causal coordinator, cache and client
-	// node: service times and fsync cost (sim.NodeOptions). Default:
+	// node: service times and fsync cost (sim.NodeOptions); a
+	// configuration member costs what a storage node does. Default:
 	// infinitely fast.
 	Storage, Coordinator, Cache, ClientNode sim.NodeOptions
 	// Cores, if positive, makes each site one machine whose nodes share
@@ -73,9 +79,14 @@ func New(opts Options) (*World, error) {
 	if len(copts.Nodes) == 0 {
 		copts.Nodes = topo.Replicas()
 	}
-	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache}
+	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache,
+		site.Config: opts.Storage}
+	cfg := opts.Config
+	if len(cfg.Member.Voters) == 0 {
+		cfg.Member.Voters = site.Voters(topo.ConfigSites())
+	}
 	for _, st := range topo.Sites {
-		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
+		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal, Config: cfg}
 		seedRTTs(&siteOpts.Causal, topo, st.Name)
 		for _, n := range site.Nodes(st.Name, st.Replicas, siteOpts) {
 			if err := s.AddNode(n.ID, st.Name, costs[n.Role], observed(opts.Observe, n.New)); err != nil {
@@ -184,6 +195,11 @@ func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
 		c, _ := h.(*clientcore.Client)
 		return c
 	})
+}
+
+// Member returns a running configuration member's core.
+func (w *World) Member(id wire.NodeID) (*config.Node, error) {
+	return nodeCore(w, id, "is not a configuration member", site.Member)
 }
 
 // Replica returns a running storage node's core.
