@@ -79,7 +79,11 @@ type Config struct {
 	// c-<random> without.
 	Name string
 	// Nodes maps every storage node ("england/r1") to the address the
-	// client dials to reach it. Required.
+	// client dials to reach it. Required. The nodes named "SITE/cfg" are
+	// the members of the cluster's configuration service, if it runs one
+	// (cosla cluster up lists them): the client sends them what its Gets
+	// would gain from moving a tablet's primary (Pileus 6.2), and
+	// MovePrimary, AddReplica and RemoveReplica.
 	Nodes map[string]string
 	// RequestTimeout bounds Puts, table operations and Gets whose SLA has
 	// an unbounded subSLA. Default 10s.
@@ -115,6 +119,11 @@ type Config struct {
 	// SLAWindow is how far back Metrics' SLAStats.Window reaches: the
 	// share of recent Gets that met each subSLA. Default 1m.
 	SLAWindow time.Duration
+	// ReportEvery is how often the client reports to the configuration
+	// service (the nodes SITE/cfg of Nodes) the utility its Gets would
+	// have received with each tablet's primary at each site (Pileus
+	// 6.2). Default 10s.
+	ReportEvery time.Duration
 	// Logger receives the client's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -177,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 			MaxValueBytes:    cfg.MaxValueBytes,
 			MaxSessions:      cfg.MaxSessions,
 			SLAWindow:        cfg.SLAWindow,
+			ReportEvery:      cfg.ReportEvery,
 			Measure:          clientcore.MeasureNeeded,
 		}})
 	if err != nil {

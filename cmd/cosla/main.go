@@ -12,6 +12,8 @@
 //	cosla cluster plan --host SITE=ADDRESS ... [--dir DIR]
 //	cosla cluster init --config FILE
 //	cosla cluster cert client NAME [--dir DIR]
+//	cosla cluster failover [--table T] [--tablet N] --to SITE [--json]
+//	cosla cluster replica add|remove [--table T] [--tablet N] --node SITE/NAME [--json]
 //	cosla put [--site S] [--bound B] KEY VALUE
 //	cosla put [--site S] --value-file FILE|- KEY
 //	cosla get [--site S] [--sla SLA] [--strategy S] [--bound B] [--json] KEY
@@ -80,6 +82,11 @@ func commands() []command {
 			}},
 			{name: "plan", summary: "plan a cluster whose sites run on their own hosts (plan --host SITE=ADDRESS ...)", run: runClusterPlan},
 			{name: "init", summary: "create the table of a planned cluster once every site runs", run: runClusterInit},
+			{name: "failover", summary: "move a tablet's primary to another site with no write lost (failover --table T --to SITE)", run: runClusterFailover},
+			{name: "replica", summary: "change a tablet's replicas", subs: []command{
+				{name: "add", summary: "add a secondary, which catches up from the primary (replica add --table T --node SITE/NAME)", run: runClusterReplicaAdd},
+				{name: "remove", summary: "remove a secondary (replica remove --table T --node SITE/NAME)", run: runClusterReplicaRemove},
+			}},
 			{name: "cert", summary: "issue certificates from the cluster's authority", subs: []command{
 				{name: "client", summary: "issue a client a certificate of its own (cert client NAME)", run: runClusterCertClient},
 			}},

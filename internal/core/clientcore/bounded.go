@@ -203,7 +203,7 @@ func budget(b wire.Bound, r *replicaState) time.Duration {
 }
 
 // putBounded sends a Put with a bound, or a ReadTestWrite.
-func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte, o PutOptions, timeout time.Duration, done func(PutResult, error)) {
+func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte, o PutOptions, timeout time.Duration, rt *putRetry, done func(PutResult, error)) {
 	r := tv.replicas[0]
 	if o.Bound != wire.NoBound {
 		r = s.receiver(tv)
@@ -211,7 +211,7 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 	sent := c.env.Now()
 	req := c.newReq()
 	m := &wire.PutRequest{Req: req, Tablet: tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS,
-		Bound: o.Bound, Budget: budget(o.Bound, r), Test: o.Test}
+		Bound: o.Bound, Budget: budget(o.Bound, r), Test: o.Test, Epoch: tv.epoch}
 	if o.Bound != wire.NoBound && o.Bound != wire.Unbounded {
 		// The node answers by the bound; past it and the round trip, and
 		// some slack for a busy node, the client stops waiting.
@@ -232,6 +232,19 @@ func (c *Client) putBounded(s *Session, tv *tabletView, key string, value []byte
 			reply := msg.(*wire.PutReply)
 			res := PutResult{Node: r.id, RTT: c.boundedRTT(sent), Level: 1, Acks: int(reply.Acks),
 				Bound: o.Bound, Stage: reply.Stage, WriteID: reply.WriteID, Holders: reply.Holders, Tested: reply.Tested, TS: reply.TS}
+			// Turned away, the write keeps its place in the session's
+			// queue until it is sent again.
+			again := func(timeout time.Duration) {
+				s.dropPending(slot)
+				c.putBounded(s, tv, key, value, o, timeout, rt, done)
+			}
+			fail := func(err error) {
+				s.dropPending(slot)
+				done(res, err)
+			}
+			if c.retryPut(s.table, tv, key, r.id, reply, rt, again, fail) {
+				return
+			}
 			s.dropPending(slot)
 			if reply.Code != wire.OK {
 				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
@@ -387,7 +400,7 @@ func (c *Client) getBounded(s *Session, tv *tabletView, key string, agreement sl
 				done(res, fmt.Errorf("get %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
 			}
-			c.observeHigh(tv, r, reply.HighTS)
+			c.observeRead(tv, r, reply.HighTS, reply.Primary)
 			res.Primary, res.HighTS, res.Applied, res.Pending, res.Null = reply.Primary, reply.HighTS, int(reply.Applied), int(reply.Pending), reply.Null
 			if c.fromSession(s, key, agreement, res, o.since, done) {
 				return

@@ -162,6 +162,15 @@ type Options struct {
 	// share of recent Gets that met each subSLA, in slaWindowBuckets
 	// steps. Default 1m.
 	SLAWindow time.Duration
+	// Config lists the configuration service's members (DESIGN.md
+	// section 10), sorted: the client sends them its utility reports
+	// and Reconfigure. None: no reports, and Reconfigure fails.
+	Config []wire.NodeID
+	// ReportEvery is how often the client reports to the configuration
+	// service the utility its Gets would have received with each
+	// tablet's primary at each site (Pileus 6.2; utility.go). Default
+	// 10s; unused without Config.
+	ReportEvery time.Duration
 	// NotifyEvery is how often a session of a causal table that ring
 	// restrictions hold, and that wrote nothing since the last time,
 	// sends a notify-after to lift them (causal.ClientOptions). Default
@@ -186,6 +195,7 @@ func (o Options) EnsureDefaults() Options {
 	o.MaxSessions = cmp.Or(o.MaxSessions, 10_000)
 	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, DefaultMaxValueBytes)
 	o.SLAWindow = cmp.Or(o.SLAWindow, time.Minute)
+	o.ReportEvery = cmp.Or(o.ReportEvery, 10*time.Second)
 	return o
 }
 
@@ -218,6 +228,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("clientcore: Options.SLAWindow must be positive, got %s", o.SLAWindow)
 	case o.Measure > MeasureNeeded:
 		return fmt.Errorf("clientcore: Options.Measure %d is none of MeasureLater, MeasureAll and MeasureNeeded", o.Measure)
+	case o.ReportEvery < 0:
+		return fmt.Errorf("clientcore: Options.ReportEvery must not be negative, got %s", o.ReportEvery)
 	case o.NotifyEvery < 0:
 		return fmt.Errorf("clientcore: Options.NotifyEvery must not be negative, got %s", o.NotifyEvery)
 	case o.MaxKeyBytes <= 0 || o.MaxValueBytes <= 0:
@@ -264,6 +276,10 @@ type Table struct {
 type tabletView struct {
 	ref      wire.TabletRef
 	replicas []*replicaState // primary first
+	// epoch is the tablet's epoch as the client last learnt it from a
+	// NotPrimary (failover.go); 0 while it knows none, and always for a
+	// tablet no configuration service governs.
+	epoch uint64
 	// writeCount is the table's write level as a number of this tablet's
 	// replicas; quorumRead, when not zero, the fewest replicas a read
 	// needs to overlap every Put's write set (r + w > N, with w above
@@ -307,6 +323,10 @@ type Client struct {
 	causal causalTables
 	// counters count the operations for Metrics from Start on.
 	counters counters
+	// utility holds the utility reports of the window under way, per
+	// tablet, and reports counts the reports sent (utility.go).
+	utility map[wire.TabletRef]*tabletUtility
+	reports uint64
 }
 
 // timeoutTimer fires when a request has waited too long.
@@ -338,6 +358,10 @@ func (c *Client) Start(env node.Env) error {
 	c.causal = causalTables{}
 	c.counters = newCounters(env.Now(), c.opts.SLAWindow)
 	env.After(c.mon.tick(), probeTimer{})
+	c.utility = map[wire.TabletRef]*tabletUtility{}
+	if len(c.opts.Config) > 0 {
+		env.After(c.opts.ReportEvery, reportTimer{})
+	}
 	return nil
 }
 
@@ -390,6 +414,8 @@ func replyReq(m wire.Msg) (req uint64, answers func(request wire.Msg) bool, ok b
 		return m.Req, is[*wire.ProbeRequest], true
 	case *wire.RepairReply:
 		return m.Req, is[*wire.Repair], true
+	case *wire.ReconfigureReply:
+		return m.Req, is[*wire.Reconfigure], true
 	}
 	return 0, nil, false
 }
@@ -419,6 +445,11 @@ func (c *Client) Fire(timer any) {
 		c.waited(t)
 	case delayTimer:
 		t.send()
+	case retryTimer:
+		t.send()
+	case reportTimer:
+		c.report()
+		c.env.After(c.opts.ReportEvery, t)
 	case heldTimer:
 		t.expire()
 	case node.RoutedTimer:

@@ -149,7 +149,7 @@ func (c *Client) gotReply(g *getCall, r *replicaState, sent time.Time, reply *wi
 	g.outstanding--
 	c.mon.observe(r, sent, c.env.Now())
 	if reply.Code == wire.OK {
-		c.observeHigh(g.tv, r, reply.HighTS)
+		c.observeRead(g.tv, r, reply.HighTS, reply.Primary)
 	}
 	if g.finished {
 		return // another request of the Get answered first

@@ -304,6 +304,7 @@ func (c *Client) getSLA(g *getPlan) error {
 	}
 	r := g.read.draw(c.env.Rand()).Count(len(g.tv.replicas))
 	mins := c.minReadTimestamps(g.s, g.agreement, g.key)
+	c.noteUtility(g.tv, g.agreement, mins)
 	res := GetResult{Met: -1, Target: -1, Strategy: g.strategy, Level: r, Delay: delay}
 	if g.tuner != nil {
 		res.TuneP = g.read.P
@@ -512,8 +513,9 @@ func (c *Client) put(s *Session, key string, value []byte, o PutOptions, done fu
 		// A bounded Put goes to the nearest replica: see awaitProbe.
 		c.mon.await(retry)
 	case o.Bound != wire.NoBound || o.Test != nil:
-		c.putBounded(s, p.tv, key, value, o, p.timeout, c.countPut(done))
+		c.putBounded(s, p.tv, key, value, o, p.timeout, c.newPutRetry(p.timeout), c.countPut(done))
 	default:
+		p.retry = c.newPutRetry(p.timeout)
 		c.putLevel(s, p, key, value, c.countPut(done))
 	}
 	return nil
@@ -525,6 +527,9 @@ type putPlan struct {
 	tv      *tabletView
 	write   Choice
 	timeout time.Duration
+	// retry is the Put's time and backoff across the primaries it is
+	// sent to (failover.go).
+	retry *putRetry
 }
 
 // planPut settles a Put's tablet, write level and timeout, and checks
@@ -568,7 +573,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 	r := p.tv.replicas[0]
 	sent := c.env.Now()
 	req := c.newReq()
-	m := &wire.PutRequest{Req: req, Tablet: p.tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS}
+	m := &wire.PutRequest{Req: req, Tablet: p.tv.ref, Key: key, Value: slices.Clone(value), MinTS: s.maxTS, Epoch: p.tv.epoch}
 	if w > 1 {
 		m.W, m.Wait = int32(w), levelWait(p.timeout, r)
 	}
@@ -582,6 +587,13 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 			// probe, which costs more (a client stuck on a bad first
 			// sample), so they count.
 			res := PutResult{Node: r.id, RTT: c.mon.observe(r, sent, c.env.Now()), Level: w}
+			again := func(timeout time.Duration) {
+				p.timeout = timeout
+				c.putLevel(s, p, key, value, done)
+			}
+			if c.retryPut(s.table, p.tv, key, r.id, reply, p.retry, again, func(err error) { done(res, err) }) {
+				return
+			}
 			if reply.Code != wire.OK && reply.Code != wire.QuorumTimeout {
 				done(res, fmt.Errorf("put %s at %s: %w", keyfmt.Quote(key), r.id, codeError(reply.Code)))
 				return
@@ -631,7 +643,7 @@ func (c *Client) probe(tv *tabletView, r *replicaState, warmUp bool) {
 		onReply: func(_ wire.NodeID, m wire.Msg) {
 			r.probing = false
 			if reply := m.(*wire.ProbeReply); reply.Code == wire.OK {
-				c.observeHigh(tv, r, reply.HighTS)
+				c.observeRead(tv, r, reply.HighTS, reply.Primary)
 			}
 			if warmUp {
 				r.coldUntil = c.env.Now()

@@ -144,7 +144,7 @@ func (c *Client) getQuorum(q *quorumCall) {
 				reply := m.(*wire.GetReply)
 				c.mon.observe(r, sent, c.env.Now())
 				if reply.Code == wire.OK {
-					c.observeHigh(q.tv, r, reply.HighTS)
+					c.observeRead(q.tv, r, reply.HighTS, reply.Primary)
 				}
 				if q.finished {
 					return

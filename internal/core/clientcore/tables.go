@@ -66,17 +66,8 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 			done(t, nil)
 			return
 		}
-		for i, spec := range l.Tablets {
-			tv := tabletView{ref: wire.TabletRef{Table: l.ID, Tablet: int32(i)}}
-			for _, id := range spec.Replicas() {
-				tv.replicas = append(tv.replicas, &replicaState{id: id, primary: id == spec.Primary, rtt: c.mon.node(id)})
-			}
-			n := len(tv.replicas)
-			tv.writeCount = l.WriteLevel.Count(n)
-			if tv.writeCount > 1 {
-				tv.quorumRead = n - tv.writeCount + 1
-			}
-			t.tablets = append(t.tablets, tv)
+		for i := range l.Tablets {
+			t.tablets = append(t.tablets, c.newTabletView(&l, i, nil))
 		}
 		c.tables[name] = t
 		// Measure every replica at once rather than wait for the first
@@ -94,6 +85,33 @@ func (c *Client) OpenTable(name string, done func(*Table, error)) {
 		}
 		done(t, nil)
 	})
+}
+
+// newTabletView returns the client's view of tablet i of layout l. The
+// replicas that old, the tablet's previous view, also has keep their
+// state (high timestamps, probes), and the view keeps its epoch.
+func (c *Client) newTabletView(l *wire.Layout, i int, old *tabletView) tabletView {
+	spec := l.Tablets[i]
+	tv := tabletView{ref: wire.TabletRef{Table: l.ID, Tablet: int32(i)}}
+	if old != nil {
+		tv.epoch = old.epoch
+	}
+	for _, id := range spec.Replicas() {
+		r := &replicaState{id: id, rtt: c.mon.node(id)}
+		if old != nil {
+			if j := slices.IndexFunc(old.replicas, func(o *replicaState) bool { return o.id == id }); j >= 0 {
+				r = old.replicas[j]
+			}
+		}
+		r.primary = id == spec.Primary
+		tv.replicas = append(tv.replicas, r)
+	}
+	n := len(tv.replicas)
+	tv.writeCount = l.WriteLevel.Count(n)
+	if tv.writeCount > 1 {
+		tv.quorumRead = n - tv.writeCount + 1
+	}
+	return tv
 }
 
 // awaitMeasured calls done once no replica of t has a probe out

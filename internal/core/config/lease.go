@@ -86,6 +86,14 @@ func (l *leaseClock) renewed(p wire.NodeID, now time.Time) {
 	l.ends[p] = now.Add(l.opts.Length + l.opts.Margin)
 }
 
+// track starts counting p's lease from now if it is not counted yet: a
+// table's primary is watched from when the leader records the table.
+func (l *leaseClock) track(p wire.NodeID, now time.Time) {
+	if _, ok := l.ends[p]; !ok {
+		l.renewed(p, now)
+	}
+}
+
 // forget drops p, which is primary of nothing any more.
 func (l *leaseClock) forget(p wire.NodeID) { delete(l.ends, p) }
 

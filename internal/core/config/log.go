@@ -12,9 +12,10 @@ import (
 
 // raftLog is a member's raft log, hard state and snapshot: durable in the
 // node's engine, and mirrored in a raft.MemoryStorage that raft reads.
-// Writes go to the engine first with sync set (under a host's group
-// commit: applied now, synced before the event's messages leave), so
-// raft never sends what the engine could lose.
+// Writes go to the engine first, with sync set (under a host's group
+// commit: applied now, synced before the event's messages leave) unless
+// they change only the commit index (mustSync), so raft never sends
+// what the engine could lose.
 //
 // Keys, under the prefix "config/": "hs" the hard state, "snap" the
 // newest snapshot, "e/" and the index as 8 big-endian bytes each entry
@@ -22,6 +23,9 @@ import (
 type raftLog struct {
 	engine storage.Engine
 	mem    *raft.MemoryStorage
+	// entries and syncs count the entries persisted and the synced
+	// writes to the engine (the log's fsyncs), for Member.LogMetrics.
+	entries, syncs int64
 }
 
 var (
@@ -123,8 +127,16 @@ func (l *raftLog) save(hs raftpb.HardState, ents []raftpb.Entry, snap raftpb.Sna
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := l.engine.Apply(&b, true); err != nil {
+	sync, err := l.mustSync(hs, len(ents), snap)
+	if err != nil {
+		return err
+	}
+	if err := l.engine.Apply(&b, sync); err != nil {
 		return fmt.Errorf("config: persisting the log: %w", err)
+	}
+	l.entries += int64(len(ents))
+	if sync {
+		l.syncs++
 	}
 	if !raft.IsEmptySnap(snap) {
 		if err := l.mem.ApplySnapshot(snap); err != nil {
@@ -138,6 +150,25 @@ func (l *raftLog) save(hs raftpb.HardState, ents []raftpb.Entry, snap raftpb.Sna
 		return l.mem.SetHardState(hs)
 	}
 	return nil
+}
+
+// mustSync reports whether a write of hs, n entries and snap must be
+// synced: raft needs its term, vote, entries and snapshots durable before
+// it sends, not its commit index (raft.MustSync). A commit index lost in
+// a crash only sets the member back to an older one; a later synced
+// write (the next entry, or a compaction's snapshot, which follows the
+// commit of what it covers) makes it durable with itself. So a renewal
+// costs each member one fsync, not two.
+func (l *raftLog) mustSync(hs raftpb.HardState, n int, snap raftpb.Snapshot) (bool, error) {
+	prev, _, err := l.mem.InitialState()
+	if err != nil {
+		return false, err
+	}
+	cur := prev
+	if !raft.IsEmptyHardState(hs) {
+		cur = hs
+	}
+	return !raft.IsEmptySnap(snap) || raft.MustSync(cur, prev, n), nil
 }
 
 // compact replaces the entries up to index with a snapshot of the state
@@ -154,6 +185,7 @@ func (l *raftLog) compact(index uint64, cs raftpb.ConfState, data []byte) error 
 	if err := l.engine.Apply(&b, true); err != nil {
 		return fmt.Errorf("config: persisting a snapshot: %w", err)
 	}
+	l.syncs++
 	return l.mem.Compact(index)
 }
 

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -88,12 +90,17 @@ type Member struct {
 	rn    *raft.RawNode
 	log   *raftLog
 	state State
-	// applied is the index of the last entry applied to state;
-	// snapshotAt that of the state's last snapshot.
-	applied, snapshotAt uint64
+	// applied is the index of the last entry applied to state, and
+	// appliedTerm its term; snapshotAt the index of the state's last
+	// snapshot.
+	applied, appliedTerm, snapshotAt uint64
 	// quiet counts the ticks since a leader was last heard (or since the
 	// last campaign), and campaignAt is the count at which to campaign.
 	quiet, campaignAt int
+	// ticks counts every Tick; snapshots holds, per follower (raft ID),
+	// the tick at which a snapshot was last sent to it.
+	ticks     int
+	snapshots map[uint64]int
 }
 
 // neverElect is the election timeout raft is given: a member campaigns
@@ -127,7 +134,7 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 	if err := m.state.Restore(snap.Data); err != nil {
 		return err
 	}
-	m.log, m.applied, m.snapshotAt = l, snap.Metadata.Index, snap.Metadata.Index
+	m.log, m.applied, m.appliedTerm, m.snapshotAt = l, snap.Metadata.Index, snap.Metadata.Term, snap.Metadata.Index
 	m.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              m.raftID(env.ID()),
 		ElectionTick:    neverElect,
@@ -143,6 +150,13 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 		return fmt.Errorf("config: starting raft: %w", err)
 	}
 	m.campaignAt = m.drawQuiet(env.Rand())
+	if m.rn.BasicStatus().Term <= 1 && m.raftID(env.ID()) == 1 {
+		// A new service: its first voter campaigns at its first tick,
+		// so that the primaries' first leases wait a round trip, not a
+		// quiet spell (any voter would do; one is enough).
+		m.campaignAt = 1
+	}
+	m.snapshots = map[uint64]int{}
 	return m.flush()
 }
 
@@ -174,8 +188,10 @@ func (m *Member) drawQuiet(r *rand.Rand) int {
 // spell.
 func (m *Member) Tick() error {
 	m.rn.Tick()
+	m.ticks++
 	if m.IsLeader() {
 		m.quiet = 0
+		m.retrySnapshots()
 	} else if m.quiet++; m.quiet >= m.campaignAt {
 		m.quiet, m.campaignAt = 0, m.drawQuiet(m.env.Rand())
 		if err := m.rn.Campaign(); err != nil {
@@ -216,6 +232,14 @@ func (m *Member) Propose(c Command) error {
 // IsLeader reports whether this member leads.
 func (m *Member) IsLeader() bool { return m.rn.BasicStatus().RaftState == raft.StateLeader }
 
+// Ready reports whether this member leads and has applied an entry of
+// its own term: raft commits the entries of earlier terms it holds with
+// the first of its own, so from then on its state holds every command an
+// earlier leader proposed that will ever commit. A Node does a leader's
+// work (counts leases, tells replicas their epochs, moves primaries) only
+// when ready, from a state no earlier leader's move can still change.
+func (m *Member) Ready() bool { return m.IsLeader() && m.appliedTerm == m.Term() }
+
 // Leader is the member this one believes leads, or "" if none.
 func (m *Member) Leader() wire.NodeID {
 	if lead := m.rn.BasicStatus().Lead; lead != raft.None {
@@ -234,6 +258,10 @@ func (m *Member) State() *State { return &m.state }
 // Applied is the index of the last applied command.
 func (m *Member) Applied() uint64 { return m.applied }
 
+// LogMetrics counts what the member's log wrote to its engine since it
+// started: entries persisted, and synced writes (each one fsync).
+func (m *Member) LogMetrics() (entries, syncs int64) { return m.log.entries, m.log.syncs }
+
 // flush does what raft has ready: persist, then send, then apply
 // (raft's Ready contract, synchronous storage writes).
 func (m *Member) flush() error {
@@ -247,8 +275,12 @@ func (m *Member) flush() error {
 				return err
 			}
 			m.applied, m.snapshotAt = rd.Snapshot.Metadata.Index, rd.Snapshot.Metadata.Index
+			m.appliedTerm = rd.Snapshot.Metadata.Term
 		}
 		for _, msg := range rd.Messages {
+			if msg.Type == raftpb.MsgSnap {
+				m.snapshots[msg.To] = m.ticks
+			}
 			m.send(m.nodeID(msg.To), msg)
 		}
 		for _, e := range rd.CommittedEntries {
@@ -262,11 +294,33 @@ func (m *Member) flush() error {
 	return nil
 }
 
+// retrySnapshots reports as failed a snapshot that has not brought its
+// follower out of raft's snapshot state within an election timeout. Raft
+// sends such a follower nothing more until the snapshot is reported, and
+// a snapshot lost on the way (the follower crashed, the network dropped
+// it) is reported by nobody else: the follower would never catch up.
+func (m *Member) retrySnapshots() {
+	if len(m.snapshots) == 0 {
+		return
+	}
+	progress := m.rn.Status().Progress
+	for _, id := range slices.Sorted(maps.Keys(m.snapshots)) {
+		pr, ok := progress[id]
+		switch {
+		case !ok || pr.State != tracker.StateSnapshot:
+			delete(m.snapshots, id)
+		case m.ticks-m.snapshots[id] >= m.opts.ElectionTicks:
+			delete(m.snapshots, id)
+			m.rn.ReportSnapshot(id, raft.SnapshotFailure)
+		}
+	}
+}
+
 func (m *Member) applyEntry(e raftpb.Entry) {
 	if e.Index <= m.applied {
 		return
 	}
-	m.applied = e.Index
+	m.applied, m.appliedTerm = e.Index, e.Term
 	if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 		return // a new leader's empty entry; the voters never change
 	}

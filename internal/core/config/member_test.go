@@ -235,12 +235,14 @@ func TestRestartRecoversFromTheEngine(t *testing.T) {
 	g.crash(victim)
 	g.propose(lead, Command{Op: OpRenew, Node: "a/r0"})
 	g.start(victim)
-	if got := g.members[victim].State().Leases["a/r1"]; got != 15 {
-		t.Errorf("restarted %s recovered %d renewals of a/r1, want 15", victim, got)
+	// The last commit index the victim heard need not have been synced
+	// (raftLog.mustSync): it recovers every renewal but perhaps the last.
+	if got := g.members[victim].State().Leases["a/r1"]; got < 14 || got > 15 {
+		t.Errorf("restarted %s recovered %d renewals of a/r1, want 14 or 15", victim, got)
 	}
 	g.run(10)
-	if got := g.members[victim].State().Leases["a/r0"]; got != 16 {
-		t.Errorf("restarted %s caught up to %d renewals of a/r0, want 16", victim, got)
+	if r0, r1 := g.members[victim].State().Leases["a/r0"], g.members[victim].State().Leases["a/r1"]; r0 != 16 || r1 != 15 {
+		t.Errorf("restarted %s caught up to %d renewals of a/r0 and %d of a/r1, want 16 and 15", victim, r0, r1)
 	}
 }
 

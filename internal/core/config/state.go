@@ -17,6 +17,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -29,6 +30,8 @@ var (
 	ErrStaleEpoch  = errors.New("cosla: config: the tablet has moved to a newer epoch")
 	ErrNotReplica  = errors.New("cosla: config: the node is not one of the tablet's replicas")
 	ErrBadCommand  = errors.New("cosla: config: malformed command")
+	ErrIsReplica   = errors.New("cosla: config: the node is already one of the tablet's replicas")
+	ErrPrimary     = errors.New("cosla: config: the primary cannot be removed from its tablet")
 )
 
 // State is what the service replicates: every table's layout, the epoch of
@@ -43,11 +46,32 @@ type State struct {
 	Leases map[wire.NodeID]uint64 `json:"leases,omitempty"`
 }
 
-// Table is one table's layout and the epochs of its tablets, in the
-// layout's tablet order.
+// Table is one table's layout and, in the layout's tablet order, the
+// epochs of its tablets, the high timestamp each epoch's primary started
+// from, and how many times each tablet's replica set changed.
 type Table struct {
 	Layout wire.Layout `json:"layout"`
 	Epochs []uint64    `json:"epochs"`
+	// Starts is set by the first move of one of the table's tablets
+	// (older snapshots lack it: every tablet then starts at zero).
+	Starts []hlc.Timestamp `json:"starts,omitempty"`
+	// Changes is set by the first OpReplicas of one of its tablets.
+	Changes []uint64 `json:"changes,omitempty"`
+}
+
+// Start is the high timestamp tablet i's primary started its epoch from:
+// zero for a tablet that never moved.
+func (t *Table) Start(i int) hlc.Timestamp {
+	if i < len(t.Starts) {
+		return t.Starts[i]
+	}
+	return hlc.Timestamp{}
+}
+
+// Moved reports whether tablet i's primary or replica set has changed
+// since the table was created: its replicas may have missed the news.
+func (t *Table) Moved(i int) bool {
+	return t.Epochs[i] > 1 || (i < len(t.Changes) && t.Changes[i] > 0)
 }
 
 // Op names a command.
@@ -64,18 +88,26 @@ const (
 	// OpMove makes Node the primary of Table's tablet Tablet at epoch
 	// Epoch+1, if the tablet is still at Epoch and Node one of its
 	// replicas; the old primary becomes a secondary. Failover and planned
-	// switchover both end in it.
+	// switchover both end in it. Start is Node's high timestamp, from
+	// which it starts the epoch.
 	OpMove Op = "move"
+	// OpReplicas adds Add to the secondaries of Table's tablet Tablet, or
+	// removes Remove from them, if the tablet is still at Epoch; the
+	// primary and the epoch stay (a replica add or remove).
+	OpReplicas Op = "replicas"
 )
 
 // Command is one entry of the service's log.
 type Command struct {
-	Op     Op          `json:"op"`
-	Layout wire.Layout `json:"layout,omitzero"`
-	Table  string      `json:"table,omitempty"`
-	Tablet int         `json:"tablet,omitempty"`
-	Epoch  uint64      `json:"epoch,omitempty"`
-	Node   wire.NodeID `json:"node,omitempty"`
+	Op     Op            `json:"op"`
+	Layout wire.Layout   `json:"layout,omitzero"`
+	Table  string        `json:"table,omitempty"`
+	Tablet int           `json:"tablet,omitempty"`
+	Epoch  uint64        `json:"epoch,omitempty"`
+	Node   wire.NodeID   `json:"node,omitempty"`
+	Start  hlc.Timestamp `json:"start,omitzero"`
+	Add    wire.NodeID   `json:"add,omitempty"`
+	Remove wire.NodeID   `json:"remove,omitempty"`
 }
 
 // Encode is c as a log entry's data.
@@ -108,7 +140,9 @@ func (s *State) Apply(c Command) error {
 		s.Leases[c.Node]++
 		return nil
 	case OpMove:
-		return s.move(c.Table, c.Tablet, c.Epoch, c.Node)
+		return s.move(c)
+	case OpReplicas:
+		return s.replicas(c)
 	}
 	return fmt.Errorf("%w: op %q", ErrBadCommand, c.Op)
 }
@@ -135,30 +169,68 @@ func (s *State) create(l wire.Layout) error {
 	return nil
 }
 
-func (s *State) move(table string, tablet int, epoch uint64, to wire.NodeID) error {
-	t, err := s.tablet(table, tablet)
+func (s *State) move(c Command) error {
+	t, err := s.atEpoch(c)
 	if err != nil {
 		return err
 	}
-	if t.Epochs[tablet] != epoch {
-		return fmt.Errorf("%w: %s tablet %d is at epoch %d, not %d", ErrStaleEpoch, table, tablet, t.Epochs[tablet], epoch)
+	l := t.Layout
+	if !l.MoveTo(c.Tablet, c.Node) {
+		return fmt.Errorf("%w: %s of %s tablet %d", ErrNotReplica, c.Node, c.Table, c.Tablet)
 	}
-	tb := t.Layout.Tablets[tablet]
-	i := slices.Index(tb.Secondaries, to)
-	if tb.Primary != to && i < 0 {
-		return fmt.Errorf("%w: %s of %s tablet %d", ErrNotReplica, to, table, tablet)
+	if l.Tablets[c.Tablet].Primary != t.Layout.Tablets[c.Tablet].Primary {
+		delete(s.Leases, c.Node)
 	}
-	if i >= 0 {
-		// The old primary takes the new one's place among the
-		// secondaries, so the replica set keeps its order otherwise.
-		secs := slices.Clone(tb.Secondaries)
-		secs[i] = tb.Primary
-		tb = wire.Tablet{Start: tb.Start, Primary: to, Secondaries: secs}
-		t.Layout.Tablets[tablet] = tb
-		delete(s.Leases, to)
+	t.Layout = l
+	t.Epochs[c.Tablet]++
+	if t.Starts == nil {
+		t.Starts = make([]hlc.Timestamp, len(t.Epochs))
 	}
-	t.Epochs[tablet]++
+	t.Starts[c.Tablet] = c.Start
 	return nil
+}
+
+// replicas applies an OpReplicas.
+func (s *State) replicas(c Command) error {
+	t, err := s.atEpoch(c)
+	if err != nil {
+		return err
+	}
+	tb := t.Layout.Tablets[c.Tablet]
+	secs := slices.Clone(tb.Secondaries)
+	switch {
+	case (c.Add == "") == (c.Remove == ""):
+		return fmt.Errorf("%w: a replica change adds or removes one node", ErrBadCommand)
+	case c.Add != "" && slices.Contains(tb.Replicas(), c.Add):
+		return fmt.Errorf("%w: %s of %s tablet %d", ErrIsReplica, c.Add, c.Table, c.Tablet)
+	case c.Add != "":
+		secs = append(secs, c.Add)
+	case c.Remove == tb.Primary:
+		return fmt.Errorf("%w: %s of %s tablet %d", ErrPrimary, c.Remove, c.Table, c.Tablet)
+	case !slices.Contains(secs, c.Remove):
+		return fmt.Errorf("%w: %s of %s tablet %d", ErrNotReplica, c.Remove, c.Table, c.Tablet)
+	default:
+		secs = slices.DeleteFunc(secs, func(n wire.NodeID) bool { return n == c.Remove })
+	}
+	t.Layout.Tablets = slices.Clone(t.Layout.Tablets)
+	t.Layout.Tablets[c.Tablet] = wire.Tablet{Start: tb.Start, Primary: tb.Primary, Secondaries: secs}
+	if t.Changes == nil {
+		t.Changes = make([]uint64, len(t.Epochs))
+	}
+	t.Changes[c.Tablet]++
+	return nil
+}
+
+// atEpoch is the table of c's tablet, if the tablet is at c.Epoch.
+func (s *State) atEpoch(c Command) (*Table, error) {
+	t, err := s.tablet(c.Table, c.Tablet)
+	if err != nil {
+		return nil, err
+	}
+	if e := t.Epochs[c.Tablet]; e != c.Epoch {
+		return nil, fmt.Errorf("%w: %s tablet %d is at epoch %d, not %d", ErrStaleEpoch, c.Table, c.Tablet, e, c.Epoch)
+	}
+	return t, nil
 }
 
 func (s *State) tablet(table string, tablet int) (*Table, error) {
@@ -187,6 +259,19 @@ func (s *State) PrimaryOf(node wire.NodeID) []TabletEpoch {
 	return out
 }
 
+// Primaries lists the nodes primary of at least one tablet, in name
+// order.
+func (s *State) Primaries() []wire.NodeID {
+	var out []wire.NodeID
+	for _, t := range s.Tables {
+		for _, tb := range t.Layout.Tablets {
+			out = append(out, tb.Primary)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // TabletEpoch names one tablet at one epoch.
 type TabletEpoch struct {
 	Table  string `json:"table"`
@@ -213,4 +298,14 @@ func (s *State) Restore(b []byte) error {
 	}
 	*s = n
 	return nil
+}
+
+// ByID is the table whose layout has ID id, if the state holds it.
+func (s *State) ByID(id uint64) (*Table, bool) {
+	for _, t := range s.Tables {
+		if t.Layout.ID == id {
+			return t, true
+		}
+	}
+	return nil, false
 }

@@ -25,6 +25,13 @@ const maxExplained = 32
 // take effect long after it failed (clientcore.Client.Put), so no client
 // could honour the requirement. Its own causal past still flows on.
 //
+// A Lost Put is never required: its version was rolled back. Its causal
+// past still flows on, through its session and its readers: a Get that
+// returned it raised its session's minimum acceptable read timestamp to
+// the Lost version's (Pileus 4.4), above every version of that past, and
+// a version that survived the failover is in the log of every replica
+// whose high timestamp reaches it.
+//
 // Causal pasts are downward closed in session order, so each is a vector
 // clock (see wideShape): ops are visited in a topological order of the
 // session-order and reads-from edges, a Get merging into its session's
@@ -45,7 +52,7 @@ func (c *checker) checkCausal() {
 	clocks := newWideShape(len(c.sessions))
 	indegree := make([]int32, n)
 	readers := make(map[int][]int)
-	versions := make(map[string][]int) // per key: Puts with known timestamps, newest first
+	versions := make(map[string][]int) // per key: Puts with known timestamps, not Lost, newest first
 	for i, op := range c.h {
 		st := &c.st[i]
 		if !st.valid {
@@ -58,7 +65,7 @@ func (c *checker) checkCausal() {
 		case op.Kind == Get && st.readsFrom:
 			indegree[i]++
 			readers[st.writer] = append(readers[st.writer], i)
-		case op.Kind == Put && st.tsKnown:
+		case op.Kind == Put && st.tsKnown && !st.lost:
 			versions[op.Key] = append(versions[op.Key], i)
 		}
 	}

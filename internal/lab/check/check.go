@@ -37,6 +37,7 @@ type opState struct {
 	// Puts.
 	acked      bool          // OK with a positive timestamp
 	pending    bool          // OK and Pending: ordered after it returned
+	lost       bool          // Lost: rolled back at a failover, binds no Get
 	tsKnown    bool          // ts is the version timestamp of the Put
 	ts         hlc.Timestamp // when tsKnown
 	revealedBy int           // the Get whose TS revealed an unacknowledged Put's ts, or -1
@@ -47,6 +48,7 @@ type opState struct {
 	ret       hlc.Timestamp // zero when not Found
 	writer    int           // the Put whose value a Found Get returned, or -1
 	readsFrom bool          // writer -> this Get is an edge of causal precedence
+	retLost   bool          // the version returned is a Lost Put's: it binds no later Get
 
 	// Sessions.
 	sessionLink
@@ -86,6 +88,7 @@ func (c *checker) checkOps() {
 			continue
 		}
 		st.valid = true
+		st.lost = op.Kind == Put && op.Lost
 		if op.Return < op.Call {
 			c.report(i, RuleHistory, "%s returned at %s, before it was called at %s", c.desc(i), op.Return, op.Call)
 		}
@@ -213,7 +216,7 @@ func (c *checker) resolveReads() {
 			continue
 		}
 		w, wst := c.h[st.writer], &c.st[st.writer]
-		st.readsFrom = true
+		st.readsFrom, st.retLost = true, wst.lost
 		if w.Call > op.Return {
 			st.readsFrom = false // an edge from the future would make a cycle
 			c.report(i, RuleHistory, "%s read %q, but %s writing it was called only after the get returned",
@@ -286,7 +289,9 @@ func (c *checker) putsByKey(keep func(st *opState) bool) [][]int {
 // assigns update timestamps in increasing order (Pileus 4.3), so a Put
 // invoked after another returned must get a larger one.
 func (c *checker) checkVersionOrder() {
-	for _, puts := range c.putsByKey(func(st *opState) bool { return st.tsKnown }) {
+	// A Lost version and one written after the rollback never existed
+	// together: they may share a timestamp.
+	for _, puts := range c.putsByKey(func(st *opState) bool { return st.tsKnown && !st.lost }) {
 		byTS := slices.Clone(puts)
 		slices.SortStableFunc(byTS, func(a, b int) int { return c.st[a].ts.Compare(c.st[b].ts) })
 		for k := 1; k < len(byTS); k++ {
@@ -306,8 +311,10 @@ func (c *checker) checkVersionOrder() {
 		slices.SortStableFunc(byCall, func(a, b int) int { return cmp.Compare(c.h[a].Call, c.h[b].Call) })
 		// A pending Put took effect at some time after it returned, which
 		// the history does not record: it binds the Puts called after it
-		// in session order only (checkSessions), not in real time.
-		byReturn := slices.DeleteFunc(slices.Clone(puts), func(i int) bool { return c.st[i].pending })
+		// in session order only (checkSessions), not in real time. A Lost
+		// Put binds none: the new primary continues from a version before
+		// it, with timestamps of its own clock.
+		byReturn := slices.DeleteFunc(slices.Clone(puts), func(i int) bool { return c.st[i].pending || c.st[i].lost })
 		slices.SortStableFunc(byReturn, func(a, b int) int { return cmp.Compare(c.h[a].Return, c.h[b].Return) })
 		var newest ref // newest Put that returned before the current one was called
 		j := 0
@@ -334,66 +341,100 @@ func (c *checker) checkVersionOrder() {
 // goes back behind them): until then a read-my-writes or causal Get of
 // the key in the session must return it, and so must a monotonic one once
 // a Get of the session returned it. No other session can be held to it.
+//
+// A Lost Put and a Get that returned a Lost version enter no session
+// state: the version no longer exists, so no later Get can be held to
+// it. A Lost Put still ends the span in which the session's pending Put
+// of unknown timestamp is the newest version of its key.
 func (c *checker) checkSessions() {
 	for _, ops := range c.sessions {
-		puts := make(map[string]ref)    // newest acked Put per key so far
-		settled := make(map[string]ref) // the same, of the Puts not pending
-		reads := make(map[string]ref)   // newest version read per key so far
-		last := make(map[string]int)    // the session's last OK Put per key
-		// unknown: the last OK Put per key, when it is pending with an
-		// unknown timestamp; unknownRead: that Put, once a Get returned it.
-		unknown := make(map[string]int)
-		unknownRead := make(map[string]int)
+		s := newSessionState()
 		for _, i := range ops {
-			op, st := c.h[i], &c.st[i]
-			switch {
+			switch op, st := c.h[i], &c.st[i]; {
+			case op.Kind == Put && st.lost:
+				if st.acked {
+					c.checkSessionOrder(i, s.puts[op.Key])
+				}
+				delete(s.unknown, op.Key)
+				delete(s.unknownRead, op.Key)
 			case op.Kind == Put && st.acked:
-				prev := puts[op.Key]
-				if prev.ok() && !prev.ts.Less(st.ts) && !st.orderReported {
-					c.report(i, RuleHistory, "%s was assigned a timestamp no later than that of %s earlier in the same session; version order must follow session order",
-						c.desc(i), c.desc(prev.op))
-					st.orderReported = true
-				}
-				puts[op.Key] = maxRef(prev, ref{ts: st.ts, op: i})
+				c.checkSessionOrder(i, s.puts[op.Key])
+				s.puts[op.Key] = maxRef(s.puts[op.Key], ref{ts: st.ts, op: i})
 				if !st.pending {
-					settled[op.Key] = maxRef(settled[op.Key], ref{ts: st.ts, op: i})
+					s.settled[op.Key] = maxRef(s.settled[op.Key], ref{ts: st.ts, op: i})
 				}
-				last[op.Key] = i
-				delete(unknown, op.Key)
-				delete(unknownRead, op.Key)
+				s.last[op.Key] = i
+				delete(s.unknown, op.Key)
+				delete(s.unknownRead, op.Key)
 			case op.Kind == Put && st.pending:
-				last[op.Key] = i
-				unknown[op.Key] = i
-				delete(unknownRead, op.Key)
+				s.last[op.Key] = i
+				s.unknown[op.Key] = i
+				delete(s.unknownRead, op.Key)
 			case op.Kind == Get && op.OK:
-				if st.checked {
-					c.checkUnknown(i, op.Met.Consistency.Kind, unknown, unknownRead, last)
-				}
-				if p, ok := unknown[op.Key]; ok && st.writer == p {
-					unknownRead[op.Key] = p
-				}
-				if !st.retKnown {
-					break
-				}
-				if st.checked {
-					switch op.Met.Consistency.Kind {
-					case sla.ReadMyWrites:
-						if need := puts[op.Key]; st.ret.Less(need.ts) {
-							c.reportStale(i, need, "earlier in the same session")
-						}
-					case sla.Monotonic:
-						if need := reads[op.Key]; st.ret.Less(need.ts) {
-							c.reportStale(i, need, "earlier in the same session")
-						}
-					case sla.Strong:
-						// A pending Put binds strong Gets only once
-						// ordered, which the history does not record.
-						st.sessionPut = settled[op.Key]
-					}
-				}
-				reads[op.Key] = maxRef(reads[op.Key], ref{ts: st.ret, op: i})
+				c.checkSessionGet(i, s)
 			}
 		}
+	}
+}
+
+// sessionState is what checkSessions knows of a session so far, per key.
+type sessionState struct {
+	puts    map[string]ref // newest acked Put
+	settled map[string]ref // the same, of the Puts not pending
+	reads   map[string]ref // newest version read
+	last    map[string]int // the last OK Put
+	// unknown: the last OK Put, when it is pending with an unknown
+	// timestamp; unknownRead: that Put, once a Get returned it.
+	unknown, unknownRead map[string]int
+}
+
+func newSessionState() *sessionState {
+	return &sessionState{puts: make(map[string]ref), settled: make(map[string]ref), reads: make(map[string]ref),
+		last: make(map[string]int), unknown: make(map[string]int), unknownRead: make(map[string]int)}
+}
+
+// checkSessionOrder checks that acknowledged Put i got a later timestamp
+// than prev, the newest acknowledged Put to its key earlier in its session.
+func (c *checker) checkSessionOrder(i int, prev ref) {
+	st := &c.st[i]
+	if prev.ok() && !prev.ts.Less(st.ts) && !st.orderReported {
+		c.report(i, RuleHistory, "%s was assigned a timestamp no later than that of %s earlier in the same session; version order must follow session order",
+			c.desc(i), c.desc(prev.op))
+		st.orderReported = true
+	}
+}
+
+// checkSessionGet checks OK Get i against its session's state s before
+// it, then adds what it read to s.
+func (c *checker) checkSessionGet(i int, s *sessionState) {
+	op, st := c.h[i], &c.st[i]
+	if st.checked {
+		c.checkUnknown(i, op.Met.Consistency.Kind, s.unknown, s.unknownRead, s.last)
+	}
+	if p, ok := s.unknown[op.Key]; ok && st.writer == p {
+		s.unknownRead[op.Key] = p
+	}
+	if !st.retKnown {
+		return
+	}
+	if st.checked {
+		switch op.Met.Consistency.Kind {
+		case sla.ReadMyWrites:
+			if need := s.puts[op.Key]; st.ret.Less(need.ts) {
+				c.reportStale(i, need, "earlier in the same session")
+			}
+		case sla.Monotonic:
+			if need := s.reads[op.Key]; st.ret.Less(need.ts) {
+				c.reportStale(i, need, "earlier in the same session")
+			}
+		case sla.Strong:
+			// A pending Put binds strong Gets only once
+			// ordered, which the history does not record.
+			st.sessionPut = s.settled[op.Key]
+		}
+	}
+	if !st.retLost {
+		s.reads[op.Key] = maxRef(s.reads[op.Key], ref{ts: st.ret, op: i})
 	}
 }
 
@@ -434,7 +475,7 @@ func (c *checker) checkRealTime() {
 		newest []ref // newest[k] is the newest of puts[:k+1]
 	}
 	byKey := make(map[string]*keyPuts)
-	for _, puts := range c.putsByKey(func(st *opState) bool { return st.acked && !st.pending }) {
+	for _, puts := range c.putsByKey(func(st *opState) bool { return st.acked && !st.pending && !st.lost }) {
 		slices.SortStableFunc(puts, func(a, b int) int { return cmp.Compare(c.h[a].Return, c.h[b].Return) })
 		kp := &keyPuts{puts: puts, newest: make([]ref, len(puts))}
 		var newest ref
@@ -525,6 +566,9 @@ func (c *checker) desc(i int) string {
 		}
 	case op.Kind == Get:
 		b.WriteString(", met no subSLA")
+	}
+	if op.Kind == Put && op.Lost {
+		b.WriteString(", lost")
 	}
 	if op.Level > 0 {
 		fmt.Fprintf(&b, ", level %d of %d", op.Level, op.Replicas)

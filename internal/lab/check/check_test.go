@@ -728,18 +728,185 @@ func TestCheck(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { wantViolations(t, Check(tc.h), tc.want) })
+	}
+}
+
+// wantViolations fails t unless vs break exactly want.
+func wantViolations(t *testing.T, vs []Violation, want []want) {
+	t.Helper()
+	got := violationsOf(vs)
+	sortWants(got)
+	sortWants(want)
+	if !slices.Equal(got, want) {
+		var b strings.Builder
+		for _, v := range vs {
+			fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
+		}
+		t.Fatalf("got violations %v, want %v:%s", got, want, b.String())
+	}
+}
+
+// rolledBack marks a Put Lost: rolled back at a failover.
+func rolledBack(op Op) Op {
+	op.Lost = true
+	return op
+}
+
+// TestLost checks histories with Lost Puts, and the same histories with
+// every Lost mark cleared: the marks alone make the difference.
+func TestLost(t *testing.T) {
+	tests := []struct {
+		name string
+		h    []Op
+		// want with the Lost marks, without them.
+		want, without []want
+	}{
+		{
+			// Session b read v2 at the old primary; v2 was rolled back
+			// at the failover, so v1 is the newest version again.
+			name: "monotonic: a lost version read, then an older one",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 3)),
+				get("b", "k", "v2", 40, 50, 3, mono),
+				get("b", "k", "v1", 60, 70, 1, mono),
+			},
+			without: []want{{3, RuleMonotonic}},
+		},
+		{
+			name: "monotonic: an unacknowledged lost version read, then an older one",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(lostPut("a", "k", "v2", 20, 30)),
+				get("b", "k", "v2", 40, 50, 2, mono),
+				get("b", "k", "v1", 60, 70, 1, mono),
+			},
+			without: []want{{3, RuleMonotonic}},
+		},
+		{
+			// The Get that returned a lost version is held to what came
+			// before it: v3 was read first.
+			name: "monotonic: a lost version read after a newer one",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 2)),
+				put("c", "k", "v3", 35, 45, 3),
+				get("b", "k", "v3", 50, 60, 3, mono),
+				get("b", "k", "v2", 70, 80, 2, mono),
+			},
+			want:    []want{{4, RuleMonotonic}},
+			without: []want{{4, RuleMonotonic}},
+		},
+		{
+			name: "strong: a lost put returned before the get",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 2)),
+				get("b", "k", "v1", 40, 50, 1, strong),
+			},
+			without: []want{{2, RuleStrong}},
+		},
+		{
+			name: "bounded: a lost put returned long before the get",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 2)),
+				get("b", "k", "v1", 100, 110, 1, sla.BoundedBy(ms(20))),
+			},
+			without: []want{{2, RuleBounded}},
+		},
+		{
+			name: "read-my-writes: the session's own lost put",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 2)),
+				get("a", "k", "v1", 40, 50, 1, rmw),
+			},
+			without: []want{{2, RuleReadMyWrites}},
+		},
+		{
+			// Session B read y2, lost: y has no version after the
+			// rollback. x1, before y2 in session A, survived: B's
+			// causal past holds it through y2.
+			name: "causal: a lost put is not required, its causal past is",
+			h: []Op{
+				put("A", "x", "x1", 0, 10, 1),
+				rolledBack(put("A", "y", "y2", 20, 30, 2)),
+				get("B", "y", "y2", 40, 50, 2, causal),
+				miss("B", "y", 60, 70, causal),
+				miss("B", "x", 80, 90, causal),
+			},
+			want:    []want{{4, RuleCausal}},
+			without: []want{{3, RuleCausal}, {4, RuleCausal}},
+		},
+		{
+			name: "quorum: a lost put of write level 2 of 3",
+			h: []Op{
+				level(put("a", "k", "v1", 0, 10, 1), 2, 3),
+				level(rolledBack(put("a", "k", "v2", 20, 30, 2)), 2, 3),
+				level(get("b", "k", "v1", 40, 50, 1, eventual), 2, 3),
+			},
+			without: []want{{2, RuleQuorum}},
+		},
+		{
+			// Get #2 wrote the lost version back to a second replica
+			// before the failover; the rollback dropped it there too.
+			name: "quorum: a read-repaired get of a lost version",
+			h: []Op{
+				level(put("a", "k", "v1", 0, 10, 1), 2, 3),
+				level(rolledBack(put("a", "k", "v2", 20, 30, 2)), 1, 3),
+				held(level(get("b", "k", "v2", 40, 50, 2, eventual), 2, 3), 2),
+				level(get("c", "k", "v1", 60, 70, 1, eventual), 2, 3),
+			},
+			without: []want{{3, RuleQuorum}},
+		},
+		{
+			// The new primary's clock is behind the old one's.
+			name: "history: a put after the rollback gets an older timestamp",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 5)),
+				put("a", "k", "v3", 100, 110, 3),
+			},
+			without: []want{{2, RuleHistory}},
+		},
+		{
+			name: "history: a lost version and a later one share a timestamp",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(put("a", "k", "v2", 20, 30, 3)),
+				put("b", "k", "v3", 100, 110, 3),
+			},
+			without: []want{{2, RuleHistory}},
+		},
+		{
+			name: "history: a lost put is still ordered after the puts before it",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 3),
+				rolledBack(put("b", "k", "v2", 20, 30, 2)),
+			},
+			want:    []want{{1, RuleHistory}},
+			without: []want{{1, RuleHistory}},
+		},
+		{
+			name: "history: a get of a lost put returns its timestamp",
+			h: []Op{
+				rolledBack(put("a", "k", "v1", 0, 10, 2)),
+				get("b", "k", "v1", 20, 30, 3, eventual),
+			},
+			want:    []want{{1, RuleHistory}},
+			without: []want{{1, RuleHistory}},
+		},
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			vs := Check(tc.h)
-			got := violationsOf(vs)
-			sortWants(got)
-			sortWants(tc.want)
-			if !slices.Equal(got, tc.want) {
-				var b strings.Builder
-				for _, v := range vs {
-					fmt.Fprintf(&b, "\n  #%d %s", v.Op, v)
-				}
-				t.Fatalf("got violations %v, want %v:%s", got, tc.want, b.String())
+			unmarked := slices.Clone(tc.h)
+			for i := range unmarked {
+				unmarked[i].Lost = false
 			}
+			t.Run("with Lost", func(t *testing.T) { wantViolations(t, Check(tc.h), tc.want) })
+			t.Run("without Lost", func(t *testing.T) { wantViolations(t, Check(unmarked), tc.without) })
 		})
 	}
 }
@@ -832,6 +999,14 @@ func TestDetail(t *testing.T) {
 				`met read-my-writes within unbounded at rank 1, from the session) read "v1"@2.000000000,0 from its session's pending writes`,
 				`requires a version >= 3.000000000,0 from put #1`,
 			},
+		},
+		{
+			name: "lost",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 3),
+				rolledBack(put("b", "k", "v2", 20, 30, 2)),
+			},
+			wants: []string{`history: put #1 (client client-b, session b, key "k", value "v2", called 20ms, returned 30ms, ts 2.000000000,0, lost) was assigned a timestamp no later than that of put #0`},
 		},
 		{
 			name: "unacknowledged writer",
@@ -1047,6 +1222,8 @@ func TestRandomStaleStrongReads(t *testing.T) {
 // reference computes the guarantee violations of a history without
 // history violations straight from the definitions of the package
 // documentation, by brute force: the oracle for Check's indexed algorithms.
+// A Lost Put is never required, nor is the version of a Get that
+// returned one.
 func reference(h []Op) []want {
 	writer := make(map[string]int) // value -> Put
 	version := make(map[int]hlc.Timestamp)
@@ -1105,7 +1282,7 @@ func reference(h []Op) []want {
 			if h[x].Kind == Get && h[x].OK && h[x].Found {
 				w := writer[h[x].Value]
 				from = append(from, w)
-				if !h[w].OK {
+				if !h[w].OK && !h[w].Lost {
 					puts = append(puts, w)
 				}
 			}
@@ -1113,7 +1290,7 @@ func reference(h []Op) []want {
 				if !seen[y] {
 					seen[y] = true
 					queue = append(queue, y)
-					if h[y].Kind == Put && h[y].OK {
+					if h[y].Kind == Put && h[y].OK && !h[y].Lost {
 						puts = append(puts, y)
 					}
 				}
@@ -1130,7 +1307,7 @@ func reference(h []Op) []want {
 		require := func(ts hlc.Timestamp) { need = hlc.Max(need, ts) }
 		c := op.Met.Consistency
 		for p, o := range h {
-			if o.Kind != Put || !o.OK || o.Key != op.Key {
+			if o.Kind != Put || !o.OK || o.Lost || o.Key != op.Key {
 				continue
 			}
 			switch {
@@ -1143,7 +1320,7 @@ func reference(h []Op) []want {
 		switch c.Kind {
 		case sla.Monotonic:
 			for q, o := range h {
-				if o.Kind == Get && o.OK && o.Key == op.Key && earlierInSession(q, g) {
+				if o.Kind == Get && o.OK && o.Key == op.Key && earlierInSession(q, g) && !(o.Found && h[writer[o.Value]].Lost) {
 					require(returned(q))
 				}
 			}
@@ -1159,7 +1336,7 @@ func reference(h []Op) []want {
 		}
 		var quorum hlc.Timestamp
 		for p, o := range h {
-			if o.Kind == Put && o.OK && o.Key == op.Key && op.Level > 0 && o.Level > 0 &&
+			if o.Kind == Put && o.OK && !o.Lost && o.Key == op.Key && op.Level > 0 && o.Level > 0 &&
 				op.Level+o.Level > op.Replicas && (o.Return < op.Call || earlierInSession(p, g)) {
 				quorum = hlc.Max(quorum, o.TS)
 			}
@@ -1194,6 +1371,43 @@ func TestReference(t *testing.T) {
 		}
 	}
 	t.Logf("violations compared: %v", perRule)
+}
+
+// TestReferenceLost marks some Puts of the histories of TestReference
+// Lost, acknowledged or not, and compares Check with the reference again:
+// the marks must take exactly the requirements the Lost Puts imposed
+// away, and some.
+func TestReferenceLost(t *testing.T) {
+	without, with := 0, 0
+	for seed := range uint64(30) {
+		h := randomHistory(seed, 1500, 40, 12, 0.3)
+		without += len(Check(h))
+		r := rand.New(rand.NewPCG(seed, 3))
+		lostAcked := 0
+		for i := range h {
+			if h[i].Kind == Put && r.IntN(5) == 0 {
+				h[i].Lost = true
+				if h[i].OK {
+					lostAcked++
+				}
+			}
+		}
+		if s := Summarize(h); s.LostPuts != lostAcked || lostAcked == 0 {
+			t.Fatalf("seed %d: summary counts %d lost puts, want %d (and some)", seed, s.LostPuts, lostAcked)
+		}
+		got := violationsOf(Check(h))
+		want := reference(h)
+		sortWants(got)
+		sortWants(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d: Check found %v,\nreference %v", seed, got, want)
+		}
+		with += len(got)
+	}
+	if with >= without {
+		t.Errorf("%d violations with Lost Puts, %d without: the marks took no requirement away", with, without)
+	}
+	t.Logf("violations: %d without Lost Puts, %d with", without, with)
 }
 
 // TestLargeHistory checks that a history of the size the simulation

@@ -41,6 +41,27 @@
 // FromSession returns a pending Put of its own session without asking a
 // replica; the version it returned is that Put's.
 //
+// # Lost writes
+//
+// A Put is Lost when its version was rolled back at a failover
+// (DESIGN.md section 10): the primary held it, a new primary that did
+// not hold it took over at the next epoch, and the old primary,
+// returning, dropped it. An acknowledged Put can be Lost when fewer replicas held
+// it than a failover must hear from (a level-ONE write, or any level w
+// with w + majority <= N; rule "durable"); an unacknowledged Put whose
+// version a Get returned can be Lost too. A Lost Put binds no Get under
+// any rule (strong, bounded, read-my-writes, causal, quorum), and a Get
+// that returned its version binds no later Get (monotonic, causal,
+// quorum through Held): the version no longer exists. A Lost Put binds
+// no Put either as the earlier of two in real time or session order,
+// and may share its timestamp with a version of its key written after
+// the rollback, since the new primary continues from a version before it
+// with timestamps of its own clock. Everything else of rule "history"
+// applies to it: its value is unique, a Get that returned it returns its
+// key and timestamp, and as the later of two Puts it has the larger
+// timestamp. Its causal past still flows on through its session and its
+// readers (see checkCausal).
+//
 // # Rules
 //
 // Rule "history" (the history must be possible at all):
@@ -113,6 +134,29 @@
 // the primary or a quorum (r + w > N for the table's least write level)
 // made them strong: that rule judges the version returned, not the
 // replicas asked.
+//
+// # Failover
+//
+// Three more rules judge a run with failovers from what the store held
+// at its end and what its primaries did; each is a function of its own,
+// of inputs that the randomized simulation test and cosla chaos both
+// record. A Put is durable when its write level w reaches every majority
+// of its tablet's N replicas, w + majority(N) > N with majority(N) =
+// N/2+1: a failover hears from at least a majority and elects the
+// replica with the longest prefix, which holds the Put.
+//   - "durable" (CheckDurable): every acknowledged durable Put is held at
+//     the end, its key's final version having a timestamp at or after
+//     its own, and is not Lost.
+//   - "rollback" (CheckRollback): an acknowledged Put not held at the end
+//     is Lost; a Lost acknowledged Put's version is among the versions
+//     the replicas rolled back; every rolled-back version of an
+//     acknowledged Put is Lost. Its Losses count the acknowledged Puts
+//     lost per write level and the versions rolled back: level-ONE
+//     writes lost equal the rollback entries of acknowledged Puts.
+//   - "epochs" (CheckEpochs): no two primaries of a tablet acknowledge
+//     Puts in overlapping epochs: in time order a tablet's
+//     acknowledgements never go back to an older epoch, and the
+//     acknowledgements of one epoch come from one node.
 //
 // # Cost
 //

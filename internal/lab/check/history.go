@@ -92,6 +92,16 @@ type Op struct {
 	// unknown. Rule "quorum" holds later Gets to it as to a Put of write
 	// level Held.
 	Held int
+	// Lost reports, for a Put, that its version was rolled back at a
+	// failover (DESIGN.md section 10): the old primary held it, a new
+	// primary that did not hold it took over, and the returning old
+	// primary dropped it. An acknowledged Put can be Lost only if too few
+	// replicas held it (a level-ONE write, or any w with w + majority <=
+	// N; rule "durable"); an unacknowledged one whose version some Get
+	// returned may be Lost too. A Lost Put binds no Get, and neither
+	// does a Get that returned its version (see the package
+	// documentation).
+	Lost bool
 }
 
 // Rules name what a Violation breaks. The guarantee rules equal the
@@ -106,11 +116,16 @@ const (
 	RuleMonotonic    = "monotonic"
 	RuleEventual     = "eventual"
 	RuleQuorum       = "quorum"
+	// The failover rules (CheckDurable, CheckRollback, CheckEpochs).
+	RuleDurable  = "durable"
+	RuleRollback = "rollback"
+	RuleEpochs   = "epochs"
 )
 
 // Violation is one broken rule.
 type Violation struct {
-	// Op is the index into the history of the operation that broke Rule.
+	// Op is the index into the history of the operation that broke Rule
+	// (for rule "epochs", into the primaries' acknowledgements).
 	Op int
 	// Rule is one of the Rule constants.
 	Rule string

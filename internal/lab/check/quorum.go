@@ -28,7 +28,7 @@ func quorumBound(r, w, n int) bool { return r > 0 && w > 0 && n > 0 && r+w > n }
 // w, r + w > N, that returned before it was called or precedes it in its
 // session, and no older than the version of any Get of the key that
 // returned before it was called once w replicas held that version (see
-// the package documentation for why no more).
+// the package documentation for why no more). A Lost version binds none.
 func (c *checker) checkQuorum() {
 	byKey := make(map[string][]*levelPuts)
 	add := func(i, w int) {
@@ -44,9 +44,9 @@ func (c *checker) checkQuorum() {
 		st := &c.st[i]
 		switch {
 		case !st.valid:
-		case op.Kind == Put && st.acked && !st.pending && op.Level > 0:
+		case op.Kind == Put && st.acked && !st.pending && !st.lost && op.Level > 0:
 			add(i, op.Level)
-		case op.Kind == Get && op.OK && st.retKnown && op.Held > 0:
+		case op.Kind == Get && op.OK && st.retKnown && !st.retLost && op.Held > 0:
 			add(i, op.Held)
 		}
 	}
@@ -118,7 +118,7 @@ func (c *checker) quorumSessionPuts() {
 		for _, i := range ops {
 			op, st := c.h[i], &c.st[i]
 			switch {
-			case op.Kind == Put && st.acked && !st.pending && op.Level > 0:
+			case op.Kind == Put && st.acked && !st.pending && !st.lost && op.Level > 0:
 				if puts == nil {
 					puts = make(map[string][]levelRef)
 				}

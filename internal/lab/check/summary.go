@@ -19,13 +19,17 @@ type Summary struct {
 	// ByRank counts Gets with OK per 1-based rank of the subSLA met.
 	ByRank map[int]int
 	// QuorumGets counts the Gets with OK that rule "quorum" binds to a
-	// Put: an acknowledged Put to their key whose write level overlaps
-	// their read level (r + w > N) returned before they were called.
+	// Put: an acknowledged Put to their key, not Lost, whose write level
+	// overlaps their read level (r + w > N) returned before they were
+	// called.
 	QuorumGets int
 	// PendingPuts counts the Puts with OK and Pending, SessionGets the
 	// Gets with OK that returned their session's pending write
 	// (FromSession).
 	PendingPuts, SessionGets int
+	// LostPuts counts the Puts with OK and Lost: acknowledged, then
+	// rolled back at a failover.
+	LostPuts int
 }
 
 // Summarize counts the operations of h.
@@ -35,7 +39,7 @@ func Summarize(h []Op) Summary {
 	// write level w returned.
 	firstReturn := make(map[string]map[int]time.Duration)
 	for _, op := range h {
-		if op.Kind != Put || !op.OK || op.Pending || op.Level <= 0 {
+		if op.Kind != Put || !op.OK || op.Pending || op.Lost || op.Level <= 0 {
 			continue
 		}
 		byLevel := firstReturn[op.Key]
@@ -56,6 +60,9 @@ func Summarize(h []Op) Summary {
 			}
 			if op.OK && op.Pending {
 				s.PendingPuts++
+			}
+			if op.OK && op.Lost {
+				s.LostPuts++
 			}
 		case Get:
 			s.Gets++

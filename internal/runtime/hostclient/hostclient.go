@@ -17,10 +17,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -44,7 +46,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Core configures the client core. Its Nodes, the replicas the core
 	// monitors, default to the Peers that are not a causal table's
-	// coordinators or caches.
+	// coordinators or caches, nor configuration members; its Config, the
+	// configuration service's members, to the Peers named SITE/cfg
+	// (Members).
 	Core clientcore.Options
 }
 
@@ -70,6 +74,9 @@ func Open(opts Options) (*Client, error) {
 	if len(opts.Core.Nodes) == 0 {
 		opts.Core.Nodes = Replicas(opts.Peers)
 	}
+	if len(opts.Core.Config) == 0 {
+		opts.Core.Config = Members(opts.Peers)
+	}
 	c := &Client{id: opts.ID, core: clientcore.New(opts.Core), closed: make(chan struct{})}
 	c.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: opts.TLS, Logger: opts.Logger}, c.deliver)
 	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: opts.Logger})
@@ -82,15 +89,34 @@ func Open(opts Options) (*Client, error) {
 }
 
 // Replicas returns the storage nodes among peers, in order: every node
-// but the sites' coordinators and caches of causal tables.
+// but the sites' coordinators and caches of causal tables and the
+// configuration members.
 func Replicas(peers map[wire.NodeID]string) []wire.NodeID {
 	var replicas []wire.NodeID
 	for _, id := range slices.Sorted(maps.Keys(peers)) {
-		if !causal.RoleNode(id) {
+		if !causal.RoleNode(id) && !member(id) {
 			replicas = append(replicas, id)
 		}
 	}
 	return replicas
+}
+
+// Members returns the configuration service's members among peers, in
+// order: the nodes named config.MemberName.
+func Members(peers map[wire.NodeID]string) []wire.NodeID {
+	var members []wire.NodeID
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		if member(id) {
+			members = append(members, id)
+		}
+	}
+	return members
+}
+
+// member reports whether id names a configuration member.
+func member(id wire.NodeID) bool {
+	_, name, _ := strings.Cut(string(id), "/")
+	return name == config.MemberName
 }
 
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {

@@ -11,11 +11,15 @@ import (
 )
 
 // TestReplicas: the core monitors the storage nodes, not the sites'
-// coordinators and caches of causal tables.
+// coordinators and caches of causal tables, nor the configuration
+// members, which it knows apart.
 func TestReplicas(t *testing.T) {
-	peers := map[wire.NodeID]string{"b/r1": "x", "a/cc": "x", "a/r1": "x", "a/cache": "x"}
+	peers := map[wire.NodeID]string{"b/r1": "x", "a/cc": "x", "a/r1": "x", "a/cache": "x", "b/cfg": "x", "a/cfg": "x"}
 	if got, want := Replicas(peers), []wire.NodeID{"a/r1", "b/r1"}; !slices.Equal(got, want) {
 		t.Errorf("Replicas = %v, want %v", got, want)
+	}
+	if got, want := Members(peers), []wire.NodeID{"a/cfg", "b/cfg"}; !slices.Equal(got, want) {
+		t.Errorf("Members = %v, want %v", got, want)
 	}
 }
 
