@@ -44,6 +44,7 @@ func (n *Node) createTable(l wire.Layout) wire.Code {
 		return wire.StorageFailed
 	}
 	n.addTable(l)
+	n.renewNow()
 	return wire.OK
 }
 
@@ -74,27 +75,35 @@ func (n *Node) deleteTable(name string) wire.Code {
 	if !ok {
 		return wire.OK
 	}
-	eng := n.env.Engine()
 	var b storage.Batch
 	b.Delete(catalogKey(name))
-	for _, space := range []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult} {
+	for _, space := range tabletSpaces {
 		start, end := tableSpan(space, t.layout.ID)
-		err := eng.Scan(start, end, func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
+		if err := n.deleteRange(&b, start, end); err != nil {
 			n.storageError(err)
 			return wire.StorageFailed
 		}
 	}
-	if err := eng.Apply(&b, true); err != nil {
+	if err := n.env.Engine().Apply(&b, true); err != nil {
 		n.storageError(err)
 		return wire.StorageFailed
 	}
 	delete(n.tables, name)
 	delete(n.byID, t.layout.ID)
 	return wire.OK
+}
+
+// tabletSpaces are the spaces that hold a tablet replica's state. Its
+// rollback records (spaceBack) outlive it: they are all that is left of
+// the writes a rollback dropped.
+var tabletSpaces = []byte{spaceData, spaceLog, spaceMeta, spaceStage, spaceOrigin, spaceResult, spaceTagged}
+
+// deleteRange adds to b the deletion of every key in [start, end).
+func (n *Node) deleteRange(b *storage.Batch, start, end []byte) error {
+	return n.env.Engine().Scan(start, end, func(k, _ []byte) bool {
+		b.Delete(k)
+		return true
+	})
 }
 
 func sortTabletStatus(s []TabletStatus) {

@@ -15,11 +15,15 @@ import (
 //	g r                                 -> largest timestamp revealed to secondaries
 //	d <table id><tablet> <key>          -> timestamp + value (tablet store, Pileus 4.3)
 //	l <table id><tablet> <timestamp>    -> key + value (the primary's update log)
-//	m <table id><tablet> h|u|t|r|f      -> high, last update, log truncation point,
-//	                                       largest timestamp ahead of a snapshot, staged writes ordered
+//	m <table id><tablet> h|u|t|r|f|e    -> high, last update, log truncation point,
+//	                                       largest timestamp ahead of a snapshot, staged writes ordered,
+//	                                       epoch and its start (governed nodes, epoch.go)
 //	s <table id><tablet> <seq>          -> a staged write (receiver, stage.go)
 //	o <table id><tablet> <node>         -> a receiver's writes ordered (primary, stage.go)
 //	q <table id><tablet> <node> 0 <seq> -> the result of a receiver's write (primary, stage.go)
+//	n <table id><tablet> <timestamp>    -> origin and sequence number of a logged staged write
+//	                                       (governed primary, staged.go: Entry.Origin, Entry.Seq)
+//	b <table id><tablet> <epoch> <ts>   -> key + value of a version rolled back at epoch (rollback.go)
 //
 // Table IDs and tablet indexes are fixed-width big-endian so that one
 // tablet's keys are contiguous; timestamps are encoded so that byte order is
@@ -33,12 +37,15 @@ const (
 	spaceStage   = 's'
 	spaceOrigin  = 'o'
 	spaceResult  = 'q'
+	spaceBack    = 'b'
+	spaceTagged  = 'n'
 
 	metaHigh      = 'h'
 	metaLast      = 'u'
 	metaTruncated = 't'
 	metaAhead     = 'r' // 'r': written by read repair once, which shared it
 	metaForwarded = 'f'
+	metaEpoch     = 'e'
 
 	tsLen     = 12
 	prefixLen = 1 + 8 + 4

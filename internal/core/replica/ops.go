@@ -82,11 +82,18 @@ func (n *Node) probe(m *wire.ProbeRequest) *wire.ProbeReply {
 	return reply
 }
 
-// high returns the replica's high timestamp. A primary holds every version
-// up to its current time.
+// high returns the replica's high timestamp and whether it answers as
+// the primary. A primary holds every version up to its current time,
+// while its lease holds (DESIGN.md section 10); a governed primary
+// without one may have been deposed, and a new primary may have ordered
+// versions below its clock: it vouches only for its epoch's start, which
+// every replica's history shares, and not as the primary.
 func (n *Node) high(tb *tablet) (hlc.Timestamp, bool) {
-	if !tb.isPrimary {
+	switch {
+	case !tb.isPrimary:
 		return tb.high, false
+	case !n.leased(tb):
+		return tb.epochStart, false
 	}
 	return n.clock.Now(), true
 }

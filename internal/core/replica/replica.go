@@ -12,6 +12,15 @@
 // it is the primary; the node knows nothing of consistency guarantees or
 // SLAs, which are the client's business (4.1).
 //
+// A node given the configuration service's members (Options.Config) is
+// governed (DESIGN.md section 10): a primary orders writes only under a
+// lease the service grants (lease.go), every replication message carries
+// the tablet's epoch (epoch.go), and the service moves a tablet's primary
+// by telling its replicas a new epoch, above whose start a replica rolls
+// back what it holds (rollback.go); staged writes keep their exactly-once
+// record across the move (tagged.go). A node without members behaves as
+// Pileus's, with no leases and every tablet at epoch 0.
+//
 // Node implements node.Handler; see package node for the runtime's duties.
 package replica
 
@@ -23,6 +32,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -49,6 +59,17 @@ type Options struct {
 	// RepairsWaitingMax is the most read repairs waiting per tablet;
 	// one more is answered Overloaded at once. Default 1024.
 	RepairsWaitingMax int
+	// Config lists the configuration service's members (DESIGN.md
+	// section 10), sorted. Empty (the default): no service governs the
+	// node; its tablets stay at epoch 0, it holds no leases and sends
+	// none of the service's messages.
+	Config []wire.NodeID
+	// Lease sets the primaries' leases of a governed node; each field
+	// defaults as config.LeaseOptions says.
+	Lease config.LeaseOptions
+	// Rollback, if set, is called with each version a rollback drops
+	// (rollback.go), after the rollback is durable.
+	Rollback func(RolledBack)
 }
 
 // MessageBytesMax is the size of the largest message a node with these
@@ -68,6 +89,7 @@ func (o Options) EnsureDefaults() Options {
 	o.PullBatchBytes = cmp.Or(o.PullBatchBytes, 4<<20)
 	o.RepairWait = cmp.Or(o.RepairWait, 2*time.Second)
 	o.RepairsWaitingMax = cmp.Or(o.RepairsWaitingMax, 1024)
+	o.Lease = o.Lease.EnsureDefaults()
 	return o
 }
 
@@ -88,6 +110,12 @@ func (o Options) Validate() error {
 		if f.negative {
 			return fmt.Errorf("replica: Options.%s must be positive, got %v", f.name, f.value)
 		}
+	}
+	if !slices.IsSorted(o.Config) || len(slices.Compact(slices.Clone(o.Config))) != len(o.Config) {
+		return fmt.Errorf("replica: Options.Config must be sorted and without repeats, got %v", o.Config)
+	}
+	if err := o.Lease.EnsureDefaults().Validate(); err != nil {
+		return fmt.Errorf("replica: Options.Lease: %w", err)
 	}
 	return nil
 }
@@ -138,7 +166,17 @@ type Metrics struct {
 	Deadlines, NullReads, Decisions    int64
 	StorageErrors                      int64
 	LastStorageError                   string
-	Tablets                            []TabletStatus
+	// Configuration service (epoch.go, lease.go, rollback.go):
+	// replication messages dropped for another epoch than the
+	// tablet's; Puts and Forwards refused for want of a lease (or
+	// under a fence); lease renewals sent and grants applied; epoch
+	// changes adopted; versions rolled back, and rollbacks that had to
+	// wipe the tablet and catch up by snapshot.
+	EpochsRefused, NoLease       int64
+	LeaseRenewsSent, LeaseGrants int64
+	EpochChanges                 int64
+	RolledBack, RollbackWipes    int64
+	Tablets                      []TabletStatus
 	// Links are the smoothed round trips to the peers the node replicates
 	// with, sorted by peer (see LinkStatus): a secondary's to its
 	// primaries, a primary's to the secondaries that acknowledge pushes.
@@ -169,6 +207,8 @@ type TabletStatus struct {
 	High hlc.Timestamp
 	// LastUpdate is the timestamp of the latest version the replica holds.
 	LastUpdate hlc.Timestamp
+	// Epoch is the tablet's epoch at the replica (0: ungoverned).
+	Epoch uint64
 }
 
 // Node is a storage node.
@@ -188,6 +228,8 @@ type Node struct {
 	recentPuts recentPuts
 	// plan is the dCON planner's state (stage.go).
 	plan planner
+	// lease is the renewal of this node's leases (lease.go).
+	lease leaseState
 }
 
 type table struct {
@@ -228,6 +270,8 @@ type tablet struct {
 	// clients time out).
 	waits []*putWait
 
+	// Secondary only: the periodic pull's timer is set (volatile).
+	pullTimerSet bool
 	// Secondary only: a pull is outstanding; ackPull: a Push that asked
 	// for an acknowledgement revealed a gap, or a read repair waits, so
 	// the pull that fills it is acknowledged with a PushAck.
@@ -267,6 +311,24 @@ type tablet struct {
 	// Primary only: what it has ordered of each receiver (durable,
 	// cached here).
 	origins map[wire.NodeID]origin
+	// epoch numbers the tablet's primaries (durable, with epochStart,
+	// the new primary's high timestamp when the epoch began): 0 for a
+	// node no configuration service governs (DESIGN.md section 10).
+	epoch      uint64
+	epochStart hlc.Timestamp
+	// fence is the epoch of the latest HighRequest (volatile; 0: none):
+	// the replica takes no version of its epoch above fenceLimit, and a
+	// primary no Put; fenceAsked is when it was asked (zero if a
+	// client's epoch set the fence). highWaits are the HighRequests
+	// waiting for their Until.
+	fence      uint64
+	fenceLimit hlc.Timestamp
+	fenceAsked time.Time
+	highWaits  []highWait
+	// Primary only, volatile: when the request of the renewal that
+	// granted the lease was sent (zero: no lease).
+	leaseAsked time.Time
+
 	// Secondary only, volatile: known is the largest update timestamp
 	// heard of (from pushes, also those not applied); applied counts the
 	// versions applied; pullsSent numbers the pulls sent, pullsDone is
@@ -345,6 +407,12 @@ func (n *Node) Start(env node.Env) error {
 		// wrap): no real clock stamped it.
 		return fmt.Errorf("%w: a stored timestamp, %s, is at the end of time", errCorrupt, last)
 	}
+	if n.governed() {
+		// A restarted primary holds no lease: it asks at once.
+		n.startLeases()
+		n.lease.timer = true
+		n.env.After(0, renewTimer{})
+	}
 	return nil
 }
 
@@ -364,6 +432,13 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 			}
 		}
 	}
+	v, ok, err := eng.Get(metaKey(tb.ref, metaEpoch))
+	if err == nil && ok {
+		tb.epoch, tb.epochStart, err = decodeEpoch(v)
+	}
+	if err != nil {
+		return fmt.Errorf("replica: read tablet %s epoch: %w", tb.ref, err)
+	}
 	return nil
 }
 
@@ -371,44 +446,60 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 // tablets this node holds as a secondary.
 func (n *Node) addTable(l wire.Layout) *table {
 	t := &table{layout: l, tablets: map[int32]*tablet{}}
-	self := n.env.ID()
-	for i, spec := range l.Tablets {
-		tb := &tablet{
-			ref:         wire.TabletRef{Table: l.ID, Tablet: int32(i)},
-			partition:   l.Partition,
-			start:       spec.Start,
-			primary:     spec.Primary,
-			secondaries: spec.Secondaries,
-			isPrimary:   spec.Primary == self,
-			mode:        l.Replication.Mode,
-			interval:    l.Replication.Interval,
-			writeLevel:  l.WriteLevel,
+	for i := range l.Tablets {
+		if tb := n.newTablet(&l, i); tb != nil {
+			t.tablets[int32(i)] = tb
 		}
-		if i+1 < len(l.Tablets) {
-			tb.end = l.Tablets[i+1].Start
-		}
-		held := tb.isPrimary
-		for _, s := range spec.Secondaries {
-			held = held || s == self
-		}
-		if !held {
-			continue
-		}
-		if tb.isPrimary {
-			tb.acked = map[wire.NodeID]hlc.Timestamp{}
-			tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
-			tb.pushTimed = map[wire.NodeID][]timedPush{}
-			tb.origins = map[wire.NodeID]origin{}
-		} else {
-			// A random phase keeps the secondaries of many tablets from
-			// pulling in lockstep.
-			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
-		}
-		t.tablets[int32(i)] = tb
 	}
 	n.tables[l.Name] = t
 	n.byID[l.ID] = t
 	return t
+}
+
+// newTablet returns the replica of l's tablet i, or nil if this node
+// holds none.
+func (n *Node) newTablet(l *wire.Layout, i int) *tablet {
+	tb := &tablet{
+		ref:        wire.TabletRef{Table: l.ID, Tablet: int32(i)},
+		partition:  l.Partition,
+		start:      l.Tablets[i].Start,
+		mode:       l.Replication.Mode,
+		interval:   l.Replication.Interval,
+		writeLevel: l.WriteLevel,
+	}
+	if n.governed() {
+		tb.epoch = 1 // until an epoch change is stored
+	}
+	if i+1 < len(l.Tablets) {
+		tb.end = l.Tablets[i+1].Start
+	}
+	if !slices.Contains(l.Tablets[i].Replicas(), n.env.ID()) {
+		return nil
+	}
+	n.setRole(tb, l.Tablets[i])
+	return tb
+}
+
+// setRole makes the tablet's replica primary or secondary as spec says,
+// with the state of that role.
+func (n *Node) setRole(tb *tablet, spec wire.Tablet) {
+	tb.primary, tb.secondaries, tb.isPrimary = spec.Primary, spec.Secondaries, spec.Primary == n.env.ID()
+	if !tb.isPrimary {
+		tb.acked, tb.snapshots, tb.pushTimed, tb.origins = nil, nil, nil, nil
+		if !tb.pullTimerSet {
+			// A random phase keeps the secondaries of many tablets from
+			// pulling in lockstep.
+			tb.pullTimerSet = true
+			n.env.After(time.Duration(n.env.Rand().Int64N(int64(tb.interval))), pullTimer{tb.ref})
+		}
+		return
+	}
+	if tb.acked == nil {
+		tb.acked = map[wire.NodeID]hlc.Timestamp{}
+		tb.snapshots = map[wire.NodeID]hlc.Timestamp{}
+		tb.pushTimed = map[wire.NodeID][]timedPush{}
+		tb.origins = map[wire.NodeID]origin{}
+	}
 }
 
 // Metrics returns a snapshot of the node's counters and tablets.
@@ -417,7 +508,7 @@ func (n *Node) Metrics() Metrics {
 	m.Tablets = nil
 	for _, t := range n.tables {
 		for _, tb := range t.tablets {
-			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate}
+			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate, Epoch: tb.epoch}
 			if tb.isPrimary {
 				st.High = tb.lastUpdate
 			}
@@ -452,7 +543,9 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.ProbeRequest:
 		n.env.Send(from, n.probe(m))
 	case *wire.PullRequest:
-		n.env.Send(from, n.servePull(from, m))
+		if reply := n.servePull(from, m); reply != nil {
+			n.env.Send(from, reply)
+		}
 	case *wire.PullReply:
 		n.applyPull(from, m)
 	case *wire.Push:
@@ -465,6 +558,12 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		n.forwarded(from, m)
 	case *wire.ForwardAck:
 		n.forwardAcked(from, m)
+	case *wire.LeaseGrant:
+		n.leaseGranted(from, m)
+	case *wire.HighRequest:
+		n.highRequested(from, m)
+	case *wire.EpochChange:
+		n.epochChanged(from, m)
 	default:
 		n.env.Logger().Warn("replica: unexpected message", "from", from, "type", fmt.Sprintf("%T", m))
 	}
@@ -476,7 +575,10 @@ func (n *Node) Fire(timer any) {
 	case pullTimer:
 		tb := n.tablet(t.ref)
 		if tb == nil || tb.isPrimary {
-			return // the table was deleted
+			if tb != nil {
+				tb.pullTimerSet = false
+			}
+			return // the table was deleted, or the replica became primary
 		}
 		n.requestPull(tb)
 		n.env.After(tb.interval, t)
@@ -488,6 +590,12 @@ func (n *Node) Fire(timer any) {
 		n.forwardTimerFired(t)
 	case repairTimer:
 		n.repairTimerFired(t)
+	case renewTimer:
+		n.renewTimerFired()
+	case highTimer:
+		if tb := n.tablet(t.ref); tb != nil {
+			n.advanceHighWaits(tb, true)
+		}
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

@@ -31,7 +31,7 @@ func (n *Node) requestPull(tb *tablet) {
 	tb.pullsSent++
 	tb.pulledAt = n.env.Now()
 	n.timePullSent(tb, tb.high)
-	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high}
+	m := &wire.PullRequest{Tablet: tb.ref, Since: tb.high, Epoch: tb.epoch}
 	if tb.snap != nil {
 		m.InSnapshot, m.SnapshotHigh, m.SnapshotAfter = true, tb.snap.high, tb.snap.last
 	}
@@ -62,8 +62,12 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 		return reply
 	case !tb.isPrimary:
 		reply.Code = wire.NotPrimary
+		reply.Epoch, _ = n.notPrimary(tb)
 		return reply
+	case !n.sameEpoch(tb, m.Epoch):
+		return nil // the secondary hears of the epoch from the service
 	}
+	reply.Epoch = tb.epoch
 	n.metrics.PullsServed++
 	if isSecondary(tb, from) {
 		// Secondaries apply pulled versions with a synced write before
@@ -125,14 +129,16 @@ func (n *Node) truncateLog(tb *tablet) {
 	}
 	eng := n.env.Engine()
 	var b storage.Batch
-	end := append(logKey(tb.ref, upTo), 0)
-	err := eng.Scan(logKey(tb.ref, tb.truncated), end, func(k, _ []byte) bool {
-		b.Delete(k)
-		return true
-	})
-	if err != nil {
+	if err := n.deleteRange(&b, logKey(tb.ref, tb.truncated), append(logKey(tb.ref, upTo), 0)); err != nil {
 		n.storageError(err)
 		return
+	}
+	logged := b.Len()
+	if tb.epoch != 0 {
+		if _, err := n.dropTags(tb, tabletPrefix(spaceTagged, tb.ref), append(taggedKey(tb.ref, upTo), 0), &b); err != nil {
+			n.storageError(err)
+			return
+		}
 	}
 	// The truncation point is recorded in the same batch: a primary that
 	// knows it may lack versions after a secondary's Since sends a
@@ -142,7 +148,7 @@ func (n *Node) truncateLog(tb *tablet) {
 		n.storageError(err)
 		return
 	}
-	n.metrics.LogEntriesTruncated += int64(b.Len() - 1)
+	n.metrics.LogEntriesTruncated += int64(logged)
 	tb.truncated = upTo
 }
 
@@ -237,6 +243,9 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 		n.env.Logger().Warn("replica: pull failed", "tablet", m.Tablet, "code", m.Code)
 		return
 	}
+	if m = n.fenced(tb, m); m == nil {
+		return
+	}
 	if m.Snapshot {
 		n.applySnapshot(tb, m)
 		return
@@ -268,6 +277,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 			continue
 		}
 		last = hlc.Max(last, e.TS)
+		recordApplied(&b, tb, e)
 		if skip, err := n.superseded(tb, e); err != nil {
 			return
 		} else if skip {
@@ -345,7 +355,7 @@ func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) e
 	start := logKey(tb.ref, since)
 	start = append(start, 0) // strictly after since
 	batchBytes := 0
-	return storage.Walk(n.env.Engine(), start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) (bool, error) {
+	err := storage.Walk(n.env.Engine(), start, prefixEnd(tabletPrefix(spaceLog, tb.ref)), func(k, v []byte) (bool, error) {
 		// The batch ends at PullBatchMax versions, or before the version
 		// that would take it past PullBatchBytes: a reply never outgrows
 		// the transport's message limit (Options.MessageBytesMax).
@@ -365,6 +375,10 @@ func (n *Node) readLog(tb *tablet, since hlc.Timestamp, reply *wire.PullReply) e
 		reply.Entries = append(reply.Entries, wire.Entry{TS: ts, Key: key, Value: value})
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	return n.fillTags(tb, since, reply.Entries)
 }
 
 // applySnapshot applies a snapshot chunk at a secondary, in one synced
@@ -387,11 +401,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	ahead := tb.ahead
 	if first {
 		prefix := tabletPrefix(spaceData, tb.ref)
-		err := n.env.Engine().Scan(prefix, prefixEnd(prefix), func(k, _ []byte) bool {
-			b.Delete(k)
-			return true
-		})
-		if err != nil {
+		if err := n.deleteRange(&b, prefix, prefixEnd(prefix)); err != nil {
 			n.storageError(err)
 			return
 		}
@@ -445,11 +455,15 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 // applyPush applies a pushed version if it is the next one in order.
 func (n *Node) applyPush(m *wire.Push) {
 	tb := n.tablet(m.Tablet)
-	if tb == nil || tb.isPrimary {
+	if tb == nil || tb.isPrimary || !n.sameEpoch(tb, m.Epoch) {
 		return
 	}
 	tb.known = hlc.Max(tb.known, m.Entry.TS)
 	switch {
+	case tb.fence != 0 && tb.fenceLimit.Less(m.Entry.TS):
+		// Fenced: the high timestamp reported stays true.
+		n.metrics.PushesIgnored++
+		return
 	case tb.snap != nil:
 		// A snapshot is being received; the pull after it brings this
 		// version, and answers the acknowledgement asked for.
@@ -483,6 +497,7 @@ func (n *Node) applyPush(m *wire.Push) {
 	if !skip {
 		b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
 	}
+	recordApplied(&b, tb, &m.Entry)
 	if !n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS) {
 		return
 	}
@@ -509,13 +524,14 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 		return false
 	}
 	tb.high, tb.lastUpdate = high, last
+	n.advanceHighWaits(tb, false)
 	return true
 }
 
 // ackPush sends the primary a PushAck for everything the secondary holds.
 func (n *Node) ackPush(tb *tablet) {
 	n.metrics.PushAcksSent++
-	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high})
+	n.env.Send(tb.primary, &wire.PushAck{Tablet: tb.ref, High: tb.high, Epoch: tb.epoch})
 }
 
 // storedAtLeast reports whether the replica holds a version of key with a

@@ -282,7 +282,7 @@ func (n *Node) sendForwards(tb *tablet) {
 			continue
 		}
 		w.sent, w.sentAt = true, n.env.Now()
-		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test}
+		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test, Epoch: tb.epoch}
 		if w.spread {
 			f.W, f.Wait = int32(1+len(tb.secondaries)), w.wait
 		}
@@ -353,7 +353,7 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 		n.decide(m.Budget, self, dcon.Work{Write: true, Queue: 1}).Spread) {
 		need = all
 	}
-	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
+	n.push(tb, prev, tb.tagged(wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, self, seq), need)
 	if need == 1 {
 		if all == 1 {
 			reply.Stage = wire.Executed
@@ -379,7 +379,7 @@ func (n *Node) progressForward(tb *tablet, w *putWait, expired bool) bool {
 	count := holders(tb, w.ts)
 	ack := func() {
 		n.env.Send(w.from, &wire.ForwardAck{Tablet: tb.ref, Seq: w.forward, TS: w.ts, Tested: w.tested,
-			Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID())})
+			Acks: int32(count), Holders: holderIDs(tb, w.ts, n.env.ID()), Epoch: tb.epoch})
 	}
 	if !w.levelSent && count >= w.level {
 		w.levelSent = true
@@ -444,6 +444,9 @@ func (tb *tablet) recordOrigin(from wire.NodeID, seq uint64, o origin, code wire
 		}
 		b.Set(originKey(tb.ref, from), encodeOrigin(next))
 		b.Set(resultKey(tb.ref, from, seq), encodeResult(result{ts: ts, tested: tested, code: code}))
+		if tb.epoch != 0 && !ts.IsZero() {
+			b.Set(taggedKey(tb.ref, ts), encodeTag(from, seq))
+		}
 		if seq > forwardWindow {
 			b.Delete(resultKey(tb.ref, from, seq-forwardWindow))
 		}
@@ -462,13 +465,8 @@ type result struct {
 // once and in the receiver's order. A Forward delivered again is
 // answered from the write's recorded result.
 func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
-	tb := n.tablet(m.Tablet)
-	if tb == nil || !tb.isPrimary {
-		code := wire.NoTable
-		if tb != nil {
-			code = wire.NotPrimary
-		}
-		n.env.Send(from, &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: code})
+	tb := n.forwardedTo(from, m)
+	if tb == nil {
 		return
 	}
 	o, err := n.originOf(tb, from)
@@ -509,14 +507,14 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 			return
 		}
 	}
-	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested}
+	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested, Epoch: tb.epoch}
 	if ts.IsZero() {
 		n.env.Send(from, ack)
 		return
 	}
 	tb.lastUpdate = ts
 	need := max(int(m.W), level)
-	n.push(tb, prev, wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, need)
+	n.push(tb, prev, tb.tagged(wire.Entry{TS: ts, Key: m.Key, Value: m.Value}, from, m.Seq), need)
 	if need == 1 {
 		n.env.Send(from, ack)
 		return
@@ -528,6 +526,27 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	if w := (&putWait{from: from, ts: ts, need: need, level: level, forward: m.Seq, tested: tested}); n.progress(tb, w, false) {
 		n.parkWait(tb, w, wait)
 	}
+}
+
+// forwardedTo returns the tablet a Forward may be ordered in, or nil: a
+// node that holds no such tablet, or is not its primary, says so; a
+// primary drops one of another epoch, or one that comes while it holds
+// no lease (the receiver sends it again).
+func (n *Node) forwardedTo(from wire.NodeID, m *wire.Forward) *tablet {
+	tb := n.tablet(m.Tablet)
+	if tb == nil || !tb.isPrimary {
+		ack := &wire.ForwardAck{Tablet: m.Tablet, Seq: m.Seq, Code: wire.NoTable}
+		if tb != nil {
+			ack.Code = wire.NotPrimary
+			ack.Epoch, ack.Primary = n.notPrimary(tb)
+		}
+		n.env.Send(from, ack)
+		return nil
+	}
+	if !n.sameEpoch(tb, m.Epoch) || n.admit(tb, 0) != wire.OK {
+		return nil
+	}
+	return tb
 }
 
 // reackForward answers a Forward delivered again from the write's
@@ -549,7 +568,7 @@ func (n *Node) reackForward(from wire.NodeID, tb *tablet, seq uint64, level int)
 		return
 	}
 	n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: seq, Code: r.code, TS: r.ts, Tested: r.tested,
-		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID())})
+		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID()), Epoch: tb.epoch})
 }
 
 // originOf returns what the primary has ordered of a receiver's writes.
@@ -578,7 +597,20 @@ func (n *Node) originOf(tb *tablet, from wire.NodeID) (origin, error) {
 // write forwarded again from its recorded result.
 func (n *Node) forwardAcked(from wire.NodeID, m *wire.ForwardAck) {
 	tb := n.tablet(m.Tablet)
-	if tb == nil || tb.isPrimary || from != tb.primary {
+	if tb == nil || from != tb.primary {
+		// At a primary, only its own acknowledgements: of the writes it
+		// received as a secondary and orders now (rollback.go reforward).
+		return
+	}
+	if n.governed() && m.Code == wire.NotPrimary {
+		// Deposed: the writes go to the new primary once the
+		// EpochChange names it (rollback.go).
+		for _, w := range tb.staged {
+			w.sent = false
+		}
+		return
+	}
+	if !n.sameEpoch(tb, m.Epoch) {
 		return
 	}
 	n.metrics.ForwardAcksReceived++

@@ -37,8 +37,12 @@ func (n *Node) put(from wire.NodeID, m *wire.PutRequest) *wire.PutReply {
 		reply.Code = code
 	case m.Bound == wire.NoBound && !tb.isPrimary:
 		reply.Code = wire.NotPrimary
+		reply.Epoch, reply.Primary = n.notPrimary(tb)
 	default:
 		reply.Code = n.checkPut(tb, m)
+		if reply.Code == wire.OK && tb.isPrimary {
+			reply.Code = n.admit(tb, m.Epoch)
+		}
 	}
 	if reply.Code != wire.OK {
 		n.metrics.PutsRejected++
@@ -196,7 +200,7 @@ func (n *Node) push(tb *tablet, prev hlc.Timestamp, e wire.Entry, need int) {
 		if need > 1 {
 			n.timePushSent(tb, s, e.TS)
 		}
-		n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: e, Ack: need > 1})
+		n.env.Send(s, &wire.Push{Tablet: tb.ref, Prev: prev, Entry: e, Ack: need > 1, Epoch: tb.epoch})
 		n.metrics.PushesSent++
 		n.metrics.EntriesSent++
 	}
@@ -322,8 +326,8 @@ func (n *Node) noteHigh(tb *tablet, s wire.NodeID, high hlc.Timestamp) {
 // pushAcked handles a secondary's PushAck at the primary.
 func (n *Node) pushAcked(from wire.NodeID, m *wire.PushAck) {
 	tb := n.tablet(m.Tablet)
-	if tb == nil || !tb.isPrimary {
-		return
+	if tb == nil || !tb.isPrimary || !n.sameEpoch(tb, m.Epoch) {
+		return // an old epoch's acknowledgement counts for no Put of this one
 	}
 	n.metrics.PushAcksReceived++
 	n.timePushAck(tb, from, m.High)
