@@ -238,7 +238,10 @@ func (w *World) Await(limit time.Duration, start func(done func())) error {
 	return nil
 }
 
-// CreateTable creates a table through a client and waits for it.
+// CreateTable creates a table through a client and waits for it, and
+// for each of its tablets' primaries to hold its lease (the first one
+// takes a few round trips to the configuration service), so that what
+// the world does next starts from a table that takes Puts.
 func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
 	c, err := w.Client(client)
 	if err != nil {
@@ -250,7 +253,34 @@ func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
 	}); err != nil {
 		return err
 	}
-	return result
+	if result != nil || l.Causal != nil {
+		return result
+	}
+	deadline := w.Sim.Now() + time.Minute
+	if err := w.Sim.RunUntil(deadline, func() bool { return w.leased(l) }); err != nil {
+		return err
+	}
+	if !w.leased(l) {
+		return fmt.Errorf("harness: table %s: a primary holds no lease after a minute of virtual time (seed %d)", l.Name, w.Sim.Seed())
+	}
+	return nil
+}
+
+// leased reports whether every running primary of l's tablets may take
+// Puts. A primary that is down is not waited for.
+func (w *World) leased(l wire.Layout) bool {
+	for i, tb := range l.Tablets {
+		r, err := w.Replica(tb.Primary)
+		if err != nil {
+			continue
+		}
+		for _, st := range r.Metrics().Tablets {
+			if st.Ref == (wire.TabletRef{Table: l.ID, Tablet: int32(i)}) && st.Primary && !st.Leased {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // OpenTable opens a table through a client and waits for it.
