@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cosla/cosla/internal/core/causal"
-	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
