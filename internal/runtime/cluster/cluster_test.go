@@ -281,13 +281,13 @@ func TestOneSiteDirect(t *testing.T) {
 	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
 		t.Errorf("after the supervisor's restart: Get = %q, %v; want the acknowledged v", v, err)
 	}
-	st := c.Status(ctx).Sites[0]
-	if st.Restarts != 1 || !st.Up {
-		t.Errorf("status after the restart: %+v, want up with 1 restart", st)
+	after := c.Status(ctx).Sites[0]
+	if after.Restarts != 1 || !after.Up {
+		t.Errorf("status after the restart: %+v, want up with 1 restart", after)
 	}
 	// The restarted process itself says so, for its status page.
-	if st.Serve == nil || st.Serve.Supervisor.Restarts != 1 || !strings.Contains(st.Serve.Supervisor.LastExit, "killed") {
-		t.Errorf("the restarted process's status: %+v, want 1 restart after a kill", st.Serve)
+	if sv := after.Serve; sv == nil || sv.Supervisor.Restarts != 1 || !strings.Contains(sv.Supervisor.LastExit, "killed") {
+		t.Errorf("the restarted process's status: %+v, want 1 restart after a kill", sv)
 	}
 }
 
