@@ -99,9 +99,9 @@ func (n *Node) highRequested(from wire.NodeID, m *wire.HighRequest) {
 		n.env.Send(from, reply)
 		return
 	}
-	high, _ := n.high(tb)
+	high := tb.high
 	if tb.isPrimary {
-		high = n.clock.Now()
+		high = n.clock.Now() // a primary holds every version up to now
 	}
 	if tb.fence < m.Epoch {
 		tb.fence, tb.fenceLimit, tb.fenceAsked = m.Epoch, high, time.Time{}

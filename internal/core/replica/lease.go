@@ -79,8 +79,9 @@ func (n *Node) renewAndRearm() {
 }
 
 // renew sends a LeaseRenew for the tablets the node leads, and reports
-// whether it leads any. A leader silent for two renewals is taken to be
-// gone: the next member is asked.
+// whether it leads any. A member that has left the renewals unanswered
+// for two renewal periods is taken to be no leader: the next one is
+// asked.
 func (n *Node) renew() bool {
 	tablets, layouts := n.leading()
 	if len(tablets) == 0 {

@@ -75,21 +75,30 @@ func (n *Node) epochChanged(from wire.NodeID, m *wire.EpochChange) {
 	n.env.Send(from, &wire.EpochAck{Tablet: ref, Epoch: epoch})
 }
 
-// withTablet returns the node's layout of m's table with m's tablet as m
-// names it, and stores it in b.
-func (n *Node) withTablet(m *wire.EpochChange, b *storage.Batch) (wire.Layout, bool) {
+// commitLayout stores, in one synced batch with what add writes, the
+// node's layout of m's table with m's tablet as m names it (the others
+// as the node knows them: the changes of several tablets may arrive in
+// any order), and returns it; false if storage failed.
+func (n *Node) commitLayout(m *wire.EpochChange, add func(*storage.Batch) error) (wire.Layout, bool) {
 	l := m.Layout
 	if t, ok := n.byID[m.Layout.ID]; ok {
 		l = t.layout
 		l.Tablets = slices.Clone(l.Tablets)
 		l.Tablets[m.Tablet] = m.Layout.Tablets[m.Tablet]
 	}
+	var b storage.Batch
 	enc, err := json.Marshal(l)
+	if err == nil && add != nil {
+		err = add(&b)
+	}
+	if err == nil {
+		b.Set(catalogKey(l.Name), enc)
+		err = n.env.Engine().Apply(&b, true)
+	}
 	if err != nil {
 		n.storageError(err)
 		return l, false
 	}
-	b.Set(catalogKey(l.Name), enc)
 	return l, true
 }
 
@@ -97,22 +106,17 @@ func (n *Node) withTablet(m *wire.EpochChange, b *storage.Batch) (wire.Layout, b
 // above m.Start, takes its role in the new layout and, as the new
 // primary, its first lease from when the HighRequest of the epoch came.
 func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
-	var b storage.Batch
-	l, ok := n.withTablet(m, &b)
+	var rb rolledBack
+	l, ok := n.commitLayout(m, func(b *storage.Batch) (err error) {
+		rb, err = n.rollback(tb, m.Start, m.Epoch, m.Layout.Tablets[m.Tablet].Primary == n.env.ID(), b)
+		b.Set(metaKey(tb.ref, metaEpoch), encodeEpoch(m.Epoch, m.Start))
+		return err
+	})
 	if !ok {
 		return false
 	}
 	spec := l.Tablets[m.Tablet]
 	wasPrimary := tb.isPrimary
-	rb, ok := n.rollback(tb, m.Start, m.Epoch, spec.Primary == n.env.ID(), &b)
-	if !ok {
-		return false
-	}
-	b.Set(metaKey(tb.ref, metaEpoch), encodeEpoch(m.Epoch, m.Start))
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
-		return false
-	}
 	n.metrics.EpochChanges++
 	n.byID[l.ID].layout, n.tables[l.Name].layout = l, l
 	moved := tb.primary != spec.Primary
@@ -183,7 +187,7 @@ func (rb *rolledBack) apply(tb *tablet) {
 // and the tablet's timestamps after it; primary says whether the replica
 // is the new epoch's primary. A replica that is no longer primary drops
 // its log: secondaries keep none.
-func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary bool, b *storage.Batch) (rolledBack, bool) {
+func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary bool, b *storage.Batch) (rolledBack, error) {
 	rb := rolledBack{high: tb.high, last: tb.lastUpdate, truncated: tb.truncated, ahead: tb.ahead}
 	var err error
 	if tb.isPrimary {
@@ -191,16 +195,11 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 	} else {
 		err = n.rollbackData(tb, start, b, &rb)
 	}
-	if err != nil {
-		n.storageError(err)
-		return rb, false
+	if err == nil && rb.wiped {
+		err = n.wipe(tb, b, &rb)
 	}
-	if rb.wiped {
-		n.metrics.RollbackWipes++
-		if err := n.wipe(tb, b, &rb); err != nil {
-			n.storageError(err)
-			return rb, false
-		}
+	if err != nil {
+		return rb, err
 	}
 	if !tb.isPrimary && primary {
 		// The new primary logged none of the versions it holds: a
@@ -219,7 +218,7 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 	}{{metaHigh, rb.high}, {metaLast, rb.last}, {metaTruncated, rb.truncated}, {metaAhead, rb.ahead}} {
 		b.Set(metaKey(tb.ref, m.which), appendTS(nil, m.ts))
 	}
-	return rb, true
+	return rb, nil
 }
 
 // rollbackLog rolls a primary's logged versions above start back to the
@@ -349,6 +348,9 @@ func (n *Node) reportRollback(table string, tb *tablet, epoch uint64, rb rolledB
 		return
 	}
 	n.metrics.RolledBack += int64(len(rb.dropped))
+	if rb.wiped {
+		n.metrics.RollbackWipes++
+	}
 	n.env.Logger().Warn("replica: rolled back versions above the new epoch's start", "table", table, "tablet", tb.ref,
 		"epoch", epoch, "start", tb.epochStart, "versions", len(rb.dropped), "wiped", rb.wiped)
 	if n.opts.Rollback == nil {
@@ -393,15 +395,12 @@ func (n *Node) reforward(tb *tablet) {
 // joinTablet creates the replica of a tablet the node is newly named in,
 // at m's epoch, and starts its catch-up from zero.
 func (n *Node) joinTablet(m *wire.EpochChange) bool {
-	var b storage.Batch
-	l, ok := n.withTablet(m, &b)
+	ref := wire.TabletRef{Table: m.Layout.ID, Tablet: m.Tablet}
+	l, ok := n.commitLayout(m, func(b *storage.Batch) error {
+		b.Set(metaKey(ref, metaEpoch), encodeEpoch(m.Epoch, m.Start))
+		return nil
+	})
 	if !ok {
-		return false
-	}
-	ref := wire.TabletRef{Table: l.ID, Tablet: m.Tablet}
-	b.Set(metaKey(ref, metaEpoch), encodeEpoch(m.Epoch, m.Start))
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
 		return false
 	}
 	if t, ok := n.byID[l.ID]; ok {
@@ -423,20 +422,16 @@ func (n *Node) joinTablet(m *wire.EpochChange) bool {
 // dropTablet deletes the replica of a tablet the node is no longer named
 // in: its versions, log and records (deleteTable's, for one tablet).
 func (n *Node) dropTablet(tb *tablet, m *wire.EpochChange) bool {
-	var b storage.Batch
-	l, ok := n.withTablet(m, &b)
-	if !ok {
-		return false
-	}
-	for _, space := range tabletSpaces {
-		prefix := tabletPrefix(space, tb.ref)
-		if err := n.deleteRange(&b, prefix, prefixEnd(prefix)); err != nil {
-			n.storageError(err)
-			return false
+	l, ok := n.commitLayout(m, func(b *storage.Batch) error {
+		for _, space := range tabletSpaces {
+			prefix := tabletPrefix(space, tb.ref)
+			if err := n.deleteRange(b, prefix, prefixEnd(prefix)); err != nil {
+				return err
+			}
 		}
-	}
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
+		return nil
+	})
+	if !ok {
 		return false
 	}
 	if tb.isPrimary {
@@ -450,13 +445,8 @@ func (n *Node) dropTablet(tb *tablet, m *wire.EpochChange) bool {
 
 // changeMembers takes a tablet's new replica set at the same epoch.
 func (n *Node) changeMembers(tb *tablet, m *wire.EpochChange) bool {
-	var b storage.Batch
-	l, ok := n.withTablet(m, &b)
+	l, ok := n.commitLayout(m, nil)
 	if !ok {
-		return false
-	}
-	if err := n.env.Engine().Apply(&b, true); err != nil {
-		n.storageError(err)
 		return false
 	}
 	n.byID[l.ID].layout = l
