@@ -132,8 +132,8 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 		t.Fatalf("site b's serve.yaml causal rtt %v (%v), want a's nodes and cache at 4ms, b's at 1ms", served.Causal.RTT, err)
 	}
 	nodes, err := info.NodesFor("c")
-	if err != nil || len(nodes) != 8 {
-		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes and each site's coordinator and cache", nodes, err)
+	if _, ok := nodes["a/cfg"]; err != nil || len(nodes) != 9 || !ok {
+		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes, each site's coordinator and cache, and a's configuration member (a two-site cluster's one voter)", nodes, err)
 	}
 	client, s := strongSession(ctx, t, "c", info)
 	const keys = 40
