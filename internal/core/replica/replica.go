@@ -209,6 +209,9 @@ type TabletStatus struct {
 	LastUpdate hlc.Timestamp
 	// Epoch is the tablet's epoch at the replica (0: ungoverned).
 	Epoch uint64
+	// Leased reports, of a primary, that it may order Puts now: it is
+	// ungoverned, or holds its lease and is not fenced.
+	Leased bool
 }
 
 // Node is a storage node.
@@ -508,7 +511,8 @@ func (n *Node) Metrics() Metrics {
 	m.Tablets = nil
 	for _, t := range n.tables {
 		for _, tb := range t.tablets {
-			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate, Epoch: tb.epoch}
+			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate, Epoch: tb.epoch,
+				Leased: tb.isPrimary && n.leased(tb)}
 			if tb.isPrimary {
 				st.High = tb.lastUpdate
 			}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
@@ -224,13 +225,14 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	}
 	for _, s := range storageSites {
 		ls := reserved[s.Name]
-		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Addr: ls[0].Addr().String(), HTTP: ls[1].Addr().String()})
+		c.info.Sites = append(c.info.Sites, SiteInfo{Name: s.Name, Nodes: s.Replicas, Voter: slices.Contains(topo.ConfigSites(), s.Name),
+			Addr: ls[0].Addr().String(), HTTP: ls[1].Addr().String()})
 	}
 	for _, from := range topo.Sites {
 		nodes := map[string]string{}
 		for _, to := range c.info.Sites {
 			if from.Name == to.Name && topo.LocalRTT == 0 {
-				for _, n := range served(to.Nodes) {
+				for _, n := range served(to.Nodes, to.Voter) {
 					nodes[to.Name+"/"+n] = to.Addr
 				}
 				continue
@@ -248,7 +250,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 				return err
 			}
 			c.links[pairKey(from.Name, to.Name)] = settings
-			for _, n := range served(to.Nodes) {
+			for _, n := range served(to.Nodes, to.Voter) {
 				nodes[to.Name+"/"+n] = link.Addr()
 			}
 		}
@@ -331,9 +333,15 @@ func storageSites(topo topology.Topology) []topology.Site {
 }
 
 // served returns the nodes a site's serve process hosts: its storage
-// nodes, then its coordinator and cache for causal tables (package causal).
-func served(storage []string) []string {
-	return append(slices.Clone(storage), causal.CoordinatorName, causal.CacheName)
+// nodes, then its coordinator and cache for causal tables (package causal),
+// and at a voter site its member of the configuration service (package
+// site's recipe).
+func served(storage []string, voter bool) []string {
+	nodes := append(slices.Clone(storage), causal.CoordinatorName, causal.CacheName)
+	if voter {
+		nodes = append(nodes, config.MemberName)
+	}
+	return nodes
 }
 
 func pairKey(a, b string) [2]string {
@@ -359,6 +367,9 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	// shows the whole cluster. The supervisor and the sites share the
 	// machine's loopback, so no emulated link delays these fetches: the
 	// page shows the WAN in the round trips the nodes measure instead.
+	c.mu.Lock()
+	supervisor := server.SupervisorInfo{Restarts: s.Restarts, LastExit: s.LastExit}
+	c.mu.Unlock()
 	statusPeers := map[string]string{}
 	for _, o := range c.info.Sites {
 		if o.Name != s.Name {
@@ -367,7 +378,8 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
 		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
-		Causal: c.opts.Causal}
+		Causal: c.opts.Causal, Config: server.ConfigOptions{Voters: c.opts.Topology.ConfigSites()},
+		Supervisor: supervisor}
 	if cfg.Causal.RTT == nil {
 		cfg.Causal.RTT = site.TopologyRTTs(c.opts.Topology, s.Name)
 	}

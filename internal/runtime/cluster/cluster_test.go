@@ -132,8 +132,8 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 		t.Fatalf("site b's serve.yaml causal rtt %v (%v), want a's nodes and cache at 4ms, b's at 1ms", served.Causal.RTT, err)
 	}
 	nodes, err := info.NodesFor("c")
-	if err != nil || len(nodes) != 8 {
-		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes and each site's coordinator and cache", nodes, err)
+	if _, ok := nodes["a/cfg"]; err != nil || len(nodes) != 9 || !ok {
+		t.Fatalf("nodes for a client at c: %v, %v; want the four storage nodes, each site's coordinator and cache, and a's configuration member (a two-site cluster's one voter)", nodes, err)
 	}
 	client, s := strongSession(ctx, t, "c", info)
 	const keys = 40
@@ -281,8 +281,13 @@ func TestOneSiteDirect(t *testing.T) {
 	if v, _, err := client.Get(ctx, s, "k"); err != nil || string(v) != "v" {
 		t.Errorf("after the supervisor's restart: Get = %q, %v; want the acknowledged v", v, err)
 	}
-	if st := c.Status(ctx); st.Sites[0].Restarts != 1 || !st.Sites[0].Up {
-		t.Errorf("status after the restart: %+v, want up with 1 restart", st.Sites[0])
+	after := c.Status(ctx).Sites[0]
+	if after.Restarts != 1 || !after.Up {
+		t.Errorf("status after the restart: %+v, want up with 1 restart", after)
+	}
+	// The restarted process itself says so, for its status page.
+	if sv := after.Serve; sv == nil || sv.Supervisor.Restarts != 1 || !strings.Contains(sv.Supervisor.LastExit, "killed") {
+		t.Errorf("the restarted process's status: %+v, want 1 restart after a kill", sv)
 	}
 }
 

@@ -51,6 +51,9 @@ type Info struct {
 type SiteInfo struct {
 	Name  string   `json:"name"`
 	Nodes []string `json:"nodes"`
+	// Voter says that the process hosts a member of the configuration
+	// service (topology.ConfigSites).
+	Voter bool `json:"voter,omitempty"`
 	// Addr is the process's own gRPC address, HTTP its /status and
 	// /metrics address.
 	Addr string `json:"addr"`

@@ -71,6 +71,9 @@ type PlanOptions struct {
 type PlannedHost struct {
 	Site  string
 	Nodes []string
+	// Voter says that the site hosts a member of the configuration
+	// service (topology.ConfigSites).
+	Voter bool
 	// Addr is where the site's nodes listen and are dialed; HTTP its
 	// HTTP listener.
 	Addr, HTTP string
@@ -173,7 +176,7 @@ func Plan(opts PlanOptions) (PlanResult, error) {
 	}
 	nodes := map[string]string{}
 	for _, h := range res.Hosts {
-		for _, n := range served(h.Nodes) {
+		for _, n := range served(h.Nodes, h.Voter) {
 			nodes[h.Site+"/"+n] = h.Addr
 		}
 	}
@@ -264,7 +267,7 @@ func plannedHost(opts PlanOptions, s topology.Site, addr string) (PlannedHost, e
 		httpHost = host
 	}
 	dir := filepath.Join(opts.Dir, "hosts", s.Name)
-	return PlannedHost{Site: s.Name, Nodes: s.Replicas, Dir: dir, Start: filepath.Join(dir, "start.sh"),
+	return PlannedHost{Site: s.Name, Nodes: s.Replicas, Voter: slices.Contains(opts.Topology.ConfigSites(), s.Name), Dir: dir, Start: filepath.Join(dir, "start.sh"),
 		Addr: net.JoinHostPort(host, strconv.Itoa(port)), HTTP: net.JoinHostPort(httpHost, strconv.Itoa(port+HTTPPortOffset))}, nil
 }
 
@@ -275,12 +278,12 @@ func writeHost(opts PlanOptions, h PlannedHost, res PlanResult) error {
 		return err
 	}
 	cfg := server.Options{Site: h.Site, Nodes: h.Nodes, Listen: h.Addr, HTTPListen: h.HTTP, DataDir: opts.DataDir,
-		Peers: map[wire.NodeID]string{}, Insecure: opts.Insecure}
+		Peers: map[wire.NodeID]string{}, Insecure: opts.Insecure, Config: server.ConfigOptions{Voters: opts.Topology.ConfigSites()}}
 	for _, other := range res.Hosts {
 		if other.Site == h.Site {
 			continue
 		}
-		for _, n := range served(other.Nodes) {
+		for _, n := range served(other.Nodes, other.Voter) {
 			cfg.Peers[wire.NodeID(other.Site+"/"+n)] = other.Addr
 		}
 		// The status page shows the sites whose HTTP it can reach: on

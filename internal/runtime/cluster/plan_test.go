@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,13 +44,14 @@ func TestPlan(t *testing.T) {
 	if err := yaml.Unmarshal(data, &opts); err != nil {
 		t.Fatal(err)
 	}
-	// Each site's storage nodes, and its coordinator and cache of causal
-	// tables, at its serve process.
+	// Each site's storage nodes, its coordinator and cache of causal
+	// tables, and its member of the configuration service (all three
+	// sites are voters), at its serve process.
 	wantPeers := map[wire.NodeID]string{"england/r1": "10.0.0.1:7100", "england/cc": "10.0.0.1:7100", "england/cache": "10.0.0.1:7100",
-		"us/r1": "10.0.0.2:7100", "us/cc": "10.0.0.2:7100", "us/cache": "10.0.0.2:7100"}
+		"england/cfg": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100", "us/cc": "10.0.0.2:7100", "us/cache": "10.0.0.2:7100", "us/cfg": "10.0.0.2:7100"}
 	if opts.Site != "india" || opts.Listen != "10.0.0.1:7200" || opts.HTTPListen != "127.0.0.1:7280" || opts.DataDir != "data" ||
-		!reflect.DeepEqual(opts.Peers, wantPeers) {
-		t.Errorf("india's serve config: %+v; want listen 10.0.0.1:7200, http 127.0.0.1:7280, data_dir data, peers %v", opts, wantPeers)
+		!reflect.DeepEqual(opts.Peers, wantPeers) || !slices.Equal(opts.Config.Voters, []string{"england", "us", "india"}) {
+		t.Errorf("india's serve config: %+v; want listen 10.0.0.1:7200, http 127.0.0.1:7280, data_dir data, peers %v, voters england, us, india", opts, wantPeers)
 	}
 	if opts.TLS != (server.TLSFiles{Cert: "node-india.pem", Key: "node-india-key.pem", CA: "ca.pem"}) {
 		t.Errorf("india's tls: %+v", opts.TLS)
@@ -71,7 +73,7 @@ func TestPlan(t *testing.T) {
 	}
 	wantNodes := map[string]string{"england/r1": "10.0.0.1:7100", "us/r1": "10.0.0.2:7100", "india/r1": "10.0.0.1:7200"}
 	for site, addr := range map[string]string{"england": "10.0.0.1:7100", "us": "10.0.0.2:7100", "india": "10.0.0.1:7200"} {
-		wantNodes[site+"/cc"], wantNodes[site+"/cache"] = addr, addr
+		wantNodes[site+"/cc"], wantNodes[site+"/cache"], wantNodes[site+"/cfg"] = addr, addr, addr
 	}
 	if f.Site != "england" || f.Table != "usertable" || !reflect.DeepEqual(f.Nodes, wantNodes) {
 		t.Errorf("client config: site %s, table %s, nodes %v; want england, usertable, %v", f.Site, f.Table, f.Nodes, wantNodes)

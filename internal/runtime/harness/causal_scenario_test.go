@@ -124,10 +124,12 @@ func (sc *causalScenario) run(d *datadriven.TestData) (string, error) {
 	return b.String(), err
 }
 
-// record keeps the simulator's trace lines, without timers if asked.
+// record keeps the simulator's trace lines, without the configuration
+// service's routine traffic (serviceLine: causal tables have no
+// primaries), and without timers if asked.
 func (sc *causalScenario) record(line string) {
 	fields := strings.SplitN(line, " ", 3)
-	if len(fields) < 2 || (sc.hideTimers && fields[1] == "timer") {
+	if len(fields) < 2 || (sc.hideTimers && fields[1] == "timer") || serviceLine(line) {
 		return
 	}
 	sc.trace = append(sc.trace, line)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -29,9 +30,14 @@ type Options struct {
 	// to every storage node and cache of the topology (seedRTTs).
 	Replica replica.Options
 	Causal  site.CausalOptions
+	// Config configures the configuration service. Its Member.Voters,
+	// if empty, are the members at the topology's ConfigSites, as
+	// `cosla cluster up` names them.
+	Config config.NodeOptions
 	// Storage, Coordinator, Cache and ClientNode are the simulator's
 	// model of every storage node, causal coordinator, cache and client
-	// node: service times and fsync cost (sim.NodeOptions). Default:
+	// node: service times and fsync cost (sim.NodeOptions); a
+	// configuration member costs what a storage node does. Default:
 	// infinitely fast.
 	Storage, Coordinator, Cache, ClientNode sim.NodeOptions
 	// Cores, if positive, makes each site one machine whose nodes share
@@ -73,9 +79,14 @@ func New(opts Options) (*World, error) {
 	if len(copts.Nodes) == 0 {
 		copts.Nodes = topo.Replicas()
 	}
-	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache}
+	costs := map[site.Role]sim.NodeOptions{site.Storage: opts.Storage, site.Coordinator: opts.Coordinator, site.Cache: opts.Cache,
+		site.Config: opts.Storage}
+	cfg := opts.Config
+	if len(cfg.Member.Voters) == 0 {
+		cfg.Member.Voters = site.Voters(topo.ConfigSites())
+	}
 	for _, st := range topo.Sites {
-		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal}
+		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal, Config: cfg}
 		seedRTTs(&siteOpts.Causal, topo, st.Name)
 		for _, n := range site.Nodes(st.Name, st.Replicas, siteOpts) {
 			if err := s.AddNode(n.ID, st.Name, costs[n.Role], observed(opts.Observe, n.New)); err != nil {
@@ -186,6 +197,11 @@ func (w *World) Client(id wire.NodeID) (*clientcore.Client, error) {
 	})
 }
 
+// Member returns a running configuration member's core.
+func (w *World) Member(id wire.NodeID) (*config.Node, error) {
+	return nodeCore(w, id, "is not a configuration member", site.Member)
+}
+
 // Replica returns a running storage node's core.
 func (w *World) Replica(id wire.NodeID) (*replica.Node, error) {
 	return nodeCore(w, id, "is not a storage node", site.Replica)
@@ -222,7 +238,10 @@ func (w *World) Await(limit time.Duration, start func(done func())) error {
 	return nil
 }
 
-// CreateTable creates a table through a client and waits for it.
+// CreateTable creates a table through a client and waits for it, and
+// for each of its tablets' primaries to hold its lease (the first one
+// takes a few round trips to the configuration service), so that what
+// the world does next starts from a table that takes Puts.
 func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
 	c, err := w.Client(client)
 	if err != nil {
@@ -234,7 +253,34 @@ func (w *World) CreateTable(client wire.NodeID, l wire.Layout) error {
 	}); err != nil {
 		return err
 	}
-	return result
+	if result != nil || l.Causal != nil {
+		return result
+	}
+	deadline := w.Sim.Now() + time.Minute
+	if err := w.Sim.RunUntil(deadline, func() bool { return w.leased(l) }); err != nil {
+		return err
+	}
+	if !w.leased(l) {
+		return fmt.Errorf("harness: table %s: a primary holds no lease after a minute of virtual time (seed %d)", l.Name, w.Sim.Seed())
+	}
+	return nil
+}
+
+// leased reports whether every running primary of l's tablets may take
+// Puts. A primary that is down is not waited for.
+func (w *World) leased(l wire.Layout) bool {
+	for i, tb := range l.Tablets {
+		r, err := w.Replica(tb.Primary)
+		if err != nil {
+			continue
+		}
+		for _, st := range r.Metrics().Tablets {
+			if st.Ref == (wire.TabletRef{Table: l.ID, Tablet: int32(i)}) && st.Primary && !st.Leased {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // OpenTable opens a table through a client and waits for it.

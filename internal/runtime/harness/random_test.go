@@ -72,12 +72,16 @@ func TestRandomized(t *testing.T) {
 			total.quorumTimeouts += res.quorumTimeouts
 			total.duplicated += res.duplicated
 			total.diskErrors += res.diskErrors
+			total.failovers += res.failovers
+			total.lost += res.lost
+			total.rolledBack += res.rolledBack
 			total.staged.add(res.staged)
 		})
 	}
 	t.Logf("checked gets %d, bound by a put's write level %d, strong by quorum %d; puts that missed their write level %d",
 		total.gets, total.quorumGets, total.quorumStrong, total.quorumTimeouts)
 	t.Logf("messages duplicated %d, disk reads and writes failed %d", total.duplicated, total.diskErrors)
+	t.Logf("failovers %d; acknowledged puts lost %d, versions rolled back %d", total.failovers, total.lost, total.rolledBack)
 	st := total.staged
 	t.Logf("bounded puts and gets %d, read-test-writes %d (acknowledged: held %d, failed %d, not evaluated %d); pending puts %d, gets answered by the session %d",
 		st.bounded, st.tests, st.held, st.failed, st.notEvaluated, st.pending, st.fromSession)
@@ -123,6 +127,10 @@ type randomResult struct {
 	// duplicated and diskErrors count the simulator's injected faults
 	// (sim.Stats).
 	duplicated, diskErrors int64
+	// failovers counts the epochs the configuration service moved
+	// tablets to, lost the acknowledged Puts they rolled back, and
+	// rolledBack the versions rolled back (check.Losses).
+	failovers, lost, rolledBack int
 	// staged counts the staged operations (staged_test.go).
 	staged stagedCounts
 }
@@ -271,10 +279,13 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 	var w *harness.World
 	var led *ledger
 	var workEndAt time.Duration
+	var rolled []check.RolledBack
 	w, err := harness.New(harness.Options{
 		Seed:     seed,
 		Topology: rw.topo,
-		Replica:  replica.Options{PullBatchMax: pullBatchMax},
+		Replica: replica.Options{PullBatchMax: pullBatchMax, Rollback: func(rb replica.RolledBack) {
+			rolled = append(rolled, check.RolledBack{Key: rb.Entry.Key, TS: rb.Entry.TS})
+		}},
 		Observe: func(from, to wire.NodeID, m wire.Msg) {
 			if led == nil {
 				return // the nodes are starting
@@ -401,7 +412,7 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 	// a second, more than any healed round trip, per batch of Puts.
 	must(t, seed, w.Sim.Run(w.Sim.Now()+30*time.Second+3*rw.layout.Replication.Interval))
 	settleEnd := w.Sim.Now() + 30*time.Minute + time.Duration(len(puts)/pullBatchMax+1)*time.Second
-	for w.Sim.Now() < settleEnd && (converged(t, seed, w, rw) != "" || led.drained() != "") {
+	for w.Sim.Now() < settleEnd && (converged(t, seed, w, led.layout) != "" || led.drained() != "") {
 		must(t, seed, w.Sim.Run(w.Sim.Now()+rw.layout.Replication.Interval))
 	}
 	if !d.Done() {
@@ -436,7 +447,8 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 		}
 		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduce(seed))
 	}
-	checkConverged(t, seed, w, rw, history)
+	checkConverged(t, seed, w, led.layout, history)
+	checkFailovers(t, seed, w, led, history, rolled, &res)
 
 	sum := check.Summarize(history)
 	if sum.MetGets == 0 {
@@ -528,44 +540,80 @@ func scheduleMoreFaults(t *testing.T, seed uint64, w *harness.World, rw randomWo
 const faultsStream = 0x6661756c7473
 
 // checkConverged verifies that once faults stop every secondary holds
-// exactly its primary's versions, so no acknowledged Put was lost.
-func checkConverged(t *testing.T, seed uint64, w *harness.World, rw randomWorld, history []check.Op) {
+// exactly its primary's versions (of the primary the last failover
+// left), so no acknowledged Put was lost but those a failover rolled
+// back.
+func checkConverged(t *testing.T, seed uint64, w *harness.World, layout wire.Layout, history []check.Op) {
 	t.Helper()
-	if diff := converged(t, seed, w, rw); diff != "" {
+	if diff := converged(t, seed, w, layout); diff != "" {
 		t.Fatalf("seed %d: %s\nreproduce: %s", seed, diff, reproduce(seed))
 	}
 	// Every acknowledged Put's version, or a later one, is at the primary.
 	latest := map[string]check.Op{}
 	for _, op := range history {
-		if op.Kind == check.Put && op.OK && latest[op.Key].TS.Less(op.TS) {
+		if op.Kind == check.Put && op.OK && !op.Lost && latest[op.Key].TS.Less(op.TS) {
 			latest[op.Key] = op
 		}
 	}
+	final := finalVersions(t, seed, w, layout)
 	for key, op := range latest {
-		i := rw.layout.TabletFor(key)
-		rep, err := w.Replica(rw.layout.Tablets[i].Primary)
-		must(t, seed, err)
-		var held hlc.Timestamp
-		for _, e := range rep.Versions(wire.TabletRef{Table: rw.layout.ID, Tablet: int32(i)}) {
-			if e.Key == key {
-				held = e.TS
-			}
-		}
-		if held.Less(op.TS) {
+		if held := final[key]; held.Less(op.TS) {
 			t.Fatalf("seed %d: acknowledged put %q=%q at %s is missing from primary (it holds %s)\nreproduce: %s",
 				seed, key, op.Value, op.TS, held, reproduce(seed))
 		}
 	}
 }
 
+// finalVersions returns the timestamp of each key's version at its
+// tablet's primary.
+func finalVersions(t *testing.T, seed uint64, w *harness.World, layout wire.Layout) map[string]hlc.Timestamp {
+	final := map[string]hlc.Timestamp{}
+	for i, tb := range layout.Tablets {
+		rep, err := w.Replica(tb.Primary)
+		must(t, seed, err)
+		for _, e := range rep.Versions(wire.TabletRef{Table: layout.ID, Tablet: int32(i)}) {
+			final[e.Key] = e.TS
+		}
+	}
+	return final
+}
+
+// checkFailovers checks what the failovers of a run did (DESIGN.md
+// section 10): no Put acknowledged at a durable write level was lost,
+// every lost Put is among the versions the replicas rolled back, and no
+// two primaries of a tablet acknowledged Puts in overlapping epochs.
+func checkFailovers(t *testing.T, seed uint64, w *harness.World, led *ledger, history []check.Op, rolled []check.RolledBack, res *randomResult) {
+	t.Helper()
+	final := finalVersions(t, seed, w, led.layout)
+	losses, vs := check.CheckRollback(history, final, rolled)
+	vs = append(vs, check.CheckDurable(history, final)...)
+	vs = append(vs, check.CheckEpochs(led.acks)...)
+	if len(vs) > 0 {
+		var b strings.Builder
+		for i, v := range vs {
+			if i == 10 {
+				fmt.Fprintf(&b, "... and %d more\n", len(vs)-10)
+				break
+			}
+			fmt.Fprintf(&b, "%s\n", v)
+		}
+		t.Fatalf("seed %d: %d violations of the failover rules:\n%sreproduce: %s", seed, len(vs), b.String(), reproduce(seed))
+	}
+	for _, e := range led.epochs {
+		res.failovers += int(e) - 1
+	}
+	res.lost += losses.Lost
+	res.rolledBack += losses.RolledBack
+}
+
 // converged describes the first secondary whose versions differ from its
 // primary's, or returns "" if every secondary matches.
-func converged(t *testing.T, seed uint64, w *harness.World, rw randomWorld) string {
+func converged(t *testing.T, seed uint64, w *harness.World, layout wire.Layout) string {
 	t.Helper()
-	for i, tb := range rw.layout.Tablets {
-		primary := dumpTablet(t, seed, w, rw, tb.Primary, int32(i))
+	for i, tb := range layout.Tablets {
+		primary := dumpTablet(t, seed, w, layout, tb.Primary, int32(i))
 		for _, s := range tb.Secondaries {
-			if got := dumpTablet(t, seed, w, rw, s, int32(i)); got != primary {
+			if got := dumpTablet(t, seed, w, layout, s, int32(i)); got != primary {
 				return fmt.Sprintf("tablet %d: secondary %s did not converge to primary %s\nprimary:\n%s\nsecondary:\n%s", i, s, tb.Primary, primary, got)
 			}
 		}
@@ -573,12 +621,12 @@ func converged(t *testing.T, seed uint64, w *harness.World, rw randomWorld) stri
 	return ""
 }
 
-func dumpTablet(t *testing.T, seed uint64, w *harness.World, rw randomWorld, id wire.NodeID, tablet int32) string {
+func dumpTablet(t *testing.T, seed uint64, w *harness.World, layout wire.Layout, id wire.NodeID, tablet int32) string {
 	t.Helper()
 	rep, err := w.Replica(id)
 	must(t, seed, err)
 	var b bytes.Buffer
-	for _, e := range rep.Versions(wire.TabletRef{Table: rw.layout.ID, Tablet: tablet}) {
+	for _, e := range rep.Versions(wire.TabletRef{Table: layout.ID, Tablet: tablet}) {
 		fmt.Fprintf(&b, "%q=%q@%s\n", e.Key, e.Value, e.TS)
 	}
 	return b.String()

@@ -23,8 +23,10 @@ import (
 //
 //	topology                                   body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                           "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] [probes=hide] [adaptive-probing] [measure-needed] [pull-batch-max=N]
-//	                                           build the world from the topology; adaptive-probing
+//	world [seed=N] [probes=hide] [config=show] [adaptive-probing] [measure-needed] [pull-batch-max=N]
+//	                                           build the world from the topology; config=show keeps
+//	                                           the configuration service's routine traffic (serviceLine)
+//	                                           in the trace; adaptive-probing
 //	                                           sets the clients' Options.AdaptiveProbing,
 //	                                           measure-needed their Options.Measure to MeasureNeeded,
 //	                                           pull-batch-max the nodes' replica.Options.PullBatchMax
@@ -68,6 +70,7 @@ type scenario struct {
 	world      *World
 	trace      []string
 	hideProbes bool
+	showConfig bool
 	sessions   map[string]*scenarioSession
 }
 
@@ -91,6 +94,7 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(sc.t, "seed", &seed)
 		}
 		sc.hideProbes = d.HasArg("probes")
+		sc.showConfig = d.HasArg("config")
 		var ropts replica.Options
 		if d.HasArg("pull-batch-max") {
 			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
@@ -138,10 +142,11 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 }
 
 // record keeps the trace lines worth reading: deliveries, drops, crashes,
-// restarts and link changes, not timers (and not probes if asked).
+// restarts and link changes, not timers, nor the configuration service's
+// routine traffic unless asked (and not probes if asked).
 func (sc *scenario) record(line string) {
 	fields := strings.SplitN(line, " ", 3)
-	if len(fields) < 2 || fields[1] == "timer" {
+	if len(fields) < 2 || fields[1] == "timer" || (!sc.showConfig && serviceLine(line)) {
 		return
 	}
 	if sc.hideProbes && strings.Contains(line, "Probe") {
@@ -589,4 +594,17 @@ func (sc *scenario) monitor(id wire.NodeID) (string, error) {
 		fmt.Fprintf(&b, "%s rtt mean=%s samples=%d\n", e.Node, e.Mean, e.Samples)
 	}
 	return b.String(), nil
+}
+
+// serviceLine reports whether a trace line is the configuration
+// service's routine traffic (DESIGN.md section 10): its members' raft
+// messages and the primaries' lease renewals. Its failovers, epoch
+// changes and refusals show.
+func serviceLine(line string) bool {
+	for _, kind := range []string{" ConfigRaft(", " LeaseRenew(", " LeaseGrant("} {
+		if strings.Contains(line, kind) {
+			return true
+		}
+	}
+	return false
 }

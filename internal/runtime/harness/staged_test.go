@@ -355,6 +355,9 @@ type evaluation struct {
 	test       *wire.Test
 	refused    wire.Code // not OK: the primary refused the write
 	at         time.Duration
+	// gone: a failover's new epoch started below ts, so the version is
+	// rolled back wherever it is held (DESIGN.md section 10).
+	gone bool
 }
 
 func (e *evaluation) String() string {
@@ -370,7 +373,11 @@ func (e *evaluation) String() string {
 	if e.test != nil {
 		s += fmt.Sprintf(" test %s", testString(e.test))
 	}
-	return s + fmt.Sprintf(" at %s, #%d of tablet %d", sim.FormatTime(e.at), e.pos, e.tablet)
+	s += fmt.Sprintf(" at %s, #%d of tablet %d", sim.FormatTime(e.at), e.pos, e.tablet)
+	if e.gone {
+		s += ", rolled back"
+	}
+	return s
 }
 
 func testString(t *wire.Test) string {
@@ -381,10 +388,22 @@ func testString(t *wire.Test) string {
 }
 
 // ledger rebuilds each primary's order of versions from the messages the
-// nodes send (see the top of this file).
+// nodes send (see the top of this file). A tablet's order runs on across
+// failovers: the configuration service's EpochChange names the next
+// primary and the epoch's start, above which the old epoch's versions
+// are gone (rolled back).
 type ledger struct {
 	w  *harness.World
 	rw *randomWorld
+	// layout is the table's layout as the configuration service last
+	// changed it, epochs each tablet's epoch, primaries every node that
+	// has been a tablet's primary (whose messages carry its order).
+	layout    wire.Layout
+	epochs    map[int32]uint64
+	primaries map[int32][]wire.NodeID
+	// acks are the Puts the primaries acknowledged, at their epochs
+	// (check.CheckEpochs).
+	acks []check.Ack
 	// origin is the simulated time when the driver's run began: the
 	// history's times, and the evaluations', count from it.
 	origin time.Duration
@@ -411,7 +430,11 @@ type ledger struct {
 }
 
 func newLedger(w *harness.World, rw *randomWorld) *ledger {
-	return &ledger{w: w, rw: rw,
+	primaries := map[int32][]wire.NodeID{}
+	for i, tb := range rw.layout.Tablets {
+		primaries[int32(i)] = []wire.NodeID{tb.Primary}
+	}
+	return &ledger{w: w, rw: rw, layout: rw.layout, epochs: map[int32]uint64{}, primaries: primaries,
 		puts: map[requestID]*wire.PutRequest{}, gets: map[requestID]*wire.GetRequest{},
 		forwards: map[forwardID]*wire.Forward{}, acked: map[forwardID]*wire.ForwardAck{},
 		resolved: map[forwardID][]*wire.Resolved{}, answered: map[requestID]bool{},
@@ -424,9 +447,41 @@ func (l *ledger) problem(format string, args ...any) {
 	}
 }
 
-// primary reports whether id is the primary of ref's tablet.
+// primary reports whether id is, or has been, the primary of ref's
+// tablet: what it sends of the tablet's versions comes from the order.
 func (l *ledger) primary(ref wire.TabletRef, id wire.NodeID) bool {
-	return ref.Table == l.rw.layout.ID && int(ref.Tablet) < len(l.rw.layout.Tablets) && l.rw.layout.Tablets[ref.Tablet].Primary == id
+	return ref.Table == l.rw.layout.ID && slices.Contains(l.primaries[ref.Tablet], id)
+}
+
+// epochChanged takes the configuration service's word that a tablet has
+// a new primary: versions ordered above the epoch's start are gone.
+func (l *ledger) epochChanged(m *wire.EpochChange) {
+	if m.Layout.ID != l.rw.layout.ID || m.Epoch <= l.epochs[m.Tablet] {
+		return // a resend, or a change of replicas only
+	}
+	l.epochs[m.Tablet] = m.Epoch
+	l.layout = m.Layout
+	if p := m.Layout.Tablets[m.Tablet].Primary; !slices.Contains(l.primaries[m.Tablet], p) {
+		l.primaries[m.Tablet] = append(l.primaries[m.Tablet], p)
+	}
+	for _, e := range l.order[m.Tablet] {
+		if m.Start.Less(e.ts) {
+			e.gone = true
+		}
+	}
+}
+
+// ackedPut records a primary's acknowledgement of a Put at its epoch.
+func (l *ledger) ackedPut(from wire.NodeID, ref wire.TabletRef) {
+	r, err := l.w.Replica(from)
+	if err != nil {
+		return
+	}
+	for _, st := range r.Metrics().Tablets {
+		if st.Ref == ref {
+			l.acks = append(l.acks, check.Ack{Tablet: fmt.Sprint(ref.Tablet), Epoch: st.Epoch, Node: string(from), At: l.w.Sim.Now()})
+		}
+	}
 }
 
 // observe is the world's Options.Observe.
@@ -451,6 +506,8 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 			return
 		}
 		l.forwardAck(from, to, m)
+	case *wire.EpochChange:
+		l.epochChanged(m)
 	case *wire.Resolved:
 		id := forwardID{from, m.Tablet.Tablet, m.WriteID}
 		l.resolved[id] = append(l.resolved[id], m)
@@ -460,6 +517,9 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 			return
 		}
 		if !m.TS.IsZero() {
+			if m.Code == wire.OK && req.Bound == wire.NoBound {
+				l.ackedPut(from, req.Tablet)
+			}
 			l.ordered(req.Tablet.Tablet, req.Key, string(req.Value), m.TS, req.Test, "reply to "+string(to))
 		} else if m.Tested == wire.Failed && !l.answered[requestID{to, m.Req}] {
 			l.answered[requestID{to, m.Req}] = true
@@ -514,7 +574,7 @@ func (l *ledger) forwardAck(from, to wire.NodeID, m *wire.ForwardAck) {
 // version: the first one is sent as the primary orders it.
 func (l *ledger) ordered(tablet int32, key, value string, ts hlc.Timestamp, test *wire.Test, how string) {
 	e, ok := l.byTS[versionID{tablet, ts}]
-	if !ok {
+	if !ok || e.gone {
 		l.evaluated(&evaluation{tablet: tablet, key: key, value: value, ts: ts, test: test})
 		return
 	}
@@ -544,7 +604,7 @@ func (l *ledger) evaluated(e *evaluation) {
 	if n := e.pos; n > 0 && !e.ts.IsZero() {
 		// The primary's timestamps only go up.
 		for i := n - 1; i >= 0; i-- {
-			if prev := l.order[e.tablet][i]; !prev.ts.IsZero() {
+			if prev := l.order[e.tablet][i]; !prev.ts.IsZero() && !prev.gone {
 				if !prev.ts.Less(e.ts) {
 					l.problem("the primary of tablet %d ordered %s after %s", e.tablet, e, prev)
 				}
@@ -583,7 +643,7 @@ func (l *ledger) drained() string {
 func (l *ledger) testValue(e *evaluation) *evaluation {
 	order := l.order[e.tablet]
 	for i := e.pos - 1; i >= 0; i-- {
-		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() {
+		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() && !v.gone {
 			return v
 		}
 	}
@@ -640,7 +700,7 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 		}
 	}
 	// The last version of each key in each order is the primary's.
-	for i, tb := range l.rw.layout.Tablets {
+	for i, tb := range l.layout.Tablets {
 		rep, err := l.w.Replica(tb.Primary)
 		if err != nil {
 			report("%v", err)
@@ -648,7 +708,7 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 		}
 		latest := map[string]*evaluation{}
 		for _, e := range l.order[int32(i)] {
-			if !e.ts.IsZero() {
+			if !e.ts.IsZero() && !e.gone {
 				latest[e.key] = e
 			}
 		}
@@ -667,7 +727,7 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 	// Every test read the test key's value at its write's place.
 	for i := range l.rw.layout.Tablets {
 		for _, e := range l.order[int32(i)] {
-			if e.test == nil || e.refused != wire.OK {
+			if e.test == nil || e.refused != wire.OK || e.gone {
 				continue
 			}
 			v := l.testValue(e)
@@ -680,7 +740,14 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 	for _, p := range puts {
 		op, c := p.op, &history[p.index]
 		value := op.ValueID
-		es := l.byValue[value]
+		es, gone := live(l.byValue[value])
+		if len(es) == 0 && gone {
+			// Ordered, then rolled back at a failover: lost, which
+			// the history checker allows only below a durable write
+			// level (check.CheckDurable, check.CheckRollback).
+			c.Lost = true
+			continue
+		}
 		desc := fmt.Sprintf("put %q=%q (session %s, %s to %s", op.Key, value, op.Session,
 			sim.FormatTime(op.Start), sim.FormatTime(op.End))
 		if p.info != nil {
@@ -814,4 +881,16 @@ func TestLedger(t *testing.T) {
 			t.Errorf("the ledger's problems\n%s\ndo not include\n%s", got, want)
 		}
 	}
+}
+
+// live returns the evaluations of a value that no failover rolled back,
+// and whether some were.
+func live(es []*evaluation) ([]*evaluation, bool) {
+	var out []*evaluation
+	for _, e := range es {
+		if !e.gone {
+			out = append(out, e)
+		}
+	}
+	return out, len(out) < len(es)
 }

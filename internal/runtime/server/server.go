@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -39,6 +40,7 @@ import (
 	"github.com/cosla/cosla/internal/runtime/pebbledb"
 	"github.com/cosla/cosla/internal/runtime/private"
 	"github.com/cosla/cosla/internal/runtime/site"
+	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
 // ErrInvalidOptions is wrapped by every Options.Validate error.
@@ -97,6 +99,15 @@ type Options struct {
 	// Causal configures the site's part of causal tables: its client
 	// coordinator, its cache and its storage nodes' middle men.
 	Causal CausalOptions `yaml:"causal"`
+	// Config configures the configuration service (DESIGN.md section
+	// 10; README "When a site fails"): the sites hosting its members
+	// and the primaries' leases. Every site of a cluster names the same.
+	Config ConfigOptions `yaml:"config"`
+	// Supervisor is what the supervisor of `cosla cluster up` says of
+	// this site's earlier processes, shown on the status page and in
+	// /status: it writes the restarts into the config it restarts the
+	// process with. Not set by hand.
+	Supervisor SupervisorInfo `yaml:"supervisor"`
 	// StopTimeout bounds how long Close waits for each node: for the
 	// event and the sync in progress (host.NodeOptions.StopTimeout), and
 	// then for its storage to close. A node whose storage failed is not
@@ -106,6 +117,13 @@ type Options struct {
 	StopTimeout time.Duration `yaml:"stop_timeout"`
 	// Logger receives the process's logs. Default: discard.
 	Logger *slog.Logger `yaml:"-"`
+}
+
+// SupervisorInfo counts the times a supervisor restarted the site's
+// process after it died on its own, and says how the last one ended.
+type SupervisorInfo struct {
+	Restarts int    `yaml:"restarts" json:"restarts,omitempty"`
+	LastExit string `yaml:"last_exit" json:"last_exit,omitempty"`
 }
 
 // MailboxOptions bound the messages waiting for a node: their number,
@@ -160,7 +178,7 @@ type ReplicaOptions struct {
 	RepairsWaitingMax int           `yaml:"repairs_waiting_max"`
 }
 
-// options returns the replica.Options these fields set.
+// options returns the replica core's options.
 func (o ReplicaOptions) options() replica.Options {
 	return replica.Options{MaxKeyBytes: o.MaxKeyBytes, MaxValueBytes: o.MaxValueBytes, PullBatchMax: o.PullBatchMax,
 		PullBatchBytes: o.PullBatchBytes, RepairWait: o.RepairWait, RepairsWaitingMax: o.RepairsWaitingMax}
@@ -178,6 +196,56 @@ func (o Options) EnsureDefaults() Options {
 	o.StopTimeout = cmp.Or(o.StopTimeout, 10*time.Second)
 	return o
 }
+
+// ConfigOptions are the settable options of the configuration service
+// (package config). `cosla cluster up` and `cosla cluster plan` name 3
+// voters (5 with five or more storage sites).
+type ConfigOptions struct {
+	// Voters names the sites whose process hosts a member of the
+	// service (node SITE/cfg): 1, 3 or 5, each named in Peers unless it
+	// is this process's own. None: no service; a primary is never
+	// replaced and needs no lease.
+	Voters []string `yaml:"voters"`
+	// LeaseLength, LeaseRenew and LeaseMargin set a primary's lease
+	// (config.LeaseOptions): defaults 4s, 1s and 250ms, which fit round
+	// trips of up to about 450ms between a primary and the service's
+	// leader.
+	LeaseLength time.Duration `yaml:"lease_length"`
+	LeaseRenew  time.Duration `yaml:"lease_renew"`
+	LeaseMargin time.Duration `yaml:"lease_margin"`
+	// Reconfigure turns on SLA-driven reconfiguration (Pileus 6.2): the
+	// service moves a tablet's primary to the site where clients'
+	// reports say it would deliver the most utility. Default off.
+	Reconfigure bool `yaml:"reconfigure"`
+}
+
+// node returns the configuration node's options: no voters if none are
+// named.
+func (c ConfigOptions) node() config.NodeOptions {
+	return config.NodeOptions{
+		Member: config.MemberOptions{Voters: site.Voters(c.Voters)},
+		Lease:  config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
+		Plan:   c.Reconfigure,
+	}
+}
+
+// validate checks the voters against the process's site and peers.
+func (c ConfigOptions) validate(self string, peers map[wire.NodeID]string) error {
+	if len(c.Voters) == 0 {
+		return nil
+	}
+	for _, v := range c.Voters {
+		if _, ok := peers[topology.NodeID(v, config.MemberName)]; v != self && !ok {
+			return fmt.Errorf("voters: no peer address for %s's member %s", v, topology.NodeID(v, config.MemberName))
+		}
+	}
+	return c.node().EnsureDefaults().Validate()
+}
+
+// reservedNames are the names of the nodes a site runs besides its
+// storage nodes (package site), with what they are.
+var reservedNames = map[string]string{causal.CoordinatorName: "causal-table coordinator", causal.CacheName: "causal-table cache",
+	config.MemberName: "configuration member"}
 
 // Validate reports the first invalid field, naming it.
 func (o *Options) Validate() error {
@@ -209,8 +277,8 @@ func (o *Options) Validate() error {
 		if n == "" || strings.Contains(n, "/") || !utf8.ValidString(n) || seen[n] {
 			return bad("nodes: %q is empty, contains '/', is not UTF-8 or is listed twice", n)
 		}
-		if n == causal.CoordinatorName || n == causal.CacheName {
-			return bad("nodes: %q is the name of the site's causal-table %s", n, map[string]string{causal.CoordinatorName: "coordinator", causal.CacheName: "cache"}[n])
+		if role, ok := reservedNames[n]; ok {
+			return bad("nodes: %q is the name of the site's %s", n, role)
 		}
 		seen[n] = true
 	}
@@ -231,9 +299,11 @@ func (o *Options) Validate() error {
 			return bad("status_peers: %q is this process's own site", site)
 		}
 	}
-	ro := o.Replica.options()
-	if err := ro.Validate(); err != nil {
+	if err := o.Replica.options().Validate(); err != nil {
 		return bad("replica: %v", err)
+	}
+	if err := o.Config.validate(o.Site, o.Peers); err != nil {
+		return bad("config: %v", err)
 	}
 	return nil
 }
@@ -378,7 +448,7 @@ func badRTT(rtt map[wire.NodeID]time.Duration) string {
 
 func (s *Server) startNodes() error {
 	c := s.opts.Causal
-	opts := site.Options{Replica: s.opts.Replica.options(), Causal: site.CausalOptions{
+	opts := site.Options{Replica: s.opts.Replica.options(), Config: s.opts.Config.node(), Causal: site.CausalOptions{
 		Store:       causal.StoreOptions{Resend: c.Resend},
 		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT},
 		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout, RTT: c.RTT},
@@ -592,13 +662,16 @@ type Status struct {
 	// RecentErrors are the process's last log records at warn level and
 	// above (at most recentErrorsMax), oldest first.
 	RecentErrors []LogRecord `json:"recent_errors"`
+	// Supervisor is Options.Supervisor: the restarts of the site's
+	// process before this one.
+	Supervisor SupervisorInfo `json:"supervisor"`
 }
 
 // Status returns a snapshot of every node's metrics and tablets.
 func (s *Server) Status() Status {
 	now := time.Now()
 	st := Status{Site: s.opts.Site, Addr: s.Addr(), Time: now, UptimeSec: now.Sub(s.started).Seconds(), Transport: s.transport.Stats(),
-		Overloaded: s.overloaded.Load(), RecentErrors: s.recent.snapshot()}
+		Overloaded: s.overloaded.Load(), RecentErrors: s.recent.snapshot(), Supervisor: s.opts.Supervisor}
 	s.mu.RLock()
 	ids := make([]wire.NodeID, 0, len(s.nodes))
 	for id, h := range s.nodes {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/causal"
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -36,6 +37,9 @@ const (
 	// Cache: the site's cache of causal tables (Karma 4.3), named
 	// causal.CacheName.
 	Cache
+	// Config: the site's member of the configuration service (DESIGN.md
+	// section 10), named config.MemberName, at a voter site only.
+	Config
 )
 
 func (r Role) String() string {
@@ -44,6 +48,8 @@ func (r Role) String() string {
 		return "coordinator"
 	case Cache:
 		return "cache"
+	case Config:
+		return "config"
 	}
 	return "storage"
 }
@@ -54,6 +60,23 @@ type Options struct {
 	Replica replica.Options
 	// Causal configures the causal tables' cores.
 	Causal CausalOptions
+	// Config configures the configuration service: Config.Member.Voters
+	// names its members (Voters), the same at every site; a voter site
+	// runs one. Every storage node is governed by it (its Puts need a
+	// lease, its tablets move at failover) with Config.Lease. No voters:
+	// no service, and no tablet ever moves.
+	Config config.NodeOptions
+}
+
+// Voters returns the members of the configuration service hosted at the
+// given sites, sorted (config.MemberOptions.Voters).
+func Voters(sites []string) []wire.NodeID {
+	ids := make([]wire.NodeID, len(sites))
+	for i, s := range sites {
+		ids[i] = topology.NodeID(s, config.MemberName)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // CausalOptions configure the cores a site runs for causal tables. Their
@@ -79,15 +102,19 @@ type Node struct {
 
 // Nodes returns the nodes of site: per storage node (named by storage,
 // in that order) a replica core with a causal store Node beside it
-// (causal.NewBeside), then the site's causal coordinator and its cache.
-// The coordinator and the cache are idle until a causal table names them.
+// (causal.NewBeside), then the site's causal coordinator and its cache,
+// and, at a voter site, its member of the configuration service. The
+// coordinator and the cache are idle until a causal table names them.
 func Nodes(site string, storage []string, opts Options) []Node {
 	c := opts.Causal
+	ropts := opts.Replica
+	ropts.Config = opts.Config.Member.Voters
+	ropts.Lease = opts.Config.Lease
 	var out []Node
 	for _, name := range storage {
 		out = append(out, Node{Name: name, ID: topology.NodeID(site, name), Role: Storage, New: func() node.Handler {
 			store := causal.NewNode(causal.NodeOptions{Role: causal.RoleStore, Store: c.Store})
-			return causal.NewBeside(replica.New(opts.Replica), store)
+			return causal.NewBeside(replica.New(ropts), store)
 		}})
 	}
 	out = append(out, Node{Name: causal.CoordinatorName, ID: topology.NodeID(site, causal.CoordinatorName), Role: Coordinator, New: func() node.Handler {
@@ -96,7 +123,19 @@ func Nodes(site string, storage []string, opts Options) []Node {
 	out = append(out, Node{Name: causal.CacheName, ID: topology.NodeID(site, causal.CacheName), Role: Cache, New: func() node.Handler {
 		return causal.NewNode(causal.NodeOptions{Role: causal.RoleCache, Cache: c.Cache})
 	}})
+	if member := topology.NodeID(site, config.MemberName); slices.Contains(opts.Config.Member.Voters, member) {
+		out = append(out, Node{Name: config.MemberName, ID: member, Role: Config, New: func() node.Handler {
+			return config.NewNode(opts.Config)
+		}})
+	}
 	return out
+}
+
+// Member returns the configuration member of a node's handler, nil for
+// another node's.
+func Member(h node.Handler) *config.Node {
+	m, _ := h.(*config.Node)
+	return m
 }
 
 // Replica returns the replica core of a storage node's handler, nil for

@@ -57,6 +57,11 @@ type Topology struct {
 	// table over them, with a cache at every site. Every site with
 	// storage nodes is in exactly one ring.
 	Rings [][]string `yaml:"rings"`
+	// Voters names the sites that host a member of the configuration
+	// service (DESIGN.md section 10): 1, 3 or 5 sites with storage nodes.
+	// Default (none named): the first 5 such sites if there are 5 or more,
+	// else the first 3, else the first (ConfigSites).
+	Voters []string `yaml:"voters"`
 }
 
 // Load reads a topology from a YAML file and validates it:
@@ -163,7 +168,52 @@ func (t *Topology) Validate() error {
 			}
 		}
 	}
+	if err := t.validateVoters(); err != nil {
+		return err
+	}
 	return t.validateRings()
+}
+
+// validateVoters checks Voters: 1, 3 or 5 distinct sites with storage
+// nodes.
+func (t *Topology) validateVoters() error {
+	if len(t.Voters) == 0 {
+		return nil
+	}
+	if n := len(t.Voters); n != 1 && n != 3 && n != 5 {
+		return fmt.Errorf("%w: %s: %d voters; want 1, 3 or 5 sites", ErrInvalid, t.Name, n)
+	}
+	for i, name := range t.Voters {
+		storage := slices.ContainsFunc(t.Sites, func(s Site) bool { return s.Name == name && len(s.Replicas) > 0 })
+		if !storage || slices.Contains(t.Voters[:i], name) {
+			return fmt.Errorf("%w: %s: voter %q is not a site with storage nodes, or is named twice", ErrInvalid, t.Name, name)
+		}
+	}
+	return nil
+}
+
+// ConfigSites returns the sites that host a member of the configuration
+// service: Voters, or by default the first 5 sites with storage nodes if
+// there are 5 or more, else the first 3, else the first. A raft group of
+// 3 survives the loss of one site, of 5 two; an even count would survive
+// no more than the odd one below it.
+func (t *Topology) ConfigSites() []string {
+	if len(t.Voters) > 0 {
+		return slices.Clone(t.Voters)
+	}
+	var storage []string
+	for _, s := range t.Sites {
+		if len(s.Replicas) > 0 {
+			storage = append(storage, s.Name)
+		}
+	}
+	switch n := len(storage); {
+	case n >= 5:
+		return storage[:5]
+	case n >= 3:
+		return storage[:3]
+	}
+	return storage[:min(len(storage), 1)]
 }
 
 // validateRings checks Rings: known sites, each with storage nodes in

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,11 +34,15 @@ links:
 		t.Fatalf("loaded %+v", topo)
 	}
 	for name, text := range map[string]string{
-		"unknown-field.yaml": "sites: [{name: a}]\nlinkz: []\n",
-		"missing-link.yaml":  "sites: [{name: a}, {name: b}]\n",
-		"bad-rtt.yaml":       "sites: [{name: a}, {name: b}]\nlinks: [{a: a, b: b, rtt: fast}]\n",
-		"binary-site.yaml":   "sites: [{name: !!binary /w==}]\n", // a site named "\xff"
-		"binary-node.yaml":   "sites: [{name: a, replicas: [!!binary gA==]}]\n",
+		"unknown-field.yaml":    "sites: [{name: a}]\nlinkz: []\n",
+		"missing-link.yaml":     "sites: [{name: a}, {name: b}]\n",
+		"bad-rtt.yaml":          "sites: [{name: a}, {name: b}]\nlinks: [{a: a, b: b, rtt: fast}]\n",
+		"binary-site.yaml":      "sites: [{name: !!binary /w==}]\n", // a site named "\xff"
+		"binary-node.yaml":      "sites: [{name: a, replicas: [!!binary gA==]}]\n",
+		"two-voters.yaml":       "sites: [{name: a, replicas: [r1]}, {name: b, replicas: [r1]}]\nlinks: [{a: a, b: b, rtt: 1ms}]\nvoters: [a, b]\n",
+		"voter-no-storage.yaml": "sites: [{name: a, replicas: [r1]}, {name: b}]\nlinks: [{a: a, b: b, rtt: 1ms}]\nvoters: [b]\n",
+		"voter-twice.yaml": "sites: [{name: a, replicas: [r1]}, {name: b, replicas: [r1]}, {name: c, replicas: [r1]}]\n" +
+			"links: [{a: a, b: b, rtt: 1ms}, {a: a, b: c, rtt: 1ms}, {a: b, b: c, rtt: 1ms}]\nvoters: [a, b, a]\n",
 	} {
 		if _, err := Load(write(name, text)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err %v, want ErrInvalid", name, err)
@@ -52,5 +57,38 @@ links:
 	}
 	if _, err := Resolve("no-such-preset"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Resolve of an unknown name: err %v, want ErrInvalid", err)
+	}
+}
+
+// TestConfigSites checks the default voters (the first 5, 3 or 1 sites
+// with storage nodes, in the topology's order) and that named voters
+// win.
+func TestConfigSites(t *testing.T) {
+	sites := func(storage ...bool) Topology {
+		var topo Topology
+		for i, s := range storage {
+			site := Site{Name: string(rune('a' + i))}
+			if s {
+				site.Replicas = []string{"r1"}
+			}
+			topo.Sites = append(topo.Sites, site)
+		}
+		return topo
+	}
+	for _, tc := range []struct {
+		topo Topology
+		want string
+	}{
+		{sites(true), "[a]"},
+		{sites(true, true), "[a]"},
+		{sites(false, true, true, true), "[b c d]"},
+		{sites(true, true, false, true, true), "[a b d]"},
+		{sites(true, true, true, true, true, true), "[a b c d e]"},
+		{Pileus4(), "[england us india]"},
+		{Topology{Sites: sites(true, true, true).Sites, Voters: []string{"c"}}, "[c]"},
+	} {
+		if got := fmt.Sprint(tc.topo.ConfigSites()); got != tc.want {
+			t.Errorf("%+v: ConfigSites() = %s, want %s", tc.topo.Sites, got, tc.want)
+		}
 	}
 }
