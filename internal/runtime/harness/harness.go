@@ -275,7 +275,8 @@ func (w *World) leased(l wire.Layout) bool {
 			continue
 		}
 		for _, st := range r.Metrics().Tablets {
-			if st.Ref == (wire.TabletRef{Table: l.ID, Tablet: int32(i)}) && st.Primary && !st.Leased {
+			// By name: a layout without an ID gets one from the client.
+			if st.Table == l.Name && st.Ref.Tablet == int32(i) && st.Primary && !st.Leased {
 				return false
 			}
 		}

@@ -874,8 +874,8 @@ func TestLedger(t *testing.T) {
 		`put "k"="twice" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 1.000000000,0) took effect 2 times`,
 		`put "k"="lost" (session , 0.000ms to 0.000ms, bound immediate, stage received at us/r1, write 0) was acknowledged, but its primary never ordered or evaluated it: lost`,
 		`"wrong-ts" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 2.000000000,0) was acknowledged at 2.000000000,0, but its primary ordered it as "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 1151.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 1151.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 2077.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 2077.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the ledger's problems\n%s\ndo not include\n%s", got, want)
