@@ -9,20 +9,25 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		failures := s.failures()
-		if len(failures) == 0 {
+		failures, unleased := s.failures(), s.unleased()
+		if len(failures) == 0 && len(unleased) == 0 {
 			fmt.Fprintln(w, "ok")
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		for _, f := range failures {
 			fmt.Fprintf(w, "%s failed: %v\n", f.id, f.err)
+		}
+		for _, u := range unleased {
+			fmt.Fprintf(w, "%s: primary of %s/%d without a lease (the configuration service has not granted it yet, or is moving the tablet)\n",
+				u.node, u.tablet.Table, u.tablet.Ref.Tablet)
 		}
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -69,6 +74,28 @@ func (s *Server) failures() []nodeFailure {
 		}
 		if err != nil {
 			out = append(out, nodeFailure{id, err})
+		}
+	}
+	return out
+}
+
+// unleasedPrimary is a tablet a node is the primary of that it may not
+// yet take Puts for.
+type unleasedPrimary struct {
+	node   wire.NodeID
+	tablet replica.TabletStatus
+}
+
+// unleased lists the tablets whose primary here holds no lease: /healthz
+// is not ready while a primary cannot take Puts, so that `cluster up`
+// and a restart wait for the first lease.
+func (s *Server) unleased() []unleasedPrimary {
+	var out []unleasedPrimary
+	for _, n := range s.Status().Nodes {
+		for _, t := range n.Metrics.Tablets {
+			if t.Primary && !t.Leased {
+				out = append(out, unleasedPrimary{n.ID, t})
+			}
 		}
 	}
 	return out
