@@ -150,10 +150,11 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 		return fmt.Errorf("config: starting raft: %w", err)
 	}
 	m.campaignAt = m.drawQuiet(env.Rand())
-	if m.rn.BasicStatus().Term <= 1 && m.raftID(env.ID()) == 1 {
-		// A new service: its first voter campaigns at its first tick,
-		// so that the primaries' first leases wait a round trip, not a
-		// quiet spell (any voter would do; one is enough).
+	if len(m.opts.Voters) == 1 || (m.rn.BasicStatus().Term <= 1 && m.raftID(env.ID()) == 1) {
+		// A new service's first voter, and the one voter of a service
+		// of one, campaign at their first tick, so that the primaries'
+		// leases wait a round trip, not a quiet spell: no other member
+		// can be leading then.
 		m.campaignAt = 1
 	}
 	m.snapshots = map[uint64]int{}

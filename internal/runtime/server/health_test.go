@@ -219,3 +219,34 @@ func wantReported(t *testing.T, srv *Server, cause string) {
 		t.Errorf("/status after the failure: %+v; want england/r9 with %q", failed, cause)
 	}
 }
+
+// TestHealthWaitsForTheLease: a primary that the configuration service
+// has not granted a lease (here no leader can be elected: two of the
+// three voters never answer) makes /healthz 503 naming its tablet, so
+// that `cluster up` and a restart wait until Puts can be taken.
+func TestHealthWaitsForTheLease(t *testing.T) {
+	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true,
+		Peers:  map[wire.NodeID]string{"us/cfg": "127.0.0.1:1", "india/cfg": "127.0.0.1:1"},
+		Config: ConfigOptions{Voters: []string{"england", "us", "india"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if resp, body := httpGet(t, srv, "/healthz"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz with no table: %d %q, want ok", resp.StatusCode, body)
+	}
+	l := healthLayout
+	l.Tablets = []wire.Tablet{{Primary: "england/r1"}}
+	srv.nodes["england/r1"].node.Deliver("c/1", &wire.CreateTableRequest{Req: 1, Layout: l})
+	const polls = 10_000_000
+	for i := 0; len(srv.unleased()) == 0; i++ {
+		if i == polls {
+			t.Fatalf("the table has no unleased primary after %d polls", polls)
+		}
+		runtime.Gosched()
+	}
+	resp, body := httpGet(t, srv, "/healthz")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "england/r1: primary of t/0 without a lease") {
+		t.Errorf("/healthz with a primary and no leader: %d %q, want 503 naming the tablet", resp.StatusCode, body)
+	}
+}

@@ -9,20 +9,25 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		failures := s.failures()
-		if len(failures) == 0 {
+		failures, unleased := s.failures(), s.unleased()
+		if len(failures) == 0 && len(unleased) == 0 {
 			fmt.Fprintln(w, "ok")
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		for _, f := range failures {
 			fmt.Fprintf(w, "%s failed: %v\n", f.id, f.err)
+		}
+		for _, u := range unleased {
+			fmt.Fprintf(w, "%s: primary of %s/%d without a lease (the configuration service has not granted it yet, or is moving the tablet)\n",
+				u.node, u.tablet.Table, u.tablet.Ref.Tablet)
 		}
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -69,6 +74,28 @@ func (s *Server) failures() []nodeFailure {
 		}
 		if err != nil {
 			out = append(out, nodeFailure{id, err})
+		}
+	}
+	return out
+}
+
+// unleasedPrimary is a tablet a node is the primary of that it may not
+// yet take Puts for.
+type unleasedPrimary struct {
+	node   wire.NodeID
+	tablet replica.TabletStatus
+}
+
+// unleased lists the tablets whose primary here holds no lease: /healthz
+// is not ready while a primary cannot take Puts, so that `cluster up`
+// and a restart wait for the first lease.
+func (s *Server) unleased() []unleasedPrimary {
+	var out []unleasedPrimary
+	for _, n := range s.Status().Nodes {
+		for _, t := range n.Metrics.Tablets {
+			if t.Primary && !t.Leased {
+				out = append(out, unleasedPrimary{n.ID, t})
+			}
 		}
 	}
 	return out
@@ -130,6 +157,11 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
 	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })
 	counter("cosla_replica_mailbox_dropped_total", "Messages dropped at a full mailbox.", func(n NodeStatus) int64 { return n.Dropped })
+	counter("cosla_replica_rolled_back_total", "Versions rolled back at a failover (written to the rollback files).", func(n NodeStatus) int64 { return n.Metrics.RolledBack })
+	counter("cosla_replica_rollback_wipes_total", "Rollbacks that emptied a tablet to catch up by snapshot, its log not telling the versions before.", func(n NodeStatus) int64 { return n.Metrics.RollbackWipes })
+	counter("cosla_replica_epochs_refused_total", "Replication messages refused for another epoch of their tablet.", func(n NodeStatus) int64 { return n.Metrics.EpochsRefused })
+	counter("cosla_replica_no_lease_total", "Writes refused because the primary held no lease.", func(n NodeStatus) int64 { return n.Metrics.NoLease })
+	writeConfigMetrics(w, st.Config)
 
 	fmt.Fprintf(w, "# HELP cosla_tablet_high_timestamp_seconds The replica's high timestamp.\n# TYPE cosla_tablet_high_timestamp_seconds gauge\n")
 	for _, n := range st.Nodes {
@@ -177,4 +209,36 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	}
 	fmt.Fprintf(w, "# HELP cosla_transport_refused_total Streams ended for a message the sender's certificate does not allow.\n# TYPE cosla_transport_refused_total counter\ncosla_transport_refused_total %d\n", tr.Refused)
 	fmt.Fprintf(w, "# HELP cosla_overloaded_total Client requests answered overloaded at a full mailbox.\n# TYPE cosla_overloaded_total counter\ncosla_overloaded_total %d\n", st.Overloaded)
+}
+
+// writeConfigMetrics writes the site's configuration member's gauges and
+// counters, if the site has one: what the service costs in steady state
+// (raft messages, fsyncs) and what it did (leases, failovers,
+// switchovers).
+func writeConfigMetrics(w io.Writer, c *ConfigStatus) {
+	if c == nil || c.Failed != "" {
+		return
+	}
+	leading := 0
+	if c.Status.Leading {
+		leading = 1
+	}
+	fmt.Fprintf(w, "# HELP cosla_config_leader Whether the member leads the configuration service.\n# TYPE cosla_config_leader gauge\ncosla_config_leader{node=%q} %d\n", c.ID, leading)
+	fmt.Fprintf(w, "# HELP cosla_config_term The configuration service's raft term at the member.\n# TYPE cosla_config_term gauge\ncosla_config_term{node=%q} %d\n", c.ID, c.Status.Term)
+	m := c.Metrics
+	for _, k := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"raft_messages_sent", "Raft messages the member sent.", m.RaftSent},
+		{"raft_messages_received", "Raft messages the member received.", m.RaftReceived},
+		{"fsyncs", "Synced writes of the member's raft log.", m.Fsyncs},
+		{"leases_granted", "Lease renewals granted while leading.", m.RenewalsGranted},
+		{"failovers", "Failovers completed while leading: a lapsed primary's tablet moved to the longest prefix.", m.FailoversCompleted},
+		{"switchovers", "Planned switchovers completed while leading.", m.SwitchoversCompleted},
+		{"utility_reports", "Clients' utility reports received (Pileus 6.2).", m.UtilityReports},
+	} {
+		name := "cosla_config_" + k.name + "_total"
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s{node=%q} %d\n", name, k.help, name, name, c.ID, k.v)
+	}
 }

@@ -341,7 +341,9 @@ type hosted struct {
 	// replica is the node's replica core; nil for a causal table's
 	// coordinator or cache.
 	replica *replica.Node
-	engine  *pebbledb.Engine
+	// member is the node's configuration member; nil for another node.
+	member *config.Node
+	engine *pebbledb.Engine
 }
 
 // Start opens every node's storage, recovers its tablets, and starts
@@ -448,7 +450,9 @@ func badRTT(rtt map[wire.NodeID]time.Duration) string {
 
 func (s *Server) startNodes() error {
 	c := s.opts.Causal
-	opts := site.Options{Replica: s.opts.Replica.options(), Config: s.opts.Config.node(), Causal: site.CausalOptions{
+	ropts := s.opts.Replica.options()
+	ropts.Rollback = s.writeRollback
+	opts := site.Options{Replica: ropts, Config: s.opts.Config.node(), Causal: site.CausalOptions{
 		Store:       causal.StoreOptions{Resend: c.Resend},
 		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT},
 		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout, RTT: c.RTT},
@@ -489,7 +493,7 @@ func (s *Server) startNode(sn site.Node) error {
 	s.mu.Lock()
 	// The replica core, if the node has one, for the status page and
 	// metrics.
-	s.nodes[id] = &hosted{node: n, replica: site.Replica(handler), engine: eng}
+	s.nodes[id] = &hosted{node: n, replica: site.Replica(handler), member: site.Member(handler), engine: eng}
 	s.mu.Unlock()
 	return nil
 }
@@ -665,6 +669,18 @@ type Status struct {
 	// Supervisor is Options.Supervisor: the restarts of the site's
 	// process before this one.
 	Supervisor SupervisorInfo `json:"supervisor"`
+	// Config is the site's member of the configuration service, at a
+	// voter site.
+	Config *ConfigStatus `json:"config,omitempty"`
+}
+
+// ConfigStatus is a configuration member's view of the service and its
+// counters.
+type ConfigStatus struct {
+	ID      wire.NodeID    `json:"id"`
+	Status  config.Status  `json:"status"`
+	Metrics config.Metrics `json:"metrics"`
+	Failed  string         `json:"failed,omitempty"`
 }
 
 // Status returns a snapshot of every node's metrics and tablets.
@@ -693,5 +709,28 @@ func (s *Server) Status() Status {
 		}
 		st.Nodes = append(st.Nodes, ns)
 	}
+	st.Config = s.configStatus()
 	return st
+}
+
+// configStatus returns the site's configuration member's status, nil if
+// the site has none.
+func (s *Server) configStatus() *ConfigStatus {
+	s.mu.RLock()
+	var h *hosted
+	var id wire.NodeID
+	for nid, n := range s.nodes {
+		if n.member != nil {
+			h, id = n, nid
+		}
+	}
+	s.mu.RUnlock()
+	if h == nil {
+		return nil
+	}
+	cs := &ConfigStatus{ID: id}
+	if err := h.node.Do(func(node.Handler) { cs.Status, cs.Metrics = h.member.Status(), h.member.Metrics() }); err != nil {
+		cs.Failed = cmp.Or(h.node.Err(), h.engine.Err(), err).Error()
+	}
+	return cs
 }

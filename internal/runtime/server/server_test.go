@@ -1,10 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,6 +45,15 @@ func TestValidate(t *testing.T) {
 		{"negative causal read timeout", func(o *Options) { o.Causal.ReadTimeout = -time.Second }, "causal"},
 		{"causal rtt of no site", func(o *Options) { o.Causal.RTT = map[wire.NodeID]time.Duration{"r1": time.Millisecond} }, "rtt"},
 		{"causal rtt negative", func(o *Options) { o.Causal.RTT = map[wire.NodeID]time.Duration{"us/r1": -time.Millisecond} }, "rtt"},
+		{"node named as the configuration member", func(o *Options) { o.Nodes = []string{"cfg"} }, "configuration member"},
+		{"voter without an address", func(o *Options) { o.Config.Voters = []string{"england", "us", "india"} }, "us/cfg"},
+		{"two voters", func(o *Options) {
+			o.Config.Voters = []string{"england", "us"}
+			o.Peers = map[wire.NodeID]string{"us/cfg": "127.0.0.1:1"}
+		}, "voters"},
+		{"lease renewal beyond its length", func(o *Options) {
+			o.Config.Voters, o.Config.LeaseLength, o.Config.LeaseRenew = []string{"england"}, time.Second, 2*time.Second
+		}, "lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
@@ -61,7 +73,8 @@ func TestValidate(t *testing.T) {
 }
 
 func TestHTTPEndpoints(t *testing.T) {
-	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true})
+	srv, err := Start(Options{Site: "england", Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: t.TempDir(), Insecure: true,
+		Config: ConfigOptions{Voters: []string{"england"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +82,15 @@ func TestHTTPEndpoints(t *testing.T) {
 	for path, want := range map[string]string{
 		"/healthz": "ok",
 		"/metrics": `cosla_replica_puts_total{node="england/r1"} 0`,
-		"/status":  `"site": "england"`,
+		// The site's configuration member and the rollbacks.
+		"/metrics ":  `cosla_config_fsyncs_total{node="england/cfg"}`,
+		"/metrics  ": `cosla_replica_rolled_back_total{node="england/r1"} 0`,
+		"/status ":   `"config": {`,
+		"/status":    `"site": "england"`,
 		// No decision yet, but the node is listed.
 		"/decisions": `{"england/r1":`,
 	} {
-		resp, err := http.Get("http://" + srv.HTTPAddr() + path)
+		resp, err := http.Get("http://" + srv.HTTPAddr() + strings.TrimSpace(path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,4 +180,25 @@ func TestCloseWhileANodeSends(t *testing.T) {
 	// A Close that waits for node A's event, which waits for the server's
 	// lock, hangs here (the -timeout reports it).
 	<-closed
+}
+
+// TestRollbackFile checks that a rolled-back version is appended to its
+// table, tablet and epoch's file under the data directory, one JSON
+// object a line.
+func TestRollbackFile(t *testing.T) {
+	dir := t.TempDir()
+	s := &Server{opts: Options{DataDir: dir}.EnsureDefaults()}
+	for _, v := range []string{"a", "b"} {
+		s.writeRollback(replica.RolledBack{Table: "cart", Tablet: wire.TabletRef{Table: 7, Tablet: 2}, Epoch: 3,
+			Entry: wire.Entry{Key: "k" + v, Value: []byte(v), TS: hlc.Timestamp{WallNanos: 5}}})
+	}
+	data, err := os.ReadFile(filepath.Join(dir, RollbackDir, "cart-2-3.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var got RolledBackVersion
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &got) != nil || got.Key != "kb" || string(got.Value) != "b" || got.Epoch != 3 || got.TS.WallNanos != 5 {
+		t.Fatalf("rollback file:\n%s\nwant two lines, the second kb=b at epoch 3", data)
+	}
 }
