@@ -85,6 +85,11 @@ func New(opts Options) (*World, error) {
 	if len(cfg.Member.Voters) == 0 {
 		cfg.Member.Voters = site.Voters(topo.ConfigSites())
 	}
+	if copts.Config == nil {
+		// A client reports to the service as a client of a cluster
+		// does (hostclient.Members).
+		copts.Config = cfg.Member.Voters
+	}
 	for _, st := range topo.Sites {
 		siteOpts := site.Options{Replica: opts.Replica, Causal: opts.Causal, Config: cfg}
 		seedRTTs(&siteOpts.Causal, topo, st.Name)

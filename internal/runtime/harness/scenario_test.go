@@ -598,10 +598,10 @@ func (sc *scenario) monitor(id wire.NodeID) (string, error) {
 
 // serviceLine reports whether a trace line is the configuration
 // service's routine traffic (DESIGN.md section 10): its members' raft
-// messages and the primaries' lease renewals. Its failovers, epoch
-// changes and refusals show.
+// messages, the primaries' lease renewals and the clients' utility
+// reports. Its failovers, epoch changes and refusals show.
 func serviceLine(line string) bool {
-	for _, kind := range []string{" ConfigRaft(", " LeaseRenew(", " LeaseGrant("} {
+	for _, kind := range []string{" ConfigRaft(", " LeaseRenew(", " LeaseGrant(", " UtilityReport("} {
 		if strings.Contains(line, kind) {
 			return true
 		}
