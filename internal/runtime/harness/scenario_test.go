@@ -48,7 +48,8 @@ import (
 //	crash NODE | restart NODE
 //	wipe NODE                                  crash a node and lose its storage (sim.Wipe)
 //	skew NODE D                                set a node's clock skew
-//	status NODE                                a storage node's tablets and high timestamps
+//	status NODE                                a storage node's tablets, epochs and high timestamps
+//	rollbacks                                  the versions rolled back since the last rollbacks
 //	monitor NODE                               a client's probes sent and round-trip estimates
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
@@ -71,6 +72,8 @@ type scenario struct {
 	trace      []string
 	hideProbes bool
 	showConfig bool
+	// rolled are the versions the replicas rolled back (rollbacks).
+	rolled []replica.RolledBack
 	sessions   map[string]*scenarioSession
 }
 
@@ -95,7 +98,7 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		}
 		sc.hideProbes = d.HasArg("probes")
 		sc.showConfig = d.HasArg("config")
-		var ropts replica.Options
+		ropts := replica.Options{Rollback: func(rb replica.RolledBack) { sc.rolled = append(sc.rolled, rb) }}
 		if d.HasArg("pull-batch-max") {
 			d.ScanArgs(sc.t, "pull-batch-max", &ropts.PullBatchMax)
 		}
@@ -128,6 +131,8 @@ func (sc *scenario) run(d *datadriven.TestData) (string, error) {
 		outcome, err = sc.monitor(wire.NodeID(d.CmdArgs[0].Key))
 	case "versions":
 		outcome, err = sc.versions(wire.NodeID(d.CmdArgs[0].Key))
+	case "rollbacks":
+		outcome = sc.rollbacks()
 	default:
 		err = fmt.Errorf("unknown command %q", d.Cmd)
 	}
@@ -558,9 +563,25 @@ func (sc *scenario) status(id wire.NodeID) (string, error) {
 		if t.Primary {
 			role = "primary"
 		}
-		fmt.Fprintf(&b, "%s tablet %s %s high=%s last-update=%s\n", t.Table, t.Ref, role, t.High, t.LastUpdate)
+		fmt.Fprintf(&b, "%s tablet %s %s epoch=%d high=%s last-update=%s\n", t.Table, t.Ref, role, t.Epoch, t.High, t.LastUpdate)
+	}
+	if m := r.Metrics(); m.RolledBack > 0 {
+		fmt.Fprintf(&b, "rolled back %d versions\n", m.RolledBack)
 	}
 	return b.String(), nil
+}
+
+// rollbacks prints the versions rolled back since it was last asked.
+func (sc *scenario) rollbacks() string {
+	var b strings.Builder
+	for _, rb := range sc.rolled {
+		fmt.Fprintf(&b, "%s tablet %d epoch %d: %s=%q ts=%s\n", rb.Table, rb.Tablet.Tablet, rb.Epoch, rb.Entry.Key, rb.Entry.Value, rb.Entry.TS)
+	}
+	sc.rolled = nil
+	if b.Len() == 0 {
+		return "none\n"
+	}
+	return b.String()
 }
 
 // versions prints a node's versions of the scenario's tablet (ID 7) and
