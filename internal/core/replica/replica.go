@@ -171,10 +171,11 @@ type Metrics struct {
 	// tablet's; Puts and Forwards refused for want of a lease (or
 	// under a fence); lease renewals sent and grants applied; epoch
 	// changes adopted; versions rolled back, and rollbacks that had to
-	// wipe the tablet and catch up by snapshot.
+	// wipe the tablet and catch up by snapshot; fences lifted for want
+	// of an epoch change (fenceExpired).
 	EpochsRefused, NoLease       int64
 	LeaseRenewsSent, LeaseGrants int64
-	EpochChanges                 int64
+	EpochChanges, FencesLifted   int64
 	RolledBack, RollbackWipes    int64
 	Tablets                      []TabletStatus
 	// Links are the smoothed round trips to the peers the node replicates
@@ -327,6 +328,10 @@ type tablet struct {
 	fence      uint64
 	fenceLimit hlc.Timestamp
 	fenceAsked time.Time
+	// fenceHeard is when the last HighRequest of the fence's epoch came:
+	// a fence no transition has renewed for a lease and its margin is
+	// lifted (fenceExpired).
+	fenceHeard time.Time
 	highWaits  []highWait
 	// Primary only, volatile: when the request of the renewal that
 	// granted the lease was sent (zero: no lease).
@@ -600,6 +605,8 @@ func (n *Node) Fire(timer any) {
 		if tb := n.tablet(t.ref); tb != nil {
 			n.advanceHighWaits(tb, true)
 		}
+	case fenceTimer:
+		n.fenceExpired(t)
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

@@ -31,8 +31,10 @@ var (
 // TestRandomized runs random worlds (topologies, tables, SLAs, workloads,
 // in some worlds read and write levels, and in half of them staged writes,
 // ReadTestWrites and bounded reads: staged_test.go) under partitions,
-// message loss, crashes, clock skew and latency changes, and in some
-// worlds duplicated messages, paused nodes and failing disks, and checks
+// message loss, crashes, clock skew and latency changes, in some worlds
+// duplicated messages, paused nodes and failing disks, and in some the
+// faults a failover answers (failover_test.go: primaries crashed or cut
+// off, the configuration leader crashed), and checks
 // from the recorded history alone that every Get reported as meeting a
 // subSLA really met its guarantee and latency, also when its session
 // answered it from its pending writes, that every Get whose read level
@@ -388,6 +390,7 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 	d.Start(driver.SimRuntime{Sim: w.Sim})
 	scheduleFaults(t, seed, w, rw, r, start, workEnd)
 	scheduleMoreFaults(t, seed, w, rw, start, workEnd)
+	scheduleFailovers(t, seed, w, rw, led, start, workEnd)
 
 	// Work under faults, then heal everything and let replication settle.
 	must(t, seed, w.Sim.Run(start+workEnd))

@@ -73,8 +73,8 @@ type scenario struct {
 	hideProbes bool
 	showConfig bool
 	// rolled are the versions the replicas rolled back (rollbacks).
-	rolled []replica.RolledBack
-	sessions   map[string]*scenarioSession
+	rolled   []replica.RolledBack
+	sessions map[string]*scenarioSession
 }
 
 type scenarioSession struct {
