@@ -259,22 +259,24 @@ func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 	now := time.Now()
 	fmt.Fprintf(stdout, "cluster %s in %s\n\n", st.Topology, st.Dir)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "site\tpid\thttp\tnode\ttable\ttablet\trole\thigh timestamp\tlag\tputs\tgets")
+	fmt.Fprintln(tw, "site\tpid\thttp\tnode\ttable\ttablet\trole\tepoch\thigh timestamp\tlag\tputs\tgets")
 	for _, s := range st.Sites {
 		if !s.Up {
-			fmt.Fprintf(tw, "%s\t%d\t%s\tDOWN: %s\t\t\t\t\t\t\t\n", s.Name, s.PID, s.HTTP, s.Error)
+			fmt.Fprintf(tw, "%s\t%d\t%s\tDOWN: %s\t\t\t\t\t\t\t\t\n", s.Name, s.PID, s.HTTP, s.Error)
 			continue
 		}
 		for _, n := range s.Serve.Nodes {
 			for _, t := range n.Metrics.Tablets {
 				role, lag := "secondary", fmt.Sprintf("%.1fs", now.Sub(time.Unix(0, t.High.WallNanos)).Seconds())
 				switch {
+				case t.Primary && !t.Leased:
+					role, lag = "primary (no lease)", "-"
 				case t.Primary:
 					role, lag = "primary", "-"
 				case t.High.IsZero():
 					lag = "not pulled yet"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\n", s.Name, s.PID, s.HTTP, n.ID, t.Table, t.Ref.Tablet, role, t.High, lag, n.Metrics.Puts, n.Metrics.Gets)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%d\t%d\n", s.Name, s.PID, s.HTTP, n.ID, t.Table, t.Ref.Tablet, role, t.Epoch, t.High, lag, n.Metrics.Puts, n.Metrics.Gets)
 			}
 		}
 	}
@@ -284,6 +286,7 @@ func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 			fmt.Fprintf(stdout, "site %s: restarted %d times by the supervisor; its last process ended: %s\n", s.Name, s.Restarts, s.LastExit)
 		}
 	}
+	printService(stdout, st)
 	fmt.Fprintln(stdout)
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "link\trtt\tjitter\tstate")
@@ -295,6 +298,30 @@ func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 		fmt.Fprintf(tw, "%s-%s\t%.0fms\t%.1fms\t%s\n", l.A, l.B, l.RTTMS, l.JitterMS, state)
 	}
 	return tw.Flush()
+}
+
+// printService prints who leads the configuration service, as its
+// members that answered see it.
+func printService(stdout io.Writer, st cluster.Status) {
+	var members []string
+	leader, term := "", uint64(0)
+	for _, s := range st.Sites {
+		if s.Serve == nil || s.Serve.Config == nil {
+			continue
+		}
+		c := s.Serve.Config
+		members = append(members, string(c.ID))
+		if c.Status.Term >= term && c.Status.Leader != "" {
+			leader, term = string(c.Status.Leader), c.Status.Term
+		}
+	}
+	switch {
+	case len(members) == 0:
+	case leader == "":
+		fmt.Fprintf(stdout, "configuration service: members %s, no leader known\n", strings.Join(members, ", "))
+	default:
+		fmt.Fprintf(stdout, "configuration service: members %s, leader %s (term %d)\n", strings.Join(members, ", "), leader, term)
+	}
 }
 
 // clusterStatus connects to the cluster running in dir and fetches its

@@ -4,26 +4,36 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cosla/cosla/internal/core/config"
+	"github.com/cosla/cosla/internal/core/replica"
+	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/cluster"
+	"github.com/cosla/cosla/internal/runtime/server"
 )
 
-// TestClusterStatusShowsRestarts: a site the supervisor restarted is named
-// with its count and how its last process ended; a site never restarted
-// is not.
-func TestClusterStatusShowsRestarts(t *testing.T) {
-	st := cluster.Status{Topology: "pileus4", Dir: "/d", Sites: []cluster.SiteStatus{
-		{Name: "england", PID: 0, Error: "connection refused", Restarts: 2, LastExit: "signal: killed at 2026-11-28T05:14:52Z"},
-		{Name: "us", PID: 7, Error: "connection refused"},
+// TestClusterStatusText: `cluster status` shows each tablet's epoch, a
+// primary that holds no lease as such, and who leads the configuration
+// service, by the latest term its members report.
+func TestClusterStatusText(t *testing.T) {
+	site := func(name string, tablet replica.TabletStatus, leader wire.NodeID, term uint64) cluster.SiteStatus {
+		return cluster.SiteStatus{Name: name, Up: true, Serve: &server.Status{
+			Nodes:  []server.NodeStatus{{ID: wire.NodeID(name + "/r1"), Metrics: replica.Metrics{Tablets: []replica.TabletStatus{tablet}}}},
+			Config: &server.ConfigStatus{ID: wire.NodeID(name + "/cfg"), Status: config.Status{Leader: leader, Term: term}},
+		}}
+	}
+	st := cluster.Status{Topology: "pileus4", Sites: []cluster.SiteStatus{
+		site("england", replica.TabletStatus{Table: "t", Primary: true, Epoch: 2}, "england/cfg", 2),
+		site("us", replica.TabletStatus{Table: "t", Primary: true, Leased: true, Epoch: 3}, "us/cfg", 3),
 	}}
 	var b strings.Builder
 	if err := printClusterStatus(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.Contains(out, "site england: restarted 2 times by the supervisor; its last process ended: signal: killed at 2026-11-28T05:14:52Z") {
-		t.Errorf("status does not show england's restarts:\n%s", out)
-	}
-	if strings.Contains(out, "site us: restarted") {
-		t.Errorf("status shows restarts of a site never restarted:\n%s", out)
+	for _, want := range []string{"role", "epoch", "primary (no lease)  2", "primary             3",
+		"configuration service: members england/cfg, us/cfg, leader us/cfg (term 3)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cluster status lacks %q:\n%s", want, out)
+		}
 	}
 }
