@@ -743,3 +743,54 @@ func TestLaterFenceStays(t *testing.T) {
 		t.Fatalf("put at the primary of epoch 2 fenced for epoch 3: %v, want NoLease", p)
 	}
 }
+
+// TestDeposedPrimaryNumbersOn: a primary numbers the staged writes it
+// orders itself as its receiver's writes are numbered, and once deposed
+// numbers its next staged write after them: the new primary, which holds
+// the exactly-once record of a's first write, orders the second rather
+// than answering it from that record with the first one's timestamp.
+func TestDeposedPrimaryNumbersOn(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.stage("a/r1", "k", "s1")
+	if got := g.taken("c/c1"); len(got) != 1 || got[0].(*wire.PutReply).WriteID != 1 {
+		t.Fatalf("a's first staged write: %v, want write 1", got)
+	}
+	g.fire("b/r1", "replica.pullTimer")
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"a/r1", "b/r1"}, []wire.NodeID{"a/r1", "b/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.stage("a/r1", "k", "s2")
+	g.run()
+	var ids []uint64
+	for _, m := range g.taken("c/c1") {
+		if r, ok := m.(*wire.PutReply); ok {
+			ids = append(ids, r.WriteID)
+		}
+	}
+	if mb := g.node("b/r1").Metrics(); mb.ForwardsOrdered != 1 || values(g.node("b/r1"))["k"] != "s2" || !slices.Equal(ids, []uint64{2}) {
+		t.Fatalf("b ordered %d forwards and holds %v, a answered writes %v; want 1, k=s2 and write 2",
+			mb.ForwardsOrdered, values(g.node("b/r1")), ids)
+	}
+}
+
+// TestPromotedOrdersItsOwnFirst: a receiver promoted with a staged write
+// of its own still to order takes a staged write that comes before it
+// has ordered that one after it, in its numbering, and orders both.
+func TestPromotedOrdersItsOwnFirst(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k1", "s1")
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" }) // the Forward is lost
+	g.taken("c/c1")
+	g.later(5 * time.Second)
+	for _, id := range []wire.NodeID{"b/r1", "c/r1"} {
+		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
+	}
+	g.w.queue = nil
+	g.layout = g.moved("c/r1")
+	g.node("c/r1").Receive("x/cfg", &wire.EpochChange{Layout: g.layout, Epoch: 2, Start: hlc.Timestamp{}})
+	g.stage("c/r1", "k2", "s2") // before c's Forward to itself comes
+	g.run()
+	if got := values(g.node("c/r1")); got["k1"] != "s1" || got["k2"] != "s2" {
+		t.Fatalf("c holds %v, want k1=s1 and k2=s2", got)
+	}
+}

@@ -304,7 +304,9 @@ type tablet struct {
 	// primary: the writes not yet ordered, in sequence order (durable);
 	// the last sequence number given; what the primary has acknowledged
 	// (durable); whether the resend timer is set; the Puts and Gets
-	// waiting (volatile).
+	// waiting (volatile). A primary numbers the staged writes it orders
+	// itself on from stagedLast and advances forwarded over them: one
+	// numbering across a failover (tagged.go).
 	staged       []*stagedWrite
 	stagedLast   uint64
 	forwarded    origin

@@ -225,7 +225,10 @@ func (n *Node) Decisions() []Decision { return n.plan.decisions.all() }
 func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 	n.metrics.StagedPuts++
 	all := 1 + len(tb.secondaries)
-	if tb.isPrimary {
+	if tb.isPrimary && len(tb.staged) == 0 {
+		// A primary with staged writes of its own still to order
+		// (received as a secondary: rollback.go reforward) stages this
+		// one after them, so that it orders them in sequence order.
 		n.stageAtPrimary(from, tb, m)
 		return
 	}
@@ -334,13 +337,24 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 		n.env.Send(from, &wire.PutReply{Req: m.Req, Code: wire.StorageFailed})
 		return
 	}
-	seq := o.seq + 1
+	// One numbering of the node's writes of the tablet, as primary and
+	// as receiver: a write it numbers after a failover is never taken
+	// for one it numbered before.
+	seq := max(o.seq, tb.stagedLast) + 1
 	prev := tb.lastUpdate
-	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, tb.recordOrigin(self, seq, o, wire.OK))
+	record := tb.recordOrigin(self, seq, o, wire.OK)
+	var done origin
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, func(b *storage.Batch, ts hlc.Timestamp, tested wire.Outcome) {
+		record(b, ts, tested)
+		done = origin{seq: seq, ts: hlc.Max(tb.forwarded.ts, ts)}
+		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(done))
+	})
 	reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, WriteID: seq, Tested: tested,
 		Holders: []wire.NodeID{self}}
 	if code != wire.OK {
 		delete(tb.origins, self)
+	} else {
+		tb.stagedLast, tb.forwarded = seq, done
 	}
 	if code != wire.OK || ts.IsZero() {
 		n.env.Send(from, reply)
