@@ -746,14 +746,24 @@ func TestLaterFenceStays(t *testing.T) {
 
 // TestDeposedPrimaryNumbersOn: a primary numbers the staged writes it
 // orders itself as its receiver's writes are numbered, and once deposed
-// numbers its next staged write after them: the new primary, which holds
-// the exactly-once record of a's first write, orders the second rather
-// than answering it from that record with the first one's timestamp.
+// (restarted in between, or not) numbers its next staged write after
+// them: the new primary, which holds the exactly-once record of a's
+// first write, orders the second rather than answering it from that
+// record with the first one's timestamp.
 func TestDeposedPrimaryNumbersOn(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) { deposedNumbersOn(t, restart) })
+	}
+}
+
+func deposedNumbersOn(t *testing.T, restart bool) {
 	g := leased(t, "a/r1", "b/r1")
 	g.stage("a/r1", "k", "s1")
 	if got := g.taken("c/c1"); len(got) != 1 || got[0].(*wire.PutReply).WriteID != 1 {
 		t.Fatalf("a's first staged write: %v, want write 1", got)
+	}
+	if restart {
+		g.start("a/r1", g.envs["a/r1"].engine)
 	}
 	g.fire("b/r1", "replica.pullTimer")
 	g.later(5 * time.Second)
@@ -792,5 +802,30 @@ func TestPromotedOrdersItsOwnFirst(t *testing.T) {
 	g.run()
 	if got := values(g.node("c/r1")); got["k1"] != "s1" || got["k2"] != "s2" {
 		t.Fatalf("c holds %v, want k1=s1 and k2=s2", got)
+	}
+}
+
+// TestReceiverSkipsRolledBackWrites: the primary a orders c's first
+// staged write and acknowledges it, and c deletes it; b never pulls it,
+// and the tablet moves to b, which lacks it (a level-ONE write lost with
+// the failover). c's next write, forwarded with c's acknowledged prefix,
+// is ordered by b, which takes the write it lacks as settled rather than
+// waiting for it for ever.
+func TestReceiverSkipsRolledBackWrites(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k", "s1")
+	g.run()
+	if m := g.node("c/r1").Metrics(); m.ForwardAcksReceived != 1 {
+		t.Fatalf("c took %d acknowledgements, want 1", m.ForwardAcksReceived)
+	}
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.stage("c/r1", "k", "s2")
+	g.run()
+	mb := g.node("b/r1").Metrics()
+	if mb.ForwardsOrdered != 1 || mb.ForwardGaps != 1 || mb.ForwardsOutOfOrder != 0 || values(g.node("b/r1"))["k"] != "s2" {
+		t.Fatalf("b: ordered %d, gaps %d, out of order %d, holds %v; want 1, 1, 0 and k=s2",
+			mb.ForwardsOrdered, mb.ForwardGaps, mb.ForwardsOutOfOrder, values(g.node("b/r1")))
 	}
 }

@@ -156,13 +156,15 @@ type Metrics struct {
 	// a bound; staged writes forwarded, sent again after forwardResend,
 	// and acknowledged, at a receiver; forwarded writes ordered,
 	// delivered again, and dropped for arriving out of order, at a
-	// primary; bounded operations answered by their deadline timer;
-	// reads answered with the paper's NULL; planner decisions.
+	// primary, and gaps in a receiver's numbering taken as settled
+	// (Forward.Acked, after a failover); bounded operations answered by
+	// their deadline timer; reads answered with the paper's NULL;
+	// planner decisions.
 	StagedPuts, BoundedGets            int64
 	ForwardsSent, ForwardResends       int64
 	ForwardAcksReceived                int64
 	ForwardsOrdered, DuplicateForwards int64
-	ForwardsOutOfOrder                 int64
+	ForwardsOutOfOrder, ForwardGaps    int64
 	Deadlines, NullReads, Decisions    int64
 	StorageErrors                      int64
 	LastStorageError                   string
@@ -399,10 +401,10 @@ func (n *Node) Start(env node.Env) error {
 			if err := n.loadTabletMeta(tb); err != nil {
 				return err
 			}
-			if !tb.isPrimary {
-				if err := n.loadStaged(tb); err != nil {
-					return err
-				}
+			// A primary too: its numbering goes on, and it orders the
+			// writes it staged as a secondary before its promotion.
+			if err := n.loadStaged(tb); err != nil {
+				return err
 			}
 			n.clock.Update(tb.lastUpdate)
 		}

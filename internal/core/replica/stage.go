@@ -286,6 +286,9 @@ func (n *Node) sendForwards(tb *tablet) {
 		}
 		w.sent, w.sentAt = true, n.env.Now()
 		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test, Epoch: tb.epoch}
+		if tb.epoch != 0 {
+			f.Acked = tb.forwarded.seq
+		}
 		if w.spread {
 			f.W, f.Wait = int32(1+len(tb.secondaries)), w.wait
 		}
@@ -486,6 +489,15 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	o, err := n.originOf(tb, from)
 	if err != nil {
 		return
+	}
+	if m.Acked > o.seq && m.Seq == m.Acked+1 {
+		// The receiver's writes up to Acked were acknowledged, by this
+		// primary or an earlier epoch's, and those this replica lacks
+		// were rolled back with that epoch (level ONE: DESIGN.md
+		// section 10), or it caught up by snapshot: they are settled,
+		// and the receiver never forwards them again.
+		n.metrics.ForwardGaps++
+		o.seq = m.Acked
 	}
 	all := 1 + len(tb.secondaries)
 	level := max(tb.writeLevel.Count(all), 1)

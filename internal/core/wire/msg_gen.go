@@ -942,6 +942,7 @@ func (m *Forward) size() (n int) {
 		n += msgField(8, m.Test.size())
 	}
 	n += uintField(9, m.Epoch)
+	n += uintField(10, m.Acked)
 	return n
 }
 

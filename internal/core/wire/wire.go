@@ -1092,7 +1092,11 @@ type PushAck struct {
 // receiver's number for the write in the tablet; a receiver forwards its
 // writes in Seq order, and the primary orders each exactly once, in that
 // order. W asks the primary to send a second ForwardAck once W replicas
-// hold the write, or once Wait has passed.
+// hold the write, or once Wait has passed. Acked is the receiver's
+// acknowledged prefix: a primary whose record of the receiver is below
+// it (the writes between were acknowledged by a primary of an earlier
+// epoch and rolled back, or it caught up by snapshot) takes the writes up
+// to Acked as settled and orders Acked+1 next.
 //
 //wire:envelope 27
 type Forward struct {
@@ -1105,6 +1109,7 @@ type Forward struct {
 	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
 	Test   *Test         `wire:"8"`
 	Epoch  uint64        `wire:"9" trace:",omitzero"`
+	Acked  uint64        `wire:"10" trace:",omitzero"`
 }
 
 // ForwardAck tells a receiver that the primary has ordered its writes up

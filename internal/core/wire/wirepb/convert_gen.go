@@ -1595,6 +1595,7 @@ func forwardPB(m *wire.Forward) *Forward {
 		W:         m.W,
 		WaitNanos: int64(m.Wait),
 		Epoch:     m.Epoch,
+		Acked:     m.Acked,
 	}
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
@@ -1615,6 +1616,7 @@ func forwardWire(r *Forward, d *decoder) (m wire.Forward) {
 		m.Test = &v
 	}
 	m.Epoch = r.GetEpoch()
+	m.Acked = r.GetAcked()
 	return m
 }
 

@@ -83,7 +83,7 @@ func TestRoundTrip(t *testing.T) {
 		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Applied: 2, Pending: 1},
 		&wire.GetReply{Req: 10, Code: wire.OK, HighTS: ts, Pending: -1, Null: true},
 		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts},
-		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
+		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}, Epoch: 2, Acked: 4},
 		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts},
 		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts, Acks: 2, Holders: []wire.NodeID{"england/r1", "us/r1"}, Tested: wire.Failed},
 		&wire.ForwardAck{Tablet: ref, Seq: 6, Code: wire.TooLarge, TS: ts},

@@ -180,6 +180,7 @@ func TestSize(t *testing.T) {
 		{"push epoch", &wire.Push{Tablet: ref, Prev: ts, Entry: wire.Entry{TS: ts, Key: "k"}, Epoch: 1 << 63}},
 		{"push-ack epoch", &wire.PushAck{Tablet: ref, High: ts, Epoch: 5}},
 		{"forward epoch", &wire.Forward{Tablet: ref, Seq: 5, Key: "k", Epoch: 2}},
+		{"forward acked", &wire.Forward{Tablet: ref, Seq: 1 << 40, Key: "k", Epoch: 2, Acked: 1<<40 - 1}},
 		{"forward-ack not primary", &wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.NotPrimary, Epoch: 3, Primary: "india/r1"}},
 	}
 	for i, m := range causalMsgs() {

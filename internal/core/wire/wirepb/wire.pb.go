@@ -5036,7 +5036,11 @@ func (x *PushAck) GetEpoch() uint64 {
 // receiver's number for the write in the tablet; a receiver forwards its
 // writes in Seq order, and the primary orders each exactly once, in that
 // order. W asks the primary to send a second ForwardAck once W replicas
-// hold the write, or once Wait has passed.
+// hold the write, or once Wait has passed. Acked is the receiver's
+// acknowledged prefix: a primary whose record of the receiver is below
+// it (the writes between were acknowledged by a primary of an earlier
+// epoch and rolled back, or it caught up by snapshot) takes the writes up
+// to Acked as settled and orders Acked+1 next.
 type Forward struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -5048,6 +5052,7 @@ type Forward struct {
 	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
 	Test          *Test                  `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Acked         uint64                 `protobuf:"varint,10,opt,name=acked,proto3" json:"acked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5141,6 +5146,13 @@ func (x *Forward) GetTest() *Test {
 func (x *Forward) GetEpoch() uint64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Forward) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
 	}
 	return 0
 }
@@ -5854,7 +5866,7 @@ const file_wire_proto_rawDesc = "" +
 	"\aPushAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x89\x02\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x9f\x02\n" +
 	"\aForward\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
@@ -5865,7 +5877,9 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"wait_nanos\x18\a \x01(\x03R\twaitNanos\x12$\n" +
 	"\x04test\x18\b \x01(\v2\x10.cosla.wire.TestR\x04test\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x04R\x05epoch\"\xfe\x01\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05acked\x18\n" +
+	" \x01(\x04R\x05acked\"\xfe\x01\n" +
 	"\n" +
 	"ForwardAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
