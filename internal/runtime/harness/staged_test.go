@@ -453,25 +453,6 @@ func (l *ledger) primary(ref wire.TabletRef, id wire.NodeID) bool {
 	return ref.Table == l.rw.layout.ID && slices.Contains(l.primaries[ref.Tablet], id)
 }
 
-// primaryNow reports whether id is ref's primary as it sends: a former
-// primary that receives staged writes answers their Puts as a receiver,
-// from its primary's acknowledgements.
-func (l *ledger) primaryNow(ref wire.TabletRef, id wire.NodeID) bool {
-	if !l.primary(ref, id) {
-		return false
-	}
-	r, err := l.w.Replica(id)
-	if err != nil {
-		return false
-	}
-	for _, st := range r.Metrics().Tablets {
-		if st.Ref == ref {
-			return st.Primary
-		}
-	}
-	return false
-}
-
 // epochChanged takes the configuration service's word that a tablet has
 // a new primary: versions ordered above the epoch's start are gone.
 func (l *ledger) epochChanged(m *wire.EpochChange) {
@@ -534,7 +515,9 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 		l.resolved[id] = append(l.resolved[id], m)
 	case *wire.PutReply:
 		req, ok := l.puts[requestID{to, m.Req}]
-		if !ok || !l.primaryNow(req.Tablet, from) {
+		if _, relayed := l.forwards[forwardID{from, req.Tablet.Tablet, m.WriteID}]; !ok || !l.primary(req.Tablet, from) || relayed {
+			// A receiver's answer relays its primary's acknowledgement:
+			// also one that is, or was, a primary itself.
 			return
 		}
 		if !m.TS.IsZero() {
