@@ -829,3 +829,32 @@ func TestReceiverSkipsRolledBackWrites(t *testing.T) {
 			mb.ForwardsOrdered, mb.ForwardGaps, mb.ForwardsOutOfOrder, values(g.node("b/r1")))
 	}
 }
+
+// TestAckedAheadSurvivesRestart: the primary a acknowledges c's second
+// staged write but the acknowledgement of the first is lost; c restarts,
+// and the tablet moves to b, which holds neither (level ONE). c forwards
+// the first again and b orders it, but not the second, whose client was
+// told a's timestamp: c's record of it says it was acknowledged, and it
+// is lost with the failover, as a level-ONE write may be.
+func TestAckedAheadSurvivesRestart(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k1", "s1")
+	g.stage("c/r1", "k2", "s2")
+	for len(g.w.queue) > 0 {
+		m := g.w.queue[0]
+		if a, ok := m.m.(*wire.ForwardAck); ok && a.Seq == 1 {
+			g.w.queue = g.w.queue[1:] // lost
+			continue
+		}
+		g.w.step()
+	}
+	g.run()
+	g.start("c/r1", g.envs["c/r1"].engine)
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.fire("c/r1", "replica.forwardTimer")
+	if got := values(g.node("b/r1")); got["k1"] != "s1" || got["k2"] != "" {
+		t.Fatalf("b holds %v, want k1=s1 and no k2", got)
+	}
+}

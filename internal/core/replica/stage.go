@@ -76,9 +76,13 @@ type stagedWrite struct {
 	spread   bool
 	wait     time.Duration
 	// acked: the primary has acknowledged it, with ts; its record goes
-	// once every earlier write is acknowledged too.
-	acked bool
-	ts    hlc.Timestamp
+	// once every earlier write is acknowledged too, and until then says
+	// so once ackStored, so that a restart does not forward it again:
+	// a primary of a later epoch that lacks it would order it anew,
+	// after its client was told another timestamp.
+	acked     bool
+	ts        hlc.Timestamp
+	ackStored bool
 }
 
 // boundedPut is a client waiting for its staged write's answer.
@@ -700,35 +704,55 @@ func (n *Node) executedLater(tb *tablet, m *wire.ForwardAck, costs *stepCosts, n
 }
 
 // dropAckedPrefix deletes the staging records of the acknowledged
-// prefix of the staged writes and advances the forward mark over it.
+// prefix of the staged writes and advances the forward mark over it; the
+// records of the writes acknowledged after it say so from then on.
 func (n *Node) dropAckedPrefix(tb *tablet) {
 	done := 0
 	for done < len(tb.staged) && tb.staged[done].acked {
 		done++
 	}
-	if done == 0 {
+	var b storage.Batch
+	var stored []*stagedWrite
+	for _, w := range tb.staged[done:] {
+		// Governed only: without failovers a write forwarded again is
+		// always answered from the primary's record.
+		if w.acked && !w.ackStored && tb.epoch != 0 {
+			w.ackStored = true
+			stored = append(stored, w)
+			b.Set(stageKey(tb.ref, w.seq), encodeStaged(w))
+		}
+	}
+	var forwarded origin
+	if done > 0 {
+		for _, w := range tb.staged[:done] {
+			b.Delete(stageKey(tb.ref, w.seq))
+		}
+		last := tb.staged[done-1]
+		forwarded = origin{seq: last.seq, ts: last.ts}
+		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
+	}
+	if b.Len() == 0 {
 		return
 	}
-	var b storage.Batch
-	for _, w := range tb.staged[:done] {
-		b.Delete(stageKey(tb.ref, w.seq))
-	}
-	last := tb.staged[done-1]
-	forwarded := origin{seq: last.seq, ts: last.ts}
-	b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
 	// Not synced: were it lost, the records are forwarded again after
-	// a restart and the primary answers from its recorded results.
+	// a restart and the primary answers from its recorded results (a
+	// write a failover rolled back meanwhile is ordered anew).
 	if err := n.env.Engine().Apply(&b, false); err != nil {
 		// Forwarded again, the writes are acknowledged again from
 		// their recorded results, and their records deleted then.
 		n.storageError(err)
+		for _, w := range stored {
+			w.ackStored = false
+		}
 		for _, w := range tb.staged[:done] {
 			w.acked, w.sent = false, false
 		}
 		return
 	}
-	tb.forwarded = forwarded
-	tb.staged = slices.Delete(tb.staged, 0, done)
+	if done > 0 {
+		tb.forwarded = forwarded
+		tb.staged = slices.Delete(tb.staged, 0, done)
+	}
 }
 
 // answerPuts answers the waiting Puts whose chosen stage is reached.
@@ -973,22 +997,28 @@ func decodeResult(b []byte) (result, error) {
 }
 
 // A staging record: the client's ID, the key, the value, the session
-// minimum and the test, each length-prefixed.
+// minimum and the test, each length-prefixed, and, once the primary has
+// acknowledged the write ahead of an earlier one, its timestamp.
 func encodeStaged(w *stagedWrite) []byte {
 	b := appendTS(nil, w.minTS)
 	b = appendBytes(b, []byte(w.client))
 	b = appendBytes(b, []byte(w.key))
 	b = appendBytes(b, w.value)
 	if w.test == nil {
-		return append(b, 0)
+		b = append(b, 0)
+	} else {
+		found := byte(1)
+		if w.test.Found {
+			found = 2
+		}
+		b = append(b, found)
+		b = appendBytes(b, []byte(w.test.Key))
+		b = appendBytes(b, w.test.Value)
 	}
-	found := byte(1)
-	if w.test.Found {
-		found = 2
+	if w.acked {
+		b = appendTS(b, w.ts)
 	}
-	b = append(b, found)
-	b = appendBytes(b, []byte(w.test.Key))
-	return appendBytes(b, w.test.Value)
+	return b
 }
 
 func decodeStaged(seq, b []byte) (*stagedWrite, error) {
@@ -1014,18 +1044,27 @@ func decodeStaged(seq, b []byte) (*stagedWrite, error) {
 		return nil, bad
 	}
 	w.client, w.key = wire.NodeID(client), string(key)
-	if b[0] == 0 {
+	if b[0] != 0 {
+		w.test = &wire.Test{Found: b[0] == 2}
+		if key, b, ok = takeBytes(b[1:]); !ok {
+			return nil, bad
+		}
+		if w.test.Value, b, ok = takeBytes(b); !ok {
+			return nil, bad
+		}
+		w.test.Key = string(key)
+	} else {
+		b = b[1:]
+	}
+	switch len(b) {
+	case 0:
 		return w, nil
+	case tsLen:
+		w.acked, w.ackStored = true, true
+		w.ts, err = decodeTS(b)
+		return w, err
 	}
-	w.test = &wire.Test{Found: b[0] == 2}
-	if key, b, ok = takeBytes(b[1:]); !ok {
-		return nil, bad
-	}
-	if w.test.Value, b, ok = takeBytes(b); !ok || len(b) != 0 {
-		return nil, bad
-	}
-	w.test.Key = string(key)
-	return w, nil
+	return nil, bad
 }
 
 func appendBytes(b, v []byte) []byte {
