@@ -548,10 +548,13 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 }
 
 // forwardAck takes a primary's acknowledgement of a staged write: the
-// first for the write is sent as the primary orders it.
+// first for the write is sent as the primary orders it. A write whose
+// version a failover rolled back before its receiver had the
+// acknowledgement is still staged there, and the next epoch's primary
+// orders it anew.
 func (l *ledger) forwardAck(from, to wire.NodeID, m *wire.ForwardAck) {
 	id := forwardID{to, m.Tablet.Tablet, m.Seq}
-	if first, ok := l.acked[id]; ok {
+	if first, ok := l.acked[id]; ok && !l.gone(id.tablet, first) {
 		l.reacked++
 		if first.Code == wire.OK && first.Tested != wire.Failed && m.TS != first.TS {
 			l.problem("%s acknowledged write %d of %s in tablet %d at %s, and before at %s", from, m.Seq, to, id.tablet, m.TS, first.TS)
@@ -572,6 +575,13 @@ func (l *ledger) forwardAck(from, to wire.NodeID, m *wire.ForwardAck) {
 	default:
 		l.ordered(id.tablet, f.Key, string(f.Value), m.TS, f.Test, "acknowledgement to "+string(to))
 	}
+}
+
+// gone reports whether the version an acknowledgement ordered was
+// rolled back.
+func (l *ledger) gone(tablet int32, ack *wire.ForwardAck) bool {
+	e, ok := l.byTS[versionID{tablet, ack.TS}]
+	return ack.Code == wire.OK && !ack.TS.IsZero() && ok && e.gone
 }
 
 // ordered takes a message of a primary that carries the timestamp of a
