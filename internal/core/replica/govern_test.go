@@ -858,3 +858,43 @@ func TestAckedAheadSurvivesRestart(t *testing.T) {
 		t.Fatalf("b holds %v, want k1=s1 and no k2", got)
 	}
 }
+
+// TestSnapshotCarriesRecords: a orders c's staged write, whose
+// acknowledgement is lost; b holds it, with its record, and becomes the
+// primary; c, which never pulled it, catches up from b by snapshot (b
+// logged none of what it held before its epoch), and its Forward to b is
+// lost. The tablet moves on to c: c answers its own write from the
+// record the snapshot brought, rather than ordering it twice.
+func TestSnapshotCarriesRecords(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k", "s1")
+	for len(g.w.queue) > 0 {
+		if m := g.w.step(); m.to == "a/r1" {
+			g.w.queue = nil // a's acknowledgement to c is lost
+			break
+		}
+	}
+	g.fire("b/r1", "replica.pullTimer")
+	ordered := values(g.node("b/r1"))
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1"})
+	g.node("c/r1").Receive("x/cfg", &wire.EpochChange{Layout: g.layout, Epoch: 2, Start: g.node("b/r1").Metrics().Tablets[0].High})
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { _, ok := m.m.(*wire.Forward); return ok })
+	g.run()
+	if m := g.node("c/r1").Metrics(); m.SnapshotsApplied != 1 || values(g.node("c/r1"))["k"] != "s1" {
+		t.Fatalf("c applied %d snapshots and holds %v, want 1 and k=s1", m.SnapshotsApplied, values(g.node("c/r1")))
+	}
+	g.later(5 * time.Second)
+	for _, id := range []wire.NodeID{"b/r1", "c/r1"} {
+		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 3})
+	}
+	high := g.node("c/r1").Metrics().Tablets[0].High
+	g.taken("x/cfg")
+	g.layout = g.moved("c/r1")
+	g.epochChange([]wire.NodeID{"c/r1"}, 3, high)
+	mc := g.node("c/r1").Metrics()
+	if mc.DuplicateForwards != 1 || mc.ForwardsOrdered != 0 || !reflect.DeepEqual(values(g.node("c/r1")), ordered) {
+		t.Fatalf("c: %d forwards answered from the record, %d ordered, holds %v; want 1, 0 and %v",
+			mc.DuplicateForwards, mc.ForwardsOrdered, values(g.node("c/r1")), ordered)
+	}
+}

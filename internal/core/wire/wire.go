@@ -1058,6 +1058,24 @@ type PullReply struct {
 	// Epoch is the tablet's epoch at the primary; a secondary ignores a
 	// reply of an epoch older than its own.
 	Epoch uint64 `wire:"11"`
+	// Records, on a snapshot's last chunk of a governed tablet, are the
+	// exactly-once records of the staged writes ordered up to High, which
+	// the chunks' versions do not carry (Entry.Origin): the secondary
+	// keeps them, so that as a new primary it answers a write forwarded
+	// again from them rather than ordering it twice (DESIGN.md section
+	// 10).
+	Records []Record `wire:"12"`
+}
+
+// Record is what a primary made of one receiver's staged write: its
+// timestamp (zero if it wrote nothing), a ReadTestWrite's outcome, and
+// the code it answered with.
+type Record struct {
+	Origin NodeID        `wire:"1"`
+	Seq    uint64        `wire:"2"`
+	TS     hlc.Timestamp `wire:"3"`
+	Tested Outcome       `wire:"4"`
+	Code   Code          `wire:"5"`
 }
 
 // Push streams one new version from a primary to a secondary. Prev is the

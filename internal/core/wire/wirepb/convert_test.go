@@ -63,7 +63,8 @@ func TestRoundTrip(t *testing.T) {
 		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true, SnapshotLast: "b"},
 		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: "b"},
 		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts}, // after the empty key
-		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, Snapshot: true, InSnapshot: true, SnapshotAfter: "a", SnapshotLast: "b"},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, Snapshot: true, InSnapshot: true, SnapshotAfter: "a", SnapshotLast: "b", Epoch: 2,
+			Records: []wire.Record{{Origin: "us/r1", Seq: 4, TS: ts, Tested: wire.Held}, {Origin: "india/r1", Seq: 9, Tested: wire.Failed, Code: wire.TooLarge}}},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
