@@ -898,3 +898,32 @@ func TestSnapshotCarriesRecords(t *testing.T) {
 			mc.DuplicateForwards, mc.ForwardsOrdered, values(g.node("c/r1")), ordered)
 	}
 }
+
+// TestAbandonedFenceLifts: a's tablet is fenced by a transition whose
+// leader then lost its leadership, and the new leader, which knows of no
+// transition, grants a's renewals. A grant of a renewal sent before the
+// fence leaves it (that transition may still be under way); one of a
+// renewal sent after it lifts it: a takes Puts again rather than
+// refusing them until it restarts.
+func TestAbandonedFenceLifts(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.fire("a/r1", "replica.renewTimer")
+	before := g.renewals("a/cfg")
+	g.later(100 * time.Millisecond)
+	g.node("a/r1").Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
+	g.taken("x/cfg")
+	g.later(100 * time.Millisecond)
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: before[0].Seq, Tablets: before[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put after a grant of a renewal sent before the fence: %v, want NoLease", p)
+	}
+	g.later(time.Second)
+	g.fire("a/r1", "replica.renewTimer")
+	g.grant("a/r1", "a/cfg")
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.OK {
+		t.Fatalf("put after a grant of a renewal sent after the fence: %v, want OK", p)
+	}
+	if m := g.node("a/r1").Metrics(); m.FencesLifted != 1 {
+		t.Errorf("%d fences lifted, want 1", m.FencesLifted)
+	}
+}

@@ -172,11 +172,12 @@ type Metrics struct {
 	// replication messages dropped for another epoch than the
 	// tablet's; Puts and Forwards refused for want of a lease (or
 	// under a fence); lease renewals sent and grants applied; epoch
-	// changes adopted; versions rolled back, and rollbacks that had to
-	// wipe the tablet and catch up by snapshot.
+	// changes adopted; fences lifted for a transition its leader
+	// dropped; versions rolled back, and rollbacks that had to wipe the
+	// tablet and catch up by snapshot.
 	EpochsRefused, NoLease       int64
 	LeaseRenewsSent, LeaseGrants int64
-	EpochChanges                 int64
+	EpochChanges, FencesLifted   int64
 	RolledBack, RollbackWipes    int64
 	Tablets                      []TabletStatus
 	// Links are the smoothed round trips to the peers the node replicates
