@@ -356,8 +356,11 @@ type evaluation struct {
 	refused    wire.Code // not OK: the primary refused the write
 	at         time.Duration
 	// gone: a failover's new epoch started below ts, so the version is
-	// rolled back wherever it is held (DESIGN.md section 10).
-	gone bool
+	// rolled back wherever it is held (DESIGN.md section 10), from
+	// position gonePos of the order on: a test evaluated before that
+	// read it.
+	gone    bool
+	gonePos int
 }
 
 func (e *evaluation) String() string {
@@ -465,8 +468,8 @@ func (l *ledger) epochChanged(m *wire.EpochChange) {
 		l.primaries[m.Tablet] = append(l.primaries[m.Tablet], p)
 	}
 	for _, e := range l.order[m.Tablet] {
-		if m.Start.Less(e.ts) {
-			e.gone = true
+		if m.Start.Less(e.ts) && !e.gone {
+			e.gone, e.gonePos = true, len(l.order[m.Tablet])
 		}
 	}
 }
@@ -653,11 +656,12 @@ func (l *ledger) drained() string {
 }
 
 // testValue returns the test key's version just before position pos of
-// its tablet's order.
+// its tablet's order, as it was then: a version a later failover rolled
+// back was the key's version until then.
 func (l *ledger) testValue(e *evaluation) *evaluation {
 	order := l.order[e.tablet]
 	for i := e.pos - 1; i >= 0; i-- {
-		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() && !v.gone {
+		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() && !(v.gone && v.gonePos <= e.pos) {
 			return v
 		}
 	}
@@ -857,6 +861,9 @@ func TestLedger(t *testing.T) {
 	b := newStagedBugWorld(t, nil)
 	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
 	led := newLedger(b.w, rw)
+	// The order's times count from here, however long the world took to
+	// start (its configuration service grants the first leases).
+	led.origin = b.w.Sim.Now()
 	ref := wire.TabletRef{Table: 1}
 	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
 	forward := func(seq uint64, key, value string, test *wire.Test, ack wire.ForwardAck) {
@@ -888,8 +895,8 @@ func TestLedger(t *testing.T) {
 		`put "k"="twice" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 1.000000000,0) took effect 2 times`,
 		`put "k"="lost" (session , 0.000ms to 0.000ms, bound immediate, stage received at us/r1, write 0) was acknowledged, but its primary never ordered or evaluated it: lost`,
 		`"wrong-ts" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 2.000000000,0) was acknowledged at 2.000000000,0, but its primary ordered it as "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 1151.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 1151.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 0.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 0.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the ledger's problems\n%s\ndo not include\n%s", got, want)
