@@ -915,3 +915,54 @@ func live(es []*evaluation) ([]*evaluation, bool) {
 	}
 	return out, len(out) < len(es)
 }
+
+// TestLedgerFailover feeds a ledger what a failover may legitimately
+// make the nodes send, and checks that it reports none of it: england
+// orders us/r1's write 1 at 2, whose acknowledgement us/r1 never gets,
+// and evaluates write 2, a ReadTestWrite whose test that k is absent
+// fails on it; the tablet moves to us/r1 from 1, so k's version at 2 is
+// rolled back; us/r1, named and not yet told, answers england's forward
+// NotPrimary, then orders it; it orders its own write 1 anew, and
+// answers write 2's client with the outcome england acknowledged.
+func TestLedgerFailover(t *testing.T) {
+	b := newStagedBugWorld(t, nil)
+	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
+	led := newLedger(b.w, rw)
+	led.origin = b.w.Sim.Now()
+	ref := wire.TabletRef{Table: 1}
+	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
+	again := &wire.Forward{Tablet: ref, Seq: 1, Key: "k", Value: []byte("again")}
+	tested := &wire.Forward{Tablet: ref, Seq: 2, Key: "x", Value: []byte("tested"), Test: &wire.Test{Key: "k"}}
+	moved := &wire.Forward{Tablet: ref, Seq: 1, Key: "y", Value: []byte("moved")}
+	led.observe(usC1, usR1, &wire.PutRequest{Req: 7, Tablet: ref, Key: "x", Value: []byte("tested"), Test: tested.Test, Bound: wire.Immediate})
+	led.observe(usR1, england, again)
+	led.observe(england, usR1, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(2)})
+	led.observe(usR1, england, tested)
+	led.observe(england, usR1, &wire.ForwardAck{Tablet: ref, Seq: 2, Tested: wire.Failed})
+	layout := wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: usR1, Secondaries: []wire.NodeID{england}}}}
+	led.observe("us/cfg", usR1, &wire.EpochChange{Layout: layout, Epoch: 2, Start: ts(1)})
+	led.observe(england, usR1, moved)
+	led.observe(usR1, england, &wire.ForwardAck{Tablet: ref, Seq: 1, Code: wire.NotPrimary, Epoch: 1, Primary: usR1})
+	led.observe(usR1, england, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(3)})
+	led.observe(usR1, usR1, again)
+	led.observe(usR1, usR1, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(4)})
+	led.observe(usR1, usC1, &wire.PutReply{Req: 7, Stage: wire.Coordinated, WriteID: 2, Tested: wire.Failed})
+	put := func(key, value string, node wire.NodeID, id uint64, test *wire.Test, tested wire.Outcome) stagedPut {
+		return stagedPut{op: driver.Op{Kind: driver.Put, Key: key, ValueID: value, Node: string(node)},
+			info: &stagedOp{bound: wire.Immediate, stage: wire.Transmitted, writeID: id, test: test, tested: tested}}
+	}
+	puts := []stagedPut{put("k", "again", usR1, 1, nil, wire.NotEvaluated), put("x", "tested", usR1, 2, tested.Test, wire.Failed),
+		put("y", "moved", england, 1, nil, wire.NotEvaluated)}
+	history := make([]check.Op, len(puts))
+	for i := range puts {
+		puts[i].index = i
+		history[i] = puts[i].op.CheckOp()
+		puts[i].info.apply(&history[i])
+	}
+	for _, p := range led.check(history, puts, &stagedCounts{}) {
+		// The world's nodes hold none of these versions.
+		if !strings.HasPrefix(p, "primary us/r1 does not hold") {
+			t.Errorf("the ledger reports %s", p)
+		}
+	}
+}
