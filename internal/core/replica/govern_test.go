@@ -927,3 +927,36 @@ func TestAbandonedFenceLifts(t *testing.T) {
 		t.Errorf("%d fences lifted, want 1", m.FencesLifted)
 	}
 }
+
+// TestWipeDropsRecords: a orders d's staged write, whose acknowledgement
+// is lost; c pulls it, with its record; b, which lacks it, becomes the
+// primary from below it, so the write is rolled back (level ONE), and c,
+// which keeps no log to roll back from, wipes the tablet and catches up
+// from b by snapshot, records and all. The tablet moves on to c, and d
+// forwards its write again: c orders it, rather than answering it from a
+// record of the rolled-back version.
+func TestWipeDropsRecords(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1", "d/r1")
+	g.stage("d/r1", "k", "s1")
+	for len(g.w.queue) > 0 {
+		if m := g.w.step(); m.to == "a/r1" {
+			g.w.queue = nil // a's acknowledgement to d is lost
+			break
+		}
+	}
+	g.fire("c/r1", "replica.pullTimer")
+	g.later(5 * time.Second)
+	start := g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"b/r1"})
+	g.epochChange([]wire.NodeID{"c/r1"}, 2, start)
+	if m := g.node("c/r1").Metrics(); m.RollbackWipes != 1 || len(values(g.node("c/r1"))) != 0 {
+		t.Fatalf("c wiped %d times and holds %v, want 1 and nothing", m.RollbackWipes, values(g.node("c/r1")))
+	}
+	g.later(5 * time.Second)
+	g.node("c/r1").Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 3})
+	high := g.taken("x/cfg")[0].(*wire.HighReply).High
+	g.layout = g.moved("c/r1")
+	g.epochChange([]wire.NodeID{"c/r1", "d/r1"}, 3, high)
+	if mc := g.node("c/r1").Metrics(); mc.ForwardsOrdered != 1 || values(g.node("c/r1"))["k"] != "s1" {
+		t.Fatalf("c ordered %d forwards and holds %v, want 1 and k=s1", mc.ForwardsOrdered, values(g.node("c/r1")))
+	}
+}
