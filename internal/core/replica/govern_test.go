@@ -593,6 +593,19 @@ func (g *govWorld) stage(id wire.NodeID, key, value string) {
 	g.node(id).Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: key, Value: []byte(value), Bound: wire.Immediate})
 }
 
+// stageAckLost stages a write at the receiver id, delivers until its
+// Forward has reached the primary a/r1, and loses what is left: a's
+// acknowledgement.
+func (g *govWorld) stageAckLost(id wire.NodeID, key, value string) {
+	g.stage(id, key, value)
+	for len(g.w.queue) > 0 {
+		if m := g.w.step(); m.to == "a/r1" {
+			g.w.queue = nil
+			return
+		}
+	}
+}
+
 // TestStagedWritesAcrossFailover: the versions the primary orders from a
 // receiver's Forwards carry the receiver and sequence number, and the
 // secondary that applies them keeps the exactly-once record. The primary
@@ -604,13 +617,7 @@ func TestStagedWritesAcrossFailover(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
 	g.stage("c/r1", "k", "s1")
 	g.run()
-	g.stage("c/r1", "k", "s2")
-	for len(g.w.queue) > 0 {
-		if m := g.w.step(); m.to == "a/r1" {
-			g.w.queue = nil // a's acknowledgement to c is lost
-			break
-		}
-	}
+	g.stageAckLost("c/r1", "k", "s2")
 	if m := g.node("a/r1").Metrics(); m.ForwardsOrdered != 2 {
 		t.Fatalf("a ordered %d forwards, want 2", m.ForwardsOrdered)
 	}
@@ -867,13 +874,7 @@ func TestAckedAheadSurvivesRestart(t *testing.T) {
 // record the snapshot brought, rather than ordering it twice.
 func TestSnapshotCarriesRecords(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
-	g.stage("c/r1", "k", "s1")
-	for len(g.w.queue) > 0 {
-		if m := g.w.step(); m.to == "a/r1" {
-			g.w.queue = nil // a's acknowledgement to c is lost
-			break
-		}
-	}
+	g.stageAckLost("c/r1", "k", "s1")
 	g.fire("b/r1", "replica.pullTimer")
 	ordered := values(g.node("b/r1"))
 	g.later(5 * time.Second)
@@ -937,13 +938,7 @@ func TestAbandonedFenceLifts(t *testing.T) {
 // record of the rolled-back version.
 func TestWipeDropsRecords(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1", "d/r1")
-	g.stage("d/r1", "k", "s1")
-	for len(g.w.queue) > 0 {
-		if m := g.w.step(); m.to == "a/r1" {
-			g.w.queue = nil // a's acknowledgement to d is lost
-			break
-		}
-	}
+	g.stageAckLost("d/r1", "k", "s1")
 	g.fire("c/r1", "replica.pullTimer")
 	g.later(5 * time.Second)
 	start := g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"b/r1"})

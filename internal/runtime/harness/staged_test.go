@@ -852,20 +852,26 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 	return problems
 }
 
-// TestLedger feeds a ledger the messages of writes that went wrong and
-// checks that it reports each: a staged write ordered twice under two
-// numbers, an acknowledged write never ordered, a reply with another
-// write's timestamp, and ReadTestWrites whose outcome contradicts the
-// order.
-func TestLedger(t *testing.T) {
+// newTestLedger returns a ledger of a bug world's table, tablet 0 with
+// its primary at england, the tablet, and a timestamp of s seconds.
+func newTestLedger(t *testing.T) (*ledger, wire.TabletRef, func(s int64) hlc.Timestamp) {
 	b := newStagedBugWorld(t, nil)
 	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
 	led := newLedger(b.w, rw)
 	// The order's times count from here, however long the world took to
 	// start (its configuration service grants the first leases).
 	led.origin = b.w.Sim.Now()
-	ref := wire.TabletRef{Table: 1}
 	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
+	return led, wire.TabletRef{Table: 1}, ts
+}
+
+// TestLedger feeds a ledger the messages of writes that went wrong and
+// checks that it reports each: a staged write ordered twice under two
+// numbers, an acknowledged write never ordered, a reply with another
+// write's timestamp, and ReadTestWrites whose outcome contradicts the
+// order.
+func TestLedger(t *testing.T) {
+	led, ref, ts := newTestLedger(t)
 	forward := func(seq uint64, key, value string, test *wire.Test, ack wire.ForwardAck) {
 		led.observe(usR1, england, &wire.Forward{Tablet: ref, Seq: seq, Key: key, Value: []byte(value), Test: test})
 		ack.Tablet, ack.Seq = ref, seq
@@ -925,12 +931,7 @@ func live(es []*evaluation) ([]*evaluation, bool) {
 // NotPrimary, then orders it; it orders its own write 1 anew, and
 // answers write 2's client with the outcome england acknowledged.
 func TestLedgerFailover(t *testing.T) {
-	b := newStagedBugWorld(t, nil)
-	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
-	led := newLedger(b.w, rw)
-	led.origin = b.w.Sim.Now()
-	ref := wire.TabletRef{Table: 1}
-	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
+	led, ref, ts := newTestLedger(t)
 	again := &wire.Forward{Tablet: ref, Seq: 1, Key: "k", Value: []byte("again")}
 	tested := &wire.Forward{Tablet: ref, Seq: 2, Key: "x", Value: []byte("tested"), Test: &wire.Test{Key: "k"}}
 	moved := &wire.Forward{Tablet: ref, Seq: 1, Key: "y", Value: []byte("moved")}
