@@ -593,6 +593,14 @@ func (g *govWorld) stage(id wire.NodeID, key, value string) {
 	g.node(id).Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: key, Value: []byte(value), Bound: wire.Immediate})
 }
 
+// stageForwardLost stages a write at the receiver id and loses its
+// Forward to the primary a/r1; the client's answer is taken.
+func (g *govWorld) stageForwardLost(id wire.NodeID, key, value string) {
+	g.stage(id, key, value)
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" })
+	g.taken("c/c1")
+}
+
 // stageAckLost stages a write at the receiver id, delivers until its
 // Forward has reached the primary a/r1, and loses what is left: a's
 // acknowledgement.
@@ -671,9 +679,7 @@ func TestDeposedPrimaryAnswersWaitingPuts(t *testing.T) {
 // resolves it to the client; its next staged write is numbered after it.
 func TestReceiverPromoted(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
-	g.stage("c/r1", "k", "s1")
-	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" }) // the Forward is lost
-	g.taken("c/c1")
+	g.stageForwardLost("c/r1", "k", "s1")
 	g.later(5 * time.Second)
 	g.failover("c/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
 	var resolved []wire.Msg
@@ -795,9 +801,7 @@ func deposedNumbersOn(t *testing.T, restart bool) {
 // has ordered that one after it, in its numbering, and orders both.
 func TestPromotedOrdersItsOwnFirst(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
-	g.stage("c/r1", "k1", "s1")
-	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" }) // the Forward is lost
-	g.taken("c/c1")
+	g.stageForwardLost("c/r1", "k1", "s1")
 	g.later(5 * time.Second)
 	for _, id := range []wire.NodeID{"b/r1", "c/r1"} {
 		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
