@@ -593,6 +593,27 @@ func (g *govWorld) stage(id wire.NodeID, key, value string) {
 	g.node(id).Receive("c/c1", &wire.PutRequest{Req: g.req, Tablet: govRef, Key: key, Value: []byte(value), Bound: wire.Immediate})
 }
 
+// stageForwardLost stages a write at the receiver id and loses its
+// Forward to the primary a/r1; the client's answer is taken.
+func (g *govWorld) stageForwardLost(id wire.NodeID, key, value string) {
+	g.stage(id, key, value)
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" })
+	g.taken("c/c1")
+}
+
+// stageAckLost stages a write at the receiver id, delivers until its
+// Forward has reached the primary a/r1, and loses what is left: a's
+// acknowledgement.
+func (g *govWorld) stageAckLost(id wire.NodeID, key, value string) {
+	g.stage(id, key, value)
+	for len(g.w.queue) > 0 {
+		if m := g.w.step(); m.to == "a/r1" {
+			g.w.queue = nil
+			return
+		}
+	}
+}
+
 // TestStagedWritesAcrossFailover: the versions the primary orders from a
 // receiver's Forwards carry the receiver and sequence number, and the
 // secondary that applies them keeps the exactly-once record. The primary
@@ -604,13 +625,7 @@ func TestStagedWritesAcrossFailover(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
 	g.stage("c/r1", "k", "s1")
 	g.run()
-	g.stage("c/r1", "k", "s2")
-	for len(g.w.queue) > 0 {
-		if m := g.w.step(); m.to == "a/r1" {
-			g.w.queue = nil // a's acknowledgement to c is lost
-			break
-		}
-	}
+	g.stageAckLost("c/r1", "k", "s2")
 	if m := g.node("a/r1").Metrics(); m.ForwardsOrdered != 2 {
 		t.Fatalf("a ordered %d forwards, want 2", m.ForwardsOrdered)
 	}
@@ -664,9 +679,7 @@ func TestDeposedPrimaryAnswersWaitingPuts(t *testing.T) {
 // resolves it to the client; its next staged write is numbered after it.
 func TestReceiverPromoted(t *testing.T) {
 	g := leased(t, "a/r1", "b/r1", "c/r1")
-	g.stage("c/r1", "k", "s1")
-	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { return m.to == "a/r1" }) // the Forward is lost
-	g.taken("c/c1")
+	g.stageForwardLost("c/r1", "k", "s1")
 	g.later(5 * time.Second)
 	g.failover("c/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
 	var resolved []wire.Msg
@@ -741,5 +754,208 @@ func TestLaterFenceStays(t *testing.T) {
 	g.grant("b/r1", "b/cfg")
 	if p := g.put("b/r1", "k", "v", 0); p.Code != wire.NoLease {
 		t.Fatalf("put at the primary of epoch 2 fenced for epoch 3: %v, want NoLease", p)
+	}
+}
+
+// TestDeposedPrimaryNumbersOn: a primary numbers the staged writes it
+// orders itself as its receiver's writes are numbered, and once deposed
+// (restarted in between, or not) numbers its next staged write after
+// them: the new primary, which holds the exactly-once record of a's
+// first write, orders the second rather than answering it from that
+// record with the first one's timestamp.
+func TestDeposedPrimaryNumbersOn(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) { deposedNumbersOn(t, restart) })
+	}
+}
+
+func deposedNumbersOn(t *testing.T, restart bool) {
+	g := leased(t, "a/r1", "b/r1")
+	g.stage("a/r1", "k", "s1")
+	if got := g.taken("c/c1"); len(got) != 1 || got[0].(*wire.PutReply).WriteID != 1 {
+		t.Fatalf("a's first staged write: %v, want write 1", got)
+	}
+	if restart {
+		g.start("a/r1", g.envs["a/r1"].engine)
+	}
+	g.fire("b/r1", "replica.pullTimer")
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"a/r1", "b/r1"}, []wire.NodeID{"a/r1", "b/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.stage("a/r1", "k", "s2")
+	g.run()
+	var ids []uint64
+	for _, m := range g.taken("c/c1") {
+		if r, ok := m.(*wire.PutReply); ok {
+			ids = append(ids, r.WriteID)
+		}
+	}
+	if mb := g.node("b/r1").Metrics(); mb.ForwardsOrdered != 1 || values(g.node("b/r1"))["k"] != "s2" || !slices.Equal(ids, []uint64{2}) {
+		t.Fatalf("b ordered %d forwards and holds %v, a answered writes %v; want 1, k=s2 and write 2",
+			mb.ForwardsOrdered, values(g.node("b/r1")), ids)
+	}
+}
+
+// TestPromotedOrdersItsOwnFirst: a receiver promoted with a staged write
+// of its own still to order takes a staged write that comes before it
+// has ordered that one after it, in its numbering, and orders both.
+func TestPromotedOrdersItsOwnFirst(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stageForwardLost("c/r1", "k1", "s1")
+	g.later(5 * time.Second)
+	for _, id := range []wire.NodeID{"b/r1", "c/r1"} {
+		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
+	}
+	g.w.queue = nil
+	g.layout = g.moved("c/r1")
+	g.node("c/r1").Receive("x/cfg", &wire.EpochChange{Layout: g.layout, Epoch: 2, Start: hlc.Timestamp{}})
+	g.stage("c/r1", "k2", "s2") // before c's Forward to itself comes
+	g.run()
+	if got := values(g.node("c/r1")); got["k1"] != "s1" || got["k2"] != "s2" {
+		t.Fatalf("c holds %v, want k1=s1 and k2=s2", got)
+	}
+}
+
+// TestReceiverSkipsRolledBackWrites: the primary a orders c's first
+// staged write and acknowledges it, and c deletes it; b never pulls it,
+// and the tablet moves to b, which lacks it (a level-ONE write lost with
+// the failover). c's next write, forwarded with c's acknowledged prefix,
+// is ordered by b, which takes the write it lacks as settled rather than
+// waiting for it for ever.
+func TestReceiverSkipsRolledBackWrites(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k", "s1")
+	g.run()
+	if m := g.node("c/r1").Metrics(); m.ForwardAcksReceived != 1 {
+		t.Fatalf("c took %d acknowledgements, want 1", m.ForwardAcksReceived)
+	}
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.stage("c/r1", "k", "s2")
+	g.run()
+	mb := g.node("b/r1").Metrics()
+	if mb.ForwardsOrdered != 1 || mb.ForwardGaps != 1 || mb.ForwardsOutOfOrder != 0 || values(g.node("b/r1"))["k"] != "s2" {
+		t.Fatalf("b: ordered %d, gaps %d, out of order %d, holds %v; want 1, 1, 0 and k=s2",
+			mb.ForwardsOrdered, mb.ForwardGaps, mb.ForwardsOutOfOrder, values(g.node("b/r1")))
+	}
+}
+
+// TestAckedAheadSurvivesRestart: the primary a acknowledges c's second
+// staged write but the acknowledgement of the first is lost; c restarts,
+// and the tablet moves to b, which holds neither (level ONE). c forwards
+// the first again and b orders it, but not the second, whose client was
+// told a's timestamp: c's record of it says it was acknowledged, and it
+// is lost with the failover, as a level-ONE write may be.
+func TestAckedAheadSurvivesRestart(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stage("c/r1", "k1", "s1")
+	g.stage("c/r1", "k2", "s2")
+	for len(g.w.queue) > 0 {
+		m := g.w.queue[0]
+		if a, ok := m.m.(*wire.ForwardAck); ok && a.Seq == 1 {
+			g.w.queue = g.w.queue[1:] // lost
+			continue
+		}
+		g.w.step()
+	}
+	g.run()
+	g.start("c/r1", g.envs["c/r1"].engine)
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1", "c/r1"})
+	g.grant("b/r1", "b/cfg")
+	g.fire("c/r1", "replica.forwardTimer")
+	if got := values(g.node("b/r1")); got["k1"] != "s1" || got["k2"] != "" {
+		t.Fatalf("b holds %v, want k1=s1 and no k2", got)
+	}
+}
+
+// TestSnapshotCarriesRecords: a orders c's staged write, whose
+// acknowledgement is lost; b holds it, with its record, and becomes the
+// primary; c, which never pulled it, catches up from b by snapshot (b
+// logged none of what it held before its epoch), and its Forward to b is
+// lost. The tablet moves on to c: c answers its own write from the
+// record the snapshot brought, rather than ordering it twice.
+func TestSnapshotCarriesRecords(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1")
+	g.stageAckLost("c/r1", "k", "s1")
+	g.fire("b/r1", "replica.pullTimer")
+	ordered := values(g.node("b/r1"))
+	g.later(5 * time.Second)
+	g.failover("b/r1", []wire.NodeID{"b/r1", "c/r1"}, []wire.NodeID{"b/r1"})
+	g.node("c/r1").Receive("x/cfg", &wire.EpochChange{Layout: g.layout, Epoch: 2, Start: g.node("b/r1").Metrics().Tablets[0].High})
+	g.w.queue = slices.DeleteFunc(g.w.queue, func(m linkMsg) bool { _, ok := m.m.(*wire.Forward); return ok })
+	g.run()
+	if m := g.node("c/r1").Metrics(); m.SnapshotsApplied != 1 || values(g.node("c/r1"))["k"] != "s1" {
+		t.Fatalf("c applied %d snapshots and holds %v, want 1 and k=s1", m.SnapshotsApplied, values(g.node("c/r1")))
+	}
+	g.later(5 * time.Second)
+	for _, id := range []wire.NodeID{"b/r1", "c/r1"} {
+		g.node(id).Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 3})
+	}
+	high := g.node("c/r1").Metrics().Tablets[0].High
+	g.taken("x/cfg")
+	g.layout = g.moved("c/r1")
+	g.epochChange([]wire.NodeID{"c/r1"}, 3, high)
+	mc := g.node("c/r1").Metrics()
+	if mc.DuplicateForwards != 1 || mc.ForwardsOrdered != 0 || !reflect.DeepEqual(values(g.node("c/r1")), ordered) {
+		t.Fatalf("c: %d forwards answered from the record, %d ordered, holds %v; want 1, 0 and %v",
+			mc.DuplicateForwards, mc.ForwardsOrdered, values(g.node("c/r1")), ordered)
+	}
+}
+
+// TestAbandonedFenceLifts: a's tablet is fenced by a transition whose
+// leader then lost its leadership, and the new leader, which knows of no
+// transition, grants a's renewals. A grant of a renewal sent before the
+// fence leaves it (that transition may still be under way); one of a
+// renewal sent after it lifts it: a takes Puts again rather than
+// refusing them until it restarts.
+func TestAbandonedFenceLifts(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1")
+	g.fire("a/r1", "replica.renewTimer")
+	before := g.renewals("a/cfg")
+	g.later(100 * time.Millisecond)
+	g.node("a/r1").Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 2})
+	g.taken("x/cfg")
+	g.later(100 * time.Millisecond)
+	g.node("a/r1").Receive("a/cfg", &wire.LeaseGrant{Seq: before[0].Seq, Tablets: before[0].Tablets})
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.NoLease {
+		t.Fatalf("put after a grant of a renewal sent before the fence: %v, want NoLease", p)
+	}
+	g.later(time.Second)
+	g.fire("a/r1", "replica.renewTimer")
+	g.grant("a/r1", "a/cfg")
+	if p := g.put("a/r1", "k", "v", 0); p.Code != wire.OK {
+		t.Fatalf("put after a grant of a renewal sent after the fence: %v, want OK", p)
+	}
+	if m := g.node("a/r1").Metrics(); m.FencesLifted != 1 {
+		t.Errorf("%d fences lifted, want 1", m.FencesLifted)
+	}
+}
+
+// TestWipeDropsRecords: a orders d's staged write, whose acknowledgement
+// is lost; c pulls it, with its record; b, which lacks it, becomes the
+// primary from below it, so the write is rolled back (level ONE), and c,
+// which keeps no log to roll back from, wipes the tablet and catches up
+// from b by snapshot, records and all. The tablet moves on to c, and d
+// forwards its write again: c orders it, rather than answering it from a
+// record of the rolled-back version.
+func TestWipeDropsRecords(t *testing.T) {
+	g := leased(t, "a/r1", "b/r1", "c/r1", "d/r1")
+	g.stageAckLost("d/r1", "k", "s1")
+	g.fire("c/r1", "replica.pullTimer")
+	g.later(5 * time.Second)
+	start := g.failover("b/r1", []wire.NodeID{"b/r1"}, []wire.NodeID{"b/r1"})
+	g.epochChange([]wire.NodeID{"c/r1"}, 2, start)
+	if m := g.node("c/r1").Metrics(); m.RollbackWipes != 1 || len(values(g.node("c/r1"))) != 0 {
+		t.Fatalf("c wiped %d times and holds %v, want 1 and nothing", m.RollbackWipes, values(g.node("c/r1")))
+	}
+	g.later(5 * time.Second)
+	g.node("c/r1").Receive("x/cfg", &wire.HighRequest{Tablet: govRef, Epoch: 3})
+	high := g.taken("x/cfg")[0].(*wire.HighReply).High
+	g.layout = g.moved("c/r1")
+	g.epochChange([]wire.NodeID{"c/r1", "d/r1"}, 3, high)
+	if mc := g.node("c/r1").Metrics(); mc.ForwardsOrdered != 1 || values(g.node("c/r1"))["k"] != "s1" {
+		t.Fatalf("c ordered %d forwards and holds %v, want 1 and k=s1", mc.ForwardsOrdered, values(g.node("c/r1")))
 	}
 }

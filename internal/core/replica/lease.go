@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -164,8 +165,26 @@ func (n *Node) leaseGranted(from wire.NodeID, m *wire.LeaseGrant) {
 	clear(n.lease.listed)
 	for _, te := range m.Tablets {
 		n.lease.listed[te.Tablet.Table] = true
-		if tb := n.tablet(te.Tablet); tb != nil && tb.isPrimary && tb.epoch == te.Epoch && tb.leaseAsked.Before(asked) {
-			tb.leaseAsked = asked
+		if tb := n.tablet(te.Tablet); tb != nil && tb.isPrimary && tb.epoch == te.Epoch {
+			n.abandoned(tb, asked)
+			if tb.leaseAsked.Before(asked) {
+				tb.leaseAsked = asked
+			}
 		}
 	}
+}
+
+// abandoned lifts the fence of a tablet the leader grants a lease on
+// for a renewal sent after the fence came: a leader leaves out a tablet
+// in transition, so the transition that fenced it was dropped with its
+// leader (one that lost its leadership); none is under way, and no move
+// of it can commit before a new one begins (raft commits an earlier
+// leader's entries before the one that granted this). Else the tablet
+// stays fenced, and refuses Puts and Forwards, until a restart.
+func (n *Node) abandoned(tb *tablet, asked time.Time) {
+	if tb.fence == 0 || tb.fenceAsked.IsZero() || !tb.fenceAsked.Before(asked) {
+		return
+	}
+	n.metrics.FencesLifted++
+	tb.fence, tb.fenceLimit, tb.fenceAsked, tb.highWaits = 0, hlc.Timestamp{}, time.Time{}, nil
 }

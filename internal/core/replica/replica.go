@@ -156,13 +156,15 @@ type Metrics struct {
 	// a bound; staged writes forwarded, sent again after forwardResend,
 	// and acknowledged, at a receiver; forwarded writes ordered,
 	// delivered again, and dropped for arriving out of order, at a
-	// primary; bounded operations answered by their deadline timer;
-	// reads answered with the paper's NULL; planner decisions.
+	// primary, and gaps in a receiver's numbering taken as settled
+	// (Forward.Acked, after a failover); bounded operations answered by
+	// their deadline timer; reads answered with the paper's NULL;
+	// planner decisions.
 	StagedPuts, BoundedGets            int64
 	ForwardsSent, ForwardResends       int64
 	ForwardAcksReceived                int64
 	ForwardsOrdered, DuplicateForwards int64
-	ForwardsOutOfOrder                 int64
+	ForwardsOutOfOrder, ForwardGaps    int64
 	Deadlines, NullReads, Decisions    int64
 	StorageErrors                      int64
 	LastStorageError                   string
@@ -170,9 +172,10 @@ type Metrics struct {
 	// replication messages dropped for another epoch than the
 	// tablet's; Puts and Forwards refused for want of a lease (or
 	// under a fence); lease renewals sent and grants applied; epoch
-	// changes adopted; versions rolled back, and rollbacks that had to
-	// wipe the tablet and catch up by snapshot; fences lifted for want
-	// of an epoch change (fenceExpired).
+	// changes adopted; fences lifted for a transition given up (by a
+	// grant of a later renewal, or a lease and its margin without an
+	// epoch change: fenceExpired); versions rolled back, and rollbacks
+	// that had to wipe the tablet and catch up by snapshot.
 	EpochsRefused, NoLease       int64
 	LeaseRenewsSent, LeaseGrants int64
 	EpochChanges, FencesLifted   int64
@@ -305,7 +308,9 @@ type tablet struct {
 	// primary: the writes not yet ordered, in sequence order (durable);
 	// the last sequence number given; what the primary has acknowledged
 	// (durable); whether the resend timer is set; the Puts and Gets
-	// waiting (volatile).
+	// waiting (volatile). A primary numbers the staged writes it orders
+	// itself on from stagedLast and advances forwarded over them: one
+	// numbering across a failover (tagged.go).
 	staged       []*stagedWrite
 	stagedLast   uint64
 	forwarded    origin
@@ -402,10 +407,10 @@ func (n *Node) Start(env node.Env) error {
 			if err := n.loadTabletMeta(tb); err != nil {
 				return err
 			}
-			if !tb.isPrimary {
-				if err := n.loadStaged(tb); err != nil {
-					return err
-				}
+			// A primary too: its numbering goes on, and it orders the
+			// writes it staged as a secondary before its promotion.
+			if err := n.loadStaged(tb); err != nil {
+				return err
 			}
 			n.clock.Update(tb.lastUpdate)
 		}

@@ -213,6 +213,12 @@ func (n *Node) snapshot(tb *tablet, from wire.NodeID, m *wire.PullRequest, reply
 	if len(reply.Entries) > 0 {
 		reply.SnapshotLast = reply.Entries[len(reply.Entries)-1].Key
 	}
+	if !reply.More {
+		if reply.Records, err = n.snapshotRecords(tb, high); err != nil {
+			n.storageError(err)
+			return &wire.PullReply{Tablet: reply.Tablet, Since: reply.Since, Code: wire.StorageFailed}
+		}
+	}
 	reply.High, reply.Snapshot = high, true
 	n.metrics.SnapshotChunksSent++
 	n.metrics.EntriesSent += int64(len(reply.Entries))
@@ -419,7 +425,12 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 		b.Set(metaKey(tb.ref, metaAhead), appendTS(nil, ahead))
 	}
 	if !m.More {
-		// Complete: every key's latest version as of S, or a newer one.
+		// Complete: every key's latest version as of S, or a newer one,
+		// and the records of the staged writes ordered up to S.
+		if err := n.keepRecords(tb, m.Records, &b); err != nil {
+			n.storageError(err)
+			return
+		}
 		if !n.commitReplicated(tb, &b, m.High, next.lastUpdate) {
 			return
 		}

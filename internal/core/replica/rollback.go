@@ -320,9 +320,11 @@ func (n *Node) rollbackData(tb *tablet, start hlc.Timestamp, b *storage.Batch, r
 }
 
 // wipe adds to b the deletion of every version and log record of the
-// tablet: it catches up from zero.
+// tablet, and of the exactly-once records of the staged writes, some of
+// which may be of versions rolled back: it catches up from zero, and the
+// snapshot brings the records of what it holds.
 func (n *Node) wipe(tb *tablet, b *storage.Batch, rb *rolledBack) error {
-	for _, space := range []byte{spaceData, spaceLog, spaceTagged} {
+	for _, space := range []byte{spaceData, spaceLog, spaceTagged, spaceOrigin, spaceResult} {
 		prefix := tabletPrefix(space, tb.ref)
 		if err := n.deleteRange(b, prefix, prefixEnd(prefix)); err != nil {
 			return err

@@ -76,9 +76,13 @@ type stagedWrite struct {
 	spread   bool
 	wait     time.Duration
 	// acked: the primary has acknowledged it, with ts; its record goes
-	// once every earlier write is acknowledged too.
-	acked bool
-	ts    hlc.Timestamp
+	// once every earlier write is acknowledged too, and until then says
+	// so once ackStored, so that a restart does not forward it again:
+	// a primary of a later epoch that lacks it would order it anew,
+	// after its client was told another timestamp.
+	acked     bool
+	ts        hlc.Timestamp
+	ackStored bool
 }
 
 // boundedPut is a client waiting for its staged write's answer.
@@ -225,7 +229,10 @@ func (n *Node) Decisions() []Decision { return n.plan.decisions.all() }
 func (n *Node) stagedPut(from wire.NodeID, tb *tablet, m *wire.PutRequest) {
 	n.metrics.StagedPuts++
 	all := 1 + len(tb.secondaries)
-	if tb.isPrimary {
+	if tb.isPrimary && len(tb.staged) == 0 {
+		// A primary with staged writes of its own still to order
+		// (received as a secondary: rollback.go reforward) stages this
+		// one after them, so that it orders them in sequence order.
 		n.stageAtPrimary(from, tb, m)
 		return
 	}
@@ -283,6 +290,9 @@ func (n *Node) sendForwards(tb *tablet) {
 		}
 		w.sent, w.sentAt = true, n.env.Now()
 		f := &wire.Forward{Tablet: tb.ref, Seq: w.seq, Key: w.key, Value: w.value, MinTS: w.minTS, Test: w.test, Epoch: tb.epoch}
+		if tb.epoch != 0 {
+			f.Acked = tb.forwarded.seq
+		}
 		if w.spread {
 			f.W, f.Wait = int32(1+len(tb.secondaries)), w.wait
 		}
@@ -334,13 +344,24 @@ func (n *Node) stageAtPrimary(from wire.NodeID, tb *tablet, m *wire.PutRequest) 
 		n.env.Send(from, &wire.PutReply{Req: m.Req, Code: wire.StorageFailed})
 		return
 	}
-	seq := o.seq + 1
+	// One numbering of the node's writes of the tablet, as primary and
+	// as receiver: a write it numbers after a failover is never taken
+	// for one it numbered before.
+	seq := max(o.seq, tb.stagedLast) + 1
 	prev := tb.lastUpdate
-	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, tb.recordOrigin(self, seq, o, wire.OK))
+	record := tb.recordOrigin(self, seq, o, wire.OK)
+	var done origin
+	ts, tested, code := n.order(tb, m.Key, m.Value, m.MinTS, m.Test, func(b *storage.Batch, ts hlc.Timestamp, tested wire.Outcome) {
+		record(b, ts, tested)
+		done = origin{seq: seq, ts: hlc.Max(tb.forwarded.ts, ts)}
+		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(done))
+	})
 	reply := &wire.PutReply{Req: m.Req, Code: code, TS: ts, Acks: 1, Stage: wire.Coordinated, WriteID: seq, Tested: tested,
 		Holders: []wire.NodeID{self}}
 	if code != wire.OK {
 		delete(tb.origins, self)
+	} else {
+		tb.stagedLast, tb.forwarded = seq, done
 	}
 	if code != wire.OK || ts.IsZero() {
 		n.env.Send(from, reply)
@@ -472,6 +493,15 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	o, err := n.originOf(tb, from)
 	if err != nil {
 		return
+	}
+	if m.Acked > o.seq && m.Seq == m.Acked+1 {
+		// The receiver's writes up to Acked were acknowledged, by this
+		// primary or an earlier epoch's, and those this replica lacks
+		// were rolled back with that epoch (level ONE: DESIGN.md
+		// section 10), or it caught up by snapshot: they are settled,
+		// and the receiver never forwards them again.
+		n.metrics.ForwardGaps++
+		o.seq = m.Acked
 	}
 	all := 1 + len(tb.secondaries)
 	level := max(tb.writeLevel.Count(all), 1)
@@ -674,35 +704,55 @@ func (n *Node) executedLater(tb *tablet, m *wire.ForwardAck, costs *stepCosts, n
 }
 
 // dropAckedPrefix deletes the staging records of the acknowledged
-// prefix of the staged writes and advances the forward mark over it.
+// prefix of the staged writes and advances the forward mark over it; the
+// records of the writes acknowledged after it say so from then on.
 func (n *Node) dropAckedPrefix(tb *tablet) {
 	done := 0
 	for done < len(tb.staged) && tb.staged[done].acked {
 		done++
 	}
-	if done == 0 {
+	var b storage.Batch
+	var stored []*stagedWrite
+	for _, w := range tb.staged[done:] {
+		// Governed only: without failovers a write forwarded again is
+		// always answered from the primary's record.
+		if w.acked && !w.ackStored && tb.epoch != 0 {
+			w.ackStored = true
+			stored = append(stored, w)
+			b.Set(stageKey(tb.ref, w.seq), encodeStaged(w))
+		}
+	}
+	var forwarded origin
+	if done > 0 {
+		for _, w := range tb.staged[:done] {
+			b.Delete(stageKey(tb.ref, w.seq))
+		}
+		last := tb.staged[done-1]
+		forwarded = origin{seq: last.seq, ts: last.ts}
+		b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
+	}
+	if b.Len() == 0 {
 		return
 	}
-	var b storage.Batch
-	for _, w := range tb.staged[:done] {
-		b.Delete(stageKey(tb.ref, w.seq))
-	}
-	last := tb.staged[done-1]
-	forwarded := origin{seq: last.seq, ts: last.ts}
-	b.Set(metaKey(tb.ref, metaForwarded), encodeOrigin(forwarded))
 	// Not synced: were it lost, the records are forwarded again after
-	// a restart and the primary answers from its recorded results.
+	// a restart and the primary answers from its recorded results (a
+	// write a failover rolled back meanwhile is ordered anew).
 	if err := n.env.Engine().Apply(&b, false); err != nil {
 		// Forwarded again, the writes are acknowledged again from
 		// their recorded results, and their records deleted then.
 		n.storageError(err)
+		for _, w := range stored {
+			w.ackStored = false
+		}
 		for _, w := range tb.staged[:done] {
 			w.acked, w.sent = false, false
 		}
 		return
 	}
-	tb.forwarded = forwarded
-	tb.staged = slices.Delete(tb.staged, 0, done)
+	if done > 0 {
+		tb.forwarded = forwarded
+		tb.staged = slices.Delete(tb.staged, 0, done)
+	}
 }
 
 // answerPuts answers the waiting Puts whose chosen stage is reached.
@@ -947,22 +997,28 @@ func decodeResult(b []byte) (result, error) {
 }
 
 // A staging record: the client's ID, the key, the value, the session
-// minimum and the test, each length-prefixed.
+// minimum and the test, each length-prefixed, and, once the primary has
+// acknowledged the write ahead of an earlier one, its timestamp.
 func encodeStaged(w *stagedWrite) []byte {
 	b := appendTS(nil, w.minTS)
 	b = appendBytes(b, []byte(w.client))
 	b = appendBytes(b, []byte(w.key))
 	b = appendBytes(b, w.value)
 	if w.test == nil {
-		return append(b, 0)
+		b = append(b, 0)
+	} else {
+		found := byte(1)
+		if w.test.Found {
+			found = 2
+		}
+		b = append(b, found)
+		b = appendBytes(b, []byte(w.test.Key))
+		b = appendBytes(b, w.test.Value)
 	}
-	found := byte(1)
-	if w.test.Found {
-		found = 2
+	if w.acked {
+		b = appendTS(b, w.ts)
 	}
-	b = append(b, found)
-	b = appendBytes(b, []byte(w.test.Key))
-	return appendBytes(b, w.test.Value)
+	return b
 }
 
 func decodeStaged(seq, b []byte) (*stagedWrite, error) {
@@ -988,18 +1044,27 @@ func decodeStaged(seq, b []byte) (*stagedWrite, error) {
 		return nil, bad
 	}
 	w.client, w.key = wire.NodeID(client), string(key)
-	if b[0] == 0 {
+	if b[0] != 0 {
+		w.test = &wire.Test{Found: b[0] == 2}
+		if key, b, ok = takeBytes(b[1:]); !ok {
+			return nil, bad
+		}
+		if w.test.Value, b, ok = takeBytes(b); !ok {
+			return nil, bad
+		}
+		w.test.Key = string(key)
+	} else {
+		b = b[1:]
+	}
+	switch len(b) {
+	case 0:
 		return w, nil
+	case tsLen:
+		w.acked, w.ackStored = true, true
+		w.ts, err = decodeTS(b)
+		return w, err
 	}
-	w.test = &wire.Test{Found: b[0] == 2}
-	if key, b, ok = takeBytes(b[1:]); !ok {
-		return nil, bad
-	}
-	if w.test.Value, b, ok = takeBytes(b); !ok || len(b) != 0 {
-		return nil, bad
-	}
-	w.test.Key = string(key)
-	return w, nil
+	return nil, bad
 }
 
 func appendBytes(b, v []byte) []byte {

@@ -120,3 +120,57 @@ func unrecord(b *storage.Batch, tb *tablet, dropped []wire.Entry) {
 		b.Set(originKey(tb.ref, from), encodeOrigin(origin{seq: first[from] - 1}))
 	}
 }
+
+// snapshotRecords returns the exactly-once records a governed tablet's
+// snapshot carries on its last chunk: every result the primary keeps
+// (the last forwardWindow of each receiver's writes) of a write ordered
+// up to high, or of one that wrote nothing. A version a snapshot brings
+// carries no origin, so without them a secondary that caught up by
+// snapshot and became primary would order a write forwarded again twice.
+func (n *Node) snapshotRecords(tb *tablet, high hlc.Timestamp) ([]wire.Record, error) {
+	if tb.epoch == 0 {
+		return nil, nil
+	}
+	var out []wire.Record
+	prefix := tabletPrefix(spaceResult, tb.ref)
+	err := storage.Walk(n.env.Engine(), prefix, prefixEnd(prefix), func(k, v []byte) (bool, error) {
+		key := k[prefixLen:]
+		if len(key) < 9 || key[len(key)-9] != 0 {
+			return false, fmt.Errorf("%w: forward result key of %d bytes", errCorrupt, len(k))
+		}
+		r, err := decodeResult(v)
+		if err == nil && !high.Less(r.ts) {
+			out = append(out, wire.Record{Origin: wire.NodeID(key[:len(key)-9]), Seq: binary.BigEndian.Uint64(key[len(key)-8:]),
+				TS: r.ts, Tested: r.tested, Code: r.code})
+		}
+		return true, err
+	})
+	return out, err
+}
+
+// keepRecords adds to a secondary's batch that completes a snapshot the
+// records it carried: each result, and each receiver's record where it
+// is ahead of the one the secondary holds.
+func (n *Node) keepRecords(tb *tablet, records []wire.Record, b *storage.Batch) error {
+	last := map[wire.NodeID]origin{}
+	for _, r := range records {
+		b.Set(resultKey(tb.ref, r.Origin, r.Seq), encodeResult(result{ts: r.TS, tested: r.Tested, code: r.Code}))
+		if o := last[r.Origin]; r.Seq > o.seq {
+			last[r.Origin] = origin{seq: r.Seq, ts: hlc.Max(o.ts, r.TS)}
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(last)) {
+		v, ok, err := n.env.Engine().Get(originKey(tb.ref, from))
+		var held origin
+		if err == nil && ok {
+			held, err = decodeOrigin(v)
+		}
+		if err != nil {
+			return err
+		}
+		if o := last[from]; o.seq > held.seq {
+			b.Set(originKey(tb.ref, from), encodeOrigin(o))
+		}
+	}
+	return nil
+}

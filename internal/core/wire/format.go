@@ -248,6 +248,10 @@ func (m *PullReply) String() string {
 	if m.Snapshot {
 		b = append(b, " snapshot"...)
 	}
+	if len(m.Records) > 0 {
+		b = append(b, " records="...)
+		b = strconv.AppendInt(b, int64(len(m.Records)), 10)
+	}
 	if m.InSnapshot {
 		b = append(b, " after="...)
 		b = strconv.AppendQuote(b, m.SnapshotAfter)

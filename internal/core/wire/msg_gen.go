@@ -899,6 +899,22 @@ func (m *PullReply) size() (n int) {
 	n += bytesField(9, len(m.SnapshotAfter))
 	n += bytesField(10, len(m.SnapshotLast))
 	n += uintField(11, m.Epoch)
+	for i := range m.Records {
+		n += msgField(12, m.Records[i].size())
+	}
+	return n
+}
+
+// size is the size of the Record message's encoding; nil is an empty one.
+func (m *Record) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += bytesField(1, len(m.Origin))
+	n += uintField(2, m.Seq)
+	n += tsField(3, m.TS)
+	n += uintField(4, uint64(m.Tested))
+	n += uintField(5, uint64(m.Code))
 	return n
 }
 
@@ -942,6 +958,7 @@ func (m *Forward) size() (n int) {
 		n += msgField(8, m.Test.size())
 	}
 	n += uintField(9, m.Epoch)
+	n += uintField(10, m.Acked)
 	return n
 }
 

@@ -286,6 +286,10 @@ func (m *Forward) String() string {
 		b = append(b, " epoch="...)
 		b = strconv.AppendUint(b, m.Epoch, 10)
 	}
+	if m.Acked != 0 {
+		b = append(b, " acked="...)
+		b = strconv.AppendUint(b, m.Acked, 10)
+	}
 	return string(append(b, ")"...))
 }
 

@@ -1058,6 +1058,24 @@ type PullReply struct {
 	// Epoch is the tablet's epoch at the primary; a secondary ignores a
 	// reply of an epoch older than its own.
 	Epoch uint64 `wire:"11"`
+	// Records, on a snapshot's last chunk of a governed tablet, are the
+	// exactly-once records of the staged writes ordered up to High, which
+	// the chunks' versions do not carry (Entry.Origin): the secondary
+	// keeps them, so that as a new primary it answers a write forwarded
+	// again from them rather than ordering it twice (DESIGN.md section
+	// 10).
+	Records []Record `wire:"12"`
+}
+
+// Record is what a primary made of one receiver's staged write: its
+// timestamp (zero if it wrote nothing), a ReadTestWrite's outcome, and
+// the code it answered with.
+type Record struct {
+	Origin NodeID        `wire:"1"`
+	Seq    uint64        `wire:"2"`
+	TS     hlc.Timestamp `wire:"3"`
+	Tested Outcome       `wire:"4"`
+	Code   Code          `wire:"5"`
 }
 
 // Push streams one new version from a primary to a secondary. Prev is the
@@ -1092,7 +1110,11 @@ type PushAck struct {
 // receiver's number for the write in the tablet; a receiver forwards its
 // writes in Seq order, and the primary orders each exactly once, in that
 // order. W asks the primary to send a second ForwardAck once W replicas
-// hold the write, or once Wait has passed.
+// hold the write, or once Wait has passed. Acked is the receiver's
+// acknowledged prefix: a primary whose record of the receiver is below
+// it (the writes between were acknowledged by a primary of an earlier
+// epoch and rolled back, or it caught up by snapshot) takes the writes up
+// to Acked as settled and orders Acked+1 next.
 //
 //wire:envelope 27
 type Forward struct {
@@ -1105,6 +1127,7 @@ type Forward struct {
 	Wait   time.Duration `wire:"7" trace:",if=m.W > 1"`
 	Test   *Test         `wire:"8"`
 	Epoch  uint64        `wire:"9" trace:",omitzero"`
+	Acked  uint64        `wire:"10" trace:",omitzero"`
 }
 
 // ForwardAck tells a receiver that the primary has ordered its writes up

@@ -345,7 +345,9 @@ func (c *checker) checkVersionOrder() {
 // A Lost Put and a Get that returned a Lost version enter no session
 // state: the version no longer exists, so no later Get can be held to
 // it. A Lost Put still ends the span in which the session's pending Put
-// of unknown timestamp is the newest version of its key.
+// of unknown timestamp is the newest version of its key, and is the
+// session's last Put to it: the session may return it from its pending
+// writes, which do not learn of the rollback.
 func (c *checker) checkSessions() {
 	for _, ops := range c.sessions {
 		s := newSessionState()
@@ -354,6 +356,9 @@ func (c *checker) checkSessions() {
 			case op.Kind == Put && st.lost:
 				if st.acked {
 					c.checkSessionOrder(i, s.puts[op.Key])
+				}
+				if st.acked || st.pending {
+					s.last[op.Key] = i
 				}
 				delete(s.unknown, op.Key)
 				delete(s.unknownRead, op.Key)

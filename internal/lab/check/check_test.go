@@ -862,6 +862,16 @@ func TestLost(t *testing.T) {
 			without: []want{{3, RuleQuorum}},
 		},
 		{
+			// The session returns its pending put #1, the newest of k it
+			// wrote, which a failover later rolled back.
+			name: "read-my-writes: the session's own lost pending put from its copy",
+			h: []Op{
+				put("a", "k", "v1", 0, 10, 1),
+				rolledBack(pendingPut("a", "k", "v2", 20, 30, 0)),
+				fromSession("a", "k", "v2", 40, 40, rmw),
+			},
+		},
+		{
 			// The new primary's clock is behind the old one's.
 			name: "history: a put after the rollback gets an older timestamp",
 			h: []Op{

@@ -356,8 +356,11 @@ type evaluation struct {
 	refused    wire.Code // not OK: the primary refused the write
 	at         time.Duration
 	// gone: a failover's new epoch started below ts, so the version is
-	// rolled back wherever it is held (DESIGN.md section 10).
-	gone bool
+	// rolled back wherever it is held (DESIGN.md section 10), from
+	// position gonePos of the order on: a test evaluated before that
+	// read it.
+	gone    bool
+	gonePos int
 }
 
 func (e *evaluation) String() string {
@@ -465,8 +468,8 @@ func (l *ledger) epochChanged(m *wire.EpochChange) {
 		l.primaries[m.Tablet] = append(l.primaries[m.Tablet], p)
 	}
 	for _, e := range l.order[m.Tablet] {
-		if m.Start.Less(e.ts) {
-			e.gone = true
+		if m.Start.Less(e.ts) && !e.gone {
+			e.gone, e.gonePos = true, len(l.order[m.Tablet])
 		}
 	}
 }
@@ -502,7 +505,9 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 		}
 		l.forwards[id] = m
 	case *wire.ForwardAck:
-		if !l.primary(m.Tablet, from) {
+		// A node the service has named primary, not yet told so, sends
+		// a receiver NotPrimary: it ordered nothing.
+		if !l.primary(m.Tablet, from) || m.Code == wire.NotPrimary {
 			return
 		}
 		l.forwardAck(from, to, m)
@@ -513,7 +518,9 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 		l.resolved[id] = append(l.resolved[id], m)
 	case *wire.PutReply:
 		req, ok := l.puts[requestID{to, m.Req}]
-		if !ok || !l.primary(req.Tablet, from) {
+		if _, relayed := l.forwards[forwardID{from, req.Tablet.Tablet, m.WriteID}]; !ok || !l.primary(req.Tablet, from) || relayed {
+			// A receiver's answer relays its primary's acknowledgement:
+			// also one that is, or was, a primary itself.
 			return
 		}
 		if !m.TS.IsZero() {
@@ -544,10 +551,13 @@ func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
 }
 
 // forwardAck takes a primary's acknowledgement of a staged write: the
-// first for the write is sent as the primary orders it.
+// first for the write is sent as the primary orders it. A write whose
+// version a failover rolled back before its receiver had the
+// acknowledgement is still staged there, and the next epoch's primary
+// orders it anew.
 func (l *ledger) forwardAck(from, to wire.NodeID, m *wire.ForwardAck) {
 	id := forwardID{to, m.Tablet.Tablet, m.Seq}
-	if first, ok := l.acked[id]; ok {
+	if first, ok := l.acked[id]; ok && !l.gone(id.tablet, first) {
 		l.reacked++
 		if first.Code == wire.OK && first.Tested != wire.Failed && m.TS != first.TS {
 			l.problem("%s acknowledged write %d of %s in tablet %d at %s, and before at %s", from, m.Seq, to, id.tablet, m.TS, first.TS)
@@ -568,6 +578,13 @@ func (l *ledger) forwardAck(from, to wire.NodeID, m *wire.ForwardAck) {
 	default:
 		l.ordered(id.tablet, f.Key, string(f.Value), m.TS, f.Test, "acknowledgement to "+string(to))
 	}
+}
+
+// gone reports whether the version an acknowledgement ordered was
+// rolled back.
+func (l *ledger) gone(tablet int32, ack *wire.ForwardAck) bool {
+	e, ok := l.byTS[versionID{tablet, ack.TS}]
+	return ack.Code == wire.OK && !ack.TS.IsZero() && ok && e.gone
 }
 
 // ordered takes a message of a primary that carries the timestamp of a
@@ -639,11 +656,12 @@ func (l *ledger) drained() string {
 }
 
 // testValue returns the test key's version just before position pos of
-// its tablet's order.
+// its tablet's order, as it was then: a version a later failover rolled
+// back was the key's version until then.
 func (l *ledger) testValue(e *evaluation) *evaluation {
 	order := l.order[e.tablet]
 	for i := e.pos - 1; i >= 0; i-- {
-		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() && !v.gone {
+		if v := order[i]; v.key == e.test.Key && !v.ts.IsZero() && !(v.gone && v.gonePos <= e.pos) {
 			return v
 		}
 	}
@@ -834,17 +852,26 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 	return problems
 }
 
+// newTestLedger returns a ledger of a bug world's table, tablet 0 with
+// its primary at england, the tablet, and a timestamp of s seconds.
+func newTestLedger(t *testing.T) (*ledger, wire.TabletRef, func(s int64) hlc.Timestamp) {
+	b := newStagedBugWorld(t, nil)
+	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
+	led := newLedger(b.w, rw)
+	// The order's times count from here, however long the world took to
+	// start (its configuration service grants the first leases).
+	led.origin = b.w.Sim.Now()
+	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
+	return led, wire.TabletRef{Table: 1}, ts
+}
+
 // TestLedger feeds a ledger the messages of writes that went wrong and
 // checks that it reports each: a staged write ordered twice under two
 // numbers, an acknowledged write never ordered, a reply with another
 // write's timestamp, and ReadTestWrites whose outcome contradicts the
 // order.
 func TestLedger(t *testing.T) {
-	b := newStagedBugWorld(t, nil)
-	rw := &randomWorld{layout: wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: england, Secondaries: []wire.NodeID{usR1}}}}}
-	led := newLedger(b.w, rw)
-	ref := wire.TabletRef{Table: 1}
-	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s * int64(time.Second)} }
+	led, ref, ts := newTestLedger(t)
 	forward := func(seq uint64, key, value string, test *wire.Test, ack wire.ForwardAck) {
 		led.observe(usR1, england, &wire.Forward{Tablet: ref, Seq: seq, Key: key, Value: []byte(value), Test: test})
 		ack.Tablet, ack.Seq = ref, seq
@@ -874,8 +901,8 @@ func TestLedger(t *testing.T) {
 		`put "k"="twice" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 1.000000000,0) took effect 2 times`,
 		`put "k"="lost" (session , 0.000ms to 0.000ms, bound immediate, stage received at us/r1, write 0) was acknowledged, but its primary never ordered or evaluated it: lost`,
 		`"wrong-ts" (session , 0.000ms to 0.000ms, bound immediate, stage coordinated at us/r1, write 0, ts 2.000000000,0) was acknowledged at 2.000000000,0, but its primary ordered it as "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 2077.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
-		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 2077.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="held"@4.000000000,0 test "k" absent at 0.000ms, #3 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
+		`ReadTestWrite "x"="failed" not written (test failed) test "k"="wrong-ts" at 0.000ms, #4 of tablet 0: the test key's version before it was "k"="wrong-ts"@3.000000000,0`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the ledger's problems\n%s\ndo not include\n%s", got, want)
@@ -893,4 +920,50 @@ func live(es []*evaluation) ([]*evaluation, bool) {
 		}
 	}
 	return out, len(out) < len(es)
+}
+
+// TestLedgerFailover feeds a ledger what a failover may legitimately
+// make the nodes send, and checks that it reports none of it: england
+// orders us/r1's write 1 at 2, whose acknowledgement us/r1 never gets,
+// and evaluates write 2, a ReadTestWrite whose test that k is absent
+// fails on it; the tablet moves to us/r1 from 1, so k's version at 2 is
+// rolled back; us/r1, named and not yet told, answers england's forward
+// NotPrimary, then orders it; it orders its own write 1 anew, and
+// answers write 2's client with the outcome england acknowledged.
+func TestLedgerFailover(t *testing.T) {
+	led, ref, ts := newTestLedger(t)
+	again := &wire.Forward{Tablet: ref, Seq: 1, Key: "k", Value: []byte("again")}
+	tested := &wire.Forward{Tablet: ref, Seq: 2, Key: "x", Value: []byte("tested"), Test: &wire.Test{Key: "k"}}
+	moved := &wire.Forward{Tablet: ref, Seq: 1, Key: "y", Value: []byte("moved")}
+	led.observe(usC1, usR1, &wire.PutRequest{Req: 7, Tablet: ref, Key: "x", Value: []byte("tested"), Test: tested.Test, Bound: wire.Immediate})
+	led.observe(usR1, england, again)
+	led.observe(england, usR1, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(2)})
+	led.observe(usR1, england, tested)
+	led.observe(england, usR1, &wire.ForwardAck{Tablet: ref, Seq: 2, Tested: wire.Failed})
+	layout := wire.Layout{Name: "t", ID: 1, Tablets: []wire.Tablet{{Primary: usR1, Secondaries: []wire.NodeID{england}}}}
+	led.observe("us/cfg", usR1, &wire.EpochChange{Layout: layout, Epoch: 2, Start: ts(1)})
+	led.observe(england, usR1, moved)
+	led.observe(usR1, england, &wire.ForwardAck{Tablet: ref, Seq: 1, Code: wire.NotPrimary, Epoch: 1, Primary: usR1})
+	led.observe(usR1, england, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(3)})
+	led.observe(usR1, usR1, again)
+	led.observe(usR1, usR1, &wire.ForwardAck{Tablet: ref, Seq: 1, TS: ts(4)})
+	led.observe(usR1, usC1, &wire.PutReply{Req: 7, Stage: wire.Coordinated, WriteID: 2, Tested: wire.Failed})
+	put := func(key, value string, node wire.NodeID, id uint64, test *wire.Test, tested wire.Outcome) stagedPut {
+		return stagedPut{op: driver.Op{Kind: driver.Put, Key: key, ValueID: value, Node: string(node)},
+			info: &stagedOp{bound: wire.Immediate, stage: wire.Transmitted, writeID: id, test: test, tested: tested}}
+	}
+	puts := []stagedPut{put("k", "again", usR1, 1, nil, wire.NotEvaluated), put("x", "tested", usR1, 2, tested.Test, wire.Failed),
+		put("y", "moved", england, 1, nil, wire.NotEvaluated)}
+	history := make([]check.Op, len(puts))
+	for i := range puts {
+		puts[i].index = i
+		history[i] = puts[i].op.CheckOp()
+		puts[i].info.apply(&history[i])
+	}
+	for _, p := range led.check(history, puts, &stagedCounts{}) {
+		// The world's nodes hold none of these versions.
+		if !strings.HasPrefix(p, "primary us/r1 does not hold") {
+			t.Errorf("the ledger reports %s", p)
+		}
+	}
 }

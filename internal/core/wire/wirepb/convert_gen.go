@@ -1526,6 +1526,12 @@ func pullReplyPB(m *wire.PullReply) *PullReply {
 			r.Entries[i] = entryPB(&m.Entries[i])
 		}
 	}
+	if len(m.Records) > 0 {
+		r.Records = make([]*Record, len(m.Records))
+		for i := range m.Records {
+			r.Records[i] = recordPB(&m.Records[i])
+		}
+	}
 	return r
 }
 
@@ -1546,6 +1552,32 @@ func pullReplyWire(r *PullReply, d *decoder) (m wire.PullReply) {
 	m.SnapshotAfter = keyString(r.GetSnapshotAfter())
 	m.SnapshotLast = keyString(r.GetSnapshotLast())
 	m.Epoch = r.GetEpoch()
+	if ps := r.GetRecords(); len(ps) > 0 {
+		m.Records = make([]wire.Record, len(ps))
+		for i, p := range ps {
+			m.Records[i] = recordWire(p, d)
+		}
+	}
+	return m
+}
+
+func recordPB(m *wire.Record) *Record {
+	r := &Record{
+		Origin: string(m.Origin),
+		Seq:    m.Seq,
+		Ts:     tsPB(m.TS),
+		Tested: uint32(m.Tested),
+		Code:   uint32(m.Code),
+	}
+	return r
+}
+
+func recordWire(r *Record, d *decoder) (m wire.Record) {
+	m.Origin = wire.NodeID(r.GetOrigin())
+	m.Seq = r.GetSeq()
+	m.TS = tsWire(r.GetTs())
+	m.Tested = enumWire(d, r.GetTested(), wire.Failed, "test outcome")
+	m.Code = enumWire(d, r.GetCode(), wire.Code(255), "reply code")
 	return m
 }
 
@@ -1595,6 +1627,7 @@ func forwardPB(m *wire.Forward) *Forward {
 		W:         m.W,
 		WaitNanos: int64(m.Wait),
 		Epoch:     m.Epoch,
+		Acked:     m.Acked,
 	}
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
@@ -1615,6 +1648,7 @@ func forwardWire(r *Forward, d *decoder) (m wire.Forward) {
 		m.Test = &v
 	}
 	m.Epoch = r.GetEpoch()
+	m.Acked = r.GetAcked()
 	return m
 }
 

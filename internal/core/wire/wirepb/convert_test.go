@@ -63,7 +63,8 @@ func TestRoundTrip(t *testing.T) {
 		&wire.PullReply{Tablet: ref, Code: wire.OK, Since: ts, High: ts, Entries: entries, More: true, Snapshot: true, SnapshotLast: "b"},
 		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts, SnapshotAfter: "b"},
 		&wire.PullRequest{Tablet: ref, InSnapshot: true, SnapshotHigh: ts}, // after the empty key
-		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, Snapshot: true, InSnapshot: true, SnapshotAfter: "a", SnapshotLast: "b"},
+		&wire.PullReply{Tablet: ref, Code: wire.OK, High: ts, Entries: entries, Snapshot: true, InSnapshot: true, SnapshotAfter: "a", SnapshotLast: "b", Epoch: 2,
+			Records: []wire.Record{{Origin: "us/r1", Seq: 4, TS: ts, Tested: wire.Held}, {Origin: "india/r1", Seq: 9, Tested: wire.Failed, Code: wire.TooLarge}}},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[0]},
 		&wire.Push{Tablet: ref, Prev: ts, Entry: entries[1], Ack: true},
 		&wire.PushAck{Tablet: ref, High: ts},
@@ -83,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 		&wire.GetReply{Req: 10, Code: wire.OK, Found: true, Value: []byte("v"), VersionTS: ts, HighTS: ts, Applied: 2, Pending: 1},
 		&wire.GetReply{Req: 10, Code: wire.OK, HighTS: ts, Pending: -1, Null: true},
 		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts},
-		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}},
+		&wire.Forward{Tablet: ref, Seq: 5, Key: "k", Value: []byte("v"), MinTS: ts, W: 3, Wait: time.Second, Test: &wire.Test{Key: "k", Found: true, Value: []byte("u")}, Epoch: 2, Acked: 4},
 		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts},
 		&wire.ForwardAck{Tablet: ref, Seq: 5, TS: ts, Acks: 2, Holders: []wire.NodeID{"england/r1", "us/r1"}, Tested: wire.Failed},
 		&wire.ForwardAck{Tablet: ref, Seq: 6, Code: wire.TooLarge, TS: ts},

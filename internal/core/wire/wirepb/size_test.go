@@ -180,6 +180,9 @@ func TestSize(t *testing.T) {
 		{"push epoch", &wire.Push{Tablet: ref, Prev: ts, Entry: wire.Entry{TS: ts, Key: "k"}, Epoch: 1 << 63}},
 		{"push-ack epoch", &wire.PushAck{Tablet: ref, High: ts, Epoch: 5}},
 		{"forward epoch", &wire.Forward{Tablet: ref, Seq: 5, Key: "k", Epoch: 2}},
+		{"pull-reply records", &wire.PullReply{Tablet: ref, High: ts, Snapshot: true, Epoch: 2, Records: []wire.Record{
+			{Origin: "us/r1", Seq: 1 << 62, TS: ts, Tested: wire.Held}, {Origin: "india/r1", Seq: 3, Code: wire.TooLarge, Tested: wire.Failed}, {}}}},
+		{"forward acked", &wire.Forward{Tablet: ref, Seq: 1 << 40, Key: "k", Epoch: 2, Acked: 1<<40 - 1}},
 		{"forward-ack not primary", &wire.ForwardAck{Tablet: ref, Seq: 5, Code: wire.NotPrimary, Epoch: 3, Primary: "india/r1"}},
 	}
 	for i, m := range causalMsgs() {

@@ -4775,6 +4775,7 @@ type PullReply struct {
 	SnapshotAfter []byte                 `protobuf:"bytes,9,opt,name=snapshot_after,json=snapshotAfter,proto3" json:"snapshot_after,omitempty"`
 	SnapshotLast  []byte                 `protobuf:"bytes,10,opt,name=snapshot_last,json=snapshotLast,proto3" json:"snapshot_last,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,11,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Records       []*Record              `protobuf:"bytes,12,rep,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4886,6 +4887,92 @@ func (x *PullReply) GetEpoch() uint64 {
 	return 0
 }
 
+func (x *PullReply) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// Record is what a primary made of one receiver's staged write: its
+// timestamp (zero if it wrote nothing), a ReadTestWrite's outcome, and
+// the code it answered with.
+type Record struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Origin        string                 `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Ts            *Timestamp             `protobuf:"bytes,3,opt,name=ts,proto3" json:"ts,omitempty"`
+	Tested        uint32                 `protobuf:"varint,4,opt,name=tested,proto3" json:"tested,omitempty"`
+	Code          uint32                 `protobuf:"varint,5,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Record) Reset() {
+	*x = Record{}
+	mi := &file_wire_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Record) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Record) ProtoMessage() {}
+
+func (x *Record) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Record.ProtoReflect.Descriptor instead.
+func (*Record) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *Record) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *Record) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Record) GetTs() *Timestamp {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
+func (x *Record) GetTested() uint32 {
+	if x != nil {
+		return x.Tested
+	}
+	return 0
+}
+
+func (x *Record) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
 // Push streams one new version from a primary to a secondary. Prev is the
 // timestamp of the tablet's previous version, so the secondary can tell a
 // gap (a lost Push) from the next version in order. Ack asks the
@@ -4904,7 +4991,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4916,7 +5003,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4929,7 +5016,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{54}
+	return file_wire_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -4982,7 +5069,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4994,7 +5081,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5007,7 +5094,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{55}
+	return file_wire_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -5036,7 +5123,11 @@ func (x *PushAck) GetEpoch() uint64 {
 // receiver's number for the write in the tablet; a receiver forwards its
 // writes in Seq order, and the primary orders each exactly once, in that
 // order. W asks the primary to send a second ForwardAck once W replicas
-// hold the write, or once Wait has passed.
+// hold the write, or once Wait has passed. Acked is the receiver's
+// acknowledged prefix: a primary whose record of the receiver is below
+// it (the writes between were acknowledged by a primary of an earlier
+// epoch and rolled back, or it caught up by snapshot) takes the writes up
+// to Acked as settled and orders Acked+1 next.
 type Forward struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -5048,13 +5139,14 @@ type Forward struct {
 	WaitNanos     int64                  `protobuf:"varint,7,opt,name=wait_nanos,json=waitNanos,proto3" json:"wait_nanos,omitempty"`
 	Test          *Test                  `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Acked         uint64                 `protobuf:"varint,10,opt,name=acked,proto3" json:"acked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5066,7 +5158,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5079,7 +5171,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{56}
+	return file_wire_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -5145,6 +5237,13 @@ func (x *Forward) GetEpoch() uint64 {
 	return 0
 }
 
+func (x *Forward) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
 // ForwardAck tells a receiver that the primary has ordered its writes up
 // to Seq: TS is Seq's timestamp (an earlier write's is below it). Acks
 // and Holders count and name the replicas holding Seq when it was sent.
@@ -5167,7 +5266,7 @@ type ForwardAck struct {
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5179,7 +5278,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5192,7 +5291,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{57}
+	return file_wire_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -5273,7 +5372,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5285,7 +5384,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5298,7 +5397,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{58}
+	return file_wire_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -5349,7 +5448,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[59]
+	mi := &file_wire_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5361,7 +5460,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[59]
+	mi := &file_wire_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5374,7 +5473,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{59}
+	return file_wire_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -5412,7 +5511,7 @@ type RepairReply struct {
 
 func (x *RepairReply) Reset() {
 	*x = RepairReply{}
-	mi := &file_wire_proto_msgTypes[60]
+	mi := &file_wire_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5424,7 +5523,7 @@ func (x *RepairReply) String() string {
 func (*RepairReply) ProtoMessage() {}
 
 func (x *RepairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[60]
+	mi := &file_wire_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5437,7 +5536,7 @@ func (x *RepairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairReply.ProtoReflect.Descriptor instead.
 func (*RepairReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{60}
+	return file_wire_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RepairReply) GetReq() uint64 {
@@ -5830,7 +5929,7 @@ const file_wire_proto_rawDesc = "" +
 	"inSnapshot\x12:\n" +
 	"\rsnapshot_high\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\fsnapshotHigh\x12%\n" +
 	"\x0esnapshot_after\x18\x05 \x01(\fR\rsnapshotAfter\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\x86\x03\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\xb4\x03\n" +
 	"\tPullReply\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12+\n" +
@@ -5844,7 +5943,14 @@ const file_wire_proto_rawDesc = "" +
 	"\x0esnapshot_after\x18\t \x01(\fR\rsnapshotAfter\x12#\n" +
 	"\rsnapshot_last\x18\n" +
 	" \x01(\fR\fsnapshotLast\x12\x14\n" +
-	"\x05epoch\x18\v \x01(\x04R\x05epoch\"\xb1\x01\n" +
+	"\x05epoch\x18\v \x01(\x04R\x05epoch\x12,\n" +
+	"\arecords\x18\f \x03(\v2\x12.cosla.wire.RecordR\arecords\"\x85\x01\n" +
+	"\x06Record\x12\x16\n" +
+	"\x06origin\x18\x01 \x01(\tR\x06origin\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12%\n" +
+	"\x02ts\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x02ts\x12\x16\n" +
+	"\x06tested\x18\x04 \x01(\rR\x06tested\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\rR\x04code\"\xb1\x01\n" +
 	"\x04Push\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04prev\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04prev\x12'\n" +
@@ -5854,7 +5960,7 @@ const file_wire_proto_rawDesc = "" +
 	"\aPushAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12)\n" +
 	"\x04high\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x89\x02\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x9f\x02\n" +
 	"\aForward\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
@@ -5865,7 +5971,9 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"wait_nanos\x18\a \x01(\x03R\twaitNanos\x12$\n" +
 	"\x04test\x18\b \x01(\v2\x10.cosla.wire.TestR\x04test\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x04R\x05epoch\"\xfe\x01\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05acked\x18\n" +
+	" \x01(\x04R\x05acked\"\xfe\x01\n" +
 	"\n" +
 	"ForwardAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x10\n" +
@@ -5905,7 +6013,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -5961,13 +6069,14 @@ var file_wire_proto_goTypes = []any{
 	(*ProbeReply)(nil),         // 51: cosla.wire.ProbeReply
 	(*PullRequest)(nil),        // 52: cosla.wire.PullRequest
 	(*PullReply)(nil),          // 53: cosla.wire.PullReply
-	(*Push)(nil),               // 54: cosla.wire.Push
-	(*PushAck)(nil),            // 55: cosla.wire.PushAck
-	(*Forward)(nil),            // 56: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 57: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 58: cosla.wire.Resolved
-	(*Repair)(nil),             // 59: cosla.wire.Repair
-	(*RepairReply)(nil),        // 60: cosla.wire.RepairReply
+	(*Record)(nil),             // 54: cosla.wire.Record
+	(*Push)(nil),               // 55: cosla.wire.Push
+	(*PushAck)(nil),            // 56: cosla.wire.PushAck
+	(*Forward)(nil),            // 57: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 58: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 59: cosla.wire.Resolved
+	(*Repair)(nil),             // 60: cosla.wire.Repair
+	(*RepairReply)(nil),        // 61: cosla.wire.RepairReply
 }
 var file_wire_proto_depIdxs = []int32{
 	39,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
@@ -5984,12 +6093,12 @@ var file_wire_proto_depIdxs = []int32{
 	51,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
 	52,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
 	53,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	54,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	55,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	59,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	56,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	57,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	58,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	55,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	56,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	60,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	57,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	58,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	59,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
 	4,   // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
 	5,   // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
 	6,   // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
@@ -6006,7 +6115,7 @@ var file_wire_proto_depIdxs = []int32{
 	18,  // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
 	19,  // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
 	20,  // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
-	60,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
+	61,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
 	22,  // 37: cosla.wire.Envelope.config_raft:type_name -> cosla.wire.ConfigRaft
 	23,  // 38: cosla.wire.Envelope.lease_renew:type_name -> cosla.wire.LeaseRenew
 	24,  // 39: cosla.wire.Envelope.lease_grant:type_name -> cosla.wire.LeaseGrant
@@ -6069,28 +6178,30 @@ var file_wire_proto_depIdxs = []int32{
 	1,   // 96: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
 	1,   // 97: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
 	38,  // 98: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	37,  // 99: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 100: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	38,  // 101: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	37,  // 102: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 103: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	37,  // 104: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 105: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	46,  // 106: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	37,  // 107: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 108: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	37,  // 109: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 110: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	37,  // 111: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 112: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,   // 113: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,   // 114: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,   // 115: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	115, // [115:116] is the sub-list for method output_type
-	114, // [114:115] is the sub-list for method input_type
-	114, // [114:114] is the sub-list for extension type_name
-	114, // [114:114] is the sub-list for extension extendee
-	0,   // [0:114] is the sub-list for field type_name
+	54,  // 99: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
+	1,   // 100: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
+	37,  // 101: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 102: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	38,  // 103: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	37,  // 104: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 105: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	37,  // 106: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 107: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	46,  // 108: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	37,  // 109: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 110: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	37,  // 111: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 112: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	37,  // 113: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 114: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 115: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 116: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 117: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	117, // [117:118] is the sub-list for method output_type
+	116, // [116:117] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -6153,7 +6264,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
