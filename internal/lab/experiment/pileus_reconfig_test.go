@@ -1,6 +1,9 @@
 package experiment
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,4 +65,17 @@ func dayUtility(r *Result) map[string]float64 {
 		out[series] = utility[series] / float64(n)
 	}
 	return out
+}
+
+// TestReconfigSimulatorOnly: a cluster run of pileus-reconfig is refused
+// as bad input before any cluster starts.
+func TestReconfigSimulatorOnly(t *testing.T) {
+	s, err := Resolve("pileus-reconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunCluster(context.Background(), s, ClusterRunOptions{Dir: t.TempDir()})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "simulator only") {
+		t.Errorf("RunCluster: %v; want ErrInvalid, simulator only", err)
+	}
 }

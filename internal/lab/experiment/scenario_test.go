@@ -476,6 +476,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"service kind", base + "sim: {service: {teleport: 1us}}\n", "sim.service.teleport"},
 		{"service", base + "sim: {service: {get: -1us}}\n", "sim.service.get"},
 		{"free", base + "sim: {free: true, fsync: 1ms}\n", "sim.free"},
+		{"active site", base + "clients: [us]\nactive: {india: [0h, 1h]}\n", "active.india"},
+		{"active hours", base + "clients: [us]\nactive: {us: [2h, 1h]}\n", "active.us"},
+		{"active one time", base + "clients: [us]\nactive: {us: [1h]}\n", "active.us"},
+		{"active open loop", base + "clients: [us]\nactive: {us: [0h, 1h]}\nworkload: {rate: 10}\n", "active.us"},
+		{"reconfigure gain", base + "reconfigure: {gain: -1}\n", "reconfigure"},
+		{"reconfigure report", base + "reconfigure: {report_every: -1s}\n", "reconfigure.report_every"},
+		{"reconfig needs active", base + "outputs: [reconfig]\n", "outputs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), "test")
