@@ -182,7 +182,7 @@ func (p *reconfigPart) watch(w *harness.World) {
 
 // primaries are the sites of the table's primaries, by tablet, as the
 // member that has applied the most commands knows them.
-func primaries(w *harness.World) map[int]string {
+func primaries(w *harness.World) []string {
 	var best config.Status
 	for _, id := range site.Voters(w.Topology.ConfigSites()) {
 		m, err := w.Member(id)
@@ -193,13 +193,13 @@ func primaries(w *harness.World) map[int]string {
 			best = st
 		}
 	}
-	out := map[int]string{}
+	var out []string
 	for _, t := range best.Tables {
 		if t.Name != tableName {
 			continue
 		}
-		for i, tb := range t.Tablets {
-			out[i] = siteOf(tb.Primary)
+		for _, tb := range t.Tablets {
+			out = append(out, siteOf(tb.Primary))
 		}
 	}
 	return out
