@@ -401,7 +401,7 @@ func TestPresetsList(t *testing.T) {
 			t.Errorf("%s: no description", p.Name)
 		}
 	}
-	want := "capacity-lan cpq-fig1-hotspot cpq-fig1 cpq-fig2 cpq-fig3 cpq-sla-quorum cpq-tuner dcon-fig10 dcon-fig11 dcon-fig7 dcon-fig8 dcon-fig9 dcon-table3 dcon-table4 karma-drr karma-fig10 karma-fig11 karma-fig7 karma-fig8 karma-values pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2 pileus-volatile"
+	want := "capacity-lan cpq-fig1-hotspot cpq-fig1 cpq-fig2 cpq-fig3 cpq-sla-quorum cpq-tuner dcon-fig10 dcon-fig11 dcon-fig7 dcon-fig8 dcon-fig9 dcon-table3 dcon-table4 karma-drr karma-fig10 karma-fig11 karma-fig7 karma-fig8 karma-values pileus-fig13 pileus-fig14 pileus-fig3 pileus-reconfig pileus-table1 pileus-table2 pileus-volatile"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("presets %q, want %q", got, want)
 	}
