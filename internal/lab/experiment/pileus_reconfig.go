@@ -76,6 +76,20 @@ type ReconfigResult struct {
 	// Moves are the moves of the table's primaries the service committed
 	// during the unit's run.
 	Moves []MoveRecord `json:"moves,omitempty"`
+	// Service is what the configuration service's members sent and
+	// synced, summed, per second of the world's life.
+	Service *ServiceCost `json:"service,omitempty"`
+}
+
+// ServiceCost is the configuration service's steady cost in a world:
+// its members' raft messages, fsyncs, lease renewals granted and
+// utility reports received, per second of virtual time, all members
+// summed.
+type ServiceCost struct {
+	RaftPerS     float64 `json:"raft_per_s"`
+	FsyncsPerS   float64 `json:"fsyncs_per_s"`
+	RenewalsPerS float64 `json:"renewals_per_s"`
+	ReportsPerS  float64 `json:"reports_per_s"`
 }
 
 // HourUtility is one hour's Gets and their utility, summed.
@@ -127,6 +141,7 @@ type reconfigPart struct {
 	hour  time.Duration
 	hours map[*run]map[int]*HourUtility
 	moves []MoveRecord
+	world *harness.World // set by watch
 }
 
 func (*reconfigPart) keepsOps() bool { return false }
@@ -155,7 +170,29 @@ func (p *reconfigPart) finish(*driver.Recorder) {
 			r.r.Hours = append(r.r.Hours, *p.hours[r][h])
 		}
 		r.r.Moves = p.moves
+		if p.world != nil {
+			r.r.Service = serviceCost(p.world)
+		}
 	}
+}
+
+// serviceCost sums the members' metrics over the world's life so far.
+func serviceCost(w *harness.World) *ServiceCost {
+	var m config.Metrics
+	for _, id := range site.Voters(w.Topology.ConfigSites()) {
+		n, err := w.Member(id)
+		if err != nil {
+			continue
+		}
+		x := n.Metrics()
+		m.RaftSent += x.RaftSent
+		m.Fsyncs += x.Fsyncs
+		m.RenewalsGranted += x.RenewalsGranted
+		m.UtilityReports += x.UtilityReports
+	}
+	secs := w.Sim.Now().Seconds()
+	return &ServiceCost{RaftPerS: float64(m.RaftSent) / secs, FsyncsPerS: float64(m.Fsyncs) / secs,
+		RenewalsPerS: float64(m.RenewalsGranted) / secs, ReportsPerS: float64(m.UtilityReports) / secs}
 }
 
 // watchEvery is how often the watch reads the service's tables.
@@ -165,6 +202,7 @@ const watchEvery = 10 * time.Second
 // as the service's most advanced member has applied them, and records
 // each change. It reads and sends nothing, so the run stays as it was.
 func (p *reconfigPart) watch(w *harness.World) {
+	p.world = w
 	start := w.Sim.Now()
 	last := map[int]string{}
 	var poll func()
@@ -209,7 +247,7 @@ func (reconfigPlugin) tables(s *Scenario, r *Result) []Table {
 	if !s.wants(OutReconfig) {
 		return nil
 	}
-	return []Table{hourlyTable(s, r), movesTable(r)}
+	return []Table{hourlyTable(s, r), movesTable(r), serviceTable(r)}
 }
 
 func (reconfigPlugin) plots(*Scenario, *Result) ([]Figure, error) { return nil, nil }
@@ -290,6 +328,23 @@ func movesTable(r *Result) Table {
 			at := time.Duration(m.AtS / r.Scale * float64(time.Second)).Round(time.Minute)
 			t.Rows = append(t.Rows, []string{run.Series, strings.TrimSuffix(at.String(), "0s"), strconv.Itoa(m.Tablet), m.From, m.To})
 		}
+	}
+	return t
+}
+
+// serviceTable is the configuration service's cost per series.
+func serviceTable(r *Result) Table {
+	t := Table{Name: "service", Title: "The configuration service's cost per second, all members summed",
+		Header:  []string{"series", "raft messages/s", "fsyncs/s", "renewals/s", "reports/s"},
+		Caption: "Over the world's virtual life, table creation and load included; a report is counted at each member it reaches."}
+	done := map[string]bool{}
+	for _, run := range r.Runs {
+		if done[run.Series] || run.Service == nil {
+			continue
+		}
+		done[run.Series] = true
+		c := run.Service
+		t.Rows = append(t.Rows, []string{run.Series, f1(c.RaftPerS), f1(c.FsyncsPerS), f2(c.RenewalsPerS), f2(c.ReportsPerS)})
 	}
 	return t
 }

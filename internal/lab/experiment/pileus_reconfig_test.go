@@ -23,6 +23,9 @@ func checkReconfig(t *testing.T, scale float64, s *Scenario, r *Result) {
 	t.Helper()
 	var moves []MoveRecord
 	for _, run := range r.Runs {
+		if c := run.Service; c == nil || c.RaftPerS <= 0 || c.RenewalsPerS <= 0 || c.ReportsPerS <= 0 {
+			t.Errorf("series %s at %s: service cost %+v; want raft messages, renewals and reports", run.Series, run.Client, c)
+		}
 		if run.Series == "reconfigure" {
 			moves = run.Moves
 		} else if len(run.Moves) > 0 {
