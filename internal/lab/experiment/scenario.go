@@ -84,8 +84,10 @@ type Scenario struct {
 	// breakdown (Tables 1-2), latency (Fig. 3), timeline (Fig. 13),
 	// sensitivity (Fig. 14), ops (latency percentiles, throughput and
 	// failures per op and strategy; with a sweep, throughput-latency
-	// curves) and staleness (Gamma scores from the trace). Default:
-	// utility and ops.
+	// curves), staleness (Gamma scores from the trace) and reconfig
+	// (utility per hour and series with active hours, the primaries'
+	// moves and the configuration service's cost). Default: utility and
+	// ops.
 	Outputs []string `yaml:"outputs"`
 	// Adapt configures the timeline's adaptation analysis.
 	Adapt AdaptSpec `yaml:"adapt"`
