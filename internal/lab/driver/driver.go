@@ -206,8 +206,10 @@ func (s *Spec) Validate() error {
 			switch {
 			case st.Mix == nil:
 				return fmt.Errorf("%w: %s: streams[%d] has no mix", ErrInvalid, field, j)
-			case st.Every < 0 || st.Offset < 0 || st.Think < 0:
+			case st.Every < 0 || st.Offset < 0 || st.Think < 0 || st.From < 0 || st.Until < 0:
 				return fmt.Errorf("%w: %s: streams[%d] has a negative time", ErrInvalid, field, j)
+			case st.Until > 0 && st.Until <= st.From:
+				return fmt.Errorf("%w: %s: streams[%d] ends (until %v) before it begins (from %v)", ErrInvalid, field, j, st.Until, st.From)
 			case st.Every == 0 && len(g.Streams) > 1:
 				return fmt.Errorf("%w: %s: a closed-loop stream must be a session's only stream", ErrInvalid, field)
 			}
@@ -386,11 +388,11 @@ func (s *session) free() {
 	var next *streamState
 	at := time.Duration(-1)
 	for _, st := range s.streams {
-		if t := st.next(now, s.g.Rand); next == nil || t < at {
+		if t := st.next(now, s.g.Rand); !st.over(t) && (next == nil || t < at) {
 			next, at = st, t
 		}
 	}
-	if !d.mayStart(at) {
+	if next == nil || !d.mayStart(at) {
 		s.finish()
 		return
 	}

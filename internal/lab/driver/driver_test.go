@@ -128,7 +128,9 @@ func TestClosedLoop(t *testing.T) {
 		sessions int
 		steps    int
 		duration time.Duration
-		want     []time.Duration // start times, in completion order
+		// from and until bound the stream's hours.
+		from, until time.Duration
+		want        []time.Duration // start times, in completion order
 	}{
 		{name: "one session, think", latency: ms(2), think: ms(3), sessions: 1, steps: 4,
 			want: []time.Duration{0, ms(5), ms(10), ms(15)}},
@@ -136,12 +138,14 @@ func TestClosedLoop(t *testing.T) {
 			want: []time.Duration{0, ms(5), ms(10)}},
 		{name: "two sessions", latency: ms(4), sessions: 2, steps: 5,
 			want: []time.Duration{0, 0, ms(4), ms(4), ms(8)}},
+		{name: "hours: none before from, none at or after until", latency: ms(2), think: ms(3), sessions: 1, duration: ms(100),
+			from: ms(4), until: ms(14), want: []time.Duration{ms(4), ms(9)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ft := newFake(tc.latency)
 			var ops []Op
 			g := &Group{Name: "g", Sessions: tc.sessions, Rand: rand.New(rand.NewPCG(1, 1)),
-				Streams: []Stream{{Mix: getMix(t, 10), Think: tc.think}}}
+				Streams: []Stream{{Mix: getMix(t, 10), Think: tc.think, From: tc.from, Until: tc.until}}}
 			runFake(t, ft, Spec{Groups: []*Group{g}, Steps: tc.steps, Duration: tc.duration, Recorder: &Recorder{OnOp: collect(&ops)}})
 			if got := starts(&ops); !slices.Equal(got, tc.want) {
 				t.Errorf("starts %v, want %v", got, tc.want)

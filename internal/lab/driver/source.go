@@ -328,6 +328,11 @@ type Stream struct {
 	// Think, for a stream that is not periodic (a closed loop), is the
 	// pause between one step's end and the next step's start.
 	Think time.Duration
+	// From and Until bound when the stream's steps start: none before
+	// From, none at or after Until (0: no end). A session whose streams
+	// are all past their Until finishes; load that moves between client
+	// sites over a run gives each site's group its hours.
+	From, Until time.Duration
 }
 
 // streamState is a stream's schedule in one session.
@@ -344,6 +349,7 @@ type streamState struct {
 // next returns when the stream's next step starts, given that the
 // session is free at now; for a closed loop, now.
 func (st *streamState) next(now time.Duration, r *rand.Rand) time.Duration {
+	now = max(now, st.From)
 	if st.Every <= 0 {
 		return now
 	}
@@ -360,6 +366,9 @@ func (st *streamState) next(now time.Duration, r *rand.Rand) time.Duration {
 	}
 	return max(st.at, now)
 }
+
+// over reports whether a step starting at would start too late.
+func (st *streamState) over(at time.Duration) bool { return st.Until > 0 && at >= st.Until }
 
 // taken moves a periodic stream to its next slot once its step started.
 func (st *streamState) taken() {

@@ -111,6 +111,9 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 			return nil, fmt.Errorf("%w: schedule event %s: after_gets counts one client's Gets, but on a cluster the strategies run at once; use at", ErrInvalid, e.Label)
 		}
 	}
+	if len(s.Active) > 0 || s.Reconfigure != nil {
+		return nil, fmt.Errorf("%w: active hours and reconfigure run in the simulator only", ErrInvalid)
+	}
 	wp, own := worldOf(s)
 	if own {
 		for _, c := range wp.caveats(s) {

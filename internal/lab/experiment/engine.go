@@ -110,7 +110,7 @@ func planUnits(s *Scenario, seed uint64, t timing) ([]*unit, error) {
 // has a schedule ("the link to the primary" depends on where the client
 // is).
 func clientGroups(s *Scenario, cluster bool) [][]ClientSite {
-	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own {
+	if _, own := worldOf(s); (cluster && len(s.Schedule) == 0) || own || len(s.Active) > 0 {
 		// A worldPlugin's client sites share one world (its
 		// throughput is the whole system's).
 		return [][]ClientSite{s.Clients}
@@ -184,6 +184,9 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 		r.group.Rate, r.group.Mix = rate, mix
 	} else {
 		r.group.Streams = []driver.Stream{{Mix: mix, Think: think}}
+		if a, ok := s.Active[c.Site]; ok {
+			r.group.Streams[0].From, r.group.Streams[0].Until = t.scaled(a[0]), t.scaled(a[1])
+		}
 	}
 	return r, nil
 }

@@ -62,7 +62,7 @@ type mixer interface {
 // plugins are the registered plug-ins, in the order their tables and
 // plots appear in a report: the engine's own outputs (ops) after
 // Pileus's, as the reports had them before there were plug-ins.
-var plugins = []plugin{pileusPlugin{}, enginePlugin{}, cpqPlugin{}, dconPlugin{}, karmaPlugin{}}
+var plugins = []plugin{pileusPlugin{}, reconfigPlugin{}, enginePlugin{}, cpqPlugin{}, dconPlugin{}, karmaPlugin{}}
 
 // knownOutputs and knownMetrics are every plug-in's.
 var (

@@ -82,6 +82,7 @@ type RunResult struct {
 	BreakdownResult
 	BoundedResult
 	TimelineResult
+	ReconfigResult
 	// Causal is this client site's share of a causal table's run (see
 	// Result.Causal).
 	Causal    *CausalStats `json:"causal,omitempty"`

@@ -58,6 +58,15 @@ type Scenario struct {
 	// Each site must host a client. Default: every site with a client,
 	// one session each.
 	Clients ClientSites `yaml:"clients"`
+	// Active, if set, gives client sites hours: a site named here starts
+	// operations only from its first time until its second, since the
+	// workload started (load that follows the sun); a site it does not
+	// name runs throughout. Every client site of a unit then drives one
+	// world at once. Closed loops only (no rate); simulator only.
+	Active map[string][]time.Duration `yaml:"active"`
+	// Reconfigure, if set, turns the configuration service's planner on
+	// (SLA-driven reconfiguration), with its options. Simulator only.
+	Reconfigure *ReconfigureSpec `yaml:"reconfigure"`
 	// Strategies default to clientcore.Strategies; for a causal table
 	// to causalStrategies.
 	Strategies []string `yaml:"strategies"`
@@ -75,8 +84,10 @@ type Scenario struct {
 	// breakdown (Tables 1-2), latency (Fig. 3), timeline (Fig. 13),
 	// sensitivity (Fig. 14), ops (latency percentiles, throughput and
 	// failures per op and strategy; with a sweep, throughput-latency
-	// curves) and staleness (Gamma scores from the trace). Default:
-	// utility and ops.
+	// curves), staleness (Gamma scores from the trace) and reconfig
+	// (utility per hour and series with active hours, the primaries'
+	// moves and the configuration service's cost). Default: utility and
+	// ops.
 	Outputs []string `yaml:"outputs"`
 	// Adapt configures the timeline's adaptation analysis.
 	Adapt AdaptSpec `yaml:"adapt"`

@@ -401,7 +401,7 @@ func TestPresetsList(t *testing.T) {
 			t.Errorf("%s: no description", p.Name)
 		}
 	}
-	want := "capacity-lan cpq-fig1-hotspot cpq-fig1 cpq-fig2 cpq-fig3 cpq-sla-quorum cpq-tuner dcon-fig10 dcon-fig11 dcon-fig7 dcon-fig8 dcon-fig9 dcon-table3 dcon-table4 karma-drr karma-fig10 karma-fig11 karma-fig7 karma-fig8 karma-values pileus-fig13 pileus-fig14 pileus-fig3 pileus-table1 pileus-table2 pileus-volatile"
+	want := "capacity-lan cpq-fig1-hotspot cpq-fig1 cpq-fig2 cpq-fig3 cpq-sla-quorum cpq-tuner dcon-fig10 dcon-fig11 dcon-fig7 dcon-fig8 dcon-fig9 dcon-table3 dcon-table4 karma-drr karma-fig10 karma-fig11 karma-fig7 karma-fig8 karma-values pileus-fig13 pileus-fig14 pileus-fig3 pileus-reconfig pileus-table1 pileus-table2 pileus-volatile"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("presets %q, want %q", got, want)
 	}
@@ -476,6 +476,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"service kind", base + "sim: {service: {teleport: 1us}}\n", "sim.service.teleport"},
 		{"service", base + "sim: {service: {get: -1us}}\n", "sim.service.get"},
 		{"free", base + "sim: {free: true, fsync: 1ms}\n", "sim.free"},
+		{"active site", base + "clients: [us]\nactive: {india: [0h, 1h]}\n", "active.india"},
+		{"active hours", base + "clients: [us]\nactive: {us: [2h, 1h]}\n", "active.us"},
+		{"active one time", base + "clients: [us]\nactive: {us: [1h]}\n", "active.us"},
+		{"active open loop", base + "clients: [us]\nactive: {us: [0h, 1h]}\nworkload: {rate: 10}\n", "active.us"},
+		{"reconfigure gain", base + "reconfigure: {gain: -1}\n", "reconfigure"},
+		{"reconfigure report", base + "reconfigure: {report_every: -1s}\n", "reconfigure.report_every"},
+		{"reconfig needs active", base + "outputs: [reconfig]\n", "outputs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), "test")

@@ -74,10 +74,18 @@ func Run(s *Scenario, o RunOptions) (*Result, error) {
 
 // simWorld builds a unit's world: the topology with the scenario's
 // costs on every storage node, the runs' client options on its clients.
-func simWorld(u *unit) (*harness.World, error) {
+func simWorld(u *unit, t timing) (*harness.World, error) {
 	s := u.s
-	return harness.New(harness.Options{Seed: u.seed, Topology: s.topo, Storage: s.Sim.nodeOptions(),
-		ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores, Client: u.runs[0].group.Cosla.Client})
+	o := harness.Options{Seed: u.seed, Topology: s.topo, Storage: s.Sim.nodeOptions(),
+		ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores, Client: u.runs[0].group.Cosla.Client}
+	s.worldOptions(&o, t)
+	return harness.New(o)
+}
+
+// A worldWatcher is a unit's part that reads the world while the
+// workload runs.
+type worldWatcher interface {
+	watch(w *harness.World)
 }
 
 // runSimUnit runs a unit in a world of its own and returns the world's
@@ -88,7 +96,7 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 		return wp.runSim(u, t)
 	}
 	s := u.s
-	w, err := simWorld(u)
+	w, err := simWorld(u, t)
 	if err != nil {
 		return 0, err
 	}
@@ -108,6 +116,11 @@ func runSimUnit(u *unit, t timing) (uint64, error) {
 	if loadBound(s) != wire.Unbounded {
 		if err := w.Sim.Run(w.Sim.Now() + s.Table.PullInterval); err != nil {
 			return 0, err
+		}
+	}
+	for _, p := range u.parts {
+		if ww, ok := p.(worldWatcher); ok {
+			ww.watch(w)
 		}
 	}
 	if err := driveSim(u, t, w.Sim, &driver.SimTarget{World: w, Table: tableName, Node: s.Sim.clientOptions()}); err != nil {

@@ -423,6 +423,17 @@ func (s *Scenario) ycsbProperties() (workload.Properties, error) {
 }
 
 func (s *Scenario) validateClients() error {
+	for site, a := range s.Active {
+		field := "active." + site
+		switch {
+		case !slices.Contains(s.Clients.Sites(), site):
+			return invalid(field, "%q is not a client site", site)
+		case len(a) != 2 || a[0] < 0 || a[1] <= a[0]:
+			return invalid(field, "%v: want [from, until], 0 <= from < until", a)
+		case s.Workload.Rate > 0:
+			return invalid(field, "active hours need closed loops (no workload.rate)")
+		}
+	}
 	for i, c := range s.Clients {
 		if !s.hasNodes(c.Site, true) || slices.IndexFunc(s.Clients, func(o ClientSite) bool { return o.Site == c.Site }) != i {
 			return invalid(fmt.Sprintf("clients[%d]", i), "site %q hosts no client or is repeated", c.Site)
