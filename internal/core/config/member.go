@@ -82,10 +82,12 @@ func (o MemberOptions) Validate() error {
 // election timeout it never reaches and campaigns itself, after a quiet
 // spell drawn from the node's seeded source (DESIGN.md section 10).
 type Member struct {
-	opts  MemberOptions
-	env   node.Env
-	send  func(to wire.NodeID, m raftpb.Message)
-	apply func(index uint64, c Command, err error)
+	opts MemberOptions
+	// voters are opts.Voters in name order: raft IDs are places in it.
+	voters []wire.NodeID
+	env    node.Env
+	send   func(to wire.NodeID, m raftpb.Message)
+	apply  func(index uint64, c Command, err error)
 
 	rn    *raft.RawNode
 	log   *raftLog
@@ -109,7 +111,7 @@ const neverElect = 1 << 30
 
 // NewMember returns a member; Start starts it.
 func NewMember(opts MemberOptions) *Member {
-	return &Member{opts: opts.EnsureDefaults()}
+	return &Member{opts: opts.EnsureDefaults(), voters: slices.Sorted(slices.Values(opts.Voters))}
 }
 
 // Start recovers the member from env's engine. send carries a raft
@@ -173,12 +175,11 @@ func (m *Member) boot() raftpb.Snapshot {
 // raftID is a voter's raft ID: its place among the voters in name order,
 // from 1; raft.None for a node that is not a voter.
 func (m *Member) raftID(n wire.NodeID) uint64 {
-	i := slices.Index(slices.Sorted(slices.Values(m.opts.Voters)), n)
-	return uint64(i + 1)
+	return uint64(slices.Index(m.voters, n) + 1)
 }
 
 func (m *Member) nodeID(id uint64) wire.NodeID {
-	return slices.Sorted(slices.Values(m.opts.Voters))[id-1]
+	return m.voters[id-1]
 }
 
 func (m *Member) drawQuiet(r *rand.Rand) int {
