@@ -361,6 +361,8 @@ type evaluation struct {
 	// read it.
 	gone    bool
 	gonePos int
+	// by is the node that sent it, a primary of the tablet.
+	by wire.NodeID
 }
 
 func (e *evaluation) String() string {
@@ -399,11 +401,15 @@ type ledger struct {
 	w  *harness.World
 	rw *randomWorld
 	// layout is the table's layout as the configuration service last
-	// changed it, epochs each tablet's epoch, primaries every node that
-	// has been a tablet's primary (whose messages carry its order).
+	// changed it, epochs each tablet's epoch and starts its start,
+	// primaries every node that has been a tablet's primary (whose
+	// messages carry its order).
 	layout    wire.Layout
 	epochs    map[int32]uint64
+	starts    map[int32]hlc.Timestamp
 	primaries map[int32][]wire.NodeID
+	// from is the sender of the message being observed.
+	from wire.NodeID
 	// acks are the Puts the primaries acknowledged, at their epochs
 	// (check.CheckEpochs).
 	acks []check.Ack
@@ -437,7 +443,7 @@ func newLedger(w *harness.World, rw *randomWorld) *ledger {
 	for i, tb := range rw.layout.Tablets {
 		primaries[int32(i)] = []wire.NodeID{tb.Primary}
 	}
-	return &ledger{w: w, rw: rw, layout: rw.layout, epochs: map[int32]uint64{}, primaries: primaries,
+	return &ledger{w: w, rw: rw, layout: rw.layout, epochs: map[int32]uint64{}, starts: map[int32]hlc.Timestamp{}, primaries: primaries,
 		puts: map[requestID]*wire.PutRequest{}, gets: map[requestID]*wire.GetRequest{},
 		forwards: map[forwardID]*wire.Forward{}, acked: map[forwardID]*wire.ForwardAck{},
 		resolved: map[forwardID][]*wire.Resolved{}, answered: map[requestID]bool{},
@@ -462,7 +468,7 @@ func (l *ledger) epochChanged(m *wire.EpochChange) {
 	if m.Layout.ID != l.rw.layout.ID || m.Epoch <= l.epochs[m.Tablet] {
 		return // a resend, or a change of replicas only
 	}
-	l.epochs[m.Tablet] = m.Epoch
+	l.epochs[m.Tablet], l.starts[m.Tablet] = m.Epoch, m.Start
 	l.layout = m.Layout
 	if p := m.Layout.Tablets[m.Tablet].Primary; !slices.Contains(l.primaries[m.Tablet], p) {
 		l.primaries[m.Tablet] = append(l.primaries[m.Tablet], p)
@@ -489,6 +495,7 @@ func (l *ledger) ackedPut(from wire.NodeID, ref wire.TabletRef) {
 
 // observe is the world's Options.Observe.
 func (l *ledger) observe(from, to wire.NodeID, m wire.Msg) {
+	l.from = from
 	switch m := m.(type) {
 	case *wire.PutRequest:
 		l.puts[requestID{from, m.Req}] = m
@@ -618,10 +625,18 @@ func (l *ledger) known(tablet int32, key, value string, ts hlc.Timestamp, how st
 func (l *ledger) evaluated(e *evaluation) {
 	e.at = l.w.Sim.Now() - l.origin
 	e.pos = len(l.order[e.tablet])
-	if n := e.pos; n > 0 && !e.ts.IsZero() {
-		// The primary's timestamps only go up.
+	e.by = l.from
+	if l.epochs[e.tablet] > 0 && e.by != l.layout.Tablets[e.tablet].Primary && l.starts[e.tablet].Less(e.ts) {
+		// A version of an earlier epoch's primary, above the latest
+		// epoch's start, first seen after that epoch began (a reply
+		// held for its write level): rolled back wherever it is.
+		e.gone, e.gonePos = true, e.pos
+	}
+	if n := e.pos; n > 0 && !e.ts.IsZero() && !e.gone {
+		// A primary's timestamps only go up; those of two epochs'
+		// primaries are ordered by the epoch's start instead.
 		for i := n - 1; i >= 0; i-- {
-			if prev := l.order[e.tablet][i]; !prev.ts.IsZero() && !prev.gone {
+			if prev := l.order[e.tablet][i]; !prev.ts.IsZero() && !prev.gone && prev.by == e.by {
 				if !prev.ts.Less(e.ts) {
 					l.problem("the primary of tablet %d ordered %s after %s", e.tablet, e, prev)
 				}
