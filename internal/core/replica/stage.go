@@ -734,10 +734,14 @@ func (n *Node) dropAckedPrefix(tb *tablet) {
 	if b.Len() == 0 {
 		return
 	}
-	// Not synced: were it lost, the records are forwarded again after
-	// a restart and the primary answers from its recorded results (a
-	// write a failover rolled back meanwhile is ordered anew).
-	if err := n.env.Engine().Apply(&b, false); err != nil {
+	// Ungoverned, not synced: were it lost, the records are forwarded
+	// again after a restart and the primary answers from its recorded
+	// results. Governed, synced before the receiver tells a client the
+	// write's timestamp (Resolved): a failover may roll the version
+	// back, and a write forwarded again after a restart would then be
+	// ordered anew at another timestamp than the one its client was told
+	// (TestRandomized seed 231).
+	if err := n.env.Engine().Apply(&b, tb.epoch != 0); err != nil {
 		// Forwarded again, the writes are acknowledged again from
 		// their recorded results, and their records deleted then.
 		n.storageError(err)
