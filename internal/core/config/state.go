@@ -57,6 +57,10 @@ type Table struct {
 	Starts []hlc.Timestamp `json:"starts,omitempty"`
 	// Changes is set by the first OpReplicas of one of its tablets.
 	Changes []uint64 `json:"changes,omitempty"`
+	// Earlier holds, per tablet, the starts of its epochs before the
+	// current one, from the second, the newest first, at most
+	// wire.EarlierMax (EpochChange.Earlier).
+	Earlier [][]wire.EpochStart `json:"earlier,omitempty"`
 }
 
 // Start is the high timestamp tablet i's primary started its epoch from:
@@ -182,11 +186,26 @@ func (s *State) move(c Command) error {
 		delete(s.Leases, c.Node)
 	}
 	t.Layout = l
-	t.Epochs[c.Tablet]++
 	if t.Starts == nil {
 		t.Starts = make([]hlc.Timestamp, len(t.Epochs))
 	}
+	if t.Earlier == nil {
+		t.Earlier = make([][]wire.EpochStart, len(t.Epochs))
+	}
+	if e := t.Epochs[c.Tablet]; e > 1 {
+		prev := wire.EpochStart{Epoch: e, Start: t.Starts[c.Tablet]}
+		t.Earlier[c.Tablet] = append([]wire.EpochStart{prev}, t.Earlier[c.Tablet][:min(len(t.Earlier[c.Tablet]), wire.EarlierMax-1)]...)
+	}
+	t.Epochs[c.Tablet]++
 	t.Starts[c.Tablet] = c.Start
+	return nil
+}
+
+// EarlierOf returns tablet i's EpochChange.Earlier.
+func (t *Table) EarlierOf(i int) []wire.EpochStart {
+	if i < len(t.Earlier) {
+		return t.Earlier[i]
+	}
 	return nil
 }
 

@@ -292,7 +292,7 @@ func (n *Node) announce(t *Table, i int, to []wire.NodeID, now time.Time) {
 	}
 	slices.Sort(waiting)
 	no := &notice{
-		msg:     wire.EpochChange{Layout: t.Layout, Tablet: int32(i), Epoch: t.Epochs[i], Start: t.Start(i)},
+		msg:     wire.EpochChange{Layout: t.Layout, Tablet: int32(i), Epoch: t.Epochs[i], Start: t.Start(i), Earlier: t.EarlierOf(i)},
 		waiting: slices.Compact(waiting),
 	}
 	n.notices[ref] = no

@@ -102,13 +102,31 @@ func (n *Node) commitLayout(m *wire.EpochChange, add func(*storage.Batch) error)
 	return l, true
 }
 
+// rollbackFloor is where a replica at epoch own rolls back to when it
+// learns of m's epoch: the start of the first epoch after its own, which
+// is m.Start only if it missed no epoch. Versions of its own epoch above
+// that start were never in the next epoch's log, though a later epoch's
+// start may lie above them (TestRandomized seeds 143, 713 and 782). Zero
+// if m no longer lists that start: everything it holds goes back.
+func rollbackFloor(own uint64, m *wire.EpochChange) hlc.Timestamp {
+	if own+1 >= m.Epoch {
+		return m.Start
+	}
+	for _, e := range m.Earlier {
+		if e.Epoch == own+1 {
+			return e.Start
+		}
+	}
+	return hlc.Timestamp{}
+}
+
 // adoptEpoch moves the tablet to m's epoch: rolls back what it holds
 // above m.Start, takes its role in the new layout and, as the new
 // primary, its first lease from when the HighRequest of the epoch came.
 func (n *Node) adoptEpoch(tb *tablet, m *wire.EpochChange) bool {
 	var rb rolledBack
 	l, ok := n.commitLayout(m, func(b *storage.Batch) (err error) {
-		rb, err = n.rollback(tb, m.Start, m.Epoch, m.Layout.Tablets[m.Tablet].Primary == n.env.ID(), b)
+		rb, err = n.rollback(tb, rollbackFloor(tb.epoch, m), m.Epoch, m.Layout.Tablets[m.Tablet].Primary == n.env.ID(), b)
 		b.Set(metaKey(tb.ref, metaEpoch), encodeEpoch(m.Epoch, m.Start))
 		return err
 	})

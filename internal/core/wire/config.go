@@ -90,13 +90,29 @@ type HighReply struct {
 // to survive). The new primary counts its first lease from when it
 // received the HighRequest of Epoch. The replica answers EpochAck.
 //
+// Earlier are the starts of the epochs before Epoch (from the second,
+// the newest first, at most EarlierMax): a replica that missed some
+// epochs rolls back above the start of the first epoch after its own,
+// which may lie below Start.
+//
 //wire:envelope 52
 type EpochChange struct {
-	Layout Layout        `wire:"1" trace:"-"`
-	Tablet int32         `wire:"2"`
-	Epoch  uint64        `wire:"3"`
-	Start  hlc.Timestamp `wire:"4"`
+	Layout  Layout        `wire:"1" trace:"-"`
+	Tablet  int32         `wire:"2"`
+	Epoch   uint64        `wire:"3"`
+	Start   hlc.Timestamp `wire:"4"`
+	Earlier []EpochStart  `wire:"5" trace:"-"`
 }
+
+// EpochStart is the start of one of a tablet's epochs (EpochChange).
+type EpochStart struct {
+	Epoch uint64        `wire:"1"`
+	Start hlc.Timestamp `wire:"2"`
+}
+
+// EarlierMax bounds EpochChange.Earlier. A replica further behind has no
+// start to roll back to: it rolls back every version it holds.
+const EarlierMax = 16
 
 // EpochAck tells the leader that a replica knows the tablet's Epoch.
 //

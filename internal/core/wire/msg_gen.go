@@ -559,6 +559,19 @@ func (m *EpochChange) size() (n int) {
 	n += uintField(2, uint64(int64(m.Tablet)))
 	n += uintField(3, m.Epoch)
 	n += tsField(4, m.Start)
+	for i := range m.Earlier {
+		n += msgField(5, m.Earlier[i].size())
+	}
+	return n
+}
+
+// size is the size of the EpochStart message's encoding; nil is an empty one.
+func (m *EpochStart) size() (n int) {
+	if m == nil {
+		return 0
+	}
+	n += uintField(1, m.Epoch)
+	n += tsField(2, m.Start)
 	return n
 }
 

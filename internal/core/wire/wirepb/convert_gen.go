@@ -990,12 +990,38 @@ func epochChangePB(m *wire.EpochChange) *EpochChange {
 		Epoch:  m.Epoch,
 		Start:  tsPB(m.Start),
 	}
+	if len(m.Earlier) > 0 {
+		r.Earlier = make([]*EpochStart, len(m.Earlier))
+		for i := range m.Earlier {
+			r.Earlier[i] = epochStartPB(&m.Earlier[i])
+		}
+	}
 	return r
 }
 
 func epochChangeWire(r *EpochChange, d *decoder) (m wire.EpochChange) {
 	m.Layout = layoutWire(r.GetLayout(), d)
 	m.Tablet = r.GetTablet()
+	m.Epoch = r.GetEpoch()
+	m.Start = tsWire(r.GetStart())
+	if ps := r.GetEarlier(); len(ps) > 0 {
+		m.Earlier = make([]wire.EpochStart, len(ps))
+		for i, p := range ps {
+			m.Earlier[i] = epochStartWire(p, d)
+		}
+	}
+	return m
+}
+
+func epochStartPB(m *wire.EpochStart) *EpochStart {
+	r := &EpochStart{
+		Epoch: m.Epoch,
+		Start: tsPB(m.Start),
+	}
+	return r
+}
+
+func epochStartWire(r *EpochStart, d *decoder) (m wire.EpochStart) {
 	m.Epoch = r.GetEpoch()
 	m.Start = tsWire(r.GetStart())
 	return m

@@ -168,6 +168,8 @@ func TestSize(t *testing.T) {
 		{"high", &wire.HighRequest{Tablet: ref, Epoch: 2, Until: ts}},
 		{"high-reply", &wire.HighReply{Tablet: ref, Epoch: 2, High: ts, Code: wire.Invalid}},
 		{"epoch-change", &wire.EpochChange{Layout: hashed, Tablet: 1, Epoch: 9, Start: ts}},
+		{"epoch-change earlier", &wire.EpochChange{Layout: hashed, Tablet: 1, Epoch: 9, Start: ts,
+			Earlier: []wire.EpochStart{{Epoch: 8, Start: ts}, {Epoch: 1 << 40}}}},
 		{"epoch-ack", &wire.EpochAck{Tablet: ref, Epoch: 9}},
 		{"utility-report", &wire.UtilityReport{Tablet: ref, Ops: 1 << 33, Sites: []wire.SiteUtility{{Site: "us", Micro: 1 << 50}, {}}}},
 		{"reconfigure", &wire.Reconfigure{Req: 1, Table: "t", Tablet: 2, Primary: "us/r1", Add: "india/r1", Remove: "china/r1"}},

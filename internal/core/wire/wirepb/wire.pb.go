@@ -2820,12 +2820,18 @@ func (x *HighReply) GetCode() uint32 {
 // above it rolls them back (they were acknowledged by too few replicas
 // to survive). The new primary counts its first lease from when it
 // received the HighRequest of Epoch. The replica answers EpochAck.
+//
+// Earlier are the starts of the epochs before Epoch (from the second,
+// the newest first, at most EarlierMax): a replica that missed some
+// epochs rolls back above the start of the first epoch after its own,
+// which may lie below Start.
 type EpochChange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Layout        *Layout                `protobuf:"bytes,1,opt,name=layout,proto3" json:"layout,omitempty"`
 	Tablet        int32                  `protobuf:"varint,2,opt,name=tablet,proto3" json:"tablet,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Start         *Timestamp             `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	Earlier       []*EpochStart          `protobuf:"bytes,5,rep,name=earlier,proto3" json:"earlier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2888,6 +2894,66 @@ func (x *EpochChange) GetStart() *Timestamp {
 	return nil
 }
 
+func (x *EpochChange) GetEarlier() []*EpochStart {
+	if x != nil {
+		return x.Earlier
+	}
+	return nil
+}
+
+// EpochStart is the start of one of a tablet's epochs (EpochChange).
+type EpochStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Start         *Timestamp             `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EpochStart) Reset() {
+	*x = EpochStart{}
+	mi := &file_wire_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EpochStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EpochStart) ProtoMessage() {}
+
+func (x *EpochStart) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EpochStart.ProtoReflect.Descriptor instead.
+func (*EpochStart) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *EpochStart) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *EpochStart) GetStart() *Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
 // EpochAck tells the leader that a replica knows the tablet's Epoch.
 type EpochAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2899,7 +2965,7 @@ type EpochAck struct {
 
 func (x *EpochAck) Reset() {
 	*x = EpochAck{}
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2977,7 @@ func (x *EpochAck) String() string {
 func (*EpochAck) ProtoMessage() {}
 
 func (x *EpochAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[28]
+	mi := &file_wire_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +2990,7 @@ func (x *EpochAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochAck.ProtoReflect.Descriptor instead.
 func (*EpochAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{28}
+	return file_wire_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EpochAck) GetTablet() *TabletRef {
@@ -2953,7 +3019,7 @@ type SiteUtility struct {
 
 func (x *SiteUtility) Reset() {
 	*x = SiteUtility{}
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3031,7 @@ func (x *SiteUtility) String() string {
 func (*SiteUtility) ProtoMessage() {}
 
 func (x *SiteUtility) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[29]
+	mi := &file_wire_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3044,7 @@ func (x *SiteUtility) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteUtility.ProtoReflect.Descriptor instead.
 func (*SiteUtility) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{29}
+	return file_wire_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SiteUtility) GetSite() string {
@@ -3010,7 +3076,7 @@ type UtilityReport struct {
 
 func (x *UtilityReport) Reset() {
 	*x = UtilityReport{}
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3088,7 @@ func (x *UtilityReport) String() string {
 func (*UtilityReport) ProtoMessage() {}
 
 func (x *UtilityReport) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[30]
+	mi := &file_wire_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3101,7 @@ func (x *UtilityReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UtilityReport.ProtoReflect.Descriptor instead.
 func (*UtilityReport) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{30}
+	return file_wire_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UtilityReport) GetTablet() *TabletRef {
@@ -3079,7 +3145,7 @@ type Reconfigure struct {
 
 func (x *Reconfigure) Reset() {
 	*x = Reconfigure{}
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3157,7 @@ func (x *Reconfigure) String() string {
 func (*Reconfigure) ProtoMessage() {}
 
 func (x *Reconfigure) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[31]
+	mi := &file_wire_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3170,7 @@ func (x *Reconfigure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reconfigure.ProtoReflect.Descriptor instead.
 func (*Reconfigure) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{31}
+	return file_wire_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Reconfigure) GetReq() uint64 {
@@ -3168,7 +3234,7 @@ type ReconfigureReply struct {
 
 func (x *ReconfigureReply) Reset() {
 	*x = ReconfigureReply{}
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3246,7 @@ func (x *ReconfigureReply) String() string {
 func (*ReconfigureReply) ProtoMessage() {}
 
 func (x *ReconfigureReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[32]
+	mi := &file_wire_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3259,7 @@ func (x *ReconfigureReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigureReply.ProtoReflect.Descriptor instead.
 func (*ReconfigureReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{32}
+	return file_wire_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReconfigureReply) GetReq() uint64 {
@@ -3245,7 +3311,7 @@ type Tablet struct {
 
 func (x *Tablet) Reset() {
 	*x = Tablet{}
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +3323,7 @@ func (x *Tablet) String() string {
 func (*Tablet) ProtoMessage() {}
 
 func (x *Tablet) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[33]
+	mi := &file_wire_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +3336,7 @@ func (x *Tablet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tablet.ProtoReflect.Descriptor instead.
 func (*Tablet) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{33}
+	return file_wire_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Tablet) GetStart() []byte {
@@ -3312,7 +3378,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3390,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[34]
+	mi := &file_wire_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3403,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{34}
+	return file_wire_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Layout) GetName() string {
@@ -3413,7 +3479,7 @@ type CausalLayout struct {
 
 func (x *CausalLayout) Reset() {
 	*x = CausalLayout{}
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3491,7 @@ func (x *CausalLayout) String() string {
 func (*CausalLayout) ProtoMessage() {}
 
 func (x *CausalLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[35]
+	mi := &file_wire_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +3504,7 @@ func (x *CausalLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CausalLayout.ProtoReflect.Descriptor instead.
 func (*CausalLayout) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{35}
+	return file_wire_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CausalLayout) GetRings() []*Ring {
@@ -3488,7 +3554,7 @@ type Ring struct {
 
 func (x *Ring) Reset() {
 	*x = Ring{}
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3566,7 @@ func (x *Ring) String() string {
 func (*Ring) ProtoMessage() {}
 
 func (x *Ring) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[36]
+	mi := &file_wire_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3579,7 @@ func (x *Ring) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ring.ProtoReflect.Descriptor instead.
 func (*Ring) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{36}
+	return file_wire_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Ring) GetName() string {
@@ -3541,7 +3607,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3619,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[37]
+	mi := &file_wire_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3632,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{37}
+	return file_wire_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TabletRef) GetTable() uint64 {
@@ -3597,7 +3663,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3675,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[38]
+	mi := &file_wire_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3688,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{38}
+	return file_wire_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Entry) GetTs() *Timestamp {
@@ -3672,7 +3738,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3750,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[39]
+	mi := &file_wire_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3763,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{39}
+	return file_wire_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateTableRequest) GetReq() uint64 {
@@ -3725,7 +3791,7 @@ type CreateTableReply struct {
 
 func (x *CreateTableReply) Reset() {
 	*x = CreateTableReply{}
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3737,7 +3803,7 @@ func (x *CreateTableReply) String() string {
 func (*CreateTableReply) ProtoMessage() {}
 
 func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[40]
+	mi := &file_wire_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3750,7 +3816,7 @@ func (x *CreateTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableReply.ProtoReflect.Descriptor instead.
 func (*CreateTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{40}
+	return file_wire_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateTableReply) GetReq() uint64 {
@@ -3779,7 +3845,7 @@ type DeleteTableRequest struct {
 
 func (x *DeleteTableRequest) Reset() {
 	*x = DeleteTableRequest{}
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3791,7 +3857,7 @@ func (x *DeleteTableRequest) String() string {
 func (*DeleteTableRequest) ProtoMessage() {}
 
 func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[41]
+	mi := &file_wire_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3804,7 +3870,7 @@ func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{41}
+	return file_wire_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteTableRequest) GetReq() uint64 {
@@ -3832,7 +3898,7 @@ type DeleteTableReply struct {
 
 func (x *DeleteTableReply) Reset() {
 	*x = DeleteTableReply{}
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3844,7 +3910,7 @@ func (x *DeleteTableReply) String() string {
 func (*DeleteTableReply) ProtoMessage() {}
 
 func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[42]
+	mi := &file_wire_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3857,7 +3923,7 @@ func (x *DeleteTableReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableReply.ProtoReflect.Descriptor instead.
 func (*DeleteTableReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{42}
+	return file_wire_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteTableReply) GetReq() uint64 {
@@ -3885,7 +3951,7 @@ type TableInfoRequest struct {
 
 func (x *TableInfoRequest) Reset() {
 	*x = TableInfoRequest{}
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3897,7 +3963,7 @@ func (x *TableInfoRequest) String() string {
 func (*TableInfoRequest) ProtoMessage() {}
 
 func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[43]
+	mi := &file_wire_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3910,7 +3976,7 @@ func (x *TableInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoRequest.ProtoReflect.Descriptor instead.
 func (*TableInfoRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{43}
+	return file_wire_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TableInfoRequest) GetReq() uint64 {
@@ -3939,7 +4005,7 @@ type TableInfoReply struct {
 
 func (x *TableInfoReply) Reset() {
 	*x = TableInfoReply{}
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3951,7 +4017,7 @@ func (x *TableInfoReply) String() string {
 func (*TableInfoReply) ProtoMessage() {}
 
 func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[44]
+	mi := &file_wire_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3964,7 +4030,7 @@ func (x *TableInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableInfoReply.ProtoReflect.Descriptor instead.
 func (*TableInfoReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{44}
+	return file_wire_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TableInfoReply) GetReq() uint64 {
@@ -4031,7 +4097,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +4109,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[45]
+	mi := &file_wire_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +4122,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{45}
+	return file_wire_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PutRequest) GetReq() uint64 {
@@ -4148,7 +4214,7 @@ type Test struct {
 
 func (x *Test) Reset() {
 	*x = Test{}
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +4226,7 @@ func (x *Test) String() string {
 func (*Test) ProtoMessage() {}
 
 func (x *Test) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[46]
+	mi := &file_wire_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +4239,7 @@ func (x *Test) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Test.ProtoReflect.Descriptor instead.
 func (*Test) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{46}
+	return file_wire_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Test) GetKey() []byte {
@@ -4225,7 +4291,7 @@ type PutReply struct {
 
 func (x *PutReply) Reset() {
 	*x = PutReply{}
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4237,7 +4303,7 @@ func (x *PutReply) String() string {
 func (*PutReply) ProtoMessage() {}
 
 func (x *PutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[47]
+	mi := &file_wire_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4250,7 +4316,7 @@ func (x *PutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutReply.ProtoReflect.Descriptor instead.
 func (*PutReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{47}
+	return file_wire_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PutReply) GetReq() uint64 {
@@ -4343,7 +4409,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4355,7 +4421,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[48]
+	mi := &file_wire_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4368,7 +4434,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{48}
+	return file_wire_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetRequest) GetReq() uint64 {
@@ -4433,7 +4499,7 @@ type GetReply struct {
 
 func (x *GetReply) Reset() {
 	*x = GetReply{}
-	mi := &file_wire_proto_msgTypes[49]
+	mi := &file_wire_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4445,7 +4511,7 @@ func (x *GetReply) String() string {
 func (*GetReply) ProtoMessage() {}
 
 func (x *GetReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[49]
+	mi := &file_wire_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4458,7 +4524,7 @@ func (x *GetReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReply.ProtoReflect.Descriptor instead.
 func (*GetReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{49}
+	return file_wire_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetReply) GetReq() uint64 {
@@ -4542,7 +4608,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_wire_proto_msgTypes[50]
+	mi := &file_wire_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4620,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[50]
+	mi := &file_wire_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4633,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{50}
+	return file_wire_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ProbeRequest) GetReq() uint64 {
@@ -4597,7 +4663,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_wire_proto_msgTypes[51]
+	mi := &file_wire_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4609,7 +4675,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[51]
+	mi := &file_wire_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4622,7 +4688,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{51}
+	return file_wire_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ProbeReply) GetReq() uint64 {
@@ -4673,7 +4739,7 @@ type PullRequest struct {
 
 func (x *PullRequest) Reset() {
 	*x = PullRequest{}
-	mi := &file_wire_proto_msgTypes[52]
+	mi := &file_wire_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4685,7 +4751,7 @@ func (x *PullRequest) String() string {
 func (*PullRequest) ProtoMessage() {}
 
 func (x *PullRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[52]
+	mi := &file_wire_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4698,7 +4764,7 @@ func (x *PullRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullRequest.ProtoReflect.Descriptor instead.
 func (*PullRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{52}
+	return file_wire_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PullRequest) GetTablet() *TabletRef {
@@ -4782,7 +4848,7 @@ type PullReply struct {
 
 func (x *PullReply) Reset() {
 	*x = PullReply{}
-	mi := &file_wire_proto_msgTypes[53]
+	mi := &file_wire_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +4860,7 @@ func (x *PullReply) String() string {
 func (*PullReply) ProtoMessage() {}
 
 func (x *PullReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[53]
+	mi := &file_wire_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +4873,7 @@ func (x *PullReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullReply.ProtoReflect.Descriptor instead.
 func (*PullReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{53}
+	return file_wire_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PullReply) GetTablet() *TabletRef {
@@ -4910,7 +4976,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +4988,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[54]
+	mi := &file_wire_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5001,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{54}
+	return file_wire_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Record) GetOrigin() string {
@@ -4991,7 +5057,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5003,7 +5069,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[55]
+	mi := &file_wire_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5016,7 +5082,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{55}
+	return file_wire_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Push) GetTablet() *TabletRef {
@@ -5069,7 +5135,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5081,7 +5147,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[56]
+	mi := &file_wire_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5094,7 +5160,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{56}
+	return file_wire_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PushAck) GetTablet() *TabletRef {
@@ -5146,7 +5212,7 @@ type Forward struct {
 
 func (x *Forward) Reset() {
 	*x = Forward{}
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5158,7 +5224,7 @@ func (x *Forward) String() string {
 func (*Forward) ProtoMessage() {}
 
 func (x *Forward) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[57]
+	mi := &file_wire_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5171,7 +5237,7 @@ func (x *Forward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Forward.ProtoReflect.Descriptor instead.
 func (*Forward) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{57}
+	return file_wire_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Forward) GetTablet() *TabletRef {
@@ -5266,7 +5332,7 @@ type ForwardAck struct {
 
 func (x *ForwardAck) Reset() {
 	*x = ForwardAck{}
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5278,7 +5344,7 @@ func (x *ForwardAck) String() string {
 func (*ForwardAck) ProtoMessage() {}
 
 func (x *ForwardAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[58]
+	mi := &file_wire_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5291,7 +5357,7 @@ func (x *ForwardAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardAck.ProtoReflect.Descriptor instead.
 func (*ForwardAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{58}
+	return file_wire_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ForwardAck) GetTablet() *TabletRef {
@@ -5372,7 +5438,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_wire_proto_msgTypes[59]
+	mi := &file_wire_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5384,7 +5450,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[59]
+	mi := &file_wire_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5397,7 +5463,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{59}
+	return file_wire_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Resolved) GetTablet() *TabletRef {
@@ -5448,7 +5514,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_wire_proto_msgTypes[60]
+	mi := &file_wire_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5460,7 +5526,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[60]
+	mi := &file_wire_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5473,7 +5539,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{60}
+	return file_wire_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Repair) GetTablet() *TabletRef {
@@ -5511,7 +5577,7 @@ type RepairReply struct {
 
 func (x *RepairReply) Reset() {
 	*x = RepairReply{}
-	mi := &file_wire_proto_msgTypes[61]
+	mi := &file_wire_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5523,7 +5589,7 @@ func (x *RepairReply) String() string {
 func (*RepairReply) ProtoMessage() {}
 
 func (x *RepairReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[61]
+	mi := &file_wire_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5602,7 @@ func (x *RepairReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepairReply.ProtoReflect.Descriptor instead.
 func (*RepairReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{61}
+	return file_wire_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RepairReply) GetReq() uint64 {
@@ -5782,12 +5848,17 @@ const file_wire_proto_rawDesc = "" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12)\n" +
 	"\x04high\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\x94\x01\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\xc6\x01\n" +
 	"\vEpochChange\x12*\n" +
 	"\x06layout\x18\x01 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\x12\x16\n" +
 	"\x06tablet\x18\x02 \x01(\x05R\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12+\n" +
-	"\x05start\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x05start\"O\n" +
+	"\x05start\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x05start\x120\n" +
+	"\aearlier\x18\x05 \x03(\v2\x16.cosla.wire.EpochStartR\aearlier\"O\n" +
+	"\n" +
+	"EpochStart\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12+\n" +
+	"\x05start\x18\x02 \x01(\v2\x15.cosla.wire.TimestampR\x05start\"O\n" +
 	"\bEpochAck\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"7\n" +
@@ -6013,7 +6084,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_wire_proto_goTypes = []any{
 	(*Envelope)(nil),           // 0: cosla.wire.Envelope
 	(*Timestamp)(nil),          // 1: cosla.wire.Timestamp
@@ -6043,62 +6114,63 @@ var file_wire_proto_goTypes = []any{
 	(*HighRequest)(nil),        // 25: cosla.wire.HighRequest
 	(*HighReply)(nil),          // 26: cosla.wire.HighReply
 	(*EpochChange)(nil),        // 27: cosla.wire.EpochChange
-	(*EpochAck)(nil),           // 28: cosla.wire.EpochAck
-	(*SiteUtility)(nil),        // 29: cosla.wire.SiteUtility
-	(*UtilityReport)(nil),      // 30: cosla.wire.UtilityReport
-	(*Reconfigure)(nil),        // 31: cosla.wire.Reconfigure
-	(*ReconfigureReply)(nil),   // 32: cosla.wire.ReconfigureReply
-	(*Tablet)(nil),             // 33: cosla.wire.Tablet
-	(*Layout)(nil),             // 34: cosla.wire.Layout
-	(*CausalLayout)(nil),       // 35: cosla.wire.CausalLayout
-	(*Ring)(nil),               // 36: cosla.wire.Ring
-	(*TabletRef)(nil),          // 37: cosla.wire.TabletRef
-	(*Entry)(nil),              // 38: cosla.wire.Entry
-	(*CreateTableRequest)(nil), // 39: cosla.wire.CreateTableRequest
-	(*CreateTableReply)(nil),   // 40: cosla.wire.CreateTableReply
-	(*DeleteTableRequest)(nil), // 41: cosla.wire.DeleteTableRequest
-	(*DeleteTableReply)(nil),   // 42: cosla.wire.DeleteTableReply
-	(*TableInfoRequest)(nil),   // 43: cosla.wire.TableInfoRequest
-	(*TableInfoReply)(nil),     // 44: cosla.wire.TableInfoReply
-	(*PutRequest)(nil),         // 45: cosla.wire.PutRequest
-	(*Test)(nil),               // 46: cosla.wire.Test
-	(*PutReply)(nil),           // 47: cosla.wire.PutReply
-	(*GetRequest)(nil),         // 48: cosla.wire.GetRequest
-	(*GetReply)(nil),           // 49: cosla.wire.GetReply
-	(*ProbeRequest)(nil),       // 50: cosla.wire.ProbeRequest
-	(*ProbeReply)(nil),         // 51: cosla.wire.ProbeReply
-	(*PullRequest)(nil),        // 52: cosla.wire.PullRequest
-	(*PullReply)(nil),          // 53: cosla.wire.PullReply
-	(*Record)(nil),             // 54: cosla.wire.Record
-	(*Push)(nil),               // 55: cosla.wire.Push
-	(*PushAck)(nil),            // 56: cosla.wire.PushAck
-	(*Forward)(nil),            // 57: cosla.wire.Forward
-	(*ForwardAck)(nil),         // 58: cosla.wire.ForwardAck
-	(*Resolved)(nil),           // 59: cosla.wire.Resolved
-	(*Repair)(nil),             // 60: cosla.wire.Repair
-	(*RepairReply)(nil),        // 61: cosla.wire.RepairReply
+	(*EpochStart)(nil),         // 28: cosla.wire.EpochStart
+	(*EpochAck)(nil),           // 29: cosla.wire.EpochAck
+	(*SiteUtility)(nil),        // 30: cosla.wire.SiteUtility
+	(*UtilityReport)(nil),      // 31: cosla.wire.UtilityReport
+	(*Reconfigure)(nil),        // 32: cosla.wire.Reconfigure
+	(*ReconfigureReply)(nil),   // 33: cosla.wire.ReconfigureReply
+	(*Tablet)(nil),             // 34: cosla.wire.Tablet
+	(*Layout)(nil),             // 35: cosla.wire.Layout
+	(*CausalLayout)(nil),       // 36: cosla.wire.CausalLayout
+	(*Ring)(nil),               // 37: cosla.wire.Ring
+	(*TabletRef)(nil),          // 38: cosla.wire.TabletRef
+	(*Entry)(nil),              // 39: cosla.wire.Entry
+	(*CreateTableRequest)(nil), // 40: cosla.wire.CreateTableRequest
+	(*CreateTableReply)(nil),   // 41: cosla.wire.CreateTableReply
+	(*DeleteTableRequest)(nil), // 42: cosla.wire.DeleteTableRequest
+	(*DeleteTableReply)(nil),   // 43: cosla.wire.DeleteTableReply
+	(*TableInfoRequest)(nil),   // 44: cosla.wire.TableInfoRequest
+	(*TableInfoReply)(nil),     // 45: cosla.wire.TableInfoReply
+	(*PutRequest)(nil),         // 46: cosla.wire.PutRequest
+	(*Test)(nil),               // 47: cosla.wire.Test
+	(*PutReply)(nil),           // 48: cosla.wire.PutReply
+	(*GetRequest)(nil),         // 49: cosla.wire.GetRequest
+	(*GetReply)(nil),           // 50: cosla.wire.GetReply
+	(*ProbeRequest)(nil),       // 51: cosla.wire.ProbeRequest
+	(*ProbeReply)(nil),         // 52: cosla.wire.ProbeReply
+	(*PullRequest)(nil),        // 53: cosla.wire.PullRequest
+	(*PullReply)(nil),          // 54: cosla.wire.PullReply
+	(*Record)(nil),             // 55: cosla.wire.Record
+	(*Push)(nil),               // 56: cosla.wire.Push
+	(*PushAck)(nil),            // 57: cosla.wire.PushAck
+	(*Forward)(nil),            // 58: cosla.wire.Forward
+	(*ForwardAck)(nil),         // 59: cosla.wire.ForwardAck
+	(*Resolved)(nil),           // 60: cosla.wire.Resolved
+	(*Repair)(nil),             // 61: cosla.wire.Repair
+	(*RepairReply)(nil),        // 62: cosla.wire.RepairReply
 }
 var file_wire_proto_depIdxs = []int32{
-	39,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
-	40,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
-	41,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
-	42,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
-	43,  // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
-	44,  // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
-	45,  // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
-	47,  // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
-	48,  // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
-	49,  // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
-	50,  // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
-	51,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
-	52,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
-	53,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
-	55,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
-	56,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
-	60,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
-	57,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
-	58,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
-	59,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
+	40,  // 0: cosla.wire.Envelope.create_table_request:type_name -> cosla.wire.CreateTableRequest
+	41,  // 1: cosla.wire.Envelope.create_table_reply:type_name -> cosla.wire.CreateTableReply
+	42,  // 2: cosla.wire.Envelope.delete_table_request:type_name -> cosla.wire.DeleteTableRequest
+	43,  // 3: cosla.wire.Envelope.delete_table_reply:type_name -> cosla.wire.DeleteTableReply
+	44,  // 4: cosla.wire.Envelope.table_info_request:type_name -> cosla.wire.TableInfoRequest
+	45,  // 5: cosla.wire.Envelope.table_info_reply:type_name -> cosla.wire.TableInfoReply
+	46,  // 6: cosla.wire.Envelope.put_request:type_name -> cosla.wire.PutRequest
+	48,  // 7: cosla.wire.Envelope.put_reply:type_name -> cosla.wire.PutReply
+	49,  // 8: cosla.wire.Envelope.get_request:type_name -> cosla.wire.GetRequest
+	50,  // 9: cosla.wire.Envelope.get_reply:type_name -> cosla.wire.GetReply
+	51,  // 10: cosla.wire.Envelope.probe_request:type_name -> cosla.wire.ProbeRequest
+	52,  // 11: cosla.wire.Envelope.probe_reply:type_name -> cosla.wire.ProbeReply
+	53,  // 12: cosla.wire.Envelope.pull_request:type_name -> cosla.wire.PullRequest
+	54,  // 13: cosla.wire.Envelope.pull_reply:type_name -> cosla.wire.PullReply
+	56,  // 14: cosla.wire.Envelope.push:type_name -> cosla.wire.Push
+	57,  // 15: cosla.wire.Envelope.push_ack:type_name -> cosla.wire.PushAck
+	61,  // 16: cosla.wire.Envelope.repair:type_name -> cosla.wire.Repair
+	58,  // 17: cosla.wire.Envelope.forward:type_name -> cosla.wire.Forward
+	59,  // 18: cosla.wire.Envelope.forward_ack:type_name -> cosla.wire.ForwardAck
+	60,  // 19: cosla.wire.Envelope.resolved:type_name -> cosla.wire.Resolved
 	4,   // 20: cosla.wire.Envelope.causal_put:type_name -> cosla.wire.CausalPut
 	5,   // 21: cosla.wire.Envelope.causal_put_reply:type_name -> cosla.wire.CausalPutReply
 	6,   // 22: cosla.wire.Envelope.causal_complete:type_name -> cosla.wire.CausalComplete
@@ -6115,17 +6187,17 @@ var file_wire_proto_depIdxs = []int32{
 	18,  // 33: cosla.wire.Envelope.dep_check_reply:type_name -> cosla.wire.DepCheckReply
 	19,  // 34: cosla.wire.Envelope.invalidate:type_name -> cosla.wire.Invalidate
 	20,  // 35: cosla.wire.Envelope.invalidate_ack:type_name -> cosla.wire.InvalidateAck
-	61,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
+	62,  // 36: cosla.wire.Envelope.repair_reply:type_name -> cosla.wire.RepairReply
 	22,  // 37: cosla.wire.Envelope.config_raft:type_name -> cosla.wire.ConfigRaft
 	23,  // 38: cosla.wire.Envelope.lease_renew:type_name -> cosla.wire.LeaseRenew
 	24,  // 39: cosla.wire.Envelope.lease_grant:type_name -> cosla.wire.LeaseGrant
 	25,  // 40: cosla.wire.Envelope.high_request:type_name -> cosla.wire.HighRequest
 	26,  // 41: cosla.wire.Envelope.high_reply:type_name -> cosla.wire.HighReply
 	27,  // 42: cosla.wire.Envelope.epoch_change:type_name -> cosla.wire.EpochChange
-	28,  // 43: cosla.wire.Envelope.epoch_ack:type_name -> cosla.wire.EpochAck
-	30,  // 44: cosla.wire.Envelope.utility_report:type_name -> cosla.wire.UtilityReport
-	31,  // 45: cosla.wire.Envelope.reconfigure:type_name -> cosla.wire.Reconfigure
-	32,  // 46: cosla.wire.Envelope.reconfigure_reply:type_name -> cosla.wire.ReconfigureReply
+	29,  // 43: cosla.wire.Envelope.epoch_ack:type_name -> cosla.wire.EpochAck
+	31,  // 44: cosla.wire.Envelope.utility_report:type_name -> cosla.wire.UtilityReport
+	32,  // 45: cosla.wire.Envelope.reconfigure:type_name -> cosla.wire.Reconfigure
+	33,  // 46: cosla.wire.Envelope.reconfigure_reply:type_name -> cosla.wire.ReconfigureReply
 	1,   // 47: cosla.wire.Version.ts:type_name -> cosla.wire.Timestamp
 	2,   // 48: cosla.wire.Dep.version:type_name -> cosla.wire.Version
 	2,   // 49: cosla.wire.CausalPut.seen:type_name -> cosla.wire.Version
@@ -6142,66 +6214,68 @@ var file_wire_proto_depIdxs = []int32{
 	2,   // 60: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
 	2,   // 61: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
 	2,   // 62: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	37,  // 63: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 63: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
 	21,  // 64: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
-	34,  // 65: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
+	35,  // 65: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
 	21,  // 66: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
-	37,  // 67: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 67: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
 	1,   // 68: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
-	37,  // 69: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 69: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
 	1,   // 70: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
-	34,  // 71: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
+	35,  // 71: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
 	1,   // 72: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
-	37,  // 73: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
-	37,  // 74: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
-	29,  // 75: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
-	34,  // 76: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
-	33,  // 77: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	35,  // 78: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	36,  // 79: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,   // 80: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	34,  // 81: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	34,  // 82: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	37,  // 83: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 84: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	46,  // 85: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,   // 86: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	37,  // 87: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 88: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,   // 89: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	37,  // 90: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 91: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	37,  // 92: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 93: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,   // 94: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	37,  // 95: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 96: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,   // 97: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	38,  // 98: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	54,  // 99: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
-	1,   // 100: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
-	37,  // 101: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 102: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	38,  // 103: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	37,  // 104: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 105: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	37,  // 106: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 107: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	46,  // 108: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	37,  // 109: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 110: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	37,  // 111: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 112: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	37,  // 113: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 114: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,   // 115: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,   // 116: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,   // 117: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	117, // [117:118] is the sub-list for method output_type
-	116, // [116:117] is the sub-list for method input_type
-	116, // [116:116] is the sub-list for extension type_name
-	116, // [116:116] is the sub-list for extension extendee
-	0,   // [0:116] is the sub-list for field type_name
+	28,  // 73: cosla.wire.EpochChange.earlier:type_name -> cosla.wire.EpochStart
+	1,   // 74: cosla.wire.EpochStart.start:type_name -> cosla.wire.Timestamp
+	38,  // 75: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 76: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
+	30,  // 77: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
+	35,  // 78: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
+	34,  // 79: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	36,  // 80: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	37,  // 81: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,   // 82: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	35,  // 83: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	35,  // 84: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	38,  // 85: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 86: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 87: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,   // 88: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	38,  // 89: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 90: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,   // 91: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 92: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 93: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 94: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 95: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,   // 96: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	38,  // 97: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 98: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,   // 99: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	39,  // 100: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	55,  // 101: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
+	1,   // 102: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
+	38,  // 103: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 104: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	39,  // 105: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	38,  // 106: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 107: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	38,  // 108: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 109: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 110: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	38,  // 111: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 112: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	38,  // 113: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 114: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	38,  // 115: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 116: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 117: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 118: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 119: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	119, // [119:120] is the sub-list for method output_type
+	118, // [118:119] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -6264,7 +6338,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   62,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
