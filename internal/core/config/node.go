@@ -325,8 +325,8 @@ func (n *Node) notice() {
 
 // becomeLeader starts a leader's view of the leases (every primary's
 // counted from now: an earlier leader may have renewed it just before)
-// and tells the replicas of every tablet that moved or changed its
-// epoch again, in case they missed it.
+// and tells the replicas of every tablet its epoch again, in case they
+// missed it or wait behind a fence of a transition given up.
 func (n *Node) becomeLeader() {
 	n.lead = true
 	now := n.env.Now()
@@ -337,9 +337,10 @@ func (n *Node) becomeLeader() {
 	for _, name := range slices.Sorted(maps.Keys(st.Tables)) {
 		t := st.Tables[name]
 		for i, tb := range t.Layout.Tablets {
-			if t.Moved(i) {
-				n.announce(t, i, tb.Replicas(), now)
-			}
+			// Every tablet, moved or not: a replica fenced by a
+			// transition an earlier leader gave up lifts its fence
+			// (EpochChange.Term).
+			n.announce(t, i, tb.Replicas(), now)
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (n *Node) resendHighs(tr *transition, now time.Time) {
 	tr.sentAt = now
 	for _, r := range tr.tablet.Replicas() {
 		if _, ok := tr.highs[r]; !ok && !tr.refused[r] {
-			n.env.Send(r, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1})
+			n.env.Send(r, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1, Term: n.member.Term()})
 		}
 	}
 }
@@ -213,7 +213,7 @@ func (n *Node) progressSwitchover(tr *transition, now time.Time) {
 		n.fallBack(tr, "the target did not catch up in time")
 	case ok && !tr.untilSent:
 		tr.untilSent = true
-		n.env.Send(tr.to, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1, Until: hP})
+		n.env.Send(tr.to, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1, Until: hP, Term: n.member.Term()})
 	}
 }
 
@@ -292,7 +292,8 @@ func (n *Node) announce(t *Table, i int, to []wire.NodeID, now time.Time) {
 	}
 	slices.Sort(waiting)
 	no := &notice{
-		msg:     wire.EpochChange{Layout: t.Layout, Tablet: int32(i), Epoch: t.Epochs[i], Start: t.Start(i), Earlier: t.EarlierOf(i)},
+		msg: wire.EpochChange{Layout: t.Layout, Tablet: int32(i), Epoch: t.Epochs[i], Start: t.Start(i), Earlier: t.EarlierOf(i),
+			Term: n.member.Term()},
 		waiting: slices.Compact(waiting),
 	}
 	n.notices[ref] = no

@@ -106,13 +106,10 @@ func (n *Node) highRequested(from wire.NodeID, m *wire.HighRequest) {
 	if tb.fence < m.Epoch {
 		tb.fence, tb.fenceLimit, tb.fenceAsked = m.Epoch, high, time.Time{}
 	}
+	tb.fenceTerm = max(tb.fenceTerm, m.Term)
 	if tb.fenceAsked.IsZero() {
 		// A new primary's first lease counts from here.
 		tb.fenceAsked = n.env.Now()
-	}
-	if tb.fence == m.Epoch {
-		tb.fenceHeard = n.env.Now()
-		n.env.After(n.fenceLife(), fenceTimer{ref: tb.ref, epoch: m.Epoch})
 	}
 	if tb.isPrimary || !high.Less(m.Until) {
 		reply.High = high
@@ -123,39 +120,6 @@ func (n *Node) highRequested(from wire.NodeID, m *wire.HighRequest) {
 	tb.highWaits = append(tb.highWaits, highWait{from: from, epoch: m.Epoch, until: m.Until, deadline: n.env.Now().Add(n.opts.RepairWait)})
 	n.catchUp(tb)
 	n.env.After(n.opts.RepairWait, highTimer{tb.ref})
-}
-
-// fenceTimer looks at a fence once it may have outlived its transition.
-type fenceTimer struct {
-	ref   wire.TabletRef
-	epoch uint64
-}
-
-func (t fenceTimer) String() string { return fmt.Sprintf("fence(%s@%d)", t.ref, t.epoch) }
-
-// fenceLife is how long a fence lasts without a HighRequest renewing it:
-// a lease and its margin, after which the leader that asked has either
-// moved the tablet (its EpochChange is on the way, and rolls back
-// whatever this replica took above the high it reported, so the report
-// stays safe to elect by) or given the transition up (it lost its
-// leadership, and the next leader starts again if the primary's lease
-// lapses). Without it, a replica fenced by a transition that was given
-// up would refuse its primary's versions for ever.
-func (n *Node) fenceLife() time.Duration {
-	return n.opts.Lease.Length + n.opts.Lease.Margin
-}
-
-// fenceExpired lifts a fence that no HighRequest renewed for its life,
-// if no epoch change has come for it.
-func (n *Node) fenceExpired(t fenceTimer) {
-	tb := n.tablet(t.ref)
-	if tb == nil || tb.fence != t.epoch || tb.epoch >= t.epoch || n.env.Now().Sub(tb.fenceHeard) < n.fenceLife() {
-		return
-	}
-	n.env.Logger().Info("replica: lifted a fence no epoch change followed", "tablet", tb.ref, "epoch", t.epoch)
-	n.metrics.FencesLifted++
-	tb.fence, tb.fenceLimit, tb.fenceAsked = 0, hlc.Timestamp{}, time.Time{}
-	n.advanceHighWaits(tb, true)
 }
 
 // advanceHighWaits answers the HighRequests whose Until the high

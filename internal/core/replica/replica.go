@@ -172,10 +172,9 @@ type Metrics struct {
 	// replication messages dropped for another epoch than the
 	// tablet's; Puts and Forwards refused for want of a lease (or
 	// under a fence); lease renewals sent and grants applied; epoch
-	// changes adopted; fences lifted for a transition given up (by a
-	// grant of a later renewal, or a lease and its margin without an
-	// epoch change: fenceExpired); versions rolled back, and rollbacks
-	// that had to wipe the tablet and catch up by snapshot.
+	// changes adopted; fences lifted for a transition its leader
+	// dropped; versions rolled back, and rollbacks that had to wipe the
+	// tablet and catch up by snapshot.
 	EpochsRefused, NoLease       int64
 	LeaseRenewsSent, LeaseGrants int64
 	EpochChanges, FencesLifted   int64
@@ -333,10 +332,9 @@ type tablet struct {
 	fence      uint64
 	fenceLimit hlc.Timestamp
 	fenceAsked time.Time
-	// fenceHeard is when the last HighRequest of the fence's epoch came:
-	// a fence no transition has renewed for a lease and its margin is
-	// lifted (fenceExpired).
-	fenceHeard time.Time
+	// fenceTerm is the latest raft term of the leaders whose
+	// HighRequests fenced the tablet (wire.EpochChange.Term).
+	fenceTerm uint64
 	highWaits  []highWait
 	// Primary only, volatile: when the request of the renewal that
 	// granted the lease was sent (zero: no lease).
@@ -610,8 +608,6 @@ func (n *Node) Fire(timer any) {
 		if tb := n.tablet(t.ref); tb != nil {
 			n.advanceHighWaits(tb, true)
 		}
-	case fenceTimer:
-		n.fenceExpired(t)
 	default:
 		n.env.Logger().Warn("replica: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

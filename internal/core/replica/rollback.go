@@ -62,6 +62,12 @@ func (n *Node) epochChanged(from wire.NodeID, m *wire.EpochChange) {
 		ok = n.dropTablet(tb, m)
 	case m.Epoch > tb.epoch:
 		ok = n.adoptEpoch(tb, m)
+	case tb.fence > tb.epoch && m.Term > tb.fenceTerm:
+		// A later leader, ready, still has the tablet at this epoch:
+		// the transition that fenced it was given up, and no move of
+		// it can commit any more.
+		n.metrics.FencesLifted++
+		tb.fence, tb.fenceLimit, tb.fenceAsked, tb.highWaits = 0, hlc.Timestamp{}, time.Time{}, nil
 	case !slices.Equal(spec.Replicas(), append([]wire.NodeID{tb.primary}, tb.secondaries...)):
 		ok = n.changeMembers(tb, m)
 	}

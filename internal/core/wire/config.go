@@ -68,6 +68,10 @@ type HighRequest struct {
 	Tablet TabletRef     `wire:"1"`
 	Epoch  uint64        `wire:"2"`
 	Until  hlc.Timestamp `wire:"3" trace:",omitzero"`
+	// Term is the asking leader's raft term: an EpochChange of a later
+	// term at the tablet's own epoch lifts the fence (the transition
+	// was given up with its leader).
+	Term uint64 `wire:"4" trace:",omitzero"`
 }
 
 // HighReply answers HighRequest with the replica's high timestamp.
@@ -102,6 +106,12 @@ type EpochChange struct {
 	Epoch   uint64        `wire:"3"`
 	Start   hlc.Timestamp `wire:"4"`
 	Earlier []EpochStart  `wire:"5" trace:"-"`
+	// Term is the sending leader's raft term. A leader that has applied
+	// an entry of its own term tells every replica of every tablet its
+	// epoch: one at that epoch, fenced by a HighRequest of an earlier
+	// term, lifts the fence, since no move of that transition can
+	// commit any more.
+	Term uint64 `wire:"6" trace:",omitzero"`
 }
 
 // EpochStart is the start of one of a tablet's epochs (EpochChange).

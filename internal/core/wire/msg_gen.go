@@ -535,6 +535,7 @@ func (m *HighRequest) size() (n int) {
 	n += msgField(1, m.Tablet.size())
 	n += uintField(2, m.Epoch)
 	n += tsField(3, m.Until)
+	n += uintField(4, m.Term)
 	return n
 }
 
@@ -562,6 +563,7 @@ func (m *EpochChange) size() (n int) {
 	for i := range m.Earlier {
 		n += msgField(5, m.Earlier[i].size())
 	}
+	n += uintField(6, m.Term)
 	return n
 }
 

@@ -676,6 +676,10 @@ func (m *HighRequest) String() string {
 		b = append(b, " until="...)
 		b = appendTS(b, m.Until)
 	}
+	if m.Term != 0 {
+		b = append(b, " term="...)
+		b = strconv.AppendUint(b, m.Term, 10)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -702,6 +706,10 @@ func (m *EpochChange) String() string {
 	b = strconv.AppendUint(b, m.Epoch, 10)
 	b = append(b, " start="...)
 	b = appendTS(b, m.Start)
+	if m.Term != 0 {
+		b = append(b, " term="...)
+		b = strconv.AppendUint(b, m.Term, 10)
+	}
 	return string(append(b, ")"...))
 }
 

@@ -465,8 +465,8 @@ func (l *ledger) primary(ref wire.TabletRef, id wire.NodeID) bool {
 // epochChanged takes the configuration service's word that a tablet has
 // a new primary: versions ordered above the epoch's start are gone.
 func (l *ledger) epochChanged(m *wire.EpochChange) {
-	if m.Layout.ID != l.rw.layout.ID || m.Epoch <= l.epochs[m.Tablet] {
-		return // a resend, or a change of replicas only
+	if m.Layout.ID != l.rw.layout.ID || m.Epoch <= max(l.epochs[m.Tablet], 1) {
+		return // a resend, a new leader's word on the epoch, or a change of replicas only
 	}
 	l.epochs[m.Tablet], l.starts[m.Tablet] = m.Epoch, m.Start
 	l.layout = m.Layout

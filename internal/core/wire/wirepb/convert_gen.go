@@ -954,6 +954,7 @@ func highRequestPB(m *wire.HighRequest) *HighRequest {
 		Tablet: tabletRefPB(&m.Tablet),
 		Epoch:  m.Epoch,
 		Until:  tsPB(m.Until),
+		Term:   m.Term,
 	}
 	return r
 }
@@ -962,6 +963,7 @@ func highRequestWire(r *HighRequest, d *decoder) (m wire.HighRequest) {
 	m.Tablet = tabletRefWire(r.GetTablet(), d)
 	m.Epoch = r.GetEpoch()
 	m.Until = tsWire(r.GetUntil())
+	m.Term = r.GetTerm()
 	return m
 }
 
@@ -989,6 +991,7 @@ func epochChangePB(m *wire.EpochChange) *EpochChange {
 		Tablet: m.Tablet,
 		Epoch:  m.Epoch,
 		Start:  tsPB(m.Start),
+		Term:   m.Term,
 	}
 	if len(m.Earlier) > 0 {
 		r.Earlier = make([]*EpochStart, len(m.Earlier))
@@ -1010,6 +1013,7 @@ func epochChangeWire(r *EpochChange, d *decoder) (m wire.EpochChange) {
 			m.Earlier[i] = epochStartWire(p, d)
 		}
 	}
+	m.Term = r.GetTerm()
 	return m
 }
 

@@ -2687,6 +2687,7 @@ type HighRequest struct {
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Until         *Timestamp             `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
+	Term          uint64                 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2740,6 +2741,13 @@ func (x *HighRequest) GetUntil() *Timestamp {
 		return x.Until
 	}
 	return nil
+}
+
+func (x *HighRequest) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 // HighReply answers HighRequest with the replica's high timestamp.
@@ -2832,6 +2840,7 @@ type EpochChange struct {
 	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Start         *Timestamp             `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
 	Earlier       []*EpochStart          `protobuf:"bytes,5,rep,name=earlier,proto3" json:"earlier,omitempty"`
+	Term          uint64                 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2899,6 +2908,13 @@ func (x *EpochChange) GetEarlier() []*EpochStart {
 		return x.Earlier
 	}
 	return nil
+}
+
+func (x *EpochChange) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 // EpochStart is the start of one of a tablet's epochs (EpochChange).
@@ -5839,22 +5855,24 @@ const file_wire_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\tR\x06leader\x121\n" +
-	"\atablets\x18\x04 \x03(\v2\x17.cosla.wire.TabletEpochR\atablets\"\x7f\n" +
+	"\atablets\x18\x04 \x03(\v2\x17.cosla.wire.TabletEpochR\atablets\"\x93\x01\n" +
 	"\vHighRequest\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12+\n" +
-	"\x05until\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x05until\"\x8f\x01\n" +
+	"\x05until\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x05until\x12\x12\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\"\x8f\x01\n" +
 	"\tHighReply\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.cosla.wire.TabletRefR\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12)\n" +
 	"\x04high\x18\x03 \x01(\v2\x15.cosla.wire.TimestampR\x04high\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\rR\x04code\"\xc6\x01\n" +
+	"\x04code\x18\x04 \x01(\rR\x04code\"\xda\x01\n" +
 	"\vEpochChange\x12*\n" +
 	"\x06layout\x18\x01 \x01(\v2\x12.cosla.wire.LayoutR\x06layout\x12\x16\n" +
 	"\x06tablet\x18\x02 \x01(\x05R\x06tablet\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12+\n" +
 	"\x05start\x18\x04 \x01(\v2\x15.cosla.wire.TimestampR\x05start\x120\n" +
-	"\aearlier\x18\x05 \x03(\v2\x16.cosla.wire.EpochStartR\aearlier\"O\n" +
+	"\aearlier\x18\x05 \x03(\v2\x16.cosla.wire.EpochStartR\aearlier\x12\x12\n" +
+	"\x04term\x18\x06 \x01(\x04R\x04term\"O\n" +
 	"\n" +
 	"EpochStart\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12+\n" +
