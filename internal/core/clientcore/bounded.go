@@ -133,6 +133,13 @@ func (s *Session) getClear(key string) bool {
 // receiver has them ordered before it, so ts bounds their timestamps
 // from above, which keeps the session guarantees that use them.
 func (c *Client) supersede(s *Session, w *pendingWrite, ts hlc.Timestamp) {
+	c.supersedeEarlier(s, w, ts)
+	s.release()
+}
+
+// supersedeEarlier resolves, as supersede does, the pending writes taken
+// before w at its receiver.
+func (c *Client) supersedeEarlier(s *Session, w *pendingWrite, ts hlc.Timestamp) {
 	for _, p := range slices.Clone(s.pending) {
 		if p == w || p.waiting || p.tablet != w.tablet || p.node != w.node || p.req > w.req {
 			continue
@@ -145,7 +152,6 @@ func (c *Client) supersede(s *Session, w *pendingWrite, ts hlc.Timestamp) {
 			s.recordRead(p.key, ts)
 		}
 	}
-	s.release()
 }
 
 // stagedID names a pending write at the client.
@@ -312,6 +318,11 @@ func (c *Client) resolved(from wire.NodeID, m *wire.Resolved) {
 		if p.read {
 			s.recordRead(p.key, m.TS)
 		}
+		// The receiver had the session's earlier writes ordered before
+		// this one: their acknowledgements may be lost (a primary that
+		// moved answers no write forwarded again whose result it no
+		// longer holds: TestRandomized seed 281).
+		c.supersedeEarlier(s, p, m.TS)
 		return
 	}
 }
