@@ -27,7 +27,9 @@ func TestFenceLiftedByALaterLeader(t *testing.T) {
 	}
 	layout := wire.Layout{Name: "t", ID: govRef.Table, Tablets: []wire.Tablet{{Primary: "a/r1", Secondaries: []wire.NodeID{"b/r1"}}},
 		Replication: wire.Replication{Mode: wire.ModePull, Interval: 60e9}}
-	notice := func(term uint64) { b.Receive("c/cfg", &wire.EpochChange{Layout: layout, Tablet: 0, Epoch: 1, Term: term}) }
+	notice := func(term uint64) {
+		b.Receive("c/cfg", &wire.EpochChange{Layout: layout, Tablet: 0, Epoch: 1, Term: term})
+	}
 	notice(1)
 	push("v2", hlc.Timestamp{WallNanos: hb.WallNanos + 1})
 	if r := g.get("b/r1", "k"); string(r.Value) != "v1" {

@@ -335,7 +335,7 @@ type tablet struct {
 	// fenceTerm is the latest raft term of the leaders whose
 	// HighRequests fenced the tablet (wire.EpochChange.Term).
 	fenceTerm uint64
-	highWaits  []highWait
+	highWaits []highWait
 	// Primary only, volatile: when the request of the renewal that
 	// granted the lease was sent (zero: no lease).
 	leaseAsked time.Time
