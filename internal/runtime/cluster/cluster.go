@@ -273,6 +273,13 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	if err := c.createTable(ctx); err != nil {
 		return err
 	}
+	// Ready once every primary holds its first lease (/healthz waits for
+	// it), so that the first Puts need no retry.
+	for _, s := range c.info.Sites {
+		if err := waitHealthy(ctx, s.HTTP); err != nil {
+			return fmt.Errorf("cluster: site %s: its primaries got no lease: %w", s.Name, err)
+		}
+	}
 	if err := c.serveControl(); err != nil {
 		return err
 	}
