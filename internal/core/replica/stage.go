@@ -528,14 +528,8 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 			delete(tb.origins, from) // reread: the batch is not there
 			return                   // not ordered: the receiver sends it again
 		}
-	} else {
-		var b storage.Batch
-		record(&b, hlc.Timestamp{}, wire.NotEvaluated)
-		if err := n.env.Engine().Apply(&b, true); err != nil {
-			n.storageError(err)
-			delete(tb.origins, from) // reread: the batch is not there
-			return
-		}
+	} else if !n.recordRefused(tb, from, record) {
+		return
 	}
 	ack := &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: code, TS: ts, Acks: 1, Holders: []wire.NodeID{n.env.ID()}, Tested: tested, Epoch: tb.epoch}
 	if ts.IsZero() {
@@ -556,6 +550,20 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	if w := (&putWait{from: from, ts: ts, need: need, level: level, forward: m.Seq, tested: tested}); n.progress(tb, w, false) {
 		n.parkWait(tb, w, wait)
 	}
+}
+
+// recordRefused stores the record of a staged write refused before it
+// was ordered, and reports whether it could; if not, the receiver's
+// origin is read again, as the batch is not there.
+func (n *Node) recordRefused(tb *tablet, from wire.NodeID, record func(*storage.Batch, hlc.Timestamp, wire.Outcome)) bool {
+	var b storage.Batch
+	record(&b, hlc.Timestamp{}, wire.NotEvaluated)
+	if err := n.env.Engine().Apply(&b, true); err != nil {
+		n.storageError(err)
+		delete(tb.origins, from)
+		return false
+	}
+	return true
 }
 
 // forwardedTo returns the tablet a Forward may be ordered in, or nil: a
