@@ -46,6 +46,7 @@ const (
 	metaAhead     = 'r' // 'r': written by read repair once, which shared it
 	metaForwarded = 'f'
 	metaEpoch     = 'e'
+	metaRecover   = 'w'
 
 	tsLen     = 12
 	prefixLen = 1 + 8 + 4

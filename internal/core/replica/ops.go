@@ -53,6 +53,9 @@ func (n *Node) serveGet(from wire.NodeID, m *wire.GetRequest) {
 func (n *Node) get(m *wire.GetRequest) *wire.GetReply {
 	reply := &wire.GetReply{Req: m.Req}
 	tb, code := n.lookup(m.Tablet, m.Key, true)
+	if code == wire.OK && !tb.recover.IsZero() {
+		code = wire.Behind
+	}
 	if code != wire.OK {
 		reply.Code = code
 		return reply

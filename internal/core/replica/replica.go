@@ -261,6 +261,12 @@ type tablet struct {
 	high hlc.Timestamp
 	// lastUpdate is the timestamp of the latest version held.
 	lastUpdate hlc.Timestamp
+	// recover is nonzero while the tablet lacks versions it once held
+	// (durable): a rollback wiped it, or a snapshot replaces its data.
+	// Until its high timestamp reaches recover it answers Gets Behind: a
+	// write level may have counted it for a version it no longer holds
+	// (TestRandomized seeds 641 and 696 read none such at level 1 of 4).
+	recover hlc.Timestamp
 
 	// Primary only. truncated is the log truncation point: versions at or
 	// below it are no longer in the log. acked is each secondary's last
@@ -332,9 +338,13 @@ type tablet struct {
 	fence      uint64
 	fenceLimit hlc.Timestamp
 	fenceAsked time.Time
-	// fenceTerm is the latest raft term of the leaders whose
-	// HighRequests fenced the tablet (wire.EpochChange.Term).
-	fenceTerm uint64
+	// term is the latest raft term of the configuration leaders the
+	// replica heard from about the tablet, by HighRequest or EpochChange
+	// (volatile, as fences are): a HighRequest of an earlier term comes
+	// from a leader a later one has superseded, and would fence the
+	// tablet for a transition that can no longer commit (TestRandomized
+	// seed 632).
+	term      uint64
 	highWaits []highWait
 	// Primary only, volatile: when the request of the renewal that
 	// granted the lease was sent (zero: no lease).
@@ -432,7 +442,7 @@ func (n *Node) loadTabletMeta(tb *tablet) error {
 	for _, m := range []struct {
 		which byte
 		dst   *hlc.Timestamp
-	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}} {
+	}{{metaHigh, &tb.high}, {metaLast, &tb.lastUpdate}, {metaTruncated, &tb.truncated}, {metaAhead, &tb.ahead}, {metaRecover, &tb.recover}} {
 		v, ok, err := eng.Get(metaKey(tb.ref, m.which))
 		if err != nil {
 			return fmt.Errorf("replica: read tablet %s metadata: %w", tb.ref, err)

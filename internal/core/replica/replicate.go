@@ -442,20 +442,24 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 		n.requestPull(tb)
 		return
 	}
+	recover := tb.recover
 	if first && (!tb.high.IsZero() || !tb.lastUpdate.IsZero()) {
 		// A replica behind the log (restored from an old copy) no longer
 		// holds what its high timestamp promised; until the snapshot is
 		// complete it promises nothing. The high timestamp goes back
-		// here only, as it would have had the storage been lost.
+		// here only, as it would have had the storage been lost. Nor
+		// does it hold what it held, which it may have acknowledged.
 		b.Set(metaKey(tb.ref, metaHigh), appendTS(nil, hlc.Timestamp{}))
 		b.Set(metaKey(tb.ref, metaLast), appendTS(nil, hlc.Timestamp{}))
+		recover = hlc.Max(recover, hlc.Max(tb.high, hlc.Max(tb.lastUpdate, tb.ahead)))
+		b.Set(metaKey(tb.ref, metaRecover), appendTS(nil, recover))
 	}
 	if err := n.env.Engine().Apply(&b, true); err != nil {
 		n.storageError(err)
 		return
 	}
 	if first {
-		tb.high, tb.lastUpdate = hlc.Timestamp{}, hlc.Timestamp{}
+		tb.high, tb.lastUpdate, tb.recover = hlc.Timestamp{}, hlc.Timestamp{}, recover
 	}
 	tb.ahead, tb.snap = ahead, &next
 	n.metrics.SnapshotChunksApplied++
@@ -530,11 +534,18 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 	}
 	b.Set(metaKey(tb.ref, metaHigh), appendTS(nil, high))
 	b.Set(metaKey(tb.ref, metaLast), appendTS(nil, last))
+	recovered := !tb.recover.IsZero() && !high.Less(tb.recover)
+	if recovered {
+		b.Delete(metaKey(tb.ref, metaRecover))
+	}
 	if err := n.env.Engine().Apply(b, true); err != nil {
 		n.storageError(err)
 		return false
 	}
 	tb.high, tb.lastUpdate = high, last
+	if recovered {
+		tb.recover = hlc.Timestamp{}
+	}
 	n.advanceHighWaits(tb, false)
 	return true
 }

@@ -62,7 +62,7 @@ func (n *Node) epochChanged(from wire.NodeID, m *wire.EpochChange) {
 		ok = n.dropTablet(tb, m)
 	case m.Epoch > tb.epoch:
 		ok = n.adoptEpoch(tb, m)
-	case tb.fence > tb.epoch && m.Term > tb.fenceTerm:
+	case tb.fence > tb.epoch && m.Term > tb.term:
 		// A later leader, ready, still has the tablet at this epoch:
 		// the transition that fenced it was given up, and no move of
 		// it can commit any more.
@@ -76,7 +76,7 @@ func (n *Node) epochChanged(from wire.NodeID, m *wire.EpochChange) {
 	}
 	epoch := m.Epoch
 	if tb := n.tablet(ref); tb != nil {
-		epoch = tb.epoch
+		epoch, tb.term = tb.epoch, max(tb.term, m.Term)
 	}
 	n.env.Send(from, &wire.EpochAck{Tablet: ref, Epoch: epoch})
 }
@@ -109,21 +109,25 @@ func (n *Node) commitLayout(m *wire.EpochChange, add func(*storage.Batch) error)
 }
 
 // rollbackFloor is where a replica at epoch own rolls back to when it
-// learns of m's epoch: the start of the first epoch after its own, which
-// is m.Start only if it missed no epoch. Versions of its own epoch above
-// that start were never in the next epoch's log, though a later epoch's
-// start may lie above them (TestRandomized seeds 143, 713 and 782). Zero
-// if m no longer lists that start: everything it holds goes back.
+// learns of m's epoch: the lowest start of the epochs after its own. A
+// version of its own epoch or before is in epoch e's history only if it
+// lies at or below the start of every epoch from own+1 to e, whichever
+// way those starts are ordered: a later start may lie above versions the
+// first epoch after its own dropped (TestRandomized seeds 143, 713 and
+// 782), or below versions it kept (seeds 726 and 958). Zero if m no
+// longer lists one of those starts: everything it holds goes back.
 func rollbackFloor(own uint64, m *wire.EpochChange) hlc.Timestamp {
-	if own+1 >= m.Epoch {
-		return m.Start
-	}
-	for _, e := range m.Earlier {
-		if e.Epoch == own+1 {
-			return e.Start
+	floor := m.Start
+	for e := own + 1; e < m.Epoch; e++ {
+		i := slices.IndexFunc(m.Earlier, func(s wire.EpochStart) bool { return s.Epoch == e })
+		if i < 0 {
+			return hlc.Timestamp{}
+		}
+		if m.Earlier[i].Start.Less(floor) {
+			floor = m.Earlier[i].Start
 		}
 	}
-	return hlc.Timestamp{}
+	return floor
 }
 
 // adoptEpoch moves the tablet to m's epoch: rolls back what it holds
@@ -197,11 +201,11 @@ type rolledBack struct {
 	dropped               []wire.Entry
 	wiped                 bool
 	high, last, truncated hlc.Timestamp
-	ahead                 hlc.Timestamp
+	ahead, recover        hlc.Timestamp
 }
 
 func (rb *rolledBack) apply(tb *tablet) {
-	tb.high, tb.lastUpdate, tb.truncated, tb.ahead = rb.high, rb.last, rb.truncated, rb.ahead
+	tb.high, tb.lastUpdate, tb.truncated, tb.ahead, tb.recover = rb.high, rb.last, rb.truncated, rb.ahead, rb.recover
 	if rb.wiped {
 		tb.snap = nil
 	}
@@ -212,7 +216,7 @@ func (rb *rolledBack) apply(tb *tablet) {
 // is the new epoch's primary. A replica that is no longer primary drops
 // its log: secondaries keep none.
 func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary bool, b *storage.Batch) (rolledBack, error) {
-	rb := rolledBack{high: tb.high, last: tb.lastUpdate, truncated: tb.truncated, ahead: tb.ahead}
+	rb := rolledBack{high: tb.high, last: tb.lastUpdate, truncated: tb.truncated, ahead: tb.ahead, recover: tb.recover}
 	var err error
 	if tb.isPrimary {
 		err = n.rollbackLog(tb, start, primary, b, &rb)
@@ -220,10 +224,16 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 		err = n.rollbackData(tb, start, b, &rb)
 	}
 	if err == nil && rb.wiped {
+		// It may have acknowledged versions at or below start that it
+		// no longer holds: it reads nothing until it holds them again.
+		rb.recover = hlc.Max(rb.recover, hlc.Max(tb.high, hlc.Max(tb.lastUpdate, tb.ahead)))
 		err = n.wipe(tb, b, &rb)
 	}
 	if err != nil {
 		return rb, err
+	}
+	if primary {
+		rb.recover = hlc.Timestamp{} // its versions are the epoch's history
 	}
 	if !tb.isPrimary && primary {
 		// The new primary logged none of the versions it holds: a
@@ -239,7 +249,7 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 	for _, m := range []struct {
 		which byte
 		ts    hlc.Timestamp
-	}{{metaHigh, rb.high}, {metaLast, rb.last}, {metaTruncated, rb.truncated}, {metaAhead, rb.ahead}} {
+	}{{metaHigh, rb.high}, {metaLast, rb.last}, {metaTruncated, rb.truncated}, {metaAhead, rb.ahead}, {metaRecover, rb.recover}} {
 		b.Set(metaKey(tb.ref, m.which), appendTS(nil, m.ts))
 	}
 	return rb, nil
@@ -258,6 +268,15 @@ func (n *Node) rollbackLog(tb *tablet, start hlc.Timestamp, primary bool, b *sto
 		b.Delete(k)
 		return true, err
 	})
+	if err != nil {
+		return err
+	}
+	if start.Less(tb.truncated) {
+		// Versions in (start, truncated] may be held but no longer
+		// logged, such as those a promoted secondary held before it
+		// logged anything (TestPromotedRollsBackWhatItPulled).
+		err = n.dataAbove(tb, start, tb.truncated, rb)
+	}
 	if err != nil {
 		return err
 	}
@@ -333,11 +352,20 @@ func (n *Node) rollbackData(tb *tablet, start hlc.Timestamp, b *storage.Batch, r
 		return nil
 	}
 	rb.wiped = true
+	return n.dataAbove(tb, start, hlc.Timestamp{}, rb)
+}
+
+// dataAbove adds to rb.dropped the versions the tablet holds above
+// start, and at or below through unless through is zero, and marks the
+// tablet for a wipe if there are any: only a log tells a key's version
+// before.
+func (n *Node) dataAbove(tb *tablet, start, through hlc.Timestamp, rb *rolledBack) error {
 	prefix := tabletPrefix(spaceData, tb.ref)
 	return storage.Walk(n.env.Engine(), prefix, prefixEnd(prefix), func(k, v []byte) (bool, error) {
 		ts, value, err := decodeVersion(v)
-		if start.Less(ts) {
+		if start.Less(ts) && (through.IsZero() || !through.Less(ts)) {
 			rb.dropped = append(rb.dropped, wire.Entry{TS: ts, Key: string(k[prefixLen:]), Value: append([]byte(nil), value...)})
+			rb.wiped = true
 		}
 		return true, err
 	})

@@ -78,7 +78,9 @@ const (
 	Aborted
 	// Behind: a secondary asked by a Repair to catch up to a timestamp
 	// did not reach it within its wait: the primary had not ordered it,
-	// or could not be reached.
+	// or could not be reached. Or a replica was asked for a version while
+	// it lacks versions it once held (a rollback wiped it, or a snapshot
+	// replaces its data): it reads again once it has caught up.
 	Behind
 	// Unencodable: the request could not be encoded for the network (an
 	// identifier that is not valid UTF-8), so it was never sent. Nodes do
