@@ -206,7 +206,7 @@ func (c *checker) resolveReads() {
 			continue
 		}
 		st.writer = writer
-		if w := &c.st[st.writer]; !w.tsKnown && positive(op.TS) {
+		if w := &c.st[st.writer]; !w.tsKnown && positive(op.TS) && !slices.Contains(c.h[st.writer].RolledBack, op.TS) {
 			w.tsKnown, w.ts, w.revealedBy = true, op.TS, i
 		}
 	}
@@ -229,6 +229,10 @@ func (c *checker) resolveReads() {
 					c.desc(i), op.Value, c.desc(st.writer))
 			}
 			st.ret, st.retKnown = wst.ts, wst.tsKnown
+			continue
+		}
+		if slices.Contains(w.RolledBack, op.TS) {
+			st.ret, st.retKnown, st.retLost = op.TS, true, true
 			continue
 		}
 		switch {

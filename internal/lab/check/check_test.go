@@ -921,6 +921,25 @@ func TestLost(t *testing.T) {
 	}
 }
 
+// TestRolledBackVersion: a staged write ordered at 3, rolled back at a
+// failover and forwarded again by its receiver takes effect at 5. A Get
+// that returned its version at 3 returned one that no longer exists, as
+// of a Lost Put: it binds no later Get. Without the mark, the version at
+// 3 is one the Put was never assigned (TestRandomized seed 363).
+func TestRolledBackVersion(t *testing.T) {
+	h := []Op{
+		put("a", "k", "v1", 0, 10, 1),
+		put("a", "k", "v2", 20, 30, 5),
+		get("b", "k", "v2", 40, 50, 3, mono),
+		get("b", "k", "v1", 60, 70, 1, mono),
+		get("c", "k", "v2", 80, 90, 4, eventual),
+	}
+	h[1].RolledBack = []hlc.Timestamp{ts(3)}
+	wantViolations(t, Check(h), []want{{4, RuleHistory}})
+	h[1].RolledBack = nil
+	wantViolations(t, Check(h), []want{{2, RuleHistory}, {3, RuleMonotonic}, {4, RuleHistory}})
+}
+
 func TestDetail(t *testing.T) {
 	tests := []struct {
 		name string

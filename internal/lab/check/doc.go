@@ -62,6 +62,11 @@
 // timestamp. Its causal past still flows on through its session and its
 // readers (see checkCausal).
 //
+// A staged write whose receiver forwards it again to the new primary
+// takes effect there although a version of it was rolled back
+// (Op.RolledBack): a Get that returned that version is judged as one
+// that returned a Lost Put's.
+//
 // # Rules
 //
 // Rule "history" (the history must be possible at all):

@@ -102,6 +102,12 @@ type Op struct {
 	// does a Get that returned its version (see the package
 	// documentation).
 	Lost bool
+	// RolledBack lists, for a Put that took effect at TS, the timestamps
+	// of its versions ordered before and rolled back at a failover: a
+	// staged write that its receiver forwarded again to the new primary.
+	// A Get that returned one of them returned a version that no longer
+	// exists, as if of a Lost Put.
+	RolledBack []hlc.Timestamp
 }
 
 // Rules name what a Violation breaks. The guarantee rules equal the

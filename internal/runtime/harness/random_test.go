@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ var (
 	seedFlag   = flag.Uint64("seed", 0, "TestRandomized: run only this seed")
 	seedsFlag  = flag.Int("seeds", 100, "TestRandomized: number of seeds to run")
 	stagedFlag = flag.Bool("staged", true, "TestRandomized: give half the worlds staged writes and bounded reads (false: none; the other worlds are the same)")
+	traceFlag  = flag.String("trace", "", "TestRandomized: write each world's simulator trace to this file (with -seed: that world's)")
 )
 
 // TestRandomized runs random worlds (topologies, tables, SLAs, workloads,
@@ -48,9 +50,10 @@ var (
 // The default of 100 seeds (half of them staged worlds), the fewest for
 // which the checks below that every kind of operation and fault occurred
 // run, takes some 5 s on two cores; -seeds N runs more (1000 take about a
-// minute; CI runs 300 with -tags invariants), -seed N one, and
+// minute; CI runs 300 with -tags invariants), -seed N one,
 // -staged=false leaves staged operations out of every world (the other
-// worlds are the same either way).
+// worlds are the same either way), and -trace FILE writes a world's
+// trace, every message and timer, for debugging a seed.
 func TestRandomized(t *testing.T) {
 	t.Parallel()
 	first, n := uint64(1), uint64(*seedsFlag)
@@ -282,9 +285,17 @@ func runRandom(t *testing.T, seed uint64, allowStaged bool) randomResult {
 	var led *ledger
 	var workEndAt time.Duration
 	var rolled []check.RolledBack
+	var trace func(string)
+	if *traceFlag != "" {
+		f, err := os.Create(*traceFlag)
+		must(t, seed, err)
+		defer f.Close()
+		trace = func(line string) { fmt.Fprintln(f, line) }
+	}
 	w, err := harness.New(harness.Options{
 		Seed:     seed,
 		Topology: rw.topo,
+		Trace:    trace,
 		Replica: replica.Options{PullBatchMax: pullBatchMax, Rollback: func(rb replica.RolledBack) {
 			rolled = append(rolled, check.RolledBack{Key: rb.Entry.Key, TS: rb.Entry.TS})
 		}},

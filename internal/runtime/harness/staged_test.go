@@ -781,6 +781,13 @@ func (l *ledger) check(history []check.Op, puts []stagedPut, counts *stagedCount
 			c.Lost = true
 			continue
 		}
+		for _, e := range l.byValue[value] {
+			if e.gone && !e.ts.IsZero() {
+				// Ordered, rolled back, and forwarded again by its
+				// receiver: a Get may have read the first version.
+				c.RolledBack = append(c.RolledBack, e.ts)
+			}
+		}
 		desc := fmt.Sprintf("put %q=%q (session %s, %s to %s", op.Key, value, op.Session,
 			sim.FormatTime(op.Start), sim.FormatTime(op.End))
 		if p.info != nil {
