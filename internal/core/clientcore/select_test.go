@@ -199,6 +199,35 @@ func TestMetSubSLA(t *testing.T) {
 	}
 }
 
+// TestMetByQuorum: a quorum read whose levels intersect meets a strong
+// subSLA within its round trip, ranked above what its high timestamp
+// met, and no other: seed 1388's SLA ranks causal first, which a quorum
+// read below the session's causal minimum does not meet.
+func TestMetByQuorum(t *testing.T) {
+	causalFirst, err := sla.Parse("causal 193ms 1; strong 949ms 0.9; strong 152ms 0.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mins := []minTS{{ts: ts(9)}, {primaryOnly: true}, {primaryOnly: true}}
+	for _, tc := range []struct {
+		name string
+		rtt  time.Duration
+		met  int
+		want int
+	}{
+		{"causal not met: the first strong", ms(53), -1, 1},
+		{"causal met by the high timestamp", ms(53), 0, 0},
+		{"too slow for the first strong: none", ms(950), -1, -1},
+	} {
+		if got := metByQuorum(causalFirst, mins, int64(tc.rtt), tc.met); got != tc.want {
+			t.Errorf("%s: metByQuorum = %d, want %d (0-based)", tc.name, got, tc.want)
+		}
+	}
+	if got := metByQuorum(passwordChecking, []minTS{{primaryOnly: true}, {}, {primaryOnly: true}}, int64(ms(10)), 1); got != 0 {
+		t.Errorf("password checking: metByQuorum = %d, want 0, the strong subSLA above eventual", got)
+	}
+}
+
 // TestMinReadTS checks the minimum acceptable read timestamps of 4.4.
 func TestMinReadTS(t *testing.T) {
 	s := &Session{putTS: map[string]hlc.Timestamp{}, readTS: map[string]hlc.Timestamp{}}
