@@ -29,7 +29,9 @@ type NodeOptions struct {
 	Lease LeaseOptions
 	// Collect is how long a failover waits, once a majority of a
 	// tablet's replicas reported their high timestamps, for the others
-	// before it elects. Default 1s.
+	// before it elects; it does not wait for the primary whose lease
+	// lapsed, which is down or cut off (it would have renewed). Default
+	// 1s.
 	Collect time.Duration
 	// Planner configures SLA-driven reconfiguration (Pileus 6.2).
 	Planner PlannerOptions

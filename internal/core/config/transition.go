@@ -179,9 +179,12 @@ func (n *Node) progress(tr *transition, now time.Time) {
 			return
 		}
 	}
-	replicas := tr.tablet.Replicas()
-	if len(tr.highs)+len(tr.refused) < len(replicas) && (tr.majorityAt.IsZero() || now.Before(tr.majorityAt.Add(n.opts.Collect))) {
-		return // wait for every replica, or Collect after a majority
+	expected := len(tr.tablet.Replicas())
+	if _, ok := tr.highs[tr.tablet.Primary]; !ok && tr.want == "" && !tr.refused[tr.tablet.Primary] {
+		expected-- // a failover's primary, whose lease lapsed: down or cut off
+	}
+	if len(tr.highs)+len(tr.refused) < expected && (tr.majorityAt.IsZero() || now.Before(tr.majorityAt.Add(n.opts.Collect))) {
+		return // wait for every replica expected, or Collect after a majority
 	}
 	if tr.primaryAt.IsZero() && now.Before(tr.safeAt) {
 		return
