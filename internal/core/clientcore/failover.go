@@ -80,6 +80,9 @@ func (c *Client) retryPut(t *Table, tv *tabletView, key string, from wire.NodeID
 		}
 		c.env.After(wait, retryTimer{key: key, send: resend})
 	}
+	if reply.Primary == "" {
+		c.seekPrimary(tv)
+	}
 	switch {
 	case reply.Code == wire.NotPrimary && reply.Primary != "" && reply.Primary != from && reply.Epoch >= tv.epoch:
 		// At the client's epoch too: a late answer of a primary it
@@ -91,6 +94,17 @@ func (c *Client) retryPut(t *Table, tv *tabletView, key string, from wire.NodeID
 		later()
 	}
 	return true
+}
+
+// seekPrimary probes tv's replicas but the primary when the primary did
+// not take a Put (no reply, or no primary named): one that answers as
+// the primary (observeRead) is followed, so that the next attempt goes
+// there, not to the old primary until the next routine probe, up to a
+// probe interval (10 s by default) after the failover.
+func (c *Client) seekPrimary(tv *tabletView) {
+	for _, r := range tv.replicas[1:] {
+		c.probe(tv, r, false)
+	}
 }
 
 // follow takes primary, at epoch, as tv's primary, and runs again once

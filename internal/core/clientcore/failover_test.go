@@ -312,3 +312,29 @@ func TestPutAfterStaleRead(t *testing.T) {
 		t.Fatalf("Put sent on with epoch %d, want 2", put.Epoch)
 	}
 }
+
+// TestPutSeeksPrimary checks that a Put the primary leaves unanswered
+// (it died), or refuses without naming another (no lease), has the
+// client probe the tablet's other replicas at once: the one that answers
+// as the primary takes the next Put, without waiting for the routine
+// probe (10 s by default).
+func TestPutSeeksPrimary(t *testing.T) {
+	c, env, s := putSession(t, Options{RequestTimeout: time.Second})
+	var got putResult
+	if err := c.Put(s, "k", []byte("v"), PutOptions{}, got.done); err != nil {
+		t.Fatal(err)
+	}
+	first := env.takePut(t, england)
+	c.Fire(timeoutTimer{first.Req})
+	if got.calls != 1 || !errors.Is(got.err, ErrTimeout) {
+		t.Fatalf("Put without a reply: %d calls, err %v; want one, ErrTimeout", got.calls, got.err)
+	}
+	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
+	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1002), Primary: true})
+	if err := c.Put(s, "k", []byte("v2"), PutOptions{}, got.done); err != nil {
+		t.Fatal(err)
+	}
+	c.Receive(us, &wire.PutReply{Req: env.takePut(t, us).Req, Code: wire.NoLease})
+	env.take(t, england, true)
+	env.take(t, india, true)
+}

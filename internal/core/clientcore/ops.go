@@ -611,6 +611,7 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 		},
 		onTimeout: func() {
 			c.mon.silence(r, sent, c.env.Now())
+			c.seekPrimary(p.tv)
 			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, p.timeout))
 		},
 	})
