@@ -67,17 +67,47 @@ func (o LeaseOptions) Holds(asked, now time.Time) bool {
 // clock. A lease is at least as long there as at its holder: the holder
 // counts from before it asked, the leader from after the renewal
 // committed, and the leader adds the margin the holder takes off.
+//
+// Every member, leader or not, notes when it applied the last command
+// that gave each primary a lease (a renewal, a move to it, its table's
+// creation): a leader grants only what committed, and a member applies
+// a command only after it committed, so the lease, counted by its holder
+// from before the commit, ends before that time plus a lease length and
+// the margin. A new leader counts from there, not from its election: a
+// primary lost with the leader moves about as soon as it would have with
+// the leader alive, not a whole lease after the election.
 type leaseClock struct {
-	opts LeaseOptions
-	ends map[wire.NodeID]time.Time
+	opts  LeaseOptions
+	ends  map[wire.NodeID]time.Time
+	heard map[wire.NodeID]time.Time
 }
 
-// lead starts a leader's view: it cannot know when the last leader
-// granted a renewal, so every primary is taken as renewed now.
+// applied notes, at a member, a command c applied at now.
+func (l *leaseClock) applied(c Command, now time.Time) {
+	if l.heard == nil {
+		l.heard = make(map[wire.NodeID]time.Time)
+	}
+	switch c.Op {
+	case OpRenew, OpMove:
+		l.heard[c.Node] = now
+	case OpCreate:
+		for _, tb := range c.Layout.Tablets {
+			l.heard[tb.Primary] = now
+		}
+	}
+}
+
+// lead starts a leader's view at now: every primary's lease counted from
+// the last command that gave it one this member applied, or from now if
+// it applied none (since it started).
 func (l *leaseClock) lead(now time.Time, primaries []wire.NodeID) {
 	l.ends = make(map[wire.NodeID]time.Time, len(primaries))
 	for _, p := range primaries {
-		l.renewed(p, now)
+		at, ok := l.heard[p]
+		if !ok || now.Before(at) {
+			at = now
+		}
+		l.renewed(p, at)
 	}
 }
 

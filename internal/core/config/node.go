@@ -326,8 +326,8 @@ func (n *Node) notice() {
 }
 
 // becomeLeader starts a leader's view of the leases (every primary's
-// counted from now: an earlier leader may have renewed it just before)
-// and tells the replicas of every tablet its epoch again, in case they
+// counted from the last renewal this member applied, leaseClock) and
+// tells the replicas of every tablet its epoch again, in case they
 // missed it or wait behind a fence of a transition given up.
 func (n *Node) becomeLeader() {
 	n.lead = true
@@ -371,6 +371,9 @@ func (n *Node) stepDown() {
 
 // applied is told of every command the member applied.
 func (n *Node) applied(_ uint64, c Command, err error) {
+	if err == nil {
+		n.leases.applied(c, n.env.Now())
+	}
 	n.notice()
 	if !n.lead {
 		return

@@ -150,11 +150,18 @@ func TestNoMoveWithoutAMajority(t *testing.T) {
 	}
 }
 
+// TestANewLeaderHonoursTheOldLeadersLeases: the leader is cut off and
+// a/r1, primary, dies with it. The new leader moves a/r1's tablet only
+// once a/r1's lease has surely ended (it asked for its last renewal
+// before it died, and holds a lease Length - Margin from the asking),
+// but counts the lease from when it applied a/r1's last renewal as a
+// follower, not from its own election: not a whole lease after it.
 func TestANewLeaderHonoursTheOldLeadersLeases(t *testing.T) {
 	w := grantedWorld(t, 5, NodeOptions{})
 	old := w.leader()
 	w.cut[old] = true
 	w.replicas["a/r1"].kill()
+	killAt := w.now.Sub(w.start)
 	mark := len(w.trace)
 	lead := w.runUntilLeader()
 	leadAt := w.now.Sub(w.start)
@@ -164,8 +171,12 @@ func TestANewLeaderHonoursTheOldLeadersLeases(t *testing.T) {
 		t.Fatalf("no failover under the new leader %s; trace:\n%s", lead, w.dump())
 	}
 	o := LeaseOptions{}.EnsureDefaults()
-	if at := parseAt(t, highs[0]); at < leadAt+o.Length+o.Margin-100*time.Millisecond {
-		t.Errorf("the new leader (leading by %v) asked for highs at %v, before its start + length + margin", leadAt, at)
+	at := parseAt(t, highs[0])
+	if at < killAt+o.Length-o.Margin {
+		t.Errorf("the new leader asked for highs at %v, before a/r1's lease (at most until %v) surely ended", at, killAt+o.Length-o.Margin)
+	}
+	if at >= leadAt+o.Length+o.Margin {
+		t.Errorf("the new leader (leading by %v) asked for highs at %v: a whole lease after its election", leadAt, at)
 	}
 }
 
