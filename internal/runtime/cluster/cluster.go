@@ -384,7 +384,7 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		}
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
-		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
+		DataDir: dataDir(c.opts.Dir, s.Name), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
 		Causal: c.opts.Causal, Config: server.ConfigOptions{Voters: c.opts.Topology.ConfigSites()},
 		Supervisor: supervisor}
 	if cfg.Causal.RTT == nil {
