@@ -149,7 +149,7 @@ func TestMixes(t *testing.T) {
 }
 
 func TestTargetStrikesThePrimaryThenASecondary(t *testing.T) {
-	in := newInjector(nil, Options{}.EnsureDefaults(), rand.New(rand.NewPCG(1, 0)), nil, "england", []string{"us", "india"})
+	in := newInjector(nil, Options{}.EnsureDefaults(), rand.New(rand.NewPCG(1, 0)), nil, "england", []string{"us", "india"}, 1)
 	for _, kind := range Faults {
 		if site, role := in.target(kind); site != "england" || role != "primary" {
 			t.Errorf("first %s strikes %s (%s), want england (primary)", kind, site, role)
