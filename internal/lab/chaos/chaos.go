@@ -296,7 +296,7 @@ func (r *run) failoverClients(site string, quorum *freshMix, client clientcore.O
 				Policy: clientcore.Policy{Write: clientcore.Fixed(clientcore.Quorum)}}}, "")
 	}
 	if r.o.Sessions > 0 {
-		add(&driver.Group{Name: site + "/strong", Site: site, Sessions: r.o.Sessions,
+		add(&driver.Group{Name: site + "/strong-reads", Site: site, Sessions: r.o.Sessions,
 			Streams: []driver.Stream{{Mix: &recentMix{of: quorum, window: recentKeys}, Think: r.o.Think}},
 			Cosla:   driver.Cosla{SLA: strong, Strategy: clientcore.Pileus, Client: client}}, strongSLA)
 	}
@@ -354,9 +354,9 @@ func (r *run) progress(in *injector, stop <-chan struct{}) {
 		if current != "" {
 			now = "; now: " + current
 		}
-		r.o.Progress(fmt.Sprintf("%6.1fs  puts %d acknowledged of %d, gets %d met of %d; kills %d, partitions %d, pauses %d%s",
+		r.o.Progress(fmt.Sprintf("%6.1fs  puts %d acknowledged of %d, gets %d met of %d; kills %d, partitions %d, pauses %d, failover faults %d%s",
 			r.loop.Now().Seconds(), r.ackedPuts.Load(), r.puts.Load(), r.metGets.Load(), r.gets.Load(),
-			counts[Kill], counts[Partition], counts[Pause], now))
+			counts[Kill], counts[Partition], counts[Pause], counts[Failover], now))
 	}
 }
 

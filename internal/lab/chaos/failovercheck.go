@@ -286,25 +286,35 @@ func (f *FailoverReport) times() {
 // and rolled as those take them), and the linearizability of the strong
 // history.
 func (r *run) checkFailovers(rep *Report, workload int, final map[string]hlc.Timestamp, rolled []check.RolledBack) {
-	f := &FailoverReport{ByMethod: failoverCounts(rep.Faults), Windows: failoverWindows(rep.Faults, r.acks, r.history[:workload]),
-		TargetP99S: (config.LeaseOptions{}.EnsureDefaults().Length + time.Second).Seconds(), Epochs: epochsUnchecked}
+	f := writeChecks(r.history, final, rolled, len(r.sites))
+	f.ByMethod, f.Windows = failoverCounts(rep.Faults), failoverWindows(rep.Faults, r.acks, r.history[:workload])
+	f.TargetP99S = (config.LeaseOptions{}.EnsureDefaults().Length + time.Second).Seconds()
 	f.times()
-	f.Acked, f.Lost = writesByLevel(r.history, final)
-	losses, rollbackVs := check.CheckRollback(r.history, final, rolled)
-	durableVs := check.CheckDurable(r.history, final)
-	f.RolledBack, f.RolledBackUnacked, f.RolledBackAcked = losses.RolledBack, losses.Unacknowledged, map[string]int{}
-	for w, n := range losses.ByLevel {
-		f.RolledBackAcked[levelName(w, len(r.sites))] += n
+	f.Linearizability, f.Dropped = r.linearizable()
+	rep.Failover = f
+	r.o.Progress(fmt.Sprintf("%6.1fs  %d failovers checked: rules durable %d and rollback %d violations; strong history %s (%d ops)",
+		r.loop.Now().Seconds(), len(f.Windows), f.Durable, f.Rollback, f.Linearizability.Verdict, f.Linearizability.Ops))
+}
+
+// writeChecks returns a FailoverReport with the writes of h per level
+// and rules "durable" and "rollback" checked (check.CheckDurable and
+// check.CheckRollback, final and rolled as those take them; n replicas
+// per tablet).
+func writeChecks(h []check.Op, final map[string]hlc.Timestamp, rolled []check.RolledBack, n int) *FailoverReport {
+	f := &FailoverReport{Epochs: epochsUnchecked, RolledBackAcked: map[string]int{}}
+	f.Acked, f.Lost = writesByLevel(h, final)
+	losses, rollbackVs := check.CheckRollback(h, final, rolled)
+	durableVs := check.CheckDurable(h, final)
+	f.RolledBack, f.RolledBackUnacked = losses.RolledBack, losses.Unacknowledged
+	for w, k := range losses.ByLevel {
+		f.RolledBackAcked[levelName(w, n)] += k
 	}
 	f.Durable, f.Rollback = len(durableVs), len(rollbackVs)
 	vs := append(durableVs, rollbackVs...)
 	for _, v := range vs[:min(len(vs), examplesMax)] {
 		f.Examples = append(f.Examples, v.String())
 	}
-	f.Linearizability, f.Dropped = r.linearizable()
-	rep.Failover = f
-	r.o.Progress(fmt.Sprintf("%6.1fs  %d failovers checked: rules durable %d and rollback %d violations; strong history %s (%d ops)",
-		r.loop.Now().Seconds(), len(f.Windows), f.Durable, f.Rollback, f.Linearizability.Verdict, f.Linearizability.Ops))
+	return f
 }
 
 // linearizable checks the strong history (strongHistory) with Porcupine;
