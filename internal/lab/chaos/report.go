@@ -147,7 +147,8 @@ type Client struct {
 	Failed int    `json:"failed"`
 	// Errors counts the failed ops by cause: "timeout" (no answer within
 	// the request timeout or the SLA's latency), "sla unmet" (an answer
-	// that met no subSLA), or the error's text.
+	// that met no subSLA), "write level not reached" (a Put its primary
+	// held, but too few replicas in time), or the error's text.
 	Errors map[string]int `json:"errors,omitempty"`
 	// Windows are the client's unavailability windows; UnavailableS is
 	// their total length and LongestS the longest.
@@ -186,6 +187,9 @@ func cause(err error) string {
 		return "timeout"
 	case errors.Is(err, clientcore.ErrSLAUnmet):
 		return "sla unmet"
+	case errors.Is(err, clientcore.ErrQuorumTimeout):
+		// Its text names the key: one cause per Put.
+		return "write level not reached"
 	}
 	return err.Error()
 }
