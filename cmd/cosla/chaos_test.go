@@ -59,13 +59,7 @@ type chaosReport struct {
 // --gap); -chaos.long runs issue 13's campaign: at least 100 kills
 // and 100,000 acknowledged Puts.
 func TestChaos(t *testing.T) {
-	t.Parallel()
-	coslaBinary(t)
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	dir := t.TempDir()
+	seed, dir := chaosSetup(t)
 	args := []string{"chaos", "--dir", dir, "--json", "--seed", strconv.FormatUint(seed, 10)}
 	limit := 2 * time.Minute
 	minKills, minPuts := 2, 1000
@@ -81,7 +75,6 @@ func TestChaos(t *testing.T) {
 		repro += " -chaos.long -timeout 60m"
 	}
 	t.Logf("seed %d (the plan only: process scheduling is not reproducible); rerun with: %s", seed, repro)
-	t.Cleanup(func() { killLeftoverSites(t, dir) })
 
 	r := coslaCmd(t, limit, args...)
 	var rep chaosReport
@@ -121,6 +114,21 @@ func TestChaos(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("%s\nrerun with: %s", r, repro)
 	}
+}
+
+// chaosSetup readies a campaign test, run in parallel: the binary, the
+// seed (-chaos.seed, or from the clock) and the campaign's directory,
+// whose site processes are killed at the end if the command left any.
+func chaosSetup(t *testing.T) (seed uint64, dir string) {
+	t.Parallel()
+	coslaBinary(t)
+	seed = *chaosSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	dir = t.TempDir()
+	t.Cleanup(func() { killLeftoverSites(t, dir) })
+	return seed, dir
 }
 
 // killLeftoverSites SIGKILLs the site processes of a campaign whose
@@ -179,19 +187,12 @@ func TestChaosFailover(t *testing.T) {
 	if !*chaosLong {
 		t.Skip("a failover campaign takes minutes: run with -chaos.long")
 	}
-	t.Parallel()
-	coslaBinary(t)
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	dir := t.TempDir()
+	seed, dir := chaosSetup(t)
 	const failovers = 50
 	args := []string{"chaos", "--dir", dir, "--json", "--seed", strconv.FormatUint(seed, 10),
 		"--faults", "failover", "--failovers", strconv.Itoa(failovers), "--puts", "1000", "--duration", "30m"}
 	repro := fmt.Sprintf("go test ./cmd/cosla -run TestChaosFailover -chaos.long -chaos.seed %d -timeout 60m -v", seed)
 	t.Logf("seed %d (the plan only: process scheduling is not reproducible); rerun with: %s", seed, repro)
-	t.Cleanup(func() { killLeftoverSites(t, dir) })
 
 	r := coslaCmd(t, 45*time.Minute, args...)
 	var rep chaosFailoverReport
