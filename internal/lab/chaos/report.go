@@ -332,6 +332,17 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 			r.Failover.writeText(w)
 		}
 	}
+	r.writeClients(w, windowsMax)
+	verdict := "OK"
+	if !r.OK() {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
+}
+
+// writeClients prints each client's failures and its windowsMax longest
+// unavailability windows.
+func (r *Report) writeClients(w io.Writer, windowsMax int) {
 	fmt.Fprintf(w, "  unavailability windows per client (start+length in seconds, failed ops, faults under way):\n")
 	for _, c := range r.Clients {
 		var causes []string
@@ -354,9 +365,4 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 			fmt.Fprintf(w, "      %7.1f+%.1fs  %4d failed  %s\n", win.StartS, win.EndS-win.StartS, win.Failed, faults)
 		}
 	}
-	verdict := "OK"
-	if !r.OK() {
-		verdict = "FAILED"
-	}
-	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
 }
