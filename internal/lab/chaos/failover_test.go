@@ -258,3 +258,33 @@ func TestLevelName(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteTextShowsTheFailovers(t *testing.T) {
+	f := &FailoverReport{ByMethod: map[string]int{"kill": 1, "pause": 1},
+		Windows: []FailoverWindow{{Method: "kill", From: "england/r1", To: "us/r1", StartS: 3, FailoverS: 9.5, SLAGets: 4, SLAMet: 3}},
+		Acked:   map[string]int{"one": 10, "quorum": 5}, Lost: map[string]int{"one": 2}, RolledBackAcked: map[string]int{"one": 2},
+		RolledBack: 3, RolledBackUnacked: 1, Epochs: epochsUnchecked,
+		Linearizability: measure.LinearizabilityResult{Verdict: measure.VerdictLinearizable, Ops: 40, Registers: 6}}
+	f.times()
+	rep := &Report{Failovers: 1, Failover: f, Converged: true, TargetsReached: true}
+	var b strings.Builder
+	rep.WriteText(&b, 0)
+	for _, want := range []string{
+		"1 failovers (kill 1, pause 1)",
+		"p50 9.5s, p99 9.5s, max 9.5s over 1 failovers",
+		"one 10 acknowledged, 2 lost (2 rolled back); quorum 5 acknowledged, 0 lost (0 rolled back)",
+		"3 versions in the rollback files, 1 of them never acknowledged",
+		"linearizable (Porcupine): 40 ops over 6 keys",
+		"3 of 4 met a subSLA (75.0%)",
+		"england/r1 -> us/r1 at     3.0s:   9.5s",
+		"result:     OK",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report text lacks %q:\n%s", want, b.String())
+		}
+	}
+	f.Linearizability.Verdict = measure.VerdictNotLinearizable
+	if rep.OK() {
+		t.Errorf("a history that is not linearizable, yet the report is OK")
+	}
+}
