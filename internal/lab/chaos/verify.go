@@ -139,18 +139,23 @@ func finalVersions(final map[string]version) map[string]hlc.Timestamp {
 
 // locatePrimary takes the primary's site from the cluster's status, once
 // settled (a failover may have moved it), and the other replicas' sites
-// for the secondaries, in the report too.
+// for the secondaries, in the report too. A cluster that does not settle
+// is a fault error; the checks then go on at the leased primary, if any.
 func (r *run) locatePrimary(ctx context.Context, rep *Report) error {
 	var primary wire.NodeID
 	st, ok := awaitStatus(ctx, r.c, r.tablets, failoverWait, func(p map[int32]wire.NodeID, settled bool) bool {
 		primary = p[0]
 		return settled
 	})
-	if !ok {
-		if ctx.Err() != nil {
-			return errInterrupted
-		}
-		return fmt.Errorf("chaos: the cluster did not settle after the faults (every site up, one leased primary per tablet): %s", describePrimaries(st, table))
+	switch {
+	case ctx.Err() != nil:
+		return errInterrupted
+	case !ok:
+		rep.FaultErrors = append(rep.FaultErrors, fmt.Sprintf("chaos: the cluster did not settle within %s after the faults (every site up, one leased primary per tablet): %s",
+			failoverWait, describePrimaries(st, table)))
+	}
+	if primary == "" {
+		return nil
 	}
 	r.primary = siteOf(primary)
 	r.secondaries = slices.DeleteFunc(slices.Clone(r.sites), func(s string) bool { return s == r.primary })
