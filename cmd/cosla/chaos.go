@@ -21,10 +21,11 @@ type chaosFlags struct {
 	topo                                                topologyFlags
 	dir, sites, faults                                  string
 	pull, duration, gap, hold, think, timeout, converge time.Duration
-	every                                               time.Duration
+	every, failoverHold                                 time.Duration
 	push, insecure, jsonOut                             bool
 	seed                                                uint64
-	kills, puts, keys, sessions, writers, windowsMax    int
+	kills, failovers, puts, keys, sessions, writers     int
+	windowsMax                                          int
 }
 
 func (c *chaosFlags) add(fs *flag.FlagSet) {
@@ -35,15 +36,19 @@ func (c *chaosFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&c.push, "push", false, "also push every Put to the secondaries at once")
 	fs.BoolVar(&c.insecure, "insecure", false, "run the cluster without TLS")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the plan: the workload's keys, the faults' sites and times (0: from the clock)")
-	fs.StringVar(&c.faults, "faults", "all", "faults to inject, comma-separated: kill (SIGKILL a site's process, restart it), partition (cut a site off the WAN, heal), pause (SIGSTOP, then SIGCONT), or all")
+	fs.StringVar(&c.faults, "faults", "all", "faults to inject, comma-separated: kill (SIGKILL a site's process, restart it), partition (cut a site off the WAN, heal), pause (SIGSTOP, then SIGCONT), "+
+		"all (those three), or failover (strike the current primary's site by kill, partition and pause in turn, for longer than a lease, so that another replica becomes primary)")
 	fs.IntVar(&c.kills, "kills", 10, "go on until at least this many kills (0 without kill in --faults)")
+	fs.IntVar(&c.failovers, "failovers", 0, "go on until at least this many failovers (with failover in --faults)")
+	fs.DurationVar(&c.failoverHold, "failover-hold", 0, "least time a failover fault lasts; it lasts on until another node holds the primary's lease "+
+		"(default: a raft election, a lease and its margin, Collect and 1s: 9.25s with the configuration service's defaults)")
 	fs.IntVar(&c.puts, "puts", 10000, "go on until at least this many acknowledged Puts")
 	fs.DurationVar(&c.duration, "duration", 10*time.Minute, "bound on the campaign: reaching it before the targets is a failure")
 	fs.DurationVar(&c.gap, "gap", 2*time.Second, "mean time between one fault's end and the next one's start")
 	fs.DurationVar(&c.hold, "hold", 2*time.Second, "mean time a fault lasts (a killed process stays down for up to this long)")
 	fs.IntVar(&c.keys, "keys", 32, "keys the guarantee sessions share")
-	fs.IntVar(&c.sessions, "sessions", 2, "sessions of each guarantee client (two per site)")
-	fs.IntVar(&c.writers, "writers", 4, "sessions per site writing fresh keys, each once")
+	fs.IntVar(&c.sessions, "sessions", 2, "sessions of each guarantee client (two per site; with failover, of a client of strong reads too)")
+	fs.IntVar(&c.writers, "writers", 4, "sessions per site writing fresh keys, each once (with failover: as many again at write level QUORUM)")
 	fs.DurationVar(&c.think, "think", 10*time.Millisecond, "guarantee sessions' pause between operations")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Second, "request timeout of Puts and of Gets with an unbounded subSLA")
 	fs.DurationVar(&c.converge, "converge-timeout", 0, "bound on the wait for the secondaries to converge after the faults (default 1m plus 3 pull intervals)")
@@ -61,10 +66,20 @@ pauses a process (SIGSTOP, SIGCONT), one fault at a time. Afterwards it reads ev
 written at the primary, waits for the secondaries to converge and checks the recorded
 history, and reports acknowledged Puts, faults, acknowledged Puts missing at the primary,
 convergence, guarantee violations and each client's unavailability windows. It exits 1
-unless nothing was lost or violated, the replicas converged and the targets were reached.`
+unless nothing was lost or violated, the replicas converged and the targets were reached.
+
+With --faults failover it strikes the current primary's site (from the cluster's status)
+by kill, partition and pause in turn, each until another replica holds the primary's
+lease, then heals it and waits for one leased primary per tablet; writers at QUORUM and at
+ONE and strong readers join the workload at every site. It also reports the failover time
+(the fault's start to the first Put the new primary acknowledged: p50, p99, max), writes
+acknowledged and lost per write level against the sites' rollback files (no QUORUM write
+may be lost, and every ONE write lost must be in them), Porcupine's verdict on the strong
+reads with the QUORUM writes, and the share of SLA Gets that met a subSLA during the
+failovers. --failovers N goes on until N failovers (raise --duration to fit: about 20s each).`
 
 func runChaos(args []string, stdout, stderr io.Writer) error {
-	fs := newCommand("chaos", "cosla chaos [--faults all|kill,partition,pause] [--kills N] [--puts N] [--duration D] [--dir DIR]", chaosDoc, stderr)
+	fs := newCommand("chaos", "cosla chaos [--faults all|kill,partition,pause|failover] [--kills N] [--failovers N] [--puts N] [--duration D] [--dir DIR]", chaosDoc, stderr)
 	var c chaosFlags
 	c.add(fs)
 	if err := parseArgs(fs, args, noOperands); err != nil {
@@ -103,11 +118,22 @@ func runChaos(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !rep.OK() {
-		return fmt.Errorf("the campaign failed (lost %d, unread %d, violations %d, converged %t, targets reached %t, fault errors %d, interrupted %t); "+
+		return fmt.Errorf("the campaign failed (lost %d, unread %d, violations %d, converged %t, targets reached %t, fault errors %d, interrupted %t%s); "+
 			"data and logs in %s; the same plan again (process scheduling is not reproducible): %s",
-			rep.Lost, rep.Unverified, rep.Violations, rep.Converged, rep.TargetsReached, len(rep.FaultErrors), rep.Interrupted, c.dir, command)
+			rep.Lost, rep.Unverified, rep.Violations, rep.Converged, rep.TargetsReached, len(rep.FaultErrors), rep.Interrupted, failoverVerdict(rep), c.dir, command)
 	}
 	return nil
+}
+
+// failoverVerdict is what the failover checks found, for the error of a
+// failed campaign.
+func failoverVerdict(rep *chaos.Report) string {
+	f := rep.Failover
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf(", QUORUM writes lost %d, rule durable %d and rollback %d violations, strong history %s",
+		f.Lost["quorum"], f.Durable, f.Rollback, f.Linearizability.Verdict)
 }
 
 // options checks the flags that need no cluster and returns the
@@ -127,8 +153,11 @@ func (c *chaosFlags) options(fs *flag.FlagSet) (chaos.Options, error) {
 		}
 		c.kills = 0
 	}
+	if c.failovers > 0 && !slices.Contains(kinds, chaos.Failover) {
+		return chaos.Options{}, usagef("--failovers %d without failover in --faults %s", c.failovers, c.faults)
+	}
 	return chaos.Options{Dir: c.dir, Topology: t, Sites: commaList(c.sites), PullInterval: c.pull, Push: c.push, Insecure: c.insecure,
-		Faults: kinds, Kills: c.kills, Puts: c.puts, Duration: c.duration, Gap: c.gap, Hold: c.hold,
+		Faults: kinds, Kills: c.kills, Failovers: c.failovers, Puts: c.puts, Duration: c.duration, Gap: c.gap, Hold: c.hold, FailoverHold: c.failoverHold,
 		Keys: c.keys, Sessions: c.sessions, Writers: c.writers, Think: c.think, RequestTimeout: c.timeout, ConvergeTimeout: c.converge,
 		ProgressEvery: c.every}, nil
 }

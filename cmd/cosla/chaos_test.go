@@ -16,7 +16,7 @@ import (
 
 var (
 	chaosLong = flag.Bool("chaos.long", false, "TestChaos: run the long campaign (100 kills, 100,000 acknowledged Puts, up to 30 minutes; "+
-		"give go test -timeout 60m) instead of the short one")
+		"give go test -timeout 60m) instead of the short one; TestChaosFailover: run (50 failovers, up to 30 minutes)")
 	chaosSeed = flag.Uint64("chaos.seed", 0, "TestChaos: seed of the campaign's plan (0: from the clock)")
 )
 
@@ -59,13 +59,7 @@ type chaosReport struct {
 // --gap); -chaos.long runs issue 13's campaign: at least 100 kills
 // and 100,000 acknowledged Puts.
 func TestChaos(t *testing.T) {
-	t.Parallel()
-	coslaBinary(t)
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	dir := t.TempDir()
+	seed, dir := chaosSetup(t)
 	args := []string{"chaos", "--dir", dir, "--json", "--seed", strconv.FormatUint(seed, 10)}
 	limit := 2 * time.Minute
 	minKills, minPuts := 2, 1000
@@ -81,7 +75,6 @@ func TestChaos(t *testing.T) {
 		repro += " -chaos.long -timeout 60m"
 	}
 	t.Logf("seed %d (the plan only: process scheduling is not reproducible); rerun with: %s", seed, repro)
-	t.Cleanup(func() { killLeftoverSites(t, dir) })
 
 	r := coslaCmd(t, limit, args...)
 	var rep chaosReport
@@ -123,6 +116,21 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// chaosSetup readies a campaign test, run in parallel: the binary, the
+// seed (-chaos.seed, or from the clock) and the campaign's directory,
+// whose site processes are killed at the end if the command left any.
+func chaosSetup(t *testing.T) (seed uint64, dir string) {
+	t.Parallel()
+	coslaBinary(t)
+	seed = *chaosSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	dir = t.TempDir()
+	t.Cleanup(func() { killLeftoverSites(t, dir) })
+	return seed, dir
+}
+
 // killLeftoverSites SIGKILLs the site processes of a campaign whose
 // command did not stop its cluster (it was killed itself, say): their
 // PIDs are in the cluster's description, which a clean stop removes.
@@ -138,5 +146,77 @@ func killLeftoverSites(t *testing.T, dir string) {
 		}
 		t.Logf("cleanup: SIGKILL site process %d left behind", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// chaosFailoverReport is the part of `cosla chaos --faults failover
+// --json` that TestChaosFailover reads.
+type chaosFailoverReport struct {
+	Failovers      int      `json:"failovers"`
+	FaultErrors    []string `json:"fault_errors"`
+	TargetsReached bool     `json:"targets_reached"`
+	Lost           int      `json:"lost"`
+	RolledBack     int      `json:"rolled_back"`
+	Converged      bool     `json:"converged"`
+	Violations     int      `json:"violations"`
+	Failover       *struct {
+		Windows []struct {
+			FailoverS float64 `json:"failover_s"`
+		} `json:"windows"`
+		Acked           map[string]int `json:"acked"`
+		Lost            map[string]int `json:"lost"`
+		RolledBackAcked map[string]int `json:"rolled_back_acked"`
+		Durable         int            `json:"durable_violations"`
+		Rollback        int            `json:"rollback_violations"`
+		Linearizability struct {
+			Verdict string `json:"verdict"`
+			Ops     int    `json:"ops"`
+		} `json:"linearizability"`
+		SLAGets int `json:"sla_gets"`
+	} `json:"failover"`
+}
+
+// TestChaosFailover runs `cosla chaos --faults failover` on a pileus4
+// cluster (issue 27, item 7): the primary's site killed, cut off and
+// stopped by turns until another replica is primary. No QUORUM write may
+// be lost, every ONE write lost must be in the rollback files, and the
+// strong reads with the QUORUM writes must be linearizable. A failover
+// lasts about 16 s, so the short campaign (two of each way) runs only
+// with -chaos.long, with the issue's long mode: 50 failovers.
+func TestChaosFailover(t *testing.T) {
+	if !*chaosLong {
+		t.Skip("a failover campaign takes minutes: run with -chaos.long")
+	}
+	seed, dir := chaosSetup(t)
+	const failovers = 50
+	args := []string{"chaos", "--dir", dir, "--json", "--seed", strconv.FormatUint(seed, 10),
+		"--faults", "failover", "--failovers", strconv.Itoa(failovers), "--puts", "1000", "--duration", "30m"}
+	repro := fmt.Sprintf("go test ./cmd/cosla -run TestChaosFailover -chaos.long -chaos.seed %d -timeout 60m -v", seed)
+	t.Logf("seed %d (the plan only: process scheduling is not reproducible); rerun with: %s", seed, repro)
+
+	r := coslaCmd(t, 45*time.Minute, args...)
+	var rep chaosFailoverReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Failover == nil {
+		t.Fatalf("chaos --json: %v (failover report %v); %s\nrerun with: %s", err, rep.Failover != nil, r, repro)
+	}
+	f := rep.Failover
+	t.Logf("%d failovers; acknowledged %v, lost %v, rolled back %v; strong history %s over %d ops; %d SLA Gets during failovers",
+		rep.Failovers, f.Acked, f.Lost, f.RolledBackAcked, f.Linearizability.Verdict, f.Linearizability.Ops, f.SLAGets)
+	switch {
+	case len(rep.FaultErrors) > 0 || !rep.TargetsReached || rep.Failovers < failovers || len(f.Windows) != rep.Failovers:
+		t.Errorf("fault errors %q, targets reached %t, %d failovers (%d windows), want %d", rep.FaultErrors, rep.TargetsReached, rep.Failovers, len(f.Windows), failovers)
+	case f.Lost["quorum"] != 0 || f.Durable != 0:
+		t.Errorf("%d QUORUM writes lost, %d violations of rule durable", f.Lost["quorum"], f.Durable)
+	case f.Lost["one"] != f.RolledBackAcked["one"] || f.Rollback != 0 || rep.Lost != 0:
+		t.Errorf("%d ONE writes lost, %d of them rolled back, %d violations of rule rollback, %d lost and not rolled back",
+			f.Lost["one"], f.RolledBackAcked["one"], f.Rollback, rep.Lost)
+	case f.Linearizability.Verdict != "linearizable" || f.Acked["quorum"] == 0 || f.Linearizability.Ops <= f.Acked["quorum"]:
+		t.Errorf("strong history %s over %d ops, %d QUORUM writes acknowledged", f.Linearizability.Verdict, f.Linearizability.Ops, f.Acked["quorum"])
+	case !rep.Converged || rep.Violations != 0 || f.SLAGets == 0:
+		t.Errorf("converged %t, %d violations, %d SLA Gets during the failovers", rep.Converged, rep.Violations, f.SLAGets)
+	}
+	wantExit(t, r, 0)
+	if t.Failed() {
+		t.Fatalf("%s\nrerun with: %s", r, repro)
 	}
 }

@@ -38,11 +38,21 @@ var slas = []string{
 }
 
 // Key prefixes: the guarantee sessions share keys k0, k1, ...; the
-// writers write d1, d2, ..., each once.
+// writers write d1, d2, ..., each once; a failover campaign's QUORUM
+// writers write q1, q2, ..., each once, and its strong readers read them.
 const (
 	sharedPrefix = "k"
 	freshPrefix  = "d"
+	quorumPrefix = "q"
 )
+
+// strongSLA is the SLA of a failover campaign's strong readers: the
+// primary only, within twice pileus4's longest round trip (435ms).
+const strongSLA = "strong 1s 1"
+
+// recentKeys is how many of the QUORUM writers' latest keys the strong
+// readers draw from.
+const recentKeys = 64
 
 // run is one campaign.
 type run struct {
@@ -53,11 +63,14 @@ type run struct {
 	loop        *driver.Loop
 	primary     string
 	secondaries []string
+	tablets     int      // the table's
+	sites       []string // of the table's replicas
 	groups      []*driver.Group
 	slaOf       map[*driver.Group]string
 
 	// Used on the workload's loop, then by Run once it is done.
 	history []check.Op
+	acks    []ack // of the acknowledged Puts, for the failover times
 	spans   map[*driver.Group][]span
 	causes  map[*driver.Group]map[string]int
 
@@ -78,7 +91,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%w: Options.Sites: %w", ErrInvalid, err)
 	}
 	r := &run{o: o, slaOf: map[*driver.Group]string{}, spans: map[*driver.Group][]span{}, causes: map[*driver.Group]map[string]int{}}
-	r.primary = siteOf(layout.Tablets[0].Primary)
+	r.primary, r.tablets = siteOf(layout.Tablets[0].Primary), len(layout.Tablets)
 	for _, t := range layout.Tablets {
 		for _, s := range t.Secondaries {
 			if site := siteOf(s); site != r.primary && !slices.Contains(r.secondaries, site) {
@@ -86,6 +99,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 	}
+	r.sites = append([]string{r.primary}, r.secondaries...)
 	o.Progress("chaos: " + o.String())
 	o.Progress(fmt.Sprintf("starting the %s cluster in %s (primary at %s, secondaries at %s)",
 		o.Topology.Name, o.Dir, r.primary, strings.Join(r.secondaries, ", ")))
@@ -121,7 +135,7 @@ func (r *run) campaign(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer d.Close()
-	in := newInjector(r.c, o, rng, r.loop.Now, r.primary, r.secondaries)
+	in := newInjector(r.c, o, rng, r.loop.Now, r.primary, r.secondaries, r.tablets)
 	enough := func() bool { return in.done() && r.ackedPuts.Load() >= int64(o.Puts) }
 
 	o.Progress(fmt.Sprintf("running %d clients at %d sites until %s, for at most %s", len(r.groups), len(o.Topology.Sites), r.targets(), o.Duration))
@@ -164,7 +178,7 @@ func (r *run) campaign(ctx context.Context) (*Report, error) {
 	events, counts, _, faultErr := in.snapshot()
 	rep := &Report{Seed: o.Seed, Dir: o.Dir, Options: o.String(), Topology: o.Topology.Name,
 		Primary: r.primary, Secondaries: r.secondaries, RunS: ranFor.Seconds(),
-		Kills: counts[Kill], Partitions: counts[Partition], Pauses: counts[Pause], Faults: events,
+		Kills: counts[Kill], Partitions: counts[Partition], Pauses: counts[Pause], Failovers: moves(events), Faults: events,
 		TargetsReached: enough(), Targets: r.targets(), MetByGuarantee: map[string]int{}}
 	if rep.Faults == nil {
 		rep.Faults = []Event{}
@@ -206,18 +220,23 @@ func (r *run) targets() string {
 	for _, f := range r.o.Faults {
 		names = append(names, f.String())
 	}
+	if slices.Contains(r.o.Faults, Failover) {
+		return fmt.Sprintf("%d kills, %d failovers, %d acknowledged Puts, each of %s twice", r.o.Kills, r.o.Failovers, r.o.Puts, strings.Join(names, ", "))
+	}
 	return fmt.Sprintf("%d kills, %d acknowledged Puts, each of %s twice", r.o.Kills, r.o.Puts, strings.Join(names, ", "))
 }
 
 // workload builds the clients: at every site two guarantee clients, the
-// n-th with slas[(2*site+n) % 6], and one client of writers.
+// n-th with slas[(2*site+n) % 6], and one client of writers (at write
+// level ONE); in a failover campaign also a client of writers at QUORUM
+// and one of strong readers (failoverClients).
 func (r *run) workload() ([]*driver.Group, error) {
 	o := r.o
 	shared, err := driver.PutGetMix(o.Keys, sharedPrefix)
 	if err != nil {
 		return nil, err
 	}
-	fresh := &freshMix{prefix: freshPrefix}
+	fresh, quorum := &freshMix{prefix: freshPrefix}, &freshMix{prefix: quorumPrefix}
 	client := clientcore.Options{RequestTimeout: o.RequestTimeout, ProbeInterval: 2 * time.Second}
 	eventual, err := sla.Parse("eventual unbounded 1")
 	if err != nil {
@@ -248,8 +267,40 @@ func (r *run) workload() ([]*driver.Group, error) {
 				Streams: []driver.Stream{{Mix: fresh}},
 				Cosla:   driver.Cosla{SLA: eventual, Strategy: clientcore.Pileus, Client: client}}, "")
 		}
+		if slices.Contains(o.Faults, Failover) {
+			if err := r.failoverClients(site.Name, quorum, client, add); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return groups, nil
+}
+
+// failoverClients adds a failover campaign's clients at a site: Writers
+// sessions writing fresh keys at write level QUORUM, and Sessions
+// sessions of strong reads of the keys they write, for the
+// linearizability check.
+func (r *run) failoverClients(site string, quorum *freshMix, client clientcore.Options, add func(*driver.Group, string)) error {
+	eventual, err := sla.Parse("eventual unbounded 1")
+	if err != nil {
+		return err
+	}
+	strong, err := sla.Parse(strongSLA)
+	if err != nil {
+		return err
+	}
+	if r.o.Writers > 0 {
+		add(&driver.Group{Name: site + "/writers-quorum", Site: site, Sessions: r.o.Writers,
+			Streams: []driver.Stream{{Mix: quorum}},
+			Cosla: driver.Cosla{SLA: eventual, Strategy: clientcore.Pileus, Client: client,
+				Policy: clientcore.Policy{Write: clientcore.Fixed(clientcore.Quorum)}}}, "")
+	}
+	if r.o.Sessions > 0 {
+		add(&driver.Group{Name: site + "/strong-reads", Site: site, Sessions: r.o.Sessions,
+			Streams: []driver.Stream{{Mix: &recentMix{of: quorum, window: recentKeys}, Think: r.o.Think}},
+			Cosla:   driver.Cosla{SLA: strong, Strategy: clientcore.Pileus, Client: client}}, strongSLA)
+	}
+	return nil
 }
 
 // target is the driver's cosla target on the cluster.
@@ -259,7 +310,14 @@ func (r *run) target(loop *driver.Loop) *driver.HostTarget {
 
 // onOp records an op of the workload, on the loop.
 func (r *run) onOp(g *driver.Group, op *driver.Op) {
-	r.history = append(r.history, op.CheckOp())
+	c := op.CheckOp()
+	if c.Kind == check.Put {
+		c.Replicas = len(r.sites)
+		if c.OK {
+			r.acks = append(r.acks, ack{node: op.Node, at: op.End})
+		}
+	}
+	r.history = append(r.history, c)
 	r.spans[g] = append(r.spans[g], span{start: op.Start, end: op.End, failed: op.Err != nil})
 	if op.Err != nil {
 		if r.causes[g] == nil {
@@ -296,9 +354,9 @@ func (r *run) progress(in *injector, stop <-chan struct{}) {
 		if current != "" {
 			now = "; now: " + current
 		}
-		r.o.Progress(fmt.Sprintf("%6.1fs  puts %d acknowledged of %d, gets %d met of %d; kills %d, partitions %d, pauses %d%s",
+		r.o.Progress(fmt.Sprintf("%6.1fs  puts %d acknowledged of %d, gets %d met of %d; kills %d, partitions %d, pauses %d, failover faults %d%s",
 			r.loop.Now().Seconds(), r.ackedPuts.Load(), r.puts.Load(), r.metGets.Load(), r.gets.Load(),
-			counts[Kill], counts[Partition], counts[Pause], now))
+			counts[Kill], counts[Partition], counts[Pause], counts[Failover], now))
 	}
 }
 
@@ -338,6 +396,22 @@ type freshMix struct {
 func (m *freshMix) Next(*rand.Rand) (driver.Step, bool) {
 	m.n++
 	return driver.Step{Label: "put-fresh", Ops: []driver.Op{{Kind: driver.Put, Key: m.prefix + strconv.FormatUint(m.n, 10)}}}, true
+}
+
+// recentMix draws Gets of the keys a freshMix writes: one of its window
+// latest, or the one it writes next, likely in flight. It runs on the
+// same loop as the freshMix.
+type recentMix struct {
+	of     *freshMix
+	window int
+}
+
+// Next implements driver.Mix.
+func (m *recentMix) Next(r *rand.Rand) (driver.Step, bool) {
+	next := m.of.n + 1
+	lowest := uint64(max(1, int64(next)-int64(m.window)+1))
+	n := lowest + r.Uint64N(next-lowest+1)
+	return driver.Step{Label: "get-recent", Ops: []driver.Op{{Kind: driver.Get, Key: m.of.prefix + strconv.FormatUint(n, 10)}}}, true
 }
 
 func siteOf(id wire.NodeID) string {

@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
@@ -91,6 +93,8 @@ func TestParseFaults(t *testing.T) {
 		{in: "all", want: []Fault{Kill, Partition, Pause}},
 		{in: "kill", want: []Fault{Kill}},
 		{in: "pause,kill,pause", want: []Fault{Pause, Kill}},
+		{in: "failover", want: []Fault{Failover}},
+		{in: "kill,failover", want: []Fault{Kill, Failover}},
 		{in: "kill,crash", bad: true},
 		{in: "", bad: true},
 	} {
@@ -120,6 +124,9 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		{"Kills", func(o *Options) { o.Kills = -1 }},
 		{"Kills", func(o *Options) { o.Faults, o.Kills = []Fault{Pause}, 3 }},
 		{"Puts", func(o *Options) { o.Puts = -1 }},
+		{"Failovers", func(o *Options) { o.Failovers = -1 }},
+		{"Failovers", func(o *Options) { o.Faults, o.Failovers = []Fault{Kill}, 3 }},
+		{"FailoverHold", func(o *Options) { o.FailoverHold = -time.Second }},
 		{"Duration", func(o *Options) { o.Duration = 25 * time.Hour }},
 		{"Hold", func(o *Options) { o.Hold = -time.Second }},
 		{"Keys", func(o *Options) { o.Keys = -1 }},
@@ -149,7 +156,7 @@ func TestMixes(t *testing.T) {
 }
 
 func TestTargetStrikesThePrimaryThenASecondary(t *testing.T) {
-	in := newInjector(nil, Options{}.EnsureDefaults(), rand.New(rand.NewPCG(1, 0)), nil, "england", []string{"us", "india"})
+	in := newInjector(nil, Options{}.EnsureDefaults(), rand.New(rand.NewPCG(1, 0)), nil, "england", []string{"us", "india"}, 1)
 	for _, kind := range Faults {
 		if site, role := in.target(kind); site != "england" || role != "primary" {
 			t.Errorf("first %s strikes %s (%s), want england (primary)", kind, site, role)
@@ -166,5 +173,21 @@ func TestTargetStrikesThePrimaryThenASecondary(t *testing.T) {
 	in.o.Kills = 3
 	if in.done() {
 		t.Errorf("3 kills asked for, 2 made, but the injector is done")
+	}
+}
+
+func TestCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("get: %w", clientcore.ErrTimeout), "timeout"},
+		{fmt.Errorf("get: %w", clientcore.ErrSLAUnmet), "sla unmet"},
+		{&clientcore.QuorumTimeoutError{Key: "q1", Level: 2, Acks: 1}, "write level not reached"},
+		{errors.New("cosla: not primary"), "cosla: not primary"},
+	} {
+		if got := cause(tc.err); got != tc.want {
+			t.Errorf("cause(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

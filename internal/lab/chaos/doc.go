@@ -10,7 +10,9 @@
 //     every key written returns a version no older than any
 //     acknowledged Put to it. Most Puts write a fresh key each (the
 //     writers), so that this accounts for every one of them, not only
-//     for the last Put to a key;
+//     for the last Put to a key. A Put a replica rolled back at a
+//     failover (in its site's rollback files) is counted apart: the
+//     failover checks below judge it;
 //   - the replicas converge: once the faults are over, every secondary
 //     serves the primary's version of every key, within a bound;
 //   - the recorded history, the final reads included, breaks no rule of
@@ -25,12 +27,39 @@
 // sharing a few keys, and one client of writers of fresh keys.
 //
 // Faults come one at a time, cycling through the kinds asked for: the
-// first fault of each kind strikes the primary's site, the second a
+// first kill, partition or pause strikes the primary's site, the second a
 // secondary's, later ones the primary's with probability 1/2. Each lasts
 // a drawn hold (a killed process stays down for up to that long) and is
 // healed before the next, a drawn gap later. The campaign ends once it
-// has made every kind at least twice, the kills asked for, and seen the
-// acknowledged Puts asked for, or at its time bound, which is a failure.
+// has made every kind at least twice, the kills and failovers asked for,
+// and seen the acknowledged Puts asked for, or at its time bound, which
+// is a failure.
+//
+// Failover faults (Failover; issue 27, item 7) strike the site of the
+// table's current primary, read from the cluster's status before each
+// one (the primary moves with every failover): by turns a kill, a
+// partition and a pause, each held at least Options.FailoverHold (longer
+// than a raft election, a lease and Collect) and until another node holds
+// the primary's lease, then healed; the next waits until every tablet has
+// one leased primary again. A failover campaign's workload adds, at every
+// site, writers at write level QUORUM and strong readers of the keys they
+// write (the other writers write at ONE). After the checks above, done at
+// the primary the status names at the end, it reads the sites' rollback
+// files and reports:
+//
+//   - the failover time: from the fault's start to the first Put the new
+//     primary acknowledged, per failover, p50, p99 and max;
+//   - writes acknowledged and lost per write level, lost meaning rolled
+//     back or not held at the end: rule "durable" of package check (no
+//     QUORUM write lost) and rule "rollback" (the ONE writes lost are
+//     the rollback files' entries of acknowledged Puts) must hold;
+//   - Porcupine's verdict on the QUORUM writes and the strong reads of
+//     their keys, the rolled-back writes and the reads of them left out
+//     (as package check does);
+//   - the share of the guarantee clients' Gets, called during each
+//     failover, that met a subSLA.
+//
+// Rule "epochs" is not checked: a Put's reply names no epoch.
 //
 // The caller's duties, in order:
 //

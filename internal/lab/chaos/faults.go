@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -22,27 +23,32 @@ const restartTimeout = time.Minute
 // injector makes the faults, one at a time, on its own goroutine, and
 // heals each before the next.
 type injector struct {
-	c           *cluster.Cluster
-	o           Options
-	rng         *rand.Rand
-	now         func() time.Duration // the run's clock
+	c       *cluster.Cluster
+	o       Options
+	rng     *rand.Rand
+	now     func() time.Duration // the run's clock
+	tablets int                  // the table's
+
+	mu sync.Mutex
+	// primary and secondaries are the sites of the table's replicas, the
+	// primary's as the last failover left it.
 	primary     string
 	secondaries []string
-
-	mu      sync.Mutex
-	events  []Event
-	counts  map[Fault]int
-	current string // the fault under way, for progress lines
-	err     error  // the first fault that could not be made or healed
+	events      []Event
+	counts      map[Fault]int
+	failovers   int    // failover faults that moved the primary
+	current     string // the fault under way, for progress lines
+	err         error  // the first fault that could not be made or healed
 }
 
-func newInjector(c *cluster.Cluster, o Options, rng *rand.Rand, now func() time.Duration, primary string, secondaries []string) *injector {
-	return &injector{c: c, o: o, rng: rng, now: now, primary: primary, secondaries: secondaries, counts: map[Fault]int{}}
+func newInjector(c *cluster.Cluster, o Options, rng *rand.Rand, now func() time.Duration, primary string, secondaries []string, tablets int) *injector {
+	return &injector{c: c, o: o, rng: rng, now: now, primary: primary, secondaries: secondaries, tablets: tablets, counts: map[Fault]int{}}
 }
 
 // done reports whether the fault targets are met: every kind asked for
-// made at least twice (the primary's site, then a secondary's) and the
-// kills asked for made.
+// made at least twice (the primary's site, then a secondary's, for the
+// kinds other than Failover), and the kills and failovers asked for
+// made.
 func (in *injector) done() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -51,7 +57,7 @@ func (in *injector) done() bool {
 			return false
 		}
 	}
-	return in.counts[Kill] >= in.o.Kills
+	return in.counts[Kill] >= in.o.Kills && in.failovers >= in.o.Failovers
 }
 
 // run makes faults until enough() (the fault targets and the caller's)
@@ -103,8 +109,8 @@ func (in *injector) draw(mean time.Duration) time.Duration {
 // probability 1/2.
 func (in *injector) target(kind Fault) (site, role string) {
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	n := in.counts[kind]
-	in.mu.Unlock()
 	primary := n == 0 || (n > 1 && in.rng.IntN(2) == 0) || len(in.secondaries) == 0
 	if primary {
 		return in.primary, "primary"
@@ -112,24 +118,24 @@ func (in *injector) target(kind Fault) (site, role string) {
 	return in.secondaries[in.rng.IntN(len(in.secondaries))], "secondary"
 }
 
+// setCurrent names the fault under way, for the progress lines.
+func (in *injector) setCurrent(fault string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.current = fault
+}
+
 // inject makes one fault of kind and heals it.
 func (in *injector) inject(ctx context.Context, kind Fault) error {
-	site, role := in.target(kind)
-	e := Event{Kind: kind, Name: kind.String(), Site: site, Role: role, StartS: in.now().Seconds()}
-	in.mu.Lock()
-	in.current = e.String()
-	in.mu.Unlock()
+	e := Event{Kind: kind, Name: kind.String()}
 	var err error
-	switch kind {
-	case Kill:
-		// Down for [0, Hold): some restarts come at once.
-		err = in.kill(site, in.draw(in.o.Hold)-in.o.Hold/2)
-	case Partition:
-		err = in.partition(ctx, site, in.draw(in.o.Hold))
-	case Pause:
-		err = in.pause(ctx, site, in.draw(in.o.Hold))
-	default:
-		err = fmt.Errorf("chaos: unknown fault %s", kind)
+	if kind == Failover {
+		err = in.failover(ctx, &e)
+	} else {
+		e.Site, e.Role = in.target(kind)
+		e.StartS = in.now().Seconds()
+		in.setCurrent(e.String())
+		err = in.hold(ctx, kind, e.Site)
 	}
 	e.EndS = in.now().Seconds()
 	in.mu.Lock()
@@ -143,6 +149,21 @@ func (in *injector) inject(ctx context.Context, kind Fault) error {
 	}
 	in.o.Progress(fmt.Sprintf("%6.1fs  %s #%d: %s, healed after %.1fs", e.StartS, kind, n, e, e.EndS-e.StartS))
 	return nil
+}
+
+// hold makes a fault of kind at site that lasts a drawn hold, and heals
+// it.
+func (in *injector) hold(ctx context.Context, kind Fault, site string) error {
+	switch kind {
+	case Kill:
+		// Down for [0, Hold): some restarts come at once.
+		return in.kill(site, in.draw(in.o.Hold)-in.o.Hold/2)
+	case Partition:
+		return in.partition(ctx, site, in.draw(in.o.Hold))
+	case Pause:
+		return in.pause(ctx, site, in.draw(in.o.Hold))
+	}
+	return fmt.Errorf("chaos: unknown fault %s", kind)
 }
 
 // kill SIGKILLs the site's process and restarts it after down.
@@ -160,21 +181,22 @@ func (in *injector) kill(site string, down time.Duration) error {
 // partition cuts every link between the site and the others for hold,
 // then heals them, giving each its topology's settings back.
 func (in *injector) partition(ctx context.Context, site string, hold time.Duration) error {
-	var others []string
-	for _, s := range in.o.Topology.Sites {
-		if s.Name != site {
-			others = append(others, s.Name)
-		}
-	}
-	var errs []error
-	for _, other := range others {
-		st := in.settings(site, other)
-		st.Down = true
-		errs = append(errs, in.c.SetLink(site, other, st))
-	}
+	err := in.cut(site, true)
 	_ = driver.Sleep(ctx, hold)
-	for _, other := range others {
-		errs = append(errs, in.c.SetLink(site, other, in.settings(site, other)))
+	return errors.Join(err, in.cut(site, false))
+}
+
+// cut takes every link between the site and the others down, or gives
+// each its topology's settings back.
+func (in *injector) cut(site string, down bool) error {
+	var errs []error
+	for _, s := range in.o.Topology.Sites {
+		if s.Name == site {
+			continue
+		}
+		st := in.settings(site, s.Name)
+		st.Down = down
+		errs = append(errs, in.c.SetLink(site, s.Name, st))
 	}
 	return errors.Join(errs...)
 }
@@ -188,18 +210,23 @@ func (in *injector) settings(a, b string) wan.Settings {
 
 // pause stops the site's process with SIGSTOP for hold, then resumes it.
 func (in *injector) pause(ctx context.Context, site string, hold time.Duration) error {
+	if err := in.signal(site, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	_ = driver.Sleep(ctx, hold)
+	return in.signal(site, syscall.SIGCONT)
+}
+
+// signal sends sig to the site's process.
+func (in *injector) signal(site string, sig syscall.Signal) error {
 	info := in.c.Info()
 	i := slices.IndexFunc(info.Sites, func(s cluster.SiteInfo) bool { return s.Name == site })
 	if i < 0 || info.Sites[i].PID <= 0 {
 		return fmt.Errorf("chaos: no process for site %q", site)
 	}
 	pid := info.Sites[i].PID
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("SIGSTOP %d: %w", pid, err)
-	}
-	_ = driver.Sleep(ctx, hold)
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		return fmt.Errorf("SIGCONT %d: %w", pid, err)
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("kill -%d %d: %w", int(sig), pid, err)
 	}
 	return nil
 }
@@ -209,9 +236,5 @@ func (in *injector) pause(ctx context.Context, site string, hold time.Duration) 
 func (in *injector) snapshot() (events []Event, counts map[Fault]int, current string, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	counts = map[Fault]int{}
-	for k, v := range in.counts {
-		counts[k] = v
-	}
-	return slices.Clone(in.events), counts, in.current, in.err
+	return slices.Clone(in.events), maps.Clone(in.counts), in.current, in.err
 }

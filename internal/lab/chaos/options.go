@@ -29,13 +29,25 @@ const (
 	// Pause stops a site's process with SIGSTOP for a while, then resumes
 	// it with SIGCONT: a long garbage collection or a stalled VM.
 	Pause
+	// Failover strikes the site of the tablets' current primary (issue
+	// 27, item 7) for longer than a lease, so that the configuration
+	// service moves the primary: by turns a kill, a partition and a pause
+	// (failoverMethods), each held at least Options.FailoverHold and until
+	// another node is the leased primary, then healed; the next waits for
+	// every tablet to have a leased primary again.
+	Failover
 )
 
-// Faults lists every fault kind in the order a campaign cycles through
-// them.
+// Faults lists the fault kinds "all" stands for, in the order a campaign
+// cycles through them. Failover is not among them: it holds each fault
+// for longer than a lease and runs its own workload and checks (see the
+// package documentation), so it is asked for by name.
 var Faults = []Fault{Kill, Partition, Pause}
 
-var faultNames = [...]string{Kill: "kill", Partition: "partition", Pause: "pause"}
+// kinds lists every fault kind.
+var kinds = []Fault{Kill, Partition, Pause, Failover}
+
+var faultNames = [...]string{Kill: "kill", Partition: "partition", Pause: "pause", Failover: "failover"}
 
 func (f Fault) String() string {
 	if f == 0 || int(f) >= len(faultNames) {
@@ -53,7 +65,7 @@ func ParseFaults(s string) ([]Fault, error) {
 	for name := range strings.SplitSeq(s, ",") {
 		i := slices.Index(faultNames[:], strings.TrimSpace(name))
 		if i <= 0 {
-			return nil, fmt.Errorf("%w: fault %q: want kill, partition, pause or all", ErrInvalid, name)
+			return nil, fmt.Errorf("%w: fault %q: want kill, partition, pause, failover or all", ErrInvalid, name)
 		}
 		if !slices.Contains(out, Fault(i)) {
 			out = append(out, Fault(i))
@@ -88,15 +100,17 @@ type Options struct {
 	// Process scheduling is not reproducible, so a seed repeats the
 	// campaign's plan, not its history.
 	Seed uint64
-	// Faults are the kinds injected, one at a time, in the order of
-	// package variable Faults. Default: all of them.
+	// Faults are the kinds injected, one at a time, in the order given.
+	// Default: package variable Faults.
 	Faults []Fault
-	// Kills, Puts: the campaign goes on until it has made at least Kills
-	// kills and seen at least Puts acknowledged Puts (and made each kind
-	// of Faults at least once). Zero: no target. Kills needs Kill in
-	// Faults.
-	Kills int
-	Puts  int
+	// Kills, Failovers, Puts: the campaign goes on until it has made at
+	// least Kills kills and Failovers failovers (failover faults after
+	// which another node was the primary) and seen at least Puts
+	// acknowledged Puts (and made each kind of Faults at least twice).
+	// Zero: no target. Kills needs Kill in Faults, Failovers Failover.
+	Kills     int
+	Failovers int
+	Puts      int
 	// Duration bounds the campaign: no fault starts and no operation is
 	// issued after it; a campaign that has not reached its targets by
 	// then fails. Default 10m, at most 24h.
@@ -104,8 +118,15 @@ type Options struct {
 	// Gap is the mean time between the end of one fault and the start of
 	// the next, Hold the mean time a fault lasts (a killed process stays
 	// down for up to Hold, then restarts); each is drawn uniformly from
-	// [mean/2, 3*mean/2). Defaults 2s and 2s.
+	// [mean/2, 3*mean/2). Defaults 2s and 2s. Failover faults use
+	// FailoverHold instead of Hold.
 	Gap, Hold time.Duration
+	// FailoverHold is the least time a failover fault lasts; it then lasts
+	// until another node holds the primary's lease, at most
+	// FailoverHold + failoverWait. Default: long enough for the
+	// configuration service's defaults to move the primary even when the
+	// struck site also hosted its leader (defaultFailoverHold: 9.25s).
+	FailoverHold time.Duration
 
 	// Keys is the number of keys the guarantee sessions share. Default 32.
 	Keys int
@@ -149,6 +170,7 @@ func (o Options) EnsureDefaults() Options {
 	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
 	o.Gap = cmp.Or(o.Gap, 2*time.Second)
 	o.Hold = cmp.Or(o.Hold, 2*time.Second)
+	o.FailoverHold = cmp.Or(o.FailoverHold, defaultFailoverHold())
 	o.Keys = cmp.Or(o.Keys, 32)
 	o.Sessions = cmp.Or(o.Sessions, 2)
 	o.Writers = cmp.Or(o.Writers, 4)
@@ -179,6 +201,10 @@ func (o Options) Validate() error {
 		return bad("Kills", "%d, want at least 0", o.Kills)
 	case o.Kills > 0 && !slices.Contains(o.Faults, Kill):
 		return bad("Kills", "%d kills, but Faults %v has no kill", o.Kills, o.Faults)
+	case o.Failovers < 0:
+		return bad("Failovers", "%d, want at least 0", o.Failovers)
+	case o.Failovers > 0 && !slices.Contains(o.Faults, Failover):
+		return bad("Failovers", "%d failovers, but Faults %v has no failover", o.Failovers, o.Faults)
 	case o.Puts < 0:
 		return bad("Puts", "%d, want at least 0", o.Puts)
 	case o.Duration <= 0 || o.Duration > maxDuration:
@@ -187,6 +213,8 @@ func (o Options) Validate() error {
 		return bad("Gap", "%s outside [0, 1h]", o.Gap)
 	case o.Hold <= 0 || o.Hold > time.Hour:
 		return bad("Hold", "%s outside (0, 1h]", o.Hold)
+	case o.FailoverHold <= 0 || o.FailoverHold > time.Hour:
+		return bad("FailoverHold", "%s outside (0, 1h]", o.FailoverHold)
 	case o.Keys <= 0 || o.Keys > 1_000_000:
 		return bad("Keys", "%d outside 1..1,000,000", o.Keys)
 	case o.Sessions < 0 || o.Sessions > 64:
@@ -205,7 +233,7 @@ func (o Options) Validate() error {
 		return bad("ProgressEvery", "%s, want positive", o.ProgressEvery)
 	}
 	for _, f := range o.Faults {
-		if !slices.Contains(Faults, f) {
+		if !slices.Contains(kinds, f) {
 			return bad("Faults", "unknown %s", f)
 		}
 	}
@@ -221,8 +249,8 @@ func (o Options) String() string {
 	for i, f := range o.Faults {
 		names[i] = f.String()
 	}
-	return fmt.Sprintf("seed %d, faults %s, kills>=%d, puts>=%d, duration<=%s, gap %s, hold %s, topology %s, pull %s, push %t, insecure %t, "+
+	return fmt.Sprintf("seed %d, faults %s, kills>=%d, failovers>=%d, puts>=%d, duration<=%s, gap %s, hold %s, failover hold %s, topology %s, pull %s, push %t, insecure %t, "+
 		"keys %d, sessions %d, writers %d, think %s, request timeout %s, converge timeout %s",
-		o.Seed, strings.Join(names, ","), o.Kills, o.Puts, o.Duration, o.Gap, o.Hold, o.Topology.Name, o.PullInterval, o.Push, o.Insecure,
+		o.Seed, strings.Join(names, ","), o.Kills, o.Failovers, o.Puts, o.Duration, o.Gap, o.Hold, o.FailoverHold, o.Topology.Name, o.PullInterval, o.Push, o.Insecure,
 		o.Keys, o.Sessions, o.Writers, o.Think, o.RequestTimeout, o.ConvergeTimeout)
 }

@@ -21,8 +21,8 @@ type Report struct {
 	Dir      string `json:"dir"`
 	Options  string `json:"options"`
 	Topology string `json:"topology"`
-	// Primary is the site of the table's primary, Secondaries those of
-	// its secondaries.
+	// Primary is the site of the table's primary once the faults are
+	// over (a failover moves it), Secondaries those of its secondaries.
 	Primary     string   `json:"primary"`
 	Secondaries []string `json:"secondaries"`
 	// RunS is how long the workload and the faults ran.
@@ -39,13 +39,16 @@ type Report struct {
 	Keys int `json:"keys"`
 
 	// Kills counts the SIGKILLs, KillsPrimary those of the primary's
-	// site; Partitions and Pauses the other faults. Faults lists them all
-	// in order; FaultErrors says what went wrong making or healing one
-	// (the campaign stops at the first) or running the workload.
+	// site; Partitions and Pauses the other faults; Failovers the
+	// failover faults after which another node held the primary's lease.
+	// Faults lists them all in order; FaultErrors says what went wrong
+	// making or healing one (the campaign stops at the first) or running
+	// the workload.
 	Kills        int      `json:"kills"`
 	KillsPrimary int      `json:"kills_primary"`
 	Partitions   int      `json:"partitions"`
 	Pauses       int      `json:"pauses"`
+	Failovers    int      `json:"failovers"`
 	Faults       []Event  `json:"faults"`
 	FaultErrors  []string `json:"fault_errors,omitempty"`
 
@@ -57,10 +60,14 @@ type Report struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 
 	// Lost counts acknowledged Puts whose version is missing at the
-	// primary after the campaign: the primary's version of the key is
-	// older. Unverified counts the keys the primary could not be read
-	// for. LostExamples describes the first few.
+	// primary after the campaign (the primary's version of the key is
+	// older) and that no replica rolled back at a failover; RolledBack
+	// counts those a replica did (in its rollback files), which only a
+	// write level that does not survive a failover allows (Failover
+	// checks it). Unverified counts the keys the primary could not be
+	// read for. LostExamples describes the first few lost.
 	Lost         int      `json:"lost"`
+	RolledBack   int      `json:"rolled_back"`
 	Unverified   int      `json:"unverified"`
 	LostExamples []string `json:"lost_examples,omitempty"`
 	// Converged reports that every secondary served the primary's
@@ -85,17 +92,22 @@ type Report struct {
 	ViolationExamples []string       `json:"violation_examples,omitempty"`
 	MetByGuarantee    map[string]int `json:"met_by_guarantee"`
 
+	// Failover is what a campaign with failover faults measured and
+	// checked; nil without them.
+	Failover *FailoverReport `json:"failover,omitempty"`
+
 	// Clients are the workload's clients, each with its unavailability
 	// windows.
 	Clients []Client `json:"clients"`
 }
 
 // OK reports whether the campaign passed: it reached its targets, every
-// fault was healed, no acknowledged Put was lost, the replicas converged
-// and the history holds.
+// fault was healed, no acknowledged Put was lost (but for rollbacks that
+// the failover checks allow), the replicas converged, the history holds
+// and so do the failover checks.
 func (r *Report) OK() bool {
 	return !r.Interrupted && r.TargetsReached && len(r.FaultErrors) == 0 && r.Lost == 0 && r.Unverified == 0 &&
-		r.Converged && r.Violations == 0
+		r.Converged && r.Violations == 0 && (r.Failover == nil || r.Failover.ok())
 }
 
 // Event is one fault.
@@ -106,13 +118,24 @@ type Event struct {
 	Name string `json:"kind"`
 	Site string `json:"site"`
 	Role string `json:"role"`
+	// Method is how a failover struck the primary's site (kill,
+	// partition, pause); From is the primary it struck, To the node
+	// that held the lease next (empty if none did before the heal).
+	Method string `json:"method,omitempty"`
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
 	// StartS is when it began, EndS when it was healed (a killed site
-	// answering again).
+	// answering again) and, for a failover, the cluster settled.
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
 }
 
-func (e Event) String() string { return fmt.Sprintf("%s %s (%s)", e.Name, e.Site, e.Role) }
+func (e Event) String() string {
+	if e.Method != "" {
+		return fmt.Sprintf("%s by %s of %s (primary %s)", e.Name, e.Method, e.Site, e.From)
+	}
+	return fmt.Sprintf("%s %s (%s)", e.Name, e.Site, e.Role)
+}
 
 // Client is one client of the workload: a group of sessions at a site.
 type Client struct {
@@ -124,7 +147,8 @@ type Client struct {
 	Failed int    `json:"failed"`
 	// Errors counts the failed ops by cause: "timeout" (no answer within
 	// the request timeout or the SLA's latency), "sla unmet" (an answer
-	// that met no subSLA), or the error's text.
+	// that met no subSLA), "write level not reached" (a Put its primary
+	// held, but too few replicas in time), or the error's text.
 	Errors map[string]int `json:"errors,omitempty"`
 	// Windows are the client's unavailability windows; UnavailableS is
 	// their total length and LongestS the longest.
@@ -163,6 +187,9 @@ func cause(err error) string {
 		return "timeout"
 	case errors.Is(err, clientcore.ErrSLAUnmet):
 		return "sla unmet"
+	case errors.Is(err, clientcore.ErrQuorumTimeout):
+		// Its text names the key: one cause per Put.
+		return "write level not reached"
 	}
 	return err.Error()
 }
@@ -250,8 +277,12 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		r.Topology, r.Primary, strings.Join(r.Secondaries, ", "), r.Seed, r.RunS)
 	fmt.Fprintf(w, "  puts:       %d acknowledged, %d failed or of unknown outcome, over %d keys\n", r.AckedPuts, r.Puts-r.AckedPuts, r.Keys)
 	fmt.Fprintf(w, "  gets:       %d met a subSLA, %d did not\n", r.MetGets, r.Gets-r.MetGets)
-	fmt.Fprintf(w, "  faults:     %d kills (%d of the primary's site, %d of a secondary's), %d partitions, %d pauses\n",
+	fmt.Fprintf(w, "  faults:     %d kills (%d of the primary's site, %d of a secondary's), %d partitions, %d pauses",
 		r.Kills, r.KillsPrimary, r.Kills-r.KillsPrimary, r.Partitions, r.Pauses)
+	if r.Failover != nil {
+		fmt.Fprintf(w, ", %d failovers (%s)", r.Failovers, methodsLine(r.Failover.ByMethod))
+	}
+	fmt.Fprintln(w)
 	for _, e := range r.FaultErrors {
 		fmt.Fprintf(w, "  FAULT ERROR: %s\n", e)
 	}
@@ -264,6 +295,9 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		fmt.Fprintf(w, "  INTERRUPTED: not verified\n")
 	} else {
 		fmt.Fprintf(w, "  lost:       %d acknowledged Puts missing at the primary", r.Lost)
+		if r.RolledBack > 0 {
+			fmt.Fprintf(w, " and not rolled back (%d more rolled back at a failover)", r.RolledBack)
+		}
 		if r.Unverified > 0 {
 			fmt.Fprintf(w, "; %d keys COULD NOT BE READ there", r.Unverified)
 		}
@@ -294,7 +328,21 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		for _, v := range r.ViolationExamples {
 			fmt.Fprintf(w, "    %s\n", v)
 		}
+		if r.Failover != nil {
+			r.Failover.writeText(w)
+		}
 	}
+	r.writeClients(w, windowsMax)
+	verdict := "OK"
+	if !r.OK() {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
+}
+
+// writeClients prints each client's failures and its windowsMax longest
+// unavailability windows.
+func (r *Report) writeClients(w io.Writer, windowsMax int) {
 	fmt.Fprintf(w, "  unavailability windows per client (start+length in seconds, failed ops, faults under way):\n")
 	for _, c := range r.Clients {
 		var causes []string
@@ -317,9 +365,4 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 			fmt.Fprintf(w, "      %7.1f+%.1fs  %4d failed  %s\n", win.StartS, win.EndS-win.StartS, win.Failed, faults)
 		}
 	}
-	verdict := "OK"
-	if !r.OK() {
-		verdict = "FAILED"
-	}
-	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
 }

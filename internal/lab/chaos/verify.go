@@ -40,16 +40,27 @@ func (v version) String() string {
 	return "version " + v.ts.String()
 }
 
-// verify reads every key written at the primary (those reads join the
-// history), counts the acknowledged Puts missing there, waits for the
-// secondaries to converge and checks the history.
+// verify finds the primary, marks the Puts rolled back at a failover,
+// reads every key written at the primary (those reads join the history),
+// counts the acknowledged Puts missing there, waits for the secondaries
+// to converge and checks the history, and a failover campaign's
+// failovers.
 func (r *run) verify(ctx context.Context, rep *Report) error {
 	o := r.o
 	keys := writtenKeys(r.history)
+	workload := len(r.history)
 	rep.MetByGuarantee = map[string]int{}
 	for k, n := range check.Summarize(r.history).ByConsistency {
 		rep.MetByGuarantee[k.String()] = n
 	}
+	if err := r.locatePrimary(ctx, rep); err != nil {
+		return err
+	}
+	rolledFiles, err := r.rolledBack()
+	if err != nil {
+		return err
+	}
+	rolled := markLost(r.history, rolledFiles)
 
 	strong, err := sla.Parse("strong unbounded 1")
 	if err != nil {
@@ -71,22 +82,9 @@ func (r *run) verify(ctx context.Context, rep *Report) error {
 		pending = slices.DeleteFunc(slices.Clone(pending), func(k string) bool { _, ok := final[k]; return ok })
 	}
 	rep.Unverified = len(pending)
-
-	for _, op := range r.history {
-		if op.Kind != check.Put || !op.OK {
-			continue
-		}
-		v, ok := final[op.Key]
-		if !ok || (v.found && !v.ts.Less(op.TS)) {
-			continue
-		}
-		rep.Lost++
-		if len(rep.LostExamples) < examplesMax {
-			rep.LostExamples = append(rep.LostExamples, fmt.Sprintf("key %q: Put of %s by %s acknowledged at %.3fs with version %s; the primary has %s",
-				op.Key, op.Value, op.Session, op.Return.Seconds(), op.TS, v))
-		}
-	}
-	o.Progress(fmt.Sprintf("%6.1fs  %d acknowledged Puts missing at the primary, %d keys unread", r.loop.Now().Seconds(), rep.Lost, rep.Unverified))
+	r.countLost(rep, final)
+	o.Progress(fmt.Sprintf("%6.1fs  %d acknowledged Puts missing at the primary and not rolled back, %d rolled back, %d keys unread",
+		r.loop.Now().Seconds(), rep.Lost, rep.RolledBack, rep.Unverified))
 
 	if err := r.converge(ctx, rep, keys, final); err != nil {
 		return err
@@ -98,6 +96,70 @@ func (r *run) verify(ctx context.Context, rep *Report) error {
 		rep.ViolationExamples = append(rep.ViolationExamples, v.String())
 	}
 	o.Progress(fmt.Sprintf("%6.1fs  history of %d ops checked: %d violations", r.loop.Now().Seconds(), rep.CheckedOps, rep.Violations))
+	if slices.Contains(o.Faults, Failover) {
+		r.checkFailovers(rep, workload, finalVersions(final), rolled)
+	}
+	return nil
+}
+
+// countLost counts the acknowledged Puts missing at the primary after
+// the campaign: lost (Report.Lost) unless a replica rolled them back at
+// a failover (Report.RolledBack), which a write level that did not make
+// them durable allows.
+func (r *run) countLost(rep *Report, final map[string]version) {
+	for _, op := range r.history {
+		if op.Kind != check.Put || !op.OK {
+			continue
+		}
+		v, ok := final[op.Key]
+		switch {
+		case op.Lost:
+			rep.RolledBack++
+			continue
+		case !ok || (v.found && !v.ts.Less(op.TS)):
+			continue
+		}
+		rep.Lost++
+		if len(rep.LostExamples) < examplesMax {
+			rep.LostExamples = append(rep.LostExamples, fmt.Sprintf("key %q: Put of %s by %s acknowledged at %.3fs with version %s; the primary has %s",
+				op.Key, op.Value, op.Session, op.Return.Seconds(), op.TS, v))
+		}
+	}
+}
+
+// finalVersions is final as package check's failover rules take it: the
+// zero timestamp for a key the primary holds no version of.
+func finalVersions(final map[string]version) map[string]hlc.Timestamp {
+	out := make(map[string]hlc.Timestamp, len(final))
+	for k, v := range final {
+		out[k] = v.ts
+	}
+	return out
+}
+
+// locatePrimary takes the primary's site from the cluster's status, once
+// settled (a failover may have moved it), and the other replicas' sites
+// for the secondaries, in the report too. A cluster that does not settle
+// is a fault error; the checks then go on at the leased primary, if any.
+func (r *run) locatePrimary(ctx context.Context, rep *Report) error {
+	var primary wire.NodeID
+	st, ok := awaitStatus(ctx, r.c, r.tablets, failoverWait, func(p map[int32]wire.NodeID, settled bool) bool {
+		primary = p[0]
+		return settled
+	})
+	switch {
+	case ctx.Err() != nil:
+		return errInterrupted
+	case !ok:
+		rep.FaultErrors = append(rep.FaultErrors, fmt.Sprintf("chaos: the cluster did not settle within %s after the faults (every site up, one leased primary per tablet): %s",
+			failoverWait, describePrimaries(st, table)))
+	}
+	if primary == "" {
+		return nil
+	}
+	r.primary = siteOf(primary)
+	r.secondaries = slices.DeleteFunc(slices.Clone(r.sites), func(s string) bool { return s == r.primary })
+	rep.Primary, rep.Secondaries = r.primary, r.secondaries
 	return nil
 }
 

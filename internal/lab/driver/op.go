@@ -211,7 +211,7 @@ func (op *Op) CheckOp() check.Op {
 		Call: op.Start, Return: op.End, OK: op.Err == nil}
 	switch op.Kind {
 	case Put, RTW:
-		c.Value = op.ValueID
+		c.Value, c.Level = op.ValueID, op.Level
 		// An RTW counts as a write only once its test is known to have
 		// held.
 		c.OK = c.OK && (op.Kind == Put || op.Tested == wire.Held)

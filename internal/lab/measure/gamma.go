@@ -118,8 +118,8 @@ func gamma(h *history, cfg Config) GammaResult {
 	}
 	res.Positive = len(positives)
 	res.PositiveFraction = fraction(res.Positive, res.Values)
-	res.All = exactPercentiles(all)
-	res.Positives = exactPercentiles(positives)
+	res.All = ExactPercentiles(all)
+	res.Positives = ExactPercentiles(positives)
 	res.TraceGammaMS = res.All.MaxMS
 	worst := slices.Clone(res.Scores)
 	slices.SortStableFunc(worst, func(x, y ValueScore) int { return cmp.Compare(y.ScoreUS, x.ScoreUS) })

@@ -32,9 +32,9 @@ func (p Percentiles) String() string {
 		p.Count, p.MeanMS, p.P50MS, p.P90MS, p.P95MS, p.P99MS, p.P999MS, p.MaxMS)
 }
 
-// exactPercentiles uses the nearest-rank definition over microsecond
-// values.
-func exactPercentiles(us []int64) Percentiles {
+// ExactPercentiles summarizes microsecond values by the nearest-rank
+// definition (the zero Percentiles for none).
+func ExactPercentiles(us []int64) Percentiles {
 	if len(us) == 0 {
 		return Percentiles{}
 	}

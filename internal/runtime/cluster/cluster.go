@@ -384,7 +384,7 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 		}
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
-		DataDir: filepath.Join(dir, "data"), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
+		DataDir: dataDir(c.opts.Dir, s.Name), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
 		Causal: c.opts.Causal, Config: server.ConfigOptions{Voters: c.opts.Topology.ConfigSites()},
 		Supervisor: supervisor}
 	if cfg.Causal.RTT == nil {
@@ -678,23 +678,29 @@ type Status struct {
 }
 
 // Status asks every site's process for its nodes, tablets and high
-// timestamps.
+// timestamps, all at once: a stopped process (SIGSTOP) that does not
+// answer before ctx ends keeps no other site from answering.
 func (c *Cluster) Status(ctx context.Context) Status {
 	st := Status{Dir: c.opts.Dir, Topology: c.info.Topology}
 	// A restart writes a site's PID while the control API asks.
 	c.mu.Lock()
 	sites := slices.Clone(c.info.Sites)
 	c.mu.Unlock()
-	for _, s := range sites {
-		ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP, Restarts: s.Restarts, LastExit: s.LastExit}
-		var serve server.Status
-		if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
-			ss.Error = err.Error()
-		} else {
-			ss.Up, ss.Serve = true, &serve
-		}
-		st.Sites = append(st.Sites, ss)
+	st.Sites = make([]SiteStatus, len(sites))
+	var wg sync.WaitGroup
+	for i, s := range sites {
+		wg.Go(func() {
+			ss := SiteStatus{Name: s.Name, PID: s.PID, HTTP: s.HTTP, Restarts: s.Restarts, LastExit: s.LastExit}
+			var serve server.Status
+			if err := getJSON(ctx, "http://"+s.HTTP+"/status", &serve); err != nil {
+				ss.Error = err.Error()
+			} else {
+				ss.Up, ss.Serve = true, &serve
+			}
+			st.Sites[i] = ss
+		})
 	}
+	wg.Wait()
 	c.mu.Lock()
 	for key, s := range c.links {
 		st.Links = append(st.Links, LinkStatus{A: key[0], B: key[1], RTTMS: 2 * ms(s.Latency), JitterMS: ms(s.Jitter), Down: s.Down})

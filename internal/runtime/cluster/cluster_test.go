@@ -184,7 +184,30 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 			t.Errorf("site %s's /status with a foreign Host: status %d, want 403", s.Name, code)
 		}
 	}
+	checkStatusOfAStoppedSite(ctx, t, c)
 	checkControl(ctx, t, c, "a", "b")
+}
+
+// checkStatusOfAStoppedSite stops the first site's process (SIGSTOP) and
+// checks that Status still hears from the others within its context:
+// chaos's failover faults read the new primary from it while the old one
+// is stopped.
+func checkStatusOfAStoppedSite(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	sites := c.Info().Sites
+	stopped := sites[0]
+	if err := syscall.Kill(stopped.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(stopped.PID, syscall.SIGCONT) }()
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st := c.Status(sctx)
+	for i, s := range st.Sites {
+		if up := i != 0; s.Up != up {
+			t.Errorf("status with site %s stopped: site %s up %t (%s), want %t", stopped.Name, s.Name, s.Up, s.Error, up)
+		}
+	}
 }
 
 // TestOneSiteDirect runs a one-site cluster with no local round trip to

@@ -68,6 +68,13 @@ type SiteInfo struct {
 	LastExit string `json:"last_exit,omitempty"`
 }
 
+// DataDir returns the data directory of a site's process, whose
+// RollbackDir holds the versions its replicas rolled back at a failover
+// (server.ReadRollbacks).
+func (in *Info) DataDir(site string) string { return dataDir(in.Dir, site) }
+
+func dataDir(dir, site string) string { return filepath.Join(dir, site, "data") }
+
 // ClientSites returns the sites a client may run at, sorted.
 func (in *Info) ClientSites() []string { return slices.Sorted(maps.Keys(in.Clients)) }
 

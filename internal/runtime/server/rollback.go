@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,6 +51,34 @@ func (s *Server) writeRollback(rb replica.RolledBack) {
 	if err != nil {
 		s.opts.Logger.Error("cosla serve: writing a rolled-back version", "table", rb.Table, "tablet", rb.Tablet.Tablet, "err", err)
 	}
+}
+
+// ReadRollbacks returns the versions in the rollback files under a
+// process's data directory, file by file in name order, none when it has
+// rolled nothing back.
+func ReadRollbacks(dataDir string) ([]RolledBackVersion, error) {
+	paths, err := filepath.Glob(filepath.Join(dataDir, RollbackDir, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var out []RolledBackVersion
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var v RolledBackVersion
+			if err := json.Unmarshal(line, &v); err != nil {
+				return nil, fmt.Errorf("cosla: rollback file %s, line %d: %w", path, i+1, err)
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 func appendLine(path string, line []byte) error {

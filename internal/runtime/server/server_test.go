@@ -201,4 +201,11 @@ func TestRollbackFile(t *testing.T) {
 	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &got) != nil || got.Key != "kb" || string(got.Value) != "b" || got.Epoch != 3 || got.TS.WallNanos != 5 {
 		t.Fatalf("rollback file:\n%s\nwant two lines, the second kb=b at epoch 3", data)
 	}
+	read, err := ReadRollbacks(dir)
+	if err != nil || len(read) != 2 || read[0].Key != "ka" || read[1].Key != "kb" || read[1].Table != "cart" || read[1].Tablet != 2 {
+		t.Errorf("ReadRollbacks = %+v, %v; want ka and kb of cart tablet 2", read, err)
+	}
+	if none, err := ReadRollbacks(t.TempDir()); len(none) != 0 || err != nil {
+		t.Errorf("ReadRollbacks of a directory with no rollback files = %+v, %v; want none", none, err)
+	}
 }
