@@ -217,6 +217,19 @@ type ConfigOptions struct {
 	// service moves a tablet's primary to the site where clients'
 	// reports say it would deliver the most utility. Default off.
 	Reconfigure bool `yaml:"reconfigure"`
+	// Planner sets the planner of Reconfigure; unset fields keep
+	// config.PlannerOptions's defaults (window 1m, gain 0.05, hold 3,
+	// min interval 15m, min ops 100).
+	Planner PlannerOptions `yaml:"planner"`
+}
+
+// PlannerOptions are the settable fields of config.PlannerOptions.
+type PlannerOptions struct {
+	Window      time.Duration `yaml:"window"`
+	Gain        float64       `yaml:"gain"`
+	Hold        int           `yaml:"hold"`
+	MinInterval time.Duration `yaml:"min_interval"`
+	MinOps      int64         `yaml:"min_ops"`
 }
 
 // node returns the configuration node's options: no voters if none are
@@ -226,6 +239,8 @@ func (c ConfigOptions) node() config.NodeOptions {
 		Member: config.MemberOptions{Voters: site.Voters(c.Voters)},
 		Lease:  config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
 		Plan:   c.Reconfigure,
+		Planner: config.PlannerOptions{Window: c.Planner.Window, Gain: c.Planner.Gain, Hold: c.Planner.Hold,
+			MinInterval: c.Planner.MinInterval, MinOps: c.Planner.MinOps},
 	}
 }
 
