@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTabletChangeFlags checks the argument checking of cluster failover
@@ -32,5 +35,64 @@ func TestTabletChangeFlags(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("cosla %s: exit %d, want %d with %q in stderr:\n%s", strings.Join(args, " "), code, tc.code, tc.want, stderr)
 		}
+	}
+}
+
+// threeSites is a topology of three storage sites, each of them a voter
+// of the configuration service.
+const threeSites = `name: three
+sites:
+  - {name: england, replicas: [r1], clients: [c1]}
+  - {name: us, replicas: [r1], clients: [c1]}
+  - {name: india, replicas: [r1], clients: [c1]}
+links:
+  - {a: us, b: england, rtt: 20ms}
+  - {a: india, b: england, rtt: 20ms}
+  - {a: india, b: us, rtt: 20ms}
+local_rtt: 1ms
+`
+
+// TestReplicaAddRemove adds a spare storage node (india/r1, where the
+// table has no replica) to a tablet on a real cluster, reads there what
+// was written before, and removes it, through the command line.
+func TestReplicaAddRemove(t *testing.T) {
+	t.Parallel()
+	dir := clusterUp(t, threeSites, "--sites", "england,us", "--pull-interval", "200ms")
+	const limit = time.Minute
+	wantExit(t, coslaCmd(t, limit, "put", "--dir", dir, "k", "before"), 0)
+
+	r := coslaCmd(t, limit, "cluster", "replica", "add", "--dir", dir, "--table", "usertable", "--node", "india/r1")
+	wantExit(t, r, 0)
+	if want := "table usertable tablet 0: primary england/r1, secondaries us/r1, india/r1, epoch 1\n"; r.stdout != want {
+		t.Fatalf("replica add: want %q; %s", want, r)
+	}
+	// A bounded read at india/r1 waits until it holds what the primary
+	// had ordered: the Put made before india/r1 was a replica.
+	r = coslaCmd(t, limit, "get", "--dir", dir, "--site", "india", "--bound", "unbounded", "--json", "k")
+	wantExit(t, r, 0)
+	var got struct {
+		Value  string `json:"value"`
+		Result struct {
+			Node string `json:"node"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Value != "before" || got.Result.Node != "india/r1" {
+		t.Fatalf("get --bound unbounded at india after replica add: want before from india/r1 (%v); %s", err, r)
+	}
+	r = coslaCmd(t, limit, "cluster", "status", "--dir", dir)
+	wantExit(t, r, 0)
+	if !regexp.MustCompile(`india/r1 +usertable +0 +secondary`).MatchString(r.stdout) {
+		t.Fatalf("cluster status after replica add: want india/r1 a secondary of usertable; %s", r)
+	}
+
+	r = coslaCmd(t, limit, "cluster", "replica", "remove", "--dir", dir, "--table", "usertable", "--node", "india/r1")
+	wantExit(t, r, 0)
+	if want := "table usertable tablet 0: primary england/r1, secondaries us/r1, epoch 1\n"; r.stdout != want {
+		t.Fatalf("replica remove: want %q; %s", want, r)
+	}
+	r = coslaCmd(t, limit, "cluster", "status", "--dir", dir)
+	wantExit(t, r, 0)
+	if strings.Contains(r.stdout, "india/r1") {
+		t.Fatalf("cluster status after replica remove still lists india/r1; %s", r)
 	}
 }
