@@ -107,8 +107,8 @@ func TestReconfigClusterPlan(t *testing.T) {
 			if r.r.Client == "india" && (st.From != 72*time.Second || st.Until != 144*time.Second) {
 				t.Errorf("india's hours on the cluster: %v to %v; want 72s to 144s (8h and 16h of a 3m36s day)", st.From, st.Until)
 			}
-			if st.Think != 20*time.Millisecond {
-				t.Errorf("think %v; want 20ms (5s x 0.0025 is 12.5ms, cluster.think 20ms)", st.Think)
+			if st.Think != time.Second || r.group.Sessions != 40 {
+				t.Errorf("think %v, %d sessions; want 1s (5s x 0.0025 is 12.5ms, cluster.think 1s), 40", st.Think, r.group.Sessions)
 			}
 		}
 	}
