@@ -34,11 +34,8 @@ const OutReconfig = "reconfig"
 // operations a window's length holds shrink with it); on a cluster
 // cluster.time_scale does.
 type ReconfigureSpec struct {
-	Window      time.Duration `yaml:"window"`
-	Gain        float64       `yaml:"gain"`
-	Hold        int           `yaml:"hold"`
-	MinInterval time.Duration `yaml:"min_interval"`
-	MinOps      int64         `yaml:"min_ops"`
+	// The planner's options, as in a serve config's.
+	server.PlannerOptions `yaml:",inline"`
 	// ReportEvery is how often each client reports its utility
 	// (clientcore.Options.ReportEvery).
 	ReportEvery time.Duration `yaml:"report_every"`
@@ -46,7 +43,7 @@ type ReconfigureSpec struct {
 
 // planner is the spec as the planner's options, scaled by t.
 func (r *ReconfigureSpec) planner(t timing) config.PlannerOptions {
-	o := config.PlannerOptions{Window: r.Window, Gain: r.Gain, Hold: r.Hold, MinInterval: r.MinInterval, MinOps: r.MinOps}.EnsureDefaults()
+	o := r.Options().EnsureDefaults()
 	o.Window, o.MinInterval = t.scaled(o.Window), t.scaled(o.MinInterval)
 	o.MinOps = max(1, int64(float64(o.MinOps)*t.scale+0.5))
 	return o

@@ -232,15 +232,19 @@ type PlannerOptions struct {
 	MinOps      int64         `yaml:"min_ops"`
 }
 
+// Options returns the planner's options.
+func (p PlannerOptions) Options() config.PlannerOptions {
+	return config.PlannerOptions{Window: p.Window, Gain: p.Gain, Hold: p.Hold, MinInterval: p.MinInterval, MinOps: p.MinOps}
+}
+
 // node returns the configuration node's options: no voters if none are
 // named.
 func (c ConfigOptions) node() config.NodeOptions {
 	return config.NodeOptions{
-		Member: config.MemberOptions{Voters: site.Voters(c.Voters)},
-		Lease:  config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
-		Plan:   c.Reconfigure,
-		Planner: config.PlannerOptions{Window: c.Planner.Window, Gain: c.Planner.Gain, Hold: c.Planner.Hold,
-			MinInterval: c.Planner.MinInterval, MinOps: c.Planner.MinOps},
+		Member:  config.MemberOptions{Voters: site.Voters(c.Voters)},
+		Lease:   config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
+		Plan:    c.Reconfigure,
+		Planner: c.Planner.Options(),
 	}
 }
 
