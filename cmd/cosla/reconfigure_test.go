@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 // TestTabletChangeFlags checks the argument checking of cluster failover
@@ -94,5 +98,39 @@ func TestReplicaAddRemove(t *testing.T) {
 	wantExit(t, r, 0)
 	if strings.Contains(r.stdout, "india/r1") {
 		t.Fatalf("cluster status after replica remove still lists india/r1; %s", r)
+	}
+}
+
+// TestReconfigCluster runs a day of moving load on a local cluster with
+// the planner on (testdata/reconfig-cluster.yaml): the primary moves to
+// India once India's clients work, and not before.
+func TestReconfigCluster(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	r := coslaCmd(t, 3*time.Minute, "experiment", "run", filepath.Join("testdata", "reconfig-cluster.yaml"),
+		"--mode", "cluster", "--out", out)
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "active hours: a day lasts 21.6s of real time here") {
+		t.Errorf("the run does not say how long its day lasts; %s", r)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res experiment.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("moves: %+v", res.Runs[0].Moves)
+	india := false
+	for _, m := range res.Runs[0].Moves {
+		hour := m.AtS / res.Scale / 3600
+		if m.To == "india" && hour < 12 {
+			t.Errorf("move %+v at hour %.1f, before India's clients work", m, hour)
+		}
+		india = india || m.To == "india"
+	}
+	if !india {
+		t.Errorf("no move of the primary to india: %+v; %s", res.Runs[0].Moves, r)
 	}
 }
