@@ -2,14 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cosla/cosla/internal/lab/experiment"
 )
 
 // TestTabletChangeFlags checks the argument checking of cluster failover
@@ -113,14 +110,7 @@ func TestReconfigCluster(t *testing.T) {
 	if !strings.Contains(r.stderr, "active hours: a day lasts 21.6s of real time here") {
 		t.Errorf("the run does not say how long its day lasts; %s", r)
 	}
-	data, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res experiment.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	res, _ := readResults(t, out)
 	t.Logf("moves: %+v", res.Runs[0].Moves)
 	india := false
 	for _, m := range res.Runs[0].Moves {
