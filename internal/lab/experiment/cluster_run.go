@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -94,6 +95,10 @@ type ClusterRunOptions struct {
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.
 //
+// Series that change the sites, nodes or table, or turn the planner on
+// (reconfigure), run each on a fresh cluster of its own, in
+// o.Dir/SERIES (clusterGroups); the others share one.
+//
 // A causal table runs on the topology's sites with
 // cluster.replicas_per_site storage nodes each and the scenario's rings,
 // each unit on a fresh table of its own (cluster_causal.go); each unit
@@ -102,28 +107,23 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	if o.Dir == "" {
 		return nil, errors.New("experiment: RunCluster needs a directory")
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(string) {}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
 	}
 	for _, e := range s.Schedule {
 		if e.AfterGets > 0 {
 			return nil, fmt.Errorf("%w: schedule event %s: after_gets counts one client's Gets, but on a cluster the strategies run at once; use at", ErrInvalid, e.Label)
 		}
 	}
-	if len(s.Active) > 0 || s.Reconfigure != nil {
-		return nil, fmt.Errorf("%w: active hours and reconfigure run in the simulator only", ErrInvalid)
-	}
-	wp, own := worldOf(s)
-	if own {
+	if wp, own := worldOf(s); own {
 		for _, c := range wp.caveats(s) {
-			progress(c)
+			o.Progress(c)
 		}
 	}
-	for _, c := range clusterCaveats(s) {
-		progress(c)
-	}
 	t := timing{cluster: true, scale: s.Cluster.TimeScale}
+	for _, c := range clusterCaveats(s, t) {
+		o.Progress(c)
+	}
 	if s.Cluster.Keys > 0 {
 		s = derive(s, func(c *Scenario) { c.Workload.Keys = c.Cluster.Keys })
 		if err := s.Validate(); err != nil {
@@ -134,21 +134,85 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	placement, err := s.placement()
+	groups, err := clusterGroups(s, units)
 	if err != nil {
 		return nil, err
 	}
+	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
+		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: replicaSites(s)}
+	for _, g := range groups {
+		dir := o.Dir
+		if len(groups) > 1 {
+			dir = filepath.Join(o.Dir, g.series)
+		}
+		if err := runClusterGroup(ctx, g, t, dir, o, res); err != nil {
+			return nil, err
+		}
+	}
+	res.Summaries = summarize(res.Runs)
+	return res, nil
+}
+
+// A clusterGroup is units that run on one cluster, started for them
+// from base (its sites, nodes, table and configuration service).
+type clusterGroup struct {
+	series string
+	base   *Scenario
+	units  []*unit
+}
+
+// clusterGroups are the clusters the units run on: one, from the
+// scenario, unless a series changes the sites, nodes or table, or turns
+// the planner on, which the service's moves make a run of its own; then
+// a fresh cluster per series, from the series' scenario.
+func clusterGroups(s *Scenario, units []*unit) ([]clusterGroup, error) {
+	series, err := seriesScenarios(s)
+	if err != nil {
+		return nil, err
+	}
+	own := slices.ContainsFunc(series, func(sr seriesScenario) bool {
+		return sr.s.Reconfigure != nil || sameCluster(s, sr.s) != nil
+	})
+	if !own {
+		return []clusterGroup{{base: s, units: units}}, nil
+	}
+	var out []clusterGroup
+	for _, sr := range series {
+		g := clusterGroup{series: sr.name, base: sr.s}
+		for _, u := range units {
+			if u.series == sr.name {
+				g.units = append(g.units, u)
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// runClusterGroup starts a cluster in dir for the group's units, loads
+// the table, runs the units one after another, adds their runs to res
+// and stops the cluster.
+func runClusterGroup(ctx context.Context, g clusterGroup, t timing, dir string, o ClusterRunOptions, res *Result) error {
+	s, progress := g.base, o.Progress
+	placement, err := s.placement()
+	if err != nil {
+		return err
+	}
 	pull := t.scaled(s.Table.PullInterval)
-	copts := cluster.Options{Dir: o.Dir, Topology: clusterTopology(s), Placement: placement,
+	copts := cluster.Options{Dir: dir, Topology: clusterTopology(s), Placement: placement,
 		PullInterval: pull, Push: s.Table.Push, WriteLevel: s.writeLevel(), Fresh: true, Binary: o.Binary, Logger: o.Logger}
+	if s.Reconfigure != nil {
+		copts.Config = s.Reconfigure.serve(t)
+	}
+	wp, own := worldOf(s)
 	if own {
 		progress(wp.startCluster(s, &copts))
 	} else {
-		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, o.Dir, placement.Sites, pull))
+		progress(fmt.Sprintf("starting the %s cluster in %s (replicas at %v, pull every %s)", s.topo.Name, dir, placement.Sites, pull))
 	}
 	c, err := cluster.Start(ctx, copts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
 	info := c.Info()
@@ -158,23 +222,21 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 	if !own {
 		progress(fmt.Sprintf("loading %d keys at %s", s.Workload.Keys, loaderSite(s)))
 		if err := loadCluster(ctx, s, info); err != nil {
-			return nil, fmt.Errorf("load: %w", err)
+			return fmt.Errorf("load: %w", err)
 		}
 	}
 	if !own && loadBound(s) != wire.Unbounded {
 		progress(fmt.Sprintf("waiting %s for the secondaries to pull them", pull))
 		if err := driver.Sleep(ctx, pull); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	res := &Result{Scenario: s.Name, Description: s.Description, Reference: s.Reference,
-		Mode: "cluster", Seed: o.Seed, Scale: t.scale, Nodes: replicaSites(s)}
-	for _, u := range units {
+	for _, u := range g.units {
 		if err := sameCluster(s, u.s); err != nil {
-			return nil, fmt.Errorf("%s: series %s: %w", s.Name, u.series, err)
+			return fmt.Errorf("%s: series %s: %w", s.Name, u.series, err)
 		}
 		if err := runClusterUnit(ctx, u, s, t, c, progress); err != nil {
-			return nil, fmt.Errorf("%s: %s %s: %w", s.Name, u.point, u.sla.Name, err)
+			return fmt.Errorf("%s: %s %s: %w", s.Name, u.point, u.sla.Name, err)
 		}
 		if u.own != nil {
 			u.own.addTo(res, "")
@@ -183,8 +245,7 @@ func RunCluster(ctx context.Context, s *Scenario, o ClusterRunOptions) (*Result,
 			res.Runs = append(res.Runs, r.r)
 		}
 	}
-	res.Summaries = summarize(res.Runs)
-	return res, nil
+	return nil
 }
 
 // loadCluster writes every key once through 8 sessions at the loader's
@@ -272,6 +333,8 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	if s.wants(OutPlanner) {
 		_, made0 = clusterNodes(ctx, c)
 	}
+	stopWatches := watchCluster(ctx, u, c)
+	defer stopWatches()
 	d.Start(loop)
 	if err := loop.Run(ctx, d.Done); err != nil {
 		// Interrupted: let the ops in flight finish, within their timeout.
@@ -290,6 +353,7 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	if d.Err() != nil {
 		return d.Err()
 	}
+	stopWatches()
 	elapsed := spec.Duration
 	if elapsed == 0 {
 		elapsed = d.Now()
@@ -298,24 +362,58 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	if u.own != nil {
 		u.own.finish()
 	}
-	if s.wants(OutBounded) || s.wants(OutPlanner) {
-		costs, made := clusterNodes(ctx, c)
-		var planner *PlannerStats
-		if s.wants(OutPlanner) {
-			// The nodes keep their latest decisions (the run's, once it
-			// has made as many): each is replayed here, as after a run in
-			// the simulator.
-			decisions, err := c.Decisions(ctx)
-			if err != nil {
-				return err
-			}
-			planner = replayPlanner(made-made0, decisions)
-		}
-		for _, r := range u.runs {
-			r.r.Costs, r.r.Planner = stepCosts(costs), planner
-		}
+	if err := u.collectCluster(ctx, c, made0); err != nil {
+		return err
 	}
 	return u.check()
+}
+
+// A clusterWatcher is a unit's part that reads the cluster while the
+// workload runs, until stop.
+type clusterWatcher interface {
+	watchCluster(ctx context.Context, c *cluster.Cluster) (stop func())
+}
+
+// watchCluster starts the unit's clusterWatchers; the function it
+// returns stops them, once however often it is called.
+func watchCluster(ctx context.Context, u *unit, c *cluster.Cluster) func() {
+	var stops []func()
+	for _, p := range u.parts {
+		if w, ok := p.(clusterWatcher); ok {
+			stops = append(stops, w.watchCluster(ctx, c))
+		}
+	}
+	return sync.OnceFunc(func() {
+		for _, stop := range stops {
+			stop()
+		}
+	})
+}
+
+// collectCluster reads the storage nodes' learned costs (bounded output)
+// and replays the planner decisions made since made0 were (planner
+// output) into every run.
+func (u *unit) collectCluster(ctx context.Context, c *cluster.Cluster, made0 int64) error {
+	s := u.s
+	if !s.wants(OutBounded) && !s.wants(OutPlanner) {
+		return nil
+	}
+	costs, made := clusterNodes(ctx, c)
+	var planner *PlannerStats
+	if s.wants(OutPlanner) {
+		// The nodes keep their latest decisions (the run's, once it has
+		// made as many): each is replayed here, as after a run in the
+		// simulator.
+		decisions, err := c.Decisions(ctx)
+		if err != nil {
+			return err
+		}
+		planner = replayPlanner(made-made0, decisions)
+	}
+	for _, r := range u.runs {
+		r.r.Costs, r.r.Planner = stepCosts(costs), planner
+	}
+	return nil
 }
 
 // clusterNodes reads the storage nodes' learned costs and counts their
@@ -461,10 +559,16 @@ func (n *clusterNetwork) setService(node string, d time.Duration) error {
 func (n *clusterNetwork) pause(string, time.Duration) error { return nil }
 
 // clusterCaveats says which of the schedule's changes a local cluster
-// makes differently from the simulator, and how it emulates the links'
-// bandwidths.
-func clusterCaveats(s *Scenario) []string {
+// makes differently from the simulator, how it emulates the links'
+// bandwidths, and how long a day of active hours lasts.
+func clusterCaveats(s *Scenario, t timing) []string {
 	var out []string
+	if len(s.Active) > 0 {
+		out = append(out, fmt.Sprintf("active hours: a day lasts %s of real time here (cluster.time_scale or --scale %g, an hour %s); "+
+			"the think time, the planner's window and min interval and the clients' reports scale with it, "+
+			"the clients' probe interval and RTT window too but not below %s and %s", t.scaled(24*time.Hour), t.scale,
+			t.scaled(time.Hour), minClusterProbe, minClusterRTTWindow))
+	}
 	series, _ := seriesScenarios(s)
 	for _, sr := range series {
 		emulated := clusterTopology(sr.s)

@@ -166,9 +166,10 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 	w := s.Workload
 	think := w.Think
 	if t.cluster {
-		defaults := clientcore.Options{}.EnsureDefaults()
-		opts.ProbeInterval, opts.RTTWindow = t.scaled(defaults.ProbeInterval), t.scaled(defaults.RTTWindow)
-		think = max(think, s.Cluster.Think)
+		opts.ProbeInterval, opts.RTTWindow, think = clusterClient(s, t)
+		if s.Reconfigure != nil {
+			opts.ReportEvery = s.Reconfigure.reportEvery(t)
+		}
 	}
 	r.group = &driver.Group{Name: c.Site + "/" + strategy, Site: c.Site, Sessions: sessions, SessionSteps: w.SessionOps,
 		Rand:  rand.New(rand.NewPCG(u.seed, workloadStream)),
@@ -189,6 +190,29 @@ func (u *unit) newRun(c ClientSite, strategy string, t timing) (*run, error) {
 		}
 	}
 	return r, nil
+}
+
+// The least probe interval and RTT window of a client on a cluster: a
+// time_scale that compresses a day of active hours into minutes would
+// otherwise make them shorter than the emulated WAN's round trips (up to
+// 435 ms), and the RTT window would hold no measurement.
+const (
+	minClusterProbe     = time.Second
+	minClusterRTTWindow = 10 * time.Second
+)
+
+// clusterClient is a client's probe interval, RTT window and think time
+// on a cluster: time_scale scales the first two, and the think time of
+// a scenario with active hours (a day compressed into minutes keeps its
+// Gets per hour); cluster.think, if longer, replaces the think time.
+func clusterClient(s *Scenario, t timing) (probe, window, think time.Duration) {
+	defaults := clientcore.Options{}.EnsureDefaults()
+	think = s.Workload.Think
+	if len(s.Active) > 0 {
+		think = t.scaled(think)
+	}
+	return max(t.scaled(defaults.ProbeInterval), minClusterProbe), max(t.scaled(defaults.RTTWindow), minClusterRTTWindow),
+		max(think, s.Cluster.Think)
 }
 
 // freshFrom is the number of the unit's first fresh key: past the

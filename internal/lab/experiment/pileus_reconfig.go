@@ -11,6 +11,7 @@ import (
 	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/lab/driver"
 	"github.com/cosla/cosla/internal/runtime/harness"
+	"github.com/cosla/cosla/internal/runtime/server"
 	"github.com/cosla/cosla/internal/runtime/site"
 )
 
@@ -30,13 +31,11 @@ const OutReconfig = "reconfig"
 // (config.NodeOptions.Plan) with these options; unset fields take
 // config.PlannerOptions's defaults (ReportEvery clientcore's, 10s). In
 // the simulator --scale multiplies every time here, and MinOps (the
-// operations a window's length holds shrink with it).
+// operations a window's length holds shrink with it); on a cluster
+// cluster.time_scale does.
 type ReconfigureSpec struct {
-	Window      time.Duration `yaml:"window"`
-	Gain        float64       `yaml:"gain"`
-	Hold        int           `yaml:"hold"`
-	MinInterval time.Duration `yaml:"min_interval"`
-	MinOps      int64         `yaml:"min_ops"`
+	// The planner's options, as in a serve config's.
+	server.PlannerOptions `yaml:",inline"`
 	// ReportEvery is how often each client reports its utility
 	// (clientcore.Options.ReportEvery).
 	ReportEvery time.Duration `yaml:"report_every"`
@@ -44,7 +43,7 @@ type ReconfigureSpec struct {
 
 // planner is the spec as the planner's options, scaled by t.
 func (r *ReconfigureSpec) planner(t timing) config.PlannerOptions {
-	o := config.PlannerOptions{Window: r.Window, Gain: r.Gain, Hold: r.Hold, MinInterval: r.MinInterval, MinOps: r.MinOps}.EnsureDefaults()
+	o := r.Options().EnsureDefaults()
 	o.Window, o.MinInterval = t.scaled(o.Window), t.scaled(o.MinInterval)
 	o.MinOps = max(1, int64(float64(o.MinOps)*t.scale+0.5))
 	return o
@@ -56,6 +55,14 @@ func (r *ReconfigureSpec) reportEvery(t timing) time.Duration {
 		return t.scaled(10 * time.Second)
 	}
 	return t.scaled(r.ReportEvery)
+}
+
+// serve is the spec as the sites' options of the configuration service
+// on a cluster (their serve configs), the planner's scaled by t.
+func (r *ReconfigureSpec) serve(t timing) server.ConfigOptions {
+	o := r.planner(t)
+	return server.ConfigOptions{Reconfigure: true, Planner: server.PlannerOptions{Window: o.Window, Gain: o.Gain, Hold: o.Hold,
+		MinInterval: o.MinInterval, MinOps: o.MinOps}}
 }
 
 // worldOptions sets a world's configuration service and clients for
@@ -141,7 +148,9 @@ type reconfigPart struct {
 	hour  time.Duration
 	hours map[*run]map[int]*HourUtility
 	moves []MoveRecord
-	world *harness.World // set by watch
+	last  map[int]string // each tablet's primary when last seen
+	// cost, set by the watch, is the service's cost when the run ends.
+	cost func() *ServiceCost
 }
 
 func (*reconfigPart) keepsOps() bool { return false }
@@ -170,27 +179,21 @@ func (p *reconfigPart) finish(*driver.Recorder) {
 			r.r.Hours = append(r.r.Hours, *p.hours[r][h])
 		}
 		r.r.Moves = p.moves
-		if p.world != nil {
-			r.r.Service = serviceCost(p.world)
+		if p.cost != nil {
+			r.r.Service = p.cost()
 		}
 	}
 }
 
-// serviceCost sums the members' metrics over the world's life so far.
-func serviceCost(w *harness.World) *ServiceCost {
+// serviceCost sums the members' metrics over secs seconds of their life.
+func serviceCost(members []config.Metrics, secs float64) *ServiceCost {
 	var m config.Metrics
-	for _, id := range site.Voters(w.Topology.ConfigSites()) {
-		n, err := w.Member(id)
-		if err != nil {
-			continue
-		}
-		x := n.Metrics()
+	for _, x := range members {
 		m.RaftSent += x.RaftSent
 		m.Fsyncs += x.Fsyncs
 		m.RenewalsGranted += x.RenewalsGranted
 		m.UtilityReports += x.UtilityReports
 	}
-	secs := w.Sim.Now().Seconds()
 	return &ServiceCost{RaftPerS: float64(m.RaftSent) / secs, FsyncsPerS: float64(m.Fsyncs) / secs,
 		RenewalsPerS: float64(m.RenewalsGranted) / secs, ReportsPerS: float64(m.UtilityReports) / secs}
 }
@@ -202,32 +205,52 @@ const watchEvery = 10 * time.Second
 // as the service's most advanced member has applied them, and records
 // each change. It reads and sends nothing, so the run stays as it was.
 func (p *reconfigPart) watch(w *harness.World) {
-	p.world = w
 	start := w.Sim.Now()
-	last := map[int]string{}
 	var poll func()
 	poll = func() {
-		for i, primary := range primaries(w) {
-			if from, ok := last[i]; ok && from != primary {
-				p.moves = append(p.moves, MoveRecord{AtS: (w.Sim.Now() - start).Seconds(), Tablet: i, From: from, To: primary})
-			}
-			last[i] = primary
-		}
+		statuses, _ := worldMembers(w)
+		p.see(w.Sim.Now()-start, primaries(statuses))
 		w.Sim.After(watchEvery, poll)
 	}
 	poll()
+	p.cost = func() *ServiceCost {
+		_, metrics := worldMembers(w)
+		return serviceCost(metrics, w.Sim.Now().Seconds())
+	}
+}
+
+// worldMembers are the status and metrics of a world's members.
+func worldMembers(w *harness.World) ([]config.Status, []config.Metrics) {
+	var statuses []config.Status
+	var metrics []config.Metrics
+	for _, id := range site.Voters(w.Topology.ConfigSites()) {
+		if m, err := w.Member(id); err == nil {
+			statuses, metrics = append(statuses, m.Status()), append(metrics, m.Metrics())
+		}
+	}
+	return statuses, metrics
+}
+
+// see records each tablet whose primary is not the one last seen, as
+// moved at (since the run started).
+func (p *reconfigPart) see(at time.Duration, primaries []string) {
+	if p.last == nil {
+		p.last = map[int]string{}
+	}
+	for i, primary := range primaries {
+		if from, ok := p.last[i]; ok && from != primary {
+			p.moves = append(p.moves, MoveRecord{AtS: at.Seconds(), Tablet: i, From: from, To: primary})
+		}
+		p.last[i] = primary
+	}
 }
 
 // primaries are the sites of the table's primaries, by tablet, as the
-// member that has applied the most commands knows them.
-func primaries(w *harness.World) []string {
+// member that has applied the most commands (of statuses) knows them.
+func primaries(statuses []config.Status) []string {
 	var best config.Status
-	for _, id := range site.Voters(w.Topology.ConfigSites()) {
-		m, err := w.Member(id)
-		if err != nil {
-			continue
-		}
-		if st := m.Status(); st.Applied > best.Applied {
+	for _, st := range statuses {
+		if st.Applied > best.Applied {
 			best = st
 		}
 	}
@@ -316,8 +339,11 @@ func activeAt(s *Scenario, h time.Duration) string {
 // movesTable lists each series' moves, at the time of the (unscaled)
 // day they were seen.
 func movesTable(r *Result) Table {
-	t := Table{Name: "moves", Title: "Moves of the primaries, per series", Header: []string{"series", "at", "tablet", "from", "to"},
-		Caption: fmt.Sprintf("Seen within %v of virtual time (x scale) of the service committing them.", watchEvery)}
+	seen := fmt.Sprintf("Seen within %v of virtual time (x scale) of the service committing them.", watchEvery)
+	if r.Mode == "cluster" {
+		seen = fmt.Sprintf("Seen within %v of real time of the service committing them; at is the time of the day (real time / %g).", clusterWatchEvery, r.Scale)
+	}
+	t := Table{Name: "moves", Title: "Moves of the primaries, per series", Header: []string{"series", "at", "tablet", "from", "to"}, Caption: seen}
 	done := map[string]bool{}
 	for _, run := range r.Runs {
 		if done[run.Series] {

@@ -1,11 +1,11 @@
 package experiment
 
 import (
-	"context"
-	"errors"
-	"strings"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/cosla/cosla/internal/runtime/server"
 )
 
 // TestReconfigFollowsTheLoad runs pileus-reconfig shortened: the planner
@@ -70,15 +70,54 @@ func dayUtility(r *Result) map[string]float64 {
 	return out
 }
 
-// TestReconfigSimulatorOnly: a cluster run of pileus-reconfig is refused
-// as bad input before any cluster starts.
-func TestReconfigSimulatorOnly(t *testing.T) {
+// TestReconfigClusterPlan checks how pileus-reconfig runs on a
+// cluster: a fresh cluster per series, the planner on (with its times
+// compressed as the day is) only in the reconfigure series' serve
+// configs, whose clients report as often, and each client site's hours
+// and think time compressed with the day.
+func TestReconfigClusterPlan(t *testing.T) {
 	s, err := Resolve("pileus-reconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = RunCluster(context.Background(), s, ClusterRunOptions{Dir: t.TempDir()})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "simulator only") {
-		t.Errorf("RunCluster: %v; want ErrInvalid, simulator only", err)
+	tm := timing{cluster: true, scale: s.Cluster.TimeScale}
+	units, err := planUnits(s, 1, tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := clusterGroups(s, units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.series)
+		if len(g.units) != 1 || len(g.units[0].runs) != 3 {
+			t.Fatalf("series %s: %d units; want 1 of 3 runs (us, india, china at once)", g.series, len(g.units))
+		}
+		plan := g.series == "reconfigure"
+		if g.base.Reconfigure != nil != plan {
+			t.Errorf("series %s: reconfigure %+v", g.series, g.base.Reconfigure)
+		}
+		for _, r := range g.units[0].runs {
+			if got := r.group.Cosla.Client.ReportEvery; plan && got != 150*time.Millisecond || !plan && got != 0 {
+				t.Errorf("series %s, %s: reports every %v; want 150ms with the planner, else the default", g.series, r.r.Client, got)
+			}
+			st := r.group.Streams[0]
+			if r.r.Client == "india" && (st.From != 72*time.Second || st.Until != 144*time.Second) {
+				t.Errorf("india's hours on the cluster: %v to %v; want 72s to 144s (8h and 16h of a 3m36s day)", st.From, st.Until)
+			}
+			if st.Think != time.Second || r.group.Sessions != 40 {
+				t.Errorf("think %v, %d sessions; want 1s (5s x 0.0025 is 12.5ms, cluster.think 1s), 40", st.Think, r.group.Sessions)
+			}
+		}
+	}
+	if !slices.Equal(names, []string{"england", "us", "india", "reconfigure"}) {
+		t.Fatalf("clusters %v; want one per series", names)
+	}
+	got := groups[3].base.Reconfigure.serve(tm)
+	want := server.PlannerOptions{Window: 1500 * time.Millisecond, Gain: 0.05, Hold: 2, MinInterval: 9 * time.Second, MinOps: 1}
+	if !got.Reconfigure || got.Planner != want {
+		t.Errorf("serve config %+v; want reconfigure on, planner %+v", got, want)
 	}
 }

@@ -413,9 +413,12 @@ type EventSpec struct {
 // own client, and TimeScale shortens them.
 type ClusterSpec struct {
 	// TimeScale multiplies the workload's duration, the schedule's times,
-	// the pull interval and the clients' probe interval and RTT window.
-	// Round trips, jitter and SLA latencies are never scaled: they are
-	// what the experiment measures. Default 1.
+	// the pull interval and the clients' probe interval and RTT window
+	// (these two not below 1s and 10s). With active hours it also
+	// multiplies them, the think time and the reconfigure section's
+	// times (a day compressed into minutes). Round trips, jitter and SLA
+	// latencies are never scaled: they are what the experiment measures.
+	// Default 1.
 	TimeScale float64 `yaml:"time_scale"`
 	// Duration is how long the runs of a workload bounded by operations
 	// (workload.ops) last on the cluster, before TimeScale. Default 2m.

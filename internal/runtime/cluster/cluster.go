@@ -86,6 +86,10 @@ type Options struct {
 	// Causal configures every site's part of causal tables
 	// (server.Options).
 	Causal server.CausalOptions
+	// Config sets every site's options of the configuration service
+	// (server.ConfigOptions: leases, SLA-driven reconfiguration); its
+	// Voters are always the topology's ConfigSites.
+	Config server.ConfigOptions
 	// Fresh deletes the data of a previous run in Dir before starting.
 	// Otherwise the sites recover it, and an existing Table is kept as it
 	// was created.
@@ -385,8 +389,8 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
 		DataDir: dataDir(c.opts.Dir, s.Name), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
-		Causal: c.opts.Causal, Config: server.ConfigOptions{Voters: c.opts.Topology.ConfigSites()},
-		Supervisor: supervisor}
+		Causal: c.opts.Causal, Config: c.opts.Config, Supervisor: supervisor}
+	cfg.Config.Voters = c.opts.Topology.ConfigSites()
 	if cfg.Causal.RTT == nil {
 		cfg.Causal.RTT = site.TopologyRTTs(c.opts.Topology, s.Name)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,7 +113,7 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	defer cancel()
 	placement := topology.Placement{Replicas: 3, Tablets: 4, Partition: "hash"}
 	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Placement: placement, PullInterval: 200 * time.Millisecond, Fresh: true,
-		Clients: []string{"alice"}})
+		Clients: []string{"alice"}, Config: server.ConfigOptions{Voters: []string{"b"}, Planner: server.PlannerOptions{Window: 3 * time.Second}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +131,11 @@ func TestSeveralTabletsAndNodes(t *testing.T) {
 	}
 	if err != nil || served.Causal.RTT["a/r2"] != 4*time.Millisecond || served.Causal.RTT["b/r1"] != time.Millisecond || served.Causal.RTT["a/cache"] != 4*time.Millisecond {
 		t.Fatalf("site b's serve.yaml causal rtt %v (%v), want a's nodes and cache at 4ms, b's at 1ms", served.Causal.RTT, err)
+	}
+	// Options.Config reaches every site, but for the voters: the
+	// topology's.
+	if v, w := served.Config.Voters, served.Config.Planner.Window; !slices.Equal(v, []string{"a"}) || w != 3*time.Second {
+		t.Fatalf("site b's serve.yaml config: voters %v, planner window %v; want [a] (the topology's), 3s", v, w)
 	}
 	nodes, err := info.NodesFor("c")
 	if _, ok := nodes["a/cfg"]; err != nil || len(nodes) != 9 || !ok {

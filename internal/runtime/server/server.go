@@ -217,15 +217,34 @@ type ConfigOptions struct {
 	// service moves a tablet's primary to the site where clients'
 	// reports say it would deliver the most utility. Default off.
 	Reconfigure bool `yaml:"reconfigure"`
+	// Planner sets the planner of Reconfigure; unset fields keep
+	// config.PlannerOptions's defaults (window 1m, gain 0.05, hold 3,
+	// min interval 15m, min ops 100).
+	Planner PlannerOptions `yaml:"planner"`
+}
+
+// PlannerOptions are the settable fields of config.PlannerOptions.
+type PlannerOptions struct {
+	Window      time.Duration `yaml:"window"`
+	Gain        float64       `yaml:"gain"`
+	Hold        int           `yaml:"hold"`
+	MinInterval time.Duration `yaml:"min_interval"`
+	MinOps      int64         `yaml:"min_ops"`
+}
+
+// Options returns the planner's options.
+func (p PlannerOptions) Options() config.PlannerOptions {
+	return config.PlannerOptions{Window: p.Window, Gain: p.Gain, Hold: p.Hold, MinInterval: p.MinInterval, MinOps: p.MinOps}
 }
 
 // node returns the configuration node's options: no voters if none are
 // named.
 func (c ConfigOptions) node() config.NodeOptions {
 	return config.NodeOptions{
-		Member: config.MemberOptions{Voters: site.Voters(c.Voters)},
-		Lease:  config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
-		Plan:   c.Reconfigure,
+		Member:  config.MemberOptions{Voters: site.Voters(c.Voters)},
+		Lease:   config.LeaseOptions{Length: c.LeaseLength, Renew: c.LeaseRenew, Margin: c.LeaseMargin},
+		Plan:    c.Reconfigure,
+		Planner: c.Planner.Options(),
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
+	"github.com/cosla/cosla/internal/core/config"
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
@@ -207,5 +210,24 @@ func TestRollbackFile(t *testing.T) {
 	}
 	if none, err := ReadRollbacks(t.TempDir()); len(none) != 0 || err != nil {
 		t.Errorf("ReadRollbacks of a directory with no rollback files = %+v, %v; want none", none, err)
+	}
+}
+
+// TestPlannerOptions: a serve config's planner options reach the
+// configuration node, and a bad one fails validation naming it.
+func TestPlannerOptions(t *testing.T) {
+	var c ConfigOptions
+	text := "voters: [england]\nreconfigure: true\nplanner: {window: 2s, gain: 0.1, hold: 2, min_interval: 9s, min_ops: 3}\n"
+	if err := yaml.Unmarshal([]byte(text), &c); err != nil {
+		t.Fatal(err)
+	}
+	got := c.node()
+	want := config.PlannerOptions{Window: 2 * time.Second, Gain: 0.1, Hold: 2, MinInterval: 9 * time.Second, MinOps: 3}
+	if !got.Plan || got.Planner != want {
+		t.Errorf("node options plan %v, planner %+v; want true, %+v", got.Plan, got.Planner, want)
+	}
+	c.Planner.Gain = -1
+	if err := c.validate("england", nil); err == nil || !strings.Contains(err.Error(), "gain") {
+		t.Errorf("validate with gain -1: %v; want an error naming the gain", err)
 	}
 }
