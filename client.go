@@ -66,6 +66,11 @@ var (
 	// how many held it. With the deadline the cause, the error also
 	// matches ErrSLAUnmet or ErrTimeout.
 	ErrWriteBack = clientcore.ErrWriteBack
+	// ErrCatchingUp: the replica asked lacks versions it held before a
+	// failover (a rollback wiped it, or a snapshot is replacing its data)
+	// and reads nothing until it has caught up; a Get that may fall back
+	// (WithRetryAfterMiss) asks another replica.
+	ErrCatchingUp = clientcore.ErrCatchingUp
 )
 
 // Config configures a Client.

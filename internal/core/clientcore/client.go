@@ -42,6 +42,7 @@ var (
 	ErrTooManySessions = errors.New("cosla: too many open sessions")
 	ErrAborted         = errors.New("cosla: get-transaction found no snapshot in time; try again")
 	ErrWriteBack       = errors.New("cosla: the version read was not written back to a majority")
+	ErrCatchingUp      = errors.New("cosla: the replica is catching up after a failover")
 )
 
 // codeError maps a reply code to an error.
@@ -59,6 +60,8 @@ func codeError(c wire.Code) error {
 		return ErrStorageFailed
 	case wire.Overloaded:
 		return ErrOverloaded
+	case wire.Behind:
+		return ErrCatchingUp
 	case wire.Unencodable:
 		return fmt.Errorf("%w: the request could not be encoded for the network and was not sent", ErrInvalid)
 	}
