@@ -16,3 +16,11 @@ func TestCodeErrorUnencodable(t *testing.T) {
 		t.Fatalf("codeError(Unencodable) = %v, want ErrInvalid saying it was not sent", err)
 	}
 }
+
+// TestCodeErrorBehind: a replica catching up after a failover refuses a
+// Get; that is the store's state, not the caller's bad input.
+func TestCodeErrorBehind(t *testing.T) {
+	if err := codeError(wire.Behind); !errors.Is(err, ErrCatchingUp) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("codeError(Behind) = %v, want ErrCatchingUp and not ErrInvalid", err)
+	}
+}
