@@ -273,6 +273,8 @@ func printClusterStatus(stdout io.Writer, st cluster.Status) error {
 					role, lag = "primary (no lease)", "-"
 				case t.Primary:
 					role, lag = "primary", "-"
+				case t.CatchingUp:
+					role = "secondary (catching up)"
 				case t.High.IsZero():
 					lag = "not pulled yet"
 				}

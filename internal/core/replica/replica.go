@@ -215,6 +215,10 @@ type TabletStatus struct {
 	// Leased reports, of a primary, that it may order Puts now: it is
 	// ungoverned, or holds its lease and is not fenced.
 	Leased bool
+	// CatchingUp reports, of a secondary, that it lacks versions it held
+	// (a rollback wiped it, or a snapshot replaces its data): it answers
+	// no Get and no failover's HighRequest until it has caught up.
+	CatchingUp bool
 }
 
 // Node is a storage node.
@@ -530,7 +534,7 @@ func (n *Node) Metrics() Metrics {
 	for _, t := range n.tables {
 		for _, tb := range t.tablets {
 			st := TabletStatus{Table: t.layout.Name, Ref: tb.ref, Primary: tb.isPrimary, High: tb.high, LastUpdate: tb.lastUpdate, Epoch: tb.epoch,
-				Leased: tb.isPrimary && n.leased(tb)}
+				Leased: tb.isPrimary && n.leased(tb), CatchingUp: !tb.recover.IsZero()}
 			if tb.isPrimary {
 				st.High = tb.lastUpdate
 			}

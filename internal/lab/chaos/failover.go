@@ -50,10 +50,14 @@ func defaultFailoverHold() time.Duration {
 
 // primaries reads a cluster's status: for each tablet of table, the node
 // that holds the primary's lease (the newest epoch's, should two), and
-// whether the cluster is settled: every site answers and each of the
+// whether the cluster is settled: every site answers, each of the
 // table's tablets has exactly one node that takes itself for its primary,
 // and that node holds the lease (a returning old primary has rolled back
-// and become a secondary).
+// and become a secondary), and no secondary is catching up after a
+// rollback. A replica catching up takes no part in an election (it lacks
+// versions a write level may have counted it for): striking the primary
+// before it has caught up would be a second failure at once, which
+// leaves the tablet without a primary until one of the two returns.
 func primaries(st cluster.Status, table string, tablets int) (map[int32]wire.NodeID, bool) {
 	leased := map[int32]wire.NodeID{}
 	epochs := map[int32]uint64{}
@@ -66,6 +70,9 @@ func primaries(st cluster.Status, table string, tablets int) (map[int32]wire.Nod
 		}
 		for _, n := range s.Serve.Nodes {
 			for _, t := range n.Metrics.Tablets {
+				if t.Table == table && t.CatchingUp {
+					settled = false
+				}
 				if t.Table != table || !t.Primary {
 					continue
 				}

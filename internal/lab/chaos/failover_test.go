@@ -31,6 +31,12 @@ func TestDefaultFailoverHoldOutlastsAFailover(t *testing.T) {
 	}
 }
 
+// catchingUp marks s's tablet 0 of table as catching up.
+func catchingUp(s cluster.SiteStatus) cluster.SiteStatus {
+	s.Serve.Nodes[0].Metrics.Tablets[0].CatchingUp = true
+	return s
+}
+
 // siteStatus is a site whose node takes tablet 0 of table as described.
 func siteStatus(site string, primary, leased bool, epoch uint64) cluster.SiteStatus {
 	tb := replica.TabletStatus{Table: table, Ref: wire.TabletRef{Tablet: 0}, Primary: primary, Leased: leased, Epoch: epoch}
@@ -58,6 +64,8 @@ func TestPrimaries(t *testing.T) {
 			map[int32]wire.NodeID{0: "us/r1"}, false},
 		{"no lease yet", []cluster.SiteStatus{siteStatus("england", false, false, 1), siteStatus("us", true, false, 2)},
 			map[int32]wire.NodeID{}, false},
+		{"a secondary catching up", []cluster.SiteStatus{siteStatus("england", true, true, 2), catchingUp(siteStatus("us", false, false, 2))},
+			map[int32]wire.NodeID{0: "england/r1"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, settled := primaries(cluster.Status{Sites: tc.sites}, table, 1)
