@@ -18,14 +18,14 @@ import (
 
 // chaosFlags are the flags of cosla chaos.
 type chaosFlags struct {
-	topo                                                topologyFlags
-	dir, sites, faults                                  string
-	pull, duration, gap, hold, think, timeout, converge time.Duration
-	every, failoverHold                                 time.Duration
-	push, insecure, jsonOut                             bool
-	seed                                                uint64
-	kills, failovers, puts, keys, sessions, writers     int
-	windowsMax                                          int
+	topo                                                             topologyFlags
+	dir, sites, faults                                               string
+	pull, duration, gap, hold, think, writerThink, timeout, converge time.Duration
+	every, failoverHold                                              time.Duration
+	push, insecure, jsonOut                                          bool
+	seed                                                             uint64
+	kills, failovers, puts, keys, sessions, writers                  int
+	windowsMax                                                       int
 }
 
 func (c *chaosFlags) add(fs *flag.FlagSet) {
@@ -50,6 +50,7 @@ func (c *chaosFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&c.sessions, "sessions", 2, "sessions of each guarantee client (two per site; with failover, of a client of strong reads too)")
 	fs.IntVar(&c.writers, "writers", 4, "sessions per site writing fresh keys, each once (with failover: as many again at write level QUORUM)")
 	fs.DurationVar(&c.think, "think", 10*time.Millisecond, "guarantee sessions' pause between operations")
+	fs.DurationVar(&c.writerThink, "writer-think", 0, "writers' pause between Puts (a long failover campaign wants one: every fresh key grows the table, and with it the catch-up of a replica that wiped at a rollback)")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Second, "request timeout of Puts and of Gets with an unbounded subSLA")
 	fs.DurationVar(&c.converge, "converge-timeout", 0, "bound on the wait for the secondaries to converge after the faults (default 1m plus 3 pull intervals)")
 	fs.DurationVar(&c.every, "progress", 5*time.Second, "how often to print the counts on stderr")
@@ -158,6 +159,6 @@ func (c *chaosFlags) options(fs *flag.FlagSet) (chaos.Options, error) {
 	}
 	return chaos.Options{Dir: c.dir, Topology: t, Sites: commaList(c.sites), PullInterval: c.pull, Push: c.push, Insecure: c.insecure,
 		Faults: kinds, Kills: c.kills, Failovers: c.failovers, Puts: c.puts, Duration: c.duration, Gap: c.gap, Hold: c.hold, FailoverHold: c.failoverHold,
-		Keys: c.keys, Sessions: c.sessions, Writers: c.writers, Think: c.think, RequestTimeout: c.timeout, ConvergeTimeout: c.converge,
+		Keys: c.keys, Sessions: c.sessions, Writers: c.writers, Think: c.think, WriterThink: c.writerThink, RequestTimeout: c.timeout, ConvergeTimeout: c.converge,
 		ProgressEvery: c.every}, nil
 }

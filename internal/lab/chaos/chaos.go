@@ -264,7 +264,7 @@ func (r *run) workload() ([]*driver.Group, error) {
 		}
 		if o.Writers > 0 {
 			add(&driver.Group{Name: site.Name + "/writers", Site: site.Name, Sessions: o.Writers,
-				Streams: []driver.Stream{{Mix: fresh}},
+				Streams: []driver.Stream{{Mix: fresh, Think: o.WriterThink}},
 				Cosla:   driver.Cosla{SLA: eventual, Strategy: clientcore.Pileus, Client: client}}, "")
 		}
 		if slices.Contains(o.Faults, Failover) {
@@ -291,7 +291,7 @@ func (r *run) failoverClients(site string, quorum *freshMix, client clientcore.O
 	}
 	if r.o.Writers > 0 {
 		add(&driver.Group{Name: site + "/writers-quorum", Site: site, Sessions: r.o.Writers,
-			Streams: []driver.Stream{{Mix: quorum}},
+			Streams: []driver.Stream{{Mix: quorum, Think: r.o.WriterThink}},
 			Cosla: driver.Cosla{SLA: eventual, Strategy: clientcore.Pileus, Client: client,
 				Policy: clientcore.Policy{Write: clientcore.Fixed(clientcore.Quorum)}}}, "")
 	}

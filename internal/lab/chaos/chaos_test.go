@@ -131,6 +131,7 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		{"Hold", func(o *Options) { o.Hold = -time.Second }},
 		{"Keys", func(o *Options) { o.Keys = -1 }},
 		{"Sessions", func(o *Options) { o.Sessions, o.Writers = -1, 1 }},
+		{"WriterThink", func(o *Options) { o.WriterThink = -time.Second }},
 		{"RequestTimeout", func(o *Options) { o.RequestTimeout = 2 * time.Minute }},
 		{"Faults", func(o *Options) { o.Faults = []Fault{9} }},
 		{"Topology", func(o *Options) { o.Topology = topology.Topology{Name: "empty"} }},

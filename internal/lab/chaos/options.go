@@ -137,9 +137,15 @@ type Options struct {
 	// each key once, so that every acknowledged one can be found again.
 	// Default 4.
 	Writers int
-	// Think is the guarantee sessions' pause between operations; writers
-	// do not pause. Default 10ms.
+	// Think is the guarantee sessions' pause between operations. Default
+	// 10ms.
 	Think time.Duration
+	// WriterThink is the writers' pause between Puts. Default 0: they
+	// write as fast as they are answered. A long failover campaign
+	// wants a pause: every fresh key grows the table, and the catch-up of
+	// a replica that had to wipe at a rollback, a snapshot of the whole
+	// table, with it.
+	WriterThink time.Duration
 	// RequestTimeout bounds each Put and each Get whose SLA has an
 	// unbounded subSLA. Default 2s.
 	RequestTimeout time.Duration
@@ -225,6 +231,8 @@ func (o Options) Validate() error {
 		return bad("Sessions", "no guarantee sessions and no writers: nothing would run")
 	case o.Think < 0 || o.Think > time.Minute:
 		return bad("Think", "%s outside [0, 1m]", o.Think)
+	case o.WriterThink < 0 || o.WriterThink > time.Minute:
+		return bad("WriterThink", "%s outside [0, 1m]", o.WriterThink)
 	case o.RequestTimeout <= 0 || o.RequestTimeout > time.Minute:
 		return bad("RequestTimeout", "%s outside (0, 1m]", o.RequestTimeout)
 	case o.ConvergeTimeout <= 0 || o.ConvergeTimeout > time.Hour:
@@ -250,7 +258,7 @@ func (o Options) String() string {
 		names[i] = f.String()
 	}
 	return fmt.Sprintf("seed %d, faults %s, kills>=%d, failovers>=%d, puts>=%d, duration<=%s, gap %s, hold %s, failover hold %s, topology %s, pull %s, push %t, insecure %t, "+
-		"keys %d, sessions %d, writers %d, think %s, request timeout %s, converge timeout %s",
+		"keys %d, sessions %d, writers %d, think %s, writer think %s, request timeout %s, converge timeout %s",
 		o.Seed, strings.Join(names, ","), o.Kills, o.Failovers, o.Puts, o.Duration, o.Gap, o.Hold, o.FailoverHold, o.Topology.Name, o.PullInterval, o.Push, o.Insecure,
-		o.Keys, o.Sessions, o.Writers, o.Think, o.RequestTimeout, o.ConvergeTimeout)
+		o.Keys, o.Sessions, o.Writers, o.Think, o.WriterThink, o.RequestTimeout, o.ConvergeTimeout)
 }
