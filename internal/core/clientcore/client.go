@@ -288,6 +288,10 @@ type tabletView struct {
 	// needs to overlap every Put's write set (r + w > N, with w above
 	// one), which selection may use for a strong subSLA.
 	writeCount, quorumRead int
+	// seekFrom is the primary the client seeks a successor of, since
+	// seekAt, while seeking (failover.go); nil when not seeking.
+	seekFrom *replicaState
+	seekAt   time.Time
 }
 
 // index is the tablet's index in its table's layout.
@@ -450,6 +454,8 @@ func (c *Client) Fire(timer any) {
 		t.send()
 	case retryTimer:
 		t.send()
+	case seekTimer:
+		c.seekRound(t.tv)
 	case reportTimer:
 		c.report()
 		c.env.After(c.opts.ReportEvery, t)

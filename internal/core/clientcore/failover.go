@@ -96,15 +96,49 @@ func (c *Client) retryPut(t *Table, tv *tabletView, key string, from wire.NodeID
 	return true
 }
 
-// seekPrimary probes tv's replicas but the primary when the primary did
-// not take a Put (no reply, or no primary named): one that answers as
-// the primary (observeRead) is followed, so that the next attempt goes
-// there, not to the old primary until the next routine probe, up to a
-// probe interval (10 s by default) after the failover.
+// Seeking a new primary (our choice; the paper has none): when the
+// primary does not take a Put (no reply, or no primary named), the
+// client probes the tablet's other replicas every seekEvery, for at most
+// seekFor, until one answers as the primary (observeRead follows it).
+// The next Put then goes to the new
+// primary at once, not after the old one's timeouts until the next
+// routine probe (ProbeInterval, 10 s by default): a failover takes a
+// lease, 4 s by default, and seekFor covers two.
+const (
+	seekEvery = 250 * time.Millisecond
+	seekFor   = 10 * time.Second
+)
+
+// seekTimer is the next round of a seek of tv's primary.
+type seekTimer struct{ tv *tabletView }
+
+func (t seekTimer) String() string { return fmt.Sprintf("seek(%s)", t.tv.ref) }
+
+// seekPrimary starts seeking a successor of tv's primary, unless the
+// client seeks one already.
 func (c *Client) seekPrimary(tv *tabletView) {
+	if tv.seekFrom != nil {
+		return
+	}
+	tv.seekFrom, tv.seekAt = tv.replicas[0], c.env.Now()
+	c.seekRound(tv)
+}
+
+// seekRound probes tv's other replicas and schedules the next round,
+// or ends the seek: the client follows another primary, or seekFor has
+// passed.
+func (c *Client) seekRound(tv *tabletView) {
+	if tv.seekFrom == nil {
+		return
+	}
+	if tv.replicas[0] != tv.seekFrom || c.env.Now().Sub(tv.seekAt) >= seekFor {
+		tv.seekFrom = nil
+		return
+	}
 	for _, r := range tv.replicas[1:] {
 		c.probe(tv, r, false)
 	}
+	c.env.After(seekEvery, seekTimer{tv})
 }
 
 // follow takes primary, at epoch, as tv's primary, and runs again once

@@ -315,9 +315,10 @@ func TestPutAfterStaleRead(t *testing.T) {
 
 // TestPutSeeksPrimary checks that a Put the primary leaves unanswered
 // (it died), or refuses without naming another (no lease), has the
-// client probe the tablet's other replicas at once: the one that answers
-// as the primary takes the next Put, without waiting for the routine
-// probe (10 s by default).
+// client probe the tablet's other replicas, again every 250 ms while
+// none answers as the primary (the failover takes a lease): the one that
+// does takes the next Put, without waiting for the routine probe (10 s
+// by default).
 func TestPutSeeksPrimary(t *testing.T) {
 	c, env, s := putSession(t, Options{RequestTimeout: time.Second})
 	var got putResult
@@ -329,12 +330,38 @@ func TestPutSeeksPrimary(t *testing.T) {
 	if got.calls != 1 || !errors.Is(got.err, ErrTimeout) {
 		t.Fatalf("Put without a reply: %d calls, err %v; want one, ErrTimeout", got.calls, got.err)
 	}
+	// No new primary yet: the next round asks again.
+	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
+	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1001)})
+	env.fireSeek(t, c, ms(250))
 	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
 	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1002), Primary: true})
+	env.fireSeek(t, c, ms(250)) // ends the seek: the client follows us/r1
+	if len(env.sent) != 0 {
+		t.Fatalf("the seek went on after the client followed the new primary: sent %v", env.sent)
+	}
 	if err := c.Put(s, "k", []byte("v2"), PutOptions{}, got.done); err != nil {
 		t.Fatal(err)
 	}
 	c.Receive(us, &wire.PutReply{Req: env.takePut(t, us).Req, Code: wire.NoLease})
 	env.take(t, england, true)
 	env.take(t, india, true)
+}
+
+// fireSeek fires the one seekTimer due, checking that it is due wait
+// from now, and moves the clock to it.
+func (e *fakeEnv) fireSeek(t *testing.T, c *Client, wait time.Duration) {
+	t.Helper()
+	for i, tm := range e.timers {
+		if st, ok := tm.timer.(seekTimer); ok {
+			if got := tm.at.Sub(e.now); got != wait {
+				t.Fatalf("seek round after %s, want %s", got, wait)
+			}
+			e.timers = slices.Delete(e.timers, i, i+1)
+			e.now = tm.at
+			c.Fire(st)
+			return
+		}
+	}
+	t.Fatalf("no seek timer; timers %v", e.timers)
 }
