@@ -190,7 +190,7 @@ func TestChaosFailover(t *testing.T) {
 	seed, dir := chaosSetup(t)
 	const failovers = 50
 	args := []string{"chaos", "--dir", dir, "--json", "--seed", strconv.FormatUint(seed, 10),
-		"--faults", "failover", "--failovers", strconv.Itoa(failovers), "--puts", "1000", "--duration", "30m"}
+		"--faults", "failover", "--failovers", strconv.Itoa(failovers), "--writers", "1", "--writer-think", "100ms", "--puts", "1000", "--duration", "40m"}
 	repro := fmt.Sprintf("go test ./cmd/cosla -run TestChaosFailover -chaos.long -chaos.seed %d -timeout 60m -v", seed)
 	t.Logf("seed %d (the plan only: process scheduling is not reproducible); rerun with: %s", seed, repro)
 
