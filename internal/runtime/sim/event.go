@@ -67,7 +67,7 @@ func (e *nodeEnv) live() bool { return e.node.up && e.node.incarnation == e.inca
 func (e *nodeEnv) ID() wire.NodeID { return e.node.id }
 
 func (e *nodeEnv) Now() time.Time {
-	return time.Unix(0, e.sim.opts.EpochNanos).Add(e.sim.now)
+	return time.Unix(0, e.sim.opts.EpochNanos).Add(e.node.clock(e.sim.now))
 }
 
 func (e *nodeEnv) WallNanos() int64 {
@@ -85,7 +85,7 @@ func (e *nodeEnv) Send(to wire.NodeID, m wire.Msg) {
 // into the past.
 func (e *nodeEnv) After(d time.Duration, timer any) {
 	if e.live() {
-		at := e.sim.now + max(d, 0)
+		at := e.sim.now + e.node.real(max(d, 0))
 		if at < e.sim.now {
 			at = math.MaxInt64
 		}

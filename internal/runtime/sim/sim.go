@@ -5,8 +5,10 @@
 // order. The network is a set of sites joined by links, each with a one-way
 // latency distribution, a loss probability and an up/down state that can
 // change at any time; messages between a pair of nodes arrive in the order
-// they were sent, as over a TCP connection. Nodes have a clock skew and a
-// service time with FIFO queueing, so a busy node saturates. Nodes crash
+// they were sent, as over a TCP connection. Nodes have a clock skew (of
+// their wall clock), a clock rate (of their monotonic clock and timers,
+// SetRate) and a service time with FIFO queueing, so a busy node
+// saturates. Nodes crash
 // (losing volatile state and unsynced storage) and restart, or lose their
 // storage whole (Wipe). Beyond crashes, a link may deliver some messages
 // twice (SetDuplicate), a node may pause and resume, as a stopped process
@@ -140,8 +142,14 @@ type simNode struct {
 	// storage fails (SetDiskErrors), drawn from faults; not while the
 	// node recovers in Start.
 	diskErrors float64
-	faults     *rand.Rand
-	recovering bool
+	// rate is how fast the node's monotonic clock (Env.Now, and the
+	// durations of its timers) runs against virtual time: 1.02 gains
+	// 20 ms a second (SetRate). Zero is 1. The clock read rateBase at
+	// virtual time rateSince, when the rate was last set.
+	rate                float64
+	rateSince, rateBase time.Duration
+	faults              *rand.Rand
+	recovering          bool
 
 	// Group commit, while Fsync is set (cost.go). inEvent: an event is
 	// being handled; synced: it applied a synced batch; outbox: what it
@@ -486,6 +494,44 @@ func (s *Sim) SetSkew(id wire.NodeID, skew time.Duration) error {
 	n.opts.Skew = skew
 	s.tracef("skew %s %s", id, skew)
 	return nil
+}
+
+// SetRate sets how fast a node's monotonic clock runs against virtual
+// time from now on (Env.Now and its timers; its wall clock, the HLC's,
+// keeps the skew): a rate of 1.05 gains 5%, 0.95 loses 5%. Leases are
+// counted on this clock (DESIGN.md section 10), so rates that part more
+// than the lease margin allows break them. The rate must be positive.
+func (s *Sim) SetRate(id wire.NodeID, rate float64) error {
+	n, err := s.lookup("rate", id)
+	if err != nil {
+		return err
+	}
+	if !(rate > 0) {
+		return fmt.Errorf("%w: rate %v of %s is not positive", ErrConfig, rate, id)
+	}
+	n.rateBase, n.rateSince, n.rate = n.clock(s.now), s.now, rate
+	s.tracef("rate %s %v", id, rate)
+	return nil
+}
+
+// clock is the node's monotonic clock, since the epoch, at virtual time
+// now (SetRate).
+func (n *simNode) clock(now time.Duration) time.Duration {
+	if n.rate == 0 {
+		return now
+	}
+	return n.rateBase + time.Duration(float64(now-n.rateSince)*n.rate)
+}
+
+// real is how long in virtual time d of the node's clock lasts.
+func (n *simNode) real(d time.Duration) time.Duration {
+	if n.rate == 0 || d <= 0 {
+		return d
+	}
+	if r := math.Ceil(float64(d) / n.rate); r < math.MaxInt64 {
+		return time.Duration(r)
+	}
+	return math.MaxInt64
 }
 
 // SetService sets a node's service time (NodeOptions.Service).

@@ -691,6 +691,39 @@ func TestSkew(t *testing.T) {
 	check("y at 2s", y1, 2*time.Second, 0)
 }
 
+// TestRate: a node whose clock runs 25% fast from 1 s reads 3.5 s at
+// virtual 3 s, and a 1 s timer it sets then fires 0.8 s later in
+// virtual time; its wall clock (the HLC's) is not affected, nor is any
+// other node's clock.
+func TestRate(t *testing.T) {
+	w := newWorld(t, 1, "a")
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("y", "a", sim.NodeOptions{}, false)
+	var xNow, yNow time.Time
+	var xWall int64
+	var firedAt time.Duration
+	w.node("x").onFire = func(*testNode, any) { firedAt = w.sim.Now() }
+	w.at(time.Second, func() { must(t, w.sim.SetRate("x", 1.25)) })
+	w.at(3*time.Second, func() {
+		x := w.node("x")
+		xNow, yNow, xWall = x.env.Now(), w.node("y").env.Now(), x.env.WallNanos()
+		x.env.After(time.Second, "tick")
+	})
+	w.run(5 * time.Second)
+	if want := epoch.Add(3500 * time.Millisecond); !xNow.Equal(want) {
+		t.Errorf("x's clock at virtual 3s = %v, want %v", xNow, want)
+	}
+	if want := epoch.Add(3 * time.Second); !yNow.Equal(want) {
+		t.Errorf("y's clock at virtual 3s = %v, want %v", yNow, want)
+	}
+	if want := epochNanos + int64(3*time.Second); xWall != want {
+		t.Errorf("x's wall clock = %d, want %d (the rate leaves it alone)", xWall, want)
+	}
+	if want := 3800 * time.Millisecond; firedAt != want {
+		t.Errorf("x's 1s timer fired at virtual %v, want %v", firedAt, want)
+	}
+}
+
 func TestService(t *testing.T) {
 	const service = 3 * time.Millisecond
 	w := newWorld(t, 1, "a", "b")
@@ -750,6 +783,8 @@ func TestConfigErrors(t *testing.T) {
 		{"Restart unknown node", w.sim.Restart("nobody")},
 		{"Wipe unknown node", w.sim.Wipe("nobody")},
 		{"SetSkew unknown node", w.sim.SetSkew("nobody", time.Second)},
+		{"SetRate unknown node", w.sim.SetRate("nobody", 1)},
+		{"SetRate zero", w.sim.SetRate("x", 0)},
 		{"SetService unknown node", w.sim.SetService("nobody", sim.Latency{})},
 		{"SetService negative", w.sim.SetService("x", sim.Latency{Mean: -time.Millisecond})},
 		{"SetServiceByKind unknown node", w.sim.SetServiceByKind("nobody", nil)},
