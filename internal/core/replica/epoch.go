@@ -83,6 +83,18 @@ type highTimer struct{ ref wire.TabletRef }
 
 func (t highTimer) String() string { return fmt.Sprintf("high(%s)", t.ref) }
 
+// electable reports whether the replica may report its high timestamp
+// to an election. Not while it lacks versions it held, which a write
+// level may have counted on: an election that counted its answer could
+// lose them (TestRandomized seed 1238 lost a Put two of three replicas
+// held). Nor while it holds versions above its high timestamp that a
+// snapshot brought (ahead): elected, it would start the epoch at its high
+// timestamp and have to drop them, which without a log only a wipe of
+// the new primary does (seed 830 lost five acknowledged Puts so).
+func (tb *tablet) electable() bool {
+	return tb.recover.IsZero() && (tb.isPrimary || !tb.high.Less(tb.ahead))
+}
+
 // highRequested answers a HighRequest: fences the tablet at its epoch
 // and reports the high timestamp, at once, or, with Until above it, once
 // a pull from the primary has brought it there or RepairWait has run out.
@@ -94,11 +106,7 @@ func (n *Node) highRequested(from wire.NodeID, m *wire.HighRequest) {
 		reply.Code = wire.NoTable
 	case tb.epoch >= m.Epoch || tb.fence > m.Epoch || m.Term < tb.term:
 		reply.Code = wire.Invalid
-	case !tb.recover.IsZero():
-		// It lacks versions it held, which a write level may have
-		// counted on: an election that counted its answer could lose
-		// them (TestRandomized seed 1238 lost a Put two of three
-		// replicas held).
+	case !tb.electable():
 		reply.Code = wire.Behind
 	}
 	if reply.Code != wire.OK {
@@ -138,7 +146,11 @@ func (n *Node) advanceHighWaits(tb *tablet, expired bool) {
 			kept = append(kept, w)
 			continue
 		}
-		n.env.Send(w.from, &wire.HighReply{Tablet: tb.ref, Epoch: w.epoch, High: tb.high})
+		reply := &wire.HighReply{Tablet: tb.ref, Epoch: w.epoch, High: tb.high}
+		if !tb.electable() {
+			reply.High, reply.Code = hlc.Timestamp{}, wire.Behind
+		}
+		n.env.Send(w.from, reply)
 	}
 	clear(tb.highWaits[len(kept):])
 	tb.highWaits = kept

@@ -30,3 +30,26 @@ func TestRollbackFloor(t *testing.T) {
 		t.Errorf("a replica at epoch 1 rolls back above %s, want %s", got, ts(10))
 	}
 }
+
+// TestElectable: a replica reports its high timestamp to an election
+// only if it holds every version it held (not catching up) and, as a
+// secondary, none above its high timestamp that a snapshot brought:
+// elected from its high, it would have to wipe them (TestRandomized seed
+// 830). A primary's high is its clock, above any of its versions.
+func TestElectable(t *testing.T) {
+	ts := func(s int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: s} }
+	for _, tc := range []struct {
+		name string
+		tb   tablet
+		want bool
+	}{
+		{"caught up", tablet{high: ts(10), ahead: ts(9)}, true},
+		{"a version above its high", tablet{high: ts(10), ahead: ts(12)}, false},
+		{"catching up", tablet{high: ts(10), recover: ts(11)}, false},
+		{"a primary", tablet{isPrimary: true, high: ts(10), ahead: ts(12)}, true},
+	} {
+		if got := tc.tb.electable(); got != tc.want {
+			t.Errorf("%s: electable = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
