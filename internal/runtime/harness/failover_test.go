@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,21 @@ func scheduleFailovers(t *testing.T, seed uint64, w *harness.World, rw randomWor
 			})
 		}
 	}
+	if r.IntN(2) == 0 {
+		return
+	}
+	// Clocks that run apart: leases expire by each node's own clock.
+	for _, id := range append(slices.Clone(rw.replicas), site.Voters(rw.topo.ConfigSites())...) {
+		must(t, seed, w.Sim.SetRate(id, 1+maxDrift*(2*r.Float64()-1)))
+	}
 }
+
+// maxDrift bounds how far a node's clock rate strays from true in the
+// failover worlds. A lease is safe while its holder, counting Length -
+// Margin from before it asked, stops before the leader, counting Length +
+// Margin from after the commit, moves it: (L-M)/(1-d) <= (L+M)/(1+d), so
+// d <= M/L, 6.25% with the defaults (4 s, 250 ms).
+const maxDrift = 0.03
 
 // crashFor crashes a node and restarts it d later.
 func crashFor(t *testing.T, seed uint64, w *harness.World, id wire.NodeID, d time.Duration) {
