@@ -27,18 +27,26 @@ func (e *fakeEnv) takePut(t *testing.T, to wire.NodeID) *wire.PutRequest {
 // from now, and moves the clock to it.
 func (e *fakeEnv) fireRetry(t *testing.T, c *Client, wait time.Duration) {
 	t.Helper()
+	fireFirst[retryTimer](t, e, c, wait)
+}
+
+// fireFirst fires the first timer of type T, checking that it is due
+// wait from now, and moves the clock to it.
+func fireFirst[T any](t *testing.T, e *fakeEnv, c *Client, wait time.Duration) {
+	t.Helper()
 	for i, tm := range e.timers {
-		if rt, ok := tm.timer.(retryTimer); ok {
+		if timer, ok := tm.timer.(T); ok {
 			if got := tm.at.Sub(e.now); got != wait {
-				t.Fatalf("Put retried after %s, want %s", got, wait)
+				t.Fatalf("%T fired after %s, want %s", timer, got, wait)
 			}
 			e.timers = slices.Delete(e.timers, i, i+1)
 			e.now = tm.at
-			c.Fire(rt)
+			c.Fire(timer)
 			return
 		}
 	}
-	t.Fatalf("no retry timer; timers %v", e.timers)
+	var none T
+	t.Fatalf("no %T; timers %v", none, e.timers)
 }
 
 // putSession opens the fake cluster's table with every replica measured
@@ -333,10 +341,10 @@ func TestPutSeeksPrimary(t *testing.T) {
 	// No new primary yet: the next round asks again.
 	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
 	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1001)})
-	env.fireSeek(t, c, ms(250))
+	fireFirst[seekTimer](t, env, c, ms(250))
 	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
 	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1002), Primary: true})
-	env.fireSeek(t, c, ms(250)) // ends the seek: the client follows us/r1
+	fireFirst[seekTimer](t, env, c, ms(250)) // ends the seek: the client follows us/r1
 	if len(env.sent) != 0 {
 		t.Fatalf("the seek went on after the client followed the new primary: sent %v", env.sent)
 	}
@@ -346,22 +354,4 @@ func TestPutSeeksPrimary(t *testing.T) {
 	c.Receive(us, &wire.PutReply{Req: env.takePut(t, us).Req, Code: wire.NoLease})
 	env.take(t, england, true)
 	env.take(t, india, true)
-}
-
-// fireSeek fires the one seekTimer due, checking that it is due wait
-// from now, and moves the clock to it.
-func (e *fakeEnv) fireSeek(t *testing.T, c *Client, wait time.Duration) {
-	t.Helper()
-	for i, tm := range e.timers {
-		if st, ok := tm.timer.(seekTimer); ok {
-			if got := tm.at.Sub(e.now); got != wait {
-				t.Fatalf("seek round after %s, want %s", got, wait)
-			}
-			e.timers = slices.Delete(e.timers, i, i+1)
-			e.now = tm.at
-			c.Fire(st)
-			return
-		}
-	}
-	t.Fatalf("no seek timer; timers %v", e.timers)
 }

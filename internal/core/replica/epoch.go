@@ -95,6 +95,13 @@ func (tb *tablet) electable() bool {
 	return tb.recover.IsZero() && (tb.isPrimary || !tb.high.Less(tb.ahead))
 }
 
+// heldUpTo is the latest timestamp of a version the tablet may hold or
+// have held and acknowledged: what a replica that loses its versions must
+// catch up to (recover).
+func (tb *tablet) heldUpTo() hlc.Timestamp {
+	return hlc.Max(tb.high, hlc.Max(tb.lastUpdate, tb.ahead))
+}
+
 // highRequested answers a HighRequest: fences the tablet at its epoch
 // and reports the high timestamp, at once, or, with Until above it, once
 // a pull from the primary has brought it there or RepairWait has run out.

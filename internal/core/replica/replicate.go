@@ -425,21 +425,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 		b.Set(metaKey(tb.ref, metaAhead), appendTS(nil, ahead))
 	}
 	if !m.More {
-		// Complete: every key's latest version as of S, or a newer one,
-		// and the records of the staged writes ordered up to S.
-		if err := n.keepRecords(tb, m.Records, &b); err != nil {
-			n.storageError(err)
-			return
-		}
-		if !n.commitReplicated(tb, &b, m.High, next.lastUpdate) {
-			return
-		}
-		tb.ahead, tb.snap = ahead, nil
-		n.metrics.SnapshotChunksApplied++
-		n.metrics.SnapshotsApplied++
-		n.metrics.EntriesApplied += int64(applied)
-		tb.applied += int64(applied)
-		n.requestPull(tb)
+		n.completeSnapshot(tb, &b, m, next.lastUpdate, ahead)
 		return
 	}
 	recover := tb.recover
@@ -451,7 +437,7 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 		// does it hold what it held, which it may have acknowledged.
 		b.Set(metaKey(tb.ref, metaHigh), appendTS(nil, hlc.Timestamp{}))
 		b.Set(metaKey(tb.ref, metaLast), appendTS(nil, hlc.Timestamp{}))
-		recover = hlc.Max(recover, hlc.Max(tb.high, hlc.Max(tb.lastUpdate, tb.ahead)))
+		recover = hlc.Max(recover, tb.heldUpTo())
 		b.Set(metaKey(tb.ref, metaRecover), appendTS(nil, recover))
 	}
 	if err := n.env.Engine().Apply(&b, true); err != nil {
@@ -464,6 +450,26 @@ func (n *Node) applySnapshot(tb *tablet, m *wire.PullReply) {
 	tb.ahead, tb.snap = ahead, &next
 	n.metrics.SnapshotChunksApplied++
 	n.metrics.EntriesApplied += int64(applied)
+	n.requestPull(tb)
+}
+
+// completeSnapshot applies the last chunk of a snapshot, added to b with
+// the tablet's new last update and ahead: the tablet holds every key's
+// latest version as of the snapshot's high timestamp S, or a newer one,
+// and the records of the staged writes ordered up to S.
+func (n *Node) completeSnapshot(tb *tablet, b *storage.Batch, m *wire.PullReply, last, ahead hlc.Timestamp) {
+	if err := n.keepRecords(tb, m.Records, b); err != nil {
+		n.storageError(err)
+		return
+	}
+	if !n.commitReplicated(tb, b, m.High, last) {
+		return
+	}
+	tb.ahead, tb.snap = ahead, nil
+	n.metrics.SnapshotChunksApplied++
+	n.metrics.SnapshotsApplied++
+	n.metrics.EntriesApplied += int64(len(m.Entries))
+	tb.applied += int64(len(m.Entries))
 	n.requestPull(tb)
 }
 

@@ -226,7 +226,7 @@ func (n *Node) rollback(tb *tablet, start hlc.Timestamp, epoch uint64, primary b
 	if err == nil && rb.wiped {
 		// It may have acknowledged versions at or below start that it
 		// no longer holds: it reads nothing until it holds them again.
-		rb.recover = hlc.Max(rb.recover, hlc.Max(tb.high, hlc.Max(tb.lastUpdate, tb.ahead)))
+		rb.recover = hlc.Max(rb.recover, tb.heldUpTo())
 		err = n.wipe(tb, b, &rb)
 	}
 	if err != nil {
