@@ -66,40 +66,59 @@ func (o LeaseOptions) Holds(asked, now time.Time) bool {
 // leaseClock is the leader's view of every primary's lease, by its own
 // clock. A lease is at least as long there as at its holder: the holder
 // counts from before it asked, the leader from after the renewal
-// committed, and the leader adds the margin the holder takes off.
+// reached it, and the leader adds the margin the holder takes off.
 //
-// Every member, leader or not, notes when it applied the last command
-// that gave each primary a lease (a renewal, a move to it, its table's
-// creation): a leader grants only what committed, and a member applies
-// a command only after it committed, so the lease, counted by its holder
-// from before the commit, ends before that time plus a lease length and
-// the margin. A new leader counts from there, not from its election: a
-// primary lost with the leader moves about as soon as it would have with
-// the leader alive, not a whole lease after the election.
+// Every member, leader or not, notes when it first held the last
+// command that gave each primary a lease (a renewal, a move to it, its
+// table's creation; Applied.Held): the command was proposed after its
+// holder asked, so the lease, counted by its holder from before the
+// asking, ends before that time plus a lease length and the margin.
+// A new leader counts from there, not from its election nor from when
+// it applied the command: a primary lost with the leader moves about as
+// soon as it would have with the leader alive, even when its last
+// renewal commits only with the new leader's first entry. A snapshot
+// holds every lease it grants from before it arrived: a member that
+// catches up by one counts each of its primaries from then.
 type leaseClock struct {
 	opts  LeaseOptions
 	ends  map[wire.NodeID]time.Time
 	heard map[wire.NodeID]time.Time
 }
 
-// applied notes, at a member, a command c applied at now.
-func (l *leaseClock) applied(c Command, now time.Time) {
-	if l.heard == nil {
-		l.heard = make(map[wire.NodeID]time.Time)
-	}
+// applied notes, at a member, a command c it held from held.
+func (l *leaseClock) applied(c Command, held time.Time) {
 	switch c.Op {
 	case OpRenew, OpMove:
-		l.heard[c.Node] = now
+		l.hear(c.Node, held)
 	case OpCreate:
 		for _, tb := range c.Layout.Tablets {
-			l.heard[tb.Primary] = now
+			l.hear(tb.Primary, held)
 		}
 	}
 }
 
+// restored notes, at a member, a snapshot that arrived at now, whose
+// state has primaries.
+func (l *leaseClock) restored(primaries []wire.NodeID, now time.Time) {
+	for _, p := range primaries {
+		l.hear(p, now)
+	}
+}
+
+// hear notes a lease of p counted from at, unless one counted from later
+// is noted already.
+func (l *leaseClock) hear(p wire.NodeID, at time.Time) {
+	if l.heard == nil {
+		l.heard = make(map[wire.NodeID]time.Time)
+	}
+	if at.After(l.heard[p]) {
+		l.heard[p] = at
+	}
+}
+
 // lead starts a leader's view at now: every primary's lease counted from
-// the last command that gave it one this member applied, or from now if
-// it applied none (since it started).
+// when this member held the last command that gave it one, or from now
+// if it applied none (since it started).
 func (l *leaseClock) lead(now time.Time, primaries []wire.NodeID) {
 	l.ends = make(map[wire.NodeID]time.Time, len(primaries))
 	for _, p := range primaries {
@@ -111,9 +130,9 @@ func (l *leaseClock) lead(now time.Time, primaries []wire.NodeID) {
 	}
 }
 
-// renewed records a renewal of p's lease committed at now.
-func (l *leaseClock) renewed(p wire.NodeID, now time.Time) {
-	l.ends[p] = now.Add(l.opts.Length + l.opts.Margin)
+// renewed records a renewal of p's lease held from at.
+func (l *leaseClock) renewed(p wire.NodeID, at time.Time) {
+	l.ends[p] = at.Add(l.opts.Length + l.opts.Margin)
 }
 
 // track starts counting p's lease from now if it is not counted yet: a

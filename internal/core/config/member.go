@@ -87,7 +87,7 @@ type Member struct {
 	voters []wire.NodeID
 	env    node.Env
 	send   func(to wire.NodeID, m raftpb.Message)
-	apply  func(index uint64, c Command, err error)
+	apply  func(Applied)
 
 	rn    *raft.RawNode
 	log   *raftLog
@@ -103,6 +103,28 @@ type Member struct {
 	// the tick at which a snapshot was last sent to it.
 	ticks     int
 	snapshots map[uint64]int
+	// held holds when the member appended each entry it has not
+	// applied yet (Applied.Held).
+	held map[uint64]time.Time
+}
+
+// Applied is what a member tells its node of each command it applied,
+// and of each snapshot that replaced its state.
+type Applied struct {
+	Index   uint64
+	Command Command
+	// Err is the State's refusal of the command, if it refused it.
+	Err error
+	// Held is when the member first held the command, by its clock:
+	// when it appended the entry to its log (a leader, when it proposed
+	// it). Whatever asked for the command (a primary's renewal) did so
+	// before then, so a lease the command grants counts from before
+	// Held (leaseClock). An entry the member recovered from its engine
+	// at a restart, which it cannot date, is held from when it applies.
+	Held time.Time
+	// Restored: a snapshot replaced the state, with every command up to
+	// Index, at Held; Command is empty.
+	Restored bool
 }
 
 // neverElect is the election timeout raft is given: a member campaigns
@@ -116,8 +138,8 @@ func NewMember(opts MemberOptions) *Member {
 
 // Start recovers the member from env's engine. send carries a raft
 // message to another member; apply, if set, is told of every command
-// applied, with the State's refusal if it refused it.
-func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Message), apply func(index uint64, c Command, err error)) error {
+// applied and every snapshot restored.
+func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Message), apply func(Applied)) error {
 	if err := m.opts.Validate(); err != nil {
 		return err
 	}
@@ -159,7 +181,7 @@ func (m *Member) Start(env node.Env, send func(to wire.NodeID, msg raftpb.Messag
 		// can be leading then.
 		m.campaignAt = 1
 	}
-	m.snapshots = map[uint64]int{}
+	m.snapshots, m.held = map[uint64]int{}, map[uint64]time.Time{}
 	return m.flush()
 }
 
@@ -272,12 +294,14 @@ func (m *Member) flush() error {
 		if err := m.log.save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
 			return err
 		}
+		now := m.env.Now()
+		for _, e := range rd.Entries {
+			m.held[e.Index] = now
+		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
-			if err := m.state.Restore(rd.Snapshot.Data); err != nil {
+			if err := m.restore(rd.Snapshot, now); err != nil {
 				return err
 			}
-			m.applied, m.snapshotAt = rd.Snapshot.Metadata.Index, rd.Snapshot.Metadata.Index
-			m.appliedTerm = rd.Snapshot.Metadata.Term
 		}
 		for _, msg := range rd.Messages {
 			if msg.Type == raftpb.MsgSnap {
@@ -318,11 +342,30 @@ func (m *Member) retrySnapshots() {
 	}
 }
 
+// restore replaces the state with a snapshot's, received at now.
+func (m *Member) restore(snap raftpb.Snapshot, now time.Time) error {
+	if err := m.state.Restore(snap.Data); err != nil {
+		return err
+	}
+	m.applied, m.snapshotAt = snap.Metadata.Index, snap.Metadata.Index
+	m.appliedTerm = snap.Metadata.Term
+	maps.DeleteFunc(m.held, func(i uint64, _ time.Time) bool { return i <= m.applied })
+	if m.apply != nil {
+		m.apply(Applied{Index: m.applied, Held: now, Restored: true})
+	}
+	return nil
+}
+
 func (m *Member) applyEntry(e raftpb.Entry) {
 	if e.Index <= m.applied {
 		return
 	}
 	m.applied, m.appliedTerm = e.Index, e.Term
+	held, ok := m.held[e.Index]
+	if !ok {
+		held = m.env.Now()
+	}
+	delete(m.held, e.Index)
 	if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 		return // a new leader's empty entry; the voters never change
 	}
@@ -331,7 +374,7 @@ func (m *Member) applyEntry(e raftpb.Entry) {
 		err = m.state.Apply(c)
 	}
 	if m.apply != nil {
-		m.apply(e.Index, c, err)
+		m.apply(Applied{Index: e.Index, Command: c, Err: err, Held: held})
 	}
 }
 

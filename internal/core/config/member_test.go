@@ -60,8 +60,10 @@ func (g *group) start(id wire.NodeID) {
 			g.queue = append(g.queue, envelope{to, msg})
 		}
 	}
-	applied := func(i uint64, c Command, err error) {
-		g.trace = append(g.trace, fmt.Sprintf("%s applied %d %s %v", id, i, c.Op, err))
+	applied := func(a Applied) {
+		if !a.Restored {
+			g.trace = append(g.trace, fmt.Sprintf("%s applied %d %s %v", id, a.Index, a.Command.Op, a.Err))
+		}
 	}
 	if err := m.Start(env, send, applied); err != nil {
 		g.t.Fatalf("starting %s: %v", id, err)

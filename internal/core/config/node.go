@@ -369,31 +369,35 @@ func (n *Node) stepDown() {
 	n.env.Logger().Info("config: no longer leading", "term", n.member.Term(), "leader", leader)
 }
 
-// applied is told of every command the member applied.
-func (n *Node) applied(_ uint64, c Command, err error) {
-	if err == nil {
-		n.leases.applied(c, n.env.Now())
+// applied is told of every command the member applied, and of every
+// snapshot it restored.
+func (n *Node) applied(a Applied) {
+	switch {
+	case a.Restored:
+		n.leases.restored(n.member.State().Primaries(), a.Held)
+	case a.Err == nil:
+		n.leases.applied(a.Command, a.Held)
 	}
 	n.notice()
-	if !n.lead {
+	if !n.lead || a.Restored {
 		return
 	}
-	if err != nil {
-		n.refused(c, err)
+	c := a.Command
+	if a.Err != nil {
+		n.refused(c, a.Err)
 		return
 	}
-	now := n.env.Now()
 	switch c.Op {
 	case OpCreate:
 		for _, tb := range c.Layout.Tablets {
-			n.leases.track(tb.Primary, now)
+			n.leases.track(tb.Primary, n.env.Now())
 		}
 	case OpRenew:
-		n.grant(c.Node, now)
+		n.grant(c.Node, a.Held)
 	case OpMove:
-		n.moved(c, now)
+		n.moved(c, a.Held)
 	case OpReplicas:
-		n.changed(c, now)
+		n.changed(c, n.env.Now())
 	}
 }
 

@@ -34,11 +34,11 @@ func (n *Node) renew(from wire.NodeID, m *wire.LeaseRenew) {
 	n.propose(Command{Op: OpRenew, Node: from})
 }
 
-// grant answers the newest renewal of p, applied at now, with the
+// grant answers the newest renewal of p, held from held, with the
 // tablets the state has p primary of. A tablet in transition is left
 // out: its lease must run out (it may be moving away from p).
-func (n *Node) grant(p wire.NodeID, now time.Time) {
-	n.leases.renewed(p, now)
+func (n *Node) grant(p wire.NodeID, held time.Time) {
+	n.leases.renewed(p, held)
 	seq, ok := n.seqs[p]
 	if !ok {
 		return // renewed by an earlier leader, which answered it
@@ -70,23 +70,32 @@ type transition struct {
 	want, to wire.NodeID
 	reply    *requester
 	highs    map[wire.NodeID]hlc.Timestamp
-	refused  map[wire.NodeID]bool
+	// refused holds the replicas that refused the HighRequest, with
+	// their answer; one Behind (catching up) is asked again.
+	refused map[wire.NodeID]wire.Code
 	// began, when a majority answered, when the old primary answered,
 	// and when the HighRequests were last sent.
 	began, majorityAt, primaryAt, sentAt time.Time
-	// safeAt: a switchover that falls back before the old primary
-	// answered moves nothing before the old primary's lease has run out
-	// (the transition withholds its grants from began on).
+	// safeAt: a failover, or a switchover that falls back, moves
+	// nothing before the old primary's lease has run out (the
+	// transition withholds its grants from began on), unless the old
+	// primary answered (it is fenced).
 	safeAt    time.Time
 	untilSent bool
 	proposed  bool
 }
 
 // startFailovers starts a failover of each tablet of a primary whose
-// lease lapsed that is not in transition already.
+// lease ends within twice the margin, that is not in transition
+// already. By then the primary's own count of its lease has ended (it
+// stops Margin before the end it asked for, and the leader counts Margin
+// past it): fencing the replicas takes nothing from it, and their
+// answers (a WAN round trip, up to 435 ms on pileus4) come while the
+// leader waits out the margin. The move waits for the lease's end
+// (transition.safeAt) unless the old primary answers, fenced.
 func (n *Node) startFailovers(now time.Time) {
 	st := n.member.State()
-	for _, p := range n.leases.lapsed(now) {
+	for _, p := range n.leases.lapsed(now.Add(2 * n.opts.Lease.Margin)) {
 		tablets := st.PrimaryOf(p)
 		if len(tablets) == 0 {
 			n.leases.forget(p)
@@ -95,9 +104,10 @@ func (n *Node) startFailovers(now time.Time) {
 		for _, te := range tablets {
 			t := st.Tables[te.Table]
 			if ref := (wire.TabletRef{Table: t.Layout.ID, Tablet: int32(te.Tablet)}); n.transitions[ref] == nil && n.changes[ref] == nil {
-				n.env.Logger().Info("config: lease lapsed; failover", "primary", p, "table", te.Table, "tablet", te.Tablet, "epoch", te.Epoch)
+				ends := n.leases.ends[p]
+				n.env.Logger().Info("config: lease ending; failover", "primary", p, "table", te.Table, "tablet", te.Tablet, "epoch", te.Epoch, "in", ends.Sub(now))
 				n.metrics.FailoversStarted++
-				n.begin(t, te.Tablet, "", nil, now)
+				n.begin(t, te.Tablet, "", nil, now).safeAt = ends
 			}
 		}
 	}
@@ -106,28 +116,39 @@ func (n *Node) startFailovers(now time.Time) {
 // begin starts a transition of t's tablet i: every replica is asked for
 // its high timestamp ahead of the next epoch. to is a switchover's
 // target ("" for a failover).
-func (n *Node) begin(t *Table, i int, to wire.NodeID, reply *requester, now time.Time) {
+func (n *Node) begin(t *Table, i int, to wire.NodeID, reply *requester, now time.Time) *transition {
 	tr := &transition{
 		ref: wire.TabletRef{Table: t.Layout.ID, Tablet: int32(i)}, table: t.Layout.Name, index: i, epoch: t.Epochs[i],
 		tablet: t.Layout.Tablets[i], want: to, to: to, reply: reply,
-		highs: map[wire.NodeID]hlc.Timestamp{}, refused: map[wire.NodeID]bool{}, began: now,
+		highs: map[wire.NodeID]hlc.Timestamp{}, refused: map[wire.NodeID]wire.Code{}, began: now,
 	}
 	n.transitions[tr.ref] = tr
 	n.resendHighs(tr, now)
+	return tr
 }
 
 // resendHighs asks the replicas that have not answered for their high
-// timestamps, at the transition's start and every Lease.Renew after.
+// timestamps, at the transition's start and every Lease.Renew after,
+// and those that answered Behind: caught up, they count (without them a
+// tablet of four replicas, two of them catching up, would never move).
 func (n *Node) resendHighs(tr *transition, now time.Time) {
 	if tr.proposed || (!tr.sentAt.IsZero() && now.Before(tr.sentAt.Add(n.opts.Lease.Renew))) {
 		return
 	}
 	tr.sentAt = now
 	for _, r := range tr.tablet.Replicas() {
-		if _, ok := tr.highs[r]; !ok && !tr.refused[r] {
+		if code, refused := tr.refused[r]; !tr.answered(r) || (refused && code == wire.Behind) {
 			n.env.Send(r, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1, Term: n.member.Term()})
 		}
 	}
+}
+
+// answered reports whether replica r answered the transition's
+// HighRequest, with its high timestamp or a refusal.
+func (tr *transition) answered(r wire.NodeID) bool {
+	_, high := tr.highs[r]
+	_, refused := tr.refused[r]
+	return high || refused
 }
 
 // highReply records a replica's high timestamp and moves its transition
@@ -147,7 +168,7 @@ func (n *Node) highReply(from wire.NodeID, m *wire.HighReply) {
 	now := n.env.Now()
 	if m.Code != wire.OK {
 		n.env.Logger().Info("config: a replica refused a high request", "replica", from, "table", tr.table, "tablet", tr.index, "code", m.Code)
-		tr.refused[from] = true
+		tr.refused[from] = m.Code
 		n.progress(tr, now)
 		return
 	}
@@ -158,6 +179,7 @@ func (n *Node) highReply(from wire.NodeID, m *wire.HighReply) {
 		n.progress(tr, now)
 		return
 	}
+	delete(tr.refused, from)
 	tr.highs[from] = hlc.Max(tr.highs[from], m.High)
 	if from == tr.tablet.Primary && tr.primaryAt.IsZero() {
 		tr.primaryAt = now
@@ -180,7 +202,7 @@ func (n *Node) progress(tr *transition, now time.Time) {
 		}
 	}
 	expected := len(tr.tablet.Replicas())
-	if _, ok := tr.highs[tr.tablet.Primary]; !ok && tr.want == "" && !tr.refused[tr.tablet.Primary] {
+	if !tr.answered(tr.tablet.Primary) && tr.want == "" {
 		expected-- // a failover's primary, whose lease lapsed: down or cut off
 	}
 	if len(tr.highs)+len(tr.refused) < expected && (tr.majorityAt.IsZero() || now.Before(tr.majorityAt.Add(n.opts.Collect))) {
@@ -240,16 +262,17 @@ func (n *Node) proposeMove(tr *transition, target wire.NodeID) {
 	}
 }
 
-// moved acts on an applied move: the new primary's lease counts from
-// now, the old one's is forgotten if it is primary of nothing else, and
-// every replica hears the new epoch.
-func (n *Node) moved(c Command, now time.Time) {
+// moved acts on an applied move, held from held: the new primary's
+// lease counts from then, the old one's is forgotten if it is primary
+// of nothing else, and every replica hears the new epoch.
+func (n *Node) moved(c Command, held time.Time) {
+	now := n.env.Now()
 	st := n.member.State()
 	t := st.Tables[c.Table]
 	tb := t.Layout.Tablets[c.Tablet]
 	ref := wire.TabletRef{Table: t.Layout.ID, Tablet: int32(c.Tablet)}
 	n.env.Logger().Info("config: moved", "table", c.Table, "tablet", c.Tablet, "epoch", t.Epochs[c.Tablet], "primary", tb.Primary, "start", c.Start)
-	n.leases.renewed(tb.Primary, now)
+	n.leases.renewed(tb.Primary, held)
 	for _, r := range tb.Secondaries {
 		if len(st.PrimaryOf(r)) == 0 {
 			n.leases.forget(r)

@@ -276,7 +276,7 @@ func (w *world) replica(id wire.NodeID) *scripted {
 	}
 	r := &scripted{
 		id: id, w: w, alive: true, layouts: map[uint64]wire.Layout{}, epochs: map[wire.TabletRef]uint64{},
-		highs: map[wire.TabletRef]hlc.Timestamp{}, stuck: map[wire.TabletRef]bool{},
+		highs: map[wire.TabletRef]hlc.Timestamp{}, stuck: map[wire.TabletRef]bool{}, behind: map[wire.TabletRef]bool{},
 		granted: map[wire.TabletRef]uint64{},
 	}
 	r.forget()
@@ -302,6 +302,9 @@ type scripted struct {
 	epochs  map[wire.TabletRef]uint64
 	highs   map[wire.TabletRef]hlc.Timestamp
 	stuck   map[wire.TabletRef]bool
+	// behind: it is catching up (a rollback wiped it) and answers a
+	// HighRequest Behind.
+	behind map[wire.TabletRef]bool
 	// granted is the epoch of each tablet its last grant listed.
 	granted map[wire.TabletRef]uint64
 	guess   wire.NodeID
@@ -493,8 +496,12 @@ func (r *scripted) leaseGrant(m *wire.LeaseGrant) {
 }
 
 func (r *scripted) highRequest(from wire.NodeID, m *wire.HighRequest) {
-	if r.epochs[m.Tablet] >= m.Epoch {
+	switch {
+	case r.epochs[m.Tablet] >= m.Epoch:
 		r.env.Send(from, &wire.HighReply{Tablet: m.Tablet, Epoch: m.Epoch, Code: wire.Invalid})
+		return
+	case r.behind[m.Tablet]:
+		r.env.Send(from, &wire.HighReply{Tablet: m.Tablet, Epoch: m.Epoch, Code: wire.Behind})
 		return
 	}
 	if r.fenced[m.Tablet] < m.Epoch {
