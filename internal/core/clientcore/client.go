@@ -476,6 +476,9 @@ type pending struct {
 	request   wire.Msg
 	onReply   func(from wire.NodeID, m wire.Msg)
 	onTimeout func()
+	// onDeposed, if set, ends a Put sent to a primary that the client
+	// learned was deposed before it answered (abandonPuts).
+	onDeposed func(primary wire.NodeID)
 }
 
 // send sends a request and registers its continuation, with a timeout.

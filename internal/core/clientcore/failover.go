@@ -2,6 +2,8 @@ package clientcore
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/hlc"
@@ -197,9 +199,29 @@ func (c *Client) observeRead(tv *tabletView, r *replicaState, high hlc.Timestamp
 	if !primary || r.primary {
 		return
 	}
+	old := tv.replicas[0].id
 	for _, t := range c.tables {
 		if l := t.layout; l.ID == tv.ref.Table && l.Causal == nil && l.MoveTo(tv.index(), r.id) {
 			c.relayout(t, l)
+			c.abandonPuts(tv.ref, old, r.id)
+		}
+	}
+}
+
+// abandonPuts ends the Puts of tablet ref still waiting at old, which
+// the client has just learned is deposed: primary answered as the
+// tablet's primary, which it does only once old's lease has run out, so
+// old orders nothing more. Each ends as it would at its timeout (its
+// outcome unknown: old may have ordered it before it lost its lease),
+// but now, so that the caller's next Put goes to primary; a client
+// whose Put waits out a dead primary's timeout would otherwise send its
+// next one there too.
+func (c *Client) abandonPuts(ref wire.TabletRef, old, primary wire.NodeID) {
+	for _, req := range slices.Sorted(maps.Keys(c.pending)) {
+		p := c.pending[req]
+		if m, ok := p.request.(*wire.PutRequest); ok && p.onDeposed != nil && p.to == old && m.Tablet == ref {
+			delete(c.pending, req)
+			p.onDeposed(primary)
 		}
 	}
 }

@@ -355,3 +355,32 @@ func TestPutSeeksPrimary(t *testing.T) {
 	env.take(t, england, true)
 	env.take(t, india, true)
 }
+
+// TestPutAtADeposedPrimaryEnds checks a Put waiting at a primary that
+// died, when a probe finds the new primary: it ends at once, of unknown
+// outcome (ErrTimeout), not at its timeout, and the next Put goes to the
+// new primary.
+func TestPutAtADeposedPrimaryEnds(t *testing.T) {
+	c, env, s := putSession(t, Options{RequestTimeout: 2 * time.Second})
+	var first, second putResult
+	if err := c.Put(s, "k", []byte("v"), PutOptions{}, first.done); err != nil {
+		t.Fatal(err)
+	}
+	env.takePut(t, england)
+	tv := &s.table.tablets[0]
+	c.probe(tv, tv.replicas[1], false)
+	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1002), Primary: true})
+	if first.calls != 1 || !errors.Is(first.err, ErrTimeout) {
+		t.Fatalf("the Put at the deposed primary: %d calls, err %v; want one, ErrTimeout", first.calls, first.err)
+	}
+	if err := c.Put(s, "k", []byte("w"), PutOptions{}, second.done); err != nil {
+		t.Fatal(err)
+	}
+	c.Receive(us, &wire.PutReply{Req: env.takePut(t, us).Req, Code: wire.OK, TS: wallTS(1003)})
+	if second.calls != 1 || second.err != nil {
+		t.Fatalf("the next Put: %d calls, err %v; want one, no error", second.calls, second.err)
+	}
+	if first.calls != 1 {
+		t.Fatalf("the abandoned Put ended %d times", first.calls)
+	}
+}

@@ -614,6 +614,9 @@ func (c *Client) putLevel(s *Session, p putPlan, key string, value []byte, done 
 			c.seekPrimary(p.tv)
 			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from primary %s within %s", ErrTimeout, keyfmt.Quote(key), r.id, p.timeout))
 		},
+		onDeposed: func(primary wire.NodeID) {
+			done(PutResult{Node: r.id, Level: w}, fmt.Errorf("%w: put %s: no reply from %s before %s took the tablet over; it may or may not take effect", ErrTimeout, keyfmt.Quote(key), r.id, primary))
+		},
 	})
 }
 
