@@ -509,7 +509,7 @@ func (n *Node) forwarded(from wire.NodeID, m *wire.Forward) {
 	case m.Seq <= o.seq:
 		// Delivered again, or its acknowledgement was lost.
 		n.metrics.DuplicateForwards++
-		n.reackForward(from, tb, m.Seq, level)
+		n.reackForward(from, tb, m, o.seq, level)
 		return
 	case m.Seq != o.seq+1:
 		// An earlier one was lost: the receiver resends from it.
@@ -588,25 +588,53 @@ func (n *Node) forwardedTo(from wire.NodeID, m *wire.Forward) *tablet {
 }
 
 // reackForward answers a Forward delivered again from the write's
-// recorded result.
-func (n *Node) reackForward(from wire.NodeID, tb *tablet, seq uint64, level int) {
-	v, ok, err := n.env.Engine().Get(resultKey(tb.ref, from, seq))
+// recorded result. A new primary may hold no record of a write an
+// earlier primary evaluated without writing anything (its test failed,
+// or it was refused): such a record is not pushed, as no version carries
+// it. The receiver's later writes it holds tell it that the earlier
+// primary evaluated this one, in the receiver's order, and since no
+// version of it came with them, that it wrote nothing; which answer it
+// had is rebuilt from the write. A record older than the receiver's
+// window behind last, its latest write ordered here, is forgotten: the
+// receiver asks for no such write again, and a copy of its Forward
+// that the network delivers late goes unanswered.
+func (n *Node) reackForward(from wire.NodeID, tb *tablet, m *wire.Forward, last uint64, level int) {
+	v, recorded, err := n.env.Engine().Get(resultKey(tb.ref, from, m.Seq))
 	var r result
-	if err == nil && ok {
+	if err == nil && recorded {
 		r, err = decodeResult(v)
 	}
 	if err != nil {
 		n.storageError(err)
 		return
 	}
-	if !ok || (!r.ts.IsZero() && holders(tb, r.ts) < level) {
-		// Forgotten (not asked for again by a receiver within its
-		// window), or not yet at the table's write level: the
-		// receiver asks again.
+	switch {
+	case !recorded && m.Seq+forwardWindow <= last:
 		return
+	case !recorded:
+		r = n.unwritten(tb, m)
 	}
-	n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: seq, Code: r.code, TS: r.ts, Tested: r.tested,
+	if !r.ts.IsZero() && holders(tb, r.ts) < level {
+		return // not yet at the table's write level: the receiver asks again
+	}
+	n.env.Send(from, &wire.ForwardAck{Tablet: tb.ref, Seq: m.Seq, Code: r.code, TS: r.ts, Tested: r.tested,
 		Acks: int32(holders(tb, r.ts)), Holders: holderIDs(tb, r.ts, n.env.ID()), Epoch: tb.epoch})
+}
+
+// unwritten rebuilds the result of a forwarded write that an earlier
+// primary evaluated without writing it (reackForward): the refusal its
+// checks give again, else a failed test; a plain write that passes them
+// can only have been refused for its session minimum, far ahead of that
+// primary's clock (checkWrite), which is not checked again.
+func (n *Node) unwritten(tb *tablet, m *wire.Forward) result {
+	switch code := n.checkWrite(tb, m.Key, m.Value, hlc.Timestamp{}, m.Test); {
+	case code != wire.OK:
+		return result{code: code}
+	case m.Test != nil:
+		return result{code: wire.OK, tested: wire.Failed}
+	default:
+		return result{code: wire.Invalid}
+	}
 }
 
 // originOf returns what the primary has ordered of a receiver's writes.

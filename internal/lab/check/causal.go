@@ -120,6 +120,12 @@ func (c *checker) checkCausal() {
 						if !st.ret.Less(c.st[p].ts) {
 							break
 						}
+						if p == st.writer {
+							// It returned a rolled-back version of this
+							// very write (Op.RolledBack), which took
+							// effect again later: no version it missed.
+							continue
+						}
 						if c.inPast(clocks, vc, i, p, readers[p]) {
 							misses = append(misses, miss{get: i, need: ref{ts: c.st[p].ts, op: p}})
 							break

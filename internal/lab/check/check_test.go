@@ -940,6 +940,29 @@ func TestRolledBackVersion(t *testing.T) {
 	wantViolations(t, Check(h), []want{{2, RuleHistory}, {3, RuleMonotonic}, {4, RuleHistory}})
 }
 
+// TestRolledBackVersionCausal: a causal Get that returned the rolled-back
+// version of a staged write (at 3) read that write: the same write at its
+// later timestamp (5) is no version it missed. A Put of another session
+// at 4 that it depends on still is (TestRandomized seed 1804).
+func TestRolledBackVersionCausal(t *testing.T) {
+	h := []Op{
+		put("a", "k", "v1", 0, 10, 1),
+		put("a", "k", "v2", 20, 30, 5),
+		get("b", "k", "v2", 40, 50, 3, causal),
+	}
+	h[1].RolledBack = []hlc.Timestamp{ts(3)}
+	wantViolations(t, Check(h), nil)
+	// Session c writes k at 4, then j; b reads j, then k's version at 3.
+	h = []Op{
+		h[0], h[1],
+		put("c", "k", "v3", 20, 25, 4),
+		put("c", "j", "w1", 26, 28, 6),
+		get("b", "j", "w1", 30, 31, 6, causal),
+		get("b", "k", "v2", 40, 50, 3, causal),
+	}
+	wantViolations(t, Check(h), []want{{5, RuleCausal}})
+}
+
 func TestDetail(t *testing.T) {
 	tests := []struct {
 		name string
