@@ -41,7 +41,7 @@ func (c *chaosFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&c.kills, "kills", 10, "go on until at least this many kills (0 without kill in --faults)")
 	fs.IntVar(&c.failovers, "failovers", 0, "go on until at least this many failovers (with failover in --faults)")
 	fs.DurationVar(&c.failoverHold, "failover-hold", 0, "least time a failover fault lasts; it lasts on until another node holds the primary's lease "+
-		"(default: a raft election, a lease and its margin, Collect and 1s: 9.25s with the configuration service's defaults)")
+		"(default: a raft election, a lease and its margin, Collect and 1s: 8.65s with the configuration service's defaults)")
 	fs.IntVar(&c.puts, "puts", 10000, "go on until at least this many acknowledged Puts")
 	fs.DurationVar(&c.duration, "duration", 10*time.Minute, "bound on the campaign: reaching it before the targets is a failure")
 	fs.DurationVar(&c.gap, "gap", 2*time.Second, "mean time between one fault's end and the next one's start")

@@ -29,10 +29,17 @@ type MemberOptions struct {
 	// Default 1.
 	HeartbeatTicks int
 	// ElectionTicks is how long a member waits without hearing a leader
-	// before it campaigns: a draw from [ElectionTicks, 2*ElectionTicks)
-	// ticks, renewed after each campaign. Default 15, so 1.5-3s: several
-	// of the pileus4 WAN's longest round trips (435ms).
+	// before it campaigns, at the least. Default 10, so 1s: more than
+	// twice the pileus4 WAN's longest round trip (435ms).
 	ElectionTicks int
+	// StaggerTicks is how much longer each voter waits than the one
+	// before it in name order, plus a draw of up to a third of it.
+	// Default 6, so 0.6s: two members that campaigned within one
+	// message's flight of each other (217ms on pileus4's longest link)
+	// would each win the other's pre-vote and split the vote, and wait
+	// again; staggered, the first that hears no leader wins in one
+	// round.
+	StaggerTicks int
 	// SnapshotEvery is how many applied entries the log keeps before it
 	// is replaced by a snapshot of the state. Default 1,000.
 	SnapshotEvery uint64
@@ -48,7 +55,10 @@ func (o MemberOptions) EnsureDefaults() MemberOptions {
 		o.HeartbeatTicks = 1
 	}
 	if o.ElectionTicks == 0 {
-		o.ElectionTicks = 15
+		o.ElectionTicks = 10
+	}
+	if o.StaggerTicks == 0 {
+		o.StaggerTicks = 6
 	}
 	if o.SnapshotEvery == 0 {
 		o.SnapshotEvery = 1000
@@ -67,6 +77,8 @@ func (o MemberOptions) Validate() error {
 		return fmt.Errorf("config: tick %v is negative", o.Tick)
 	case o.HeartbeatTicks < 0 || o.ElectionTicks <= o.HeartbeatTicks:
 		return fmt.Errorf("config: election ticks %d must exceed heartbeat ticks %d", o.ElectionTicks, o.HeartbeatTicks)
+	case o.StaggerTicks < 0:
+		return fmt.Errorf("config: stagger ticks %d is negative", o.StaggerTicks)
 	}
 	return nil
 }
@@ -80,7 +92,8 @@ func (o MemberOptions) Validate() error {
 // Raft's own election timer draws from a random source of its own, which
 // would make simulated runs unrepeatable, so the member gives raft an
 // election timeout it never reaches and campaigns itself, after a quiet
-// spell drawn from the node's seeded source (DESIGN.md section 10).
+// spell staggered by its place among the voters, with a little drawn
+// from the node's seeded source (DESIGN.md section 10; StaggerTicks).
 type Member struct {
 	opts MemberOptions
 	// voters are opts.Voters in name order: raft IDs are places in it.
@@ -97,8 +110,9 @@ type Member struct {
 	// snapshot.
 	applied, appliedTerm, snapshotAt uint64
 	// quiet counts the ticks since a leader was last heard (or since the
-	// last campaign), and campaignAt is the count at which to campaign.
-	quiet, campaignAt int
+	// last campaign), and campaignAt is the count at which to campaign;
+	// tries counts the campaigns since a leader was last heard.
+	quiet, campaignAt, tries int
 	// ticks counts every Tick; snapshots holds, per follower (raft ID),
 	// the tick at which a snapshot was last sent to it.
 	ticks     int
@@ -204,8 +218,24 @@ func (m *Member) nodeID(id uint64) wire.NodeID {
 	return m.voters[id-1]
 }
 
+// drawQuiet is how many ticks without a leader the member waits before
+// it campaigns (StaggerTicks), and ElectionTicks more for each campaign
+// since it last heard one: a campaign whose round trips outlast the wait
+// would otherwise be overtaken by the next, on a slow enough network
+// for ever.
 func (m *Member) drawQuiet(r *rand.Rand) int {
-	return m.opts.ElectionTicks + r.IntN(m.opts.ElectionTicks)
+	stagger := m.opts.StaggerTicks
+	return (1+m.tries)*m.opts.ElectionTicks + int(m.raftID(m.env.ID())-1)*stagger + r.IntN(stagger/3+1)
+}
+
+// heardLeader restarts the quiet count, and the waits from the first, on
+// news of a leader (or leading).
+func (m *Member) heardLeader() {
+	m.quiet = 0
+	if m.tries > 0 {
+		m.tries = 0
+		m.campaignAt = m.drawQuiet(m.env.Rand())
+	}
 }
 
 // Tick advances raft's clock by one tick and campaigns after a quiet
@@ -214,9 +244,10 @@ func (m *Member) Tick() error {
 	m.rn.Tick()
 	m.ticks++
 	if m.IsLeader() {
-		m.quiet = 0
+		m.heardLeader()
 		m.retrySnapshots()
 	} else if m.quiet++; m.quiet >= m.campaignAt {
+		m.tries++
 		m.quiet, m.campaignAt = 0, m.drawQuiet(m.env.Rand())
 		if err := m.rn.Campaign(); err != nil {
 			return err
@@ -230,7 +261,7 @@ func (m *Member) Step(msg raftpb.Message) error {
 	switch msg.Type {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
 		// Only a leader sends these: a leader is heard.
-		m.quiet = 0
+		m.heardLeader()
 	}
 	err := m.rn.Step(msg)
 	if errors.Is(err, raft.ErrStepPeerNotFound) {

@@ -37,14 +37,16 @@ const (
 // defaultFailoverHold is Options.FailoverHold's default, from the
 // configuration service's defaults (config.NodeOptions, which the
 // campaign's cluster runs with): a new raft election when the struck
-// site hosted the leader (at most 2 ElectionTicks), then a whole lease
-// with its margin (a new leader takes every lease as renewed when it
-// took over), then Collect for the struck replica's answer, and a second
-// for the WAN's round trips (pileus4's reach 435ms). With the defaults:
-// 3s + 4s + 250ms + 1s + 1s = 9.25s.
+// site hosted the leader (ElectionTicks, then StaggerTicks for each of
+// the two voters before the last of pileus4's three, and the draw of a
+// third of one), then a whole lease with its margin (a new leader may
+// count a lease from its own election), then Collect for the struck
+// replica's answer, and a second for the WAN's round trips (pileus4's
+// reach 435ms). With the defaults: 2.4s + 4s + 250ms + 1s + 1s = 8.65s.
 func defaultFailoverHold() time.Duration {
 	o := config.NodeOptions{}.EnsureDefaults()
-	election := time.Duration(2*o.Member.ElectionTicks) * o.Member.Tick
+	m := o.Member
+	election := time.Duration(m.ElectionTicks+2*m.StaggerTicks+m.StaggerTicks/3) * m.Tick
 	return election + o.Lease.Length + o.Lease.Margin + o.Collect + time.Second
 }
 

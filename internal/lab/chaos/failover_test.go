@@ -23,8 +23,8 @@ func TestDefaultFailoverHoldOutlastsAFailover(t *testing.T) {
 	o := config.NodeOptions{}.EnsureDefaults()
 	// The least a failover takes with the leader alive: the lease lapses
 	// at the leader (length and margin), then Collect.
-	if least, got := o.Lease.Length+o.Lease.Margin+o.Collect, defaultFailoverHold(); got <= least || got != 9250*time.Millisecond {
-		t.Errorf("defaultFailoverHold() = %s; want more than %s (a lease, its margin and Collect), 9.25s with the defaults", got, least)
+	if least, got := o.Lease.Length+o.Lease.Margin+o.Collect, defaultFailoverHold(); got <= least || got != 8650*time.Millisecond {
+		t.Errorf("defaultFailoverHold() = %s; want more than %s (a lease, its margin and Collect), 8.65s with the defaults", got, least)
 	}
 	if got := (Options{}).EnsureDefaults().FailoverHold; got != defaultFailoverHold() {
 		t.Errorf("Options.FailoverHold defaults to %s, want %s", got, defaultFailoverHold())

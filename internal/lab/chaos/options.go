@@ -125,7 +125,7 @@ type Options struct {
 	// until another node holds the primary's lease, at most
 	// FailoverHold + failoverWait. Default: long enough for the
 	// configuration service's defaults to move the primary even when the
-	// struck site also hosted its leader (defaultFailoverHold: 9.25s).
+	// struck site also hosted its leader (defaultFailoverHold: 8.65s).
 	FailoverHold time.Duration
 
 	// Keys is the number of keys the guarantee sessions share. Default 32.
