@@ -117,6 +117,8 @@ type Member struct {
 	// the tick at which a snapshot was last sent to it.
 	ticks     int
 	snapshots map[uint64]int
+	// deferred holds the pre-votes held back (holdPreVote).
+	deferred []raftpb.Message
 	// held holds when the member appended each entry it has not
 	// applied yet (Applied.Held).
 	held map[uint64]time.Time
@@ -249,6 +251,9 @@ func (m *Member) Tick() error {
 	} else if m.quiet++; m.quiet >= m.campaignAt {
 		m.tries++
 		m.quiet, m.campaignAt = 0, m.drawQuiet(m.env.Rand())
+		if err := m.stepDeferred(); err != nil {
+			return err
+		}
 		if err := m.rn.Campaign(); err != nil {
 			return err
 		}
@@ -262,15 +267,57 @@ func (m *Member) Step(msg raftpb.Message) error {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
 		// Only a leader sends these: a leader is heard.
 		m.heardLeader()
+	case raftpb.MsgPreVote:
+		if m.holdPreVote(msg) {
+			return nil
+		}
 	}
+	if err := m.step(msg); err != nil {
+		return err
+	}
+	if msg.Type == raftpb.MsgPreVoteResp && msg.Reject || m.rn.BasicStatus().RaftState != raft.StatePreCandidate {
+		if err := m.stepDeferred(); err != nil {
+			return err
+		}
+	}
+	return m.flush()
+}
+
+// holdPreVote holds back, during the member's first pre-campaign since it
+// last heard a leader, a pre-vote of a voter after it in name order:
+// the two campaign in turn (StaggerTicks), but a network slower than
+// the stagger would have each grant the other's pre-vote and split the
+// real vote, and both wait again. The held pre-vote is answered once
+// the pre-campaign ends (the member campaigns, or hears a leader or a
+// newer term) or a voter rejects it (its log is behind: the later
+// voter may win), at the latest at the next campaign.
+func (m *Member) holdPreVote(msg raftpb.Message) bool {
+	if m.tries != 1 || msg.From <= m.raftID(m.env.ID()) || m.rn.BasicStatus().RaftState != raft.StatePreCandidate {
+		return false
+	}
+	m.deferred = append(m.deferred, msg)
+	return true
+}
+
+// stepDeferred hands raft the pre-votes held back.
+func (m *Member) stepDeferred() error {
+	held := m.deferred
+	m.deferred = nil
+	for _, msg := range held {
+		if err := m.step(msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step hands raft one message.
+func (m *Member) step(msg raftpb.Message) error {
 	err := m.rn.Step(msg)
 	if errors.Is(err, raft.ErrStepPeerNotFound) {
 		err = nil // a reply from a node no longer tracked: nothing to do
 	}
-	if err != nil {
-		return err
-	}
-	return m.flush()
+	return err
 }
 
 // Propose appends c to the log, if this member knows a leader; raft

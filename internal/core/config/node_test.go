@@ -262,6 +262,25 @@ func TestANewLeaderCountsAnUncommittedRenewalFromWhenItHeldIt(t *testing.T) {
 	}
 }
 
+// TestNoSplitVoteOnASlowNetwork: the leader dies on a network whose
+// messages take about as long as the members' stagger (0.5 s against 0.6 s),
+// so that the two left campaign before either hears of the other's
+// pre-vote. The earlier holds the later one's pre-vote back until its
+// own pre-campaign ends, and wins the next term: no vote is split.
+func TestNoSplitVoteOnASlowNetwork(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		w := grantedWorld(t, seed, NodeOptions{})
+		old := w.leader()
+		term := w.nodes[old].member.Term()
+		w.delay = 500 * time.Millisecond
+		w.crash(old)
+		lead := w.runUntilLeader()
+		if got := w.nodes[lead].member.Term(); got != term+1 {
+			t.Errorf("seed %d: %s leads at term %d after %s's term %d: a vote was split", seed, lead, got, old, term)
+		}
+	}
+}
+
 func TestACutOffLeaderFencesNothing(t *testing.T) {
 	w := grantedWorld(t, 12, NodeOptions{})
 	old := w.leader()
