@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -206,6 +207,7 @@ func checkStatusOfAStoppedSite(ctx context.Context, t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(stopped.PID, syscall.SIGCONT) }()
+	waitStopped(t, stopped.PID)
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	st := c.Status(sctx)
@@ -214,6 +216,25 @@ func checkStatusOfAStoppedSite(ctx context.Context, t *testing.T, c *Cluster) {
 			t.Errorf("status with site %s stopped: site %s up %t (%s), want %t", stopped.Name, s.Name, s.Up, s.Error, up)
 		}
 	}
+}
+
+// waitStopped returns once the kernel shows process pid stopped (state T
+// in /proc/PID/stat): a signal stops a process's threads one by one, and
+// one still running could answer a request sent just after kill
+// returned (seen on a loaded machine).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for range 100000 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+	}
+	t.Fatalf("process %d not stopped after 100,000 looks at its state", pid)
 }
 
 // TestOneSiteDirect runs a one-site cluster with no local round trip to
