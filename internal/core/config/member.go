@@ -275,7 +275,7 @@ func (m *Member) Step(msg raftpb.Message) error {
 	if err := m.step(msg); err != nil {
 		return err
 	}
-	if msg.Type == raftpb.MsgPreVoteResp && msg.Reject || m.rn.BasicStatus().RaftState != raft.StatePreCandidate {
+	if len(m.deferred) > 0 && (msg.Type == raftpb.MsgPreVoteResp && msg.Reject || m.rn.BasicStatus().RaftState != raft.StatePreCandidate) {
 		if err := m.stepDeferred(); err != nil {
 			return err
 		}

@@ -137,7 +137,7 @@ func (n *Node) resendHighs(tr *transition, now time.Time) {
 	}
 	tr.sentAt = now
 	for _, r := range tr.tablet.Replicas() {
-		if code, refused := tr.refused[r]; !tr.answered(r) || (refused && code == wire.Behind) {
+		if !tr.answered(r) || tr.refused[r] == wire.Behind {
 			n.env.Send(r, &wire.HighRequest{Tablet: tr.ref, Epoch: tr.epoch + 1, Term: n.member.Term()})
 		}
 	}
