@@ -89,3 +89,86 @@ func TestClockLead(t *testing.T) {
 		t.Fatalf("start over a timestamp at the end of time: %v, want a refusal", err)
 	}
 }
+
+// TestEmptyPullReplyUnsynced: a pull reply that brings no version raises
+// the secondary's high timestamp without a sync, and a crash takes the
+// raise back; one that brings versions is synced with them.
+func TestEmptyPullReplyUnsynced(t *testing.T) {
+	mem := storage.NewMem()
+	env := &partitionEnv{engine: mem, rng: rand.New(rand.NewPCG(1, 2))}
+	n := env.start(t)
+	layout := wire.Layout{Name: "t", ID: 9, Tablets: []wire.Tablet{{Primary: "p/r1", Secondaries: []wire.NodeID{"s/r1"}}},
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Minute}}
+	if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}).(*wire.CreateTableReply); r.Code != wire.OK {
+		t.Fatalf("create table: %s", r.Code)
+	}
+	ref := wire.TabletRef{Table: 9}
+	ts := func(ms int64) hlc.Timestamp { return hlc.Timestamp{WallNanos: ms * int64(time.Millisecond)} }
+	high := func(n *replica.Node) hlc.Timestamp { return n.Metrics().Tablets[0].High }
+	n.Receive("p/r1", &wire.PullReply{Tablet: ref, High: ts(100), Entries: []wire.Entry{{Key: "a", Value: []byte("1"), TS: ts(90)}}})
+	n.Receive("p/r1", &wire.PullReply{Tablet: ref, Since: ts(100), High: ts(200)})
+	if got := high(n); got != ts(200) {
+		t.Fatalf("high after an empty reply: %s, want %s", got, ts(200))
+	}
+	mem.Crash()
+	n = env.start(t)
+	if got := high(n); got != ts(100) {
+		t.Fatalf("high after a crash: %s, want %s, the last reply that brought a version", got, ts(100))
+	}
+	if v := n.Versions(ref); len(v) != 1 || v[0].TS != ts(90) {
+		t.Fatalf("versions after a crash: %v, want a at %s", v, ts(90))
+	}
+}
+
+// TestTruncationKeepsWhatAnUnsyncedHighNeeds: a primary truncates its
+// log up to the high timestamp its secondary reported, but records the
+// latest version it dropped as the truncation point. A secondary whose
+// unsynced raise a restart took back pulls from the log, not a snapshot;
+// one that lacks a dropped version gets a snapshot.
+func TestTruncationKeepsWhatAnUnsyncedHighNeeds(t *testing.T) {
+	env := &partitionEnv{engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}
+	n := env.start(t)
+	layout := wire.Layout{Name: "t", ID: 9, Tablets: []wire.Tablet{{Primary: "s/r1", Secondaries: []wire.NodeID{"p/r1"}}},
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: time.Minute}}
+	if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}).(*wire.CreateTableReply); r.Code != wire.OK {
+		t.Fatalf("create table: %s", r.Code)
+	}
+	ref := wire.TabletRef{Table: 9}
+	var first hlc.Timestamp
+	for i, key := range []string{"a", "b"} {
+		r := env.ask(t, n, &wire.PutRequest{Req: uint64(2 + i), Tablet: ref, Key: key, Value: []byte("v")}).(*wire.PutReply)
+		if r.Code != wire.OK {
+			t.Fatalf("put %s: %s", key, r.Code)
+		}
+		if i == 0 {
+			first = r.TS
+		}
+	}
+	pull := func(since hlc.Timestamp) *wire.PullReply {
+		t.Helper()
+		env.sent = env.sent[:0]
+		n.Receive("p/r1", &wire.PullRequest{Tablet: ref, Since: since})
+		if len(env.sent) != 1 {
+			t.Fatalf("pull since %s: %d replies, want 1", since, len(env.sent))
+		}
+		return env.sent[0].(*wire.PullReply)
+	}
+	all := pull(hlc.Timestamp{})
+	if len(all.Entries) != 2 || all.Snapshot {
+		t.Fatalf("first pull: %d versions, snapshot %v; want 2 from the log", len(all.Entries), all.Snapshot)
+	}
+	raised := pull(all.High) // truncates both versions
+	if len(raised.Entries) != 0 || raised.Snapshot {
+		t.Fatalf("second pull: %d versions, snapshot %v; want none", len(raised.Entries), raised.Snapshot)
+	}
+	pull(raised.High) // the secondary reports the raise; nothing more to truncate
+	if n.Metrics().LogEntriesTruncated != 2 {
+		t.Fatalf("%d log entries truncated, want 2", n.Metrics().LogEntriesTruncated)
+	}
+	if r := pull(all.High); r.Snapshot || r.Code != wire.OK {
+		t.Fatalf("pull from the last synced high %s: snapshot %v, %s; want the log", all.High, r.Snapshot, r.Code)
+	}
+	if r := pull(first); !r.Snapshot {
+		t.Fatalf("pull from %s, below the second version: from the log; want a snapshot", first)
+	}
+}

@@ -71,12 +71,15 @@ func (n *Node) servePull(from wire.NodeID, m *wire.PullRequest) *wire.PullReply 
 	n.metrics.PullsServed++
 	if isSecondary(tb, from) {
 		// Secondaries apply pulled versions with a synced write before
-		// they ask again, so Since is durable there. A secondary's high
-		// timestamp goes back only when it loses its storage (a pull
-		// duplicated and delivered late says so too, wrongly, until the
-		// next one): it no longer holds what it acknowledged. It stops
-		// counting toward write levels, and the log is kept from Since
-		// on, so that the pull after its snapshot finds it.
+		// they ask again, so the versions up to Since are durable there;
+		// a raise of the high timestamp that brought none is not synced,
+		// and a restart can take it back (see truncateLog). A secondary
+		// whose high timestamp went back further lost its storage (a
+		// pull duplicated and delivered late says so too, wrongly, until
+		// the next one): it no longer holds what it acknowledged. Either
+		// way it counts toward write levels from Since on, and the log
+		// is kept from Since on, so that its next pull, or the pull
+		// after its snapshot, finds it.
 		if acked, ok := tb.acked[from]; ok && m.Since.Less(acked) {
 			tb.acked[from] = m.Since
 		}
@@ -112,7 +115,17 @@ func isSecondary(tb *tablet, id wire.NodeID) bool {
 	return false
 }
 
-// truncateLog drops log records that every secondary holds durably.
+// truncateLog drops log records that every secondary has reported
+// holding.
+//
+// The truncation point it records is the latest version dropped, not the
+// reported high timestamp it truncated up to: no version lies between the
+// two, so the log still holds every version after the point. A secondary
+// whose high timestamp went back at a restart therefore still pulls from
+// the log. It can go back: a pull reply that brings no version raises the
+// high timestamp without a sync (applyPullReply), and the high a
+// secondary reported may be such a one. It went back over no version, so
+// the secondary lacks nothing the log does not hold.
 func (n *Node) truncateLog(tb *tablet) {
 	if len(tb.acked) < len(tb.secondaries) {
 		return
@@ -129,11 +142,21 @@ func (n *Node) truncateLog(tb *tablet) {
 	}
 	eng := n.env.Engine()
 	var b storage.Batch
-	if err := n.deleteRange(&b, logKey(tb.ref, tb.truncated), append(logKey(tb.ref, upTo), 0)); err != nil {
+	dropped := tb.truncated
+	err := storage.Walk(eng, logKey(tb.ref, tb.truncated), append(logKey(tb.ref, upTo), 0), func(k, _ []byte) (bool, error) {
+		ts, err := decodeTS(k[prefixLen:])
+		b.Delete(k)
+		dropped = hlc.Max(dropped, ts)
+		return true, err
+	})
+	if err != nil {
 		n.storageError(err)
 		return
 	}
 	logged := b.Len()
+	if logged == 0 {
+		return
+	}
 	if tb.epoch != 0 {
 		if _, err := n.dropTags(tb, tabletPrefix(spaceTagged, tb.ref), append(taggedKey(tb.ref, upTo), 0), &b); err != nil {
 			n.storageError(err)
@@ -143,13 +166,13 @@ func (n *Node) truncateLog(tb *tablet) {
 	// The truncation point is recorded in the same batch: a primary that
 	// knows it may lack versions after a secondary's Since sends a
 	// snapshot instead.
-	b.Set(metaKey(tb.ref, metaTruncated), appendTS(nil, upTo))
+	b.Set(metaKey(tb.ref, metaTruncated), appendTS(nil, dropped))
 	if err := eng.Apply(&b, false); err != nil {
 		n.storageError(err)
 		return
 	}
 	n.metrics.LogEntriesTruncated += int64(logged)
-	tb.truncated = upTo
+	tb.truncated = dropped
 }
 
 // snapshot fills reply with a chunk of a snapshot (wire.PullReply): the
@@ -270,7 +293,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 	}
 	var b storage.Batch
 	last := tb.lastUpdate
-	applied := 0
+	applied, newer := 0, false
 	if invariants.Enabled {
 		for i := 1; i < len(m.Entries); i++ {
 			invariants.Check(m.Entries[i-1].TS.Less(m.Entries[i].TS),
@@ -282,6 +305,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 		if !tb.high.Less(e.TS) {
 			continue
 		}
+		newer = true
 		last = hlc.Max(last, e.TS)
 		recordApplied(&b, tb, e)
 		if skip, err := n.superseded(tb, e); err != nil {
@@ -292,7 +316,7 @@ func (n *Node) applyPullReply(tb *tablet, m *wire.PullReply) {
 		b.Set(dataKey(tb.ref, e.Key), encodeVersion(e.TS, e.Value))
 		applied++
 	}
-	if !n.commitReplicated(tb, &b, m.High, last) {
+	if !n.commitReplicated(tb, &b, m.High, last, newer) {
 		return
 	}
 	if tb.ackPull {
@@ -462,7 +486,7 @@ func (n *Node) completeSnapshot(tb *tablet, b *storage.Batch, m *wire.PullReply,
 		n.storageError(err)
 		return
 	}
-	if !n.commitReplicated(tb, b, m.High, last) {
+	if !n.commitReplicated(tb, b, m.High, last, true) {
 		return
 	}
 	tb.ahead, tb.snap = ahead, nil
@@ -519,7 +543,7 @@ func (n *Node) applyPush(m *wire.Push) {
 		b.Set(dataKey(tb.ref, m.Entry.Key), encodeVersion(m.Entry.TS, m.Entry.Value))
 	}
 	recordApplied(&b, tb, &m.Entry)
-	if !n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS) {
+	if !n.commitReplicated(tb, &b, m.Entry.TS, m.Entry.TS, true) {
 		return
 	}
 	n.metrics.EntriesApplied++
@@ -531,9 +555,12 @@ func (n *Node) applyPush(m *wire.Push) {
 }
 
 // commitReplicated adds the new high and last-update timestamps to b and
-// applies it with sync, so that the high a secondary reports in its next
-// pull is durable and the primary may truncate its log up to it.
-func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Timestamp) bool {
+// applies it, with a sync if it brings versions or ends a catch-up after a
+// wipe. A reply that brought none only raises the high timestamp: without
+// a sync, a crash takes the raise back over no version (see truncateLog),
+// and a consistent read at a secondary, which pulls first, answers after
+// no fsync (dConssandra Fig. 8's floor was that fsync).
+func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Timestamp, versions bool) bool {
 	if invariants.Enabled {
 		invariants.Check(tb.high.Less(high), "tablet %s high timestamp would go from %s back to %s", tb.ref, tb.high, high)
 		invariants.Check(!high.Less(last), "tablet %s last update %s above high %s", tb.ref, last, high)
@@ -544,7 +571,7 @@ func (n *Node) commitReplicated(tb *tablet, b *storage.Batch, high, last hlc.Tim
 	if recovered {
 		b.Delete(metaKey(tb.ref, metaRecover))
 	}
-	if err := n.env.Engine().Apply(b, true); err != nil {
+	if err := n.env.Engine().Apply(b, versions || recovered); err != nil {
 		n.storageError(err)
 		return false
 	}

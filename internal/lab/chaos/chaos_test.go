@@ -185,6 +185,7 @@ func TestCause(t *testing.T) {
 		{fmt.Errorf("get: %w", clientcore.ErrTimeout), "timeout"},
 		{fmt.Errorf("get: %w", clientcore.ErrSLAUnmet), "sla unmet"},
 		{&clientcore.QuorumTimeoutError{Key: "q1", Level: 2, Acks: 1}, "write level not reached"},
+		{fmt.Errorf("get %q from india/r1: %w", "q1", clientcore.ErrCatchingUp), "replica catching up"},
 		{errors.New("cosla: not primary"), "cosla: not primary"},
 	} {
 		if got := cause(tc.err); got != tc.want {

@@ -190,6 +190,9 @@ func cause(err error) string {
 	case errors.Is(err, clientcore.ErrQuorumTimeout):
 		// Its text names the key: one cause per Put.
 		return "write level not reached"
+	case errors.Is(err, clientcore.ErrCatchingUp):
+		// So does a Get's: one cause per key read.
+		return "replica catching up"
 	}
 	return err.Error()
 }
