@@ -160,8 +160,9 @@ func (b *benchFlags) add(fs *flag.FlagSet) {
 }
 
 // benchDoc is the help of cosla bench.
-const benchDoc = `Runs a YCSB core workload against a store and prints latency percentiles per operation and
-throughput; --json for machines. Reads are Gets, updates and inserts Puts.
+const benchDoc = `Runs a YCSB core workload against a store and prints latency percentiles per operation,
+throughput, and the CPU of the run phase (this process, which is the client; the store's servers
+it started; the machine); --json for machines. Reads are Gets, updates and inserts Puts.
 
 --target cosla (the default) runs against the local cluster (--dir, default that of cosla
 cluster up), or a cluster on several hosts (--config, see cosla cluster plan), from one client
@@ -347,6 +348,7 @@ type compareFlags struct {
 	connect                                                      stringList
 	duration, timeout                                            time.Duration
 	operations, seed                                             uint64
+	repeat                                                       int
 	load, jsonOut                                                bool
 }
 
@@ -358,6 +360,7 @@ func (c *compareFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&c.write, "write", "weak", "write strength of every run: weak or strong")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each run")
 	fs.Uint64Var(&c.operations, "operations", 0, "stop each run after this many operations (default: --duration alone)")
+	fs.IntVar(&c.repeat, "repeat", 1, fmt.Sprintf("make every run this many times, in interleaved rounds, and report medians with min-max (1 to %d)", bench.MaxRepeat))
 	fs.BoolVar(&c.load, "load", true, "insert the records into each store before its first run")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the operation sequence of every run")
 	fs.StringVar(&c.dir, "dir", "", "directory to start the servers and cosla clusters in, a new DIR/NAME-* each (default: a temporary directory, removed afterwards)")
@@ -379,9 +382,19 @@ and cosla-nofsync are one-site clusters started here (a storage node, no emulate
 cosla-nofsync never fsyncs), unless --cluster-dir (or --config) names a running one for cosla.
 
 Prints a table per client count: a row per run with the store and the options its reads and
-writes used (see "cosla bench -h"), ops/s, p50 and p99 latency per operation kind, and the first
-target's ratio to each other at the same read strength. --json prints it all as JSON; --out
-writes a report.`
+writes used (see "cosla bench -h"), ops/s, p50 and p99 latency per operation kind, the CPU of
+the run phase in cores (the bench process, which is the client; the store's servers that it
+started; the whole machine), and the first target's ratio to each other at the same read
+strength. A warning under the table names a run whose client may have been the bottleneck: the
+machine was at least 90% busy and the client used at least as much CPU as the store (as the
+rest of the machine, for servers it did not start); another a run during which other work used
+at least a quarter of the machine's cores.
+
+--repeat N makes every run N times, in rounds: each round makes every run once, in the order
+above, so that a change on the machine falls on every store alike. A row then shows the
+medians, the least and greatest in parentheses ("33.4k (31.9-34.0k)"), and the ratios of the
+medians. --json prints it all as JSON, every repeat's figures included; --out writes a report
+of the medians.`
 
 func runBenchCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("bench compare", "cosla bench compare [flags]", compareDoc, stderr)
@@ -453,8 +466,11 @@ func (c *compareFlags) options(stderr io.Writer) (bench.CompareOptions, error) {
 	if err != nil {
 		return bench.CompareOptions{}, err
 	}
+	if c.repeat < 1 || c.repeat > bench.MaxRepeat {
+		return bench.CompareOptions{}, usagef("--repeat must be between 1 and %d", bench.MaxRepeat)
+	}
 	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: write,
-		Duration: c.duration, Operations: c.operations, Load: c.load, Seed: c.seed, Log: stderr}
+		Duration: c.duration, Operations: c.operations, Repeat: c.repeat, Load: c.load, Seed: c.seed, Log: stderr}
 	co = co.EnsureDefaults()
 	if err := co.Validate(); err != nil {
 		return co, usagef("%v", err)

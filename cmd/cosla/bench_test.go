@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,9 @@ func TestBenchBadFlags(t *testing.T) {
 		{"compare cluster-dir without cosla", []string{"bench", "compare", "--targets", "redis", "--cluster-dir", dir}},
 		{"compare site without cluster-dir", []string{"bench", "compare", "--site", "us"}},
 		{"compare unbounded", []string{"bench", "compare", "--duration", "0"}},
+		{"compare zero repeat", []string{"bench", "compare", "--repeat", "0"}},
+		{"compare negative repeat", []string{"bench", "compare", "--repeat", "-2"}},
+		{"compare too many repeats", []string{"bench", "compare", "--repeat", "101"}},
 		{"compare bad prop", []string{"bench", "compare", "--prop", "x"}},
 		{"compare stray argument", []string{"bench", "compare", "extra"}},
 		{"compare unknown flag", []string{"bench", "compare", "--target", "redis"}},
@@ -339,6 +343,56 @@ func TestBenchCompare(t *testing.T) {
 	}
 	if strings.Count(r.stdout, "durable") != 2 || strings.Contains(r.stdout, "read p50") {
 		t.Errorf("want a durable cosla row per table and no reads; %s", r)
+	}
+}
+
+// TestBenchCompareRepeat compares a one-site cosla cluster with Redis,
+// each run twice in interleaved rounds, through the built binary: each
+// row holds both repeats, the medians and their range, and every run the
+// CPU of the client and of the servers bench started. The runs are
+// bounded by a duration of many of the kernel's clock ticks, so that
+// their CPU is measured (bench.CPU), however fast the machine. Then the
+// text of a comparison of Redis alone, in this process.
+func TestBenchCompareRepeat(t *testing.T) {
+	t.Parallel()
+	coslaBinary(t)
+	out := filepath.Join(t.TempDir(), "report")
+	r := coslaCmd(t, 3*time.Minute, "bench", "compare", "--targets", "cosla,redis", "--workload", "c", "--records", "20",
+		"--duration", "300ms", "--repeat", "2", "--out", out, "--json")
+	c := compareJSON(t, r)
+	if c.Repeat != 2 || !strings.Contains(c.Limit, "2 times in interleaved rounds") || len(c.Tables) != 1 || len(c.Tables[0].Rows) != 2 {
+		t.Fatalf("comparison: repeat %d, limit %q, tables %+v; want one table of two rows, each run twice", c.Repeat, c.Limit, c.Tables)
+	}
+	for i, row := range c.Tables[0].Rows {
+		if len(row.Repeats) != 2 || row.Spread == nil {
+			t.Fatalf("row %d (%s): %d repeats, spread %+v; want 2 and their range", i, row.Result.Target, len(row.Repeats), row.Spread)
+		}
+		for ri, rep := range row.Repeats {
+			if rep.Run.Stop != bench.StopDuration || rep.Run.Errors != 0 || (ri == 0) != (rep.Load != nil) {
+				t.Errorf("row %d repeat %d: run %+v, load %+v; want a run to its duration, loaded in the first repeat only", i, ri, rep.Run, rep.Load)
+			}
+			if cpu := rep.Run.CPU; cpu == nil || cpu.Cores < 1 || cpu.StoreProcesses < 1 {
+				t.Errorf("row %d repeat %d (%s): CPU %+v; want the client's and the servers'", i, ri, rep.Target, cpu)
+			}
+		}
+		if s, v := row.Spread.ThroughputOpsPerS, row.Result.Run.ThroughputOpsPerS; v < s.Min || v > s.Max || v <= 0 {
+			t.Errorf("row %d: median %v ops/s outside its range %+v", i, v, s)
+		}
+	}
+	if v := c.Tables[0].Rows[1].VsReference; v == nil || v.Throughput <= 0 {
+		t.Errorf("redis row: ratios %+v; want cosla's medians over redis's", v)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, report.BenchFileName)); err != nil || !strings.Contains(string(data), `"repeats": [`) {
+		t.Errorf("%s lacks the repeats (%v)", report.BenchFileName, err)
+	}
+
+	code, stdout, stderr := runCosla(t, "bench", "compare", "--targets", "redis", "--workload", "c", "--records", "20",
+		"--operations", "50", "--duration", "1m", "--repeat", "2")
+	skipUnlessInstalled(t, code, stderr)
+	if code != 0 || !strings.Contains(stdout, "runs of 50 operations each, at most 1m0s, 2 times in interleaved rounds\n") ||
+		!regexp.MustCompile(`\nredis +weak +replica +async +[0-9.]+k? \([0-9.]+k?-[0-9.]+k?\) +0 +[0-9.]+ \([0-9.]+-[0-9.]+\) `).MatchString(stdout) ||
+		strings.Count(stderr, ", round 2 of 2\n") != 1 {
+		t.Errorf("bench compare --repeat 2: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
 

@@ -11,9 +11,10 @@
 // package adapters. Its Plan maps a run's weak or strong reads and writes
 // to the store's own options (Strength) and names them in the Result's
 // Setup. Compare runs one workload on several systems, one run after
-// another, at several client counts and read strengths, and holds each
-// run's figures beside the first system's ratios to them (`cosla bench
-// compare`).
+// another, at several client counts and read strengths, as many times as
+// asked in interleaved rounds, and holds each run's figures (or their
+// medians, Summarize) beside the first system's ratios to them (`cosla
+// bench compare`).
 //
 // Run's duties, in order:
 //
@@ -24,7 +25,9 @@
 //     Options.Operations have started or Options.Duration has passed; the
 //     operations in flight then finish and are counted.
 //  3. Report progress every Options.ProgressInterval and once at the end of
-//     each phase, and return a Result.
+//     each phase, and return a Result, with the CPU the run phase used:
+//     this process's (the client's), the store's servers' where this
+//     process started them (Options.Servers), and the machine's (CPU).
 //
 // If the caller's context is cancelled, the phase in progress starts no
 // more operations; those in flight finish, or are cut short and counted as
@@ -102,6 +105,11 @@ type Options struct {
 	// Setup names the store and what its reads and writes do there, for
 	// the Result; Run copies it. System.Plan fills it in.
 	Setup Setup
+	// Servers are the process groups of the store's servers that this
+	// process started, whose CPU the run phase's CPU counts as the
+	// store's; System.Plan fills them in. None: the store's CPU is not
+	// measured.
+	Servers []int
 	// Progress, if set, is called on the loop every ProgressInterval
 	// during each phase and once when the phase ends (Progress.Done). A
 	// slow callback delays the loop, and so the operations' completions.
@@ -194,7 +202,9 @@ func Run(ctx context.Context, loop *driver.Loop, target driver.Target, w *worklo
 	}
 	// One source for the whole sequence of operations: the draws depend
 	// on the seed alone, whatever the number of clients.
+	before := sampleCPU(opts.Servers)
 	p, err := r.phase(PhaseRun, r.withOptions(driver.YCSBMix{W: w}), rand.New(rand.NewPCG(opts.Seed, 0)), steps(opts.Operations), opts.Duration)
+	p.CPU = cpuBetween(before, sampleCPU(opts.Servers))
 	res.Run = p
 	return res, err
 }

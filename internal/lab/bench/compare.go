@@ -35,6 +35,13 @@ type CompareOptions struct {
 	// At least one is set.
 	Duration   time.Duration
 	Operations uint64
+	// Repeat is the number of times each run (each client count, read
+	// strength and system: a cell) is made, in rounds: every round makes
+	// every run once, in the order of one, before the next round starts,
+	// so that a change on the machine during the comparison (another job,
+	// a warming cache) falls on every system rather than on one. The rows
+	// then hold medians (Row). Default 1, at most MaxRepeat.
+	Repeat int
 	// Load makes the first run on each system load the workload's
 	// records first; the later runs find them there.
 	Load bool
@@ -55,6 +62,7 @@ func (o CompareOptions) EnsureDefaults() CompareOptions {
 		o.Reads = []Strength{Weak}
 	}
 	o.Write = cmp.Or(o.Write, Weak)
+	o.Repeat = cmp.Or(o.Repeat, 1)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -91,9 +99,14 @@ func (o CompareOptions) Validate() error {
 		return fmt.Errorf("%w: neither Duration nor Operations bounds the runs", ErrInvalid)
 	case o.ProgressInterval <= 0:
 		return fmt.Errorf("%w: ProgressInterval = %v, want > 0", ErrInvalid, o.ProgressInterval)
+	case o.Repeat < 1 || o.Repeat > MaxRepeat:
+		return fmt.Errorf("%w: Repeat = %d, want 1 to %d", ErrInvalid, o.Repeat, MaxRepeat)
 	}
 	return nil
 }
+
+// MaxRepeat bounds CompareOptions.Repeat ("put a limit on everything").
+const MaxRepeat = 100
 
 // Comparison is what Compare measured. It is a plain snapshot: safe to
 // copy and encode as JSON.
@@ -103,10 +116,14 @@ type Comparison struct {
 	// says it in a line.
 	Workload string `json:"workload"`
 	Mix      string `json:"mix"`
-	// Limit says what bounded each run ("10s each", "200 operations
-	// each, at most 1m"): CompareOptions's Duration and Operations,
-	// which replace the workload's operationcount.
+	// Limit says what bounded each run and how many times each was made
+	// ("10s each", "200 operations each, at most 1m", "4s each, 3 times
+	// in interleaved rounds"): CompareOptions's Duration and Operations,
+	// which replace the workload's operationcount, and Repeat.
 	Limit string `json:"limit"`
+	// Repeat is CompareOptions.Repeat: the runs made of each cell, in as
+	// many rounds.
+	Repeat int `json:"repeat"`
 	// Reference is the system whose ratios to every other the rows hold:
 	// the first one compared.
 	Reference string     `json:"reference"`
@@ -125,15 +142,24 @@ type Table struct {
 	Rows    []Row `json:"rows"`
 }
 
-// Row is one run.
+// Row is one cell: one system at one client count and read strength.
 type Row struct {
 	// Strength is the read strength asked for; Result.Setup says what it
 	// was on the system.
 	Strength Strength `json:"strength"`
-	Result   Result   `json:"result"`
-	// VsReference compares the reference system's run at the same client
-	// count and read strength with this one. It is nil on the reference's
-	// own rows, and when the reference has no such run.
+	// Result is the cell's run; when it was run more than once, the
+	// summary of its repeats (Summarize): the median throughput,
+	// latencies and CPU, the total counts.
+	Result Result `json:"result"`
+	// Spread is the least and greatest of the figures Result holds as
+	// medians, and Repeats every repeat's Result in the order made; both
+	// are nil when CompareOptions.Repeat is 1.
+	Spread  *Spread  `json:"spread,omitempty"`
+	Repeats []Result `json:"repeats,omitempty"`
+	// VsReference compares the reference system's figures at the same
+	// client count and read strength with this row's (with repeats, the
+	// medians'). It is nil on the reference's own rows, and when the
+	// reference has no such run.
 	VsReference *Ratio `json:"vs_reference,omitempty"`
 }
 
@@ -149,8 +175,9 @@ type Ratio struct {
 }
 
 // Compare runs the workload on each system, one run at a time: for each
-// client count, for each read strength, for each system in order. The
-// systems stay open throughout; the caller opened them and closes them.
+// client count, for each read strength, for each system in order; as many
+// rounds of that as CompareOptions.Repeat. The systems stay open
+// throughout; the caller opened them and closes them.
 //
 // If a run fails or the caller's context is cancelled, Compare returns
 // what it measured so far, the failed run included, with the error.
@@ -173,58 +200,126 @@ func Compare(ctx context.Context, systems []System, o CompareOptions) (Compariso
 	if operations == 0 {
 		operations = math.MaxUint64
 	}
-	c := Comparison{Seed: o.Seed, Workload: o.Workload.String(), Mix: mixLine(o.Workload), Limit: limitLine(o.Duration, o.Operations),
-		Reference: names[0], Reads: o.Reads, Write: o.Write}
+	c := Comparison{Seed: o.Seed, Workload: o.Workload.String(), Mix: mixLine(o.Workload), Limit: limitLine(o.Duration, o.Operations, o.Repeat),
+		Repeat: o.Repeat, Reference: names[0], Reads: o.Reads, Write: o.Write}
+	cells := compareCells(o, len(systems))
+	runs := make([][]Result, len(cells))
 	loaded := make([]bool, len(systems))
 	var err error
-	for _, n := range o.Clients {
-		t := Table{Clients: n}
-		for _, read := range o.Reads {
-			for i, s := range systems {
-				if err = ctx.Err(); err != nil {
-					err = fmt.Errorf("bench: %w", err)
-					break
-				}
-				var res Result
-				res, err = compareRun(ctx, s, o, read, n, operations, o.Load && !loaded[i])
-				loaded[i] = true
-				t.Rows = append(t.Rows, Row{Strength: read, Result: res})
-				if err != nil {
-					err = fmt.Errorf("bench: %s, %s reads, %d clients: %w", s.Name(), read, n, err)
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
+	for _, run := range schedule(len(cells), o.Repeat) {
+		cl := cells[run.cell]
+		s := systems[cl.system]
+		if err = ctx.Err(); err != nil {
+			err = fmt.Errorf("bench: %w", err)
+			break
 		}
-		if len(t.Rows) > 0 {
-			t.ratios(c.Reference)
-			c.Tables = append(c.Tables, t)
-		}
+		var res Result
+		res, err = compareRun(ctx, s, o, cl, run.round, operations, o.Load && !loaded[cl.system])
+		loaded[cl.system] = true
+		runs[run.cell] = append(runs[run.cell], res)
 		if err != nil {
+			err = fmt.Errorf("bench: %s, %s reads, %s%s: %w", s.Name(), cl.read, clientsLabel(cl.clients), roundLabel(run.round, o.Repeat), err)
 			break
 		}
 	}
+	c.Tables = tables(cells, runs, o.Repeat, c.Reference)
 	return c, err
 }
 
+// cell is one system at one client count and read strength: a row of
+// the comparison.
+type cell struct {
+	clients int
+	read    Strength
+	system  int
+}
+
+// compareCells lists the cells in the order of a round: for each client
+// count, for each read strength, each system in order.
+func compareCells(o CompareOptions, systems int) []cell {
+	var cells []cell
+	for _, n := range o.Clients {
+		for _, read := range o.Reads {
+			for i := range systems {
+				cells = append(cells, cell{clients: n, read: read, system: i})
+			}
+		}
+	}
+	return cells
+}
+
+// scheduled is one run of a comparison: the index of its cell, in round
+// round (from 0).
+type scheduled struct{ round, cell int }
+
+// schedule orders the runs of cells cells repeated repeat times: round
+// after round, each the cells in order, so that no cell's repeats run
+// back to back and drift on the machine spreads over all of them.
+func schedule(cells, repeat int) []scheduled {
+	var out []scheduled
+	for r := range repeat {
+		for c := range cells {
+			out = append(out, scheduled{round: r, cell: c})
+		}
+	}
+	return out
+}
+
+// roundLabel says which round a run is in, when there are several:
+// ", round 2 of 3".
+func roundLabel(round, repeat int) string {
+	if repeat == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", round %d of %d", round+1, repeat)
+}
+
+// tables makes the comparison's tables from the cells' runs: a table per
+// client count that has a run, a row per cell that has one, the
+// reference's ratios to the others.
+func tables(cells []cell, runs [][]Result, repeat int, reference string) []Table {
+	var out []Table
+	for i, cl := range cells {
+		if len(runs[i]) == 0 {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Clients != cl.clients {
+			out = append(out, Table{Clients: cl.clients})
+		}
+		row := Row{Strength: cl.read, Result: runs[i][0]}
+		if repeat > 1 {
+			row.Result, row.Spread = Summarize(runs[i])
+			row.Repeats = runs[i]
+		}
+		t := &out[len(out)-1]
+		t.Rows = append(t.Rows, row)
+	}
+	for i := range out {
+		out[i].ratios(reference)
+	}
+	return out
+}
+
 // compareRun is one run of a comparison.
-func compareRun(ctx context.Context, s System, o CompareOptions, read Strength, clients int, operations uint64, load bool) (Result, error) {
+func compareRun(ctx context.Context, s System, o CompareOptions, cl cell, round int, operations uint64, load bool) (Result, error) {
 	w, err := workload.New(o.Workload)
 	if err != nil {
 		return Result{}, err
 	}
 	loop := driver.NewLoop(time.Now())
-	target, opts, err := s.Plan(ctx, loop, read, o.Write)
+	target, opts, err := s.Plan(ctx, loop, cl.read, o.Write)
 	if err != nil {
 		return Result{Setup: Setup{Target: s.Name()}}, err
 	}
-	opts.Clients, opts.Operations, opts.Duration, opts.Load, opts.Seed = clients, operations, o.Duration, load, o.Seed
+	opts.Clients, opts.Operations, opts.Duration, opts.Load, opts.Seed = cl.clients, operations, o.Duration, load, o.Seed
 	opts.ProgressInterval = o.ProgressInterval
 	opts.Progress = func(p Progress) { fmt.Fprintf(o.Log, "  %s\n", p) }
-	fmt.Fprintf(o.Log, "cosla bench compare: %s; %s reads, %s\n", opts.Setup, read, clientsLabel(clients))
-	return Run(ctx, loop, target, w, opts)
+	fmt.Fprintf(o.Log, "cosla bench compare: %s; %s reads, %s%s\n", opts.Setup, cl.read, clientsLabel(cl.clients), roundLabel(round, o.Repeat))
+	res, err := Run(ctx, loop, target, w, opts)
+	if c := res.Run.CPU; c != nil {
+		fmt.Fprintf(o.Log, "  cpu: %s\n", c)
+	}
+	return res, err
 }
 
 // ratios fills in the rows' VsReference.
@@ -277,15 +372,21 @@ func mixLine(p workload.Properties) string {
 	return fmt.Sprintf("%d records; %s; %s keys; %d-byte values", p.RecordCount, strings.Join(parts, ", "), p.RequestDistribution, p.ValueBytes())
 }
 
-// limitLine says what bounds each run.
-func limitLine(d time.Duration, operations uint64) string {
+// limitLine says what bounds each run, and how many times each is made.
+func limitLine(d time.Duration, operations uint64, repeat int) string {
+	var line string
 	switch {
 	case operations == 0:
-		return d.String() + " each"
+		line = d.String() + " each"
 	case d == 0:
-		return fmt.Sprintf("%d operations each", operations)
+		line = fmt.Sprintf("%d operations each", operations)
+	default:
+		line = fmt.Sprintf("%d operations each, at most %s", operations, d)
 	}
-	return fmt.Sprintf("%d operations each, at most %s", operations, d)
+	if repeat > 1 {
+		line += fmt.Sprintf(", %d times in interleaved rounds", repeat)
+	}
+	return line
 }
 
 // Kinds returns the operation kinds of the table's run phases, in
@@ -313,15 +414,21 @@ func clientsLabel(n int) string {
 	return fmt.Sprintf("%d clients", n)
 }
 
-// Grid renders the table as cells: a row per run with the system, what
+// Grid renders the table as cells: a row per cell with the system, what
 // its reads and writes were, its throughput and errors, the p50 and p99
-// latency of each operation kind in milliseconds, and the reference's
-// ratios to it ("-" on the reference's rows, "n/a" where there is none).
+// latency of each operation kind in milliseconds, the CPU in cores when
+// it was measured, and the reference's ratios to it ("-" on the
+// reference's rows, "n/a" where there is none). A row of repeats shows
+// the medians with the least and greatest in parentheses.
 func (t Table) Grid(reference string) (header []string, rows [][]string) {
 	kinds := t.Kinds()
+	withCPU := slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Result.Run.CPU != nil })
 	header = []string{"target", "reads", "read option", "write option", "ops/s", "errors"}
 	for _, k := range kinds {
 		header = append(header, k+" p50 ms", k+" p99 ms")
+	}
+	if withCPU {
+		header = append(header, "client cores", "store cores", "machine cores")
 	}
 	header = append(header, reference+"/this ops/s")
 	for _, k := range kinds {
@@ -329,15 +436,18 @@ func (t Table) Grid(reference string) (header []string, rows [][]string) {
 	}
 	for _, r := range t.Rows {
 		res := r.Result
-		cells := []string{res.Target, string(r.Strength), res.Read, res.Write,
-			strconv.FormatFloat(res.Run.ThroughputOpsPerS, 'f', 0, 64), strconv.FormatUint(res.Run.Errors, 10)}
+		cells := []string{res.Target, string(r.Strength), res.Read, res.Write, opsCell(r), strconv.FormatUint(res.Run.Errors, 10)}
 		for _, k := range kinds {
 			if j := slices.IndexFunc(res.Run.Kinds, func(s KindStats) bool { return s.Kind == k }); j >= 0 && res.Run.Kinds[j].LatencyMS.Count > 0 {
 				l := res.Run.Kinds[j].LatencyMS
-				cells = append(cells, ms(l.P50), ms(l.P99))
+				cells = append(cells, latencyCell(l.P50, r.Spread, func(s *Spread) Range { return s.P50[k] }),
+					latencyCell(l.P99, r.Spread, func(s *Spread) Range { return s.P99[k] }))
 			} else {
 				cells = append(cells, "n/a", "n/a")
 			}
+		}
+		if withCPU {
+			cells = append(cells, cpuCells(res.Run.CPU)...)
 		}
 		isRef := res.Target == reference
 		cells = append(cells, ratioCell(r, isRef, func(v *Ratio) float64 { return v.Throughput }))
@@ -347,6 +457,54 @@ func (t Table) Grid(reference string) (header []string, rows [][]string) {
 		rows = append(rows, cells)
 	}
 	return header, rows
+}
+
+// opsCell is a row's throughput: "33412" for one run, "33.4k
+// (31.9-34.0k)" for the median of repeats and their range.
+func opsCell(r Row) string {
+	v := r.Result.Run.ThroughputOpsPerS
+	if r.Spread == nil {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	lo, hi := compactOps(r.Spread.ThroughputOpsPerS.Min), compactOps(r.Spread.ThroughputOpsPerS.Max)
+	if strings.HasSuffix(lo, "k") && strings.HasSuffix(hi, "k") {
+		lo = strings.TrimSuffix(lo, "k")
+	}
+	return fmt.Sprintf("%s (%s-%s)", compactOps(v), lo, hi)
+}
+
+// compactOps renders a throughput in three or four figures: "812",
+// "33.4k", "128k".
+func compactOps(v float64) string {
+	switch {
+	case v >= 99950:
+		return strconv.FormatFloat(v/1000, 'f', 0, 64) + "k"
+	case v >= 999.5:
+		return strconv.FormatFloat(v/1000, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// latencyCell is a latency in milliseconds, with its range over the
+// repeats when there are some: "0.125 (0.120-0.131)".
+func latencyCell(v float64, spread *Spread, of func(*Spread) Range) string {
+	if spread == nil {
+		return ms(v)
+	}
+	r := of(spread)
+	return fmt.Sprintf("%s (%s-%s)", ms(v), ms(r.Min), ms(r.Max))
+}
+
+// cpuCells are a row's client, store and machine cores.
+func cpuCells(c *CPU) []string {
+	if c == nil {
+		return []string{"n/a", "n/a", "n/a"}
+	}
+	store := "n/a"
+	if c.StoreProcesses > 0 {
+		store = strconv.FormatFloat(c.Store, 'f', 2, 64)
+	}
+	return []string{strconv.FormatFloat(c.Client, 'f', 2, 64), store, strconv.FormatFloat(c.Machine, 'f', 2, 64)}
 }
 
 func ratioCell(r Row, isRef bool, f func(*Ratio) float64) string {
@@ -359,14 +517,45 @@ func ratioCell(r Row, isRef bool, f func(*Ratio) float64) string {
 	return strconv.FormatFloat(f(r.VsReference), 'f', 2, 64)
 }
 
-// RatioNote says how to read the ratios.
+// RatioNote says how to read the tables: the ratios, the medians and
+// ranges of repeats, the CPU.
 func (c Comparison) RatioNote() string {
-	return fmt.Sprintf("%s/this is %s's figure over the row's, at the same read strength and client count: "+
+	note := fmt.Sprintf("%s/this is %s's figure over the row's, at the same read strength and client count: "+
 		"ops/s above 1 and p50 below 1 mean %s did better.", c.Reference, c.Reference, c.Reference)
+	if c.Repeat > 1 {
+		note += fmt.Sprintf(" Each row is %d runs, one per round: the median, the least and greatest in parentheses; the ratios are the medians'.", c.Repeat)
+	}
+	if cores := c.cores(); cores > 0 {
+		note += fmt.Sprintf(" Cores are CPU seconds per second of the run phase, of the machine's %d: the bench process's (the client), "+
+			"the store's servers' that it started, the whole machine's.", cores)
+	}
+	return note
+}
+
+// cores is the number of processors of the first run that measured its
+// CPU; 0 if none did.
+func (c Comparison) cores() int {
+	for _, t := range c.Tables {
+		for _, r := range t.Rows {
+			if r.Result.Run.CPU != nil {
+				return r.Result.Run.CPU.Cores
+			}
+		}
+	}
+	return 0
+}
+
+// runs are the row's runs: its repeats, or its one run.
+func (r Row) runs() []Result {
+	if len(r.Repeats) > 0 {
+		return r.Repeats
+	}
+	return []Result{r.Result}
 }
 
 // WriteText writes the comparison as aligned text: a table per client
-// count.
+// count, then under it what went wrong in its runs and a warning for each
+// row whose client may have been the bottleneck.
 func (c Comparison) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "seed %d; %s; writes %s; runs of %s\n%s\n", c.Seed, c.Mix, c.Write, c.Limit, c.RatioNote()); err != nil {
 		return err
@@ -383,17 +572,55 @@ func (c Comparison) WriteText(w io.Writer) error {
 			return err
 		}
 		for _, r := range t.Rows {
-			for _, p := range []*Phase{r.Result.Load, &r.Result.Run} {
-				if p != nil && (p.Stop == StopCanceled || p.Stop == StopError) {
-					fmt.Fprintf(w, "%s (%s reads) stopped early (%s) in its %s phase, after %d operations\n", r.Result.Target, r.Strength, p.Stop, p.Name, p.Operations)
-				}
-			}
-			for _, k := range r.Result.Run.Kinds {
-				if k.FirstError != "" {
-					fmt.Fprintf(w, "first %s error of %s (%s reads): %s\n", k.Kind, r.Result.Target, r.Strength, k.FirstError)
-				}
-			}
+			writeRowNotes(w, r)
 		}
 	}
 	return nil
+}
+
+// writeRowNotes writes the lines under a table about one of its rows:
+// runs stopped early, first errors, the client as a bottleneck.
+func writeRowNotes(w io.Writer, r Row) {
+	runs := r.runs()
+	for i, res := range runs {
+		which := ""
+		if len(r.Repeats) > 0 {
+			which = fmt.Sprintf("repeat %d of ", i+1)
+		}
+		for _, p := range []*Phase{res.Load, &res.Run} {
+			if p != nil && (p.Stop == StopCanceled || p.Stop == StopError) {
+				fmt.Fprintf(w, "%s%s (%s reads) stopped early (%s) in its %s phase, after %d operations\n", which, res.Target, r.Strength, p.Stop, p.Name, p.Operations)
+			}
+		}
+	}
+	for _, k := range r.Result.Run.Kinds {
+		if k.FirstError != "" {
+			fmt.Fprintf(w, "first %s error of %s (%s reads): %s\n", k.Kind, r.Result.Target, r.Strength, k.FirstError)
+		}
+	}
+	c := r.Result.Run.CPU
+	if c == nil {
+		return
+	}
+	figures := c.String()
+	if len(r.Repeats) > 0 {
+		figures = "medians: " + figures
+	}
+	for _, warn := range []struct {
+		text string
+		flag func(CPU) bool
+	}{
+		{c.clientWarning(), func(c CPU) bool { return c.ClientBound }},
+		{c.sharedWarning(), func(c CPU) bool { return c.Shared }},
+	} {
+		if warn.text == "" {
+			continue
+		}
+		in := ""
+		if len(r.Repeats) > 0 {
+			in = fmt.Sprintf(" in %d of %d repeats", countRepeats(runs, warn.flag), len(runs))
+		}
+		fmt.Fprintf(w, "warning: %s (%s reads)%s: %s (%s)\n", r.Result.Target, r.Strength, in, warn.text, figures)
+		figures = "as above"
+	}
 }

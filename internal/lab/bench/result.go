@@ -101,6 +101,10 @@ type Phase struct {
 	// in workload.Kind order: the driver's statistics per step label (the
 	// load phase's are YCSB's inserts).
 	Kinds []KindStats `json:"kinds"`
+	// CPU is what the processors did during the phase: the run phase's
+	// only; nil where /proc could not be read, or for a phase shorter
+	// than the kernel's clock tick (cpuBetween).
+	CPU *CPU `json:"cpu,omitempty"`
 }
 
 // KindStats summarizes the operations of one kind.
@@ -146,6 +150,12 @@ func (r Result) WriteText(w io.Writer) error {
 		for _, k := range p.Kinds {
 			if k.FirstError != "" {
 				fmt.Fprintf(tw, "first %s error: %s\n", k.Kind, k.FirstError)
+			}
+		}
+		if p.CPU != nil {
+			fmt.Fprintf(tw, "cpu: %s\n", p.CPU)
+			for _, w := range p.CPU.Warnings() {
+				fmt.Fprintf(tw, "warning: %s\n", w)
 			}
 		}
 	}

@@ -138,11 +138,15 @@ func OpenSystem(ctx context.Context, name string, o SystemOptions) (System, erro
 	if err != nil {
 		return nil, err
 	}
-	s, err := adapters.Start(ctx, name, dir)
+	var s adapters.Store
+	servers, err := startedGroups(func() (err error) {
+		s, err = adapters.Start(ctx, name, dir)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return NewStoreSystem(s), nil
+	return storeSystem{store: s, servers: servers}, nil
 }
 
 // systemDir makes the directory of a system started in dir.
@@ -161,10 +165,15 @@ func systemDir(dir, name string) (string, error) {
 }
 
 // NewStoreSystem is the System of a store of package adapters, under the
-// store's name. Close closes the store.
+// store's name. Close closes the store. Its servers' CPU is not measured:
+// they are not known to be this process's.
 func NewStoreSystem(s adapters.Store) System { return storeSystem{store: s} }
 
-type storeSystem struct{ store adapters.Store }
+type storeSystem struct {
+	store adapters.Store
+	// servers are the process groups of the servers OpenSystem started.
+	servers []int
+}
 
 func (s storeSystem) Name() string { return s.store.Name() }
 func (s storeSystem) Close() error { return s.store.Close() }
@@ -174,7 +183,8 @@ func (s storeSystem) Close() error { return s.store.Close() }
 func (s storeSystem) Plan(ctx context.Context, loop *driver.Loop, read, write Strength) (driver.Target, Options, error) {
 	r, w := pickOption(s.store.ReadOptions(), read), pickOption(s.store.WriteOptions(), write)
 	return &driver.StoreTarget{Loop: loop, Store: s.store, Ctx: ctx},
-		Options{ReadOption: r, WriteOption: w, Setup: Setup{Target: s.store.Name(), Read: r, Write: w, Transport: "plaintext"}}, nil
+		Options{ReadOption: r, WriteOption: w, Setup: Setup{Target: s.store.Name(), Read: r, Write: w, Transport: "plaintext"},
+			Servers: s.servers}, nil
 }
 
 func pickOption(options []string, s Strength) string {
@@ -292,7 +302,25 @@ func (s *coslaSystem) Plan(_ context.Context, loop *driver.Loop, read, _ Strengt
 		transport = "plaintext"
 	}
 	return &driver.HostTarget{Loop: loop, Nodes: s.nodes, TLS: s.tls, Table: s.table, OpenTimeout: s.openTimeout},
-		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write, Transport: transport}}, nil
+		Options{Site: s.site, Cosla: c, Setup: Setup{Target: s.name, Read: coslaReadLabel(c), Write: write, Transport: transport},
+			Servers: s.servers()}, nil
+}
+
+// servers returns the process groups of the started cluster's site
+// processes, as they run now: the supervisor restarts a site that dies
+// under a new pid, each the leader of its own group. None for a running
+// cluster.
+func (s *coslaSystem) servers() []int {
+	if s.cluster == nil {
+		return nil
+	}
+	var groups []int
+	for _, site := range s.cluster.Info().Sites {
+		if site.PID > 0 {
+			groups = append(groups, site.PID)
+		}
+	}
+	return groups
 }
 
 // coslaReadLabel names a Gets' configuration: the consistency of an SLA
