@@ -65,8 +65,12 @@ func WriteBench(out string, c bench.Comparison) error {
 		}
 	}
 	title := "cosla bench compare: " + strings.Join(targets, " vs ")
-	intro := fmt.Sprintf("One YCSB workload through one driver on each store, one run after another: seed %d; %s; writes %s; runs of %s. "+
-		"Latencies in milliseconds of successful operations; \"n/a\" marks a figure a run does not have.", c.Seed, c.Mix, c.Write, c.Limit)
+	runs := "one run after another"
+	if c.Repeat > 1 {
+		runs = "the figures the medians of each run's repeats"
+	}
+	intro := fmt.Sprintf("One YCSB workload through one driver on each store, %s: seed %d; %s; writes %s; runs of %s. "+
+		"Latencies in milliseconds of successful operations; \"n/a\" marks a figure a run does not have.", runs, c.Seed, c.Mix, c.Write, c.Limit)
 	return writePages(out, title, intro, tabs, figs)
 }
 
@@ -122,7 +126,7 @@ func benchCharts(c bench.Comparison) []chart {
 		out = append(out, ch)
 	}
 	through := chart{name: "throughput", title: "Throughput vs clients", xLabel: "clients", yLabel: "successful ops/s",
-		caption: "Each point is one run."}
+		caption: "Each point is one run, or the median of a cell's repeats."}
 	for _, t := range c.Tables {
 		for _, r := range t.Rows {
 			i := style(r)
