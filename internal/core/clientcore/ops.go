@@ -213,6 +213,8 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if err != nil {
 		return err
 	}
+	// pendingValue first: counted makes a closure, for a Get that
+	// fromSession may answer only.
 	if s.pendingValue(key) != nil && c.fromSession(s, key, agreement, GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}, o.since, g.counted(c)) {
 		return nil
 	}
