@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
@@ -138,6 +139,8 @@ type Config struct {
 // but many may be outstanding.
 type Client struct {
 	h *hostclient.Client
+	// gets keeps the getCalls of finished Gets for the next ones.
+	gets sync.Pool
 }
 
 // Open returns a client of the nodes in cfg. It does not wait for them:
@@ -197,7 +200,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return &Client{h}, nil
+	return &Client{h: h}, nil
 }
 
 // LoadTLS reads a client certificate, its key and the cluster's
@@ -257,6 +260,43 @@ func closedErr(err error) error {
 	}
 	return err
 }
+
+// getCall carries Gets to the client core's goroutine and their results
+// back (hostclient.Caller), its channel and closures made once: a Get
+// through a reused one allocates nothing here. The core reads s, key
+// and o between the Caller's Call and its result, so they are set only
+// while none of its calls is in flight, and a getCall whose Call gave
+// up waiting is not reused.
+type getCall struct {
+	s      *clientcore.Session
+	key    string
+	o      clientcore.GetOptions
+	caller *hostclient.Caller[getOutcome]
+	result chan<- getOutcome // the Caller's, given to start
+	done   func(clientcore.GetResult, error)
+}
+
+type getOutcome struct {
+	r   clientcore.GetResult
+	err error
+}
+
+func (c *Client) newGetCall() *getCall {
+	g := &getCall{}
+	g.caller = hostclient.NewCaller(c.h, g.start)
+	g.done = g.deliver
+	return g
+}
+
+// start runs on the core's goroutine.
+func (g *getCall) start(core *clientcore.Client, result chan<- getOutcome) {
+	g.result = result
+	if err := core.Get(g.s, g.key, g.o, g.done); err != nil {
+		g.deliver(clientcore.GetResult{Met: -1, Target: -1}, err)
+	}
+}
+
+func (g *getCall) deliver(r clientcore.GetResult, err error) { g.result <- getOutcome{r, err} }
 
 // Partition says how a table's keys map to its tablets.
 type Partition uint8
@@ -714,19 +754,20 @@ func (c *Client) Get(ctx context.Context, s *Session, key string, opts ...GetOpt
 	if err := s.check(c); err != nil {
 		return nil, Result{Met: -1, Selection: Selection{Target: -1}}, err
 	}
-	o := clientcore.GetOptions{RetryAfterMiss: true}
+	g, _ := c.gets.Get().(*getCall)
+	if g == nil {
+		g = c.newGetCall()
+	}
+	g.s, g.key, g.o = s.s, key, clientcore.GetOptions{RetryAfterMiss: true}
 	for _, f := range opts {
-		f.get(&o)
+		f.get(&g.o)
 	}
-	type result struct {
-		r   clientcore.GetResult
-		err error
+	r, reusable, err := g.caller.Call(ctx)
+	if reusable {
+		g.s, g.key, g.o = nil, "", clientcore.GetOptions{}
+		c.gets.Put(g)
 	}
-	r, err := call(ctx, c, func(core *clientcore.Client, ch chan<- result) {
-		if err := core.Get(s.s, key, o, func(r clientcore.GetResult, err error) { ch <- result{r, err} }); err != nil {
-			ch <- result{r: clientcore.GetResult{Met: -1, Target: -1}, err: err}
-		}
-	})
+	err = closedErr(err)
 	if err == nil {
 		err = r.err
 	}

@@ -385,9 +385,15 @@ func (c *Client) fromSession(s *Session, key string, agreement sla.SLA, res GetR
 	p.read = true
 	res.Value, res.Found, res.Met, res.SubSLA, res.FromSession = slices.Clone(p.value), true, met, agreement[met], true
 	res.Node, res.RTT = p.node, elapsed
-	// done is called later, never from within Get.
-	c.env.After(0, delayTimer{key: key, start: since, send: func() { done(res, nil) }})
+	c.answerLater(key, since, res, done)
 	return true
+}
+
+// answerLater calls done with res at once but never from within Get. It
+// is a function of its own so that res is moved to the heap only for a
+// Get that fromSession answers.
+func (c *Client) answerLater(key string, since time.Time, res GetResult, done func(GetResult, error)) {
+	c.env.After(0, delayTimer{key: key, start: since, send: func() { done(res, nil) }})
 }
 
 // getBounded sends a Get with a bound to the receiver of the session's

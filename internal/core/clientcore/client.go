@@ -400,6 +400,10 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		return
 	}
 	delete(c.pending, req)
+	if p.get != nil {
+		c.gotReply(p.get, m.(*wire.GetReply))
+		return
+	}
 	p.onReply(from, m)
 }
 
@@ -439,6 +443,10 @@ func (c *Client) Fire(timer any) {
 	case timeoutTimer:
 		if p, ok := c.pending[t.req]; ok {
 			delete(c.pending, t.req)
+			if p.get != nil {
+				c.getTimedOut(p.get)
+				break
+			}
 			p.onTimeout()
 		}
 	case probeTimer:
@@ -479,6 +487,10 @@ type pending struct {
 	// onDeposed, if set, ends a Put sent to a primary that the client
 	// learned was deposed before it answered (abandonPuts).
 	onDeposed func(primary wire.NodeID)
+	// get, if set, is the Get request this is, which handles its reply
+	// and timeout in place of onReply and onTimeout: the most frequent
+	// request makes no closures (getcall.go).
+	get *getSend
 }
 
 // send sends a request and registers its continuation, with a timeout.

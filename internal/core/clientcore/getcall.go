@@ -19,16 +19,24 @@ import (
 
 // getCall is a Get in flight: what it asks for and what it has so far.
 type getCall struct {
+	c         *Client
 	s         *Session
 	key       string
 	agreement sla.SLA
 	mins      []minTS // c.mins is scratch space; this is the Get's own copy
-	tv        *tabletView
-	retry     bool   // fall back after a miss (GetOptions.RetryAfterMiss)
-	tuner     *tuner // the tuner that drew the Get's level, told its latency
-	start     time.Time
-	res       GetResult
-	done      func(GetResult, error)
+	// minsSpace holds mins for an SLA of up to its length in subSLAs
+	// (Pileus's examples have at most four), askedSpace asked for a Get
+	// that asks at most two replicas, and first the Get's first request:
+	// they come with the getCall instead of an allocation each.
+	minsSpace  [4]minTS
+	askedSpace [2]*replicaState
+	first      getSend
+	tv         *tabletView
+	retry      bool   // fall back after a miss (GetOptions.RetryAfterMiss)
+	tuner      *tuner // the tuner that drew the Get's level, told its latency
+	start      time.Time
+	res        GetResult
+	done       func(GetResult, error)
 	// asked are the replicas the Get went to, in order. deadline is when
 	// its first request times out, and every later one with it, so that
 	// falling back never makes a Get wait longer; unmetErr is the error
@@ -74,26 +82,41 @@ func (t holdTimer) String() string {
 	return fmt.Sprintf("{%q %s}", t.g.key, t.g.start.Format(time.RFC3339Nano))
 }
 
-// waitTimer fires when a Get that may fall back has waited for its n-th
-// request as long as that request's target subSLA allows.
-type waitTimer struct {
-	g *getCall
-	n int
-}
+// waitTimer fires when a Get that may fall back has waited for a request
+// as long as that request's target subSLA allows. It holds one pointer,
+// so that setting it allocates nothing.
+type waitTimer struct{ gs *getSend }
 
 // String: see holdTimer.String.
 func (t waitTimer) String() string {
-	return fmt.Sprintf("{%q %s %d}", t.g.key, t.g.start.Format(time.RFC3339Nano), t.n)
+	g := t.gs.g
+	return fmt.Sprintf("{%q %s %d}", g.key, g.start.Format(time.RFC3339Nano), t.gs.n)
 }
 
-// finish reports the Get's outcome, once.
+// getSend is one request of a Get: its message, its entry among the
+// client's pending requests, and what its reply or timeout is judged by.
+// A Get's first is part of its getCall; a hedge or a fallback allocates
+// its own. The message is never written to once sent.
+type getSend struct {
+	p       pending
+	m       wire.GetRequest
+	g       *getCall
+	r       *replicaState
+	n       int // the request's place among the Get's, from 1
+	sent    time.Time
+	timeout time.Duration
+}
+
+// finish reports the Get's outcome, once, and counts it (noteGet).
 func (g *getCall) finish(err error) {
 	if !g.finished {
 		g.finished = true
 		if g.tuner != nil {
 			g.tuner.readDone(g.res)
 		}
-		g.done(g.res, err)
+		res := g.res
+		g.c.noteGet(g.agreement, g.tv, &res, err)
+		g.done(res, err)
 	}
 }
 
@@ -113,14 +136,17 @@ func (c *Client) getFrom(g *getCall, r *replicaState, target int) {
 	if g.outstanding == 0 {
 		g.res.Node, g.res.Primary = r.id, r.primary
 	}
+	gs := &g.first
+	if len(g.asked) > 0 {
+		gs = &getSend{}
+	}
 	g.asked = append(g.asked, r)
 	g.outstanding++
-	timeout := g.deadline.Sub(now)
+	*gs = getSend{g: g, r: r, n: len(g.asked), sent: now, timeout: g.deadline.Sub(now)}
+	gs.p.get = gs
 	req := c.newReq()
-	c.send(r.id, &wire.GetRequest{Req: req, Tablet: g.tv.ref, Key: g.key}, req, timeout, &pending{
-		onReply:   func(_ wire.NodeID, m wire.Msg) { c.gotReply(g, r, now, m.(*wire.GetReply)) },
-		onTimeout: func() { c.getTimedOut(g, r, now, timeout) },
-	})
+	gs.m = wire.GetRequest{Req: req, Tablet: g.tv.ref, Key: g.key}
+	c.send(r.id, &gs.m, req, gs.timeout, &gs.p)
 	if g.retry && target >= 0 {
 		// The wait on a target ends at its subSLA's latency, counted
 		// from the Get's start; an unbounded one's at the probe
@@ -131,7 +157,7 @@ func (c *Client) getFrom(g *getCall, r *replicaState, target int) {
 			wait = c.opts.ProbeTimeout
 		}
 		if wait > 0 {
-			c.env.After(wait, waitTimer{g: g, n: len(g.asked)})
+			c.env.After(wait, waitTimer{gs})
 		}
 	}
 }
@@ -139,13 +165,14 @@ func (c *Client) getFrom(g *getCall, r *replicaState, target int) {
 // waited handles a waitTimer: the Get's latest request has not been
 // answered within its target's latency, a miss.
 func (c *Client) waited(t waitTimer) {
-	if !t.g.finished && len(t.g.asked) == t.n {
-		c.fallBack(t.g)
+	if g := t.gs.g; !g.finished && len(g.asked) == t.gs.n {
+		c.fallBack(g)
 	}
 }
 
-// gotReply handles the reply of replica r, asked at sent.
-func (c *Client) gotReply(g *getCall, r *replicaState, sent time.Time, reply *wire.GetReply) {
+// gotReply handles the reply to gs.
+func (c *Client) gotReply(gs *getSend, reply *wire.GetReply) {
+	g, r, sent := gs.g, gs.r, gs.sent
 	g.outstanding--
 	c.mon.observe(r, sent, c.env.Now())
 	if reply.Code == wire.OK {
@@ -192,9 +219,9 @@ func (c *Client) missed(g *getCall, r *replicaState, reply *wire.GetReply, rtt t
 	g.finish(fmt.Errorf("%w: get %s from %s took %s with high timestamp %s", ErrSLAUnmet, keyfmt.Quote(g.key), r.id, rtt, reply.HighTS))
 }
 
-// getTimedOut handles a request to r, sent at sent, that had no reply
-// within timeout.
-func (c *Client) getTimedOut(g *getCall, r *replicaState, sent time.Time, timeout time.Duration) {
+// getTimedOut handles gs, which had no reply within its timeout.
+func (c *Client) getTimedOut(gs *getSend) {
+	g, r, sent, timeout := gs.g, gs.r, gs.sent, gs.timeout
 	g.outstanding--
 	// The replica was at least this slow, and is down until it answers
 	// again: a node that stops answering loses its appeal (4.5).

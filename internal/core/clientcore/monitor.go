@@ -255,6 +255,13 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 	if r == nil || !r.warming {
 		return false
 	}
+	c.holdForProbe(s, key, o, done)
+	return true
+}
+
+// holdForProbe holds a Get for awaitProbe. It is a function of its own
+// so that the closure's copy of o is allocated only for a Get held.
+func (c *Client) holdForProbe(s *Session, key string, o GetOptions, done func(GetResult, error)) {
 	held := c.env.Now()
 	c.mon.await(func() {
 		o.since = o.since.Add(c.env.Now().Sub(held))
@@ -262,7 +269,6 @@ func (c *Client) awaitProbe(s *Session, tv *tabletView, key string, agreement sl
 			done(GetResult{Met: -1, Target: -1}, err)
 		}
 	})
-	return true
 }
 
 // await holds an operation until the next probe is answered or times out;

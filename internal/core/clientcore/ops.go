@@ -209,19 +209,21 @@ func (c *Client) get(s *Session, key string, o GetOptions, done func(GetResult, 
 	if c.awaitProbe(s, tv, key, agreement, strategy, o, done) {
 		return nil
 	}
-	g, err := c.planGet(s, tv, key, agreement, strategy, o, c.countGet(agreement, tv, done))
+	g, err := c.planGet(s, tv, key, agreement, strategy, o, done)
 	if err != nil {
 		return err
 	}
-	if c.fromSession(s, key, agreement, GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}, o.since, g.done) {
+	// pendingValue first: counted makes a closure, for a Get that
+	// fromSession may answer only.
+	if s.pendingValue(key) != nil && c.fromSession(s, key, agreement, GetResult{Met: -1, Target: -1, Strategy: strategy, Level: 1, Bound: o.Bound}, o.since, g.counted(c)) {
 		return nil
 	}
 	s.markRead()
 	if o.Bound != wire.NoBound {
-		c.getBounded(s, tv, key, agreement, o, g.done)
+		c.getBounded(s, tv, key, agreement, o, g.counted(c))
 		return nil
 	}
-	return c.getSLA(g)
+	return c.getSLA(&g)
 }
 
 // holdGet holds a Get back until the session's pending writes of its
@@ -267,13 +269,21 @@ type getPlan struct {
 	read      Choice
 	tuner     *tuner // the tuner that chose read, or nil
 	repair    ReadRepair
-	done      func(GetResult, error)
+	// done is the caller's: counted wraps it for the modes that do not
+	// count the Get themselves (a getCall does, in finish).
+	done func(GetResult, error)
+}
+
+// counted returns the Get's done, counting its outcome (countGet).
+func (g *getPlan) counted(c *Client) func(GetResult, error) {
+	return c.countGet(g.agreement, g.tv, g.done)
 }
 
 // planGet settles a Get's read level (its own, the tuner's or the
-// session's) and read repair, and checks them and its bound.
-func (c *Client) planGet(s *Session, tv *tabletView, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) (*getPlan, error) {
-	g := &getPlan{s: s, key: key, o: o, agreement: agreement, strategy: strategy, tv: tv, read: s.policy.Read, done: done}
+// session's) and read repair, and checks them and its bound. The plan is
+// a value: it lives on the stack of the Get's route step.
+func (c *Client) planGet(s *Session, tv *tabletView, key string, agreement sla.SLA, strategy Strategy, o GetOptions, done func(GetResult, error)) (getPlan, error) {
+	g := getPlan{s: s, key: key, o: o, agreement: agreement, strategy: strategy, tv: tv, read: s.policy.Read, done: done}
 	switch {
 	case o.Read.set():
 		g.read = o.Read
@@ -282,14 +292,14 @@ func (c *Client) planGet(s *Session, tv *tabletView, key string, agreement sla.S
 		g.read = Mix(g.tuner.adjust(tv, s.policy.Tune), One, Quorum)
 	}
 	if err := g.read.check(len(tv.replicas), "read"); err != nil {
-		return nil, err
+		return getPlan{}, err
 	}
 	var err error
 	if g.repair, err = o.readRepair(s.policy.ReadRepair); err != nil {
-		return nil, err
+		return getPlan{}, err
 	}
 	if err := checkBound(o.Bound); err != nil {
-		return nil, err
+		return getPlan{}, err
 	}
 	return g, nil
 }
@@ -337,7 +347,7 @@ func (c *Client) getLevel(g *getPlan, mins []minTS, res GetResult) error {
 	if len(g.tv.replicas) > maxReplicas {
 		return fmt.Errorf("%w: a read of %d replicas among more than %d", ErrInvalid, res.Level, maxReplicas)
 	}
-	q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, res.Level, g.strategy), g.repair, res, g.o.since, g.done)
+	q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, res.Level, g.strategy), g.repair, res, g.o.since, g.counted(c))
 	q.tuner, q.sampleOne = g.tuner, g.tuner != nil && g.strategy != Primary
 	c.after(res.Delay, g.key, q.start, func() { c.getQuorum(q) })
 	return nil
@@ -364,7 +374,7 @@ func (c *Client) getPileus(g *getPlan, mins []minTS, res GetResult) {
 			// cost a trip to the primary, the trip it avoids.
 			repair = RepairOff
 		}
-		q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, quorum, Closest), repair, res, g.o.since, g.done)
+		q := c.newQuorum(g.s, g.key, g.agreement, mins, g.tv, c.pickTargets(g.tv, quorum, Closest), repair, res, g.o.since, g.counted(c))
 		c.after(res.Delay, g.key, q.start, func() { c.getQuorum(q) })
 		return
 	}
@@ -376,17 +386,31 @@ func (c *Client) getPileus(g *getPlan, mins []minTS, res GetResult) {
 }
 
 // getOne sends a Get to replica pick, and to hedge too if not nil
-// (getcall.go).
+// (getcall.go). The getCall holds the Get's minimum timestamps, the
+// replicas it asked and its first request: a Get that neither hedges nor
+// falls back allocates only it and its request's timeout (timeoutTimer)
+// in this package.
 func (c *Client) getOne(g *getPlan, mins []minTS, res GetResult, pick int, hedge *replicaState) {
-	call := &getCall{s: g.s, key: g.key, agreement: g.agreement, mins: slices.Clone(mins), tv: g.tv,
+	call := &getCall{c: c, s: g.s, key: g.key, agreement: g.agreement, tv: g.tv,
 		retry: g.o.RetryAfterMiss, tuner: g.tuner, start: g.o.since, res: res, done: g.done}
-	c.after(res.Delay, g.key, call.start, func() {
-		c.getFrom(call, g.tv.replicas[pick], res.Target)
-		if hedge != nil {
-			call.res.Hedged = true
-			c.getFrom(call, hedge, -1)
-		}
-	})
+	call.mins = append(call.minsSpace[:0], mins...)
+	call.asked = call.askedSpace[:0]
+	r, target := g.tv.replicas[pick], res.Target
+	if res.Delay <= 0 {
+		c.sendGet(call, r, target, hedge)
+		return
+	}
+	c.after(res.Delay, g.key, call.start, func() { c.sendGet(call, r, target, hedge) })
+}
+
+// sendGet sends the Get to replica r for subSLA target, and to hedge
+// too if not nil.
+func (c *Client) sendGet(g *getCall, r *replicaState, target int, hedge *replicaState) {
+	c.getFrom(g, r, target)
+	if hedge != nil {
+		g.res.Hedged = true
+		c.getFrom(g, hedge, -1)
+	}
 }
 
 // readRepair returns the Get's read repair setting: its own if set,
@@ -405,14 +429,20 @@ func (o GetOptions) readRepair(session ReadRepair) (ReadRepair, error) {
 // read and counts the Get's outcome under agreement for Metrics.
 func (c *Client) countGet(agreement sla.SLA, tv *tabletView, done func(GetResult, error)) func(GetResult, error) {
 	return func(r GetResult, err error) {
-		r.Staleness = staleness(tv, r.HighTS, r.Primary, c.env.WallNanos())
-		met := r.Met
-		if err != nil {
-			met = -1
-		}
-		c.counters.get(agreement, met, c.env.Now())
+		c.noteGet(agreement, tv, &r, err)
 		done(r, err)
 	}
+}
+
+// noteGet estimates the staleness of what a Get read, into r, and counts
+// its outcome under agreement for Metrics.
+func (c *Client) noteGet(agreement sla.SLA, tv *tabletView, r *GetResult, err error) {
+	r.Staleness = staleness(tv, r.HighTS, r.Primary, c.env.WallNanos())
+	met := r.Met
+	if err != nil {
+		met = -1
+	}
+	c.counters.get(agreement, met, c.env.Now())
 }
 
 // newQuorum prepares a Get of several replicas.

@@ -59,11 +59,13 @@ func catalogKey(name string) []byte {
 }
 
 func tabletPrefix(space byte, ref wire.TabletRef) []byte {
-	b := make([]byte, prefixLen, prefixLen+tsLen)
-	b[0] = space
-	binary.BigEndian.PutUint64(b[1:], ref.Table)
-	binary.BigEndian.PutUint32(b[9:], uint32(ref.Tablet))
-	return b
+	return appendTabletPrefix(make([]byte, 0, prefixLen+tsLen), space, ref)
+}
+
+func appendTabletPrefix(b []byte, space byte, ref wire.TabletRef) []byte {
+	b = append(b, space)
+	b = binary.BigEndian.AppendUint64(b, ref.Table)
+	return binary.BigEndian.AppendUint32(b, uint32(ref.Tablet))
 }
 
 // tableSpan returns the [start, end) range of every key of one space that
@@ -81,7 +83,11 @@ func tableSpan(space byte, id uint64) (start, end []byte) {
 }
 
 func dataKey(ref wire.TabletRef, key string) []byte {
-	return append(tabletPrefix(spaceData, ref), key...)
+	return appendDataKey(make([]byte, 0, prefixLen+len(key)), ref, key)
+}
+
+func appendDataKey(b []byte, ref wire.TabletRef, key string) []byte {
+	return append(appendTabletPrefix(b, spaceData, ref), key...)
 }
 
 func logKey(ref wire.TabletRef, ts hlc.Timestamp) []byte {

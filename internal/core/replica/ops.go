@@ -60,7 +60,8 @@ func (n *Node) get(m *wire.GetRequest) *wire.GetReply {
 		reply.Code = code
 		return reply
 	}
-	v, ok, err := n.env.Engine().Get(dataKey(tb.ref, m.Key))
+	n.getKey = appendDataKey(n.getKey[:0], tb.ref, m.Key)
+	v, ok, err := n.env.Engine().Get(n.getKey)
 	if err == nil && ok {
 		reply.VersionTS, reply.Value, err = decodeVersion(v)
 		reply.Found = true

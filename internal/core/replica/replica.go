@@ -240,6 +240,10 @@ type Node struct {
 	plan planner
 	// lease is the renewal of this node's leases (lease.go).
 	lease leaseState
+	// getKey is where get builds the storage key it reads, so that a
+	// Get allocates no key: an engine reads the key of its Get only
+	// during the call (Mem, pebbledb and the simulator's wrapper do).
+	getKey []byte
 }
 
 type table struct {

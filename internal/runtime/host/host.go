@@ -74,6 +74,7 @@ type Node struct {
 
 	mu       sync.Mutex
 	events   []event
+	spare    []event             // the batch run took last, cleared, for the next
 	messages int                 // events that are messages, for MailboxMax
 	bytes    int                 // their size, for MailboxBytes
 	requests map[wire.NodeID]int // client requests by sender, for SenderMax
@@ -82,7 +83,7 @@ type Node struct {
 	halted   chan struct{} // closed when stopped is set
 	ready    chan struct{}
 	done     chan struct{} // closed when the node's goroutine returns
-	timers   map[*time.Timer]bool
+	timers   timerQueue
 
 	commit committer
 }
@@ -122,7 +123,6 @@ func StartNode(opts NodeOptions) (*Node, error) {
 		halted:   make(chan struct{}),
 		ready:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
-		timers:   map[*time.Timer]bool{},
 		requests: map[wire.NodeID]int{},
 	}
 	n.commit.init(n)
@@ -242,10 +242,7 @@ func (n *Node) halt() {
 	}
 	n.stopped = true
 	close(n.halted)
-	for t := range n.timers {
-		t.Stop()
-	}
-	n.timers = nil
+	n.timers.stop()
 	n.events = nil
 	n.signal()
 }
@@ -305,8 +302,13 @@ func (n *Node) run() {
 			n.mu.Unlock()
 			return
 		}
+		if len(n.events) == 0 {
+			n.mu.Unlock()
+			<-n.ready
+			continue
+		}
 		batch := n.events
-		n.events = nil
+		n.events, n.spare = n.spare[:0], nil
 		for _, ev := range batch {
 			if ev.msg == nil {
 				continue
@@ -320,10 +322,6 @@ func (n *Node) run() {
 			}
 		}
 		n.mu.Unlock()
-		if len(batch) == 0 {
-			<-n.ready
-			continue
-		}
 		for _, ev := range batch {
 			if n.isStopped() {
 				return
@@ -342,6 +340,10 @@ func (n *Node) run() {
 		if !n.commit.flush() {
 			return
 		}
+		clear(batch) // what the events refer to is garbage now
+		n.mu.Lock()
+		n.spare = batch[:0]
+		n.mu.Unlock()
 	}
 }
 
@@ -363,22 +365,123 @@ func (e *env) Engine() storage.Engine          { return &e.commit }
 func (e *env) Logger() *slog.Logger            { return e.opts.Logger }
 func (e *env) Send(to wire.NodeID, m wire.Msg) { e.commit.send(to, m) }
 
+// After queues timer on the node's timer queue, which fires it as an
+// event once d has passed.
 func (e *env) After(d time.Duration, timer any) {
 	n := (*Node)(e)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stopped {
+		n.timers.add(n, time.Now().Add(d), timer)
+	}
+}
+
+// timerQueue holds a node's timers in order of when they fire, behind one
+// runtime timer set for the first. A core sets a timer per request (a
+// client's request timeout) and most never fire before the node forgets
+// them; one runtime timer (time.AfterFunc) apiece cost four allocations
+// per request and as many entries in the runtime's timer heap, this costs
+// none once the queue has grown. Its fields are guarded by Node.mu.
+type timerQueue struct {
+	due  dueHeap
+	seq  uint64      // orders timers due at the same instant as they came
+	wake *time.Timer // set for due[0]; nil until the first timer
+}
+
+type dueTimer struct {
+	at    time.Time
+	seq   uint64
+	timer any
+}
+
+// add queues timer to fire at at, and wakes the queue then if it is now
+// the first.
+func (q *timerQueue) add(n *Node, at time.Time, timer any) {
+	q.seq++
+	q.due.push(dueTimer{at: at, seq: q.seq, timer: timer})
+	if q.due[0].seq != q.seq {
+		return
+	}
+	if q.wake == nil {
+		q.wake = time.AfterFunc(time.Until(at), func() { n.fireTimers() })
+		return
+	}
+	q.wake.Reset(time.Until(at))
+}
+
+// fireTimers queues every timer that is due as an event, and sets the
+// wake-up for the next. A wake-up for a timer that a later add moved
+// earlier finds nothing due and only sets the next.
+func (n *Node) fireTimers() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stopped {
 		return
 	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if n.stopped {
-			return
+	q := &n.timers
+	now := time.Now()
+	for len(q.due) > 0 && !q.due[0].at.After(now) {
+		n.pushLocked(event{timer: q.due.pop()})
+	}
+	if len(q.due) > 0 {
+		q.wake.Reset(q.due[0].at.Sub(now))
+	}
+}
+
+// stop drops every timer.
+func (q *timerQueue) stop() {
+	if q.wake != nil {
+		q.wake.Stop()
+	}
+	q.due = nil
+}
+
+// dueHeap is a binary min-heap of timers by when they fire, written out
+// rather than through container/heap, whose Push and Pop box each entry.
+type dueHeap []dueTimer
+
+func (h dueHeap) less(i, j int) bool {
+	if h[i].at.Equal(h[j].at) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].at.Before(h[j].at)
+}
+
+func (h *dueHeap) push(t dueTimer) {
+	*h = append(*h, t)
+	d := *h
+	for i := len(d) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !d.less(i, parent) {
+			break
 		}
-		delete(n.timers, t)
-		n.pushLocked(event{timer: timer})
-	})
-	n.timers[t] = true
+		d[i], d[parent] = d[parent], d[i]
+		i = parent
+	}
+}
+
+// pop removes the first timer and returns what it carries.
+func (h *dueHeap) pop() any {
+	d := *h
+	first := d[0].timer
+	last := len(d) - 1
+	d[0] = d[last]
+	d[last] = dueTimer{} // let the timer's referents go
+	d = d[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(d) && d.less(l, least) {
+			least = l
+		}
+		if r < len(d) && d.less(r, least) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		d[i], d[least] = d[least], d[i]
+		i = least
+	}
+	*h = d
+	return first
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -79,6 +80,56 @@ func TestTimerFires(t *testing.T) {
 	}
 	if got := <-h.fired; got != "tick" {
 		t.Fatalf("fired %v, want tick", got)
+	}
+}
+
+// TestTimersFireInOrder: timers set in one event fire in the order of
+// their deadlines, and timers due at the same time in the order they
+// were set. The first is set for an hour, so that the others fire only
+// if a timer set for earlier than the queue's first wakes the queue
+// sooner (else the test hangs).
+func TestTimersFireInOrder(t *testing.T) {
+	n, h := startCounter(t, 0)
+	if err := n.Do(func(node.Handler) {
+		h.env.After(time.Hour, "in an hour")
+		h.env.After(30*time.Millisecond, "c")
+		h.env.After(10*time.Millisecond, "a")
+		h.env.After(20*time.Millisecond, "b")
+		h.env.After(0, "now 1")
+		h.env.After(0, "now 2")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"now 1", "now 2", "a", "b", "c"} {
+		if got := <-h.fired; got != want {
+			t.Fatalf("fired %v, want %v", got, want)
+		}
+	}
+}
+
+// TestDueHeap: the timer queue's heap pops timers by deadline, then by
+// the order they were pushed, for random deadlines (seeded).
+func TestDueHeap(t *testing.T) {
+	const seed = 29
+	rng := rand.New(rand.NewPCG(seed, seed))
+	base := time.Unix(1_700_000_000, 0)
+	var h dueHeap
+	for i := range 1000 {
+		h.push(dueTimer{at: base.Add(time.Duration(rng.IntN(50)) * time.Millisecond), seq: uint64(i), timer: i})
+	}
+	var last dueTimer
+	for i := range 1000 {
+		first := h[0]
+		if got := h.pop(); got != first.timer {
+			t.Fatalf("pop returned %v, not the first timer %v", got, first.timer)
+		}
+		if i > 0 && (first.at.Before(last.at) || first.at.Equal(last.at) && first.seq < last.seq) {
+			t.Fatalf("seed %d: timer %d (at %v) popped after timer %d (at %v)", seed, first.seq, first.at, last.seq, last.at)
+		}
+		last = first
+	}
+	if len(h) != 0 {
+		t.Fatalf("%d timers left after popping all", len(h))
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/invariants"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/storage"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/core/wire/wirepb"
 	"github.com/cosla/cosla/internal/runtime/host"
 	"github.com/cosla/cosla/internal/runtime/pebbledb"
 	"github.com/cosla/cosla/sla"
@@ -36,9 +38,21 @@ type local struct {
 	nodes map[wire.NodeID]*host.Node
 	// reply, if set, takes the messages to IDs that are not nodes.
 	reply func(to wire.NodeID, m wire.Msg)
+	// convert, if set, passes each message through its envelope and
+	// back, as the transport does around the bytes it sends.
+	convert bool
 }
 
 func (l *local) send(from, to wire.NodeID, m wire.Msg) {
+	if l.convert {
+		e, err := wirepb.Wrap(from, to, m)
+		if err != nil {
+			panic(err) // a message of the read path that has no envelope
+		}
+		if _, _, m, err = wirepb.Unwrap(e); err != nil {
+			panic(err)
+		}
+	}
 	l.mu.RLock()
 	n := l.nodes[to]
 	l.mu.RUnlock()
@@ -51,7 +65,7 @@ func (l *local) send(from, to wire.NodeID, m wire.Msg) {
 	}
 }
 
-func (l *local) start(b *testing.B, id wire.NodeID, h node.Handler, eng storage.Engine) *host.Node {
+func (l *local) start(b testing.TB, id wire.NodeID, h node.Handler, eng storage.Engine) *host.Node {
 	b.Helper()
 	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: h, Engine: eng, Send: l.send, Seed: 1})
 	if err != nil {
@@ -68,7 +82,7 @@ func (l *local) start(b *testing.B, id wire.NodeID, h node.Handler, eng storage.
 }
 
 // startReplica starts replicaNode on Pebble in a temporary directory.
-func (l *local) startReplica(b *testing.B) *host.Node {
+func (l *local) startReplica(b testing.TB) *host.Node {
 	b.Helper()
 	eng, err := pebbledb.Open(b.TempDir(), pebbledb.Options{})
 	if err != nil {
@@ -81,7 +95,7 @@ func (l *local) startReplica(b *testing.B) *host.Node {
 
 // call runs start on a client node's goroutine and waits for what it
 // passes to its callback.
-func call[T any](b *testing.B, n *host.Node, core *clientcore.Client, start func(*clientcore.Client, func(T))) T {
+func call[T any](b testing.TB, n *host.Node, core *clientcore.Client, start func(*clientcore.Client, func(T))) T {
 	ch := make(chan T, 1)
 	if err := n.Post(func(node.Handler) { start(core, func(v T) { ch <- v }) }); err != nil {
 		b.Fatal(err)
@@ -89,38 +103,50 @@ func call[T any](b *testing.B, n *host.Node, core *clientcore.Client, start func
 	return <-ch
 }
 
-// BenchmarkReadPath: an eventual Get of a 256-byte value, from the client
-// core's call to its callback, over the host runtime without TCP.
-func BenchmarkReadPath(b *testing.B) {
-	var l local
-	l.startReplica(b)
+// readPath starts a replica on Pebble holding one 256-byte value at
+// readPathKey and a client node, on l, and returns the client node, its
+// core and an eventual session.
+func readPath(tb testing.TB, l *local) (*host.Node, *clientcore.Client, *clientcore.Session) {
+	l.startReplica(tb)
 	core := clientcore.New(clientcore.Options{Nodes: []wire.NodeID{replicaNode}})
-	cn := l.start(b, "s/c1", core, storage.NewMem())
-	if err := call(b, cn, core, func(c *clientcore.Client, done func(error)) { c.CreateTable(localLayout, done) }); err != nil {
-		b.Fatal(err)
+	cn := l.start(tb, "s/c1", core, storage.NewMem())
+	if err := call(tb, cn, core, func(c *clientcore.Client, done func(error)) { c.CreateTable(localLayout, done) }); err != nil {
+		tb.Fatal(err)
 	}
 	type opened struct {
 		t   *clientcore.Table
 		err error
 	}
-	o := call(b, cn, core, func(c *clientcore.Client, done func(opened)) {
+	o := call(tb, cn, core, func(c *clientcore.Client, done func(opened)) {
 		c.OpenTable("usertable", func(t *clientcore.Table, err error) { done(opened{t, err}) })
 	})
 	if o.err != nil {
-		b.Fatal(o.err)
+		tb.Fatal(o.err)
 	}
 	s, err := core.BeginSession(o.t, sla.SLA{{Consistency: sla.EventualConsistency, Latency: time.Second, Utility: 1}}, clientcore.Pileus)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	value := make([]byte, 256)
-	if err := call(b, cn, core, func(c *clientcore.Client, done func(error)) {
-		if err := c.Put(s, "user000001", value, clientcore.PutOptions{}, func(_ clientcore.PutResult, err error) { done(err) }); err != nil {
+	if err := call(tb, cn, core, func(c *clientcore.Client, done func(error)) {
+		if err := c.Put(s, readPathKey, make([]byte, readPathValueBytes), clientcore.PutOptions{}, func(_ clientcore.PutResult, err error) { done(err) }); err != nil {
 			done(err)
 		}
 	}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return cn, core, s
+}
+
+const (
+	readPathKey        = "user000001"
+	readPathValueBytes = 256
+)
+
+// BenchmarkReadPath: an eventual Get of a 256-byte value, from the client
+// core's call to its callback, over the host runtime without TCP.
+func BenchmarkReadPath(b *testing.B) {
+	var l local
+	cn, core, s := readPath(b, &l)
 	type got struct {
 		r   clientcore.GetResult
 		err error
@@ -128,13 +154,58 @@ func BenchmarkReadPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		g := call(b, cn, core, func(c *clientcore.Client, done func(got)) {
-			if err := c.Get(s, "user000001", clientcore.GetOptions{}, func(r clientcore.GetResult, err error) { done(got{r, err}) }); err != nil {
+			if err := c.Get(s, readPathKey, clientcore.GetOptions{}, func(r clientcore.GetResult, err error) { done(got{r, err}) }); err != nil {
 				done(got{err: err})
 			}
 		})
-		if g.err != nil || len(g.r.Value) != len(value) {
+		if g.err != nil || len(g.r.Value) != readPathValueBytes {
 			b.Fatalf("Get: %d bytes, %v", len(g.r.Value), g.err)
 		}
+	}
+}
+
+// readPathAllocsMax bounds TestReadPathAllocs, one above the 8 measured
+// for issue 29: the client core's getCall and its request's timeout
+// (timeoutTimer), the replica's reply, the value Pebble returns, and each
+// message's envelope (wirepb.Wrap) and wire struct (wirepb.Unwrap).
+const readPathAllocsMax = 9
+
+// TestReadPathAllocs: an eventual Get that may fall back, as the public
+// client makes it, from the client core's call to its callback over the
+// host runtime, each message converted to its envelope and back as the
+// transport converts it, allocates at most readPathAllocsMax times: the
+// read path's own costs, apart from the transport's (issue 29). The
+// caller's channel and callbacks are made once, so that only the read
+// path's allocations count.
+func TestReadPathAllocs(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("the invariant checks allocate")
+	}
+	l := local{convert: true}
+	cn, core, s := readPath(t, &l)
+	type got struct {
+		r   clientcore.GetResult
+		err error
+	}
+	results := make(chan got, 1)
+	done := func(r clientcore.GetResult, err error) { results <- got{r, err} }
+	get := func(node.Handler) {
+		if err := core.Get(s, readPathKey, clientcore.GetOptions{RetryAfterMiss: true}, done); err != nil {
+			done(clientcore.GetResult{}, err)
+		}
+	}
+	allocs := testing.AllocsPerRun(2000, func() {
+		if err := cn.Post(get); err != nil {
+			t.Fatal(err)
+		}
+		if g := <-results; g.err != nil || len(g.r.Value) != readPathValueBytes {
+			t.Fatalf("Get: %d bytes, %v", len(g.r.Value), g.err)
+		}
+	})
+	t.Logf("%.2f allocations per Get", allocs)
+	if allocs > readPathAllocsMax {
+		t.Errorf("%.1f allocations per Get on the read path without sockets, want at most %d; see which with\n"+
+			"go test -run XXX -bench BenchmarkReadPath -memprofile m.out -memprofilerate 1 ./internal/runtime/host/ && go tool pprof -sample_index=alloc_objects -top m.out", allocs, readPathAllocsMax)
 	}
 }
 

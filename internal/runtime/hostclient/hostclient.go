@@ -169,26 +169,51 @@ func (c *Client) Close() error {
 // Call runs start on the core's goroutine and waits for the result it
 // delivers through the channel it is given, for ctx, or for Close.
 func Call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
+	r, _, err := NewCaller(c, start).Call(ctx)
+	return r, err
+}
+
+// A Caller makes calls of one kind into the core, again and again: its
+// channel and closures are made once, so that a caller that keeps it
+// (a pool of them) allocates nothing per call. One call at a time.
+type Caller[T any] struct {
+	c      *Client
+	result chan T
+	run    func(node.Handler)
+}
+
+// NewCaller returns a Caller of start, which runs on the core's goroutine
+// and delivers its result through the channel it is given, later or at
+// once.
+func NewCaller[T any](c *Client, start func(core *clientcore.Client, result chan<- T)) *Caller[T] {
+	k := &Caller[T]{c: c, result: make(chan T, 1)}
+	k.run = func(node.Handler) { start(c.core, k.result) }
+	return k
+}
+
+// Call runs the Caller's start and waits for its result, for ctx, or for
+// Close. reusable reports whether the Caller may be called again: not
+// after Call gave up waiting, since start may still run and deliver.
+func (k *Caller[T]) Call(ctx context.Context) (_ T, reusable bool, _ error) {
 	var zero T
 	select {
-	case <-c.closed:
-		return zero, ErrClosed
+	case <-k.c.closed:
+		return zero, true, ErrClosed
 	default:
 	}
 	if err := ctx.Err(); err != nil {
-		return zero, err
+		return zero, true, err
 	}
-	ch := make(chan T, 1)
-	if err := c.Post(func(core *clientcore.Client) { start(core, ch) }); err != nil {
-		return zero, err
+	if err := k.c.node.Load().Post(k.run); err != nil {
+		return zero, true, ErrClosed
 	}
 	select {
-	case r := <-ch:
-		return r, nil
+	case r := <-k.result:
+		return r, true, nil
 	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-c.closed:
-		return zero, ErrClosed
+		return zero, false, ctx.Err()
+	case <-k.c.closed:
+		return zero, false, ErrClosed
 	}
 }
 

@@ -275,7 +275,13 @@ func (e *Engine) Get(key []byte) (_ []byte, _ bool, err error) {
 	if err := e.Err(); err != nil {
 		return nil, false, err
 	}
-	v, closer, err := e.db.Get(prefixed(key))
+	// The prefixed key is built in a pooled buffer: Pebble reads it only
+	// until closer is closed, and it would otherwise be an allocation
+	// per Get.
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	*buf = append(append((*buf)[:0], keyPrefix), key...)
+	v, closer, err := e.db.Get(*buf)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -290,6 +296,9 @@ func (e *Engine) Get(key []byte) (_ []byte, _ bool, err error) {
 	}
 	return value, true, nil
 }
+
+// keyBuffers holds the buffers Get builds prefixed keys in.
+var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // Scan implements storage.Engine. The key and value passed to fn point into
 // Pebble's buffers and block cache; built with the invariants tag, Scan

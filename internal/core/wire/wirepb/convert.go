@@ -16,13 +16,16 @@ var ErrMalformed = errors.New("cosla: malformed wire message")
 // Wrap encodes a message and its addresses as an envelope. The envelope
 // shares the message's keys and values: it is for marshaling, and must
 // not be written to. The conversion of each message is generated from its
-// definition (convert_gen.go, see wiregen).
+// definition (convert_gen.go, see wiregen); the envelope and the protobuf
+// messages it carries (but for lists and optional ones) are one
+// allocation.
 func Wrap(from, to wire.NodeID, m wire.Msg) (*Envelope, error) {
-	msg := wrap(m)
-	if msg == nil {
+	e := wrap(m)
+	if e == nil {
 		return nil, fmt.Errorf("wirepb: no encoding for %T", m)
 	}
-	return &Envelope{From: string(from), To: string(to), Msg: msg}, nil
+	e.From, e.To = string(from), string(to)
+	return e, nil
 }
 
 // unwrapper is every field of the envelope's oneof: it decodes its
@@ -55,8 +58,10 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func tsPB(t hlc.Timestamp) *Timestamp {
-	return &Timestamp{WallNanos: t.WallNanos, Logical: t.Logical}
+// tsInto sets r, a timestamp in its message's block, to t.
+func tsInto(r *Timestamp, t hlc.Timestamp) *Timestamp {
+	r.WallNanos, r.Logical = t.WallNanos, t.Logical
+	return r
 }
 
 func tsWire(t *Timestamp) hlc.Timestamp {

@@ -8,8 +8,8 @@ import (
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
-// wrap returns the envelope's field that carries m; nil for nil.
-func wrap(m wire.Msg) isEnvelope_Msg {
+// wrap returns an envelope that carries m, allocated with its message; nil for nil.
+func wrap(m wire.Msg) *Envelope {
 	if e := wrapWire(m); e != nil {
 		return e
 	}
@@ -23,116 +23,445 @@ func wrap(m wire.Msg) isEnvelope_Msg {
 }
 
 // wrapWire wraps the messages of wire/wire.go.
-func wrapWire(m wire.Msg) isEnvelope_Msg {
+func wrapWire(m wire.Msg) *Envelope {
 	switch m := m.(type) {
 	case *wire.CreateTableRequest:
-		return &Envelope_CreateTableRequest{createTableRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CreateTableRequest
+			b createTableRequestBlock
+		})
+		x.f.CreateTableRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CreateTableReply:
-		return &Envelope_CreateTableReply{createTableReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CreateTableReply
+			b createTableReplyBlock
+		})
+		x.f.CreateTableReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.DeleteTableRequest:
-		return &Envelope_DeleteTableRequest{deleteTableRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_DeleteTableRequest
+			b deleteTableRequestBlock
+		})
+		x.f.DeleteTableRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.DeleteTableReply:
-		return &Envelope_DeleteTableReply{deleteTableReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_DeleteTableReply
+			b deleteTableReplyBlock
+		})
+		x.f.DeleteTableReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.TableInfoRequest:
-		return &Envelope_TableInfoRequest{tableInfoRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_TableInfoRequest
+			b tableInfoRequestBlock
+		})
+		x.f.TableInfoRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.TableInfoReply:
-		return &Envelope_TableInfoReply{tableInfoReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_TableInfoReply
+			b tableInfoReplyBlock
+		})
+		x.f.TableInfoReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PutRequest:
-		return &Envelope_PutRequest{putRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PutRequest
+			b putRequestBlock
+		})
+		x.f.PutRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PutReply:
-		return &Envelope_PutReply{putReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PutReply
+			b putReplyBlock
+		})
+		x.f.PutReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.GetRequest:
-		return &Envelope_GetRequest{getRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_GetRequest
+			b getRequestBlock
+		})
+		x.f.GetRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.GetReply:
-		return &Envelope_GetReply{getReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_GetReply
+			b getReplyBlock
+		})
+		x.f.GetReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.ProbeRequest:
-		return &Envelope_ProbeRequest{probeRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ProbeRequest
+			b probeRequestBlock
+		})
+		x.f.ProbeRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.ProbeReply:
-		return &Envelope_ProbeReply{probeReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ProbeReply
+			b probeReplyBlock
+		})
+		x.f.ProbeReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PullRequest:
-		return &Envelope_PullRequest{pullRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PullRequest
+			b pullRequestBlock
+		})
+		x.f.PullRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PullReply:
-		return &Envelope_PullReply{pullReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PullReply
+			b pullReplyBlock
+		})
+		x.f.PullReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Push:
-		return &Envelope_Push{pushPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Push
+			b pushBlock
+		})
+		x.f.Push = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PushAck:
-		return &Envelope_PushAck{pushAckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PushAck
+			b pushAckBlock
+		})
+		x.f.PushAck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Repair:
-		return &Envelope_Repair{repairPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Repair
+			b repairBlock
+		})
+		x.f.Repair = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Forward:
-		return &Envelope_Forward{forwardPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Forward
+			b forwardBlock
+		})
+		x.f.Forward = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.ForwardAck:
-		return &Envelope_ForwardAck{forwardAckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ForwardAck
+			b forwardAckBlock
+		})
+		x.f.ForwardAck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Resolved:
-		return &Envelope_Resolved{resolvedPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Resolved
+			b resolvedBlock
+		})
+		x.f.Resolved = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.RepairReply:
-		return &Envelope_RepairReply{repairReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_RepairReply
+			b repairReplyBlock
+		})
+		x.f.RepairReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	}
 	return nil
 }
 
 // wrapCausal wraps the messages of wire/causal.go.
-func wrapCausal(m wire.Msg) isEnvelope_Msg {
+func wrapCausal(m wire.Msg) *Envelope {
 	switch m := m.(type) {
 	case *wire.CausalPut:
-		return &Envelope_CausalPut{causalPutPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalPut
+			b causalPutBlock
+		})
+		x.f.CausalPut = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalPutReply:
-		return &Envelope_CausalPutReply{causalPutReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalPutReply
+			b causalPutReplyBlock
+		})
+		x.f.CausalPutReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalComplete:
-		return &Envelope_CausalComplete{causalCompletePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalComplete
+			b causalCompleteBlock
+		})
+		x.f.CausalComplete = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalGet:
-		return &Envelope_CausalGet{causalGetPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalGet
+			b causalGetBlock
+		})
+		x.f.CausalGet = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalGetReply:
-		return &Envelope_CausalGetReply{causalGetReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalGetReply
+			b causalGetReplyBlock
+		})
+		x.f.CausalGetReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalGetTx:
-		return &Envelope_CausalGetTx{causalGetTxPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalGetTx
+			b causalGetTxBlock
+		})
+		x.f.CausalGetTx = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.CausalGetTxReply:
-		return &Envelope_CausalGetTxReply{causalGetTxReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_CausalGetTxReply
+			b causalGetTxReplyBlock
+		})
+		x.f.CausalGetTxReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Propagate:
-		return &Envelope_Propagate{propagatePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Propagate
+			b propagateBlock
+		})
+		x.f.Propagate = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.PropagateAck:
-		return &Envelope_PropagateAck{propagateAckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_PropagateAck
+			b propagateAckBlock
+		})
+		x.f.PropagateAck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Stable:
-		return &Envelope_Stable{stablePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Stable
+			b stableBlock
+		})
+		x.f.Stable = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Read:
-		return &Envelope_Read{readPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Read
+			b readBlock
+		})
+		x.f.Read = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.ReadReply:
-		return &Envelope_ReadReply{readReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ReadReply
+			b readReplyBlock
+		})
+		x.f.ReadReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.DepCheck:
-		return &Envelope_DepCheck{depCheckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_DepCheck
+			b depCheckBlock
+		})
+		x.f.DepCheck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.DepCheckReply:
-		return &Envelope_DepCheckReply{depCheckReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_DepCheckReply
+			b depCheckReplyBlock
+		})
+		x.f.DepCheckReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Invalidate:
-		return &Envelope_Invalidate{invalidatePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Invalidate
+			b invalidateBlock
+		})
+		x.f.Invalidate = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.InvalidateAck:
-		return &Envelope_InvalidateAck{invalidateAckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_InvalidateAck
+			b invalidateAckBlock
+		})
+		x.f.InvalidateAck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	}
 	return nil
 }
 
 // wrapConfig wraps the messages of wire/config.go.
-func wrapConfig(m wire.Msg) isEnvelope_Msg {
+func wrapConfig(m wire.Msg) *Envelope {
 	switch m := m.(type) {
 	case *wire.ConfigRaft:
-		return &Envelope_ConfigRaft{configRaftPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ConfigRaft
+			b configRaftBlock
+		})
+		x.f.ConfigRaft = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.LeaseRenew:
-		return &Envelope_LeaseRenew{leaseRenewPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_LeaseRenew
+			b leaseRenewBlock
+		})
+		x.f.LeaseRenew = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.LeaseGrant:
-		return &Envelope_LeaseGrant{leaseGrantPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_LeaseGrant
+			b leaseGrantBlock
+		})
+		x.f.LeaseGrant = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.HighRequest:
-		return &Envelope_HighRequest{highRequestPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_HighRequest
+			b highRequestBlock
+		})
+		x.f.HighRequest = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.HighReply:
-		return &Envelope_HighReply{highReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_HighReply
+			b highReplyBlock
+		})
+		x.f.HighReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.EpochChange:
-		return &Envelope_EpochChange{epochChangePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_EpochChange
+			b epochChangeBlock
+		})
+		x.f.EpochChange = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.EpochAck:
-		return &Envelope_EpochAck{epochAckPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_EpochAck
+			b epochAckBlock
+		})
+		x.f.EpochAck = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.UtilityReport:
-		return &Envelope_UtilityReport{utilityReportPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_UtilityReport
+			b utilityReportBlock
+		})
+		x.f.UtilityReport = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.Reconfigure:
-		return &Envelope_Reconfigure{reconfigurePB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_Reconfigure
+			b reconfigureBlock
+		})
+		x.f.Reconfigure = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	case *wire.ReconfigureReply:
-		return &Envelope_ReconfigureReply{reconfigureReplyPB(m)}
+		x := new(struct {
+			e Envelope
+			f Envelope_ReconfigureReply
+			b reconfigureReplyBlock
+		})
+		x.f.ReconfigureReply = x.b.fill(m)
+		x.e.Msg = &x.f
+		return &x.e
 	}
 	return nil
 }
@@ -419,11 +748,16 @@ func (x *Envelope_ReconfigureReply) unwrap() (wire.Msg, error) {
 	return &m, d.err
 }
 
-func versionPB(m *wire.Version) *Version {
-	r := &Version{
-		Ts:     tsPB(m.TS),
-		Origin: string(m.Origin),
-	}
+// versionBlock is a Version message and the submessages it carries in place.
+type versionBlock struct {
+	r  Version
+	f1 Timestamp
+}
+
+func (b *versionBlock) fill(m *wire.Version) *Version {
+	r := &b.r
+	r.Ts = tsInto(&b.f1, m.TS)
+	r.Origin = string(m.Origin)
 	return r
 }
 
@@ -433,12 +767,19 @@ func versionWire(r *Version, d *decoder) (m wire.Version) {
 	return m
 }
 
-func depPB(m *wire.Dep) *Dep {
-	r := &Dep{
-		Key: keyBytes(m.Key),
-	}
+// depBlock is a Dep message and the submessages it carries in place.
+type depBlock struct {
+	r  Dep
+	f2 versionBlock
+}
+
+func depPB(m *wire.Dep) *Dep { return new(depBlock).fill(m) }
+
+func (b *depBlock) fill(m *wire.Dep) *Dep {
+	r := &b.r
+	r.Key = keyBytes(m.Key)
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f2.fill(&m.Version)
 	}
 	return r
 }
@@ -449,18 +790,22 @@ func depWire(r *Dep, d *decoder) (m wire.Dep) {
 	return m
 }
 
-func causalPutPB(m *wire.CausalPut) *CausalPut {
-	r := &CausalPut{
-		Req:     m.Req,
-		Table:   m.Table,
-		Session: m.Session,
-		Seq:     m.Seq,
-		Key:     keyBytes(m.Key),
-		Value:   m.Value,
-		Notify:  m.Notify,
-	}
+// causalPutBlock is a CausalPut message and the submessages it carries in place.
+type causalPutBlock struct {
+	r  CausalPut
+	f7 versionBlock
+}
+
+func (b *causalPutBlock) fill(m *wire.CausalPut) *CausalPut {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Seq = m.Seq
+	r.Key = keyBytes(m.Key)
+	r.Value = m.Value
 	if !m.Seen.IsZero() {
-		r.Seen = versionPB(&m.Seen)
+		r.Seen = b.f7.fill(&m.Seen)
 	}
 	if len(m.Deps) > 0 {
 		r.Deps = make([]*Dep, len(m.Deps))
@@ -468,6 +813,7 @@ func causalPutPB(m *wire.CausalPut) *CausalPut {
 			r.Deps[i] = depPB(&m.Deps[i])
 		}
 	}
+	r.Notify = m.Notify
 	return r
 }
 
@@ -489,15 +835,20 @@ func causalPutWire(r *CausalPut, d *decoder) (m wire.CausalPut) {
 	return m
 }
 
-func causalPutReplyPB(m *wire.CausalPutReply) *CausalPutReply {
-	r := &CausalPutReply{
-		Req:   m.Req,
-		Code:  uint32(m.Code),
-		Table: m.Table,
-	}
+// causalPutReplyBlock is a CausalPutReply message and the submessages it carries in place.
+type causalPutReplyBlock struct {
+	r  CausalPutReply
+	f3 versionBlock
+}
+
+func (b *causalPutReplyBlock) fill(m *wire.CausalPutReply) *CausalPutReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f3.fill(&m.Version)
 	}
+	r.Table = m.Table
 	return r
 }
 
@@ -509,12 +860,16 @@ func causalPutReplyWire(r *CausalPutReply, d *decoder) (m wire.CausalPutReply) {
 	return m
 }
 
-func causalCompletePB(m *wire.CausalComplete) *CausalComplete {
-	r := &CausalComplete{
-		Table:   m.Table,
-		Session: m.Session,
-		Seq:     m.Seq,
-	}
+// causalCompleteBlock is a CausalComplete message and the submessages it carries in place.
+type causalCompleteBlock struct {
+	r CausalComplete
+}
+
+func (b *causalCompleteBlock) fill(m *wire.CausalComplete) *CausalComplete {
+	r := &b.r
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Seq = m.Seq
 	return r
 }
 
@@ -525,16 +880,21 @@ func causalCompleteWire(r *CausalComplete, d *decoder) (m wire.CausalComplete) {
 	return m
 }
 
-func causalGetPB(m *wire.CausalGet) *CausalGet {
-	r := &CausalGet{
-		Req:     m.Req,
-		Table:   m.Table,
-		Session: m.Session,
-		Key:     keyBytes(m.Key),
-		Ring:    m.Ring,
-	}
+// causalGetBlock is a CausalGet message and the submessages it carries in place.
+type causalGetBlock struct {
+	r  CausalGet
+	f6 versionBlock
+}
+
+func (b *causalGetBlock) fill(m *wire.CausalGet) *CausalGet {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Key = keyBytes(m.Key)
+	r.Ring = m.Ring
 	if !m.MaxRead.IsZero() {
-		r.MaxRead = versionPB(&m.MaxRead)
+		r.MaxRead = b.f6.fill(&m.MaxRead)
 	}
 	return r
 }
@@ -549,21 +909,26 @@ func causalGetWire(r *CausalGet, d *decoder) (m wire.CausalGet) {
 	return m
 }
 
-func causalGetReplyPB(m *wire.CausalGetReply) *CausalGetReply {
-	r := &CausalGetReply{
-		Req:      m.Req,
-		Code:     uint32(m.Code),
-		Found:    m.Found,
-		Value:    m.Value,
-		Source:   uint32(m.Source),
-		Ring:     m.Ring,
-		Node:     string(m.Node),
-		InFlight: m.InFlight,
-		Table:    m.Table,
-	}
+// causalGetReplyBlock is a CausalGetReply message and the submessages it carries in place.
+type causalGetReplyBlock struct {
+	r  CausalGetReply
+	f5 versionBlock
+}
+
+func (b *causalGetReplyBlock) fill(m *wire.CausalGetReply) *CausalGetReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Found = m.Found
+	r.Value = m.Value
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f5.fill(&m.Version)
 	}
+	r.Source = uint32(m.Source)
+	r.Ring = m.Ring
+	r.Node = string(m.Node)
+	r.InFlight = m.InFlight
+	r.Table = m.Table
 	return r
 }
 
@@ -581,16 +946,21 @@ func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 	return m
 }
 
-func causalGetTxPB(m *wire.CausalGetTx) *CausalGetTx {
-	r := &CausalGetTx{
-		Req:     m.Req,
-		Table:   m.Table,
-		Session: m.Session,
-		Keys:    eachOf(m.Keys, keyBytes),
-		Ring:    m.Ring,
-	}
+// causalGetTxBlock is a CausalGetTx message and the submessages it carries in place.
+type causalGetTxBlock struct {
+	r  CausalGetTx
+	f6 versionBlock
+}
+
+func (b *causalGetTxBlock) fill(m *wire.CausalGetTx) *CausalGetTx {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Keys = eachOf(m.Keys, keyBytes)
+	r.Ring = m.Ring
 	if !m.MaxRead.IsZero() {
-		r.MaxRead = versionPB(&m.MaxRead)
+		r.MaxRead = b.f6.fill(&m.MaxRead)
 	}
 	return r
 }
@@ -605,17 +975,24 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	return m
 }
 
-func txItemPB(m *wire.TxItem) *TxItem {
-	r := &TxItem{
-		Key:      keyBytes(m.Key),
-		Found:    m.Found,
-		Value:    m.Value,
-		Source:   uint32(m.Source),
-		InFlight: m.InFlight,
-	}
+// txItemBlock is a TxItem message and the submessages it carries in place.
+type txItemBlock struct {
+	r  TxItem
+	f4 versionBlock
+}
+
+func txItemPB(m *wire.TxItem) *TxItem { return new(txItemBlock).fill(m) }
+
+func (b *txItemBlock) fill(m *wire.TxItem) *TxItem {
+	r := &b.r
+	r.Key = keyBytes(m.Key)
+	r.Found = m.Found
+	r.Value = m.Value
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f4.fill(&m.Version)
 	}
+	r.Source = uint32(m.Source)
+	r.InFlight = m.InFlight
 	return r
 }
 
@@ -629,20 +1006,24 @@ func txItemWire(r *TxItem, d *decoder) (m wire.TxItem) {
 	return m
 }
 
-func causalGetTxReplyPB(m *wire.CausalGetTxReply) *CausalGetTxReply {
-	r := &CausalGetTxReply{
-		Req:    m.Req,
-		Code:   uint32(m.Code),
-		Ring:   m.Ring,
-		Rounds: m.Rounds,
-		Table:  m.Table,
-	}
+// causalGetTxReplyBlock is a CausalGetTxReply message and the submessages it carries in place.
+type causalGetTxReplyBlock struct {
+	r CausalGetTxReply
+}
+
+func (b *causalGetTxReplyBlock) fill(m *wire.CausalGetTxReply) *CausalGetTxReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
 	if len(m.Items) > 0 {
 		r.Items = make([]*TxItem, len(m.Items))
 		for i := range m.Items {
 			r.Items[i] = txItemPB(&m.Items[i])
 		}
 	}
+	r.Ring = m.Ring
+	r.Rounds = m.Rounds
+	r.Table = m.Table
 	return r
 }
 
@@ -661,18 +1042,21 @@ func causalGetTxReplyWire(r *CausalGetTxReply, d *decoder) (m wire.CausalGetTxRe
 	return m
 }
 
-func propagatePB(m *wire.Propagate) *Propagate {
-	r := &Propagate{
-		Table:   m.Table,
-		Session: m.Session,
-		Seq:     m.Seq,
-		Key:     keyBytes(m.Key),
-		Value:   m.Value,
-		Notify:  m.Notify,
-		Client:  string(m.Client),
-	}
+// propagateBlock is a Propagate message and the submessages it carries in place.
+type propagateBlock struct {
+	r  Propagate
+	f6 versionBlock
+}
+
+func (b *propagateBlock) fill(m *wire.Propagate) *Propagate {
+	r := &b.r
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Seq = m.Seq
+	r.Key = keyBytes(m.Key)
+	r.Value = m.Value
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f6.fill(&m.Version)
 	}
 	if len(m.Deps) > 0 {
 		r.Deps = make([]*Dep, len(m.Deps))
@@ -680,6 +1064,8 @@ func propagatePB(m *wire.Propagate) *Propagate {
 			r.Deps[i] = depPB(&m.Deps[i])
 		}
 	}
+	r.Notify = m.Notify
+	r.Client = string(m.Client)
 	return r
 }
 
@@ -701,14 +1087,18 @@ func propagateWire(r *Propagate, d *decoder) (m wire.Propagate) {
 	return m
 }
 
-func propagateAckPB(m *wire.PropagateAck) *PropagateAck {
-	r := &PropagateAck{
-		Table:   m.Table,
-		Session: m.Session,
-		Seq:     m.Seq,
-		Ring:    m.Ring,
-		Client:  string(m.Client),
-	}
+// propagateAckBlock is a PropagateAck message and the submessages it carries in place.
+type propagateAckBlock struct {
+	r PropagateAck
+}
+
+func (b *propagateAckBlock) fill(m *wire.PropagateAck) *PropagateAck {
+	r := &b.r
+	r.Table = m.Table
+	r.Session = m.Session
+	r.Seq = m.Seq
+	r.Ring = m.Ring
+	r.Client = string(m.Client)
 	return r
 }
 
@@ -721,13 +1111,18 @@ func propagateAckWire(r *PropagateAck, d *decoder) (m wire.PropagateAck) {
 	return m
 }
 
-func stablePB(m *wire.Stable) *Stable {
-	r := &Stable{
-		Table: m.Table,
-		Key:   keyBytes(m.Key),
-	}
+// stableBlock is a Stable message and the submessages it carries in place.
+type stableBlock struct {
+	r  Stable
+	f3 versionBlock
+}
+
+func (b *stableBlock) fill(m *wire.Stable) *Stable {
+	r := &b.r
+	r.Table = m.Table
+	r.Key = keyBytes(m.Key)
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f3.fill(&m.Version)
 	}
 	return r
 }
@@ -739,13 +1134,17 @@ func stableWire(r *Stable, d *decoder) (m wire.Stable) {
 	return m
 }
 
-func readPB(m *wire.Read) *Read {
-	r := &Read{
-		Req:   m.Req,
-		Table: m.Table,
-		Key:   keyBytes(m.Key),
-		Fill:  m.Fill,
-	}
+// readBlock is a Read message and the submessages it carries in place.
+type readBlock struct {
+	r Read
+}
+
+func (b *readBlock) fill(m *wire.Read) *Read {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Key = keyBytes(m.Key)
+	r.Fill = m.Fill
 	return r
 }
 
@@ -757,21 +1156,26 @@ func readWire(r *Read, d *decoder) (m wire.Read) {
 	return m
 }
 
-func readReplyPB(m *wire.ReadReply) *ReadReply {
-	r := &ReadReply{
-		Req:      m.Req,
-		Code:     uint32(m.Code),
-		Found:    m.Found,
-		Value:    m.Value,
-		InFlight: m.InFlight,
-		Source:   uint32(m.Source),
-		Ring:     m.Ring,
-		Node:     string(m.Node),
-		Table:    m.Table,
-	}
+// readReplyBlock is a ReadReply message and the submessages it carries in place.
+type readReplyBlock struct {
+	r  ReadReply
+	f5 versionBlock
+}
+
+func (b *readReplyBlock) fill(m *wire.ReadReply) *ReadReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Found = m.Found
+	r.Value = m.Value
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f5.fill(&m.Version)
 	}
+	r.InFlight = m.InFlight
+	r.Source = uint32(m.Source)
+	r.Ring = m.Ring
+	r.Node = string(m.Node)
+	r.Table = m.Table
 	return r
 }
 
@@ -789,14 +1193,19 @@ func readReplyWire(r *ReadReply, d *decoder) (m wire.ReadReply) {
 	return m
 }
 
-func depCheckPB(m *wire.DepCheck) *DepCheck {
-	r := &DepCheck{
-		Req:   m.Req,
-		Table: m.Table,
-		Key:   keyBytes(m.Key),
-	}
+// depCheckBlock is a DepCheck message and the submessages it carries in place.
+type depCheckBlock struct {
+	r  DepCheck
+	f4 versionBlock
+}
+
+func (b *depCheckBlock) fill(m *wire.DepCheck) *DepCheck {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Key = keyBytes(m.Key)
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f4.fill(&m.Version)
 	}
 	return r
 }
@@ -809,12 +1218,16 @@ func depCheckWire(r *DepCheck, d *decoder) (m wire.DepCheck) {
 	return m
 }
 
-func depCheckReplyPB(m *wire.DepCheckReply) *DepCheckReply {
-	r := &DepCheckReply{
-		Req:   m.Req,
-		Done:  m.Done,
-		Table: m.Table,
-	}
+// depCheckReplyBlock is a DepCheckReply message and the submessages it carries in place.
+type depCheckReplyBlock struct {
+	r DepCheckReply
+}
+
+func (b *depCheckReplyBlock) fill(m *wire.DepCheckReply) *DepCheckReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Done = m.Done
+	r.Table = m.Table
 	return r
 }
 
@@ -825,14 +1238,19 @@ func depCheckReplyWire(r *DepCheckReply, d *decoder) (m wire.DepCheckReply) {
 	return m
 }
 
-func invalidatePB(m *wire.Invalidate) *Invalidate {
-	r := &Invalidate{
-		Req:   m.Req,
-		Table: m.Table,
-		Key:   keyBytes(m.Key),
-	}
+// invalidateBlock is a Invalidate message and the submessages it carries in place.
+type invalidateBlock struct {
+	r  Invalidate
+	f4 versionBlock
+}
+
+func (b *invalidateBlock) fill(m *wire.Invalidate) *Invalidate {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Key = keyBytes(m.Key)
 	if !m.Version.IsZero() {
-		r.Version = versionPB(&m.Version)
+		r.Version = b.f4.fill(&m.Version)
 	}
 	return r
 }
@@ -845,11 +1263,15 @@ func invalidateWire(r *Invalidate, d *decoder) (m wire.Invalidate) {
 	return m
 }
 
-func invalidateAckPB(m *wire.InvalidateAck) *InvalidateAck {
-	r := &InvalidateAck{
-		Req:   m.Req,
-		Table: m.Table,
-	}
+// invalidateAckBlock is a InvalidateAck message and the submessages it carries in place.
+type invalidateAckBlock struct {
+	r InvalidateAck
+}
+
+func (b *invalidateAckBlock) fill(m *wire.InvalidateAck) *InvalidateAck {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
 	return r
 }
 
@@ -859,11 +1281,18 @@ func invalidateAckWire(r *InvalidateAck, d *decoder) (m wire.InvalidateAck) {
 	return m
 }
 
-func tabletEpochPB(m *wire.TabletEpoch) *TabletEpoch {
-	r := &TabletEpoch{
-		Tablet: tabletRefPB(&m.Tablet),
-		Epoch:  m.Epoch,
-	}
+// tabletEpochBlock is a TabletEpoch message and the submessages it carries in place.
+type tabletEpochBlock struct {
+	r  TabletEpoch
+	f1 tabletRefBlock
+}
+
+func tabletEpochPB(m *wire.TabletEpoch) *TabletEpoch { return new(tabletEpochBlock).fill(m) }
+
+func (b *tabletEpochBlock) fill(m *wire.TabletEpoch) *TabletEpoch {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -873,10 +1302,14 @@ func tabletEpochWire(r *TabletEpoch, d *decoder) (m wire.TabletEpoch) {
 	return m
 }
 
-func configRaftPB(m *wire.ConfigRaft) *ConfigRaft {
-	r := &ConfigRaft{
-		Data: m.Data,
-	}
+// configRaftBlock is a ConfigRaft message and the submessages it carries in place.
+type configRaftBlock struct {
+	r ConfigRaft
+}
+
+func (b *configRaftBlock) fill(m *wire.ConfigRaft) *ConfigRaft {
+	r := &b.r
+	r.Data = m.Data
 	return r
 }
 
@@ -885,10 +1318,14 @@ func configRaftWire(r *ConfigRaft, d *decoder) (m wire.ConfigRaft) {
 	return m
 }
 
-func leaseRenewPB(m *wire.LeaseRenew) *LeaseRenew {
-	r := &LeaseRenew{
-		Seq: m.Seq,
-	}
+// leaseRenewBlock is a LeaseRenew message and the submessages it carries in place.
+type leaseRenewBlock struct {
+	r LeaseRenew
+}
+
+func (b *leaseRenewBlock) fill(m *wire.LeaseRenew) *LeaseRenew {
+	r := &b.r
+	r.Seq = m.Seq
 	if len(m.Tablets) > 0 {
 		r.Tablets = make([]*TabletEpoch, len(m.Tablets))
 		for i := range m.Tablets {
@@ -921,12 +1358,16 @@ func leaseRenewWire(r *LeaseRenew, d *decoder) (m wire.LeaseRenew) {
 	return m
 }
 
-func leaseGrantPB(m *wire.LeaseGrant) *LeaseGrant {
-	r := &LeaseGrant{
-		Seq:    m.Seq,
-		Code:   uint32(m.Code),
-		Leader: string(m.Leader),
-	}
+// leaseGrantBlock is a LeaseGrant message and the submessages it carries in place.
+type leaseGrantBlock struct {
+	r LeaseGrant
+}
+
+func (b *leaseGrantBlock) fill(m *wire.LeaseGrant) *LeaseGrant {
+	r := &b.r
+	r.Seq = m.Seq
+	r.Code = uint32(m.Code)
+	r.Leader = string(m.Leader)
 	if len(m.Tablets) > 0 {
 		r.Tablets = make([]*TabletEpoch, len(m.Tablets))
 		for i := range m.Tablets {
@@ -949,13 +1390,19 @@ func leaseGrantWire(r *LeaseGrant, d *decoder) (m wire.LeaseGrant) {
 	return m
 }
 
-func highRequestPB(m *wire.HighRequest) *HighRequest {
-	r := &HighRequest{
-		Tablet: tabletRefPB(&m.Tablet),
-		Epoch:  m.Epoch,
-		Until:  tsPB(m.Until),
-		Term:   m.Term,
-	}
+// highRequestBlock is a HighRequest message and the submessages it carries in place.
+type highRequestBlock struct {
+	r  HighRequest
+	f1 tabletRefBlock
+	f3 Timestamp
+}
+
+func (b *highRequestBlock) fill(m *wire.HighRequest) *HighRequest {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Epoch = m.Epoch
+	r.Until = tsInto(&b.f3, m.Until)
+	r.Term = m.Term
 	return r
 }
 
@@ -967,13 +1414,19 @@ func highRequestWire(r *HighRequest, d *decoder) (m wire.HighRequest) {
 	return m
 }
 
-func highReplyPB(m *wire.HighReply) *HighReply {
-	r := &HighReply{
-		Tablet: tabletRefPB(&m.Tablet),
-		Epoch:  m.Epoch,
-		High:   tsPB(m.High),
-		Code:   uint32(m.Code),
-	}
+// highReplyBlock is a HighReply message and the submessages it carries in place.
+type highReplyBlock struct {
+	r  HighReply
+	f1 tabletRefBlock
+	f3 Timestamp
+}
+
+func (b *highReplyBlock) fill(m *wire.HighReply) *HighReply {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Epoch = m.Epoch
+	r.High = tsInto(&b.f3, m.High)
+	r.Code = uint32(m.Code)
 	return r
 }
 
@@ -985,20 +1438,26 @@ func highReplyWire(r *HighReply, d *decoder) (m wire.HighReply) {
 	return m
 }
 
-func epochChangePB(m *wire.EpochChange) *EpochChange {
-	r := &EpochChange{
-		Layout: layoutPB(&m.Layout),
-		Tablet: m.Tablet,
-		Epoch:  m.Epoch,
-		Start:  tsPB(m.Start),
-		Term:   m.Term,
-	}
+// epochChangeBlock is a EpochChange message and the submessages it carries in place.
+type epochChangeBlock struct {
+	r  EpochChange
+	f1 layoutBlock
+	f4 Timestamp
+}
+
+func (b *epochChangeBlock) fill(m *wire.EpochChange) *EpochChange {
+	r := &b.r
+	r.Layout = b.f1.fill(&m.Layout)
+	r.Tablet = m.Tablet
+	r.Epoch = m.Epoch
+	r.Start = tsInto(&b.f4, m.Start)
 	if len(m.Earlier) > 0 {
 		r.Earlier = make([]*EpochStart, len(m.Earlier))
 		for i := range m.Earlier {
 			r.Earlier[i] = epochStartPB(&m.Earlier[i])
 		}
 	}
+	r.Term = m.Term
 	return r
 }
 
@@ -1017,11 +1476,18 @@ func epochChangeWire(r *EpochChange, d *decoder) (m wire.EpochChange) {
 	return m
 }
 
-func epochStartPB(m *wire.EpochStart) *EpochStart {
-	r := &EpochStart{
-		Epoch: m.Epoch,
-		Start: tsPB(m.Start),
-	}
+// epochStartBlock is a EpochStart message and the submessages it carries in place.
+type epochStartBlock struct {
+	r  EpochStart
+	f2 Timestamp
+}
+
+func epochStartPB(m *wire.EpochStart) *EpochStart { return new(epochStartBlock).fill(m) }
+
+func (b *epochStartBlock) fill(m *wire.EpochStart) *EpochStart {
+	r := &b.r
+	r.Epoch = m.Epoch
+	r.Start = tsInto(&b.f2, m.Start)
 	return r
 }
 
@@ -1031,11 +1497,16 @@ func epochStartWire(r *EpochStart, d *decoder) (m wire.EpochStart) {
 	return m
 }
 
-func epochAckPB(m *wire.EpochAck) *EpochAck {
-	r := &EpochAck{
-		Tablet: tabletRefPB(&m.Tablet),
-		Epoch:  m.Epoch,
-	}
+// epochAckBlock is a EpochAck message and the submessages it carries in place.
+type epochAckBlock struct {
+	r  EpochAck
+	f1 tabletRefBlock
+}
+
+func (b *epochAckBlock) fill(m *wire.EpochAck) *EpochAck {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -1045,11 +1516,17 @@ func epochAckWire(r *EpochAck, d *decoder) (m wire.EpochAck) {
 	return m
 }
 
-func siteUtilityPB(m *wire.SiteUtility) *SiteUtility {
-	r := &SiteUtility{
-		Site:  m.Site,
-		Micro: m.Micro,
-	}
+// siteUtilityBlock is a SiteUtility message and the submessages it carries in place.
+type siteUtilityBlock struct {
+	r SiteUtility
+}
+
+func siteUtilityPB(m *wire.SiteUtility) *SiteUtility { return new(siteUtilityBlock).fill(m) }
+
+func (b *siteUtilityBlock) fill(m *wire.SiteUtility) *SiteUtility {
+	r := &b.r
+	r.Site = m.Site
+	r.Micro = m.Micro
 	return r
 }
 
@@ -1059,11 +1536,16 @@ func siteUtilityWire(r *SiteUtility, d *decoder) (m wire.SiteUtility) {
 	return m
 }
 
-func utilityReportPB(m *wire.UtilityReport) *UtilityReport {
-	r := &UtilityReport{
-		Tablet: tabletRefPB(&m.Tablet),
-		Ops:    m.Ops,
-	}
+// utilityReportBlock is a UtilityReport message and the submessages it carries in place.
+type utilityReportBlock struct {
+	r  UtilityReport
+	f1 tabletRefBlock
+}
+
+func (b *utilityReportBlock) fill(m *wire.UtilityReport) *UtilityReport {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Ops = m.Ops
 	if len(m.Sites) > 0 {
 		r.Sites = make([]*SiteUtility, len(m.Sites))
 		for i := range m.Sites {
@@ -1085,15 +1567,19 @@ func utilityReportWire(r *UtilityReport, d *decoder) (m wire.UtilityReport) {
 	return m
 }
 
-func reconfigurePB(m *wire.Reconfigure) *Reconfigure {
-	r := &Reconfigure{
-		Req:     m.Req,
-		Table:   m.Table,
-		Tablet:  m.Tablet,
-		Primary: string(m.Primary),
-		Add:     string(m.Add),
-		Remove:  string(m.Remove),
-	}
+// reconfigureBlock is a Reconfigure message and the submessages it carries in place.
+type reconfigureBlock struct {
+	r Reconfigure
+}
+
+func (b *reconfigureBlock) fill(m *wire.Reconfigure) *Reconfigure {
+	r := &b.r
+	r.Req = m.Req
+	r.Table = m.Table
+	r.Tablet = m.Tablet
+	r.Primary = string(m.Primary)
+	r.Add = string(m.Add)
+	r.Remove = string(m.Remove)
 	return r
 }
 
@@ -1107,14 +1593,19 @@ func reconfigureWire(r *Reconfigure, d *decoder) (m wire.Reconfigure) {
 	return m
 }
 
-func reconfigureReplyPB(m *wire.ReconfigureReply) *ReconfigureReply {
-	r := &ReconfigureReply{
-		Req:    m.Req,
-		Code:   uint32(m.Code),
-		Epoch:  m.Epoch,
-		Layout: layoutPB(&m.Layout),
-		Leader: string(m.Leader),
-	}
+// reconfigureReplyBlock is a ReconfigureReply message and the submessages it carries in place.
+type reconfigureReplyBlock struct {
+	r  ReconfigureReply
+	f4 layoutBlock
+}
+
+func (b *reconfigureReplyBlock) fill(m *wire.ReconfigureReply) *ReconfigureReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Epoch = m.Epoch
+	r.Layout = b.f4.fill(&m.Layout)
+	r.Leader = string(m.Leader)
 	return r
 }
 
@@ -1127,12 +1618,18 @@ func reconfigureReplyWire(r *ReconfigureReply, d *decoder) (m wire.ReconfigureRe
 	return m
 }
 
-func tabletPB(m *wire.Tablet) *Tablet {
-	r := &Tablet{
-		Start:       keyBytes(m.Start),
-		Primary:     string(m.Primary),
-		Secondaries: eachOf(m.Secondaries, as[string, wire.NodeID]),
-	}
+// tabletBlock is a Tablet message and the submessages it carries in place.
+type tabletBlock struct {
+	r Tablet
+}
+
+func tabletPB(m *wire.Tablet) *Tablet { return new(tabletBlock).fill(m) }
+
+func (b *tabletBlock) fill(m *wire.Tablet) *Tablet {
+	r := &b.r
+	r.Start = keyBytes(m.Start)
+	r.Primary = string(m.Primary)
+	r.Secondaries = eachOf(m.Secondaries, as[string, wire.NodeID])
 	return r
 }
 
@@ -1143,21 +1640,27 @@ func tabletWire(r *Tablet, d *decoder) (m wire.Tablet) {
 	return m
 }
 
-func layoutPB(m *wire.Layout) *Layout {
-	r := &Layout{
-		Name:                     m.Name,
-		Id:                       m.ID,
-		ReplicationMode:          uint32(m.Replication.Mode),
-		ReplicationIntervalNanos: int64(m.Replication.Interval),
-		Partition:                uint32(m.Partition),
-		WriteLevel:               int32(m.WriteLevel),
-	}
+// layoutBlock is a Layout message and the submessages it carries in place.
+type layoutBlock struct {
+	r Layout
+}
+
+func layoutPB(m *wire.Layout) *Layout { return new(layoutBlock).fill(m) }
+
+func (b *layoutBlock) fill(m *wire.Layout) *Layout {
+	r := &b.r
+	r.Name = m.Name
+	r.Id = m.ID
 	if len(m.Tablets) > 0 {
 		r.Tablets = make([]*Tablet, len(m.Tablets))
 		for i := range m.Tablets {
 			r.Tablets[i] = tabletPB(&m.Tablets[i])
 		}
 	}
+	r.ReplicationMode = uint32(m.Replication.Mode)
+	r.ReplicationIntervalNanos = int64(m.Replication.Interval)
+	r.Partition = uint32(m.Partition)
+	r.WriteLevel = int32(m.WriteLevel)
 	if m.Causal != nil {
 		r.Causal = causalLayoutPB(m.Causal)
 	}
@@ -1184,19 +1687,25 @@ func layoutWire(r *Layout, d *decoder) (m wire.Layout) {
 	return m
 }
 
-func causalLayoutPB(m *wire.CausalLayout) *CausalLayout {
-	r := &CausalLayout{
-		Coordinators: eachOf(m.Coordinators, as[string, wire.NodeID]),
-		Caches:       eachOf(m.Caches, as[string, wire.NodeID]),
-		Points:       m.Points,
-		Static:       m.Static,
-	}
+// causalLayoutBlock is a CausalLayout message and the submessages it carries in place.
+type causalLayoutBlock struct {
+	r CausalLayout
+}
+
+func causalLayoutPB(m *wire.CausalLayout) *CausalLayout { return new(causalLayoutBlock).fill(m) }
+
+func (b *causalLayoutBlock) fill(m *wire.CausalLayout) *CausalLayout {
+	r := &b.r
 	if len(m.Rings) > 0 {
 		r.Rings = make([]*Ring, len(m.Rings))
 		for i := range m.Rings {
 			r.Rings[i] = ringPB(&m.Rings[i])
 		}
 	}
+	r.Coordinators = eachOf(m.Coordinators, as[string, wire.NodeID])
+	r.Caches = eachOf(m.Caches, as[string, wire.NodeID])
+	r.Points = m.Points
+	r.Static = m.Static
 	return r
 }
 
@@ -1214,11 +1723,17 @@ func causalLayoutWire(r *CausalLayout, d *decoder) (m wire.CausalLayout) {
 	return m
 }
 
-func ringPB(m *wire.Ring) *Ring {
-	r := &Ring{
-		Name:  m.Name,
-		Nodes: eachOf(m.Nodes, as[string, wire.NodeID]),
-	}
+// ringBlock is a Ring message and the submessages it carries in place.
+type ringBlock struct {
+	r Ring
+}
+
+func ringPB(m *wire.Ring) *Ring { return new(ringBlock).fill(m) }
+
+func (b *ringBlock) fill(m *wire.Ring) *Ring {
+	r := &b.r
+	r.Name = m.Name
+	r.Nodes = eachOf(m.Nodes, as[string, wire.NodeID])
 	return r
 }
 
@@ -1228,11 +1743,15 @@ func ringWire(r *Ring, d *decoder) (m wire.Ring) {
 	return m
 }
 
-func tabletRefPB(m *wire.TabletRef) *TabletRef {
-	r := &TabletRef{
-		Table:  m.Table,
-		Tablet: m.Tablet,
-	}
+// tabletRefBlock is a TabletRef message and the submessages it carries in place.
+type tabletRefBlock struct {
+	r TabletRef
+}
+
+func (b *tabletRefBlock) fill(m *wire.TabletRef) *TabletRef {
+	r := &b.r
+	r.Table = m.Table
+	r.Tablet = m.Tablet
 	return r
 }
 
@@ -1242,14 +1761,21 @@ func tabletRefWire(r *TabletRef, d *decoder) (m wire.TabletRef) {
 	return m
 }
 
-func entryPB(m *wire.Entry) *Entry {
-	r := &Entry{
-		Ts:     tsPB(m.TS),
-		Key:    keyBytes(m.Key),
-		Value:  m.Value,
-		Origin: string(m.Origin),
-		Seq:    m.Seq,
-	}
+// entryBlock is a Entry message and the submessages it carries in place.
+type entryBlock struct {
+	r  Entry
+	f1 Timestamp
+}
+
+func entryPB(m *wire.Entry) *Entry { return new(entryBlock).fill(m) }
+
+func (b *entryBlock) fill(m *wire.Entry) *Entry {
+	r := &b.r
+	r.Ts = tsInto(&b.f1, m.TS)
+	r.Key = keyBytes(m.Key)
+	r.Value = m.Value
+	r.Origin = string(m.Origin)
+	r.Seq = m.Seq
 	return r
 }
 
@@ -1262,11 +1788,16 @@ func entryWire(r *Entry, d *decoder) (m wire.Entry) {
 	return m
 }
 
-func createTableRequestPB(m *wire.CreateTableRequest) *CreateTableRequest {
-	r := &CreateTableRequest{
-		Req:    m.Req,
-		Layout: layoutPB(&m.Layout),
-	}
+// createTableRequestBlock is a CreateTableRequest message and the submessages it carries in place.
+type createTableRequestBlock struct {
+	r  CreateTableRequest
+	f2 layoutBlock
+}
+
+func (b *createTableRequestBlock) fill(m *wire.CreateTableRequest) *CreateTableRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Layout = b.f2.fill(&m.Layout)
 	return r
 }
 
@@ -1276,11 +1807,15 @@ func createTableRequestWire(r *CreateTableRequest, d *decoder) (m wire.CreateTab
 	return m
 }
 
-func createTableReplyPB(m *wire.CreateTableReply) *CreateTableReply {
-	r := &CreateTableReply{
-		Req:  m.Req,
-		Code: uint32(m.Code),
-	}
+// createTableReplyBlock is a CreateTableReply message and the submessages it carries in place.
+type createTableReplyBlock struct {
+	r CreateTableReply
+}
+
+func (b *createTableReplyBlock) fill(m *wire.CreateTableReply) *CreateTableReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
 	return r
 }
 
@@ -1290,11 +1825,15 @@ func createTableReplyWire(r *CreateTableReply, d *decoder) (m wire.CreateTableRe
 	return m
 }
 
-func deleteTableRequestPB(m *wire.DeleteTableRequest) *DeleteTableRequest {
-	r := &DeleteTableRequest{
-		Req:  m.Req,
-		Name: m.Name,
-	}
+// deleteTableRequestBlock is a DeleteTableRequest message and the submessages it carries in place.
+type deleteTableRequestBlock struct {
+	r DeleteTableRequest
+}
+
+func (b *deleteTableRequestBlock) fill(m *wire.DeleteTableRequest) *DeleteTableRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Name = m.Name
 	return r
 }
 
@@ -1304,11 +1843,15 @@ func deleteTableRequestWire(r *DeleteTableRequest, d *decoder) (m wire.DeleteTab
 	return m
 }
 
-func deleteTableReplyPB(m *wire.DeleteTableReply) *DeleteTableReply {
-	r := &DeleteTableReply{
-		Req:  m.Req,
-		Code: uint32(m.Code),
-	}
+// deleteTableReplyBlock is a DeleteTableReply message and the submessages it carries in place.
+type deleteTableReplyBlock struct {
+	r DeleteTableReply
+}
+
+func (b *deleteTableReplyBlock) fill(m *wire.DeleteTableReply) *DeleteTableReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
 	return r
 }
 
@@ -1318,11 +1861,15 @@ func deleteTableReplyWire(r *DeleteTableReply, d *decoder) (m wire.DeleteTableRe
 	return m
 }
 
-func tableInfoRequestPB(m *wire.TableInfoRequest) *TableInfoRequest {
-	r := &TableInfoRequest{
-		Req:  m.Req,
-		Name: m.Name,
-	}
+// tableInfoRequestBlock is a TableInfoRequest message and the submessages it carries in place.
+type tableInfoRequestBlock struct {
+	r TableInfoRequest
+}
+
+func (b *tableInfoRequestBlock) fill(m *wire.TableInfoRequest) *TableInfoRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Name = m.Name
 	return r
 }
 
@@ -1332,12 +1879,17 @@ func tableInfoRequestWire(r *TableInfoRequest, d *decoder) (m wire.TableInfoRequ
 	return m
 }
 
-func tableInfoReplyPB(m *wire.TableInfoReply) *TableInfoReply {
-	r := &TableInfoReply{
-		Req:    m.Req,
-		Code:   uint32(m.Code),
-		Layout: layoutPB(&m.Layout),
-	}
+// tableInfoReplyBlock is a TableInfoReply message and the submessages it carries in place.
+type tableInfoReplyBlock struct {
+	r  TableInfoReply
+	f3 layoutBlock
+}
+
+func (b *tableInfoReplyBlock) fill(m *wire.TableInfoReply) *TableInfoReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Layout = b.f3.fill(&m.Layout)
 	return r
 }
 
@@ -1348,22 +1900,28 @@ func tableInfoReplyWire(r *TableInfoReply, d *decoder) (m wire.TableInfoReply) {
 	return m
 }
 
-func putRequestPB(m *wire.PutRequest) *PutRequest {
-	r := &PutRequest{
-		Req:         m.Req,
-		Tablet:      tabletRefPB(&m.Tablet),
-		Key:         keyBytes(m.Key),
-		Value:       m.Value,
-		MinTs:       tsPB(m.MinTS),
-		W:           m.W,
-		WaitNanos:   int64(m.Wait),
-		Bound:       int64(m.Bound),
-		BudgetNanos: int64(m.Budget),
-		Epoch:       m.Epoch,
-	}
+// putRequestBlock is a PutRequest message and the submessages it carries in place.
+type putRequestBlock struct {
+	r  PutRequest
+	f2 tabletRefBlock
+	f5 Timestamp
+}
+
+func (b *putRequestBlock) fill(m *wire.PutRequest) *PutRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Tablet = b.f2.fill(&m.Tablet)
+	r.Key = keyBytes(m.Key)
+	r.Value = m.Value
+	r.MinTs = tsInto(&b.f5, m.MinTS)
+	r.W = m.W
+	r.WaitNanos = int64(m.Wait)
+	r.Bound = int64(m.Bound)
+	r.BudgetNanos = int64(m.Budget)
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
 	}
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -1385,12 +1943,18 @@ func putRequestWire(r *PutRequest, d *decoder) (m wire.PutRequest) {
 	return m
 }
 
-func testPB(m *wire.Test) *Test {
-	r := &Test{
-		Key:   keyBytes(m.Key),
-		Found: m.Found,
-		Value: m.Value,
-	}
+// testBlock is a Test message and the submessages it carries in place.
+type testBlock struct {
+	r Test
+}
+
+func testPB(m *wire.Test) *Test { return new(testBlock).fill(m) }
+
+func (b *testBlock) fill(m *wire.Test) *Test {
+	r := &b.r
+	r.Key = keyBytes(m.Key)
+	r.Found = m.Found
+	r.Value = m.Value
 	return r
 }
 
@@ -1401,19 +1965,24 @@ func testWire(r *Test, d *decoder) (m wire.Test) {
 	return m
 }
 
-func putReplyPB(m *wire.PutReply) *PutReply {
-	r := &PutReply{
-		Req:     m.Req,
-		Code:    uint32(m.Code),
-		Ts:      tsPB(m.TS),
-		Acks:    m.Acks,
-		Stage:   uint32(m.Stage),
-		WriteId: m.WriteID,
-		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
-		Tested:  uint32(m.Tested),
-		Epoch:   m.Epoch,
-		Primary: string(m.Primary),
-	}
+// putReplyBlock is a PutReply message and the submessages it carries in place.
+type putReplyBlock struct {
+	r  PutReply
+	f3 Timestamp
+}
+
+func (b *putReplyBlock) fill(m *wire.PutReply) *PutReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Ts = tsInto(&b.f3, m.TS)
+	r.Acks = m.Acks
+	r.Stage = uint32(m.Stage)
+	r.WriteId = m.WriteID
+	r.Holders = eachOf(m.Holders, as[string, wire.NodeID])
+	r.Tested = uint32(m.Tested)
+	r.Epoch = m.Epoch
+	r.Primary = string(m.Primary)
 	return r
 }
 
@@ -1431,14 +2000,19 @@ func putReplyWire(r *PutReply, d *decoder) (m wire.PutReply) {
 	return m
 }
 
-func getRequestPB(m *wire.GetRequest) *GetRequest {
-	r := &GetRequest{
-		Req:         m.Req,
-		Tablet:      tabletRefPB(&m.Tablet),
-		Key:         keyBytes(m.Key),
-		Bound:       int64(m.Bound),
-		BudgetNanos: int64(m.Budget),
-	}
+// getRequestBlock is a GetRequest message and the submessages it carries in place.
+type getRequestBlock struct {
+	r  GetRequest
+	f2 tabletRefBlock
+}
+
+func (b *getRequestBlock) fill(m *wire.GetRequest) *GetRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Tablet = b.f2.fill(&m.Tablet)
+	r.Key = keyBytes(m.Key)
+	r.Bound = int64(m.Bound)
+	r.BudgetNanos = int64(m.Budget)
 	return r
 }
 
@@ -1451,19 +2025,25 @@ func getRequestWire(r *GetRequest, d *decoder) (m wire.GetRequest) {
 	return m
 }
 
-func getReplyPB(m *wire.GetReply) *GetReply {
-	r := &GetReply{
-		Req:       m.Req,
-		Code:      uint32(m.Code),
-		Found:     m.Found,
-		Value:     m.Value,
-		VersionTs: tsPB(m.VersionTS),
-		HighTs:    tsPB(m.HighTS),
-		Primary:   m.Primary,
-		Applied:   m.Applied,
-		Pending:   m.Pending,
-		Null:      m.Null,
-	}
+// getReplyBlock is a GetReply message and the submessages it carries in place.
+type getReplyBlock struct {
+	r  GetReply
+	f5 Timestamp
+	f6 Timestamp
+}
+
+func (b *getReplyBlock) fill(m *wire.GetReply) *GetReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.Found = m.Found
+	r.Value = m.Value
+	r.VersionTs = tsInto(&b.f5, m.VersionTS)
+	r.HighTs = tsInto(&b.f6, m.HighTS)
+	r.Primary = m.Primary
+	r.Applied = m.Applied
+	r.Pending = m.Pending
+	r.Null = m.Null
 	return r
 }
 
@@ -1481,11 +2061,16 @@ func getReplyWire(r *GetReply, d *decoder) (m wire.GetReply) {
 	return m
 }
 
-func probeRequestPB(m *wire.ProbeRequest) *ProbeRequest {
-	r := &ProbeRequest{
-		Req:    m.Req,
-		Tablet: tabletRefPB(&m.Tablet),
-	}
+// probeRequestBlock is a ProbeRequest message and the submessages it carries in place.
+type probeRequestBlock struct {
+	r  ProbeRequest
+	f2 tabletRefBlock
+}
+
+func (b *probeRequestBlock) fill(m *wire.ProbeRequest) *ProbeRequest {
+	r := &b.r
+	r.Req = m.Req
+	r.Tablet = b.f2.fill(&m.Tablet)
 	return r
 }
 
@@ -1495,13 +2080,18 @@ func probeRequestWire(r *ProbeRequest, d *decoder) (m wire.ProbeRequest) {
 	return m
 }
 
-func probeReplyPB(m *wire.ProbeReply) *ProbeReply {
-	r := &ProbeReply{
-		Req:     m.Req,
-		Code:    uint32(m.Code),
-		HighTs:  tsPB(m.HighTS),
-		Primary: m.Primary,
-	}
+// probeReplyBlock is a ProbeReply message and the submessages it carries in place.
+type probeReplyBlock struct {
+	r  ProbeReply
+	f3 Timestamp
+}
+
+func (b *probeReplyBlock) fill(m *wire.ProbeReply) *ProbeReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.HighTs = tsInto(&b.f3, m.HighTS)
+	r.Primary = m.Primary
 	return r
 }
 
@@ -1513,17 +2103,24 @@ func probeReplyWire(r *ProbeReply, d *decoder) (m wire.ProbeReply) {
 	return m
 }
 
-func pullRequestPB(m *wire.PullRequest) *PullRequest {
-	r := &PullRequest{
-		Tablet:        tabletRefPB(&m.Tablet),
-		Since:         tsPB(m.Since),
-		InSnapshot:    m.InSnapshot,
-		SnapshotAfter: keyBytes(m.SnapshotAfter),
-		Epoch:         m.Epoch,
-	}
+// pullRequestBlock is a PullRequest message and the submessages it carries in place.
+type pullRequestBlock struct {
+	r  PullRequest
+	f1 tabletRefBlock
+	f2 Timestamp
+	f4 Timestamp
+}
+
+func (b *pullRequestBlock) fill(m *wire.PullRequest) *PullRequest {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Since = tsInto(&b.f2, m.Since)
+	r.InSnapshot = m.InSnapshot
 	if !m.SnapshotHigh.IsZero() {
-		r.SnapshotHigh = tsPB(m.SnapshotHigh)
+		r.SnapshotHigh = tsInto(&b.f4, m.SnapshotHigh)
 	}
+	r.SnapshotAfter = keyBytes(m.SnapshotAfter)
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -1537,25 +2134,32 @@ func pullRequestWire(r *PullRequest, d *decoder) (m wire.PullRequest) {
 	return m
 }
 
-func pullReplyPB(m *wire.PullReply) *PullReply {
-	r := &PullReply{
-		Tablet:        tabletRefPB(&m.Tablet),
-		Code:          uint32(m.Code),
-		Since:         tsPB(m.Since),
-		High:          tsPB(m.High),
-		More:          m.More,
-		Snapshot:      m.Snapshot,
-		InSnapshot:    m.InSnapshot,
-		SnapshotAfter: keyBytes(m.SnapshotAfter),
-		SnapshotLast:  keyBytes(m.SnapshotLast),
-		Epoch:         m.Epoch,
-	}
+// pullReplyBlock is a PullReply message and the submessages it carries in place.
+type pullReplyBlock struct {
+	r  PullReply
+	f1 tabletRefBlock
+	f3 Timestamp
+	f4 Timestamp
+}
+
+func (b *pullReplyBlock) fill(m *wire.PullReply) *PullReply {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Code = uint32(m.Code)
+	r.Since = tsInto(&b.f3, m.Since)
+	r.High = tsInto(&b.f4, m.High)
 	if len(m.Entries) > 0 {
 		r.Entries = make([]*Entry, len(m.Entries))
 		for i := range m.Entries {
 			r.Entries[i] = entryPB(&m.Entries[i])
 		}
 	}
+	r.More = m.More
+	r.Snapshot = m.Snapshot
+	r.InSnapshot = m.InSnapshot
+	r.SnapshotAfter = keyBytes(m.SnapshotAfter)
+	r.SnapshotLast = keyBytes(m.SnapshotLast)
+	r.Epoch = m.Epoch
 	if len(m.Records) > 0 {
 		r.Records = make([]*Record, len(m.Records))
 		for i := range m.Records {
@@ -1591,14 +2195,21 @@ func pullReplyWire(r *PullReply, d *decoder) (m wire.PullReply) {
 	return m
 }
 
-func recordPB(m *wire.Record) *Record {
-	r := &Record{
-		Origin: string(m.Origin),
-		Seq:    m.Seq,
-		Ts:     tsPB(m.TS),
-		Tested: uint32(m.Tested),
-		Code:   uint32(m.Code),
-	}
+// recordBlock is a Record message and the submessages it carries in place.
+type recordBlock struct {
+	r  Record
+	f3 Timestamp
+}
+
+func recordPB(m *wire.Record) *Record { return new(recordBlock).fill(m) }
+
+func (b *recordBlock) fill(m *wire.Record) *Record {
+	r := &b.r
+	r.Origin = string(m.Origin)
+	r.Seq = m.Seq
+	r.Ts = tsInto(&b.f3, m.TS)
+	r.Tested = uint32(m.Tested)
+	r.Code = uint32(m.Code)
 	return r
 }
 
@@ -1611,14 +2222,21 @@ func recordWire(r *Record, d *decoder) (m wire.Record) {
 	return m
 }
 
-func pushPB(m *wire.Push) *Push {
-	r := &Push{
-		Tablet: tabletRefPB(&m.Tablet),
-		Prev:   tsPB(m.Prev),
-		Entry:  entryPB(&m.Entry),
-		Ack:    m.Ack,
-		Epoch:  m.Epoch,
-	}
+// pushBlock is a Push message and the submessages it carries in place.
+type pushBlock struct {
+	r  Push
+	f1 tabletRefBlock
+	f2 Timestamp
+	f3 entryBlock
+}
+
+func (b *pushBlock) fill(m *wire.Push) *Push {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Prev = tsInto(&b.f2, m.Prev)
+	r.Entry = b.f3.fill(&m.Entry)
+	r.Ack = m.Ack
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -1631,12 +2249,18 @@ func pushWire(r *Push, d *decoder) (m wire.Push) {
 	return m
 }
 
-func pushAckPB(m *wire.PushAck) *PushAck {
-	r := &PushAck{
-		Tablet: tabletRefPB(&m.Tablet),
-		High:   tsPB(m.High),
-		Epoch:  m.Epoch,
-	}
+// pushAckBlock is a PushAck message and the submessages it carries in place.
+type pushAckBlock struct {
+	r  PushAck
+	f1 tabletRefBlock
+	f2 Timestamp
+}
+
+func (b *pushAckBlock) fill(m *wire.PushAck) *PushAck {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.High = tsInto(&b.f2, m.High)
+	r.Epoch = m.Epoch
 	return r
 }
 
@@ -1647,21 +2271,27 @@ func pushAckWire(r *PushAck, d *decoder) (m wire.PushAck) {
 	return m
 }
 
-func forwardPB(m *wire.Forward) *Forward {
-	r := &Forward{
-		Tablet:    tabletRefPB(&m.Tablet),
-		Seq:       m.Seq,
-		Key:       keyBytes(m.Key),
-		Value:     m.Value,
-		MinTs:     tsPB(m.MinTS),
-		W:         m.W,
-		WaitNanos: int64(m.Wait),
-		Epoch:     m.Epoch,
-		Acked:     m.Acked,
-	}
+// forwardBlock is a Forward message and the submessages it carries in place.
+type forwardBlock struct {
+	r  Forward
+	f1 tabletRefBlock
+	f5 Timestamp
+}
+
+func (b *forwardBlock) fill(m *wire.Forward) *Forward {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Seq = m.Seq
+	r.Key = keyBytes(m.Key)
+	r.Value = m.Value
+	r.MinTs = tsInto(&b.f5, m.MinTS)
+	r.W = m.W
+	r.WaitNanos = int64(m.Wait)
 	if m.Test != nil {
 		r.Test = testPB(m.Test)
 	}
+	r.Epoch = m.Epoch
+	r.Acked = m.Acked
 	return r
 }
 
@@ -1682,18 +2312,24 @@ func forwardWire(r *Forward, d *decoder) (m wire.Forward) {
 	return m
 }
 
-func forwardAckPB(m *wire.ForwardAck) *ForwardAck {
-	r := &ForwardAck{
-		Tablet:  tabletRefPB(&m.Tablet),
-		Seq:     m.Seq,
-		Code:    uint32(m.Code),
-		Ts:      tsPB(m.TS),
-		Acks:    m.Acks,
-		Holders: eachOf(m.Holders, as[string, wire.NodeID]),
-		Tested:  uint32(m.Tested),
-		Epoch:   m.Epoch,
-		Primary: string(m.Primary),
-	}
+// forwardAckBlock is a ForwardAck message and the submessages it carries in place.
+type forwardAckBlock struct {
+	r  ForwardAck
+	f1 tabletRefBlock
+	f4 Timestamp
+}
+
+func (b *forwardAckBlock) fill(m *wire.ForwardAck) *ForwardAck {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Seq = m.Seq
+	r.Code = uint32(m.Code)
+	r.Ts = tsInto(&b.f4, m.TS)
+	r.Acks = m.Acks
+	r.Holders = eachOf(m.Holders, as[string, wire.NodeID])
+	r.Tested = uint32(m.Tested)
+	r.Epoch = m.Epoch
+	r.Primary = string(m.Primary)
 	return r
 }
 
@@ -1710,13 +2346,19 @@ func forwardAckWire(r *ForwardAck, d *decoder) (m wire.ForwardAck) {
 	return m
 }
 
-func resolvedPB(m *wire.Resolved) *Resolved {
-	r := &Resolved{
-		Tablet:  tabletRefPB(&m.Tablet),
-		WriteId: m.WriteID,
-		Code:    uint32(m.Code),
-		Ts:      tsPB(m.TS),
-	}
+// resolvedBlock is a Resolved message and the submessages it carries in place.
+type resolvedBlock struct {
+	r  Resolved
+	f1 tabletRefBlock
+	f4 Timestamp
+}
+
+func (b *resolvedBlock) fill(m *wire.Resolved) *Resolved {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.WriteId = m.WriteID
+	r.Code = uint32(m.Code)
+	r.Ts = tsInto(&b.f4, m.TS)
 	return r
 }
 
@@ -1728,12 +2370,18 @@ func resolvedWire(r *Resolved, d *decoder) (m wire.Resolved) {
 	return m
 }
 
-func repairPB(m *wire.Repair) *Repair {
-	r := &Repair{
-		Tablet: tabletRefPB(&m.Tablet),
-		Req:    m.Req,
-		Ts:     tsPB(m.TS),
-	}
+// repairBlock is a Repair message and the submessages it carries in place.
+type repairBlock struct {
+	r  Repair
+	f1 tabletRefBlock
+	f4 Timestamp
+}
+
+func (b *repairBlock) fill(m *wire.Repair) *Repair {
+	r := &b.r
+	r.Tablet = b.f1.fill(&m.Tablet)
+	r.Req = m.Req
+	r.Ts = tsInto(&b.f4, m.TS)
 	return r
 }
 
@@ -1744,12 +2392,17 @@ func repairWire(r *Repair, d *decoder) (m wire.Repair) {
 	return m
 }
 
-func repairReplyPB(m *wire.RepairReply) *RepairReply {
-	r := &RepairReply{
-		Req:  m.Req,
-		Code: uint32(m.Code),
-		High: tsPB(m.High),
-	}
+// repairReplyBlock is a RepairReply message and the submessages it carries in place.
+type repairReplyBlock struct {
+	r  RepairReply
+	f3 Timestamp
+}
+
+func (b *repairReplyBlock) fill(m *wire.RepairReply) *RepairReply {
+	r := &b.r
+	r.Req = m.Req
+	r.Code = uint32(m.Code)
+	r.High = tsInto(&b.f3, m.High)
 	return r
 }
 

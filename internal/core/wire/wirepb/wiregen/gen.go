@@ -67,56 +67,109 @@ func (s *schema) convertGo() string {
 		fmt.Fprintf(&b, "\nfunc (x *Envelope_%s) unwrap() (wire.Msg, error) {\nvar d decoder\nm := %sWire(x.%s, &d)\nreturn &m, d.err\n}\n",
 			m.name, lowerFirst(m.name), m.name)
 	}
+	alone := s.alone()
 	for _, m := range s.structs {
-		s.writePB(&b, m)
+		s.writePB(&b, m, alone[m])
 		s.writeWire(&b, m)
 	}
 	return b.String()
 }
 
+// alone returns the messages that some message carries as an optional
+// or repeated submessage, whose blocks are allocated one by one.
+func (s *schema) alone() map[*message]bool {
+	alone := map[*message]bool{}
+	for _, m := range s.structs {
+		for _, f := range m.fields {
+			if sh := s.must(m, f); sh.sub != nil && !inBlock(sh, f) {
+				alone[sh.sub] = true
+			}
+		}
+	}
+	return alone
+}
+
 // writeWrap writes wrap, which asks each file's wrap in turn: one switch
-// per Go file of messages (wire.go, causal.go) keeps each short.
+// per Go file of messages (wire.go, causal.go) keeps each short. Each
+// case allocates the envelope, its field and the message's block
+// (writePB) together.
 func (s *schema) writeWrap(b *strings.Builder) {
-	b.WriteString("// wrap returns the envelope's field that carries m; nil for nil.\nfunc wrap(m wire.Msg) isEnvelope_Msg {\n")
+	b.WriteString("// wrap returns an envelope that carries m, allocated with its message; nil for nil.\nfunc wrap(m wire.Msg) *Envelope {\n")
 	for _, file := range s.files() {
 		fmt.Fprintf(b, "if e := wrap%s(m); e != nil {\nreturn e\n}\n", camel(file))
 	}
 	b.WriteString("return nil\n}\n")
 	for _, file := range s.files() {
-		fmt.Fprintf(b, "\n// wrap%s wraps the messages of wire/%s.go.\nfunc wrap%s(m wire.Msg) isEnvelope_Msg {\nswitch m := m.(type) {\n", camel(file), file, camel(file))
+		fmt.Fprintf(b, "\n// wrap%s wraps the messages of wire/%s.go.\nfunc wrap%s(m wire.Msg) *Envelope {\nswitch m := m.(type) {\n", camel(file), file, camel(file))
 		for _, m := range s.envelope() {
 			if m.file == file {
-				fmt.Fprintf(b, "case *wire.%s:\nreturn &Envelope_%s{%sPB(m)}\n", m.name, m.name, lowerFirst(m.name))
+				fmt.Fprintf(b, "case *wire.%s:\nx := new(struct {\ne Envelope\nf Envelope_%s\nb %sBlock\n})\nx.f.%s = x.b.fill(m)\nx.e.Msg = &x.f\nreturn &x.e\n",
+					m.name, m.name, lowerFirst(m.name), m.name)
 			}
 		}
 		b.WriteString("}\nreturn nil\n}\n")
 	}
 }
 
+// inBlock reports whether a field's protobuf message lives in its
+// message's block: a submessage or timestamp present whenever its
+// message is (or omitted when zero), not an optional or repeated one.
+func inBlock(sh shape, f field) bool {
+	if sh.sub == nil {
+		return f.goType == "hlc.Timestamp"
+	}
+	return !sh.repeated && !sh.optional
+}
+
 // writePB writes the conversion of a wire struct to its protobuf message.
-// The message shares the struct's keys and values.
-func (s *schema) writePB(b *strings.Builder, m *message) {
-	fmt.Fprintf(b, "\nfunc %sPB(m *wire.%s) *%s {\nr := &%s{\n", lowerFirst(m.name), m.name, m.name, m.name)
-	var rest strings.Builder
+// The message shares the struct's keys and values. A message and the
+// submessages it always carries are one allocation, its block: an
+// encoding allocates per message rather than per field. alone says
+// whether m is also carried on its own (alone), which needs its PB
+// function.
+func (s *schema) writePB(b *strings.Builder, m *message, alone bool) {
+	name := lowerFirst(m.name)
+	fmt.Fprintf(b, "\n// %sBlock is a %s message and the submessages it carries in place.\ntype %sBlock struct {\nr %s\n", name, m.name, name, m.name)
 	for _, f := range m.fields {
-		sh, x, y := s.must(m, f), "m."+f.goPath, "r."+camel(f.proto)
+		sh := s.must(m, f)
 		switch {
-		case sh.sub == nil && f.omitZero:
-			fmt.Fprintf(&rest, "if !%s.IsZero() {\n%s = %s\n}\n", x, y, fmt.Sprintf(sh.scalar.toPB, x))
+		case !inBlock(sh, f):
 		case sh.sub == nil:
-			fmt.Fprintf(b, "%s: %s,\n", camel(f.proto), fmt.Sprintf(sh.scalar.toPB, x))
-		case sh.repeated:
-			fmt.Fprintf(&rest, "if len(%s) > 0 {\n%s = make([]*%s, len(%s))\nfor i := range %s {\n%s[i] = %sPB(&%s[i])\n}\n}\n",
-				x, y, sh.sub.name, x, x, y, lowerFirst(sh.sub.name), x)
-		case sh.optional:
-			fmt.Fprintf(&rest, "if %s != nil {\n%s = %sPB(%s)\n}\n", x, y, lowerFirst(sh.sub.name), x)
-		case f.omitZero:
-			fmt.Fprintf(&rest, "if !%s.IsZero() {\n%s = %sPB(&%s)\n}\n", x, y, lowerFirst(sh.sub.name), x)
+			fmt.Fprintf(b, "f%d Timestamp\n", f.number)
 		default:
-			fmt.Fprintf(b, "%s: %sPB(&%s),\n", camel(f.proto), lowerFirst(sh.sub.name), x)
+			fmt.Fprintf(b, "f%d %sBlock\n", f.number, lowerFirst(sh.sub.name))
 		}
 	}
-	fmt.Fprintf(b, "}\n%sreturn r\n}\n", rest.String())
+	b.WriteString("}\n")
+	if alone {
+		fmt.Fprintf(b, "\nfunc %sPB(m *wire.%s) *%s { return new(%sBlock).fill(m) }\n", name, m.name, m.name, name)
+	}
+	fmt.Fprintf(b, "\nfunc (b *%sBlock) fill(m *wire.%s) *%s {\nr := &b.r\n", name, m.name, m.name)
+	for _, f := range m.fields {
+		sh, x, y := s.must(m, f), "m."+f.goPath, "r."+camel(f.proto)
+		var value string
+		switch {
+		case !inBlock(sh, f) && sh.sub == nil:
+			value = fmt.Sprintf(sh.scalar.toPB, x)
+		case inBlock(sh, f) && sh.sub == nil:
+			value = fmt.Sprintf("tsInto(&b.f%d, %s)", f.number, x)
+		case inBlock(sh, f):
+			value = fmt.Sprintf("b.f%d.fill(&%s)", f.number, x)
+		case sh.repeated:
+			fmt.Fprintf(b, "if len(%s) > 0 {\n%s = make([]*%s, len(%s))\nfor i := range %s {\n%s[i] = %sPB(&%s[i])\n}\n}\n",
+				x, y, sh.sub.name, x, x, y, lowerFirst(sh.sub.name), x)
+			continue
+		case sh.optional:
+			fmt.Fprintf(b, "if %s != nil {\n%s = %sPB(%s)\n}\n", x, y, lowerFirst(sh.sub.name), x)
+			continue
+		}
+		if f.omitZero {
+			fmt.Fprintf(b, "if !%s.IsZero() {\n%s = %s\n}\n", x, y, value)
+			continue
+		}
+		fmt.Fprintf(b, "%s = %s\n", y, value)
+	}
+	b.WriteString("return r\n}\n")
 }
 
 // writeWire writes the conversion of a protobuf message, which may be

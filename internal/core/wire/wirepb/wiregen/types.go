@@ -42,7 +42,7 @@ var scalars = map[string]scalar{
 	"Level":           {"int32", "int32(%s)", "wire.Level(%s)", "uintField(%[1]d, uint64(int64(%[2]s)))", traceStringer},
 	"Bound":           {"int64", "int64(%s)", "d.bound(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
 	"time.Duration":   {"int64", "int64(%s)", "time.Duration(%s)", "uintField(%[1]d, uint64(%[2]s))", traceStringer},
-	"hlc.Timestamp":   {"Timestamp", "tsPB(%s)", "tsWire(%s)", "tsField(%[1]d, %[2]s)", "appendTS(b, %s)"},
+	"hlc.Timestamp":   {"Timestamp", "", "tsWire(%s)", "tsField(%[1]d, %[2]s)", "appendTS(b, %s)"}, // toPB: in its block (writePB)
 	"Code":            enum("Code(255)", "reply code", "strconv.AppendQuote(b, %s.String())"),
 	"Stage":           enum("Executed", "stage", traceStringer),
 	"Outcome":         enum("Failed", "test outcome", traceStringer),
