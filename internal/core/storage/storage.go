@@ -23,7 +23,8 @@ import "errors"
 // implementation against this contract.
 type Engine interface {
 	// Get returns a copy of the value stored at key, and whether there is
-	// one.
+	// one. It does not keep key after it returns: callers reuse the
+	// buffer (the replica's read path builds every key in one).
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Scan calls fn for each key in [start, end) in ascending order until
 	// fn returns false. A nil end means no upper bound; a non-nil end that
