@@ -722,3 +722,39 @@ func fault(w *world, r *rand.Rand, replicas []wire.NodeID) {
 		w.tracef("fault: %s cut off the members %v", id, cut)
 	}
 }
+
+// TestARejectedPreCampaignHoldsNoPreVote: a member restarted with its log
+// behind campaigns first once the leader is cut off, and is rejected; the
+// later voter's pre-vote, arriving after the rejection, is answered at
+// once, so the later voter leads one round trip of campaigns after its
+// first pre-vote. Held until the behind member's next campaign, it cost a
+// second round: a leader 6.1 s after the cut instead of 4.1 s.
+func TestARejectedPreCampaignHoldsNoPreVote(t *testing.T) {
+	w := grantedWorld(t, 253, NodeOptions{})
+	w.delay = 200 * time.Millisecond
+	old := w.leader()
+	behind := voters3[slices.IndexFunc(voters3, func(v wire.NodeID) bool { return v != old })]
+	w.crash(behind)
+	w.run(2500 * time.Millisecond)
+	w.startNode(behind)
+	w.run(500 * time.Millisecond)
+	for _, v := range voters3 {
+		w.cutLinks[[2]wire.NodeID{old, v}] = true
+	}
+	cut := w.now
+	var lead wire.NodeID
+	for lead == "" && w.now.Sub(cut) < 10*time.Second {
+		w.run(50 * time.Millisecond)
+		for _, id := range voters3 {
+			if id != old && w.nodes[id].Metrics().Leader {
+				lead = id
+			}
+		}
+	}
+	if lead == "" || lead == behind {
+		t.Fatalf("leader %q after the cut, want the member other than %s; trace:\n%s", lead, behind, w.dump())
+	}
+	if d := w.now.Sub(cut); d > 4500*time.Millisecond {
+		t.Errorf("%s leads %s after the cut, want at most 4.5s", lead, d)
+	}
+}
