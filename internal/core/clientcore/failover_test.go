@@ -341,10 +341,10 @@ func TestPutSeeksPrimary(t *testing.T) {
 	// No new primary yet: the next round asks again.
 	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
 	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1001)})
-	fireFirst[seekTimer](t, env, c, ms(250))
+	fireFirst[seekTimer](t, env, c, ms(100))
 	c.Receive(india, &wire.ProbeReply{Req: env.take(t, india, true), Code: wire.OK, HighTS: wallTS(1001)})
 	c.Receive(us, &wire.ProbeReply{Req: env.take(t, us, true), Code: wire.OK, HighTS: wallTS(1002), Primary: true})
-	fireFirst[seekTimer](t, env, c, ms(250)) // ends the seek: the client follows us/r1
+	fireFirst[seekTimer](t, env, c, ms(100)) // ends the seek: the client follows us/r1
 	if len(env.sent) != 0 {
 		t.Fatalf("the seek went on after the client followed the new primary: sent %v", env.sent)
 	}

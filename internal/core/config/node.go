@@ -144,10 +144,13 @@ type Node struct {
 }
 
 // tickTimer drives the member's raft clock and the leader's checks;
-// planTimer ends a planner window.
+// planTimer ends a planner window; safeTimer moves a failover on at the
+// end of the old primary's lease (transition.safeAt), not up to a tick
+// later.
 type (
 	tickTimer struct{}
 	planTimer struct{}
+	safeTimer struct{ ref wire.TabletRef }
 )
 
 // requester is whoever sent a Reconfigure the leader answers once the
@@ -208,13 +211,18 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 
 // Fire handles a timer.
 func (n *Node) Fire(timer any) {
-	switch timer.(type) {
+	switch t := timer.(type) {
 	case tickTimer:
 		n.env.After(n.opts.Member.Tick, tickTimer{})
 		n.tick()
 	case planTimer:
 		n.env.After(n.opts.Planner.Window, planTimer{})
 		n.endWindow()
+	case safeTimer:
+		now := n.env.Now()
+		if tr := n.transitions[t.ref]; tr != nil && n.lead && n.inTouch(now) {
+			n.progress(tr, now)
+		}
 	default:
 		n.env.Logger().Warn("config: unexpected timer", "type", fmt.Sprintf("%T", timer))
 	}

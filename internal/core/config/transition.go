@@ -108,6 +108,7 @@ func (n *Node) startFailovers(now time.Time) {
 				n.env.Logger().Info("config: lease ending; failover", "primary", p, "table", te.Table, "tablet", te.Tablet, "epoch", te.Epoch, "in", ends.Sub(now))
 				n.metrics.FailoversStarted++
 				n.begin(t, te.Tablet, "", nil, now).safeAt = ends
+				n.env.After(ends.Sub(now), safeTimer{ref})
 			}
 		}
 	}
@@ -251,6 +252,7 @@ func (n *Node) fallBack(tr *transition, why string) {
 	tr.to = ""
 	if tr.primaryAt.IsZero() {
 		tr.safeAt = tr.began.Add(n.opts.Lease.Length + n.opts.Lease.Margin)
+		n.env.After(tr.safeAt.Sub(n.env.Now()), safeTimer{tr.ref})
 	}
 }
 
