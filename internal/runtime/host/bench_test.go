@@ -2,15 +2,15 @@ package host_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/host"
 )
 
@@ -30,11 +30,22 @@ var benchTS = hlc.Timestamp{WallNanos: 1_700_000_000_123_456_789, Logical: 1}
 
 // pair starts a server transport, listening on 127.0.0.1, whose node
 // serverNode answers with reply (if not nil) or counts, and a client
-// transport that reaches it and hands what comes back to onReply.
-func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg), onReply func(wire.Msg)) *host.Transport {
+// transport that reaches it and hands what comes back to onReply; over
+// mutual TLS with the certificates in certDir if it is not empty.
+func pair(b *testing.B, library, certDir string, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg), onReply func(wire.Msg)) *host.Transport {
 	b.Helper()
+	var serverTLS, clientTLS *tls.Config
+	if certDir != "" {
+		var err error
+		if serverTLS, err = certs.Load(certs.NodeFiles(certDir, "b")); err != nil {
+			b.Fatal(err)
+		}
+		if clientTLS, err = certs.Load(certs.NodeFiles(certDir, "a")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var server *host.Transport
-	server = host.NewTransport(host.TransportOptions{}, func(from, to wire.NodeID, m wire.Msg) bool {
+	server = host.NewTransport(host.TransportOptions{TLS: serverTLS, Library: library}, func(from, to wire.NodeID, m wire.Msg) bool {
 		if to != serverNode {
 			return false
 		}
@@ -50,11 +61,9 @@ func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg),
 	if err != nil {
 		b.Fatal(err)
 	}
-	gs := grpc.NewServer(server.ServerOptions()...)
-	server.Register(gs)
-	go func() { _ = gs.Serve(lis) }()
+	go func() { _ = server.Serve(lis) }()
 
-	client := host.NewTransport(host.TransportOptions{Peers: map[wire.NodeID]string{serverNode: lis.Addr().String()}},
+	client := host.NewTransport(host.TransportOptions{Peers: map[wire.NodeID]string{serverNode: lis.Addr().String()}, TLS: clientTLS, Library: library},
 		func(_, to wire.NodeID, m wire.Msg) bool {
 			if to != clientNode {
 				return false
@@ -65,7 +74,6 @@ func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg),
 	b.Cleanup(func() {
 		client.Close()
 		server.Close()
-		gs.Stop()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -73,12 +81,28 @@ func pair(b *testing.B, reply func(wire.Msg) wire.Msg, onReceive func(wire.Msg),
 	return client
 }
 
+// eachTransport runs bench once per library, in plain text and over
+// mutual TLS.
+func eachTransport(b *testing.B, bench func(b *testing.B, library, certDir string)) {
+	certDir := b.TempDir()
+	if err := certs.Ensure(certDir, []string{"a", "b"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, library := range []string{"grpc", "grpc-trimmed", "drpc-stock", "drpc"} {
+		for _, tc := range []struct{ name, dir string }{{"plain", ""}, {"tls", certDir}} {
+			b.Run(library+"/"+tc.name, func(b *testing.B) { bench(b, library, tc.dir) })
+		}
+	}
+}
+
 // BenchmarkTransportRoundTrip: a Get of a 256-byte value, out and back,
 // one at a time.
-func BenchmarkTransportRoundTrip(b *testing.B) {
+func BenchmarkTransportRoundTrip(b *testing.B) { eachTransport(b, benchRoundTrip) }
+
+func benchRoundTrip(b *testing.B, library, certDir string) {
 	value := make([]byte, 256)
 	replies := make(chan wire.Msg, 1)
-	client := pair(b, func(m wire.Msg) wire.Msg {
+	client := pair(b, library, certDir, func(m wire.Msg) wire.Msg {
 		g := m.(*wire.GetRequest)
 		return &wire.GetReply{Req: g.Req, Found: true, Value: value, VersionTS: benchTS, HighTS: benchTS}
 	}, nil, func(m wire.Msg) { replies <- m })
@@ -101,12 +125,14 @@ func BenchmarkTransportRoundTrip(b *testing.B) {
 
 // BenchmarkTransportStream: Puts of a 256-byte value streamed one way
 // with up to window in flight; the time per message.
-func BenchmarkTransportStream(b *testing.B) {
+func BenchmarkTransportStream(b *testing.B) { eachTransport(b, benchStream) }
+
+func benchStream(b *testing.B, library, certDir string) {
 	const window = 1000
 	var received atomic.Int64
 	done := make(chan struct{}, 1)
 	var want atomic.Int64
-	client := pair(b, nil, func(wire.Msg) {
+	client := pair(b, library, certDir, nil, func(wire.Msg) {
 		if received.Add(1) == want.Load() {
 			done <- struct{}{}
 		}

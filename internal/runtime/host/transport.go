@@ -7,18 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	grpcpeer "google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/core/wire/wirepb"
@@ -31,27 +24,33 @@ type TransportOptions struct {
 	// process dials to reach them. Nodes not listed are reached over the
 	// stream they last sent from (clients, which do not listen).
 	Peers map[wire.NodeID]string
-	// TLS, if set, secures the streams this transport dials (package
-	// certs builds it); each dial expects the certificate of the peer's
-	// site, so ServerName is left empty here. Nil dials in plain text.
-	// The streams others open are secured by the gRPC server's
-	// credentials; the transport checks the role of each one's
-	// certificate either way.
+	// TLS, if set, secures the connections this transport dials and
+	// those it serves (package certs builds it: the holder's certificate,
+	// the authority, a client certificate required of every peer). Each
+	// dial expects the certificate of the peer's site, so ServerName is
+	// left empty here. Nil dials and serves in plain text. The transport
+	// checks the role of each peer's certificate either way.
 	TLS *tls.Config
 	// MaxMessageBytes bounds an envelope's encoding, sent or received:
-	// Send drops a larger one alone (see Send), and gRPC refuses a larger
-	// one received, ending its stream. It must cover the largest message
-	// the nodes send (replica.Options.MessageBytesMax). Default 16 MiB.
+	// Send drops a larger one alone (see Send), and a larger one received
+	// ends its connection. It must cover the largest message the nodes
+	// send (replica.Options.MessageBytesMax). Default 16 MiB.
 	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
 	// protocols tolerate loss. Default 65536.
 	QueueMax int
 	// RedialDelay is the pause before dialing a peer again after its
-	// stream failed. Default 200ms.
+	// stream failed or could not be opened. Default 200ms.
 	RedialDelay time.Duration
+	// DialTimeout bounds connecting to a peer, its TLS handshake
+	// included, and the TLS handshake of a connection served. Default 5s.
+	DialTimeout time.Duration
 	// Logger receives transport events. Default: discard.
 	Logger *slog.Logger
+	// Library is the RPC library: "grpc", "grpc-trimmed", "drpc" or
+	// "drpc-stock". Default "drpc".
+	Library string
 }
 
 func (o *TransportOptions) ensureDefaults() {
@@ -64,8 +63,14 @@ func (o *TransportOptions) ensureDefaults() {
 	if o.RedialDelay == 0 {
 		o.RedialDelay = 200 * time.Millisecond
 	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Library == "" {
+		o.Library = "drpc"
 	}
 }
 
@@ -79,27 +84,40 @@ type TransportStats struct {
 }
 
 // Transport carries messages between the nodes of this process and those
-// of other processes over gRPC bidirectional streams: one stream per peer
-// address, dialed once and kept, plus the streams other processes opened
-// to this one. Messages between two nodes keep their order while a stream
-// lives; when a stream breaks, the messages queued on it are lost and the
-// next message dials again.
+// of other processes over DRPC streams (storj.io/drpc), one per TCP
+// connection: one stream per peer address, dialed once and kept, plus
+// the streams other processes opened to this one (Serve). Messages
+// between two nodes keep their order while a stream lives; when a stream
+// breaks, the messages queued on it are lost and the next message dials
+// again.
 type Transport struct {
-	wirepb.UnimplementedNodeServer
-
 	opts    TransportOptions
 	deliver func(from, to wire.NodeID, m wire.Msg) bool
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	outbound map[string]*peer      // by address
-	reverse  map[wire.NodeID]route // nodes that reached us over a stream they opened
-	inbound  map[*queue]bool       // the write queues of streams others opened
-	closed   bool
+	mu        sync.Mutex
+	outbound  map[string]*peer      // by address
+	reverse   map[wire.NodeID]route // nodes that reached us over a stream they opened
+	inbound   map[*queue]bool       // the write queues of streams others opened
+	listeners map[net.Listener]bool
+	closed    bool
+	grpc      grpcServers
 
 	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
+}
+
+// link is one stream of envelopes between two processes, as an RPC
+// library carries it. write is called by one goroutine and recv by
+// another; close may be called by any, more than once, and ends both.
+type link interface {
+	// write sends a batch of envelopes and flushes them.
+	write(batch []wirepb.Encoded) error
+	// recv returns the next envelope received, io.EOF once the peer
+	// ended the stream.
+	recv() (*wirepb.Envelope, error)
+	close()
 }
 
 // NewTransport returns a transport that hands every message addressed to
@@ -110,19 +128,8 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 	return &Transport{
 		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
 		outbound: map[string]*peer{}, reverse: map[wire.NodeID]route{}, inbound: map[*queue]bool{},
+		listeners: map[net.Listener]bool{},
 	}
-}
-
-// Register adds the transport's service to a gRPC server, so other
-// processes can open streams to it.
-func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
-
-// ServerOptions are the options the gRPC server Register is given must
-// have: the message size limit and the codec that writes the envelopes
-// Send encoded.
-func (t *Transport) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes),
-		grpc.ForceServerCodecV2(wirepb.Codec)}
 }
 
 // Stats returns the transport's counters.
@@ -187,7 +194,8 @@ func (t *Transport) refuse(from, to wire.NodeID, m wire.Msg, code wire.Code) {
 	}
 }
 
-// Close stops every stream and waits for the transport's goroutines.
+// Close stops serving and every stream, and waits for the transport's
+// goroutines.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true
@@ -197,8 +205,12 @@ func (t *Transport) Close() {
 	for q := range t.inbound {
 		q.close()
 	}
+	for lis := range t.listeners {
+		_ = lis.Close()
+	}
 	t.mu.Unlock()
 	t.cancel()
+	t.grpc.stop()
 	t.wg.Wait()
 }
 
@@ -246,34 +258,36 @@ func (t *Transport) Connect(ctx context.Context) {
 	}
 }
 
+// dialer opens streams to one peer address.
+type dialer interface {
+	open(ctx context.Context) (link, error)
+	close()
+}
+
 // runPeer keeps a stream open to a peer address while there is something
-// to send, and delivers what the peer sends back on it.
+// to send, and delivers what the peer sends back on it. A stream that
+// fails is dialed again RedialDelay later, as soon as there is something
+// to send: the protocols above time out and retry on their own, and a
+// peer back from a partition is reached again within RedialDelay of the
+// next message (cosla chaos found a peer unreachable for half a minute
+// after a partition healed when gRPC's reconnect backoff, which grows to
+// two minutes, decided when to dial).
 func (t *Transport) runPeer(p *peer) {
 	defer t.wg.Done()
-	creds, role := insecure.NewCredentials(), certs.Role("")
+	who := sender{}
 	if t.opts.TLS != nil {
 		// The peer must prove it is p.site's node: only a node
 		// certificate names a site and may authenticate a server.
-		cfg := t.opts.TLS.Clone()
-		cfg.ServerName = p.site
-		creds, role = credentials.NewTLS(cfg), certs.Node
+		who = sender{role: certs.Node, name: p.site}
 	}
-	// gRPC's default reconnect backoff grows to two minutes over a long
-	// outage; a peer that came back then stayed unreachable for half a
-	// minute after a partition healed (found by cosla chaos). Reconnect
-	// at least every second.
-	reconnect := grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
-		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes),
-			grpc.ForceCodecV2(wirepb.Codec)))
+	d, err := t.newDialer(p)
 	if err != nil {
 		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
 		p.q.close()
+		close(p.ready)
 		return
 	}
-	defer conn.Close()
-	client := wirepb.NewNodeClient(conn)
+	defer d.close()
 	// The first stream opens at once; after a failure, only when there is
 	// something to send.
 	for first := true; ; first = false {
@@ -281,23 +295,23 @@ func (t *Transport) runPeer(p *peer) {
 			return
 		}
 		ctx, cancel := context.WithCancel(t.ctx)
-		// Fail at once rather than wait for a peer that cannot be reached:
-		// the protocols above time out and retry on their own.
-		stream, err := client.Stream(ctx, grpc.WaitForReady(false))
+		l, err := d.open(ctx)
 		select {
 		case <-p.ready:
 		default:
 			close(p.ready)
 		}
 		if err == nil {
+			stop := context.AfterFunc(ctx, l.close)
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
-				_ = t.receive(stream, nil, sender{role: role, name: p.site})
+				_ = t.receive(l, nil, who)
 				cancel()
 			}()
-			err = t.write(ctx, stream.SendMsg, p.q)
-			_ = stream.CloseSend()
+			err = t.write(ctx, l, p.q)
+			stop()
+			l.close()
 		}
 		cancel()
 		if t.ctx.Err() != nil {
@@ -313,15 +327,76 @@ func (t *Transport) runPeer(p *peer) {
 	}
 }
 
-// Stream serves a stream another process opened: envelopes it sends are
+// Serve accepts connections on lis, each carrying one stream another
+// process opens, until lis fails or the transport closes (then it
+// returns nil).
+func (t *Transport) Serve(lis net.Listener) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = lis.Close()
+		return nil
+	}
+	t.listeners[lis] = true
+	t.mu.Unlock()
+	if strings.HasPrefix(t.opts.Library, "grpc") {
+		return t.serveGRPC(lis)
+	}
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			t.mu.Lock()
+			closed := t.closed
+			t.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return fmt.Errorf("host: accept: %w", err)
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		t.wg.Add(1) // under mu, so that Close cannot be waiting yet
+		t.mu.Unlock()
+		go func() {
+			defer t.wg.Done()
+			t.serveConn(nc)
+		}()
+	}
+}
+
+// handshake runs the TLS handshake of a connection served, if TLS is on,
+// within DialTimeout, and returns the connection to use and its TLS
+// state (nil in plain text).
+func (t *Transport) handshake(nc net.Conn) (net.Conn, *tls.ConnectionState, error) {
+	if t.opts.TLS == nil {
+		return nc, nil, nil
+	}
+	tc := tls.Server(nc, t.opts.TLS)
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, nil, err
+	}
+	state := tc.ConnectionState()
+	return tc, &state, nil
+}
+
+// serve serves a stream another process opened: envelopes it sends are
 // delivered here, and envelopes for the nodes that sent from it (clients,
-// which have no address of their own) go back on it.
-func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
-	who, err := streamSender(stream.Context())
+// which have no address of their own) go back on it. It returns the
+// error that ended the stream, which the caller tells the peer: a
+// refusal (RefusedError) when the certificate state holds does not allow
+// what the peer sent.
+func (t *Transport) serve(l link, state *tls.ConnectionState, remote net.Addr) error {
+	who, err := senderOf(state)
 	if err != nil {
 		t.refused.Add(1)
-		t.opts.Logger.Warn("host: refused a stream", "err", err)
-		return status.Error(codes.PermissionDenied, err.Error())
+		t.opts.Logger.Warn("host: refused a stream", "from", remote, "err", err)
+		return &RefusedError{err}
 	}
 	q := newQueue(t.opts.QueueMax)
 	t.mu.Lock()
@@ -332,14 +407,14 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	t.inbound[q] = true
 	t.wg.Add(1) // under mu, so that Close cannot be waiting yet
 	t.mu.Unlock()
-	ctx, cancel := context.WithCancel(stream.Context())
+	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	go func() {
 		defer t.wg.Done()
-		_ = t.write(ctx, stream.SendMsg, q)
+		_ = t.write(ctx, l, q)
 		cancel()
 	}()
-	err = t.receive(stream, q, who)
+	err = t.receive(l, q, who)
 	q.close()
 	t.mu.Lock()
 	delete(t.inbound, q)
@@ -352,6 +427,14 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	return err
 }
 
+// RefusedError ends a stream whose peer's certificate does not allow
+// what it sent.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return "host: refused: " + e.Err.Error() }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // sender is who is at the other end of a stream, as its certificate says:
 // a role and, for a node, its site. The zero sender (no TLS) may send
 // anything.
@@ -360,20 +443,15 @@ type sender struct {
 	name string
 }
 
-// streamSender returns the sender of a stream others opened, from the
-// certificate its TLS handshake verified.
-func streamSender(ctx context.Context) (sender, error) {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok || p.AuthInfo == nil {
+// senderOf returns the sender of a stream others opened, from the
+// certificate its TLS handshake verified; the zero sender in plain text.
+func senderOf(state *tls.ConnectionState) (sender, error) {
+	if state == nil {
 		return sender{}, nil
 	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok {
-		return sender{}, nil
-	}
-	role, name, err := certs.PeerRole(info.State)
+	role, name, err := certs.PeerRole(*state)
 	if err != nil {
-		return sender{}, fmt.Errorf("host: stream from %s: %w", p.Addr, err)
+		return sender{}, err
 	}
 	return sender{role: role, name: name}, nil
 }
@@ -399,14 +477,12 @@ func (s sender) allows(from wire.NodeID, m wire.Msg) error {
 }
 
 // receive delivers envelopes from a stream until it ends, or until the
-// sender sends what its certificate does not allow, which ends the stream.
-// If back is not nil, it becomes the route to every sender that has no
-// peer address.
-func (t *Transport) receive(stream interface {
-	Recv() (*wirepb.Envelope, error)
-}, back *queue, who sender) error {
+// sender sends what its certificate does not allow, which ends the stream
+// with a RefusedError. If back is not nil, it becomes the route to every
+// sender that has no peer address.
+func (t *Transport) receive(l link, back *queue, who sender) error {
 	for {
-		e, err := stream.Recv()
+		e, err := l.recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -422,7 +498,7 @@ func (t *Transport) receive(stream interface {
 		if err := who.allows(from, m); err != nil {
 			t.refused.Add(1)
 			t.opts.Logger.Warn("host: refused a message; closing the stream", "from", from, "to", to, "err", err)
-			return status.Error(codes.PermissionDenied, err.Error())
+			return &RefusedError{err}
 		}
 		if back != nil {
 			t.routeBack(from, route{q: back, who: who})
@@ -459,22 +535,18 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 	t.reverse[from] = r
 }
 
-// write sends the queue's envelopes until the queue closes or a send
-// fails. They are encoded already (Send), so a send fails only when the
-// stream does.
-func (t *Transport) write(ctx context.Context, send func(any) error, q *queue) error {
+// write sends the queue's envelopes, a batch at a time, until the queue
+// closes or a write fails. They are encoded already (Send), so a write
+// fails only when the stream does.
+func (t *Transport) write(ctx context.Context, l link, q *queue) error {
 	for {
 		batch, ok := q.take(ctx)
 		if !ok {
 			return ctx.Err()
 		}
-		for i := range batch {
-			// A pointer into the batch, which is never written again,
-			// rather than a copy boxed per message.
-			if err := send(&batch[i]); err != nil {
-				t.dropped.Add(1)
-				return fmt.Errorf("host: send: %w", err)
-			}
+		if err := l.write(batch); err != nil {
+			t.dropped.Add(int64(len(batch)))
+			return fmt.Errorf("host: send: %w", err)
 		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"google.golang.org/grpc"
-
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 )
@@ -138,9 +136,6 @@ func TestSendUnencodable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(server.ServerOptions()...)
-	server.Register(gs)
-	defer gs.Stop()
 	refused := make(chan wire.Msg, 16)
 	tr := NewTransport(TransportOptions{Peers: map[wire.NodeID]string{node: lis.Addr().String()}}, func(from, to wire.NodeID, m wire.Msg) bool {
 		if to == client && from == node {
@@ -160,7 +155,7 @@ func TestSendUnencodable(t *testing.T) {
 	for _, m := range sent {
 		tr.Send(client, node, m)
 	}
-	go func() { _ = gs.Serve(lis) }()
+	go func() { _ = server.Serve(lis) }()
 	// A stream ended by the message that could not be encoded would leave
 	// the later ones undelivered: the receive hangs and the -timeout
 	// reports it.

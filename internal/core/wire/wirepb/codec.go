@@ -3,10 +3,8 @@ package wirepb
 import (
 	"fmt"
 
-	"google.golang.org/grpc/encoding"
-	protocodec "google.golang.org/grpc/encoding/proto"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"storj.io/drpc"
 
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -33,24 +31,44 @@ func Encode(from, to wire.NodeID, m wire.Msg) (Encoded, error) {
 	return b, nil
 }
 
-// Codec is the gRPC codec of the Node service, to be forced on both ends
-// of its streams (grpc.ForceCodecV2, grpc.ForceServerCodecV2). It writes
-// an *Encoded as it is, and encodes and decodes everything else as gRPC's
-// protobuf codec does; its name is that codec's, so the bytes on the
-// wire and the content type are the same.
-var Codec encoding.CodecV2 = codec{}
+// The Node service (wire.proto) over DRPC (storj.io/drpc): a process
+// opens one stream per connection, invoking StreamRPC, and both ends then
+// send DRPC message packets, each an encoded Envelope, in order. These
+// declarations are the whole of the service's glue, written here rather
+// than generated: there is one streaming method and no unary one.
+const (
+	// StreamRPC is the name the stream is invoked by.
+	StreamRPC = "/cosla.wire.Node/Stream"
+	// RefusedCode is the DRPC error code (drpcerr.Code) with which a
+	// process ends a stream whose certificate does not allow what it
+	// sent: a client certificate sending what only nodes send, or as
+	// another client, or a node's speaking for another site.
+	RefusedCode = 403
+)
 
-type codec struct{}
+// Encoding is the DRPC encoding of the stream's messages, for a client
+// built on DRPC's own connection (drpcconn): it encodes an *Envelope, or
+// writes an *Encoded as it is, and decodes into an *Envelope.
+var Encoding drpc.Encoding = encoding{}
 
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	if e, ok := v.(*Encoded); ok {
-		return mem.BufferSlice{mem.SliceBuffer(*e)}, nil
+type encoding struct{}
+
+// Marshal encodes msg, an *Envelope or an *Encoded.
+func (encoding) Marshal(msg drpc.Message) ([]byte, error) {
+	switch m := msg.(type) {
+	case *Encoded:
+		return *m, nil
+	case *Envelope:
+		return proto.Marshal(m)
 	}
-	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
+	return nil, fmt.Errorf("wirepb: cannot encode %T", msg)
 }
 
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	return encoding.GetCodecV2(protocodec.Name).Unmarshal(data, v)
+// Unmarshal decodes buf into msg, an *Envelope.
+func (encoding) Unmarshal(buf []byte, msg drpc.Message) error {
+	e, ok := msg.(*Envelope)
+	if !ok {
+		return fmt.Errorf("wirepb: cannot decode into %T", msg)
+	}
+	return proto.Unmarshal(buf, e)
 }
-
-func (codec) Name() string { return protocodec.Name }
