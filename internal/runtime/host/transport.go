@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"storj.io/drpc/drpcwire"
+
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/core/wire/wirepb"
 	"github.com/cosla/cosla/internal/runtime/certs"
@@ -112,8 +114,9 @@ type Transport struct {
 // library carries it. write is called by one goroutine and recv by
 // another; close may be called by any, more than once, and ends both.
 type link interface {
-	// write sends a batch of envelopes and flushes them.
-	write(batch []wirepb.Encoded) error
+	// write sends a batch of envelopes, DRPC message frames back to
+	// back (queue).
+	write(frames []byte) error
 	// recv returns the next envelope received, io.EOF once the peer
 	// ended the stream.
 	recv() (*wirepb.Envelope, error)
@@ -140,49 +143,59 @@ func (t *Transport) Stats() TransportStats {
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
 //
-// m is encoded here, in the sender's goroutine: a message that cannot be
-// encoded, or is over MaxMessageBytes, is dropped alone and, if it is a
-// request that is answered, refused to its sender at once (wire.Refusal),
-// so that its operation fails rather than times out. Written to a stream,
-// it would fail the write and end the stream, losing every message queued
-// behind it, other senders' too, again at every retry.
+// m is encoded here, in the sender's goroutine, into the write buffer of
+// the stream to to: a message that cannot be encoded, or is over
+// MaxMessageBytes, is dropped alone and, if it is a request that is
+// answered, refused to its sender at once (wire.Refusal), so that its
+// operation fails rather than times out. Written to a stream, it would
+// fail the write and end the stream, losing every message queued behind
+// it, other senders' too, again at every retry.
 func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	if t.deliver(from, to, m) {
 		return // a node of this process
 	}
-	e, err := wirepb.Encode(from, to, m)
-	switch {
-	case err != nil:
-		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "err", err)
-		t.malformed.Add(1)
-		t.refuse(from, to, m, wire.Unencodable)
-		return
-	case len(e) > t.opts.MaxMessageBytes:
-		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
-			"type", wire.Kind(m), "bytes", len(e), "limit", t.opts.MaxMessageBytes)
-		t.tooLarge.Add(1)
-		t.refuse(from, to, m, wire.TooLarge)
+	q := t.queueTo(to)
+	if q == nil {
 		return
 	}
+	e, err := wirepb.Wrap(from, to, m)
+	var pushed bool
+	if err == nil {
+		pushed, err = q.push(e, t.opts.MaxMessageBytes)
+	}
+	switch {
+	case errors.Is(err, errTooLarge):
+		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
+			"type", wire.Kind(m), "err", err)
+		t.tooLarge.Add(1)
+		t.refuse(from, to, m, wire.TooLarge)
+	case err != nil:
+		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "type", wire.Kind(m), "err", err)
+		t.malformed.Add(1)
+		t.refuse(from, to, m, wire.Unencodable)
+	case pushed:
+		t.sent.Add(1)
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// queueTo returns the write queue of the stream that reaches to, or nil
+// if there is none (counted unroutable) or the transport is closed.
+func (t *Transport) queueTo(to wire.NodeID) *queue {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return nil
 	}
-	var q *queue
 	if addr, ok := t.opts.Peers[to]; ok {
-		q = t.peerLocked(addr, to).q
-	} else if r, ok := t.reverse[to]; ok {
-		q = r.q
-	} else {
-		t.unroutable.Add(1)
-		return
+		return t.peerLocked(addr, to).q
 	}
-	if q.push(e) {
-		t.sent.Add(1)
-	} else {
-		t.dropped.Add(1)
+	if r, ok := t.reverse[to]; ok {
+		return r.q
 	}
+	t.unroutable.Add(1)
+	return nil
 }
 
 // refuse answers from's request m, which could not be sent to to, with
@@ -220,7 +233,7 @@ func (t *Transport) peerLocked(addr string, node wire.NodeID) *peer {
 	p, ok := t.outbound[addr]
 	if !ok {
 		site, _, _ := strings.Cut(string(node), "/")
-		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax), ready: make(chan struct{})}
+		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax, invokeID), ready: make(chan struct{})}
 		t.outbound[addr] = p
 		t.wg.Add(1)
 		go t.runPeer(p)
@@ -257,6 +270,10 @@ func (t *Transport) Connect(ctx context.Context) {
 		}
 	}
 }
+
+// invokeID numbers the packet that opens the one DRPC stream of a
+// connection this transport dials; the messages queued for it follow.
+var invokeID = drpcwire.ID{Stream: 1, Message: 1}
 
 // dialer opens streams to one peer address.
 type dialer interface {
@@ -390,15 +407,14 @@ func (t *Transport) handshake(nc net.Conn) (net.Conn, *tls.ConnectionState, erro
 // which have no address of their own) go back on it. It returns the
 // error that ended the stream, which the caller tells the peer: a
 // refusal (RefusedError) when the certificate state holds does not allow
-// what the peer sent.
-func (t *Transport) serve(l link, state *tls.ConnectionState, remote net.Addr) error {
+// what the peer sent. q is the stream's write queue.
+func (t *Transport) serve(l link, q *queue, state *tls.ConnectionState, remote net.Addr) error {
 	who, err := senderOf(state)
 	if err != nil {
 		t.refused.Add(1)
 		t.opts.Logger.Warn("host: refused a stream", "from", remote, "err", err)
 		return &RefusedError{err}
 	}
-	q := newQueue(t.opts.QueueMax)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -540,99 +556,13 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 // fails only when the stream does.
 func (t *Transport) write(ctx context.Context, l link, q *queue) error {
 	for {
-		batch, ok := q.take(ctx)
+		frames, n, ok := q.take(ctx)
 		if !ok {
 			return ctx.Err()
 		}
-		if err := l.write(batch); err != nil {
-			t.dropped.Add(int64(len(batch)))
+		if err := l.write(frames); err != nil {
+			t.dropped.Add(int64(n))
 			return fmt.Errorf("host: send: %w", err)
 		}
 	}
-}
-
-// queue is a bounded FIFO of envelopes with one reader.
-type queue struct {
-	mu     sync.Mutex
-	items  []wirepb.Encoded
-	max    int
-	closed bool
-	ready  chan struct{} // holds a token while items is not empty or closed
-}
-
-func newQueue(max int) *queue {
-	return &queue{max: max, ready: make(chan struct{}, 1)}
-}
-
-func (q *queue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) push(e wirepb.Encoded) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || len(q.items) >= q.max {
-		return false
-	}
-	q.items = append(q.items, e)
-	q.signal()
-	return true
-}
-
-// wait blocks until the queue has items (true) or is closed (false).
-func (q *queue) wait() bool {
-	for {
-		q.mu.Lock()
-		n, closed := len(q.items), q.closed
-		q.mu.Unlock()
-		if closed {
-			return false
-		}
-		if n > 0 {
-			return true
-		}
-		<-q.ready
-	}
-}
-
-// take returns every queued envelope, waiting for at least one.
-func (q *queue) take(ctx context.Context) ([]wirepb.Encoded, bool) {
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, false
-		}
-		if len(q.items) > 0 {
-			batch := q.items
-			q.items = nil
-			q.mu.Unlock()
-			return batch, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
-}
-
-// clear drops every queued envelope and returns how many there were.
-func (q *queue) clear() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := len(q.items)
-	q.items = nil
-	return n
-}
-
-func (q *queue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.signal()
 }

@@ -17,11 +17,6 @@ import (
 	"github.com/cosla/cosla/internal/core/wire/wirepb"
 )
 
-// flushBytes is how much of a batch drpcLink gathers before it writes:
-// a batch of small messages goes out in one write, and a large batch
-// does not sit whole in memory twice.
-const flushBytes = 64 << 10
-
 // drpcLink is a DRPC stream on a connection of its own, read and written
 // with DRPC's wire format (package drpcwire) by the transport's own
 // goroutines: the goroutine that receives reads the socket and hands each
@@ -39,8 +34,6 @@ type drpcLink struct {
 	env wirepb.Envelope // decoded into afresh by each recv
 
 	wmu sync.Mutex // a batch's frames or the closing error, whole
-	id  drpcwire.ID
-	out []byte
 
 	closeOnce sync.Once
 }
@@ -49,44 +42,11 @@ func newDRPCLink(nc net.Conn, maxMessageBytes int) *drpcLink {
 	return &drpcLink{nc: nc, rd: drpcwire.NewReaderWithOptions(nc, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})}
 }
 
-// frame appends a packet to the write buffer as frames of at most DRPC's
-// default split size (64 KiB), under wmu.
-func (l *drpcLink) frame(kind drpcwire.Kind, data []byte) {
-	l.id.Message++
-	for {
-		fr := drpcwire.Frame{ID: l.id, Kind: kind}
-		fr.Data, data = drpcwire.SplitData(data, 0)
-		fr.Done = len(data) == 0
-		l.out = drpcwire.AppendFrame(l.out, fr)
-		if fr.Done {
-			return
-		}
-	}
-}
-
-// flush writes the buffer, under wmu, and lets go of a buffer a large
-// message grew.
-func (l *drpcLink) flush() error {
-	_, err := l.nc.Write(l.out)
-	l.out = l.out[:0]
-	if cap(l.out) > 4*flushBytes {
-		l.out = nil
-	}
-	return err
-}
-
-func (l *drpcLink) write(batch []wirepb.Encoded) error {
+func (l *drpcLink) write(frames []byte) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	for _, e := range batch {
-		l.frame(drpcwire.KindMessage, e)
-		if len(l.out) >= flushBytes {
-			if err := l.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return l.flush()
+	_, err := l.nc.Write(frames)
+	return err
 }
 
 func (l *drpcLink) recv() (*wirepb.Envelope, error) {
@@ -119,15 +79,12 @@ func (l *drpcLink) recv() (*wirepb.Envelope, error) {
 	}
 }
 
-// fail tells the peer why its stream ends, unless a write stuck on a
-// peer that does not read holds the connection for longer than a second,
-// and closes the connection.
-func (l *drpcLink) fail(err error) {
+// fail writes frame, an error frame that tells the peer why its stream
+// ends, unless a write stuck on a peer that does not read holds the
+// connection for longer than a second, and closes the connection.
+func (l *drpcLink) fail(frame []byte) {
 	_ = l.nc.SetWriteDeadline(time.Now().Add(time.Second))
-	l.wmu.Lock()
-	l.frame(drpcwire.KindError, drpcwire.MarshalError(err))
-	_ = l.flush()
-	l.wmu.Unlock()
+	_ = l.write(frame)
 	l.close()
 }
 
@@ -167,9 +124,10 @@ func (d *drpcDialer) open(ctx context.Context) (link, error) {
 		return nil, err
 	}
 	l := newDRPCLink(nc, d.t.opts.MaxMessageBytes)
-	l.id.Stream = 1
-	l.frame(drpcwire.KindInvoke, []byte(wirepb.StreamRPC))
-	if err := l.flush(); err != nil {
+	// The invoke is the stream's first packet; the queue numbers its
+	// frames after it.
+	invoke := drpcwire.Frame{ID: invokeID, Kind: drpcwire.KindInvoke, Done: true, Data: []byte(wirepb.StreamRPC)}
+	if err := l.write(drpcwire.AppendFrame(nil, invoke)); err != nil {
 		l.close()
 		return nil, err
 	}
@@ -196,12 +154,14 @@ func (t *Transport) serveConn(raw net.Conn) {
 	}
 	l := newDRPCLink(nc, t.opts.MaxMessageBytes)
 	defer l.close()
-	if err := l.accept(); err != nil {
+	stream, err := l.accept()
+	if err != nil {
 		t.opts.Logger.Debug("host: no stream opened", "from", remote, "err", err)
 		return
 	}
-	if err := t.serve(l, state, remote); err != nil {
-		l.fail(withCode(err))
+	q := newQueue(t.opts.QueueMax, drpcwire.ID{Stream: stream})
+	if err := t.serve(l, q, state, remote); err != nil {
+		l.fail(q.errorFrame(withCode(err)))
 	}
 }
 
@@ -214,26 +174,26 @@ func withCode(err error) error {
 	return err
 }
 
-// accept reads the packet that opens the stream and takes the stream's ID
-// for the frames it writes.
-func (l *drpcLink) accept() error {
+// accept reads the packet that opens the stream and returns the
+// stream's number.
+func (l *drpcLink) accept() (uint64, error) {
 	for {
 		pkt, err := l.rd.ReadPacket()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		switch pkt.Kind {
 		case drpcwire.KindInvokeMetadata:
 			continue
 		case drpcwire.KindInvoke:
-			l.id.Stream = pkt.ID.Stream
 			if rpc := string(pkt.Data); rpc != wirepb.StreamRPC {
 				err := fmt.Errorf("host: unknown rpc %q", rpc)
-				l.fail(err)
-				return err
+				q := newQueue(0, drpcwire.ID{Stream: pkt.ID.Stream})
+				l.fail(q.errorFrame(err))
+				return 0, err
 			}
-			return nil
+			return pkt.ID.Stream, nil
 		}
-		return fmt.Errorf("host: a %v packet before the stream was invoked", pkt.Kind)
+		return 0, fmt.Errorf("host: a %v packet before the stream was invoked", pkt.Kind)
 	}
 }

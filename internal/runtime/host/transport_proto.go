@@ -108,7 +108,7 @@ func (g grpcNode) Stream(stream wirepb.Node_StreamServer) error {
 			state = &info.State
 		}
 	}
-	err := g.t.serve(&grpcLink{send: stream.SendMsg, rcv: stream.Recv}, state, remote)
+	err := g.t.serve(&grpcLink{send: stream.SendMsg, rcv: stream.Recv}, newQueue(g.t.opts.QueueMax, drpcwire.ID{Stream: 1}), state, remote)
 	if _, ok := err.(*RefusedError); ok {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -121,9 +121,15 @@ type grpcLink struct {
 	stop func()
 }
 
-func (l *grpcLink) write(batch []wirepb.Encoded) error {
-	for i := range batch {
-		if err := l.send(&batch[i]); err != nil {
+func (l *grpcLink) write(frames []byte) error {
+	for len(frames) > 0 {
+		rem, fr, _, err := drpcwire.ParseFrame(frames)
+		if err != nil {
+			return err
+		}
+		frames = rem
+		e := wirepb.Encoded(fr.Data)
+		if err := l.send(&e); err != nil {
 			return err
 		}
 	}
@@ -219,14 +225,19 @@ func (t *Transport) serveStock(nc net.Conn, state *tls.ConnectionState, remote n
 	if err != nil {
 		return
 	}
-	if err := t.serve(&stockLink{stream: s}, state, remote); err != nil {
+	if err := t.serve(&stockLink{stream: s}, newQueue(t.opts.QueueMax, drpcwire.ID{Stream: 1}), state, remote); err != nil {
 		_ = s.SendError(withCode(err))
 	}
 }
 
-func (l *stockLink) write(batch []wirepb.Encoded) error {
-	for _, e := range batch {
-		if err := l.stream.RawWrite(drpcwire.KindMessage, e); err != nil {
+func (l *stockLink) write(frames []byte) error {
+	for len(frames) > 0 {
+		rem, fr, _, err := drpcwire.ParseFrame(frames)
+		if err != nil {
+			return err
+		}
+		frames = rem
+		if err := l.stream.RawWrite(drpcwire.KindMessage, fr.Data); err != nil {
 			return err
 		}
 	}

@@ -103,17 +103,17 @@ func TestRouteBackKeepsIdentity(t *testing.T) {
 	tr := NewTransport(TransportOptions{}, func(_, _ wire.NodeID, _ wire.Msg) bool { return false })
 	defer tr.Close()
 	bob := sender{role: certs.Client, name: "bob"}
-	first, second, node := newQueue(8), newQueue(8), newQueue(8)
+	first, second, node := newQueue(8, invokeID), newQueue(8, invokeID), newQueue(8, invokeID)
 	tr.routeBack("us/bob-1", route{q: first, who: bob})
 	tr.routeBack("us/bob-1", route{q: node, who: sender{role: certs.Node, name: "us"}})
 	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})
-	if len(first.items) != 1 || len(node.items) != 0 {
-		t.Fatalf("after a node's stream sent as us/bob-1: bob's stream has %d messages, the node's %d; want 1 and 0", len(first.items), len(node.items))
+	if first.n != 1 || node.n != 0 {
+		t.Fatalf("after a node's stream sent as us/bob-1: bob's stream has %d messages, the node's %d; want 1 and 0", first.n, node.n)
 	}
 	tr.routeBack("us/bob-1", route{q: second, who: bob})
 	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})
-	if len(second.items) != 1 {
-		t.Fatalf("bob's new stream has %d messages, want the one sent after it took the route", len(second.items))
+	if second.n != 1 {
+		t.Fatalf("bob's new stream has %d messages, want the one sent after it took the route", second.n)
 	}
 }
 
