@@ -50,9 +50,6 @@ type TransportOptions struct {
 	DialTimeout time.Duration
 	// Logger receives transport events. Default: discard.
 	Logger *slog.Logger
-	// Library is the RPC library: "grpc", "grpc-trimmed", "drpc" or
-	// "drpc-stock". Default "drpc".
-	Library string
 }
 
 func (o *TransportOptions) ensureDefaults() {
@@ -70,9 +67,6 @@ func (o *TransportOptions) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Library == "" {
-		o.Library = "drpc"
 	}
 }
 
@@ -105,22 +99,8 @@ type Transport struct {
 	inbound   map[*queue]bool       // the write queues of streams others opened
 	listeners map[net.Listener]bool
 	closed    bool
-	grpc      grpcServers
 
 	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
-}
-
-// link is one stream of envelopes between two processes, as an RPC
-// library carries it. write is called by one goroutine and recv by
-// another; close may be called by any, more than once, and ends both.
-type link interface {
-	// write sends a batch of envelopes, DRPC message frames back to
-	// back (queue).
-	write(frames []byte) error
-	// recv returns the next envelope received, io.EOF once the peer
-	// ended the stream.
-	recv() (*wirepb.Envelope, error)
-	close()
 }
 
 // NewTransport returns a transport that hands every message addressed to
@@ -223,7 +203,6 @@ func (t *Transport) Close() {
 	}
 	t.mu.Unlock()
 	t.cancel()
-	t.grpc.stop()
 	t.wg.Wait()
 }
 
@@ -275,12 +254,6 @@ func (t *Transport) Connect(ctx context.Context) {
 // connection this transport dials; the messages queued for it follow.
 var invokeID = drpcwire.ID{Stream: 1, Message: 1}
 
-// dialer opens streams to one peer address.
-type dialer interface {
-	open(ctx context.Context) (link, error)
-	close()
-}
-
 // runPeer keeps a stream open to a peer address while there is something
 // to send, and delivers what the peer sends back on it. A stream that
 // fails is dialed again RedialDelay later, as soon as there is something
@@ -297,14 +270,6 @@ func (t *Transport) runPeer(p *peer) {
 		// certificate names a site and may authenticate a server.
 		who = sender{role: certs.Node, name: p.site}
 	}
-	d, err := t.newDialer(p)
-	if err != nil {
-		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
-		p.q.close()
-		close(p.ready)
-		return
-	}
-	defer d.close()
 	// The first stream opens at once; after a failure, only when there is
 	// something to send.
 	for first := true; ; first = false {
@@ -312,7 +277,7 @@ func (t *Transport) runPeer(p *peer) {
 			return
 		}
 		ctx, cancel := context.WithCancel(t.ctx)
-		l, err := d.open(ctx)
+		l, err := t.dial(ctx, p)
 		select {
 		case <-p.ready:
 		default:
@@ -356,9 +321,6 @@ func (t *Transport) Serve(lis net.Listener) error {
 	}
 	t.listeners[lis] = true
 	t.mu.Unlock()
-	if strings.HasPrefix(t.opts.Library, "grpc") {
-		return t.serveGRPC(lis)
-	}
 	for {
 		nc, err := lis.Accept()
 		if err != nil {
@@ -406,14 +368,14 @@ func (t *Transport) handshake(nc net.Conn) (net.Conn, *tls.ConnectionState, erro
 // delivered here, and envelopes for the nodes that sent from it (clients,
 // which have no address of their own) go back on it. It returns the
 // error that ended the stream, which the caller tells the peer: a
-// refusal (RefusedError) when the certificate state holds does not allow
+// refusal (refusal) when the certificate state holds does not allow
 // what the peer sent. q is the stream's write queue.
-func (t *Transport) serve(l link, q *queue, state *tls.ConnectionState, remote net.Addr) error {
+func (t *Transport) serve(l *drpcLink, q *queue, state *tls.ConnectionState, remote net.Addr) error {
 	who, err := senderOf(state)
 	if err != nil {
 		t.refused.Add(1)
 		t.opts.Logger.Warn("host: refused a stream", "from", remote, "err", err)
-		return &RefusedError{err}
+		return &refusal{err}
 	}
 	t.mu.Lock()
 	if t.closed {
@@ -443,13 +405,13 @@ func (t *Transport) serve(l link, q *queue, state *tls.ConnectionState, remote n
 	return err
 }
 
-// RefusedError ends a stream whose peer's certificate does not allow
-// what it sent.
-type RefusedError struct{ Err error }
+// refusal ends a stream whose peer's certificate does not allow what it
+// sent.
+type refusal struct{ err error }
 
-func (e *RefusedError) Error() string { return "host: refused: " + e.Err.Error() }
+func (r *refusal) Error() string { return "host: refused: " + r.err.Error() }
 
-func (e *RefusedError) Unwrap() error { return e.Err }
+func (r *refusal) Unwrap() error { return r.err }
 
 // sender is who is at the other end of a stream, as its certificate says:
 // a role and, for a node, its site. The zero sender (no TLS) may send
@@ -494,9 +456,9 @@ func (s sender) allows(from wire.NodeID, m wire.Msg) error {
 
 // receive delivers envelopes from a stream until it ends, or until the
 // sender sends what its certificate does not allow, which ends the stream
-// with a RefusedError. If back is not nil, it becomes the route to every
+// with a refusal. If back is not nil, it becomes the route to every
 // sender that has no peer address.
-func (t *Transport) receive(l link, back *queue, who sender) error {
+func (t *Transport) receive(l *drpcLink, back *queue, who sender) error {
 	for {
 		e, err := l.recv()
 		if err != nil {
@@ -514,7 +476,7 @@ func (t *Transport) receive(l link, back *queue, who sender) error {
 		if err := who.allows(from, m); err != nil {
 			t.refused.Add(1)
 			t.opts.Logger.Warn("host: refused a message; closing the stream", "from", from, "to", to, "err", err)
-			return &RefusedError{err}
+			return &refusal{err}
 		}
 		if back != nil {
 			t.routeBack(from, route{q: back, who: who})
@@ -554,7 +516,7 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 // write sends the queue's envelopes, a batch at a time, until the queue
 // closes or a write fails. They are encoded already (Send), so a write
 // fails only when the stream does.
-func (t *Transport) write(ctx context.Context, l link, q *queue) error {
+func (t *Transport) write(ctx context.Context, l *drpcLink, q *queue) error {
 	for {
 		frames, n, ok := q.take(ctx)
 		if !ok {

@@ -17,15 +17,17 @@ import (
 	"github.com/cosla/cosla/internal/core/wire/wirepb"
 )
 
-// drpcLink is a DRPC stream on a connection of its own, read and written
-// with DRPC's wire format (package drpcwire) by the transport's own
-// goroutines: the goroutine that receives reads the socket and hands each
-// message straight to deliver, and the one that writes frames a whole
-// batch into one buffer and writes it at once. DRPC's connection manager
-// would put a goroutine of its own between the socket and the receiver
-// (and hand each packet over synchronously); its streams' frames are the
-// same, so a process built on drpcconn talks to this one (the server's
-// tests do).
+// drpcLink is one DRPC stream (storj.io/drpc) on a TCP connection of
+// its own, read and written in DRPC's wire format (package drpcwire) by
+// the transport's goroutines rather than by DRPC's connection manager:
+// the goroutine that receives reads the socket and hands each message
+// straight to deliver, and the one that writes writes the frames that
+// senders encoded into the stream's queue, a batch per system call. The
+// manager would put a goroutine of its own between the socket and the
+// receiver, handing each packet over and waiting until it is taken (see
+// BenchmarkTransportRoundTrip for what that cost). The frames are DRPC's,
+// so a client built on drpcconn talks to this transport (the server's
+// tests use one).
 type drpcLink struct {
 	nc net.Conn
 
@@ -42,6 +44,8 @@ func newDRPCLink(nc net.Conn, maxMessageBytes int) *drpcLink {
 	return &drpcLink{nc: nc, rd: drpcwire.NewReaderWithOptions(nc, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})}
 }
 
+// write writes frames, whole, to the connection: one goroutine's batch
+// at a time.
 func (l *drpcLink) write(frames []byte) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -49,6 +53,9 @@ func (l *drpcLink) write(frames []byte) error {
 	return err
 }
 
+// recv returns the next envelope received, valid until the next recv, or
+// io.EOF once the peer closed the stream, or the error the peer ended it
+// with (a DRPC error packet).
 func (l *drpcLink) recv() (*wirepb.Envelope, error) {
 	for {
 		pkt, err := l.rd.ReadPacketUsing(l.in)
@@ -88,42 +95,30 @@ func (l *drpcLink) fail(frame []byte) {
 	l.close()
 }
 
+// close closes the connection, ending a read or write in progress.
 func (l *drpcLink) close() { l.closeOnce.Do(func() { _ = l.nc.Close() }) }
 
-// drpcDialer dials a connection per stream.
-type drpcDialer struct {
-	t    *Transport
-	addr string
-	site string
-}
-
-// dial connects to the peer and runs the TLS handshake, expecting the
-// certificate of its site, within DialTimeout.
-func (d *drpcDialer) dial(ctx context.Context) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.t.opts.DialTimeout)
+// dial connects to p, runs the TLS handshake expecting the certificate
+// of p's site, within DialTimeout, and invokes the stream.
+func (t *Transport) dial(ctx context.Context, p *peer) (*drpcLink, error) {
+	dialCtx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
 	defer cancel()
 	var nd net.Dialer
-	nc, err := nd.DialContext(ctx, "tcp", d.addr)
-	if err != nil || d.t.opts.TLS == nil {
-		return nc, err
-	}
-	cfg := d.t.opts.TLS.Clone()
-	cfg.ServerName = d.site
-	tc := tls.Client(nc, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		_ = nc.Close()
-		return nil, err
-	}
-	return tc, nil
-}
-
-// open dials the peer and invokes the stream.
-func (d *drpcDialer) open(ctx context.Context) (link, error) {
-	nc, err := d.dial(ctx)
+	nc, err := nd.DialContext(dialCtx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
-	l := newDRPCLink(nc, d.t.opts.MaxMessageBytes)
+	if t.opts.TLS != nil {
+		cfg := t.opts.TLS.Clone()
+		cfg.ServerName = p.site
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(dialCtx); err != nil {
+			_ = nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	l := newDRPCLink(nc, t.opts.MaxMessageBytes)
 	// The invoke is the stream's first packet; the queue numbers its
 	// frames after it.
 	invoke := drpcwire.Frame{ID: invokeID, Kind: drpcwire.KindInvoke, Done: true, Data: []byte(wirepb.StreamRPC)}
@@ -133,8 +128,6 @@ func (d *drpcDialer) open(ctx context.Context) (link, error) {
 	}
 	return l, nil
 }
-
-func (d *drpcDialer) close() {}
 
 // serveConn serves the one stream of a connection another process
 // opened, and closes the connection.
@@ -146,10 +139,6 @@ func (t *Transport) serveConn(raw net.Conn) {
 	nc, state, err := t.handshake(raw)
 	if err != nil {
 		t.opts.Logger.Debug("host: TLS handshake failed", "from", remote, "err", err)
-		return
-	}
-	if t.opts.Library == "drpc-stock" {
-		t.serveStock(nc, state, remote)
 		return
 	}
 	l := newDRPCLink(nc, t.opts.MaxMessageBytes)
@@ -167,7 +156,7 @@ func (t *Transport) serveConn(raw net.Conn) {
 
 // withCode gives a refusal its DRPC error code.
 func withCode(err error) error {
-	var refused *RefusedError
+	var refused *refusal
 	if errors.As(err, &refused) {
 		return drpcerr.WithCode(err, wirepb.RefusedCode)
 	}
