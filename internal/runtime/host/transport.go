@@ -368,8 +368,8 @@ func (t *Transport) handshake(nc net.Conn) (net.Conn, *tls.ConnectionState, erro
 // delivered here, and envelopes for the nodes that sent from it (clients,
 // which have no address of their own) go back on it. It returns the
 // error that ended the stream, which the caller tells the peer: a
-// refusal (refusal) when the certificate state holds does not allow
-// what the peer sent. q is the stream's write queue.
+// refusal when the certificate in state (nil in plain text) does not
+// allow what the peer sent. q is the stream's write queue.
 func (t *Transport) serve(l *drpcLink, q *queue, state *tls.ConnectionState, remote net.Addr) error {
 	who, err := senderOf(state)
 	if err != nil {
