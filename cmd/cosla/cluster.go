@@ -71,7 +71,7 @@ func runClusterUp(args []string, stdout, stderr io.Writer) error {
 	insecure := fs.Bool("insecure", false, "run without TLS: any process that reaches a node's port may send it anything (by default a CA and node and client certificates are written to DIR/tls and every connection is mutual TLS)")
 	noFsync := fs.Bool("unsafe-no-fsync", false, "never fsync: acknowledged Puts may be lost in a crash (to measure what durability costs)")
 	foreground := fs.Bool("foreground", false, "run the supervisor in this process until interrupted")
-	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (gRPC) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
+	portBase := fs.Int("port-base", 0, "listen on fixed ports: the i-th site with storage nodes (from 0, in the topology's order) on `N`+2i (nodes and clients) and N+2i+1 (HTTP: status page, /metrics), the same after every restart (default: free ports chosen at start)")
 	clients := fs.String("clients", "", "comma-separated names of clients to issue certificates of their own to, besides the CLI's (DIR/tls/client-NAME.pem; cosla cluster cert client NAME issues one later)")
 	if err := parseArgs(fs, args, noOperands); err != nil {
 		return err

@@ -28,7 +28,7 @@ var purePackages = []string{
 }
 
 // encodingPackages sit under a pure package but are not protocol code: the
-// protobuf encoding of wire's messages links the protobuf and gRPC
+// protobuf encoding of wire's messages links the protobuf and DRPC
 // runtimes, and only the server and client runtimes import it.
 var encodingPackages = []string{
 	"internal/core/wire/wirepb",

@@ -297,7 +297,7 @@ func (s *simSession) Do(op *Op, done func()) {
 func (s *simSession) End() { s.c.core.EndSession(s.s) }
 
 // HostTarget runs each group as a client core hosted in this process
-// (package host) that talks gRPC to a real cluster: the same core and
+// (package host) that talks DRPC to a real cluster: the same core and
 // executor as SimTarget. On a causal table (Karma) it performs Put, Get
 // and GetTx and fills Op's causal fields (doCausal); the group's SLA
 // must then be one a causal table serves (clientcore).

@@ -16,7 +16,7 @@
 // The driver is a state machine on its Runtime's loop: the simulator
 // (SimRuntime) or a real-time Loop. Targets perform the ops: SimTarget
 // and HostTarget run cosla's client core (package clientcore) with one
-// executor, in the simulator or against a real cluster over gRPC, so
+// executor, in the simulator or against a real cluster over TCP, so
 // that the two differ only in their network and clock; StoreTarget
 // calls another store. An op may carry a bound (dConssandra), and then
 // records what the store reported: the stage a write reached, a read's

@@ -90,7 +90,7 @@ type ClusterRunOptions struct {
 // RunCluster runs the scenario on a local cluster (real processes, TCP
 // and an emulated WAN) that it starts in o.Dir and stops before
 // returning, through the same units and driver as Run: only the runtime
-// (real time) and the target (client cores over gRPC) differ. Its
+// (real time) and the target (client cores over TCP) differ. Its
 // Result has the shape of Run's; times in it are real seconds and it has
 // no trace hash: a real run is not reproducible to the byte, only in its
 // figures.

@@ -96,7 +96,7 @@ type Options struct {
 	Fresh bool
 	// PortBase, if not 0, fixes the ports of the sites' processes: the
 	// i-th site with storage nodes, in the topology's order, listens on
-	// PortBase+2i (gRPC) and PortBase+2i+1 (HTTP), so the status page and
+	// PortBase+2i (nodes and clients) and PortBase+2i+1 (HTTP), so the status page and
 	// Prometheus targets stay the same across restarts. Default: free
 	// ports chosen at start. The emulated links and the control API take
 	// free ports either way.

@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	grpcpeer "google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
+	"storj.io/drpc/drpcwire"
 
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/core/wire/wirepb"
@@ -31,25 +26,28 @@ type TransportOptions struct {
 	// process dials to reach them. Nodes not listed are reached over the
 	// stream they last sent from (clients, which do not listen).
 	Peers map[wire.NodeID]string
-	// TLS, if set, secures the streams this transport dials (package
-	// certs builds it); each dial expects the certificate of the peer's
-	// site, so ServerName is left empty here. Nil dials in plain text.
-	// The streams others open are secured by the gRPC server's
-	// credentials; the transport checks the role of each one's
-	// certificate either way.
+	// TLS, if set, secures the connections this transport dials and
+	// those it serves (package certs builds it: the holder's certificate,
+	// the authority, a client certificate required of every peer). Each
+	// dial expects the certificate of the peer's site, so ServerName is
+	// left empty here. Nil dials and serves in plain text. The transport
+	// checks the role of each peer's certificate either way.
 	TLS *tls.Config
 	// MaxMessageBytes bounds an envelope's encoding, sent or received:
-	// Send drops a larger one alone (see Send), and gRPC refuses a larger
-	// one received, ending its stream. It must cover the largest message
-	// the nodes send (replica.Options.MessageBytesMax). Default 16 MiB.
+	// Send drops a larger one alone (see Send), and a larger one received
+	// ends its connection. It must cover the largest message the nodes
+	// send (replica.Options.MessageBytesMax). Default 16 MiB.
 	MaxMessageBytes int
 	// QueueMax bounds the envelopes waiting to be written on one stream;
 	// beyond it messages are dropped, as a congested network would. The
 	// protocols tolerate loss. Default 65536.
 	QueueMax int
 	// RedialDelay is the pause before dialing a peer again after its
-	// stream failed. Default 200ms.
+	// stream failed or could not be opened. Default 200ms.
 	RedialDelay time.Duration
+	// DialTimeout bounds connecting to a peer, its TLS handshake
+	// included, and the TLS handshake of a connection served. Default 5s.
+	DialTimeout time.Duration
 	// Logger receives transport events. Default: discard.
 	Logger *slog.Logger
 }
@@ -63,6 +61,9 @@ func (o *TransportOptions) ensureDefaults() {
 	}
 	if o.RedialDelay == 0 {
 		o.RedialDelay = 200 * time.Millisecond
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -79,25 +80,25 @@ type TransportStats struct {
 }
 
 // Transport carries messages between the nodes of this process and those
-// of other processes over gRPC bidirectional streams: one stream per peer
-// address, dialed once and kept, plus the streams other processes opened
-// to this one. Messages between two nodes keep their order while a stream
-// lives; when a stream breaks, the messages queued on it are lost and the
-// next message dials again.
+// of other processes over DRPC streams (storj.io/drpc), one per TCP
+// connection: one stream per peer address, dialed once and kept, plus
+// the streams other processes opened to this one (Serve). Messages
+// between two nodes keep their order while a stream lives; when a stream
+// breaks, the messages queued on it are lost and the next message dials
+// again.
 type Transport struct {
-	wirepb.UnimplementedNodeServer
-
 	opts    TransportOptions
 	deliver func(from, to wire.NodeID, m wire.Msg) bool
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	outbound map[string]*peer      // by address
-	reverse  map[wire.NodeID]route // nodes that reached us over a stream they opened
-	inbound  map[*queue]bool       // the write queues of streams others opened
-	closed   bool
+	mu        sync.Mutex
+	outbound  map[string]*peer      // by address
+	reverse   map[wire.NodeID]route // nodes that reached us over a stream they opened
+	inbound   map[*queue]bool       // the write queues of streams others opened
+	listeners map[net.Listener]bool
+	closed    bool
 
 	sent, received, dropped, unroutable, malformed, refused, tooLarge atomic.Int64
 }
@@ -110,19 +111,8 @@ func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wi
 	return &Transport{
 		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
 		outbound: map[string]*peer{}, reverse: map[wire.NodeID]route{}, inbound: map[*queue]bool{},
+		listeners: map[net.Listener]bool{},
 	}
-}
-
-// Register adds the transport's service to a gRPC server, so other
-// processes can open streams to it.
-func (t *Transport) Register(s *grpc.Server) { wirepb.RegisterNodeServer(s, t) }
-
-// ServerOptions are the options the gRPC server Register is given must
-// have: the message size limit and the codec that writes the envelopes
-// Send encoded.
-func (t *Transport) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxSendMsgSize(t.opts.MaxMessageBytes),
-		grpc.ForceServerCodecV2(wirepb.Codec)}
 }
 
 // Stats returns the transport's counters.
@@ -133,49 +123,59 @@ func (t *Transport) Stats() TransportStats {
 
 // Send queues m for delivery to the node to. Delivery is not guaranteed.
 //
-// m is encoded here, in the sender's goroutine: a message that cannot be
-// encoded, or is over MaxMessageBytes, is dropped alone and, if it is a
-// request that is answered, refused to its sender at once (wire.Refusal),
-// so that its operation fails rather than times out. Written to a stream,
-// it would fail the write and end the stream, losing every message queued
-// behind it, other senders' too, again at every retry.
+// m is encoded here, in the sender's goroutine, into the write buffer of
+// the stream to to: a message that cannot be encoded, or is over
+// MaxMessageBytes, is dropped alone and, if it is a request that is
+// answered, refused to its sender at once (wire.Refusal), so that its
+// operation fails rather than times out. Written to a stream, it would
+// fail the write and end the stream, losing every message queued behind
+// it, other senders' too, again at every retry.
 func (t *Transport) Send(from, to wire.NodeID, m wire.Msg) {
 	if t.deliver(from, to, m) {
 		return // a node of this process
 	}
-	e, err := wirepb.Encode(from, to, m)
-	switch {
-	case err != nil:
-		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "err", err)
-		t.malformed.Add(1)
-		t.refuse(from, to, m, wire.Unencodable)
-		return
-	case len(e) > t.opts.MaxMessageBytes:
-		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
-			"type", wire.Kind(m), "bytes", len(e), "limit", t.opts.MaxMessageBytes)
-		t.tooLarge.Add(1)
-		t.refuse(from, to, m, wire.TooLarge)
+	q := t.queueTo(to)
+	if q == nil {
 		return
 	}
+	e, err := wirepb.Wrap(from, to, m)
+	var pushed bool
+	if err == nil {
+		pushed, err = q.push(e, t.opts.MaxMessageBytes)
+	}
+	switch {
+	case errors.Is(err, errTooLarge):
+		t.opts.Logger.Error("host: message over the size limit dropped", "from", from, "to", to,
+			"type", wire.Kind(m), "err", err)
+		t.tooLarge.Add(1)
+		t.refuse(from, to, m, wire.TooLarge)
+	case err != nil:
+		t.opts.Logger.Error("host: message cannot be encoded; dropped", "from", from, "to", to, "type", wire.Kind(m), "err", err)
+		t.malformed.Add(1)
+		t.refuse(from, to, m, wire.Unencodable)
+	case pushed:
+		t.sent.Add(1)
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// queueTo returns the write queue of the stream that reaches to, or nil
+// if there is none (counted unroutable) or the transport is closed.
+func (t *Transport) queueTo(to wire.NodeID) *queue {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return nil
 	}
-	var q *queue
 	if addr, ok := t.opts.Peers[to]; ok {
-		q = t.peerLocked(addr, to).q
-	} else if r, ok := t.reverse[to]; ok {
-		q = r.q
-	} else {
-		t.unroutable.Add(1)
-		return
+		return t.peerLocked(addr, to).q
 	}
-	if q.push(e) {
-		t.sent.Add(1)
-	} else {
-		t.dropped.Add(1)
+	if r, ok := t.reverse[to]; ok {
+		return r.q
 	}
+	t.unroutable.Add(1)
+	return nil
 }
 
 // refuse answers from's request m, which could not be sent to to, with
@@ -187,7 +187,8 @@ func (t *Transport) refuse(from, to wire.NodeID, m wire.Msg, code wire.Code) {
 	}
 }
 
-// Close stops every stream and waits for the transport's goroutines.
+// Close stops serving and every stream, and waits for the transport's
+// goroutines.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true
@@ -196,6 +197,9 @@ func (t *Transport) Close() {
 	}
 	for q := range t.inbound {
 		q.close()
+	}
+	for lis := range t.listeners {
+		_ = lis.Close()
 	}
 	t.mu.Unlock()
 	t.cancel()
@@ -208,7 +212,7 @@ func (t *Transport) peerLocked(addr string, node wire.NodeID) *peer {
 	p, ok := t.outbound[addr]
 	if !ok {
 		site, _, _ := strings.Cut(string(node), "/")
-		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax), ready: make(chan struct{})}
+		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax, invokeID), ready: make(chan struct{})}
 		t.outbound[addr] = p
 		t.wg.Add(1)
 		go t.runPeer(p)
@@ -246,34 +250,26 @@ func (t *Transport) Connect(ctx context.Context) {
 	}
 }
 
+// invokeID numbers the packet that opens the one DRPC stream of a
+// connection this transport dials; the messages queued for it follow.
+var invokeID = drpcwire.ID{Stream: 1, Message: 1}
+
 // runPeer keeps a stream open to a peer address while there is something
-// to send, and delivers what the peer sends back on it.
+// to send, and delivers what the peer sends back on it. A stream that
+// fails is dialed again RedialDelay later, as soon as there is something
+// to send: the protocols above time out and retry on their own, and a
+// peer back from a partition is reached again within RedialDelay of the
+// next message (cosla chaos found a peer unreachable for half a minute
+// after a partition healed when gRPC's reconnect backoff, which grows to
+// two minutes, decided when to dial).
 func (t *Transport) runPeer(p *peer) {
 	defer t.wg.Done()
-	creds, role := insecure.NewCredentials(), certs.Role("")
+	who := sender{}
 	if t.opts.TLS != nil {
 		// The peer must prove it is p.site's node: only a node
 		// certificate names a site and may authenticate a server.
-		cfg := t.opts.TLS.Clone()
-		cfg.ServerName = p.site
-		creds, role = credentials.NewTLS(cfg), certs.Node
+		who = sender{role: certs.Node, name: p.site}
 	}
-	// gRPC's default reconnect backoff grows to two minutes over a long
-	// outage; a peer that came back then stayed unreachable for half a
-	// minute after a partition healed (found by cosla chaos). Reconnect
-	// at least every second.
-	reconnect := grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
-		Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(reconnect),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(t.opts.MaxMessageBytes), grpc.MaxCallSendMsgSize(t.opts.MaxMessageBytes),
-			grpc.ForceCodecV2(wirepb.Codec)))
-	if err != nil {
-		t.opts.Logger.Error("host: bad peer address", "addr", p.addr, "err", err)
-		p.q.close()
-		return
-	}
-	defer conn.Close()
-	client := wirepb.NewNodeClient(conn)
 	// The first stream opens at once; after a failure, only when there is
 	// something to send.
 	for first := true; ; first = false {
@@ -281,23 +277,23 @@ func (t *Transport) runPeer(p *peer) {
 			return
 		}
 		ctx, cancel := context.WithCancel(t.ctx)
-		// Fail at once rather than wait for a peer that cannot be reached:
-		// the protocols above time out and retry on their own.
-		stream, err := client.Stream(ctx, grpc.WaitForReady(false))
+		l, err := t.dial(ctx, p)
 		select {
 		case <-p.ready:
 		default:
 			close(p.ready)
 		}
 		if err == nil {
+			stop := context.AfterFunc(ctx, l.close)
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
-				_ = t.receive(stream, nil, sender{role: role, name: p.site})
+				_ = t.receive(l, nil, who)
 				cancel()
 			}()
-			err = t.write(ctx, stream.SendMsg, p.q)
-			_ = stream.CloseSend()
+			err = t.write(ctx, l, p.q)
+			stop()
+			l.close()
 		}
 		cancel()
 		if t.ctx.Err() != nil {
@@ -313,17 +309,74 @@ func (t *Transport) runPeer(p *peer) {
 	}
 }
 
-// Stream serves a stream another process opened: envelopes it sends are
+// Serve accepts connections on lis, each carrying one stream another
+// process opens, until lis fails or the transport closes (then it
+// returns nil).
+func (t *Transport) Serve(lis net.Listener) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = lis.Close()
+		return nil
+	}
+	t.listeners[lis] = true
+	t.mu.Unlock()
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			t.mu.Lock()
+			closed := t.closed
+			t.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return fmt.Errorf("host: accept: %w", err)
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		t.wg.Add(1) // under mu, so that Close cannot be waiting yet
+		t.mu.Unlock()
+		go func() {
+			defer t.wg.Done()
+			t.serveConn(nc)
+		}()
+	}
+}
+
+// handshake runs the TLS handshake of a connection served, if TLS is on,
+// within DialTimeout, and returns the connection to use and its TLS
+// state (nil in plain text).
+func (t *Transport) handshake(nc net.Conn) (net.Conn, *tls.ConnectionState, error) {
+	if t.opts.TLS == nil {
+		return nc, nil, nil
+	}
+	tc := tls.Server(nc, t.opts.TLS)
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, nil, err
+	}
+	state := tc.ConnectionState()
+	return tc, &state, nil
+}
+
+// serve serves a stream another process opened: envelopes it sends are
 // delivered here, and envelopes for the nodes that sent from it (clients,
-// which have no address of their own) go back on it.
-func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
-	who, err := streamSender(stream.Context())
+// which have no address of their own) go back on it. It returns the
+// error that ended the stream, which the caller tells the peer: a
+// refusal when the certificate in state (nil in plain text) does not
+// allow what the peer sent. q is the stream's write queue.
+func (t *Transport) serve(l *drpcLink, q *queue, state *tls.ConnectionState, remote net.Addr) error {
+	who, err := senderOf(state)
 	if err != nil {
 		t.refused.Add(1)
-		t.opts.Logger.Warn("host: refused a stream", "err", err)
-		return status.Error(codes.PermissionDenied, err.Error())
+		t.opts.Logger.Warn("host: refused a stream", "from", remote, "err", err)
+		return &refusal{err}
 	}
-	q := newQueue(t.opts.QueueMax)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -332,14 +385,14 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	t.inbound[q] = true
 	t.wg.Add(1) // under mu, so that Close cannot be waiting yet
 	t.mu.Unlock()
-	ctx, cancel := context.WithCancel(stream.Context())
+	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	go func() {
 		defer t.wg.Done()
-		_ = t.write(ctx, stream.SendMsg, q)
+		_ = t.write(ctx, l, q)
 		cancel()
 	}()
-	err = t.receive(stream, q, who)
+	err = t.receive(l, q, who)
 	q.close()
 	t.mu.Lock()
 	delete(t.inbound, q)
@@ -352,6 +405,14 @@ func (t *Transport) Stream(stream wirepb.Node_StreamServer) error {
 	return err
 }
 
+// refusal ends a stream whose peer's certificate does not allow what it
+// sent.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return "host: refused: " + r.err.Error() }
+
+func (r *refusal) Unwrap() error { return r.err }
+
 // sender is who is at the other end of a stream, as its certificate says:
 // a role and, for a node, its site. The zero sender (no TLS) may send
 // anything.
@@ -360,20 +421,15 @@ type sender struct {
 	name string
 }
 
-// streamSender returns the sender of a stream others opened, from the
-// certificate its TLS handshake verified.
-func streamSender(ctx context.Context) (sender, error) {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok || p.AuthInfo == nil {
+// senderOf returns the sender of a stream others opened, from the
+// certificate its TLS handshake verified; the zero sender in plain text.
+func senderOf(state *tls.ConnectionState) (sender, error) {
+	if state == nil {
 		return sender{}, nil
 	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok {
-		return sender{}, nil
-	}
-	role, name, err := certs.PeerRole(info.State)
+	role, name, err := certs.PeerRole(*state)
 	if err != nil {
-		return sender{}, fmt.Errorf("host: stream from %s: %w", p.Addr, err)
+		return sender{}, err
 	}
 	return sender{role: role, name: name}, nil
 }
@@ -399,14 +455,12 @@ func (s sender) allows(from wire.NodeID, m wire.Msg) error {
 }
 
 // receive delivers envelopes from a stream until it ends, or until the
-// sender sends what its certificate does not allow, which ends the stream.
-// If back is not nil, it becomes the route to every sender that has no
-// peer address.
-func (t *Transport) receive(stream interface {
-	Recv() (*wirepb.Envelope, error)
-}, back *queue, who sender) error {
+// sender sends what its certificate does not allow, which ends the stream
+// with a refusal. If back is not nil, it becomes the route to every
+// sender that has no peer address.
+func (t *Transport) receive(l *drpcLink, back *queue, who sender) error {
 	for {
-		e, err := stream.Recv()
+		e, err := l.recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -422,7 +476,7 @@ func (t *Transport) receive(stream interface {
 		if err := who.allows(from, m); err != nil {
 			t.refused.Add(1)
 			t.opts.Logger.Warn("host: refused a message; closing the stream", "from", from, "to", to, "err", err)
-			return status.Error(codes.PermissionDenied, err.Error())
+			return &refusal{err}
 		}
 		if back != nil {
 			t.routeBack(from, route{q: back, who: who})
@@ -459,108 +513,18 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 	t.reverse[from] = r
 }
 
-// write sends the queue's envelopes until the queue closes or a send
-// fails. They are encoded already (Send), so a send fails only when the
-// stream does.
-func (t *Transport) write(ctx context.Context, send func(any) error, q *queue) error {
+// write sends the queue's envelopes, a batch at a time, until the queue
+// closes or a write fails. They are encoded already (Send), so a write
+// fails only when the stream does.
+func (t *Transport) write(ctx context.Context, l *drpcLink, q *queue) error {
 	for {
-		batch, ok := q.take(ctx)
+		frames, n, ok := q.take(ctx)
 		if !ok {
 			return ctx.Err()
 		}
-		for i := range batch {
-			// A pointer into the batch, which is never written again,
-			// rather than a copy boxed per message.
-			if err := send(&batch[i]); err != nil {
-				t.dropped.Add(1)
-				return fmt.Errorf("host: send: %w", err)
-			}
+		if err := l.write(frames); err != nil {
+			t.dropped.Add(int64(n))
+			return fmt.Errorf("host: send: %w", err)
 		}
 	}
-}
-
-// queue is a bounded FIFO of envelopes with one reader.
-type queue struct {
-	mu     sync.Mutex
-	items  []wirepb.Encoded
-	max    int
-	closed bool
-	ready  chan struct{} // holds a token while items is not empty or closed
-}
-
-func newQueue(max int) *queue {
-	return &queue{max: max, ready: make(chan struct{}, 1)}
-}
-
-func (q *queue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) push(e wirepb.Encoded) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || len(q.items) >= q.max {
-		return false
-	}
-	q.items = append(q.items, e)
-	q.signal()
-	return true
-}
-
-// wait blocks until the queue has items (true) or is closed (false).
-func (q *queue) wait() bool {
-	for {
-		q.mu.Lock()
-		n, closed := len(q.items), q.closed
-		q.mu.Unlock()
-		if closed {
-			return false
-		}
-		if n > 0 {
-			return true
-		}
-		<-q.ready
-	}
-}
-
-// take returns every queued envelope, waiting for at least one.
-func (q *queue) take(ctx context.Context) ([]wirepb.Encoded, bool) {
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, false
-		}
-		if len(q.items) > 0 {
-			batch := q.items
-			q.items = nil
-			q.mu.Unlock()
-			return batch, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
-}
-
-// clear drops every queued envelope and returns how many there were.
-func (q *queue) clear() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := len(q.items)
-	q.items = nil
-	return n
-}
-
-func (q *queue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.signal()
 }

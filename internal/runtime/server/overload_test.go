@@ -1,14 +1,10 @@
 package server
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -35,20 +31,13 @@ func TestOverloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	stream, err := dialStream(t, srv.Addr(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	stream, err := wirepb.NewNodeClient(conn).Stream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv := func() wire.Msg {
+	next := func() wire.Msg {
 		t.Helper()
-		e, err := stream.Recv()
+		e, err := recv(stream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,22 +48,18 @@ func TestOverloaded(t *testing.T) {
 		return m
 	}
 	for req := uint64(1); req <= 2; req++ {
-		e, err := wirepb.Wrap("us/c1", "england/r1", &wire.TableInfoRequest{Req: req, Name: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := stream.Send(e); err != nil {
+		if err := send(t, stream, "us/c1", &wire.TableInfoRequest{Req: req, Name: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if r, ok := recv().(*wire.TableInfoReply); !ok || r.Req != 2 || r.Code != wire.Overloaded {
+	if r, ok := next().(*wire.TableInfoReply); !ok || r.Req != 2 || r.Code != wire.Overloaded {
 		t.Fatalf("first answer %v, want request 2 refused as overloaded", r)
 	}
 	if got := srv.overloaded.Load(); got != 1 { // Status would wait for the busy node
 		t.Errorf("overloaded count %d, want 1", got)
 	}
 	release.Do(func() { close(block) })
-	if r, ok := recv().(*wire.TableInfoReply); !ok || r.Req != 1 || r.Code != wire.NoTable {
+	if r, ok := next().(*wire.TableInfoReply); !ok || r.Req != 1 || r.Code != wire.NoTable {
 		t.Fatalf("second answer %v, want request 1 served: no table", r)
 	}
 	var metrics strings.Builder

@@ -3,7 +3,7 @@
 // with a causal store beside it, and the site's causal coordinator and
 // cache). Each node is run by package host on its own goroutine, with its
 // data in Pebble on disk (a Put is fsynced before it is acknowledged) and
-// its messages on gRPC streams.
+// its messages on DRPC streams (package host).
 // The process also serves, over HTTP, a status page at / (page.html), the
 // JSON behind it at /cluster, /metrics (Prometheus text format), /healthz
 // and /status.
@@ -25,9 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/config"
@@ -53,7 +50,7 @@ type Options struct {
 	// Nodes names the storage nodes the process hosts; node "r1" at site
 	// "england" is "england/r1". Default: ["r1"].
 	Nodes []string `yaml:"nodes"`
-	// Listen is the TCP address of the gRPC listener that other processes
+	// Listen is the TCP address of the transport's listener that other processes
 	// and clients connect to, e.g. "127.0.0.1:7100". Required.
 	Listen string `yaml:"listen"`
 	// HTTPListen is the address of the HTTP listener for the status page
@@ -92,7 +89,7 @@ type Options struct {
 	// Replica configures the storage nodes: key and value limits, pull
 	// batch size and bytes, and how long and how many read repairs may
 	// wait for a pull (defaults 4 KiB, 1 MiB, 1000, 4 MiB, 2s, 1024). The
-	// gRPC message limit follows from them (replica.MessageBytesMax).
+	// transport's message limit follows from them (replica.MessageBytesMax).
 	Replica ReplicaOptions `yaml:"replica"`
 	// Mailbox bounds what waits for each node (host.NodeOptions).
 	Mailbox MailboxOptions `yaml:"mailbox"`
@@ -331,7 +328,6 @@ func (o *Options) Validate() error {
 type Server struct {
 	opts      Options
 	transport *host.Transport
-	grpc      *grpc.Server
 	http      *http.Server
 	listener  net.Listener
 	httpAddr  string
@@ -382,7 +378,7 @@ func Start(opts Options) (*Server, error) {
 		"http_listen", opts.HTTPListen, "data_dir", opts.DataDir, "peers", len(opts.Peers), "status_peers", len(opts.StatusPeers))
 	s := &Server{opts: opts, nodes: map[wire.NodeID]*hosted{}, started: time.Now(), recent: recent,
 		peerClient: &http.Client{Timeout: peerStatusTimeout}}
-	serverOpts, tlsConfig, err := transportSecurity(opts)
+	tlsConfig, err := transportSecurity(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -399,13 +395,11 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.listener = lis
-	s.grpc = grpc.NewServer(append(serverOpts, s.transport.ServerOptions()...)...)
-	s.transport.Register(s.grpc)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.grpc.Serve(lis); err != nil {
-			log.Error("cosla serve: grpc", "err", err)
+		if err := s.transport.Serve(lis); err != nil {
+			log.Error("cosla serve: transport", "err", err)
 		}
 	}()
 	if opts.HTTPListen != "" {
@@ -429,19 +423,19 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// transportSecurity returns the gRPC server's credentials and the
-// transport's dialing config: mutual TLS from opts.TLS, or nothing if
-// opts.Insecure, with a warning.
-func transportSecurity(opts Options) ([]grpc.ServerOption, *tls.Config, error) {
+// transportSecurity returns the transport's TLS config, which it serves
+// and dials with: mutual TLS from opts.TLS, or nil if opts.Insecure, with
+// a warning.
+func transportSecurity(opts Options) (*tls.Config, error) {
 	if opts.Insecure {
 		opts.Logger.Warn("cosla serve: insecure is set: TLS is off, and any process that reaches " + opts.Listen + " may send replication messages")
-		return nil, nil, nil
+		return nil, nil
 	}
 	cfg, err := certs.Load(certs.Files(opts.TLS))
 	if err != nil {
-		return nil, nil, fmt.Errorf("tls: %w", err)
+		return nil, fmt.Errorf("tls: %w", err)
 	}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, cfg, nil
+	return cfg, nil
 }
 
 // loopbackUnlessNamed puts an address without a host on loopback.
@@ -543,7 +537,7 @@ func (s *Server) deliver(from, to wire.NodeID, m wire.Msg) bool {
 	return true
 }
 
-// Addr returns the address the gRPC listener is bound to.
+// Addr returns the address the transport's listener is bound to.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 
 // HTTPAddr returns the address of the HTTP listener, or "".
@@ -567,9 +561,6 @@ func (s *Server) Close() {
 		cancel()
 	}
 	s.peerClient.CloseIdleConnections()
-	if s.grpc != nil {
-		s.grpc.Stop()
-	}
 	s.transport.Close()
 	// Stop the nodes without holding s.mu: a node's event in progress may
 	// be sending to a node of this process, and deliver takes s.mu to find

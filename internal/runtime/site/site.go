@@ -1,6 +1,6 @@
 // Package site is the one recipe of a site's nodes (STYLE.md habit 14):
 // `cosla serve` (package server) hosts what Nodes returns on goroutines
-// and gRPC, the simulator (package harness) hosts the same nodes in
+// and the transport, the simulator (package harness) hosts the same nodes in
 // virtual time, so a simulated site runs the process a real one does.
 //
 // It lives under internal/runtime, beside the two runtimes that host it,

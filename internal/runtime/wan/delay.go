@@ -20,7 +20,7 @@ func oneWay(latency, jitter time.Duration, r *rand.Rand) time.Duration {
 
 // burstGap: a chunk read within burstGap of the previous one on the same
 // direction of a connection, while that one is still held, belongs to the
-// same burst (the frames of one gRPC message are written microseconds
+// same burst (the TLS records of one batch of messages are written microseconds
 // apart) and travels with the same delay. Drawing per chunk instead made a message of k chunks arrive at
 // the largest of k draws: on the U.S.-England link of pileus4 (147 ms,
 // 0.6 ms jitter) 10-17% of strong Gets missed 150 ms, against 0.6% in the

@@ -3,54 +3,47 @@ package wirepb
 import (
 	"fmt"
 
-	"google.golang.org/grpc/encoding"
-	protocodec "google.golang.org/grpc/encoding/proto"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/cosla/cosla/internal/core/wire"
+	"storj.io/drpc"
 )
 
-// Encoded is an envelope already in its wire format. Encoding a message
-// where it is sent, rather than in the goroutine that writes a stream,
-// keeps a message that cannot be encoded the sender's failure alone: a
-// stream whose write fails ends, and every message queued on it with it.
-type Encoded []byte
+// The Node service (wire.proto) over DRPC (storj.io/drpc): a process
+// opens one stream per connection, invoking StreamRPC, and both ends then
+// send DRPC message packets, each an encoded Envelope, in order. These
+// declarations are the whole of the service's glue, written here rather
+// than generated: there is one streaming method and no unary one.
+const (
+	// StreamRPC is the name the stream is invoked by.
+	StreamRPC = "/cosla.wire.Node/Stream"
+	// RefusedCode is the DRPC error code (drpcerr.Code) with which a
+	// process ends a stream whose certificate does not allow what it
+	// sent: a client certificate sending what only nodes send, or as
+	// another client, or a node's speaking for another site.
+	RefusedCode = 403
+)
 
-// Encode wraps a message and its addresses in an envelope and encodes it.
-// It fails for a message that has no encoding or whose identifiers (node
-// IDs, table and ring names, protobuf strings) are not valid UTF-8; keys
-// and values may be any bytes.
-func Encode(from, to wire.NodeID, m wire.Msg) (Encoded, error) {
-	e, err := Wrap(from, to, m)
-	if err != nil {
-		return nil, err
+// Encoding is the DRPC encoding of the stream's messages, for a client
+// built on DRPC's own connection (drpcconn): it encodes and decodes an
+// *Envelope. (package host writes its envelopes encoded in place, in
+// DRPC's frames, and needs none.)
+var Encoding drpc.Encoding = encoding{}
+
+type encoding struct{}
+
+// Marshal encodes msg, an *Envelope.
+func (encoding) Marshal(msg drpc.Message) ([]byte, error) {
+	e, ok := msg.(*Envelope)
+	if !ok {
+		return nil, fmt.Errorf("wirepb: cannot encode %T", msg)
 	}
-	b, err := proto.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("wirepb: encoding %s from %q to %q: %w", wire.Kind(m), from, to, err)
-	}
-	return b, nil
+	return proto.Marshal(e)
 }
 
-// Codec is the gRPC codec of the Node service, to be forced on both ends
-// of its streams (grpc.ForceCodecV2, grpc.ForceServerCodecV2). It writes
-// an *Encoded as it is, and encodes and decodes everything else as gRPC's
-// protobuf codec does; its name is that codec's, so the bytes on the
-// wire and the content type are the same.
-var Codec encoding.CodecV2 = codec{}
-
-type codec struct{}
-
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	if e, ok := v.(*Encoded); ok {
-		return mem.BufferSlice{mem.SliceBuffer(*e)}, nil
+// Unmarshal decodes buf into msg, an *Envelope.
+func (encoding) Unmarshal(buf []byte, msg drpc.Message) error {
+	e, ok := msg.(*Envelope)
+	if !ok {
+		return fmt.Errorf("wirepb: cannot decode into %T", msg)
 	}
-	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
+	return proto.Unmarshal(buf, e)
 }
-
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	return encoding.GetCodecV2(protocodec.Name).Unmarshal(data, v)
-}
-
-func (codec) Name() string { return protocodec.Name }

@@ -47,7 +47,7 @@
 // started on loopback for the run (adapters.Start), or reached on servers
 // the user runs (Config.Connect, adapters.Connect); cosla is a running
 // local cluster measured through driver.HostTarget, cosla's client core
-// over gRPC, the writers a group at the writer site and the readers at
+// over TCP, the writers a group at the writer site and the readers at
 // the reader site, each read option's SLA and strategy those of
 // SimReadOption. Measure runs a whole `cosla measure run` and is the one
 // writer of trace.csv and report.json (WriteOutputs).
