@@ -12,7 +12,7 @@ import (
 
 // BenchmarkGet: an eventual Get of a 256-byte value through the public
 // client, over TCP on loopback to a server in this process, from the call
-// to its return: the read path end to end (client API, client core, gRPC
+// to its return: the read path end to end (client API, client core, DRPC
 // stream, server, replica, Pebble, and back).
 func BenchmarkGet(b *testing.B) {
 	n := testCluster(b, "england")

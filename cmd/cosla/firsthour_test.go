@@ -71,7 +71,7 @@ func TestFirstHour(t *testing.T) {
 		}
 	})
 	r := coslaCmd(t, limit, append([]string{"cluster", "up", "--dir", other, "--topology", filepath.Join(dir, "topology.yaml")}, upArgs...)...)
-	if want := fmt.Sprintf("port %d, for site england's gRPC, is taken", base); r.code != exitUsage || !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("port %d, for site england's transport, is taken", base); r.code != exitUsage || !strings.Contains(r.stderr, want) {
 		t.Errorf("a second cluster on the same ports: want exit %d saying %q; %s", exitUsage, want, r)
 	}
 

@@ -74,7 +74,7 @@ type Options struct {
 
 // MessageBytesMax is the size of the largest message a node with these
 // options sends or takes: a pull reply of PullBatchBytes with a largest
-// version beyond it, and room for the rest of the reply. The gRPC layer
+// version beyond it, and room for the rest of the reply. The transport
 // refuses anything larger. Call it on options with defaults.
 func (o Options) MessageBytesMax() int {
 	const overhead = 64 << 10 // timestamps, tags and the envelope's names

@@ -54,7 +54,7 @@ func Kind(m Msg) string {
 // wirepb's conversions are (wirepb/wiregen), follows the encoding field
 // by field, so the size is exact without encoding anything: it neither
 // allocates nor imports the protobuf runtime. Framing below the envelope
-// (gRPC's 5-byte length prefix, HTTP/2 frames, TCP/IP headers) is not
+// (DRPC's frame headers, TLS records, TCP/IP headers) is not
 // counted. EnvelopeSize adds the addresses.
 func Size(m Msg) int {
 	if m == nil {

@@ -23,7 +23,8 @@ import (
 // (readproportion=1) or all updates, and the CPU time of each process
 // before and after (/proc/PID/stat fields 14 and 15, user and system),
 // divided by the operations served. That counts all a real server does
-// per request: gRPC and HTTP/2 framing, system calls, the node's
+// per request (measured with the gRPC transport DRPC has since
+// replaced): gRPC and HTTP/2 framing, system calls, the node's
 // mailbox, the replica core, Pebble, the Go runtime and its garbage
 // collector. It gave, per Get, 21.0, 22.4 and 24.9 µs (32, 32 and 128
 // clients); per Put 28-32 µs of user time and 62-70 µs of system time,

@@ -290,7 +290,7 @@ func (c *Cluster) start(ctx context.Context, storageSites []topology.Site) error
 	return writeInfo(&c.info)
 }
 
-// reservePorts binds each storage site's gRPC and HTTP listeners on
+// reservePorts binds each storage site's transport and HTTP listeners on
 // loopback: at base+2i and base+2i+1 for the i-th site, or free ports
 // when base is 0. An error names the port that is taken and its use; the
 // listeners bound so far are returned with it, for the caller to close.
@@ -300,7 +300,7 @@ func reservePorts(storageSites []topology.Site, base int) (map[string][]net.List
 	}
 	reserved := map[string][]net.Listener{}
 	for i, s := range storageSites {
-		for j, use := range []string{"gRPC", "HTTP"} {
+		for j, use := range []string{"transport", "HTTP"} {
 			port := 0
 			if base != 0 {
 				port = base + 2*i + j

@@ -54,7 +54,7 @@ type SiteInfo struct {
 	// Voter says that the process hosts a member of the configuration
 	// service (topology.ConfigSites).
 	Voter bool `json:"voter,omitempty"`
-	// Addr is the process's own gRPC address, HTTP its /status and
+	// Addr is the process's own transport address, HTTP its /status and
 	// /metrics address.
 	Addr string `json:"addr"`
 	HTTP string `json:"http"`

@@ -22,9 +22,9 @@ import (
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
-// DefaultPort is the gRPC port a planned site listens on when its host's
+// DefaultPort is the transport port a planned site listens on when its host's
 // address names none. Its HTTP listener (/, /status, /metrics) is on the
-// gRPC port plus HTTPPortOffset.
+// transport port plus HTTPPortOffset.
 const (
 	DefaultPort    = 7100
 	HTTPPortOffset = 80

@@ -200,7 +200,7 @@ func TestCheckPorts(t *testing.T) {
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
 	err = CheckPorts(topology.Pileus4(), port)
-	want := fmt.Sprintf("port %d, for site england's gRPC, is taken", port)
+	want := fmt.Sprintf("port %d, for site england's transport, is taken", port)
 	if !errors.Is(err, ErrBadPorts) || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckPorts at a taken port: %v; want %q", err, want)
 	}

@@ -1,7 +1,7 @@
 // Package host runs cosla's protocol cores (package node) in a real
 // process: each node is owned by one goroutine that takes events from its
 // mailbox, time is the wall clock, timers are real, messages travel over
-// gRPC streams (Transport) and storage is whatever engine the caller opens
+// DRPC streams (Transport) and storage is whatever engine the caller opens
 // (Pebble, in the server).
 //
 // A Node keeps the duties package node sets for a runtime: Start before any

@@ -261,7 +261,8 @@ var invokeID = drpcwire.ID{Stream: 1, Message: 1}
 // peer back from a partition is reached again within RedialDelay of the
 // next message (cosla chaos found a peer unreachable for half a minute
 // after a partition healed when gRPC's reconnect backoff, which grows to
-// two minutes, decided when to dial).
+// two minutes, decided when to dial, in the gRPC transport this one
+// replaced).
 func (t *Transport) runPeer(p *peer) {
 	defer t.wg.Done()
 	who := sender{}

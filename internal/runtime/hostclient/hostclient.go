@@ -1,6 +1,6 @@
 // Package hostclient hosts a client core (package clientcore) in this
 // process, on a goroutine of its own (package host), and connects it to
-// the storage nodes over gRPC: the one shell of every real client, that
+// the storage nodes over the transport (DRPC): the one shell of every real client, that
 // of the public API (cosla.Client), of the lab's driver (HostTarget) and
 // of the cluster supervisor that creates tables.
 //

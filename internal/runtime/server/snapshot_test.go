@@ -44,7 +44,7 @@ func inspect(t *testing.T, s *Server, id wire.NodeID, fn func(*replica.Node)) {
 }
 
 // TestSnapshotOverNetwork: two processes, the primary of a tablet of 8
-// MiB in one and its secondary in the other, over gRPC with the default
+// MiB in one and its secondary in the other, over the transport with the default
 // message limit (replica.Options.MessageBytesMax, about 5.1 MiB). The
 // secondary loses its storage after the primary truncated its log, so it
 // needs a snapshot larger than any message: the chunks each fit, and the
