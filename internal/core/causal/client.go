@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -136,13 +137,16 @@ func (c *Client) Session(id uint64) *Session {
 func (c *Client) send(op *clientOp, m wire.Msg) uint64 {
 	c.nextReq++
 	req := c.nextReq
+	// A read names when the client stops waiting: its coordinator waits
+	// for a slow ring until then, and no longer.
+	deadline := hlc.Timestamp{WallNanos: c.env.WallNanos() + int64(c.opts.Timeout)}
 	switch m := m.(type) {
 	case *wire.CausalPut:
 		m.Req = req
 	case *wire.CausalGet:
-		m.Req = req
+		m.Req, m.Deadline = req, deadline
 	case *wire.CausalGetTx:
-		m.Req = req
+		m.Req, m.Deadline = req, deadline
 	}
 	c.ops[req] = op
 	c.env.Send(c.cc, m)

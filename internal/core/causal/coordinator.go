@@ -25,8 +25,14 @@ type CoordinatorOptions struct {
 	// before sending the write again. Default 1s.
 	Resend time.Duration
 	// ReadTimeout is how long a read waits for a storage node or cache
-	// before trying another ring, or failing when bound to one. Default 1s.
+	// before trying another ring. A read with no other ring to try (bound
+	// to one, or every ring tried) waits for its ring until the read's
+	// deadline instead, asking again only if the node answered later
+	// reads meanwhile (the read was lost). Default 1s.
 	ReadTimeout time.Duration
+	// GetTimeout bounds a read or get-transaction whose request names no
+	// deadline. Default 10s, the client's default.
+	GetTimeout time.Duration
 	// RandomRings makes an unbound read (or get-transaction) go to a
 	// ring drawn at random instead of the nearest: Karma's choice of any
 	// ring, exercised in full (randomized tests). Default false.
@@ -47,6 +53,7 @@ type CoordinatorOptions struct {
 func (o CoordinatorOptions) EnsureDefaults() CoordinatorOptions {
 	o.Resend = cmp.Or(o.Resend, time.Second)
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, time.Second)
+	o.GetTimeout = cmp.Or(o.GetTimeout, 10*time.Second)
 	o.TxRounds = cmp.Or(o.TxRounds, 8)
 	o.Window = cmp.Or(o.Window, 64)
 	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, 1<<20)
@@ -59,8 +66,8 @@ func (o CoordinatorOptions) Validate() error {
 	if o.Layout == nil {
 		return errors.New("causal: CoordinatorOptions.Layout is required")
 	}
-	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
-		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds, MaxValueBytes and Window must not be negative")
+	if o.Resend < 0 || o.ReadTimeout < 0 || o.GetTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
+		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, GetTimeout, TxRounds, MaxValueBytes and Window must not be negative")
 	}
 	return nil
 }
@@ -146,6 +153,10 @@ type Coordinator struct {
 	resends    *deadlines[resend]
 	ringReads  *deadlines[uint64]
 	cacheReads *deadlines[uint64]
+	// answered holds, per storage node, the newest read it answered: a
+	// node serves reads in the order they arrive over an ordered link, so
+	// an older read still unanswered was lost (the node restarted).
+	answered map[wire.NodeID]uint64
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -188,6 +199,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.reads = map[uint64]*pendingRead{}
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
+	c.answered = map[wire.NodeID]uint64{}
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
@@ -489,6 +501,8 @@ type pendingRead struct {
 	bound  bool
 	tried  uint64
 	cached bool // the cache was tried
+	// deadline is when the client stops waiting (WallNanos).
+	deadline int64
 }
 
 // get serves a client's read (Karma Fig. 3): the session's write buffer,
@@ -515,7 +529,7 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 		c.env.Send(from, c.fromBuffer(m.Req, wb))
 		return
 	}
-	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing}
+	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing, deadline: c.deadline(m.Deadline)}
 	switch {
 	case m.Ring != wire.NoRing:
 		p.bound = true
@@ -555,12 +569,41 @@ func (c *Coordinator) readRing(p *pendingRead, r int) {
 	c.readNode(p, c.layout.Node(r, p.get.Key), int32(r))
 }
 
+// deadline is a request's deadline (WallNanos), or GetTimeout from now if
+// it names none.
+func (c *Coordinator) deadline(ts hlc.Timestamp) int64 {
+	if ts.IsZero() {
+		return c.env.WallNanos() + int64(c.opts.GetTimeout)
+	}
+	return ts.WallNanos
+}
+
+// readDeadline is how long a read sent now may take before the
+// coordinator gives it up: ReadTimeout (twice that through the cache)
+// when it would then try another ring, else the operation's deadline.
+func (c *Coordinator) readDeadline(moveOn bool, wait time.Duration, deadline int64) hlc.Timestamp {
+	if moveOn {
+		deadline = min(deadline, c.env.WallNanos()+int64(wait))
+	}
+	return hlc.Timestamp{WallNanos: deadline}
+}
+
+// moveOn reports whether p, when its node is slow, tries elsewhere: from
+// the cache the rings, unbound another ring not yet tried.
+func (c *Coordinator) moveOn(p *pendingRead) bool {
+	return p.ring == wire.NoRing || (!p.bound && p.tried != 1<<len(c.layout.Rings)-1)
+}
+
 func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	c.nextReq++
 	req := c.nextReq
 	p.ring, p.node, p.sent = ring, to, c.env.Now()
 	c.reads[req] = p
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key})
+	wait := c.opts.ReadTimeout
+	if ring == wire.NoRing {
+		wait *= 2
+	}
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)})
 	if ring == wire.NoRing {
 		c.cacheReads.add(c.env, req)
 	} else {
@@ -568,6 +611,18 @@ func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	}
 }
 
+// expiring reports whether a wait checked every ReadTimeout would pass
+// deadline before its next check: it fails now, so that the coordinator's
+// answer, naming the node it waited for, reaches the client before the
+// client gives up.
+func (c *Coordinator) expiring(deadline int64) bool {
+	return c.env.WallNanos()+int64(c.opts.ReadTimeout) >= deadline
+}
+
+// readTimeout: a read waited ReadTimeout. One that can go elsewhere
+// does; one bound to its ring (or with every ring tried) waits on until
+// its deadline, rather than fail while its ring is merely slow, and asks
+// again if its node answered later reads meanwhile.
 func (c *Coordinator) readTimeout(req uint64) {
 	if tr, ok := c.txReads[req]; ok {
 		c.txTimeout(req, tr)
@@ -577,13 +632,20 @@ func (c *Coordinator) readTimeout(req uint64) {
 	if p == nil {
 		return
 	}
-	delete(c.reads, req)
 	c.near.timedOut(p.node, c.env.Now())
-	if p.bound {
+	switch {
+	case c.moveOn(p):
+		delete(c.reads, req)
+		c.readNearest(p)
+	case c.expiring(p.deadline):
+		delete(c.reads, req)
 		c.env.Send(p.client, c.unavailable(p))
-		return
+	case c.answered[p.node] > req:
+		delete(c.reads, req)
+		c.readNode(p, p.node, p.ring)
+	default:
+		c.ringReads.add(c.env, req)
 	}
-	c.readNearest(p)
 }
 
 // unavailable is the reply to a read that no ring answered in time. It
@@ -607,6 +669,9 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 		return
 	}
 	delete(c.reads, m.Req)
+	if p.ring != wire.NoRing {
+		c.answered[from] = max(c.answered[from], m.Req)
+	}
 	if m.Code == wire.OK && m.Source != wire.FromCache {
 		c.near.observe(m.Node, c.env.Now().Sub(p.sent))
 	}

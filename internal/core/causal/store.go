@@ -86,6 +86,14 @@ type Store struct {
 	resetting map[wire.NodeID]bool
 	held      []heldAck
 	retrying  bool
+	metrics   StoreMetrics
+}
+
+// StoreMetrics counts what a store did.
+type StoreMetrics struct {
+	// AbandonedReads are the reads dropped unserved because their sender
+	// had stopped waiting for them (wire.Read's Deadline).
+	AbandonedReads uint64
 }
 
 type waiter struct {
@@ -454,6 +462,10 @@ func (s *Store) read(from wire.NodeID, m *wire.Read) {
 		s.env.Send(from, reply)
 		return
 	}
+	if abandoned(s.env, m) {
+		s.metrics.AbandonedReads++
+		return
+	}
 	cur, ok := s.load(m.Key)
 	reply.Found, reply.Value, reply.Version = ok, cur.value, cur.version
 	reply.InFlight = ok && !cur.stable
@@ -462,6 +474,14 @@ func (s *Store) read(from wire.NodeID, m *wire.Read) {
 	}
 	s.env.Send(from, reply)
 }
+
+// abandoned reports whether the sender of m has stopped waiting for it.
+func abandoned(env node.Env, m *wire.Read) bool {
+	return !m.Deadline.IsZero() && env.WallNanos() > m.Deadline.WallNanos
+}
+
+// Metrics returns the store's counters.
+func (s *Store) Metrics() StoreMetrics { return s.metrics }
 
 // Versions returns the newest version the node holds of every key, for
 // checking convergence after quiescence.

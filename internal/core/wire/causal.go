@@ -120,16 +120,20 @@ type CausalComplete struct {
 // that ring and bypasses the cache (a dynamic ring restriction). MaxRead
 // is the newest version the session has read from outside its write
 // buffer: a buffered write newer than it is answered at once, an older
-// one only if the stores hold nothing newer.
+// one only if the stores hold nothing newer. Deadline is when the client
+// stops waiting, read on its physical clock (WallNanos; zero: the
+// coordinator's default): a read bound to a ring waits for that ring
+// until then instead of failing.
 //
 //wire:envelope 33
 type CausalGet struct {
-	Req     uint64  `wire:"1"`
-	Table   uint64  `wire:"2"`
-	Session uint64  `wire:"3"`
-	Key     string  `wire:"4"`
-	Ring    int32   `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead Version `wire:"6,omitzero" trace:"max"`
+	Req      uint64        `wire:"1"`
+	Table    uint64        `wire:"2"`
+	Session  uint64        `wire:"3"`
+	Key      string        `wire:"4"`
+	Ring     int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead  Version       `wire:"6,omitzero" trace:"max"`
+	Deadline hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
 }
 
 // CausalGetReply answers CausalGet: the value, its version, where it came
@@ -152,16 +156,17 @@ type CausalGetReply struct {
 
 // CausalGetTx reads several keys as one causally consistent snapshot
 // (Karma 4.5), all from one ring: Ring if set, else the coordinator's
-// choice.
+// choice. Deadline as in CausalGet.
 //
 //wire:envelope 35
 type CausalGetTx struct {
-	Req     uint64   `wire:"1"`
-	Table   uint64   `wire:"2"`
-	Session uint64   `wire:"3"`
-	Keys    []string `wire:"4"`
-	Ring    int32    `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead Version  `wire:"6,omitzero" trace:"max"`
+	Req      uint64        `wire:"1"`
+	Table    uint64        `wire:"2"`
+	Session  uint64        `wire:"3"`
+	Keys     []string      `wire:"4"`
+	Ring     int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead  Version       `wire:"6,omitzero" trace:"max"`
+	Deadline hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
 }
 
 // TxItem is one key's value in a CausalGetTxReply.
@@ -232,13 +237,18 @@ type Stable struct {
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
 // cache in the key's cached-at set if the version is stable (Karma 4.3).
+// Deadline is when the sender stops waiting for the answer, read on its
+// physical clock (WallNanos; zero: never): a node that comes to the read
+// later drops it, since no one would take the answer, so that a slow
+// node's queue holds no work already given up.
 //
 //wire:envelope 40
 type Read struct {
-	Req   uint64 `wire:"1"`
-	Table uint64 `wire:"2"`
-	Key   string `wire:"3"`
-	Fill  bool   `wire:"4" trace:",flag"`
+	Req      uint64        `wire:"1"`
+	Table    uint64        `wire:"2"`
+	Key      string        `wire:"3"`
+	Fill     bool          `wire:"4" trace:",flag"`
+	Deadline hlc.Timestamp `wire:"5,omitzero" trace:",omitzero"`
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit

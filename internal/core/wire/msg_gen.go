@@ -280,6 +280,9 @@ func (m *CausalGet) size() (n int) {
 	if !m.MaxRead.IsZero() {
 		n += msgField(6, m.MaxRead.size())
 	}
+	if !m.Deadline.IsZero() {
+		n += tsField(7, m.Deadline)
+	}
 	return n
 }
 
@@ -315,6 +318,9 @@ func (m *CausalGetTx) size() (n int) {
 	n += sintField(5, m.Ring)
 	if !m.MaxRead.IsZero() {
 		n += msgField(6, m.MaxRead.size())
+	}
+	if !m.Deadline.IsZero() {
+		n += tsField(7, m.Deadline)
 	}
 	return n
 }
@@ -407,6 +413,9 @@ func (m *Read) size() (n int) {
 	n += uintField(2, m.Table)
 	n += bytesField(3, len(m.Key))
 	n += boolField(4, m.Fill)
+	if !m.Deadline.IsZero() {
+		n += tsField(5, m.Deadline)
+	}
 	return n
 }
 

@@ -413,6 +413,10 @@ func (m *CausalGet) String() string {
 	}
 	b = append(b, " max="...)
 	b = m.MaxRead.appendTrace(b)
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -469,6 +473,10 @@ func (m *CausalGetTx) String() string {
 	}
 	b = append(b, " max="...)
 	b = m.MaxRead.appendTrace(b)
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -557,6 +565,10 @@ func (m *Read) String() string {
 	b = strconv.AppendQuote(b, m.Key)
 	if m.Fill {
 		b = append(b, " fill"...)
+	}
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
 	}
 	return string(append(b, ")"...))
 }

@@ -536,6 +536,9 @@ func causalGetPB(m *wire.CausalGet) *CausalGet {
 	if !m.MaxRead.IsZero() {
 		r.MaxRead = versionPB(&m.MaxRead)
 	}
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsPB(m.Deadline)
+	}
 	return r
 }
 
@@ -546,6 +549,7 @@ func causalGetWire(r *CausalGet, d *decoder) (m wire.CausalGet) {
 	m.Key = keyString(r.GetKey())
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
+	m.Deadline = tsWire(r.GetDeadline())
 	return m
 }
 
@@ -592,6 +596,9 @@ func causalGetTxPB(m *wire.CausalGetTx) *CausalGetTx {
 	if !m.MaxRead.IsZero() {
 		r.MaxRead = versionPB(&m.MaxRead)
 	}
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsPB(m.Deadline)
+	}
 	return r
 }
 
@@ -602,6 +609,7 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	m.Keys = eachOf(r.GetKeys(), keyString)
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
+	m.Deadline = tsWire(r.GetDeadline())
 	return m
 }
 
@@ -746,6 +754,9 @@ func readPB(m *wire.Read) *Read {
 		Key:   keyBytes(m.Key),
 		Fill:  m.Fill,
 	}
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsPB(m.Deadline)
+	}
 	return r
 }
 
@@ -754,6 +765,7 @@ func readWire(r *Read, d *decoder) (m wire.Read) {
 	m.Table = r.GetTable()
 	m.Key = keyString(r.GetKey())
 	m.Fill = r.GetFill()
+	m.Deadline = tsWire(r.GetDeadline())
 	return m
 }
 
