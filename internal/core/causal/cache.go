@@ -111,6 +111,7 @@ func (c *Cache) Start(env node.Env) error {
 	c.env = env
 	c.layout = c.opts.Layout
 	c.near = newNearness(Site(env.ID()), c.opts.RTT)
+	c.nextReq = firstReq(env)
 	c.entries = map[string]*cached{}
 	c.fetches = map[uint64]*fetch{}
 	c.timeouts = newDeadlines[uint64](c.opts.ReadTimeout, fetchTimer{})

@@ -94,6 +94,9 @@ type buffered struct {
 	// tries[r] counts the sends to ring r: a write is sent again after
 	// Resend, then twice that, and so on up to 32 times (backoff).
 	tries []uint8
+	// watchers are the coordinators to tell when the write completes
+	// (stability.go).
+	watchers []askID
 }
 
 // wbSession is a session's write buffer: its writes not yet complete, in
@@ -157,6 +160,9 @@ type Coordinator struct {
 	// node serves reads in the order they arrive over an ordered link, so
 	// an older read still unanswered was lost (the node restarted).
 	answered map[wire.NodeID]uint64
+	// stability is what the coordinator knows of other coordinators'
+	// writes' completion, to lift ring restrictions (stability.go).
+	stability *stability
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -194,12 +200,14 @@ func (c *Coordinator) Start(env node.Env) error {
 		return fmt.Errorf("causal: coordinator %s: the table's reads are static, but site %s has no ring", env.ID(), c.site)
 	}
 	c.near = newNearness(Site(env.ID()), c.opts.RTT)
+	c.nextReq = firstReq(env)
 	c.sessions = map[sessionID]*wbSession{}
 	c.incomplete = map[wire.Version]*buffered{}
 	c.reads = map[uint64]*pendingRead{}
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
 	c.answered = map[wire.NodeID]uint64{}
+	c.stability = newStability()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
@@ -272,8 +280,9 @@ func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.ReadReply:
 		c.readReply(from, m)
 	case *wire.DepCheck:
-		_, pending := c.incomplete[m.Version]
-		c.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: c.layout.Table, Done: !pending})
+		c.depCheck(from, m)
+	case *wire.DepCheckReply:
+		c.watched(m)
 	}
 }
 
@@ -463,6 +472,9 @@ func (c *Coordinator) completeHeads(ws *wbSession) {
 			}
 		}
 		c.env.Send(ws.id.client, &wire.CausalComplete{Table: c.layout.Table, Session: ws.id.session, Seq: e.seq})
+		for _, w := range e.watchers {
+			c.env.Send(w.from, &wire.DepCheckReply{Req: w.req, Table: c.layout.Table, Done: true})
+		}
 		c.batch.Reset()
 		c.batch.Delete(bufferKey(c.layout.Table, ws.id, e.seq))
 		// Unsynced: a delete lost in a crash propagates the write again,
@@ -503,6 +515,8 @@ type pendingRead struct {
 	cached bool // the cache was tried
 	// deadline is when the client stops waiting (WallNanos).
 	deadline int64
+	// lifted are the get's restrictions known stable.
+	lifted []wire.Dep
 }
 
 // get serves a client's read (Karma Fig. 3): the session's write buffer,
@@ -517,6 +531,7 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 		return
 	}
 	wb := c.bufferedWrite(sessionID{from, m.Session}, m.Key)
+	lifted := c.lift(m.Restrictions)
 	// Karma Fig. 3 step 1, made safe under last-writer-wins: a buffered
 	// write newer than every version the session read elsewhere is
 	// newer than anything in their causal pasts, so it is the answer.
@@ -526,14 +541,23 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	// in a ring the write did not reach), so the stores are asked and
 	// the newer of the two wins.
 	if wb != nil && m.MaxRead.Less(wb.version) {
-		c.env.Send(from, c.fromBuffer(m.Req, wb))
+		c.env.Send(from, c.fromBuffer(m.Req, wb, lifted))
 		return
 	}
-	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing, deadline: c.deadline(m.Deadline)}
-	switch {
-	case m.Ring != wire.NoRing:
+	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing, deadline: c.deadline(m.Deadline), lifted: lifted}
+	if m.Ring != wire.NoRing && !liftsAll(m.Restrictions, lifted) {
 		p.bound = true
 		c.readRing(p, int(m.Ring))
+		return
+	}
+	c.readFree(p)
+}
+
+// readFree serves a read no restriction binds: from the site's ring if
+// the table's reads are static, else the site's cache or the nearest
+// ring.
+func (c *Coordinator) readFree(p *pendingRead) {
+	switch {
 	case c.layout.Static:
 		p.bound = true
 		c.readRing(p, c.home)
@@ -546,9 +570,16 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	}
 }
 
-func (c *Coordinator) fromBuffer(req uint64, e *buffered) *wire.CausalGetReply {
+func (c *Coordinator) fromBuffer(req uint64, e *buffered, lifted []wire.Dep) *wire.CausalGetReply {
 	return &wire.CausalGetReply{Req: req, Table: c.layout.Table, Found: true, Value: e.value, Version: e.version,
-		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true}
+		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true, Lifted: lifted}
+}
+
+// liftsAll reports whether lifted holds every restriction a request
+// named, so that it is no longer bound to its ring. A request bound to a
+// ring that names none (an older client) stays bound.
+func liftsAll(restrictions, lifted []wire.Dep) bool {
+	return len(restrictions) > 0 && len(lifted) == len(restrictions)
 }
 
 func (c *Coordinator) readNearest(p *pendingRead) {
@@ -586,6 +617,21 @@ func (c *Coordinator) readDeadline(moveOn bool, wait time.Duration, deadline int
 		deadline = min(deadline, c.env.WallNanos()+int64(wait))
 	}
 	return hlc.Timestamp{WallNanos: deadline}
+}
+
+// released reports whether p waits for its ring only because of
+// restrictions that the coordinator now knows stable, and records them
+// lifted.
+func (c *Coordinator) released(p *pendingRead) bool {
+	if !p.bound || p.get.Ring == wire.NoRing || c.layout.Static {
+		return false
+	}
+	lifted := c.lift(p.get.Restrictions)
+	if !liftsAll(p.get.Restrictions, lifted) {
+		return false
+	}
+	p.lifted = lifted
+	return true
 }
 
 // moveOn reports whether p, when its node is slow, tries elsewhere: from
@@ -634,6 +680,11 @@ func (c *Coordinator) readTimeout(req uint64) {
 	}
 	c.near.timedOut(p.node, c.env.Now())
 	switch {
+	case c.released(p):
+		// Its restrictions became stable while it waited.
+		delete(c.reads, req)
+		p.bound = false
+		c.readFree(p)
 	case c.moveOn(p):
 		delete(c.reads, req)
 		c.readNearest(p)
@@ -652,7 +703,7 @@ func (c *Coordinator) readTimeout(req uint64) {
 // names the ring's node read last, if any, which did not answer: for a
 // read bound to a ring the one node it could wait for.
 func (c *Coordinator) unavailable(p *pendingRead) *wire.CausalGetReply {
-	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing}
+	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing, Lifted: p.lifted}
 	if p.ring != wire.NoRing {
 		m.Ring, m.Node = p.ring, p.node
 	}
@@ -685,13 +736,13 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 			c.readNearest(p)
 			return
 		}
-		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code})
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code, Lifted: p.lifted})
 		return
 	}
 	if p.wb != nil && m.Version.Less(p.wb.version) {
-		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb))
+		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb, p.lifted))
 		return
 	}
 	c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Found: m.Found, Value: m.Value, Version: m.Version,
-		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight})
+		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Lifted: p.lifted})
 }

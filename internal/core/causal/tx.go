@@ -36,6 +36,8 @@ type pendingTx struct {
 	reqs []uint64
 	// deadline is when the client stops waiting (WallNanos).
 	deadline int64
+	// lifted are the transaction's restrictions known stable.
+	lifted []wire.Dep
 }
 
 type txRead struct {
@@ -56,12 +58,12 @@ func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
 		c.env.Send(from, reply)
 		return
 	}
-	t := &pendingTx{client: from, m: m, wbs: make([]*buffered, len(m.Keys)), deadline: c.deadline(m.Deadline)}
+	t := &pendingTx{client: from, m: m, wbs: make([]*buffered, len(m.Keys)), deadline: c.deadline(m.Deadline), lifted: c.lift(m.Restrictions)}
 	for i, k := range m.Keys {
 		t.wbs[i] = c.bufferedWrite(sessionID{from, m.Session}, k)
 	}
 	switch {
-	case m.Ring != wire.NoRing:
+	case m.Ring != wire.NoRing && !liftsAll(m.Restrictions, t.lifted):
 		t.bound, t.ring = true, int(m.Ring)
 	case c.layout.Static:
 		t.bound, t.ring = true, c.home
@@ -191,6 +193,7 @@ func (c *Coordinator) endTx(id uint64, t *pendingTx, reply *wire.CausalGetTxRepl
 		delete(c.txReads, req)
 	}
 	delete(c.txs, id)
+	reply.Lifted = t.lifted
 	c.env.Send(t.client, reply)
 }
 

@@ -123,22 +123,27 @@ type CausalComplete struct {
 // one only if the stores hold nothing newer. Deadline is when the client
 // stops waiting, read on its physical clock (WallNanos; zero: the
 // coordinator's default): a read bound to a ring waits for that ring
-// until then instead of failing.
+// until then instead of failing. Restrictions are the in-flight versions
+// that bind the session to Ring: the coordinator lifts those it knows
+// stable (Karma 1, 2.3: a restriction ends when the versions become
+// stable), and if it lifts them all, the read is no longer bound.
 //
 //wire:envelope 33
 type CausalGet struct {
-	Req      uint64        `wire:"1"`
-	Table    uint64        `wire:"2"`
-	Session  uint64        `wire:"3"`
-	Key      string        `wire:"4"`
-	Ring     int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead  Version       `wire:"6,omitzero" trace:"max"`
-	Deadline hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Req          uint64        `wire:"1"`
+	Table        uint64        `wire:"2"`
+	Session      uint64        `wire:"3"`
+	Key          string        `wire:"4"`
+	Ring         int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead      Version       `wire:"6,omitzero" trace:"max"`
+	Deadline     hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Restrictions []Dep         `wire:"8" trace:",omitzero"`
 }
 
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
-// was in flight (not yet in every ring) when read.
+// was in flight (not yet in every ring) when read. Lifted are the
+// request's Restrictions that the coordinator knew stable.
 //
 //wire:envelope 34
 type CausalGetReply struct {
@@ -151,22 +156,24 @@ type CausalGetReply struct {
 	Ring     int32   `wire:"7,zigzag" trace:",if=m.Code == OK && m.Ring != NoRing"`
 	Node     NodeID  `wire:"8" trace:",omitzero,if=m.Code == OK"`
 	InFlight bool    `wire:"9" trace:"in-flight,flag"`
+	Lifted   []Dep   `wire:"11" trace:",omitzero"`
 	Code     Code    `wire:"2" trace:"err,omitzero"`
 }
 
 // CausalGetTx reads several keys as one causally consistent snapshot
 // (Karma 4.5), all from one ring: Ring if set, else the coordinator's
-// choice. Deadline as in CausalGet.
+// choice. Deadline and Restrictions as in CausalGet.
 //
 //wire:envelope 35
 type CausalGetTx struct {
-	Req      uint64        `wire:"1"`
-	Table    uint64        `wire:"2"`
-	Session  uint64        `wire:"3"`
-	Keys     []string      `wire:"4"`
-	Ring     int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead  Version       `wire:"6,omitzero" trace:"max"`
-	Deadline hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Req          uint64        `wire:"1"`
+	Table        uint64        `wire:"2"`
+	Session      uint64        `wire:"3"`
+	Keys         []string      `wire:"4"`
+	Ring         int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead      Version       `wire:"6,omitzero" trace:"max"`
+	Deadline     hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Restrictions []Dep         `wire:"8" trace:",omitzero"`
 }
 
 // TxItem is one key's value in a CausalGetTxReply.
@@ -180,7 +187,8 @@ type TxItem struct {
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
-// request's order, read from Ring in Rounds rounds.
+// request's order, read from Ring in Rounds rounds. Lifted as in
+// CausalGetReply.
 //
 //wire:envelope 36
 type CausalGetTxReply struct {
@@ -189,6 +197,7 @@ type CausalGetTxReply struct {
 	Ring   int32    `wire:"4,zigzag" trace:",if=m.Ring != NoRing"`
 	Rounds int32    `wire:"5"`
 	Items  []TxItem `wire:"3"`
+	Lifted []Dep    `wire:"7" trace:",omitzero"`
 	Code   Code     `wire:"2" trace:"err,omitzero"`
 }
 
@@ -271,7 +280,9 @@ type ReadReply struct {
 // DepCheck asks an MM of the same ring whether it has processed Version
 // of Key (applied it, or found a newer version, after checking its own
 // dependencies); the answer comes once it has. Sent to a coordinator, it
-// asks whether the coordinator's write Version is complete.
+// asks whether the coordinator's write Version is complete; with Watch
+// (from another coordinator, to lift the ring restrictions Version
+// causes), the answer comes once it is.
 //
 //wire:envelope 42
 type DepCheck struct {
@@ -279,6 +290,7 @@ type DepCheck struct {
 	Table   uint64  `wire:"2"`
 	Key     string  `wire:"3"`
 	Version Version `wire:"4,omitzero"`
+	Watch   bool    `wire:"5" trace:",flag"`
 }
 
 // DepCheckReply answers DepCheck. Done is false only from a coordinator

@@ -283,6 +283,9 @@ func (m *CausalGet) size() (n int) {
 	if !m.Deadline.IsZero() {
 		n += tsField(7, m.Deadline)
 	}
+	for i := range m.Restrictions {
+		n += msgField(8, m.Restrictions[i].size())
+	}
 	return n
 }
 
@@ -303,6 +306,9 @@ func (m *CausalGetReply) size() (n int) {
 	n += bytesField(8, len(m.Node))
 	n += boolField(9, m.InFlight)
 	n += uintField(10, m.Table)
+	for i := range m.Lifted {
+		n += msgField(11, m.Lifted[i].size())
+	}
 	return n
 }
 
@@ -321,6 +327,9 @@ func (m *CausalGetTx) size() (n int) {
 	}
 	if !m.Deadline.IsZero() {
 		n += tsField(7, m.Deadline)
+	}
+	for i := range m.Restrictions {
+		n += msgField(8, m.Restrictions[i].size())
 	}
 	return n
 }
@@ -354,6 +363,9 @@ func (m *CausalGetTxReply) size() (n int) {
 	n += sintField(4, m.Ring)
 	n += uintField(5, uint64(int64(m.Rounds)))
 	n += uintField(6, m.Table)
+	for i := range m.Lifted {
+		n += msgField(7, m.Lifted[i].size())
+	}
 	return n
 }
 
@@ -450,6 +462,7 @@ func (m *DepCheck) size() (n int) {
 	if !m.Version.IsZero() {
 		n += msgField(4, m.Version.size())
 	}
+	n += boolField(5, m.Watch)
 	return n
 }
 

@@ -417,6 +417,10 @@ func (m *CausalGet) String() string {
 		b = append(b, " deadline="...)
 		b = appendTS(b, m.Deadline)
 	}
+	if len(m.Restrictions) > 0 {
+		b = append(b, " restrictions="...)
+		b = appendEach(b, m.Restrictions, Dep.appendTrace)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -450,6 +454,10 @@ func (m *CausalGetReply) String() string {
 	if m.InFlight {
 		b = append(b, " in-flight"...)
 	}
+	if len(m.Lifted) > 0 {
+		b = append(b, " lifted="...)
+		b = appendEach(b, m.Lifted, Dep.appendTrace)
+	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -477,6 +485,10 @@ func (m *CausalGetTx) String() string {
 		b = append(b, " deadline="...)
 		b = appendTS(b, m.Deadline)
 	}
+	if len(m.Restrictions) > 0 {
+		b = append(b, " restrictions="...)
+		b = appendEach(b, m.Restrictions, Dep.appendTrace)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -494,6 +506,10 @@ func (m *CausalGetTxReply) String() string {
 	b = strconv.AppendInt(b, int64(m.Rounds), 10)
 	b = append(b, " items="...)
 	b = appendEach(b, m.Items, TxItem.appendTrace)
+	if len(m.Lifted) > 0 {
+		b = append(b, " lifted="...)
+		b = appendEach(b, m.Lifted, Dep.appendTrace)
+	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -620,6 +636,9 @@ func (m *DepCheck) String() string {
 	b = strconv.AppendQuote(b, m.Key)
 	b = append(b, " version="...)
 	b = m.Version.appendTrace(b)
+	if m.Watch {
+		b = append(b, " watch"...)
+	}
 	return string(append(b, ")"...))
 }
 

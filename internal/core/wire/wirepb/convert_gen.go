@@ -539,6 +539,12 @@ func causalGetPB(m *wire.CausalGet) *CausalGet {
 	if !m.Deadline.IsZero() {
 		r.Deadline = tsPB(m.Deadline)
 	}
+	if len(m.Restrictions) > 0 {
+		r.Restrictions = make([]*Dep, len(m.Restrictions))
+		for i := range m.Restrictions {
+			r.Restrictions[i] = depPB(&m.Restrictions[i])
+		}
+	}
 	return r
 }
 
@@ -550,6 +556,12 @@ func causalGetWire(r *CausalGet, d *decoder) (m wire.CausalGet) {
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
 	m.Deadline = tsWire(r.GetDeadline())
+	if ps := r.GetRestrictions(); len(ps) > 0 {
+		m.Restrictions = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Restrictions[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -568,6 +580,12 @@ func causalGetReplyPB(m *wire.CausalGetReply) *CausalGetReply {
 	if !m.Version.IsZero() {
 		r.Version = versionPB(&m.Version)
 	}
+	if len(m.Lifted) > 0 {
+		r.Lifted = make([]*Dep, len(m.Lifted))
+		for i := range m.Lifted {
+			r.Lifted[i] = depPB(&m.Lifted[i])
+		}
+	}
 	return r
 }
 
@@ -582,6 +600,12 @@ func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 	m.Node = wire.NodeID(r.GetNode())
 	m.InFlight = r.GetInFlight()
 	m.Table = r.GetTable()
+	if ps := r.GetLifted(); len(ps) > 0 {
+		m.Lifted = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Lifted[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -599,6 +623,12 @@ func causalGetTxPB(m *wire.CausalGetTx) *CausalGetTx {
 	if !m.Deadline.IsZero() {
 		r.Deadline = tsPB(m.Deadline)
 	}
+	if len(m.Restrictions) > 0 {
+		r.Restrictions = make([]*Dep, len(m.Restrictions))
+		for i := range m.Restrictions {
+			r.Restrictions[i] = depPB(&m.Restrictions[i])
+		}
+	}
 	return r
 }
 
@@ -610,6 +640,12 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
 	m.Deadline = tsWire(r.GetDeadline())
+	if ps := r.GetRestrictions(); len(ps) > 0 {
+		m.Restrictions = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Restrictions[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -651,6 +687,12 @@ func causalGetTxReplyPB(m *wire.CausalGetTxReply) *CausalGetTxReply {
 			r.Items[i] = txItemPB(&m.Items[i])
 		}
 	}
+	if len(m.Lifted) > 0 {
+		r.Lifted = make([]*Dep, len(m.Lifted))
+		for i := range m.Lifted {
+			r.Lifted[i] = depPB(&m.Lifted[i])
+		}
+	}
 	return r
 }
 
@@ -666,6 +708,12 @@ func causalGetTxReplyWire(r *CausalGetTxReply, d *decoder) (m wire.CausalGetTxRe
 	m.Ring = r.GetRing()
 	m.Rounds = r.GetRounds()
 	m.Table = r.GetTable()
+	if ps := r.GetLifted(); len(ps) > 0 {
+		m.Lifted = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Lifted[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -806,6 +854,7 @@ func depCheckPB(m *wire.DepCheck) *DepCheck {
 		Req:   m.Req,
 		Table: m.Table,
 		Key:   keyBytes(m.Key),
+		Watch: m.Watch,
 	}
 	if !m.Version.IsZero() {
 		r.Version = versionPB(&m.Version)
@@ -818,6 +867,7 @@ func depCheckWire(r *DepCheck, d *decoder) (m wire.DepCheck) {
 	m.Table = r.GetTable()
 	m.Key = keyString(r.GetKey())
 	m.Version = versionWire(r.GetVersion(), d)
+	m.Watch = r.GetWatch()
 	return m
 }
 

@@ -162,7 +162,7 @@ func fuzzSeeds() []wire.Msg {
 		&wire.Read{Req: 4, Table: 42, Key: "x", Fill: true},
 		&wire.ReadReply{Req: 4, Table: 42, Code: wire.Unavailable, Found: true, Value: []byte("v"), Version: version, InFlight: true,
 			Source: wire.FromCache, Ring: -2, Node: "us/cache1"},
-		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: version},
+		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: version, Watch: true},
 		&wire.DepCheckReply{Req: 5, Table: 42, Done: true},
 		&wire.Invalidate{Req: 6, Table: 42, Key: "x", Version: version},
 		&wire.InvalidateAck{Req: 6, Table: 42},
