@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/invariants"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -50,6 +51,14 @@ type Cache struct {
 	nextReq  uint64
 	fetches  map[uint64]*fetch
 	timeouts *deadlines[uint64]
+	metrics  CacheMetrics
+}
+
+// CacheMetrics counts what a cache did.
+type CacheMetrics struct {
+	// AbandonedReads are the reads dropped unserved because their sender
+	// had stopped waiting for them (wire.Read's Deadline).
+	AbandonedReads uint64
 }
 
 type cached struct {
@@ -102,6 +111,7 @@ func (c *Cache) Start(env node.Env) error {
 	c.env = env
 	c.layout = c.opts.Layout
 	c.near = newNearness(Site(env.ID()), c.opts.RTT)
+	c.nextReq = firstReq(env)
 	c.entries = map[string]*cached{}
 	c.fetches = map[uint64]*fetch{}
 	c.timeouts = newDeadlines[uint64](c.opts.ReadTimeout, fetchTimer{})
@@ -145,6 +155,10 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Code: wire.NoTable})
 		return
 	}
+	if abandoned(c.env, m) {
+		c.metrics.AbandonedReads++
+		return
+	}
 	if e := c.entries[m.Key]; e != nil {
 		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Found: e.found, Value: e.value, Version: e.version,
 			Source: wire.FromCache, Ring: wire.NoRing, Node: c.env.ID()})
@@ -155,7 +169,13 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 	c.nextReq++
 	req := c.nextReq
 	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, sent: c.env.Now()}
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: m.Key, Fill: true})
+	// The fill is given up after ReadTimeout, or when the coordinator
+	// gives up the read, if sooner.
+	deadline := c.env.WallNanos() + int64(c.opts.ReadTimeout)
+	if !m.Deadline.IsZero() {
+		deadline = min(deadline, m.Deadline.WallNanos)
+	}
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: m.Key, Fill: true, Deadline: hlc.Timestamp{WallNanos: deadline}})
 	c.timeouts.add(c.env, req)
 }
 
@@ -227,6 +247,9 @@ func (c *Cache) invalidate(from wire.NodeID, m *wire.Invalidate) {
 	}
 	c.env.Send(from, &wire.InvalidateAck{Req: m.Req, Table: c.layout.Table})
 }
+
+// Metrics returns the cache's counters.
+func (c *Cache) Metrics() CacheMetrics { return c.metrics }
 
 // Versions returns the version cached of every key (the zero version for
 // a key cached as never written).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -70,7 +71,10 @@ type clientOp struct {
 	seq        uint64
 	key        string
 	restricted bool
-	done       func(Result)
+	// restrictions counts the restrictions the request named: if the
+	// coordinator lifted them all, it served the read unbound.
+	restrictions int
+	done         func(Result)
 }
 
 type opTimer struct{}
@@ -136,13 +140,16 @@ func (c *Client) Session(id uint64) *Session {
 func (c *Client) send(op *clientOp, m wire.Msg) uint64 {
 	c.nextReq++
 	req := c.nextReq
+	// A read names when the client stops waiting: its coordinator waits
+	// for a slow ring until then, and no longer.
+	deadline := hlc.Timestamp{WallNanos: c.env.WallNanos() + int64(c.opts.Timeout)}
 	switch m := m.(type) {
 	case *wire.CausalPut:
 		m.Req = req
 	case *wire.CausalGet:
-		m.Req = req
+		m.Req, m.Deadline = req, deadline
 	case *wire.CausalGetTx:
-		m.Req = req
+		m.Req, m.Deadline = req, deadline
 	}
 	c.ops[req] = op
 	c.env.Send(c.cc, m)
@@ -166,12 +173,22 @@ func (c *Client) Restricted(s *Session) bool {
 
 // Get reads key in session s.
 func (c *Client) Get(s *Session, key string, done func(Result)) {
-	c.send(&clientOp{s: s, key: key, restricted: c.Restricted(s), done: done}, s.Get(c.opts.Layout.Table, key))
+	m := s.Get(c.opts.Layout.Table, key)
+	c.send(&clientOp{s: s, key: key, restricted: c.Restricted(s), restrictions: len(m.Restrictions), done: done}, m)
 }
 
 // GetTx reads keys as one snapshot in session s.
 func (c *Client) GetTx(s *Session, keys []string, done func(Result)) {
-	c.send(&clientOp{s: s, restricted: c.Restricted(s), done: done}, s.GetTx(c.opts.Layout.Table, slices.Clone(keys)))
+	m := s.GetTx(c.opts.Layout.Table, slices.Clone(keys))
+	c.send(&clientOp{s: s, restricted: c.Restricted(s), restrictions: len(m.Restrictions), done: done}, m)
+}
+
+// lift applies a reply's lifted restrictions, and reports whether the
+// op was served under a restriction: not if the coordinator lifted every
+// one the request named.
+func (op *clientOp) lift(lifted []wire.Dep) bool {
+	op.s.Lift(lifted)
+	return op.restricted && len(lifted) < op.restrictions
 }
 
 // Receive implements node.Handler.
@@ -198,7 +215,7 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 			return
 		}
 		r := Result{Code: m.Code, Found: m.Found, Value: m.Value, Version: m.Version, Source: m.Source,
-			Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Restricted: op.restricted}
+			Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Restricted: op.lift(m.Lifted)}
 		if m.Code == wire.OK {
 			op.s.Read(op.key, m.Found, m.Version, m.Source, m.Ring, m.InFlight)
 		}
@@ -208,12 +225,13 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		if op == nil {
 			return
 		}
+		restricted := op.lift(m.Lifted)
 		if m.Code == wire.OK {
 			for _, it := range m.Items {
 				op.s.Read(it.Key, it.Found, it.Version, it.Source, m.Ring, it.InFlight)
 			}
 		}
-		op.done(Result{Code: m.Code, Ring: m.Ring, Items: m.Items, Rounds: m.Rounds, Restricted: op.restricted})
+		op.done(Result{Code: m.Code, Ring: m.Ring, Items: m.Items, Rounds: m.Rounds, Restricted: restricted})
 	}
 }
 

@@ -25,8 +25,14 @@ type CoordinatorOptions struct {
 	// before sending the write again. Default 1s.
 	Resend time.Duration
 	// ReadTimeout is how long a read waits for a storage node or cache
-	// before trying another ring, or failing when bound to one. Default 1s.
+	// before trying another ring. A read with no other ring to try (bound
+	// to one, or every ring tried) waits for its ring until the read's
+	// deadline instead, asking again only if the node answered later
+	// reads meanwhile (the read was lost). Default 1s.
 	ReadTimeout time.Duration
+	// GetTimeout bounds a read or get-transaction whose request names no
+	// deadline. Default 10s, the client's default.
+	GetTimeout time.Duration
 	// RandomRings makes an unbound read (or get-transaction) go to a
 	// ring drawn at random instead of the nearest: Karma's choice of any
 	// ring, exercised in full (randomized tests). Default false.
@@ -47,6 +53,7 @@ type CoordinatorOptions struct {
 func (o CoordinatorOptions) EnsureDefaults() CoordinatorOptions {
 	o.Resend = cmp.Or(o.Resend, time.Second)
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, time.Second)
+	o.GetTimeout = cmp.Or(o.GetTimeout, 10*time.Second)
 	o.TxRounds = cmp.Or(o.TxRounds, 8)
 	o.Window = cmp.Or(o.Window, 64)
 	o.MaxValueBytes = cmp.Or(o.MaxValueBytes, 1<<20)
@@ -59,8 +66,8 @@ func (o CoordinatorOptions) Validate() error {
 	if o.Layout == nil {
 		return errors.New("causal: CoordinatorOptions.Layout is required")
 	}
-	if o.Resend < 0 || o.ReadTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
-		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, TxRounds, MaxValueBytes and Window must not be negative")
+	if o.Resend < 0 || o.ReadTimeout < 0 || o.GetTimeout < 0 || o.TxRounds < 0 || o.MaxValueBytes < 0 || o.Window < 0 {
+		return errors.New("causal: CoordinatorOptions: Resend, ReadTimeout, GetTimeout, TxRounds, MaxValueBytes and Window must not be negative")
 	}
 	return nil
 }
@@ -87,6 +94,9 @@ type buffered struct {
 	// tries[r] counts the sends to ring r: a write is sent again after
 	// Resend, then twice that, and so on up to 32 times (backoff).
 	tries []uint8
+	// watchers are the coordinators to tell when the write completes
+	// (stability.go).
+	watchers []askID
 }
 
 // wbSession is a session's write buffer: its writes not yet complete, in
@@ -146,6 +156,13 @@ type Coordinator struct {
 	resends    *deadlines[resend]
 	ringReads  *deadlines[uint64]
 	cacheReads *deadlines[uint64]
+	// answered holds, per storage node, the newest read it answered: a
+	// node serves reads in the order they arrive over an ordered link, so
+	// an older read still unanswered was lost (the node restarted).
+	answered map[wire.NodeID]uint64
+	// stability is what the coordinator knows of other coordinators'
+	// writes' completion, to lift ring restrictions (stability.go).
+	stability *stability
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -183,11 +200,14 @@ func (c *Coordinator) Start(env node.Env) error {
 		return fmt.Errorf("causal: coordinator %s: the table's reads are static, but site %s has no ring", env.ID(), c.site)
 	}
 	c.near = newNearness(Site(env.ID()), c.opts.RTT)
+	c.nextReq = firstReq(env)
 	c.sessions = map[sessionID]*wbSession{}
 	c.incomplete = map[wire.Version]*buffered{}
 	c.reads = map[uint64]*pendingRead{}
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
+	c.answered = map[wire.NodeID]uint64{}
+	c.stability = newStability()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
@@ -260,8 +280,9 @@ func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
 	case *wire.ReadReply:
 		c.readReply(from, m)
 	case *wire.DepCheck:
-		_, pending := c.incomplete[m.Version]
-		c.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: c.layout.Table, Done: !pending})
+		c.depCheck(from, m)
+	case *wire.DepCheckReply:
+		c.watched(m)
 	}
 }
 
@@ -451,6 +472,9 @@ func (c *Coordinator) completeHeads(ws *wbSession) {
 			}
 		}
 		c.env.Send(ws.id.client, &wire.CausalComplete{Table: c.layout.Table, Session: ws.id.session, Seq: e.seq})
+		for _, w := range e.watchers {
+			c.env.Send(w.from, &wire.DepCheckReply{Req: w.req, Table: c.layout.Table, Done: true})
+		}
 		c.batch.Reset()
 		c.batch.Delete(bufferKey(c.layout.Table, ws.id, e.seq))
 		// Unsynced: a delete lost in a crash propagates the write again,
@@ -489,6 +513,10 @@ type pendingRead struct {
 	bound  bool
 	tried  uint64
 	cached bool // the cache was tried
+	// deadline is when the client stops waiting (WallNanos).
+	deadline int64
+	// lifted are the get's restrictions known stable.
+	lifted []wire.Dep
 }
 
 // get serves a client's read (Karma Fig. 3): the session's write buffer,
@@ -503,6 +531,7 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 		return
 	}
 	wb := c.bufferedWrite(sessionID{from, m.Session}, m.Key)
+	lifted := c.lift(m.Restrictions)
 	// Karma Fig. 3 step 1, made safe under last-writer-wins: a buffered
 	// write newer than every version the session read elsewhere is
 	// newer than anything in their causal pasts, so it is the answer.
@@ -512,14 +541,23 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	// in a ring the write did not reach), so the stores are asked and
 	// the newer of the two wins.
 	if wb != nil && m.MaxRead.Less(wb.version) {
-		c.env.Send(from, c.fromBuffer(m.Req, wb))
+		c.env.Send(from, c.fromBuffer(m.Req, wb, lifted))
 		return
 	}
-	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing}
-	switch {
-	case m.Ring != wire.NoRing:
+	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing, deadline: c.deadline(m.Deadline), lifted: lifted}
+	if m.Ring != wire.NoRing && !liftsAll(m.Restrictions, lifted) {
 		p.bound = true
 		c.readRing(p, int(m.Ring))
+		return
+	}
+	c.readFree(p)
+}
+
+// readFree serves a read no restriction binds: from the site's ring if
+// the table's reads are static, else the site's cache or the nearest
+// ring.
+func (c *Coordinator) readFree(p *pendingRead) {
+	switch {
 	case c.layout.Static:
 		p.bound = true
 		c.readRing(p, c.home)
@@ -532,9 +570,16 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	}
 }
 
-func (c *Coordinator) fromBuffer(req uint64, e *buffered) *wire.CausalGetReply {
+func (c *Coordinator) fromBuffer(req uint64, e *buffered, lifted []wire.Dep) *wire.CausalGetReply {
 	return &wire.CausalGetReply{Req: req, Table: c.layout.Table, Found: true, Value: e.value, Version: e.version,
-		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true}
+		Source: wire.FromBuffer, Ring: wire.NoRing, Node: c.env.ID(), InFlight: true, Lifted: lifted}
+}
+
+// liftsAll reports whether lifted holds every restriction a request
+// named, so that it is no longer bound to its ring. A request bound to a
+// ring that names none (an older client) stays bound.
+func liftsAll(restrictions, lifted []wire.Dep) bool {
+	return len(restrictions) > 0 && len(lifted) == len(restrictions)
 }
 
 func (c *Coordinator) readNearest(p *pendingRead) {
@@ -555,12 +600,56 @@ func (c *Coordinator) readRing(p *pendingRead, r int) {
 	c.readNode(p, c.layout.Node(r, p.get.Key), int32(r))
 }
 
+// deadline is a request's deadline (WallNanos), or GetTimeout from now if
+// it names none.
+func (c *Coordinator) deadline(ts hlc.Timestamp) int64 {
+	if ts.IsZero() {
+		return c.env.WallNanos() + int64(c.opts.GetTimeout)
+	}
+	return ts.WallNanos
+}
+
+// readDeadline is how long a read sent now may take before the
+// coordinator gives it up: ReadTimeout (twice that through the cache)
+// when it would then try another ring, else the operation's deadline.
+func (c *Coordinator) readDeadline(moveOn bool, wait time.Duration, deadline int64) hlc.Timestamp {
+	if moveOn {
+		deadline = min(deadline, c.env.WallNanos()+int64(wait))
+	}
+	return hlc.Timestamp{WallNanos: deadline}
+}
+
+// released reports whether p waits for its ring only because of
+// restrictions that the coordinator now knows stable, and records them
+// lifted.
+func (c *Coordinator) released(p *pendingRead) bool {
+	if !p.bound || p.get.Ring == wire.NoRing || c.layout.Static {
+		return false
+	}
+	lifted := c.lift(p.get.Restrictions)
+	if !liftsAll(p.get.Restrictions, lifted) {
+		return false
+	}
+	p.lifted = lifted
+	return true
+}
+
+// moveOn reports whether p, when its node is slow, tries elsewhere: from
+// the cache the rings, unbound another ring not yet tried.
+func (c *Coordinator) moveOn(p *pendingRead) bool {
+	return p.ring == wire.NoRing || (!p.bound && p.tried != 1<<len(c.layout.Rings)-1)
+}
+
 func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	c.nextReq++
 	req := c.nextReq
 	p.ring, p.node, p.sent = ring, to, c.env.Now()
 	c.reads[req] = p
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key})
+	wait := c.opts.ReadTimeout
+	if ring == wire.NoRing {
+		wait *= 2
+	}
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)})
 	if ring == wire.NoRing {
 		c.cacheReads.add(c.env, req)
 	} else {
@@ -568,6 +657,18 @@ func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	}
 }
 
+// expiring reports whether a wait checked every ReadTimeout would pass
+// deadline before its next check: it fails now, so that the coordinator's
+// answer, naming the node it waited for, reaches the client before the
+// client gives up.
+func (c *Coordinator) expiring(deadline int64) bool {
+	return c.env.WallNanos()+int64(c.opts.ReadTimeout) >= deadline
+}
+
+// readTimeout: a read waited ReadTimeout. One that can go elsewhere
+// does; one bound to its ring (or with every ring tried) waits on until
+// its deadline, rather than fail while its ring is merely slow, and asks
+// again if its node answered later reads meanwhile.
 func (c *Coordinator) readTimeout(req uint64) {
 	if tr, ok := c.txReads[req]; ok {
 		c.txTimeout(req, tr)
@@ -577,20 +678,32 @@ func (c *Coordinator) readTimeout(req uint64) {
 	if p == nil {
 		return
 	}
-	delete(c.reads, req)
 	c.near.timedOut(p.node, c.env.Now())
-	if p.bound {
+	switch {
+	case c.released(p):
+		// Its restrictions became stable while it waited.
+		delete(c.reads, req)
+		p.bound = false
+		c.readFree(p)
+	case c.moveOn(p):
+		delete(c.reads, req)
+		c.readNearest(p)
+	case c.expiring(p.deadline):
+		delete(c.reads, req)
 		c.env.Send(p.client, c.unavailable(p))
-		return
+	case c.answered[p.node] > req:
+		delete(c.reads, req)
+		c.readNode(p, p.node, p.ring)
+	default:
+		c.ringReads.add(c.env, req)
 	}
-	c.readNearest(p)
 }
 
 // unavailable is the reply to a read that no ring answered in time. It
 // names the ring's node read last, if any, which did not answer: for a
 // read bound to a ring the one node it could wait for.
 func (c *Coordinator) unavailable(p *pendingRead) *wire.CausalGetReply {
-	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing}
+	m := &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: wire.NoRing, Lifted: p.lifted}
 	if p.ring != wire.NoRing {
 		m.Ring, m.Node = p.ring, p.node
 	}
@@ -607,6 +720,9 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 		return
 	}
 	delete(c.reads, m.Req)
+	if p.ring != wire.NoRing {
+		c.answered[from] = max(c.answered[from], m.Req)
+	}
 	if m.Code == wire.OK && m.Source != wire.FromCache {
 		c.near.observe(m.Node, c.env.Now().Sub(p.sent))
 	}
@@ -620,13 +736,13 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 			c.readNearest(p)
 			return
 		}
-		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code})
+		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code, Lifted: p.lifted})
 		return
 	}
 	if p.wb != nil && m.Version.Less(p.wb.version) {
-		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb))
+		c.env.Send(p.client, c.fromBuffer(p.get.Req, p.wb, p.lifted))
 		return
 	}
 	c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Found: m.Found, Value: m.Value, Version: m.Version,
-		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight})
+		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Lifted: p.lifted})
 }

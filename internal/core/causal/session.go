@@ -1,6 +1,8 @@
 package causal
 
 import (
+	"slices"
+
 	"github.com/cosla/cosla/internal/core/invariants"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -26,9 +28,12 @@ type Session struct {
 
 // restriction is one in-flight version the session read: a dependency of
 // its next writes and, while held, a restriction to ring (Karma 4.2).
-// The completion of the session's write with sequence number after or
-// later lifts it: that write was issued after the read, and completes
-// only once the version is in every ring.
+// It lifts when the version becomes stable (Karma 1, 2.3), which the
+// session learns in one of three ways: its coordinator says so on a
+// later read's reply (stability.go); the session reads that very version
+// stable; or the session's write with sequence number after or later
+// completes (Karma 4.2: that write was issued after the read, and
+// completes only once the version is in every ring).
 type restriction struct {
 	dep   wire.Dep
 	ring  int32
@@ -79,12 +84,35 @@ func (s *Session) see(v wire.Version) {
 
 // Get returns the request for a read of key.
 func (s *Session) Get(table uint64, key string) *wire.CausalGet {
-	return &wire.CausalGet{Table: table, Session: s.id, Key: key, Ring: s.ring, MaxRead: s.maxRead}
+	return &wire.CausalGet{Table: table, Session: s.id, Key: key, Ring: s.ring, MaxRead: s.maxRead, Restrictions: s.restrictions()}
 }
 
 // GetTx returns the request for a get-transaction of keys.
 func (s *Session) GetTx(table uint64, keys []string) *wire.CausalGetTx {
-	return &wire.CausalGetTx{Table: table, Session: s.id, Keys: keys, Ring: s.ring, MaxRead: s.maxRead}
+	return &wire.CausalGetTx{Table: table, Session: s.id, Keys: keys, Ring: s.ring, MaxRead: s.maxRead, Restrictions: s.restrictions()}
+}
+
+// restrictions are the versions that bind the session, for its
+// coordinator to lift those it knows stable.
+func (s *Session) restrictions() []wire.Dep {
+	if len(s.items) == 0 {
+		return nil
+	}
+	deps := make([]wire.Dep, len(s.items))
+	for i, it := range s.items {
+		deps[i] = it.dep
+	}
+	return deps
+}
+
+// Lift drops the restrictions of the versions the coordinator reported
+// stable.
+func (s *Session) Lift(stable []wire.Dep) {
+	if len(stable) == 0 {
+		return
+	}
+	s.items = slices.DeleteFunc(s.items, func(it restriction) bool { return slices.Contains(stable, it.dep) })
+	s.rebind()
 }
 
 // Read records a version read: from the write buffer it is the session's

@@ -34,6 +34,10 @@ type pendingTx struct {
 	sent   time.Time
 	// reqs are the round's outstanding reads.
 	reqs []uint64
+	// deadline is when the client stops waiting (WallNanos).
+	deadline int64
+	// lifted are the transaction's restrictions known stable.
+	lifted []wire.Dep
 }
 
 type txRead struct {
@@ -54,12 +58,12 @@ func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
 		c.env.Send(from, reply)
 		return
 	}
-	t := &pendingTx{client: from, m: m, wbs: make([]*buffered, len(m.Keys))}
+	t := &pendingTx{client: from, m: m, wbs: make([]*buffered, len(m.Keys)), deadline: c.deadline(m.Deadline), lifted: c.lift(m.Restrictions)}
 	for i, k := range m.Keys {
 		t.wbs[i] = c.bufferedWrite(sessionID{from, m.Session}, k)
 	}
 	switch {
-	case m.Ring != wire.NoRing:
+	case m.Ring != wire.NoRing && !liftsAll(m.Restrictions, t.lifted):
 		t.bound, t.ring = true, int(m.Ring)
 	case c.layout.Static:
 		t.bound, t.ring = true, c.home
@@ -115,15 +119,28 @@ func (c *Coordinator) txRound(id uint64, t *pendingTx) {
 	t.left = len(t.m.Keys)
 	t.sent = c.env.Now()
 	t.reqs = t.reqs[:0]
-	for i, k := range t.m.Keys {
-		c.nextReq++
-		req := c.nextReq
-		to := c.layout.Node(t.ring, k)
-		c.txReads[req] = txRead{tx: id, item: i, node: to}
-		t.reqs = append(t.reqs, req)
-		c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k})
-		c.ringReads.add(c.env, req)
+	for i := range t.m.Keys {
+		c.txRead(id, t, i)
 	}
+}
+
+// txRead reads the transaction's i-th key in its round.
+func (c *Coordinator) txRead(id uint64, t *pendingTx, i int) {
+	c.nextReq++
+	req := c.nextReq
+	k := t.m.Keys[i]
+	to := c.layout.Node(t.ring, k)
+	c.txReads[req] = txRead{tx: id, item: i, node: to}
+	t.reqs = append(t.reqs, req)
+	deadline := c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Deadline: deadline})
+	c.ringReads.add(c.env, req)
+}
+
+// txMoveOn reports whether the transaction, when its ring is slow,
+// starts again on another (as moveOn for a read).
+func (c *Coordinator) txMoveOn(t *pendingTx) bool {
+	return !t.bound && t.tried != 1<<len(c.layout.Rings)-1
 }
 
 func (c *Coordinator) txReply(from wire.NodeID, m *wire.ReadReply, tr txRead) {
@@ -132,6 +149,7 @@ func (c *Coordinator) txReply(from wire.NodeID, m *wire.ReadReply, tr txRead) {
 		return
 	}
 	delete(c.txReads, m.Req)
+	c.answered[from] = max(c.answered[from], m.Req)
 	c.near.observe(from, c.env.Now().Sub(t.sent))
 	if m.Code != wire.OK {
 		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: m.Code, Ring: int32(t.ring), Rounds: int32(t.round)})
@@ -175,25 +193,36 @@ func (c *Coordinator) endTx(id uint64, t *pendingTx, reply *wire.CausalGetTxRepl
 		delete(c.txReads, req)
 	}
 	delete(c.txs, id)
+	reply.Lifted = t.lifted
 	c.env.Send(t.client, reply)
 }
 
 // txTimeout: a node of the transaction's ring did not answer. An unbound
 // transaction starts again on another ring (Karma 4.5: a retry may switch
-// ring); a bound one fails.
+// ring); a bound one, or one that tried every ring, waits for its ring
+// until its deadline, as a read does (readTimeout).
 func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	t := c.txs[tr.tx]
-	delete(c.txReads, req)
 	if t == nil {
+		delete(c.txReads, req)
 		return
 	}
 	c.near.timedOut(tr.node, c.env.Now())
 	next := -1
-	if !t.bound {
+	if c.txMoveOn(t) {
 		next = c.txRing(t.tried, t.m.Keys)
 	}
 	if next < 0 {
-		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
+		switch {
+		case c.expiring(t.deadline):
+			c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
+		case c.answered[tr.node] > req:
+			delete(c.txReads, req)
+			t.reqs = slices.DeleteFunc(t.reqs, func(r uint64) bool { return r == req })
+			c.txRead(tr.tx, t, tr.item)
+		default:
+			c.ringReads.add(c.env, req)
+		}
 		return
 	}
 	for _, r := range t.reqs {

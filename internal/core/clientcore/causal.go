@@ -220,7 +220,8 @@ func (c *Client) getCausal(s *Session, key string, o GetOptions, done func(GetRe
 // timeoutError says which node a causal Get of key waited for in vain:
 // the coordinator itself, which did not answer within the client's
 // timeout, or the ring's node the coordinator read last (a read bound to
-// a ring, Karma 4.2, waits for that one node), if it names one.
+// a ring, Karma 4.2, waits for that one node until the read's deadline),
+// if it names one.
 func (ct *causalTable) timeoutError(key string, r causal.Result) error {
 	switch r.Node {
 	case ct.cc:
@@ -232,7 +233,7 @@ func (ct *causalTable) timeoutError(key string, r causal.Result) error {
 	if r.Restricted {
 		bound = "; a ring restriction binds the session to that ring (Karma 4.2)"
 	}
-	return fmt.Errorf("%w: get %s: %s of ring %d (%s) did not answer within the coordinator's read timeout%s",
+	return fmt.Errorf("%w: get %s: %s of ring %d (%s) did not answer before the read's deadline%s",
 		ErrTimeout, keyfmt.Quote(key), r.Node, r.Ring, ct.ringName(r.Ring), bound)
 }
 

@@ -19,7 +19,7 @@ func TestCausalTimeoutNamesNode(t *testing.T) {
 		want string
 	}{
 		{causal.Result{Code: wire.Unavailable, Node: "asia/mm2", Ring: 1, Restricted: true},
-			`cosla: request timed out: get "k": asia/mm2 of ring 1 (asia) did not answer within the coordinator's read timeout; a ring restriction binds the session to that ring (Karma 4.2)`},
+			`cosla: request timed out: get "k": asia/mm2 of ring 1 (asia) did not answer before the read's deadline; a ring restriction binds the session to that ring (Karma 4.2)`},
 		{causal.Result{Code: wire.Unavailable, Node: "eu/cc", Ring: wire.NoRing},
 			`cosla: request timed out: get "k": no answer from the coordinator eu/cc`},
 		{causal.Result{Code: wire.Unavailable, Ring: wire.NoRing},

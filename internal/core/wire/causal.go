@@ -120,21 +120,30 @@ type CausalComplete struct {
 // that ring and bypasses the cache (a dynamic ring restriction). MaxRead
 // is the newest version the session has read from outside its write
 // buffer: a buffered write newer than it is answered at once, an older
-// one only if the stores hold nothing newer.
+// one only if the stores hold nothing newer. Deadline is when the client
+// stops waiting, read on its physical clock (WallNanos; zero: the
+// coordinator's default): a read bound to a ring waits for that ring
+// until then instead of failing. Restrictions are the in-flight versions
+// that bind the session to Ring: the coordinator lifts those it knows
+// stable (Karma 1, 2.3: a restriction ends when the versions become
+// stable), and if it lifts them all, the read is no longer bound.
 //
 //wire:envelope 33
 type CausalGet struct {
-	Req     uint64  `wire:"1"`
-	Table   uint64  `wire:"2"`
-	Session uint64  `wire:"3"`
-	Key     string  `wire:"4"`
-	Ring    int32   `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead Version `wire:"6,omitzero" trace:"max"`
+	Req          uint64        `wire:"1"`
+	Table        uint64        `wire:"2"`
+	Session      uint64        `wire:"3"`
+	Key          string        `wire:"4"`
+	Ring         int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead      Version       `wire:"6,omitzero" trace:"max"`
+	Deadline     hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Restrictions []Dep         `wire:"8" trace:",omitzero"`
 }
 
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
-// was in flight (not yet in every ring) when read.
+// was in flight (not yet in every ring) when read. Lifted are the
+// request's Restrictions that the coordinator knew stable.
 //
 //wire:envelope 34
 type CausalGetReply struct {
@@ -147,21 +156,24 @@ type CausalGetReply struct {
 	Ring     int32   `wire:"7,zigzag" trace:",if=m.Code == OK && m.Ring != NoRing"`
 	Node     NodeID  `wire:"8" trace:",omitzero,if=m.Code == OK"`
 	InFlight bool    `wire:"9" trace:"in-flight,flag"`
+	Lifted   []Dep   `wire:"11" trace:",omitzero"`
 	Code     Code    `wire:"2" trace:"err,omitzero"`
 }
 
 // CausalGetTx reads several keys as one causally consistent snapshot
 // (Karma 4.5), all from one ring: Ring if set, else the coordinator's
-// choice.
+// choice. Deadline and Restrictions as in CausalGet.
 //
 //wire:envelope 35
 type CausalGetTx struct {
-	Req     uint64   `wire:"1"`
-	Table   uint64   `wire:"2"`
-	Session uint64   `wire:"3"`
-	Keys    []string `wire:"4"`
-	Ring    int32    `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
-	MaxRead Version  `wire:"6,omitzero" trace:"max"`
+	Req          uint64        `wire:"1"`
+	Table        uint64        `wire:"2"`
+	Session      uint64        `wire:"3"`
+	Keys         []string      `wire:"4"`
+	Ring         int32         `wire:"5,zigzag" trace:",if=m.Ring != NoRing"`
+	MaxRead      Version       `wire:"6,omitzero" trace:"max"`
+	Deadline     hlc.Timestamp `wire:"7,omitzero" trace:",omitzero"`
+	Restrictions []Dep         `wire:"8" trace:",omitzero"`
 }
 
 // TxItem is one key's value in a CausalGetTxReply.
@@ -175,7 +187,8 @@ type TxItem struct {
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
-// request's order, read from Ring in Rounds rounds.
+// request's order, read from Ring in Rounds rounds. Lifted as in
+// CausalGetReply.
 //
 //wire:envelope 36
 type CausalGetTxReply struct {
@@ -184,6 +197,7 @@ type CausalGetTxReply struct {
 	Ring   int32    `wire:"4,zigzag" trace:",if=m.Ring != NoRing"`
 	Rounds int32    `wire:"5"`
 	Items  []TxItem `wire:"3"`
+	Lifted []Dep    `wire:"7" trace:",omitzero"`
 	Code   Code     `wire:"2" trace:"err,omitzero"`
 }
 
@@ -232,13 +246,18 @@ type Stable struct {
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
 // cache in the key's cached-at set if the version is stable (Karma 4.3).
+// Deadline is when the sender stops waiting for the answer, read on its
+// physical clock (WallNanos; zero: never): a node that comes to the read
+// later drops it, since no one would take the answer, so that a slow
+// node's queue holds no work already given up.
 //
 //wire:envelope 40
 type Read struct {
-	Req   uint64 `wire:"1"`
-	Table uint64 `wire:"2"`
-	Key   string `wire:"3"`
-	Fill  bool   `wire:"4" trace:",flag"`
+	Req      uint64        `wire:"1"`
+	Table    uint64        `wire:"2"`
+	Key      string        `wire:"3"`
+	Fill     bool          `wire:"4" trace:",flag"`
+	Deadline hlc.Timestamp `wire:"5,omitzero" trace:",omitzero"`
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit
@@ -261,7 +280,9 @@ type ReadReply struct {
 // DepCheck asks an MM of the same ring whether it has processed Version
 // of Key (applied it, or found a newer version, after checking its own
 // dependencies); the answer comes once it has. Sent to a coordinator, it
-// asks whether the coordinator's write Version is complete.
+// asks whether the coordinator's write Version is complete; with Watch
+// (from another coordinator, to lift the ring restrictions Version
+// causes), the answer comes once it is.
 //
 //wire:envelope 42
 type DepCheck struct {
@@ -269,6 +290,7 @@ type DepCheck struct {
 	Table   uint64  `wire:"2"`
 	Key     string  `wire:"3"`
 	Version Version `wire:"4,omitzero"`
+	Watch   bool    `wire:"5" trace:",flag"`
 }
 
 // DepCheckReply answers DepCheck. Done is false only from a coordinator

@@ -280,6 +280,12 @@ func (m *CausalGet) size() (n int) {
 	if !m.MaxRead.IsZero() {
 		n += msgField(6, m.MaxRead.size())
 	}
+	if !m.Deadline.IsZero() {
+		n += tsField(7, m.Deadline)
+	}
+	for i := range m.Restrictions {
+		n += msgField(8, m.Restrictions[i].size())
+	}
 	return n
 }
 
@@ -300,6 +306,9 @@ func (m *CausalGetReply) size() (n int) {
 	n += bytesField(8, len(m.Node))
 	n += boolField(9, m.InFlight)
 	n += uintField(10, m.Table)
+	for i := range m.Lifted {
+		n += msgField(11, m.Lifted[i].size())
+	}
 	return n
 }
 
@@ -315,6 +324,12 @@ func (m *CausalGetTx) size() (n int) {
 	n += sintField(5, m.Ring)
 	if !m.MaxRead.IsZero() {
 		n += msgField(6, m.MaxRead.size())
+	}
+	if !m.Deadline.IsZero() {
+		n += tsField(7, m.Deadline)
+	}
+	for i := range m.Restrictions {
+		n += msgField(8, m.Restrictions[i].size())
 	}
 	return n
 }
@@ -348,6 +363,9 @@ func (m *CausalGetTxReply) size() (n int) {
 	n += sintField(4, m.Ring)
 	n += uintField(5, uint64(int64(m.Rounds)))
 	n += uintField(6, m.Table)
+	for i := range m.Lifted {
+		n += msgField(7, m.Lifted[i].size())
+	}
 	return n
 }
 
@@ -407,6 +425,9 @@ func (m *Read) size() (n int) {
 	n += uintField(2, m.Table)
 	n += bytesField(3, len(m.Key))
 	n += boolField(4, m.Fill)
+	if !m.Deadline.IsZero() {
+		n += tsField(5, m.Deadline)
+	}
 	return n
 }
 
@@ -441,6 +462,7 @@ func (m *DepCheck) size() (n int) {
 	if !m.Version.IsZero() {
 		n += msgField(4, m.Version.size())
 	}
+	n += boolField(5, m.Watch)
 	return n
 }
 

@@ -413,6 +413,14 @@ func (m *CausalGet) String() string {
 	}
 	b = append(b, " max="...)
 	b = m.MaxRead.appendTrace(b)
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
+	}
+	if len(m.Restrictions) > 0 {
+		b = append(b, " restrictions="...)
+		b = appendEach(b, m.Restrictions, Dep.appendTrace)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -446,6 +454,10 @@ func (m *CausalGetReply) String() string {
 	if m.InFlight {
 		b = append(b, " in-flight"...)
 	}
+	if len(m.Lifted) > 0 {
+		b = append(b, " lifted="...)
+		b = appendEach(b, m.Lifted, Dep.appendTrace)
+	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -469,6 +481,14 @@ func (m *CausalGetTx) String() string {
 	}
 	b = append(b, " max="...)
 	b = m.MaxRead.appendTrace(b)
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
+	}
+	if len(m.Restrictions) > 0 {
+		b = append(b, " restrictions="...)
+		b = appendEach(b, m.Restrictions, Dep.appendTrace)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -486,6 +506,10 @@ func (m *CausalGetTxReply) String() string {
 	b = strconv.AppendInt(b, int64(m.Rounds), 10)
 	b = append(b, " items="...)
 	b = appendEach(b, m.Items, TxItem.appendTrace)
+	if len(m.Lifted) > 0 {
+		b = append(b, " lifted="...)
+		b = appendEach(b, m.Lifted, Dep.appendTrace)
+	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -558,6 +582,10 @@ func (m *Read) String() string {
 	if m.Fill {
 		b = append(b, " fill"...)
 	}
+	if !m.Deadline.IsZero() {
+		b = append(b, " deadline="...)
+		b = appendTS(b, m.Deadline)
+	}
 	return string(append(b, ")"...))
 }
 
@@ -608,6 +636,9 @@ func (m *DepCheck) String() string {
 	b = strconv.AppendQuote(b, m.Key)
 	b = append(b, " version="...)
 	b = m.Version.appendTrace(b)
+	if m.Watch {
+		b = append(b, " watch"...)
+	}
 	return string(append(b, ")"...))
 }
 

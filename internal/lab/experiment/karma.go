@@ -361,7 +361,25 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 		return 0, err
 	}
 	rec.finish()
+	rec.result.AbandonedReads = abandonedReads(w)
 	return w.Sim.TraceHash(), u.check()
+}
+
+// abandonedReads sums the reads the world's running stores and caches
+// dropped because their senders had given them up.
+func abandonedReads(w *harness.CausalWorld) uint64 {
+	var n uint64
+	for _, id := range w.Stores {
+		if s, err := w.Store(id); err == nil {
+			n += s.Metrics().AbandonedReads
+		}
+	}
+	for _, id := range w.Caches {
+		if c, err := w.Cache(id); err == nil {
+			n += c.Metrics().AbandonedReads
+		}
+	}
+	return n
 }
 
 // loadSettle is how long the world runs after the load's last write is
@@ -734,6 +752,11 @@ type CausalRun struct {
 	Seed     uint64 `json:"seed"`
 	Strategy string `json:"strategy"`
 	CausalStats
+	// AbandonedReads counts, over the whole run (its warmup included),
+	// the reads that stores and caches dropped unserved because the
+	// coordinator or cache that sent them had stopped waiting (wire.Read's
+	// Deadline). The simulator only.
+	AbandonedReads uint64 `json:"abandoned_reads,omitempty"`
 	// Sites are each client site's share.
 	Sites []CausalStats `json:"sites"`
 	// Timeline is the run second by second (causal-timeline output);

@@ -58,8 +58,8 @@ func BenchmarkKarmaFig7Million(b *testing.B) {
 		b.ReportMetric(wall.Seconds(), "wall-s/run")
 		b.ReportMetric(float64(ops)/wall.Seconds(), "sim-ops/wall-s")
 		b.ReportMetric(c.ThroughputOpsPerS, "virtual-ops/s")
-		b.Logf("%d sessions: %d ops succeeded (%d gets, %d puts), %d failed, in %.1f s of virtual time, %.0f virtual ops/s; wall %s (%.1f µs per op)",
-			c.Sessions, c.Ops, c.Gets, c.Puts, c.Failed, r.Runs[0].VirtualS, c.ThroughputOpsPerS, wall.Round(time.Millisecond),
+		b.Logf("%d sessions: %d ops succeeded (%d gets, %d puts), %d failed, %d abandoned reads dropped, %.1f%% restricted, in %.1f s of virtual time, %.0f virtual ops/s; wall %s (%.1f µs per op)",
+			c.Sessions, c.Ops, c.Gets, c.Puts, c.Failed, c.AbandonedReads, c.RestrictedPct, r.Runs[0].VirtualS, c.ThroughputOpsPerS, wall.Round(time.Millisecond),
 			float64(wall.Microseconds())/float64(ops))
 	}
 }

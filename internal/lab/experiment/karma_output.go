@@ -72,19 +72,21 @@ func causalPaper(s *Scenario, metric, strategy, point, series, baseline string) 
 func causalTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "causal", Title: "Causal table runs: throughput, latency (ms), local and restricted shares, where Gets were served (Karma Figs 7, 11, 12)",
 		Header: append(causalColumns(s), "sessions", "ops/s", "get mean", "get p50", "get p99", "put mean", "put p99",
-			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "ring here %", "ring elsewhere %", "failed %")}
+			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "ring here %", "ring elsewhere %", "failed %", "failed", "abandoned reads")}
 	for _, c := range r.Causal {
 		row := append(causalCells(s, c), strconv.Itoa(c.Sessions), f1(c.ThroughputOpsPerS),
 			f2(c.GetLatencyMS.Mean), f2(c.GetLatencyMS.P50), f2(c.GetLatencyMS.P99), f2(c.PutLatencyMS.Mean), f2(c.PutLatencyMS.P99),
 			f1(c.LocalPct), causalPaper(s, "local_pct", c.Strategy, c.Point, c.Series, ""),
 			f2(c.RestrictedPct), causalPaper(s, "restricted_pct", c.Strategy, c.Point, c.Series, ""),
-			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct))
+			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct),
+			strconv.FormatInt(c.Failed, 10), strconv.FormatUint(c.AbandonedReads, 10))
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "All client sites of a run drive one world at once; sessions are their total, a closed loop each. ops/s counts the operations that succeeded between the warmup's end and the run's, per second. " +
 		"Local: Gets served at the client's own site (its session's write buffer, its site's cache, or a storage node there, directly or through the cache on a miss; Karma 6.1). " +
 		"Restricted: accesses (Gets and Puts) made while the session was bound to a ring by a dynamic ring restriction (Karma 4.2, Fig. 11); cops-pr and cops-ideal bind every session to its site's ring anyway, and for them it counts the accesses of sessions holding in-flight reads. In flight: Gets of a version not yet in every ring. " +
-		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). A paper cell with < or > is a bound the paper gives."
+		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). " +
+		"Failed: operations after the warmup that failed; abandoned reads: reads that storage nodes and caches dropped over the whole run because their sender had stopped waiting (simulator only). A paper cell with < or > is a bound the paper gives."
 	t.Caption += virtualNote(r)
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +30,9 @@ var causalSeedsFlag = flag.Int("causal-seeds", 200, "TestRandomizedCausal: numbe
 // checked in the multi-writer causal mode (check.CheckMulti): no read
 // older than the causal past of what its session saw, one version order,
 // snapshots consistent, and every ring and cache converged. Each run
-// prints its seed; -seed N runs one, -causal-seeds N runs N.
+// prints its seed; -seed N runs one, -causal-seeds N runs N, and
+// -simtrace FILE writes a world's simulator trace (with -seed, that
+// world's).
 func TestRandomizedCausal(t *testing.T) {
 	seeds := make([]uint64, 0, *causalSeedsFlag)
 	if *seedFlag != 0 {
@@ -113,8 +116,17 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	r := rand.New(rand.NewPCG(seed, 0xca05a1))
 	topo, rings, strategy := randomCausalWorld(r)
 	t.Logf("seed %d: %s, rings %v, %d sites", seed, strategy, rings, len(topo.Sites))
+	var trace func(string)
+	if *traceFlag != "" {
+		f, err := os.Create(*traceFlag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		trace = func(line string) { fmt.Fprintln(f, line) }
+	}
 	w, err := harness.NewCausal(harness.CausalOptions{
-		Seed: seed, Topology: topo, Rings: rings, Strategy: strategy,
+		Seed: seed, Topology: topo, Rings: rings, Strategy: strategy, Trace: trace,
 		Client: clientcore.Options{RequestTimeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
 		Causal: site.CausalOptions{
 			Coordinator: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},

@@ -55,6 +55,9 @@ import (
 //	                                 30s of virtual time passed; the clock then stands
 //	                                 2.5s after the last delivery
 //	versions NODE                    a store's or a cache's version of every key
+//	service NODE D                   the node spends D on every message from now on (a
+//	                                 slow node: messages queue behind each other)
+//	metrics NODE                     a store's or a cache's counters
 //	tick, partition, heal, latency, crash, restart: as in TestScenarios (simCommand)
 func TestCausalScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/causal", func(t *testing.T, path string) {
@@ -111,6 +114,10 @@ func (sc *causalScenario) run(d *datadriven.TestData) (string, error) {
 		outcome, err = sc.stabilize()
 	case "versions":
 		outcome, err = sc.versions(wire.NodeID(d.CmdArgs[0].Key))
+	case "service":
+		err = sc.service(d)
+	case "metrics":
+		outcome, err = sc.metrics(wire.NodeID(d.CmdArgs[0].Key))
 	default:
 		err = fmt.Errorf("unknown command %q", d.Cmd)
 	}
@@ -439,4 +446,27 @@ func (sc *causalScenario) versions(id wire.NodeID) (string, error) {
 		fmt.Fprintf(&b, "%s=%s\n", k, vs[k])
 	}
 	return b.String(), nil
+}
+
+func (sc *causalScenario) service(d *datadriven.TestData) error {
+	if len(d.CmdArgs) != 2 {
+		return fmt.Errorf("service NODE D")
+	}
+	dur, err := time.ParseDuration(d.CmdArgs[1].Key)
+	if err != nil {
+		return err
+	}
+	return sc.world.Sim.SetService(wire.NodeID(d.CmdArgs[0].Key), sim.Latency{Mean: dur})
+}
+
+// metrics prints a store's or a cache's counters.
+func (sc *causalScenario) metrics(id wire.NodeID) (string, error) {
+	if store, err := sc.world.Store(id); err == nil {
+		return fmt.Sprintf("abandoned reads dropped: %d\n", store.Metrics().AbandonedReads), nil
+	}
+	cache, err := sc.world.Cache(id)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("abandoned reads dropped: %d\n", cache.Metrics().AbandonedReads), nil
 }

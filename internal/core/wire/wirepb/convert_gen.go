@@ -884,6 +884,7 @@ func causalCompleteWire(r *CausalComplete, d *decoder) (m wire.CausalComplete) {
 type causalGetBlock struct {
 	r  CausalGet
 	f6 versionBlock
+	f7 Timestamp
 }
 
 func (b *causalGetBlock) fill(m *wire.CausalGet) *CausalGet {
@@ -896,6 +897,15 @@ func (b *causalGetBlock) fill(m *wire.CausalGet) *CausalGet {
 	if !m.MaxRead.IsZero() {
 		r.MaxRead = b.f6.fill(&m.MaxRead)
 	}
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsInto(&b.f7, m.Deadline)
+	}
+	if len(m.Restrictions) > 0 {
+		r.Restrictions = make([]*Dep, len(m.Restrictions))
+		for i := range m.Restrictions {
+			r.Restrictions[i] = depPB(&m.Restrictions[i])
+		}
+	}
 	return r
 }
 
@@ -906,6 +916,13 @@ func causalGetWire(r *CausalGet, d *decoder) (m wire.CausalGet) {
 	m.Key = keyString(r.GetKey())
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
+	m.Deadline = tsWire(r.GetDeadline())
+	if ps := r.GetRestrictions(); len(ps) > 0 {
+		m.Restrictions = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Restrictions[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -929,6 +946,12 @@ func (b *causalGetReplyBlock) fill(m *wire.CausalGetReply) *CausalGetReply {
 	r.Node = string(m.Node)
 	r.InFlight = m.InFlight
 	r.Table = m.Table
+	if len(m.Lifted) > 0 {
+		r.Lifted = make([]*Dep, len(m.Lifted))
+		for i := range m.Lifted {
+			r.Lifted[i] = depPB(&m.Lifted[i])
+		}
+	}
 	return r
 }
 
@@ -943,6 +966,12 @@ func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 	m.Node = wire.NodeID(r.GetNode())
 	m.InFlight = r.GetInFlight()
 	m.Table = r.GetTable()
+	if ps := r.GetLifted(); len(ps) > 0 {
+		m.Lifted = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Lifted[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -950,6 +979,7 @@ func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 type causalGetTxBlock struct {
 	r  CausalGetTx
 	f6 versionBlock
+	f7 Timestamp
 }
 
 func (b *causalGetTxBlock) fill(m *wire.CausalGetTx) *CausalGetTx {
@@ -962,6 +992,15 @@ func (b *causalGetTxBlock) fill(m *wire.CausalGetTx) *CausalGetTx {
 	if !m.MaxRead.IsZero() {
 		r.MaxRead = b.f6.fill(&m.MaxRead)
 	}
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsInto(&b.f7, m.Deadline)
+	}
+	if len(m.Restrictions) > 0 {
+		r.Restrictions = make([]*Dep, len(m.Restrictions))
+		for i := range m.Restrictions {
+			r.Restrictions[i] = depPB(&m.Restrictions[i])
+		}
+	}
 	return r
 }
 
@@ -972,6 +1011,13 @@ func causalGetTxWire(r *CausalGetTx, d *decoder) (m wire.CausalGetTx) {
 	m.Keys = eachOf(r.GetKeys(), keyString)
 	m.Ring = r.GetRing()
 	m.MaxRead = versionWire(r.GetMaxRead(), d)
+	m.Deadline = tsWire(r.GetDeadline())
+	if ps := r.GetRestrictions(); len(ps) > 0 {
+		m.Restrictions = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Restrictions[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -1024,6 +1070,12 @@ func (b *causalGetTxReplyBlock) fill(m *wire.CausalGetTxReply) *CausalGetTxReply
 	r.Ring = m.Ring
 	r.Rounds = m.Rounds
 	r.Table = m.Table
+	if len(m.Lifted) > 0 {
+		r.Lifted = make([]*Dep, len(m.Lifted))
+		for i := range m.Lifted {
+			r.Lifted[i] = depPB(&m.Lifted[i])
+		}
+	}
 	return r
 }
 
@@ -1039,6 +1091,12 @@ func causalGetTxReplyWire(r *CausalGetTxReply, d *decoder) (m wire.CausalGetTxRe
 	m.Ring = r.GetRing()
 	m.Rounds = r.GetRounds()
 	m.Table = r.GetTable()
+	if ps := r.GetLifted(); len(ps) > 0 {
+		m.Lifted = make([]wire.Dep, len(ps))
+		for i, p := range ps {
+			m.Lifted[i] = depWire(p, d)
+		}
+	}
 	return m
 }
 
@@ -1136,7 +1194,8 @@ func stableWire(r *Stable, d *decoder) (m wire.Stable) {
 
 // readBlock is a Read message and the submessages it carries in place.
 type readBlock struct {
-	r Read
+	r  Read
+	f5 Timestamp
 }
 
 func (b *readBlock) fill(m *wire.Read) *Read {
@@ -1145,6 +1204,9 @@ func (b *readBlock) fill(m *wire.Read) *Read {
 	r.Table = m.Table
 	r.Key = keyBytes(m.Key)
 	r.Fill = m.Fill
+	if !m.Deadline.IsZero() {
+		r.Deadline = tsInto(&b.f5, m.Deadline)
+	}
 	return r
 }
 
@@ -1153,6 +1215,7 @@ func readWire(r *Read, d *decoder) (m wire.Read) {
 	m.Table = r.GetTable()
 	m.Key = keyString(r.GetKey())
 	m.Fill = r.GetFill()
+	m.Deadline = tsWire(r.GetDeadline())
 	return m
 }
 
@@ -1207,6 +1270,7 @@ func (b *depCheckBlock) fill(m *wire.DepCheck) *DepCheck {
 	if !m.Version.IsZero() {
 		r.Version = b.f4.fill(&m.Version)
 	}
+	r.Watch = m.Watch
 	return r
 }
 
@@ -1215,6 +1279,7 @@ func depCheckWire(r *DepCheck, d *decoder) (m wire.DepCheck) {
 	m.Table = r.GetTable()
 	m.Key = keyString(r.GetKey())
 	m.Version = versionWire(r.GetVersion(), d)
+	m.Watch = r.GetWatch()
 	return m
 }
 

@@ -150,7 +150,7 @@ func fuzzSeeds() []wire.Msg {
 		&wire.CausalPut{Req: 1, Table: 42, Session: 9, Seq: 5, Deps: []wire.Dep{{Key: "y", Version: version}}, Notify: true},
 		&wire.CausalPutReply{Req: 1, Table: 42, Code: wire.Overloaded, Version: version},
 		&wire.CausalComplete{Table: 42, Session: 9, Seq: 5},
-		&wire.CausalGet{Req: 2, Table: 42, Session: 9, Key: "x", Ring: wire.NoRing, MaxRead: version},
+		&wire.CausalGet{Req: 2, Table: 42, Session: 9, Key: "x", Ring: wire.NoRing, MaxRead: version, Deadline: version.TS},
 		&wire.CausalGetReply{Req: 2, Table: 42, Found: true, Value: []byte("v"), Version: version, Source: wire.FromBuffer, Ring: 1, Node: "us/mm1", InFlight: true},
 		&wire.CausalGetTx{Req: 3, Table: 42, Session: 9, Keys: []string{"a", "", "b"}, Ring: 2, MaxRead: version},
 		&wire.CausalGetTxReply{Req: 3, Table: 42, Code: wire.Aborted, Ring: 2, Rounds: 3, Items: []wire.TxItem{
@@ -162,7 +162,7 @@ func fuzzSeeds() []wire.Msg {
 		&wire.Read{Req: 4, Table: 42, Key: "x", Fill: true},
 		&wire.ReadReply{Req: 4, Table: 42, Code: wire.Unavailable, Found: true, Value: []byte("v"), Version: version, InFlight: true,
 			Source: wire.FromCache, Ring: -2, Node: "us/cache1"},
-		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: version},
+		&wire.DepCheck{Req: 5, Table: 42, Key: "y", Version: version, Watch: true},
 		&wire.DepCheckReply{Req: 5, Table: 42, Done: true},
 		&wire.Invalidate{Req: 6, Table: 42, Key: "x", Version: version},
 		&wire.InvalidateAck{Req: 6, Table: 42},

@@ -1274,7 +1274,13 @@ func (x *CausalComplete) GetSeq() uint64 {
 // that ring and bypasses the cache (a dynamic ring restriction). MaxRead
 // is the newest version the session has read from outside its write
 // buffer: a buffered write newer than it is answered at once, an older
-// one only if the stores hold nothing newer.
+// one only if the stores hold nothing newer. Deadline is when the client
+// stops waiting, read on its physical clock (WallNanos; zero: the
+// coordinator's default): a read bound to a ring waits for that ring
+// until then instead of failing. Restrictions are the in-flight versions
+// that bind the session to Ring: the coordinator lifts those it knows
+// stable (Karma 1, 2.3: a restriction ends when the versions become
+// stable), and if it lifts them all, the read is no longer bound.
 type CausalGet struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1283,6 +1289,8 @@ type CausalGet struct {
 	Key           []byte                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
 	Ring          int32                  `protobuf:"zigzag32,5,opt,name=ring,proto3" json:"ring,omitempty"`
 	MaxRead       *Version               `protobuf:"bytes,6,opt,name=max_read,json=maxRead,proto3" json:"max_read,omitempty"`
+	Deadline      *Timestamp             `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Restrictions  []*Dep                 `protobuf:"bytes,8,rep,name=restrictions,proto3" json:"restrictions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1359,9 +1367,24 @@ func (x *CausalGet) GetMaxRead() *Version {
 	return nil
 }
 
+func (x *CausalGet) GetDeadline() *Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *CausalGet) GetRestrictions() []*Dep {
+	if x != nil {
+		return x.Restrictions
+	}
+	return nil
+}
+
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
-// was in flight (not yet in every ring) when read.
+// was in flight (not yet in every ring) when read. Lifted are the
+// request's Restrictions that the coordinator knew stable.
 type CausalGetReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1374,6 +1397,7 @@ type CausalGetReply struct {
 	Node          string                 `protobuf:"bytes,8,opt,name=node,proto3" json:"node,omitempty"`
 	InFlight      bool                   `protobuf:"varint,9,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Table         uint64                 `protobuf:"varint,10,opt,name=table,proto3" json:"table,omitempty"`
+	Lifted        []*Dep                 `protobuf:"bytes,11,rep,name=lifted,proto3" json:"lifted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1478,9 +1502,16 @@ func (x *CausalGetReply) GetTable() uint64 {
 	return 0
 }
 
+func (x *CausalGetReply) GetLifted() []*Dep {
+	if x != nil {
+		return x.Lifted
+	}
+	return nil
+}
+
 // CausalGetTx reads several keys as one causally consistent snapshot
 // (Karma 4.5), all from one ring: Ring if set, else the coordinator's
-// choice.
+// choice. Deadline and Restrictions as in CausalGet.
 type CausalGetTx struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1489,6 +1520,8 @@ type CausalGetTx struct {
 	Keys          [][]byte               `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
 	Ring          int32                  `protobuf:"zigzag32,5,opt,name=ring,proto3" json:"ring,omitempty"`
 	MaxRead       *Version               `protobuf:"bytes,6,opt,name=max_read,json=maxRead,proto3" json:"max_read,omitempty"`
+	Deadline      *Timestamp             `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Restrictions  []*Dep                 `protobuf:"bytes,8,rep,name=restrictions,proto3" json:"restrictions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1561,6 +1594,20 @@ func (x *CausalGetTx) GetRing() int32 {
 func (x *CausalGetTx) GetMaxRead() *Version {
 	if x != nil {
 		return x.MaxRead
+	}
+	return nil
+}
+
+func (x *CausalGetTx) GetDeadline() *Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *CausalGetTx) GetRestrictions() []*Dep {
+	if x != nil {
+		return x.Restrictions
 	}
 	return nil
 }
@@ -1651,7 +1698,8 @@ func (x *TxItem) GetInFlight() bool {
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
-// request's order, read from Ring in Rounds rounds.
+// request's order, read from Ring in Rounds rounds. Lifted as in
+// CausalGetReply.
 type CausalGetTxReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1660,6 +1708,7 @@ type CausalGetTxReply struct {
 	Ring          int32                  `protobuf:"zigzag32,4,opt,name=ring,proto3" json:"ring,omitempty"`
 	Rounds        int32                  `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
 	Table         uint64                 `protobuf:"varint,6,opt,name=table,proto3" json:"table,omitempty"`
+	Lifted        []*Dep                 `protobuf:"bytes,7,rep,name=lifted,proto3" json:"lifted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1734,6 +1783,13 @@ func (x *CausalGetTxReply) GetTable() uint64 {
 		return x.Table
 	}
 	return 0
+}
+
+func (x *CausalGetTxReply) GetLifted() []*Dep {
+	if x != nil {
+		return x.Lifted
+	}
+	return nil
 }
 
 // Propagate carries a buffered write from a coordinator's per-ring
@@ -1993,12 +2049,17 @@ func (x *Stable) GetVersion() *Version {
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
 // cache in the key's cached-at set if the version is stable (Karma 4.3).
+// Deadline is when the sender stops waiting for the answer, read on its
+// physical clock (WallNanos; zero: never): a node that comes to the read
+// later drops it, since no one would take the answer, so that a slow
+// node's queue holds no work already given up.
 type Read struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
 	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
 	Key           []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	Fill          bool                   `protobuf:"varint,4,opt,name=fill,proto3" json:"fill,omitempty"`
+	Deadline      *Timestamp             `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2059,6 +2120,13 @@ func (x *Read) GetFill() bool {
 		return x.Fill
 	}
 	return false
+}
+
+func (x *Read) GetDeadline() *Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit
@@ -2182,13 +2250,16 @@ func (x *ReadReply) GetTable() uint64 {
 // DepCheck asks an MM of the same ring whether it has processed Version
 // of Key (applied it, or found a newer version, after checking its own
 // dependencies); the answer comes once it has. Sent to a coordinator, it
-// asks whether the coordinator's write Version is complete.
+// asks whether the coordinator's write Version is complete; with Watch
+// (from another coordinator, to lift the ring restrictions Version
+// causes), the answer comes once it is.
 type DepCheck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
 	Table         uint64                 `protobuf:"varint,2,opt,name=table,proto3" json:"table,omitempty"`
 	Key           []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	Version       *Version               `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	Watch         bool                   `protobuf:"varint,5,opt,name=watch,proto3" json:"watch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2249,6 +2320,13 @@ func (x *DepCheck) GetVersion() *Version {
 		return x.Version
 	}
 	return nil
+}
+
+func (x *DepCheck) GetWatch() bool {
+	if x != nil {
+		return x.Watch
+	}
+	return false
 }
 
 // DepCheckReply answers DepCheck. Done is false only from a coordinator
@@ -5743,14 +5821,16 @@ const file_wire_proto_rawDesc = "" +
 	"\x0eCausalComplete\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xa3\x01\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x8b\x02\n" +
 	"\tCausalGet\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x10\n" +
 	"\x03key\x18\x04 \x01(\fR\x03key\x12\x12\n" +
 	"\x04ring\x18\x05 \x01(\x11R\x04ring\x12.\n" +
-	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\"\x84\x02\n" +
+	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\x121\n" +
+	"\bdeadline\x18\a \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\x123\n" +
+	"\frestrictions\x18\b \x03(\v2\x0f.cosla.wire.DepR\frestrictions\"\xad\x02\n" +
 	"\x0eCausalGetReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
@@ -5762,28 +5842,32 @@ const file_wire_proto_rawDesc = "" +
 	"\x04node\x18\b \x01(\tR\x04node\x12\x1b\n" +
 	"\tin_flight\x18\t \x01(\bR\binFlight\x12\x14\n" +
 	"\x05table\x18\n" +
-	" \x01(\x04R\x05table\"\xa7\x01\n" +
+	" \x01(\x04R\x05table\x12'\n" +
+	"\x06lifted\x18\v \x03(\v2\x0f.cosla.wire.DepR\x06lifted\"\x8f\x02\n" +
 	"\vCausalGetTx\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x12\n" +
 	"\x04keys\x18\x04 \x03(\fR\x04keys\x12\x12\n" +
 	"\x04ring\x18\x05 \x01(\x11R\x04ring\x12.\n" +
-	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\"\xaa\x01\n" +
+	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\x121\n" +
+	"\bdeadline\x18\a \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\x123\n" +
+	"\frestrictions\x18\b \x03(\v2\x0f.cosla.wire.DepR\frestrictions\"\xaa\x01\n" +
 	"\x06TxItem\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12-\n" +
 	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x16\n" +
 	"\x06source\x18\x05 \x01(\rR\x06source\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\bR\binFlight\"\xa4\x01\n" +
+	"\tin_flight\x18\x06 \x01(\bR\binFlight\"\xcd\x01\n" +
 	"\x10CausalGetTxReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12(\n" +
 	"\x05items\x18\x03 \x03(\v2\x12.cosla.wire.TxItemR\x05items\x12\x12\n" +
 	"\x04ring\x18\x04 \x01(\x11R\x04ring\x12\x16\n" +
 	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x14\n" +
-	"\x05table\x18\x06 \x01(\x04R\x05table\"\xf9\x01\n" +
+	"\x05table\x18\x06 \x01(\x04R\x05table\x12'\n" +
+	"\x06lifted\x18\a \x03(\v2\x0f.cosla.wire.DepR\x06lifted\"\xf9\x01\n" +
 	"\tPropagate\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
@@ -5803,12 +5887,13 @@ const file_wire_proto_rawDesc = "" +
 	"\x06Stable\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12-\n" +
-	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\"T\n" +
+	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\"\x87\x01\n" +
 	"\x04Read\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x12\n" +
-	"\x04fill\x18\x04 \x01(\bR\x04fill\"\xff\x01\n" +
+	"\x04fill\x18\x04 \x01(\bR\x04fill\x121\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\"\xff\x01\n" +
 	"\tReadReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
@@ -5820,12 +5905,13 @@ const file_wire_proto_rawDesc = "" +
 	"\x04ring\x18\b \x01(\x11R\x04ring\x12\x12\n" +
 	"\x04node\x18\t \x01(\tR\x04node\x12\x14\n" +
 	"\x05table\x18\n" +
-	" \x01(\x04R\x05table\"s\n" +
+	" \x01(\x04R\x05table\"\x89\x01\n" +
 	"\bDepCheck\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
-	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\"K\n" +
+	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x14\n" +
+	"\x05watch\x18\x05 \x01(\bR\x05watch\"K\n" +
 	"\rDepCheckReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +
@@ -6222,78 +6308,85 @@ var file_wire_proto_depIdxs = []int32{
 	3,   // 50: cosla.wire.CausalPut.deps:type_name -> cosla.wire.Dep
 	2,   // 51: cosla.wire.CausalPutReply.version:type_name -> cosla.wire.Version
 	2,   // 52: cosla.wire.CausalGet.max_read:type_name -> cosla.wire.Version
-	2,   // 53: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
-	2,   // 54: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
-	2,   // 55: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
-	10,  // 56: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
-	2,   // 57: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
-	3,   // 58: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
-	2,   // 59: cosla.wire.Stable.version:type_name -> cosla.wire.Version
-	2,   // 60: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
-	2,   // 61: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
-	2,   // 62: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	38,  // 63: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
-	21,  // 64: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
-	35,  // 65: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
-	21,  // 66: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
-	38,  // 67: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 68: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
-	38,  // 69: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 70: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
-	35,  // 71: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
-	1,   // 72: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
-	28,  // 73: cosla.wire.EpochChange.earlier:type_name -> cosla.wire.EpochStart
-	1,   // 74: cosla.wire.EpochStart.start:type_name -> cosla.wire.Timestamp
-	38,  // 75: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
-	38,  // 76: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
-	30,  // 77: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
-	35,  // 78: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
-	34,  // 79: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	36,  // 80: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	37,  // 81: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,   // 82: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	35,  // 83: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	35,  // 84: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	38,  // 85: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 86: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	47,  // 87: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,   // 88: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	38,  // 89: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 90: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,   // 91: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	38,  // 92: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 93: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	38,  // 94: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 95: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,   // 96: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	38,  // 97: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 98: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,   // 99: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	39,  // 100: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	55,  // 101: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
-	1,   // 102: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
-	38,  // 103: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 104: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	39,  // 105: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	38,  // 106: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 107: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	38,  // 108: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 109: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	47,  // 110: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	38,  // 111: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 112: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	38,  // 113: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 114: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	38,  // 115: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 116: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,   // 117: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,   // 118: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,   // 119: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	119, // [119:120] is the sub-list for method output_type
-	118, // [118:119] is the sub-list for method input_type
-	118, // [118:118] is the sub-list for extension type_name
-	118, // [118:118] is the sub-list for extension extendee
-	0,   // [0:118] is the sub-list for field type_name
+	1,   // 53: cosla.wire.CausalGet.deadline:type_name -> cosla.wire.Timestamp
+	3,   // 54: cosla.wire.CausalGet.restrictions:type_name -> cosla.wire.Dep
+	2,   // 55: cosla.wire.CausalGetReply.version:type_name -> cosla.wire.Version
+	3,   // 56: cosla.wire.CausalGetReply.lifted:type_name -> cosla.wire.Dep
+	2,   // 57: cosla.wire.CausalGetTx.max_read:type_name -> cosla.wire.Version
+	1,   // 58: cosla.wire.CausalGetTx.deadline:type_name -> cosla.wire.Timestamp
+	3,   // 59: cosla.wire.CausalGetTx.restrictions:type_name -> cosla.wire.Dep
+	2,   // 60: cosla.wire.TxItem.version:type_name -> cosla.wire.Version
+	10,  // 61: cosla.wire.CausalGetTxReply.items:type_name -> cosla.wire.TxItem
+	3,   // 62: cosla.wire.CausalGetTxReply.lifted:type_name -> cosla.wire.Dep
+	2,   // 63: cosla.wire.Propagate.version:type_name -> cosla.wire.Version
+	3,   // 64: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
+	2,   // 65: cosla.wire.Stable.version:type_name -> cosla.wire.Version
+	1,   // 66: cosla.wire.Read.deadline:type_name -> cosla.wire.Timestamp
+	2,   // 67: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	2,   // 68: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	2,   // 69: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	38,  // 70: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
+	21,  // 71: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
+	35,  // 72: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
+	21,  // 73: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
+	38,  // 74: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 75: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
+	38,  // 76: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 77: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
+	35,  // 78: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
+	1,   // 79: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
+	28,  // 80: cosla.wire.EpochChange.earlier:type_name -> cosla.wire.EpochStart
+	1,   // 81: cosla.wire.EpochStart.start:type_name -> cosla.wire.Timestamp
+	38,  // 82: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 83: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
+	30,  // 84: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
+	35,  // 85: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
+	34,  // 86: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	36,  // 87: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	37,  // 88: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,   // 89: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	35,  // 90: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	35,  // 91: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	38,  // 92: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 93: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 94: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,   // 95: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	38,  // 96: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 97: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,   // 98: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 99: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 100: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 101: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 102: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,   // 103: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	38,  // 104: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 105: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,   // 106: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	39,  // 107: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	55,  // 108: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
+	1,   // 109: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
+	38,  // 110: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 111: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	39,  // 112: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	38,  // 113: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 114: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	38,  // 115: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 116: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 117: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	38,  // 118: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 119: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	38,  // 120: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 121: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	38,  // 122: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 123: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 124: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 125: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 126: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	126, // [126:127] is the sub-list for method output_type
+	125, // [125:126] is the sub-list for method input_type
+	125, // [125:125] is the sub-list for extension type_name
+	125, // [125:125] is the sub-list for extension extendee
+	0,   // [0:125] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }

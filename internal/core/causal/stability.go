@@ -1,0 +1,150 @@
+package causal
+
+import (
+	"time"
+
+	"github.com/cosla/cosla/internal/core/wire"
+)
+
+// This file lifts ring restrictions at stability (Karma 1, 2.3: a client
+// is released "when the objects become stable"; section 4.2's
+// put-completion and notify-after are cheap ways to learn it, and stay).
+//
+// A session's get names the in-flight versions that restrict it. A
+// version is stable once its coordinator has it complete: every ring
+// processed it after its dependencies held there, so every ring holds
+// its causal past, and a read anywhere (the cache included, which holds
+// only stable versions) is as safe as one in the restricting ring. The
+// read's coordinator knows that of its own writes (they leave its write
+// buffer); of another coordinator's it asks once with a watching
+// DepCheck, which that coordinator answers when the write completes
+// (completions sent to the coordinators of sites that read them), and
+// it remembers the answers. Its reply names the restrictions it lifted;
+// if it lifted them all, it serves the get unbound. A read-only session
+// is so released without writing.
+
+// stableCap bounds the versions a coordinator remembers as stable, and
+// the watches it keeps: the oldest learnt is forgotten first, which only
+// makes it ask again.
+const stableCap = 1 << 16
+
+// watchFor is how long a watch waits for its answer before a session
+// naming the version may ask again: the answer is lost only with the
+// writer's coordinator restarted, which forgets its watchers.
+const watchFor = 5 * time.Second
+
+// stability is what a coordinator knows of other coordinators' writes'
+// completion.
+type stability struct {
+	stable map[wire.Version]struct{}
+	order  []wire.Version // stable's versions, oldest learnt first
+	// watches are the versions asked about, by request number.
+	watches map[uint64]watch
+	asked   map[wire.Version]uint64
+}
+
+type watch struct {
+	version wire.Version
+	at      time.Time
+}
+
+func newStability() *stability {
+	return &stability{stable: map[wire.Version]struct{}{}, watches: map[uint64]watch{}, asked: map[wire.Version]uint64{}}
+}
+
+// learn records that v is stable.
+func (s *stability) learn(v wire.Version) {
+	if _, ok := s.stable[v]; ok {
+		return
+	}
+	if len(s.order) >= stableCap {
+		delete(s.stable, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.stable[v] = struct{}{}
+	s.order = append(s.order, v)
+}
+
+// lift returns the restrictions known stable, and watches the others'
+// versions at their coordinators.
+func (c *Coordinator) lift(restrictions []wire.Dep) []wire.Dep {
+	var lifted []wire.Dep
+	for _, d := range restrictions {
+		if c.isStable(d.Version) {
+			lifted = append(lifted, d)
+			continue
+		}
+		c.watch(d)
+	}
+	return lifted
+}
+
+// isStable reports whether the coordinator knows v complete: its own
+// write that left its write buffer, or another's it was told of.
+func (c *Coordinator) isStable(v wire.Version) bool {
+	if v.Origin == c.env.ID() {
+		_, pending := c.incomplete[v]
+		return !pending
+	}
+	_, ok := c.stability.stable[v]
+	return ok
+}
+
+// watch asks d's coordinator to say when d's version completes, unless a
+// watch for it is already waiting.
+func (c *Coordinator) watch(d wire.Dep) {
+	s := c.stability
+	now := c.env.Now()
+	if req, ok := s.asked[d.Version]; ok {
+		if now.Sub(s.watches[req].at) < watchFor {
+			return
+		}
+		delete(s.watches, req)
+	}
+	if d.Version.Origin == c.env.ID() || d.Version.Origin == "" {
+		return
+	}
+	if len(s.watches) >= stableCap {
+		s.forgetOld(now)
+	}
+	c.nextReq++
+	s.watches[c.nextReq] = watch{version: d.Version, at: now}
+	s.asked[d.Version] = c.nextReq
+	c.env.Send(d.Version.Origin, &wire.DepCheck{Req: c.nextReq, Table: c.layout.Table, Key: d.Key, Version: d.Version, Watch: true})
+}
+
+// forgetOld drops the watches waiting longer than watchFor, whose
+// answers were lost.
+func (s *stability) forgetOld(now time.Time) {
+	for req, w := range s.watches {
+		if now.Sub(w.at) >= watchFor {
+			delete(s.watches, req)
+			delete(s.asked, w.version)
+		}
+	}
+}
+
+// watched takes a watch's answer.
+func (c *Coordinator) watched(m *wire.DepCheckReply) {
+	s := c.stability
+	w, ok := s.watches[m.Req]
+	if !ok {
+		return
+	}
+	delete(s.watches, m.Req)
+	delete(s.asked, w.version)
+	if m.Done {
+		s.learn(w.version)
+	}
+}
+
+// depCheck answers another node's question whether the coordinator's
+// write m.Version is complete: at once, or with Watch once it is.
+func (c *Coordinator) depCheck(from wire.NodeID, m *wire.DepCheck) {
+	if e := c.incomplete[m.Version]; e != nil && m.Watch {
+		e.watchers = append(e.watchers, askID{from, m.Req})
+		return
+	}
+	_, pending := c.incomplete[m.Version]
+	c.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: c.layout.Table, Done: !pending})
+}
