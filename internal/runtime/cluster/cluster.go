@@ -134,6 +134,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Dir == "" {
 		opts.Dir = DefaultDir()
 	}
+	// Absolute: a site's serve config names its data and certificates
+	// under Dir, and cosla serve takes a relative path in its config as
+	// relative to the config's own directory, which would take a relative
+	// Dir twice (experiment run --mode cluster's default output).
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	opts.Dir = dir
 	if opts.Table == "" {
 		opts.Table = "usertable"
 	}

@@ -240,18 +240,24 @@ func waitStopped(t *testing.T, pid int) {
 // TestOneSiteDirect runs a one-site cluster with no local round trip to
 // emulate: its clients dial the node directly, there is no link to
 // change, and the node commits a durable Put with a sync. It runs without
-// TLS, and the site warns of it.
+// TLS, and the site warns of it. Its directory is given relative to the
+// working directory, and the site keeps its data there.
 func TestOneSiteDirect(t *testing.T) {
 	topo := topology.Topology{Name: "one", Sites: []topology.Site{{Name: "local", Replicas: []string{"r1"}, Clients: []string{"c1"}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	work := t.TempDir()
+	t.Chdir(work)
 	started := make(chan string, 8) // the sites the supervisor starts, from its log
-	c, err := Start(ctx, Options{Dir: t.TempDir(), Topology: topo, Fresh: true, Insecure: true, Logger: slog.New(startedSites{started})})
+	c, err := Start(ctx, Options{Dir: filepath.Join("runs", "one"), Topology: topo, Fresh: true, Insecure: true, Logger: slog.New(startedSites{started})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	info := c.Info()
+	if want := filepath.Join(work, "runs", "one"); info.Dir != want {
+		t.Errorf("cluster directory %q, want %q", info.Dir, want)
+	}
 	if log := logTail(filepath.Join(info.Dir, "local", "serve.log"), 50); !strings.Contains(log, "insecure is set: TLS is off") {
 		t.Errorf("the insecure site did not warn; its log:\n%s", log)
 	}
@@ -273,6 +279,13 @@ func TestOneSiteDirect(t *testing.T) {
 	// The table's creation and the Put each made synced writes.
 	if cs := st.Sites[0].Serve.Nodes[0].Commit; cs.Syncs < 1 || cs.Events < 2 {
 		t.Fatalf("commit stats %+v, want at least one sync covering the two events", cs)
+	}
+	siteDir := filepath.Join(work, "runs", "one", "local")
+	if _, err := os.Stat(filepath.Join(siteDir, "data")); err != nil {
+		t.Errorf("the site's data is not in its directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(siteDir, "runs")); err == nil {
+		t.Errorf("the site's directory holds the cluster's relative path again: %s", filepath.Join(siteDir, "runs"))
 	}
 
 	// A crash and a restart while the status is asked for, as the
