@@ -125,39 +125,47 @@ type Cluster struct {
 	closed bool
 }
 
+// ensureDefaults fills in the options Start takes as optional.
+func (o *Options) ensureDefaults() error {
+	if o.Dir == "" {
+		o.Dir = DefaultDir()
+	}
+	// Absolute: a site's serve config names its data and certificates
+	// under Dir, and cosla serve takes a relative path in its config as
+	// relative to the config's own directory, which would take a relative
+	// Dir twice (experiment run --mode cluster's default output).
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	o.Dir = dir
+	if o.Table == "" {
+		o.Table = "usertable"
+	}
+	if o.PullInterval == 0 {
+		o.PullInterval = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("cluster: find the cosla binary: %w", err)
+		}
+		o.Binary = exe
+	}
+	return nil
+}
+
 // Start builds and starts the cluster and returns once every process
 // answers and the default table exists.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := opts.Topology.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Dir == "" {
-		opts.Dir = DefaultDir()
-	}
-	// Absolute: a site's serve config names its data and certificates
-	// under Dir, and cosla serve takes a relative path in its config as
-	// relative to the config's own directory, which would take a relative
-	// Dir twice (experiment run --mode cluster's default output).
-	dir, err := filepath.Abs(opts.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	opts.Dir = dir
-	if opts.Table == "" {
-		opts.Table = "usertable"
-	}
-	if opts.PullInterval == 0 {
-		opts.PullInterval = time.Minute
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("cluster: find the cosla binary: %w", err)
-		}
-		opts.Binary = exe
+	if err := opts.ensureDefaults(); err != nil {
+		return nil, err
 	}
 	topo := opts.Topology
 	storageSites := storageSites(topo)
