@@ -19,7 +19,10 @@ import (
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
-var causalSeedsFlag = flag.Int("causal-seeds", 200, "TestRandomizedCausal: number of seeds to run")
+var (
+	causalSeedsFlag = flag.Int("causal-seeds", 200, "TestRandomizedCausal: number of seeds to run")
+	causalFirstFlag = flag.Uint64("causal-first", 1, "TestRandomizedCausal: the first seed of -causal-seeds, to run a long sweep in slices")
+)
 
 // TestRandomizedCausal runs causal tables (Karma) in random worlds: random
 // sites, rings and strategies (Karma, Karma-NC, COPS-PR, COPS-Ideal),
@@ -30,7 +33,8 @@ var causalSeedsFlag = flag.Int("causal-seeds", 200, "TestRandomizedCausal: numbe
 // checked in the multi-writer causal mode (check.CheckMulti): no read
 // older than the causal past of what its session saw, one version order,
 // snapshots consistent, and every ring and cache converged. Each run
-// prints its seed; -seed N runs one, -causal-seeds N runs N, and
+// prints its seed; -seed N runs one, -causal-seeds N runs N (from
+// -causal-first, default 1, so that a long sweep runs in slices), and
 // -simtrace FILE writes a world's simulator trace (with -seed, that
 // world's).
 func TestRandomizedCausal(t *testing.T) {
@@ -39,7 +43,7 @@ func TestRandomizedCausal(t *testing.T) {
 		seeds = append(seeds, *seedFlag)
 	} else {
 		for i := range *causalSeedsFlag {
-			seeds = append(seeds, uint64(i+1))
+			seeds = append(seeds, *causalFirstFlag+uint64(i))
 		}
 	}
 	var total causalStats
