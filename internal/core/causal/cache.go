@@ -28,18 +28,52 @@ type CacheOptions struct {
 	Logger *slog.Logger
 }
 
-// Cache is a datacenter cache (Karma 3, 4.3). It holds stable versions
-// only: a miss is filled from the nearest ring, and the version kept only
-// if the storage node reported it stable. Invalidations from storage nodes
-// drop older versions. It keeps no durable state: a restarted cache is
-// empty, which costs only misses (Karma 4.4).
+// Cache is a datacenter cache (Karma 3, 4.3). A miss is filled from a
+// ring's storage node, which records the cache in the key's cached-at set
+// and invalidates it when a newer version arrives. An entry remembers the
+// rings it was filled from and whether its version was stable then:
+//   - A read no ring restriction binds is served only a stable entry, as in
+//     the paper: a stable version's causal past is in every ring.
+//   - A read bound to ring R (a session under a dynamic ring restriction,
+//     Karma 4.2) is served only an entry filled from R, stable or not, and
+//     a miss is filled from R. The paper forces such reads to miss (Karma
+//     4.2, 4.3); an entry filled from R is as good as reading R, since R
+//     applies each write only after its dependencies (put-after, Karma
+//     4.1.2), so an in-flight version's causal past is in R when R serves
+//     it, and R invalidates the entry before the next version of the key
+//     counts as present there (see below). A stable entry filled from
+//     another ring is not: a restricted session may depend on a newer
+//     version that only R holds yet, whose invalidation goes only to the
+//     caches in R's cached-at set.
 //
-// The fill race (karma.md section 5, item 6): the storage node that
-// served a fill records the cache in its cached-at set before replying,
-// and its later invalidations travel on the same ordered link, so a fill
-// can never land after the invalidation of a newer version from the node
-// that served it; a newer version elsewhere is in flight, and completes
-// only after it reaches that node, which then invalidates.
+// It keeps no durable state: a restarted cache is empty, which costs only
+// misses (Karma 4.4).
+//
+// Why a version read from the cache is never older than one the reader's
+// session depends on (the fill race, karma.md section 5, item 6). The
+// second and third rules below, and the one above on stable entries, each
+// have a script that fails without them (testdata/causal/cache-rings.txt
+// and cache-races.txt in package harness):
+//   - Fills and invalidations of a key in ring R come from the one node of
+//     R that holds the key, over one ordered link: that node records the
+//     cache in its cached-at set before it replies to the fill, so a fill
+//     never lands after the invalidation of a newer version from the node
+//     that served it. An invalidation from another ring's node says
+//     nothing of R, and drops the entry anyway. So the cache needs no
+//     per-key watermark of the versions invalidated: a fill older than
+//     an invalidation already seen is either from R, and then R's own
+//     invalidation follows it on the link, or from a ring whose entry
+//     serves only reads bound to that ring.
+//   - A node of R counts a version as present (answers a dependency check
+//     for it, Store.whenProcessed) only once every cache it invalidated
+//     for the key has acknowledged (Karma 4.3 waits for those
+//     acknowledgements before acknowledging the write; a later write that
+//     depends on the version must wait for them too). So by the time a
+//     session can depend on a version through another key read from R,
+//     no entry filled from R holds an older one.
+//   - A session that read the version itself from R while the
+//     invalidations were still on their way names it in the read (Min):
+//     the cache does not serve it an older entry.
 type Cache struct {
 	opts   CacheOptions
 	layout *Layout
@@ -56,6 +90,9 @@ type Cache struct {
 
 // CacheMetrics counts what a cache did.
 type CacheMetrics struct {
+	// Hits and Misses count the reads served from an entry and those
+	// filled from a ring.
+	Hits, Misses uint64
 	// AbandonedReads are the reads dropped unserved because their sender
 	// had stopped waiting for them (wire.Read's Deadline).
 	AbandonedReads uint64
@@ -65,7 +102,20 @@ type cached struct {
 	found   bool
 	value   []byte
 	version wire.Version
-	from    wire.NodeID
+	// stable is whether the version was stable when filled; rings has bit
+	// r set when ring r's node for the key filled it (and so will
+	// invalidate it).
+	stable bool
+	rings  uint64
+}
+
+// serves reports whether the entry may answer a read bound to ring (or
+// NoRing) by a session that read min of the key in flight.
+func (e *cached) serves(ring int32, min wire.Version) bool {
+	if ring == wire.NoRing {
+		return e.stable
+	}
+	return e.rings&(1<<ring) != 0 && !e.version.Less(min)
 }
 
 type fetch struct {
@@ -73,6 +123,8 @@ type fetch struct {
 	req    uint64
 	key    string
 	node   wire.NodeID
+	ring   int
+	bound  bool
 	sent   time.Time
 }
 
@@ -151,34 +203,50 @@ func (c *Cache) Fire(timer any) {
 }
 
 func (c *Cache) read(from wire.NodeID, m *wire.Read) {
-	if m.Table != c.layout.Table {
-		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Code: wire.NoTable})
+	if m.Table != c.layout.Table || m.Ring < wire.NoRing || int(m.Ring) >= len(c.layout.Rings) {
+		code := wire.NoTable
+		if m.Table == c.layout.Table {
+			code = wire.Invalid
+		}
+		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Code: code, Ring: wire.NoRing})
 		return
 	}
 	if abandoned(c.env, m) {
 		c.metrics.AbandonedReads++
 		return
 	}
-	if e := c.entries[m.Key]; e != nil {
-		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Found: e.found, Value: e.value, Version: e.version,
-			Source: wire.FromCache, Ring: wire.NoRing, Node: c.env.ID()})
+	if e := c.entries[m.Key]; e != nil && e.serves(m.Ring, m.Min) {
+		c.metrics.Hits++
+		reply := &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Found: e.found, Value: e.value, Version: e.version,
+			Source: wire.FromCache, Ring: wire.NoRing, Node: c.env.ID(), InFlight: !e.stable}
+		if reply.InFlight {
+			// The session is bound to the ring it read the version from.
+			reply.Ring = m.Ring
+		}
+		c.env.Send(from, reply)
 		return
 	}
-	order := c.near.order(c.layout, m.Key, c.env.Now(), 0)
-	to := c.layout.Node(order[0], m.Key)
+	c.metrics.Misses++
+	r := int(m.Ring)
+	if m.Ring == wire.NoRing {
+		r = c.near.order(c.layout, m.Key, c.env.Now(), 0)[0]
+	}
+	to := c.layout.Node(r, m.Key)
 	c.nextReq++
 	req := c.nextReq
-	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, sent: c.env.Now()}
+	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, ring: r, bound: m.Ring != wire.NoRing, sent: c.env.Now()}
 	// The fill is given up after ReadTimeout, or when the coordinator
 	// gives up the read, if sooner.
 	deadline := c.env.WallNanos() + int64(c.opts.ReadTimeout)
 	if !m.Deadline.IsZero() {
 		deadline = min(deadline, m.Deadline.WallNanos)
 	}
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: m.Key, Fill: true, Deadline: hlc.Timestamp{WallNanos: deadline}})
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: m.Key, Fill: true, Ring: wire.NoRing, Deadline: hlc.Timestamp{WallNanos: deadline}})
 	c.timeouts.add(c.env, req)
 }
 
+// filled keeps what a fill brought: a stable version for any reader, an
+// in-flight one only for readers bound to the ring it came from.
 func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 	f := c.fetches[m.Req]
 	if f == nil || f.node != from {
@@ -186,9 +254,14 @@ func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 	}
 	delete(c.fetches, m.Req)
 	c.near.observe(from, c.env.Now().Sub(f.sent))
-	if m.Code == wire.OK && !m.InFlight {
-		if e := c.entries[f.key]; e == nil || e.version.Less(m.Version) {
-			c.install(f.key, &cached{found: m.Found, value: m.Value, version: m.Version, from: from})
+	if m.Code == wire.OK && (f.bound || !m.InFlight) {
+		bit := uint64(1) << f.ring
+		switch e := c.entries[f.key]; {
+		case e == nil || e.version.Less(m.Version):
+			c.install(f.key, &cached{found: m.Found, value: m.Value, version: m.Version, stable: !m.InFlight, rings: bit})
+		case e.version == m.Version:
+			e.rings |= bit
+			e.stable = e.stable || !m.InFlight
 		}
 	}
 	reply := *m
@@ -197,7 +270,7 @@ func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 }
 
 func (c *Cache) install(key string, e *cached) {
-	// I3 (karma.md section 2): a cache holds only stable versions; a
+	// I3 (karma.md section 2), as restricted reads use the cache: a
 	// version never goes back in it.
 	if old := c.entries[key]; invariants.Enabled && old != nil {
 		invariants.Check(old.version.Less(e.version), "cache %s: key %q filled with %s over %s", c.env.ID(), key, e.version, old.version)
@@ -237,9 +310,11 @@ func (c *Cache) compact() {
 // its cached-at sets). Either way the sender learns it is done.
 func (c *Cache) invalidate(from wire.NodeID, m *wire.Invalidate) {
 	if m.Key == "" {
-		for k, e := range c.entries {
-			if e.from == from {
-				delete(c.entries, k)
+		if r := c.layout.RingOf(from); r >= 0 {
+			for k, e := range c.entries {
+				if e.rings&(1<<r) != 0 && c.layout.Node(r, k) == from {
+					delete(c.entries, k)
+				}
 			}
 		}
 	} else if e := c.entries[m.Key]; e != nil && e.version.Less(m.Version) {

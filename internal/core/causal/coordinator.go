@@ -520,7 +520,9 @@ type pendingRead struct {
 }
 
 // get serves a client's read (Karma Fig. 3): the session's write buffer,
-// then, unless bound to a ring, the site's cache, then a ring.
+// then the site's cache, then a ring. A read bound to a ring uses only
+// what the cache filled from that ring (Cache's comment), where the
+// paper bypasses the cache.
 func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	if m.Table != c.layout.Table {
 		c.env.Send(from, &wire.CausalGetReply{Req: m.Req, Table: c.layout.Table, Code: wire.NoTable})
@@ -547,10 +549,36 @@ func (c *Coordinator) get(from wire.NodeID, m *wire.CausalGet) {
 	p := &pendingRead{client: from, get: m, wb: wb, ring: wire.NoRing, deadline: c.deadline(m.Deadline), lifted: lifted}
 	if m.Ring != wire.NoRing && !liftsAll(m.Restrictions, lifted) {
 		p.bound = true
-		c.readRing(p, int(m.Ring))
+		c.readBound(p)
 		return
 	}
 	c.readFree(p)
+}
+
+// readBound serves a read bound to its ring: through the site's cache if
+// it has one, else from the ring.
+func (c *Coordinator) readBound(p *pendingRead) {
+	if !c.cacheUsable() {
+		c.readRing(p, int(p.get.Ring))
+		return
+	}
+	p.cached = true
+	c.readNode(p, c.layout.Caches[c.site], wire.NoRing)
+}
+
+// cacheUsable reports whether the site has a cache not suspected down.
+func (c *Coordinator) cacheUsable() bool {
+	return c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now())
+}
+
+// afterCache reads a ring when the cache did not answer: the read's own
+// if bound to one, else the nearest.
+func (c *Coordinator) afterCache(p *pendingRead) {
+	if p.bound {
+		c.readRing(p, int(p.get.Ring))
+		return
+	}
+	c.readNearest(p)
 }
 
 // readFree serves a read no restriction binds: from the site's ring if
@@ -561,8 +589,7 @@ func (c *Coordinator) readFree(p *pendingRead) {
 	case c.layout.Static:
 		p.bound = true
 		c.readRing(p, c.home)
-	case c.layout.Caches[c.site] != "" && !c.near.suspected(c.layout.Caches[c.site], c.env.Now()) &&
-		!(c.opts.RandomRings && c.env.Rand().IntN(2) == 0):
+	case c.cacheUsable() && !(c.opts.RandomRings && c.env.Rand().IntN(2) == 0):
 		p.cached = true
 		c.readNode(p, c.layout.Caches[c.site], wire.NoRing)
 	default:
@@ -649,12 +676,29 @@ func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	if ring == wire.NoRing {
 		wait *= 2
 	}
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)})
+	read := &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Ring: wire.NoRing, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)}
+	if ring == wire.NoRing && p.bound {
+		read.Ring, read.Min = p.get.Ring, restrictedVersion(p.get.Restrictions, p.get.Key)
+	}
+	c.env.Send(to, read)
 	if ring == wire.NoRing {
 		c.cacheReads.add(c.env, req)
 	} else {
 		c.ringReads.add(c.env, req)
 	}
+}
+
+// restrictedVersion is the newest version of key among a read's
+// restrictions (zero: none), which a cache must not serve an older one
+// than.
+func restrictedVersion(restrictions []wire.Dep, key string) wire.Version {
+	var v wire.Version
+	for _, d := range restrictions {
+		if d.Key == key && v.Less(d.Version) {
+			v = d.Version
+		}
+	}
+	return v
 }
 
 // expiring reports whether a wait checked every ReadTimeout would pass
@@ -685,6 +729,9 @@ func (c *Coordinator) readTimeout(req uint64) {
 		delete(c.reads, req)
 		p.bound = false
 		c.readFree(p)
+	case p.ring == wire.NoRing:
+		delete(c.reads, req)
+		c.afterCache(p)
 	case c.moveOn(p):
 		delete(c.reads, req)
 		c.readNearest(p)
@@ -733,7 +780,7 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 			if m.Node != "" {
 				c.near.timedOut(m.Node, c.env.Now())
 			}
-			c.readNearest(p)
+			c.afterCache(p)
 			return
 		}
 		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code, Lifted: p.lifted})

@@ -35,7 +35,8 @@ type StoreOptions struct {
 // in this ring (put-after: each is checked at its key's node in the ring),
 // newest version winning; then the caches that may hold the key are
 // invalidated, and only when they have acknowledged is the write
-// acknowledged (Karma 4.3).
+// acknowledged (Karma 4.3), or counted as present by the dependency
+// checks of later writes (a choice of ours: Cache's comment says why).
 //
 // Choices the paper leaves open (karma.md section 5):
 //   - A dependency (k, v) holds in a ring once k's node there has
@@ -334,7 +335,6 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 		}
 		set[m.Version] = struct{}{}
 	}
-	s.release(m.Key, m.Version)
 	caches := s.cachedAt[m.Key]
 	if cur.version.Less(m.Version) && len(caches) > 0 {
 		delete(s.cachedAt, m.Key)
@@ -356,10 +356,16 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 			})
 		}
 	}
+	// The version counts as processed here only once no cache filled from
+	// this node can serve an older one (Cache's comment).
 	if inv := s.invalidating[m.Key]; inv != nil {
-		inv.waiting = append(inv.waiting, func() { s.acknowledge(from, ack) })
+		inv.waiting = append(inv.waiting, func() {
+			s.release(m.Key, m.Version)
+			s.acknowledge(from, ack)
+		})
 		return
 	}
+	s.release(m.Key, m.Version)
 	s.acknowledge(from, ack)
 }
 
@@ -373,8 +379,15 @@ func (s *Store) acknowledge(to wire.NodeID, ack *wire.PropagateAck) {
 }
 
 // whenProcessed runs done once version v of key has been processed here
-// (see Store's comment).
+// (see Store's comment) and the caches invalidated for the key have
+// acknowledged, so that no session that learns of v through a later
+// write can read an older version from an entry this node filled
+// (Cache's comment).
 func (s *Store) whenProcessed(key string, v wire.Version, done func()) {
+	if inv := s.invalidating[key]; inv != nil {
+		inv.waiting = append(inv.waiting, func() { s.whenProcessed(key, v, done) })
+		return
+	}
 	if _, ok := s.processed[key][v]; ok {
 		done()
 		return
@@ -454,8 +467,9 @@ func (s *Store) stable(m *wire.Stable) {
 }
 
 // read serves a coordinator's read or a cache's fill. A key never written
-// is stable: its initial state is in every ring. A fill of a stable
-// version puts the cache in the key's cached-at set (Karma 4.3).
+// is stable: its initial state is in every ring. A fill puts the cache in
+// the key's cached-at set (Karma 4.3), in flight or not: a cache keeps an
+// in-flight version for the sessions restricted to this ring.
 func (s *Store) read(from wire.NodeID, m *wire.Read) {
 	reply := &wire.ReadReply{Req: m.Req, Table: s.layout.Table, Source: wire.FromRing, Ring: int32(s.ring), Node: s.env.ID()}
 	if m.Table != s.layout.Table {
@@ -470,7 +484,7 @@ func (s *Store) read(from wire.NodeID, m *wire.Read) {
 	cur, ok := s.load(m.Key)
 	reply.Found, reply.Value, reply.Version = ok, cur.value, cur.version
 	reply.InFlight = ok && !cur.stable
-	if m.Fill && !reply.InFlight && !slices.Contains(s.cachedAt[m.Key], from) {
+	if m.Fill && !slices.Contains(s.cachedAt[m.Key], from) {
 		s.cachedAt[m.Key] = append(s.cachedAt[m.Key], from)
 	}
 	s.env.Send(from, reply)

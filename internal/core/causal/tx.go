@@ -133,7 +133,7 @@ func (c *Coordinator) txRead(id uint64, t *pendingTx, i int) {
 	c.txReads[req] = txRead{tx: id, item: i, node: to}
 	t.reqs = append(t.reqs, req)
 	deadline := c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Deadline: deadline})
+	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Ring: wire.NoRing, Deadline: deadline})
 	c.ringReads.add(c.env, req)
 }
 

@@ -245,11 +245,16 @@ type Stable struct {
 
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
-// cache in the key's cached-at set if the version is stable (Karma 4.3).
-// Deadline is when the sender stops waiting for the answer, read on its
-// physical clock (WallNanos; zero: never): a node that comes to the read
-// later drops it, since no one would take the answer, so that a slow
-// node's queue holds no work already given up.
+// cache in the key's cached-at set (Karma 4.3). Deadline is when the
+// sender stops waiting for the answer, read on its physical clock
+// (WallNanos; zero: never): a node that comes to the read later drops
+// it, since no one would take the answer, so that a slow node's queue
+// holds no work already given up.
+//
+// Sent to a cache for a session restricted to a ring, Ring is that ring
+// (else NoRing) and Min the newest version of Key the session read in
+// flight (zero: none): the cache answers only with a version it filled
+// from Ring and no older than Min, and fills from Ring on a miss.
 //
 //wire:envelope 40
 type Read struct {
@@ -258,6 +263,8 @@ type Read struct {
 	Key      string        `wire:"3"`
 	Fill     bool          `wire:"4" trace:",flag"`
 	Deadline hlc.Timestamp `wire:"5,omitzero" trace:",omitzero"`
+	Ring     int32         `wire:"6,zigzag" trace:",if=m.Ring != NoRing"`
+	Min      Version       `wire:"7,omitzero" trace:",omitzero"`
 }
 
 // ReadReply answers Read. From a cache, Source says whether it was a hit

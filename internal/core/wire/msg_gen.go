@@ -428,6 +428,10 @@ func (m *Read) size() (n int) {
 	if !m.Deadline.IsZero() {
 		n += tsField(5, m.Deadline)
 	}
+	n += sintField(6, m.Ring)
+	if !m.Min.IsZero() {
+		n += msgField(7, m.Min.size())
+	}
 	return n
 }
 

@@ -586,6 +586,14 @@ func (m *Read) String() string {
 		b = append(b, " deadline="...)
 		b = appendTS(b, m.Deadline)
 	}
+	if m.Ring != NoRing {
+		b = append(b, " ring="...)
+		b = strconv.AppendInt(b, int64(m.Ring), 10)
+	}
+	if !m.Min.IsZero() {
+		b = append(b, " min="...)
+		b = m.Min.appendTrace(b)
+	}
 	return string(append(b, ")"...))
 }
 

@@ -1196,6 +1196,7 @@ func stableWire(r *Stable, d *decoder) (m wire.Stable) {
 type readBlock struct {
 	r  Read
 	f5 Timestamp
+	f7 versionBlock
 }
 
 func (b *readBlock) fill(m *wire.Read) *Read {
@@ -1207,6 +1208,10 @@ func (b *readBlock) fill(m *wire.Read) *Read {
 	if !m.Deadline.IsZero() {
 		r.Deadline = tsInto(&b.f5, m.Deadline)
 	}
+	r.Ring = m.Ring
+	if !m.Min.IsZero() {
+		r.Min = b.f7.fill(&m.Min)
+	}
 	return r
 }
 
@@ -1216,6 +1221,8 @@ func readWire(r *Read, d *decoder) (m wire.Read) {
 	m.Key = keyString(r.GetKey())
 	m.Fill = r.GetFill()
 	m.Deadline = tsWire(r.GetDeadline())
+	m.Ring = r.GetRing()
+	m.Min = versionWire(r.GetMin(), d)
 	return m
 }
 

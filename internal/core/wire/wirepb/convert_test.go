@@ -248,6 +248,7 @@ func causalMsgs() []wire.Msg {
 		&wire.Read{Req: 4, Table: 42, Key: "x"},
 		&wire.Read{Req: 4, Table: 42, Key: "x", Fill: true},
 		&wire.Read{Req: 4, Table: 42, Key: "x", Deadline: older.TS},
+		&wire.Read{Req: 4, Table: 42, Key: "x", Ring: 2, Min: v},
 		&wire.ReadReply{Req: 4, Table: 42, Found: true, Value: []byte("v"), Version: v, InFlight: true, Source: wire.FromCache, Ring: wire.NoRing, Node: "us/cache1"},
 		&wire.ReadReply{Req: 4, Ring: 0, Node: "us/mm1"},
 		&wire.ReadReply{Req: 4, Table: 7, Code: wire.NoTable, Ring: 3},

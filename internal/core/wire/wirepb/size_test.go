@@ -158,6 +158,7 @@ func TestSize(t *testing.T) {
 		{"stable empty", &wire.Stable{}},
 		{"read empty", &wire.Read{}},
 		{"read deadline", &wire.Read{Req: 4, Table: 42, Key: "x", Fill: true, Deadline: hlc.Timestamp{WallNanos: math.MinInt64}}},
+		{"read bound", &wire.Read{Req: 4, Table: 42, Key: "x", Ring: wire.NoRing, Min: version}},
 		{"read-reply empty", &wire.ReadReply{}},
 		{"read-reply large table", &wire.ReadReply{Req: 4, Table: 1 << 63}},
 		{"dep-check empty", &wire.DepCheck{}},

@@ -2048,11 +2048,16 @@ func (x *Stable) GetVersion() *Version {
 
 // Read asks an MM, or a datacenter cache, for its version of Key. Fill
 // marks an MM read made by a cache to fill itself: the MM records the
-// cache in the key's cached-at set if the version is stable (Karma 4.3).
-// Deadline is when the sender stops waiting for the answer, read on its
-// physical clock (WallNanos; zero: never): a node that comes to the read
-// later drops it, since no one would take the answer, so that a slow
-// node's queue holds no work already given up.
+// cache in the key's cached-at set (Karma 4.3). Deadline is when the
+// sender stops waiting for the answer, read on its physical clock
+// (WallNanos; zero: never): a node that comes to the read later drops
+// it, since no one would take the answer, so that a slow node's queue
+// holds no work already given up.
+//
+// Sent to a cache for a session restricted to a ring, Ring is that ring
+// (else NoRing) and Min the newest version of Key the session read in
+// flight (zero: none): the cache answers only with a version it filled
+// from Ring and no older than Min, and fills from Ring on a miss.
 type Read struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -2060,6 +2065,8 @@ type Read struct {
 	Key           []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	Fill          bool                   `protobuf:"varint,4,opt,name=fill,proto3" json:"fill,omitempty"`
 	Deadline      *Timestamp             `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Ring          int32                  `protobuf:"zigzag32,6,opt,name=ring,proto3" json:"ring,omitempty"`
+	Min           *Version               `protobuf:"bytes,7,opt,name=min,proto3" json:"min,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2125,6 +2132,20 @@ func (x *Read) GetFill() bool {
 func (x *Read) GetDeadline() *Timestamp {
 	if x != nil {
 		return x.Deadline
+	}
+	return nil
+}
+
+func (x *Read) GetRing() int32 {
+	if x != nil {
+		return x.Ring
+	}
+	return 0
+}
+
+func (x *Read) GetMin() *Version {
+	if x != nil {
+		return x.Min
 	}
 	return nil
 }
@@ -5887,13 +5908,15 @@ const file_wire_proto_rawDesc = "" +
 	"\x06Stable\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12-\n" +
-	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\"\x87\x01\n" +
+	"\aversion\x18\x03 \x01(\v2\x13.cosla.wire.VersionR\aversion\"\xc2\x01\n" +
 	"\x04Read\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x12\n" +
 	"\x04fill\x18\x04 \x01(\bR\x04fill\x121\n" +
-	"\bdeadline\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\"\xff\x01\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\x12\x12\n" +
+	"\x04ring\x18\x06 \x01(\x11R\x04ring\x12%\n" +
+	"\x03min\x18\a \x01(\v2\x13.cosla.wire.VersionR\x03min\"\xff\x01\n" +
 	"\tReadReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
@@ -6322,71 +6345,72 @@ var file_wire_proto_depIdxs = []int32{
 	3,   // 64: cosla.wire.Propagate.deps:type_name -> cosla.wire.Dep
 	2,   // 65: cosla.wire.Stable.version:type_name -> cosla.wire.Version
 	1,   // 66: cosla.wire.Read.deadline:type_name -> cosla.wire.Timestamp
-	2,   // 67: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
-	2,   // 68: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
-	2,   // 69: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
-	38,  // 70: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
-	21,  // 71: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
-	35,  // 72: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
-	21,  // 73: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
-	38,  // 74: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 75: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
-	38,  // 76: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 77: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
-	35,  // 78: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
-	1,   // 79: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
-	28,  // 80: cosla.wire.EpochChange.earlier:type_name -> cosla.wire.EpochStart
-	1,   // 81: cosla.wire.EpochStart.start:type_name -> cosla.wire.Timestamp
-	38,  // 82: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
-	38,  // 83: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
-	30,  // 84: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
-	35,  // 85: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
-	34,  // 86: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
-	36,  // 87: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
-	37,  // 88: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
-	1,   // 89: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
-	35,  // 90: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
-	35,  // 91: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
-	38,  // 92: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 93: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
-	47,  // 94: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
-	1,   // 95: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
-	38,  // 96: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 97: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
-	1,   // 98: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
-	38,  // 99: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 100: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
-	38,  // 101: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 102: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
-	1,   // 103: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
-	38,  // 104: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 105: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
-	1,   // 106: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
-	39,  // 107: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
-	55,  // 108: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
-	1,   // 109: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
-	38,  // 110: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 111: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
-	39,  // 112: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
-	38,  // 113: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 114: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
-	38,  // 115: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 116: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
-	47,  // 117: cosla.wire.Forward.test:type_name -> cosla.wire.Test
-	38,  // 118: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 119: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
-	38,  // 120: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 121: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
-	38,  // 122: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
-	1,   // 123: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
-	1,   // 124: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
-	0,   // 125: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
-	0,   // 126: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
-	126, // [126:127] is the sub-list for method output_type
-	125, // [125:126] is the sub-list for method input_type
-	125, // [125:125] is the sub-list for extension type_name
-	125, // [125:125] is the sub-list for extension extendee
-	0,   // [0:125] is the sub-list for field type_name
+	2,   // 67: cosla.wire.Read.min:type_name -> cosla.wire.Version
+	2,   // 68: cosla.wire.ReadReply.version:type_name -> cosla.wire.Version
+	2,   // 69: cosla.wire.DepCheck.version:type_name -> cosla.wire.Version
+	2,   // 70: cosla.wire.Invalidate.version:type_name -> cosla.wire.Version
+	38,  // 71: cosla.wire.TabletEpoch.tablet:type_name -> cosla.wire.TabletRef
+	21,  // 72: cosla.wire.LeaseRenew.tablets:type_name -> cosla.wire.TabletEpoch
+	35,  // 73: cosla.wire.LeaseRenew.layouts:type_name -> cosla.wire.Layout
+	21,  // 74: cosla.wire.LeaseGrant.tablets:type_name -> cosla.wire.TabletEpoch
+	38,  // 75: cosla.wire.HighRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 76: cosla.wire.HighRequest.until:type_name -> cosla.wire.Timestamp
+	38,  // 77: cosla.wire.HighReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 78: cosla.wire.HighReply.high:type_name -> cosla.wire.Timestamp
+	35,  // 79: cosla.wire.EpochChange.layout:type_name -> cosla.wire.Layout
+	1,   // 80: cosla.wire.EpochChange.start:type_name -> cosla.wire.Timestamp
+	28,  // 81: cosla.wire.EpochChange.earlier:type_name -> cosla.wire.EpochStart
+	1,   // 82: cosla.wire.EpochStart.start:type_name -> cosla.wire.Timestamp
+	38,  // 83: cosla.wire.EpochAck.tablet:type_name -> cosla.wire.TabletRef
+	38,  // 84: cosla.wire.UtilityReport.tablet:type_name -> cosla.wire.TabletRef
+	30,  // 85: cosla.wire.UtilityReport.sites:type_name -> cosla.wire.SiteUtility
+	35,  // 86: cosla.wire.ReconfigureReply.layout:type_name -> cosla.wire.Layout
+	34,  // 87: cosla.wire.Layout.tablets:type_name -> cosla.wire.Tablet
+	36,  // 88: cosla.wire.Layout.causal:type_name -> cosla.wire.CausalLayout
+	37,  // 89: cosla.wire.CausalLayout.rings:type_name -> cosla.wire.Ring
+	1,   // 90: cosla.wire.Entry.ts:type_name -> cosla.wire.Timestamp
+	35,  // 91: cosla.wire.CreateTableRequest.layout:type_name -> cosla.wire.Layout
+	35,  // 92: cosla.wire.TableInfoReply.layout:type_name -> cosla.wire.Layout
+	38,  // 93: cosla.wire.PutRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 94: cosla.wire.PutRequest.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 95: cosla.wire.PutRequest.test:type_name -> cosla.wire.Test
+	1,   // 96: cosla.wire.PutReply.ts:type_name -> cosla.wire.Timestamp
+	38,  // 97: cosla.wire.GetRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 98: cosla.wire.GetReply.version_ts:type_name -> cosla.wire.Timestamp
+	1,   // 99: cosla.wire.GetReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 100: cosla.wire.ProbeRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 101: cosla.wire.ProbeReply.high_ts:type_name -> cosla.wire.Timestamp
+	38,  // 102: cosla.wire.PullRequest.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 103: cosla.wire.PullRequest.since:type_name -> cosla.wire.Timestamp
+	1,   // 104: cosla.wire.PullRequest.snapshot_high:type_name -> cosla.wire.Timestamp
+	38,  // 105: cosla.wire.PullReply.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 106: cosla.wire.PullReply.since:type_name -> cosla.wire.Timestamp
+	1,   // 107: cosla.wire.PullReply.high:type_name -> cosla.wire.Timestamp
+	39,  // 108: cosla.wire.PullReply.entries:type_name -> cosla.wire.Entry
+	55,  // 109: cosla.wire.PullReply.records:type_name -> cosla.wire.Record
+	1,   // 110: cosla.wire.Record.ts:type_name -> cosla.wire.Timestamp
+	38,  // 111: cosla.wire.Push.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 112: cosla.wire.Push.prev:type_name -> cosla.wire.Timestamp
+	39,  // 113: cosla.wire.Push.entry:type_name -> cosla.wire.Entry
+	38,  // 114: cosla.wire.PushAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 115: cosla.wire.PushAck.high:type_name -> cosla.wire.Timestamp
+	38,  // 116: cosla.wire.Forward.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 117: cosla.wire.Forward.min_ts:type_name -> cosla.wire.Timestamp
+	47,  // 118: cosla.wire.Forward.test:type_name -> cosla.wire.Test
+	38,  // 119: cosla.wire.ForwardAck.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 120: cosla.wire.ForwardAck.ts:type_name -> cosla.wire.Timestamp
+	38,  // 121: cosla.wire.Resolved.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 122: cosla.wire.Resolved.ts:type_name -> cosla.wire.Timestamp
+	38,  // 123: cosla.wire.Repair.tablet:type_name -> cosla.wire.TabletRef
+	1,   // 124: cosla.wire.Repair.ts:type_name -> cosla.wire.Timestamp
+	1,   // 125: cosla.wire.RepairReply.high:type_name -> cosla.wire.Timestamp
+	0,   // 126: cosla.wire.Node.Stream:input_type -> cosla.wire.Envelope
+	0,   // 127: cosla.wire.Node.Stream:output_type -> cosla.wire.Envelope
+	127, // [127:128] is the sub-list for method output_type
+	126, // [126:127] is the sub-list for method input_type
+	126, // [126:126] is the sub-list for extension type_name
+	126, // [126:126] is the sub-list for extension extendee
+	0,   // [0:126] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
