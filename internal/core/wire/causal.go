@@ -117,7 +117,8 @@ type CausalComplete struct {
 
 // CausalGet reads a key of a causal table through the client's
 // coordinator (Karma Fig. 3). Ring, unless NoRing, restricts the read to
-// that ring and bypasses the cache (a dynamic ring restriction). MaxRead
+// that ring (a dynamic ring restriction): through the cache, only what it
+// filled from that ring (Read's Ring). MaxRead
 // is the newest version the session has read from outside its write
 // buffer: a buffered write newer than it is answered at once, an older
 // one only if the stores hold nothing newer. Deadline is when the client
