@@ -30,8 +30,9 @@ type CacheOptions struct {
 
 // Cache is a datacenter cache (Karma 3, 4.3). A miss is filled from a
 // ring's storage node, which records the cache in the key's cached-at set
-// and invalidates it when a newer version arrives. An entry remembers the
-// rings it was filled from and whether its version was stable then:
+// and invalidates it when a newer version arrives, or tells it when the
+// version becomes stable. An entry remembers the rings it was filled from
+// and whether its version is known stable:
 //   - A read no ring restriction binds is served only a stable entry, as in
 //     the paper: a stable version's causal past is in every ring.
 //   - A read bound to ring R (a session under a dynamic ring restriction,
@@ -102,9 +103,9 @@ type cached struct {
 	found   bool
 	value   []byte
 	version wire.Version
-	// stable is whether the version was stable when filled; rings has bit
-	// r set when ring r's node for the key filled it (and so will
-	// invalidate it).
+	// stable is whether the version is known stable (when filled, or
+	// since); rings has bit r set when ring r's node for the key filled
+	// it (and so will invalidate it).
 	stable bool
 	rings  uint64
 }
@@ -182,6 +183,12 @@ func (c *Cache) Receive(from wire.NodeID, m wire.Msg) {
 		c.filled(from, m)
 	case *wire.Invalidate:
 		c.invalidate(from, m)
+	case *wire.Stable:
+		// The version is in every ring with its causal past: any read
+		// may take it (Karma 4.1.2, 4.3).
+		if e := c.entries[m.Key]; e != nil && e.version == m.Version {
+			e.stable = true
+		}
 	}
 }
 

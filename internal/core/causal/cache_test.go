@@ -86,8 +86,8 @@ func read(c *Cache, env *cacheEnv, key string, ring int32, min wire.Version, ans
 
 // TestCacheRings checks which reads an entry serves (Cache's comment): an
 // in-flight version only reads bound to the ring it came from, and not
-// older than their Min; a stable one unbound reads, and bound reads only
-// of a ring it was filled from.
+// older than their Min, until a Stable of that version; a stable one
+// unbound reads, and bound reads only of a ring it was filled from.
 func TestCacheRings(t *testing.T) {
 	v1, v2 := version(1), version(2)
 	c, env := startCache(t)
@@ -127,6 +127,18 @@ func TestCacheRings(t *testing.T) {
 	// Now filled from both rings: ring 1 hits.
 	if _, node := read(c, env, "x", 1, wire.Version{}, v1, false); node != "" {
 		t.Fatalf("bound to ring 1 after its own fill: filled from %q, want a hit", node)
+	}
+	// An in-flight entry told stable serves unbound reads; told of
+	// another version, it does not.
+	c, env = startCache(t)
+	read(c, env, "x", 1, wire.Version{}, v2, true)
+	c.Receive("b/s1", &wire.Stable{Table: 1, Key: "x", Version: v1})
+	if _, node := read(c, env, "x", wire.NoRing, wire.Version{}, v2, true); node == "" {
+		t.Fatalf("unbound after Stable of an older version: a hit of the in-flight entry")
+	}
+	c.Receive("b/s1", &wire.Stable{Table: 1, Key: "x", Version: v2})
+	if r, node := read(c, env, "x", wire.NoRing, wire.Version{}, v2, false); node != "" || r.InFlight {
+		t.Fatalf("unbound after Stable of its version: %v from %q, want a stable hit", r, node)
 	}
 }
 

@@ -464,6 +464,11 @@ func (s *Store) stable(m *wire.Stable) {
 	if err := s.env.Engine().Apply(&s.batch, false); err != nil {
 		s.opts.Logger.Error("causal: mark stable", "key", m.Key, "err", err)
 	}
+	// A cache that filled the version in flight keeps it for the
+	// sessions restricted to this ring alone until it learns it stable.
+	for _, cache := range s.cachedAt[m.Key] {
+		s.env.Send(cache, m)
+	}
 }
 
 // read serves a coordinator's read or a cache's fill. A key never written

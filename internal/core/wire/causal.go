@@ -234,8 +234,10 @@ type PropagateAck struct {
 }
 
 // Stable tells an MM that Version of Key is in every ring (Karma 4.1.2:
-// STABLE, after the last ring's acknowledgement). Not acknowledged; a
-// lost Stable leaves the version in flight, which is safe.
+// STABLE, after the last ring's acknowledgement), and the MM tells the
+// caches that may hold the key, whose entry of that version then serves
+// every read. Not acknowledged; a lost Stable leaves the version in
+// flight, which is safe.
 //
 //wire:envelope 39
 type Stable struct {
