@@ -877,6 +877,9 @@ func causalDescription(s *Scenario) string {
 	if c.Machines > 0 {
 		out += fmt.Sprintf("; %d machines per site shared by its storage nodes and cache", c.Machines)
 	}
+	if _, cache, _ := causalNodes(s, causal.Karma, storageNodes(s)); !s.Sim.Free {
+		out += fmt.Sprintf("; the cache serves its reads concurrently, %s each (calibration.go, causalNodes)", cache.ServiceByKind["read"].Mean)
+	}
 	return out
 }
 
