@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/wire"
@@ -142,7 +143,10 @@ func (c *Coordinator) watched(m *wire.DepCheckReply) {
 // write m.Version is complete: at once, or with Watch once it is.
 func (c *Coordinator) depCheck(from wire.NodeID, m *wire.DepCheck) {
 	if e := c.incomplete[m.Version]; e != nil && m.Watch {
-		e.watchers = append(e.watchers, askID{from, m.Req})
+		// A watch sent again (every Resend until answered) is kept once.
+		if ask := (askID{from, m.Req}); !slices.Contains(e.watchers, ask) {
+			e.watchers = append(e.watchers, ask)
+		}
 		return
 	}
 	_, pending := c.incomplete[m.Version]

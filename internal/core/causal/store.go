@@ -45,8 +45,8 @@ type StoreOptions struct {
 //     last-writer-wins: a concurrent newer write does not carry v's causal
 //     past. So a node remembers the versions it processed until they are
 //     stable; asked about a version older than its own that it does not
-//     remember, it asks v's coordinator whether v is complete (then v's
-//     past is in every ring), and otherwise waits for v to arrive.
+//     remember, it waits for v to arrive or for v's coordinator to say v
+//     is complete (then v's past is in every ring), whichever is first.
 //   - STABLE for an old version meets a newer version in flight: the key
 //     stays in flight until the newer one's STABLE. Stability is stored
 //     unsynced: a lost bit only leaves a stable version in flight, which
@@ -398,14 +398,16 @@ func (s *Store) whenProcessed(key string, v wire.Version, done func()) {
 		done()
 		return
 	case c > 0 && v.Origin != "":
-		// Processed and forgotten once stable, or not yet arrived and
-		// overtaken by a newer version: its coordinator knows which.
-		s.request(v.Origin, &wire.DepCheck{Table: s.layout.Table, Key: key, Version: v}, func(complete bool) {
-			if complete {
-				done()
-				return
-			}
-			s.wait(key, v, done)
+		// Processed and forgotten (once stable, or by a restart), or not
+		// yet arrived and overtaken by a newer version. Whichever comes
+		// first, its arrival or its coordinator's word that it is
+		// complete, releases the wait. Asking once was not enough: a node
+		// restarted after it acknowledged v, told "not complete", waited
+		// for a v that would not come again and a Stable that was lost
+		// (TestRandomizedCausal seed 6045).
+		s.wait(key, v, done)
+		s.request(v.Origin, &wire.DepCheck{Table: s.layout.Table, Key: key, Version: v, Watch: true}, func(bool) {
+			s.release(key, v)
 		}, nil)
 		return
 	}

@@ -292,7 +292,8 @@ type ReadReply struct {
 // dependencies); the answer comes once it has. Sent to a coordinator, it
 // asks whether the coordinator's write Version is complete; with Watch
 // (from another coordinator, to lift the ring restrictions Version
-// causes), the answer comes once it is.
+// causes, or from an MM waiting for a version it does not remember),
+// the answer comes once it is.
 //
 //wire:envelope 42
 type DepCheck struct {

@@ -2276,7 +2276,8 @@ func (x *ReadReply) GetTable() uint64 {
 // dependencies); the answer comes once it has. Sent to a coordinator, it
 // asks whether the coordinator's write Version is complete; with Watch
 // (from another coordinator, to lift the ring restrictions Version
-// causes), the answer comes once it is.
+// causes, or from an MM waiting for a version it does not remember),
+// the answer comes once it is.
 type DepCheck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
