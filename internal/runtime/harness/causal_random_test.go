@@ -61,9 +61,10 @@ func TestRandomizedCausal(t *testing.T) {
 // restriction could use (issue 28: a restricted get read d = v56 after
 // its session depended on v60), 1064 and 1772 a cache that served them a
 // stable entry filled from another ring (testdata/causal/cache-rings.txt
-// shows why that is wrong).
+// shows why that is wrong), 6045 a store that waited for good for a
+// version it had forgotten in a restart (causal.Store.whenProcessed).
 func TestCausalRegressionWorlds(t *testing.T) {
-	for _, seed := range []uint64{1064, 1772, 1921} {
+	for _, seed := range []uint64{1064, 1772, 1921, 6045} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runCausalRandom(t, seed) })
 	}
 }
