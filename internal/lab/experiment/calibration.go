@@ -86,9 +86,10 @@ var calibratedService = map[string]sim.Latency{
 //
 //	go test -run x -bench BenchmarkCacheHit -benchmem -count 5 ./internal/core/causal
 //
-// on the reference machine while other jobs shared it: medians 0.92 µs
-// (unbound reads) and 0.63 µs (reads bound to a ring), one allocation of
-// 112 B per lookup; we charge 1 µs. The cache's other messages (a fill's
+// on a 2-core machine like the reference one, shared with other jobs
+// (times noisy, 0.35-1.7 µs a run): medians 0.92 µs (unbound reads) and
+// 0.63 µs (reads bound to a ring), one allocation of 112 B per lookup;
+// we charge 1 µs. The cache's other messages (a fill's
 // reply, an invalidation) keep their push price above. The jitter is our
 // choice, a fifth of the mean, as above.
 var calibratedCacheRead = sim.Latency{Mean: 22 * time.Microsecond, Jitter: 4 * time.Microsecond}
