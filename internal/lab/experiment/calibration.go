@@ -87,9 +87,9 @@ var calibratedService = map[string]sim.Latency{
 //	go test -run x -bench BenchmarkCacheHit -benchmem -count 5 ./internal/core/causal
 //
 // on a 2-core machine like the reference one, shared with other jobs
-// (times noisy, 0.35-1.7 µs a run): medians 0.92 µs (unbound reads) and
-// 0.63 µs (reads bound to a ring), one allocation of 112 B per lookup;
-// we charge 1 µs. The cache's other messages (a fill's
+// (times noisy, 0.27-1.7 µs a run); two invocations gave medians of 0.92
+// and 0.38 µs (unbound reads) and 0.63 and 0.51 µs (reads bound to a
+// ring), one allocation of 112 B per lookup. We charge 1 µs. The cache's other messages (a fill's
 // reply, an invalidation) keep their push price above. The jitter is our
 // choice, a fifth of the mean, as above.
 var calibratedCacheRead = sim.Latency{Mean: 22 * time.Microsecond, Jitter: 4 * time.Microsecond}
