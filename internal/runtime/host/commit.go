@@ -23,7 +23,8 @@ import (
 // not even a read's reply or a pull's answer. An event that wrote nothing,
 // with no sync outstanding, sends at once.
 //
-// After each batch of events taken from the mailbox, the events waiting
+// After each batch of events taken from the mailbox (or each event run
+// on the goroutine that brought it, a batch of one), the events waiting
 // for a sync (next) are handed to the syncer as one group, unless a sync is
 // under way; then they wait for it, and go as one group when it completes.
 // So one sync covers every write that arrived while the previous one ran,
@@ -32,7 +33,7 @@ import (
 //
 // The sync runs on a goroutine of its own when the engine implements
 // storage.Syncer (Pebble), so the node goes on serving while the disk
-// works; otherwise on the node's goroutine at the end of the batch. Outside
+// works; otherwise by the node's event loop at the end of the batch. Outside
 // events (a handler's Start) Apply is the engine's own.
 //
 // If a sync fails, or an engine that can fail as a whole (failer) says it
@@ -55,7 +56,7 @@ type committer struct {
 	syncer storage.Syncer // nil: sync inline
 	failer failer         // nil: the engine does not say
 
-	// Owned by the node's goroutine.
+	// Owned by the goroutine running the node's event (Node.busy).
 	inEvent  bool
 	dirty    bool     // the event made synced writes
 	storeErr bool     // an engine call of the event failed

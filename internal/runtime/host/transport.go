@@ -50,9 +50,15 @@ type TransportOptions struct {
 	DialTimeout time.Duration
 	// Logger receives transport events. Default: discard.
 	Logger *slog.Logger
+	// Receive, if set, takes a message that arrived from another
+	// process instead of the deliver function NewTransport is given. It
+	// is called on the goroutine that reads the stream, which holds no
+	// lock, so it may run the node's event there (Node.DeliverHere),
+	// which deliver, called from nodes' goroutines too, may not.
+	Receive func(from, to wire.NodeID, m wire.Msg) bool
 }
 
-func (o *TransportOptions) ensureDefaults() {
+func (o *TransportOptions) ensureDefaults(deliver func(from, to wire.NodeID, m wire.Msg) bool) {
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = 16 << 20
 	}
@@ -67,6 +73,9 @@ func (o *TransportOptions) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Receive == nil {
+		o.Receive = deliver
 	}
 }
 
@@ -106,7 +115,7 @@ type Transport struct {
 // NewTransport returns a transport that hands every message addressed to
 // a local node to deliver, which reports whether it knows the node.
 func NewTransport(opts TransportOptions, deliver func(from, to wire.NodeID, m wire.Msg) bool) *Transport {
-	opts.ensureDefaults()
+	opts.ensureDefaults(deliver)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
 		opts: opts, deliver: deliver, ctx: ctx, cancel: cancel,
@@ -212,7 +221,7 @@ func (t *Transport) peerLocked(addr string, node wire.NodeID) *peer {
 	p, ok := t.outbound[addr]
 	if !ok {
 		site, _, _ := strings.Cut(string(node), "/")
-		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax, invokeID), ready: make(chan struct{})}
+		p = &peer{addr: addr, site: site, q: newQueue(t.opts.QueueMax, invokeID, &t.dropped), ready: make(chan struct{})}
 		t.outbound[addr] = p
 		t.wg.Add(1)
 		go t.runPeer(p)
@@ -483,7 +492,7 @@ func (t *Transport) receive(l *drpcLink, back *queue, who sender) error {
 			t.routeBack(from, route{q: back, who: who})
 		}
 		t.received.Add(1)
-		if !t.deliver(from, to, m) {
+		if !t.opts.Receive(from, to, m) {
 			t.unroutable.Add(1)
 		}
 	}
@@ -518,12 +527,15 @@ func (t *Transport) routeBack(from wire.NodeID, r route) {
 // closes or a write fails. They are encoded already (Send), so a write
 // fails only when the stream does.
 func (t *Transport) write(ctx context.Context, l *drpcLink, q *queue) error {
+	defer q.detach()
 	for {
-		frames, n, ok := q.take(ctx)
+		frames, n, ok := q.take(ctx, l)
 		if !ok {
 			return ctx.Err()
 		}
-		if err := l.write(frames); err != nil {
+		err := l.write(frames)
+		q.done()
+		if err != nil {
 			t.dropped.Add(int64(n))
 			return fmt.Errorf("host: send: %w", err)
 		}

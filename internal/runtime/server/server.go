@@ -384,7 +384,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	replicaOpts := opts.Replica.options().EnsureDefaults()
 	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig,
-		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log}, s.deliver)
+		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log, Receive: s.receive}, s.deliver)
 	if err := s.startNodes(); err != nil {
 		s.Close()
 		return nil, err
@@ -513,13 +513,25 @@ func (s *Server) startNode(sn site.Node) error {
 
 // deliver hands a message to a node of this process.
 func (s *Server) deliver(from, to wire.NodeID, m wire.Msg) bool {
+	return s.hand(from, to, m, (*host.Node).Deliver)
+}
+
+// receive delivers a message from another process, on the goroutine that
+// read it, which serves it there if its node is idle (host.Node.DeliverHere).
+func (s *Server) receive(from, to wire.NodeID, m wire.Msg) bool {
+	return s.hand(from, to, m, (*host.Node).DeliverHere)
+}
+
+// hand gives m to its node by deliver, or answers a client's request the
+// node refused.
+func (s *Server) hand(from, to wire.NodeID, m wire.Msg, deliver func(*host.Node, wire.NodeID, wire.Msg) bool) bool {
 	s.mu.RLock()
 	h, ok := s.nodes[to]
 	s.mu.RUnlock()
 	if !ok {
 		return false
 	}
-	if !h.node.Deliver(from, m) {
+	if !deliver(h.node, from, m) {
 		// A full mailbox, or a node stopped by a storage failure: answer
 		// a client at once rather than leave it to time out, so that it
 		// can back off or go elsewhere.
