@@ -58,6 +58,7 @@ type committer struct {
 
 	// Owned by the goroutine running the node's event (Node.busy).
 	inEvent  bool
+	alone    bool     // the event runs alone (NodeOptions.SendNow)
 	dirty    bool     // the event made synced writes
 	storeErr bool     // an engine call of the event failed
 	outbox   []outMsg // what the event sent
@@ -185,8 +186,9 @@ func (c *committer) leave(why string) {
 	c.n.opts.Logger.Error("host: the node stopped without waiting for a storage call; its storage is left open", "err", c.err)
 }
 
-func (c *committer) beginEvent() {
+func (c *committer) beginEvent(alone bool) {
 	c.inEvent = true
+	c.alone = alone
 	c.dirty = false
 	c.storeErr = false
 }
@@ -214,6 +216,8 @@ func (c *committer) endEvent() {
 		c.next.msgs = append(c.next.msgs, out...)
 	case c.inflight != nil:
 		c.inflight.msgs = append(c.inflight.msgs, out...)
+	case c.alone:
+		c.releaseVia(c.n.opts.SendNow, out)
 	default:
 		c.release(out)
 	}
@@ -318,9 +322,11 @@ func (c *committer) failLocked(what string, err error) {
 	c.n.halt()
 }
 
-func (c *committer) release(msgs []outMsg) {
+func (c *committer) release(msgs []outMsg) { c.releaseVia(c.n.opts.Send, msgs) }
+
+func (c *committer) releaseVia(send func(from, to wire.NodeID, m wire.Msg), msgs []outMsg) {
 	for _, o := range msgs {
-		c.n.opts.Send(c.n.opts.ID, o.to, o.m)
+		send(c.n.opts.ID, o.to, o.m)
 	}
 }
 

@@ -50,6 +50,14 @@ type NodeOptions struct {
 	Engine  storage.Engine
 	// Send carries the node's messages; usually Transport.Send.
 	Send func(from, to wire.NodeID, m wire.Msg)
+	// SendNow, if set, carries the messages of an event that ran alone
+	// (one that ran on the goroutine that brought it, or the only one of
+	// its batch) and went out at its end: usually Transport.SendNow,
+	// which writes them to the network on the calling goroutine. Under
+	// load, when the node's goroutine runs events in batches, their
+	// messages go through Send, so that its goroutine does not make the
+	// system calls of every message one after another. Default: Send.
+	SendNow func(from, to wire.NodeID, m wire.Msg)
 	// MailboxMax bounds the messages waiting for the node, MailboxBytes
 	// their size (wire.EnvelopeSize), and SenderMax the client requests
 	// (wire.FromClient) of one sender among them, so that one client
@@ -85,12 +93,12 @@ type Node struct {
 	dropped  int64
 	stopped  bool
 	// busy is set while events run, on the node's goroutine or on one
-	// that runHere runs an event on: one event at a time.
-	busy   bool
-	halted chan struct{} // closed when stopped is set
-	ready  chan struct{}
-	done   chan struct{} // closed when the node's goroutine returns
-	timers timerQueue
+	// that runHere runs events on (here): one event at a time.
+	busy, here bool
+	halted     chan struct{} // closed when stopped is set
+	ready      chan struct{}
+	done       chan struct{} // closed when the node's goroutine returns
+	timers     timerQueue
 
 	commit committer
 }
@@ -110,6 +118,9 @@ func (o NodeOptions) EnsureDefaults() NodeOptions {
 	o.MailboxMax = cmp.Or(o.MailboxMax, 1<<16)
 	o.MailboxBytes = cmp.Or(o.MailboxBytes, 64<<20)
 	o.SenderMax = cmp.Or(o.SenderMax, 1024)
+	if o.SendNow == nil {
+		o.SendNow = o.Send
+	}
 	o.StopTimeout = cmp.Or(o.StopTimeout, 10*time.Second)
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.Seed == 0 {
@@ -192,17 +203,26 @@ func (n *Node) PostHere(fn func(node.Handler)) error {
 }
 
 // runHere runs ev on the calling goroutine, as the node's goroutine
-// would run a batch of one. n.mu is held, the node idle; runHere
-// releases n.mu.
+// would run a batch of one, and then, as one batch, the events that came
+// meanwhile: they were queued without waking the node's goroutine
+// (pushLocked), which would only have found the node busy. n.mu is held,
+// the node idle; runHere releases n.mu.
 func (n *Node) runHere(ev event) {
-	n.busy = true
+	n.busy, n.here = true, true
 	n.mu.Unlock()
-	n.runEvent(ev)
-	n.commit.flush()
+	n.runEvent(ev, true)
+	ok := n.commit.flush()
 	n.mu.Lock()
-	n.busy = false
+	if ok && !n.stopped && len(n.events) > 0 {
+		batch := n.takeLocked()
+		n.mu.Unlock()
+		n.runBatch(batch)
+		n.mu.Lock()
+		n.spare = batch[:0]
+	}
+	n.busy, n.here = false, false
 	if len(n.events) > 0 || n.stopped {
-		n.signal() // to the node's goroutine, waiting while this ran
+		n.signal() // to the node's goroutine
 	}
 	n.mu.Unlock()
 }
@@ -348,9 +368,13 @@ func (n *Node) post(ev event) bool {
 	return true
 }
 
+// pushLocked queues ev, and wakes the node's goroutine unless runHere
+// runs the node's events, which takes what is queued when it is done.
 func (n *Node) pushLocked(ev event) {
 	n.events = append(n.events, ev)
-	n.signal()
+	if !n.here {
+		n.signal()
+	}
 }
 
 func (n *Node) signal() {
@@ -376,31 +400,11 @@ func (n *Node) run() {
 			continue
 		}
 		n.busy = true
-		batch := n.events
-		n.events, n.spare = n.spare[:0], nil
-		for _, ev := range batch {
-			if ev.msg == nil {
-				continue
-			}
-			n.messages--
-			n.bytes -= ev.size
-			if wire.FromClient(ev.msg) {
-				if n.requests[ev.from]--; n.requests[ev.from] == 0 {
-					delete(n.requests, ev.from)
-				}
-			}
-		}
+		batch := n.takeLocked()
 		n.mu.Unlock()
-		for _, ev := range batch {
-			if n.isStopped() {
-				return
-			}
-			n.runEvent(ev)
-		}
-		if !n.commit.flush() {
+		if !n.runBatch(batch) {
 			return
 		}
-		clear(batch) // what the events refer to is garbage now
 		n.mu.Lock()
 		n.spare = batch[:0]
 		n.busy = false
@@ -408,10 +412,44 @@ func (n *Node) run() {
 	}
 }
 
-// runEvent runs one event of the node's, on the goroutine that holds busy.
-func (n *Node) runEvent(ev event) {
+// takeLocked takes the events queued, as a batch. n.mu is held.
+func (n *Node) takeLocked() []event {
+	batch := n.events
+	n.events, n.spare = n.spare[:0], nil
+	for _, ev := range batch {
+		if ev.msg == nil {
+			continue
+		}
+		n.messages--
+		n.bytes -= ev.size
+		if wire.FromClient(ev.msg) {
+			if n.requests[ev.from]--; n.requests[ev.from] == 0 {
+				delete(n.requests, ev.from)
+			}
+		}
+	}
+	return batch
+}
+
+// runBatch runs a batch of events and ends it (committer.flush), on the
+// goroutine that holds busy. It reports false if the node stopped.
+func (n *Node) runBatch(batch []event) bool {
+	for _, ev := range batch {
+		if n.isStopped() {
+			return false
+		}
+		n.runEvent(ev, len(batch) == 1)
+	}
+	ok := n.commit.flush()
+	clear(batch) // what the events refer to is garbage now
+	return ok
+}
+
+// runEvent runs one event of the node's, on the goroutine that holds
+// busy; alone says it runs alone (NodeOptions.SendNow).
+func (n *Node) runEvent(ev event, alone bool) {
 	h := n.opts.Handler
-	n.commit.beginEvent()
+	n.commit.beginEvent(alone)
 	switch {
 	case ev.call != nil:
 		ev.call(h)

@@ -4,6 +4,11 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"storj.io/drpc/drpcwire"
+
+	"github.com/cosla/cosla/internal/core/wire"
+	"github.com/cosla/cosla/internal/core/wire/wirepb"
 )
 
 // TestSendConnKeepsOrderWithoutBlocking: to a peer that does not read,
@@ -68,6 +73,65 @@ func TestSendConnKeepsOrderWithoutBlocking(t *testing.T) {
 	for i, b := range got {
 		if b != byte(i%251) {
 			t.Fatalf("byte %d of %d is %d, want %d: the kept bytes went out of order", i, written, b, i%251)
+		}
+	}
+}
+
+// TestHeldQueueWritesOnRelease: what is pushed to a held queue neither
+// wakes the writer nor is written until release, which writes it all at
+// once on the releasing goroutine; the peer gets the frames in order.
+func TestHeldQueueWritesOnRelease(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if nc, err := lis.Accept(); err == nil {
+			accepted <- nc
+		}
+	}()
+	nc, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := newSendConn(nc)
+	l := newDRPCLink(raw, raw, 1<<20)
+	defer l.close()
+	peer := newDRPCLink(<-accepted, nil, 1<<20)
+	defer peer.close()
+
+	q := newQueue(8, drpcwire.ID{Stream: 1}, nil)
+	q.link = l // as the stream's writer does (take)
+	q.hold()
+	for i := range 3 {
+		e, err := wirepb.Wrap("s/r1", "s/c1", &wire.ProbeReply{Req: uint64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := q.push(e, 1<<20, true); !ok || err != nil {
+			t.Fatalf("push %d: %v %v", i, ok, err)
+		}
+	}
+	if q.n != 3 || len(q.ready) != 0 {
+		t.Fatalf("held: %d frames queued, writer woken %v; want 3 queued, not woken", q.n, len(q.ready) != 0)
+	}
+	q.release()
+	if q.n != 0 {
+		t.Fatalf("released: %d frames still queued, want them written", q.n)
+	}
+	for i := range 3 {
+		e, err := peer.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, m, err := wirepb.Unwrap(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := m.(*wire.ProbeReply); !ok || r.Req != uint64(i+1) {
+			t.Fatalf("frame %d: %#v, want the probe reply %d", i, m, i+1)
 		}
 	}
 }

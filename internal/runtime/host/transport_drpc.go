@@ -32,9 +32,12 @@ type drpcLink struct {
 	nc net.Conn
 	sc *sendConn // the TCP connection under nc (TLS's), if it is one
 
-	rd  *drpcwire.Reader
-	in  []byte          // the last packet's data, reused for the next
-	env wirepb.Envelope // decoded into afresh by each recv
+	rd *drpcwire.Reader
+	in []byte // the last packet's data, reused for the next
+	// held, if set, is held (queue.hold) while the packets read at once
+	// are delivered, and released before the socket is read again.
+	held *queue
+	env  wirepb.Envelope // decoded into afresh by each recv
 
 	wmu sync.Mutex // a batch's frames or the closing error, whole
 
@@ -45,7 +48,35 @@ type drpcLink struct {
 // or the TLS connection over it.
 func newDRPCLink(nc, raw net.Conn, maxMessageBytes int) *drpcLink {
 	sc, _ := raw.(*sendConn)
-	return &drpcLink{nc: nc, sc: sc, rd: drpcwire.NewReaderWithOptions(nc, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})}
+	l := &drpcLink{nc: nc, sc: sc}
+	l.rd = drpcwire.NewReaderWithOptions(linkReader{l}, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})
+	return l
+}
+
+// holdWhileReading makes q, the stream's own write queue, held while the
+// packets of one read of the socket are delivered, and released (written)
+// before the next read, which may wait. The replies to the requests that
+// came together then go out together, as one write, and a node that ran
+// a request on the reading goroutine (Node.DeliverHere) does not wait for
+// the write of its reply. Called before the first recv.
+func (l *drpcLink) holdWhileReading(q *queue) {
+	l.held = q
+	q.hold()
+}
+
+// linkReader is what the DRPC reader reads: the connection, with the
+// held queue released around each read of it.
+type linkReader struct{ l *drpcLink }
+
+func (r linkReader) Read(p []byte) (int, error) {
+	q := r.l.held
+	if q == nil {
+		return r.l.nc.Read(p)
+	}
+	q.release()
+	n, err := r.l.nc.Read(p)
+	q.hold()
+	return n, err
 }
 
 // idle reports whether a write now would not wait (see sendConn).

@@ -29,6 +29,12 @@ var errTooLarge = errors.New("host: message over the size limit")
 // allocated once the buffers have grown to the stream's usual batch. It
 // holds at most max envelopes; beyond them messages are dropped, as a
 // congested network would.
+//
+// When the stream is idle, the frames are written without waking the
+// writer: by a sender that sends now (Transport.SendNow), or by the
+// stream's reader when it releases the queue it held while delivering
+// what it read (hold). One of them writes at a time (writing), in the
+// order the frames were queued.
 type queue struct {
 	mu     sync.Mutex
 	buf    []byte // framed envelopes, in order
@@ -44,6 +50,10 @@ type queue struct {
 	// it, by the stream's writer or by a sender (push).
 	link    *drpcLink
 	writing bool
+	// held is set while the goroutine that reads the stream delivers
+	// what it read (hold): what is pushed meanwhile waits for it to
+	// write, rather than wake the writer.
+	held bool
 	// lost counts the envelopes of a write that failed in push.
 	lost *atomic.Int64
 }
@@ -64,8 +74,9 @@ func (q *queue) signal() {
 // push encodes e into the buffer and reports true, or reports false if
 // the queue is closed or full. It fails, leaving the queue as it was,
 // for an envelope over maxBytes encoded (errTooLarge) or one that cannot
-// be encoded (an identifier that is not valid UTF-8).
-func (q *queue) push(e *wirepb.Envelope, maxBytes int) (bool, error) {
+// be encoded (an identifier that is not valid UTF-8). With now, it
+// writes the buffer itself if the stream is idle (Transport.SendNow).
+func (q *queue) push(e *wirepb.Envelope, maxBytes int, now bool) (bool, error) {
 	size := proto.Size(e)
 	if size > maxBytes {
 		return false, fmt.Errorf("%w: %d bytes, limit %d", errTooLarge, size, maxBytes)
@@ -93,16 +104,31 @@ func (q *queue) push(e *wirepb.Envelope, maxBytes int) (bool, error) {
 	}
 	q.buf = b
 	q.n++
+	switch {
+	case q.held:
+	case now:
+		q.writeHereLocked()
+	default:
+		q.signal()
+	}
+	q.mu.Unlock()
+	return true, nil
+}
+
+// writeHereLocked writes the frames queued on the calling goroutine if
+// the stream is idle, rather than wake its writer: a goroutine switch
+// saved on the way out. The link takes them without blocking (sendConn),
+// so a peer that does not read never holds the caller. Otherwise it
+// wakes the writer. q.mu is held, and released while it writes.
+func (q *queue) writeHereLocked() {
 	l := q.link
+	if q.n == 0 {
+		return
+	}
 	if l == nil || q.writing || !l.idle() {
 		q.signal()
-		q.mu.Unlock()
-		return true, nil
+		return
 	}
-	// The stream is idle: write the frames here rather than wake its
-	// writer, a goroutine switch saved on the way out. The link takes
-	// them without blocking (sendConn), so a peer that does not read
-	// never holds the sender.
 	frames, n := q.takeLocked()
 	q.writing = true
 	q.mu.Unlock()
@@ -115,8 +141,26 @@ func (q *queue) push(e *wirepb.Envelope, maxBytes int) (bool, error) {
 	if q.n > 0 {
 		q.signal()
 	}
+}
+
+// hold makes what is pushed wait for release rather than wake the
+// writer; release writes it here if the stream is idle (writeHereLocked).
+// The goroutine that reads a stream holds the stream's queue while it
+// delivers what one read of the socket brought (drpcLink.holdWhileReading):
+// a node that runs a request there (Node.DeliverHere) queues its reply on
+// this very stream, and the reader writes the replies to everything it
+// read at once, with one system call, before it reads again.
+func (q *queue) hold() {
+	q.mu.Lock()
+	q.held = true
 	q.mu.Unlock()
-	return true, nil
+}
+
+func (q *queue) release() {
+	q.mu.Lock()
+	q.held = false
+	q.writeHereLocked()
+	q.mu.Unlock()
 }
 
 // errorFrame returns a frame of its own, not queued, that ends the

@@ -7,9 +7,11 @@
 // The core is not safe for concurrent use: it runs one event at a time,
 // as a host.Node does, through Post, Do or Call, and a callback the core
 // runs is inside such an event. An event runs on the node's goroutine,
-// or, when the core is idle, on the goroutine that started it (a call)
-// or that read its reply off the network: a Get then goes out and comes
-// back without waking the node's goroutine.
+// or, when the core is idle, on the goroutine that started it (Call) or
+// that read its reply off the network, and a request it sends alone is
+// written to the network there (host.Transport.SendNow): a Get then goes
+// out and comes back without waking the node's goroutine or the
+// stream's writer.
 package hostclient
 
 import (
@@ -82,7 +84,7 @@ func Open(opts Options) (*Client, error) {
 	}
 	c := &Client{id: opts.ID, core: clientcore.New(opts.Core), closed: make(chan struct{})}
 	c.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: opts.TLS, Logger: opts.Logger, Receive: c.receive}, c.deliver)
-	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: opts.Logger})
+	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, SendNow: c.transport.SendNow, Logger: opts.Logger})
 	if err != nil {
 		c.transport.Close()
 		return nil, fmt.Errorf("hostclient: start %s: %w", opts.ID, err)
@@ -151,12 +153,12 @@ func (c *Client) ID() wire.NodeID { return c.id }
 // each is connected or failed.
 func (c *Client) Connect(ctx context.Context) { c.transport.Connect(ctx) }
 
-// Post runs f on the core without waiting for the core's goroutine: at
-// once on the calling goroutine if the core is idle (host.Node.PostHere),
-// else on the core's goroutine later. The caller must hold no lock that
-// f's work could need. ErrClosed if the client is closed.
+// Post runs f on the core's goroutine and returns at once; ErrClosed if
+// the client is closed. (The lab's driver posts the operations of all
+// its clients from one goroutine: run there, the clients' work and
+// system calls would queue behind each other.)
 func (c *Client) Post(f func(*clientcore.Client)) error {
-	if err := c.node.Load().PostHere(func(node.Handler) { f(c.core) }); err != nil {
+	if err := c.node.Load().Post(func(node.Handler) { f(c.core) }); err != nil {
 		return ErrClosed
 	}
 	return nil
