@@ -40,7 +40,10 @@ type StoreOptions struct {
 // Choices the paper leaves open (karma.md section 5):
 //   - A dependency (k, v) holds in a ring once k's node there has
 //     processed v: applied it, or found a newer version, after v's own
-//     dependencies held. A newer version alone is not enough under
+//     dependencies held, and had the caches that may hold an older
+//     version of k invalidated (a write that depends on v may otherwise
+//     become stable first, and a session it released read an older k
+//     from a cache). A newer version alone is not enough under
 //     last-writer-wins: a concurrent newer write does not carry v's causal
 //     past. So a node remembers the versions it processed until they are
 //     stable; asked about a version older than its own that it does not
@@ -326,15 +329,24 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 			return // unacknowledged: the propagator sends it again
 		}
 	}
-	if cur.version != m.Version || !cur.stable {
-		set := s.processed[m.Key]
-		if set == nil {
-			set = map[wire.Version]struct{}{}
-			s.processed[m.Key] = set
+	// The version is processed here, and a dependency on it holds, once
+	// no cache can serve an older version of the key: a write that
+	// depends on it may complete, and be announced stable, before it
+	// does, and a session that a restriction on that write bound is then
+	// released to the caches (TestCausalFaults, seed 191: a cache cut
+	// off from its site's storage served a version older than the causal
+	// past of a stable one).
+	processed := func() {
+		if cur.version != m.Version || !cur.stable {
+			set := s.processed[m.Key]
+			if set == nil {
+				set = map[wire.Version]struct{}{}
+				s.processed[m.Key] = set
+			}
+			set[m.Version] = struct{}{}
 		}
-		set[m.Version] = struct{}{}
+		s.release(m.Key, m.Version)
 	}
-	s.release(m.Key, m.Version)
 	caches := s.cachedAt[m.Key]
 	if cur.version.Less(m.Version) && len(caches) > 0 {
 		delete(s.cachedAt, m.Key)
@@ -357,9 +369,13 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 		}
 	}
 	if inv := s.invalidating[m.Key]; inv != nil {
-		inv.waiting = append(inv.waiting, func() { s.acknowledge(from, ack) })
+		inv.waiting = append(inv.waiting, func() {
+			processed()
+			s.acknowledge(from, ack)
+		})
 		return
 	}
+	processed()
 	s.acknowledge(from, ack)
 }
 
@@ -381,9 +397,12 @@ func (s *Store) whenProcessed(key string, v wire.Version, done func()) {
 	}
 	cur, _ := s.load(key)
 	switch c := cur.version.Compare(v); {
-	case c == 0:
+	case c == 0 && s.invalidating[key] == nil:
 		done()
 		return
+	case c == 0:
+		// Applied, its invalidations outstanding: processed once they
+		// are answered (apply).
 	case c > 0 && v.Origin != "":
 		// Processed and forgotten once stable, or not yet arrived and
 		// overtaken by a newer version: its coordinator knows which.
