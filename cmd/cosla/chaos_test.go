@@ -238,9 +238,9 @@ type chaosKarmaReport struct {
 		Faults    []struct {
 			Fault   string `json:"fault"`
 			Clients []struct {
-				Name     string  `json:"name"`
-				Ops      int     `json:"ops"`
-				Failed   int     `json:"failed"`
+				Name        string  `json:"name"`
+				Ops         int     `json:"ops"`
+				Failed      int     `json:"failed"`
 				LongestS    float64 `json:"longest_s"`
 				LongestGapS float64 `json:"longest_gap_s"`
 				Excused     bool    `json:"excused"`
