@@ -227,23 +227,17 @@ func longestGap(ops []span) time.Duration {
 	return gap
 }
 
-// zoneNodes returns the nodes of a site's zone on the cluster (package
-// site's recipe).
+// zoneNodes returns the nodes of a site's zone on the cluster
+// (site.ZoneNodes).
 func (in *injector) zoneNodes(siteName string, z site.Zone) []wire.NodeID {
-	var out []wire.NodeID
-	for _, st := range in.o.Topology.Sites {
-		if st.Name != siteName {
-			continue
-		}
-		opts := site.Options{}
-		opts.Config.Member.Voters = site.Voters(in.o.Topology.ConfigSites())
-		for _, n := range site.Nodes(st.Name, st.Replicas, opts) {
-			if n.Role.Zone() == z {
-				out = append(out, n.ID)
-			}
-		}
+	i := slices.IndexFunc(in.o.Topology.Sites, func(s topology.Site) bool { return s.Name == siteName })
+	if i < 0 {
+		return nil
 	}
-	return out
+	st := in.o.Topology.Sites[i]
+	opts := site.Options{}
+	opts.Config.Member.Voters = site.Voters(in.o.Topology.ConfigSites())
+	return site.ZoneNodes(st.Name, st.Replicas, opts, z)
 }
 
 // azFault makes one fault of Karma's kinds, holds it a drawn Hold and

@@ -194,23 +194,14 @@ func waits(ops []faultOp) []wait {
 	return out
 }
 
-// zoneNodes returns the nodes of a site's zone: its nodes of that role
-// (package site's recipe), and for AZ-F its clients too.
+// zoneNodes returns the nodes of a site's zone (site.ZoneNodes), and for
+// AZ-F its clients too.
 func zoneNodes(w *harness.CausalWorld, siteName string, z site.Zone) []wire.NodeID {
-	var st topology.Site
-	for _, s := range w.Topology.Sites {
-		if s.Name == siteName {
-			st = s
-		}
-	}
+	i := slices.IndexFunc(w.Topology.Sites, func(s topology.Site) bool { return s.Name == siteName })
+	st := w.Topology.Sites[i]
 	opts := site.Options{}
 	opts.Config.Member.Voters = site.Voters(w.Topology.ConfigSites())
-	var out []wire.NodeID
-	for _, n := range site.Nodes(st.Name, st.Replicas, opts) {
-		if n.Role.Zone() == z {
-			out = append(out, n.ID)
-		}
-	}
+	out := site.ZoneNodes(st.Name, st.Replicas, opts, z)
 	if z == site.Front {
 		for _, c := range st.Clients {
 			out = append(out, topology.NodeID(st.Name, c))

@@ -94,6 +94,19 @@ func (r Role) Zone() Zone {
 	return Front
 }
 
+// ZoneNodes returns the nodes of a site's zone z among those Nodes
+// returns; the site's clients, which stand in AZ-F too, are not among
+// them.
+func ZoneNodes(site string, storage []string, opts Options, z Zone) []wire.NodeID {
+	var out []wire.NodeID
+	for _, n := range Nodes(site, storage, opts) {
+		if n.Role.Zone() == z {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
 // Options are the protocol options of a site's nodes, per role.
 type Options struct {
 	// Replica configures each storage node's replica core.

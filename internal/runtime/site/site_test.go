@@ -68,4 +68,12 @@ func TestZones(t *testing.T) {
 			t.Errorf("%s.Zone() = %s, want %s", role, got, z)
 		}
 	}
+	opts := site.Options{}
+	opts.Config.Member.Voters = site.Voters([]string{"a"})
+	if got := site.ZoneNodes("a", []string{"r1", "r2"}, opts, site.Back); !slices.Equal(got, []wire.NodeID{"a/r1", "a/r2", "a/cfg"}) {
+		t.Errorf("AZ-B of a voter site: %v, want its storage nodes and its configuration member", got)
+	}
+	if got := site.ZoneNodes("a", []string{"r1"}, site.Options{}, site.Front); !slices.Equal(got, []wire.NodeID{"a/cc", "a/cache"}) {
+		t.Errorf("AZ-F: %v, want the coordinator and the cache", got)
+	}
 }
