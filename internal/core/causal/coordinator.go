@@ -160,6 +160,10 @@ type Coordinator struct {
 	// node serves reads in the order they arrive over an ordered link, so
 	// an older read still unanswered was lost (the node restarted).
 	answered map[wire.NodeID]uint64
+	// stalled are the storage nodes a write was sent to again, for want
+	// of an answer: when one is heard from again, the writes backing off
+	// on its ring go again at once (resume).
+	stalled map[wire.NodeID]bool
 	// stability is what the coordinator knows of other coordinators'
 	// writes' completion, to lift ring restrictions (stability.go).
 	stability *stability
@@ -207,6 +211,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
 	c.answered = map[wire.NodeID]uint64{}
+	c.stalled = map[wire.NodeID]bool{}
 	c.stability = newStability()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
@@ -268,6 +273,16 @@ func (c *Coordinator) session(id sessionID) *wbSession {
 
 // Receive implements node.Handler.
 func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
+	c.receive(from, m)
+	// After the message, so that a write it acknowledges is not sent
+	// again.
+	if c.stalled[from] {
+		delete(c.stalled, from)
+		c.resume(from)
+	}
+}
+
+func (c *Coordinator) receive(from wire.NodeID, m wire.Msg) {
 	switch m := m.(type) {
 	case *wire.CausalPut:
 		c.put(from, m)
@@ -408,6 +423,34 @@ func (c *Coordinator) resend(t resend) {
 	}
 }
 
+// resume sends again at once, with the backoff reset, each session's
+// oldest write that node's ring has not acknowledged and that was already
+// sent more than once: the node answers again (a partition healed, or it
+// restarted), and the backoff would otherwise hold those writes, and the
+// restrictions on them, for up to 32 resend intervals (Karma 4.4:
+// propagation completes on recovery; TestChaosKarma saw reads bound to a
+// ring fail in a fault that struck it a few seconds after another had
+// healed). Writes stalled on another node of the ring go again too,
+// which the ring takes as duplicates.
+func (c *Coordinator) resume(node wire.NodeID) {
+	r := c.layout.RingOf(node)
+	if r < 0 {
+		return
+	}
+	for _, ws := range c.sortedSessions() {
+		for i, e := range ws.entries {
+			if e.acked&(1<<r) != 0 {
+				continue
+			}
+			if e.tries[r] > 1 {
+				e.tries[r] = 0
+				c.send(ws, i, r)
+			}
+			break
+		}
+	}
+}
+
 // send sends the session's i-th buffered write to ring r. If the ring
 // has not acknowledged the session's previous write, that write becomes
 // a dependency too, so that the ring applies them in program order.
@@ -431,6 +474,9 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 	target := c.layout.Node(r, e.key)
 	if e.notify {
 		target = c.layout.Node(r, deps[0].Key)
+	}
+	if e.tries[r] > 1 {
+		c.stalled[target] = true
 	}
 	c.env.Send(target, &wire.Propagate{
 		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
