@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -167,6 +168,10 @@ type Coordinator struct {
 	// stability is what the coordinator knows of other coordinators'
 	// writes' completion, to lift ring restrictions (stability.go).
 	stability *stability
+	// boundWaiting are the reads bound to a ring that have waited
+	// ReadTimeout for it: learning a write stable releases those it
+	// restricted at once (releaseWaiting), not at their next timeout.
+	boundWaiting map[uint64]bool
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -211,6 +216,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
 	c.answered = map[wire.NodeID]uint64{}
+	c.boundWaiting = map[uint64]bool{}
 	c.stalled = map[wire.NodeID]bool{}
 	c.stability = newStability()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
@@ -508,6 +514,7 @@ func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
 // completion to the client, and the write leaves the buffer.
 func (c *Coordinator) completeHeads(ws *wbSession) {
 	all := uint64(1)<<len(c.layout.Rings) - 1
+	completed := false
 	for len(ws.entries) > 0 && ws.entries[0].acked == all {
 		e := ws.entries[0]
 		ws.entries = ws.entries[1:]
@@ -528,6 +535,10 @@ func (c *Coordinator) completeHeads(ws *wbSession) {
 		if err := c.env.Engine().Apply(&c.batch, false); err != nil {
 			c.opts.Logger.Error("causal: drop buffered write", "err", err)
 		}
+		completed = true
+	}
+	if completed {
+		c.releaseWaiting()
 	}
 }
 
@@ -739,9 +750,41 @@ func (c *Coordinator) readTimeout(req uint64) {
 		c.env.Send(p.client, c.unavailable(p))
 	case c.answered[p.node] > req:
 		delete(c.reads, req)
+		delete(c.boundWaiting, req)
 		c.readNode(p, p.node, p.ring)
+		if p.bound {
+			c.boundWaiting[c.nextReq] = true
+		}
 	default:
 		c.ringReads.add(c.env, req)
+		if p.bound {
+			c.boundWaiting[req] = true
+		}
+	}
+}
+
+// releaseWaiting serves unbound, at once, the reads bound to a ring and
+// waiting for it whose restrictions the coordinator now knows stable: a
+// session bound to a ring that a fault made slow or cut off (Karma 4.4)
+// is released as soon as the writes it depends on complete, rather than
+// at its read's next ReadTimeout. They are few: reads that waited
+// ReadTimeout already. In request order, for determinism.
+func (c *Coordinator) releaseWaiting() {
+	if len(c.boundWaiting) == 0 {
+		return
+	}
+	for _, req := range slices.Sorted(maps.Keys(c.boundWaiting)) {
+		p := c.reads[req]
+		if p == nil {
+			delete(c.boundWaiting, req)
+			continue
+		}
+		if c.released(p) {
+			delete(c.reads, req)
+			delete(c.boundWaiting, req)
+			p.bound = false
+			c.readFree(p)
+		}
 	}
 }
 
@@ -766,6 +809,7 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 		return
 	}
 	delete(c.reads, m.Req)
+	delete(c.boundWaiting, m.Req)
 	if p.ring != wire.NoRing {
 		c.answered[from] = max(c.answered[from], m.Req)
 	}

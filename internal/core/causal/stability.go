@@ -184,6 +184,7 @@ func (c *Coordinator) watched(m *wire.DepCheckReply) {
 	}
 	if m.Done {
 		s.learn(w.version)
+		c.releaseWaiting()
 	}
 }
 
