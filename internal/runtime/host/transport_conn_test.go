@@ -17,28 +17,11 @@ import (
 // a few more writes are kept behind it. When the peer reads at last it
 // gets every byte, in the order written.
 func TestSendConnKeepsOrderWithoutBlocking(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		if nc, err := lis.Accept(); err == nil {
-			accepted <- nc
-		}
-	}()
-	nc, err := net.Dial("tcp", lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, peer := loopbackPair(t)
 	c, ok := newSendConn(nc).(*sendConn)
 	if !ok {
 		t.Fatal("a TCP connection was not wrapped")
 	}
-	defer c.Close()
-	peer := <-accepted
-	defer peer.Close()
 
 	const chunk = 64 << 10
 	var next byte // the pattern: byte i of the stream is i mod 251
@@ -81,26 +64,10 @@ func TestSendConnKeepsOrderWithoutBlocking(t *testing.T) {
 // wakes the writer nor is written until release, which writes it all at
 // once on the releasing goroutine; the peer gets the frames in order.
 func TestHeldQueueWritesOnRelease(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		if nc, err := lis.Accept(); err == nil {
-			accepted <- nc
-		}
-	}()
-	nc, err := net.Dial("tcp", lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, pc := loopbackPair(t)
 	raw := newSendConn(nc)
 	l := newDRPCLink(raw, raw, 1<<20)
-	defer l.close()
-	peer := newDRPCLink(<-accepted, nil, 1<<20)
-	defer peer.close()
+	peer := newDRPCLink(pc, nil, 1<<20)
 
 	q := newQueue(8, drpcwire.ID{Stream: 1}, nil)
 	q.link = l // as the stream's writer does (take)
@@ -134,4 +101,30 @@ func TestHeldQueueWritesOnRelease(t *testing.T) {
 			t.Fatalf("frame %d: %#v, want the probe reply %d", i, m, i+1)
 		}
 	}
+}
+
+// loopbackPair returns the two ends of a TCP connection on 127.0.0.1,
+// closed when the test ends.
+func loopbackPair(t *testing.T) (dialed, accepted net.Conn) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		nc, _ := lis.Accept()
+		ch <- nc
+	}()
+	dialed, err = net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = <-ch
+	if accepted == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { dialed.Close(); accepted.Close() })
+	return dialed, accepted
 }

@@ -124,24 +124,24 @@ func member(id wire.NodeID) bool {
 	return name == config.MemberName
 }
 
+// deliver hands the core a message sent in this process.
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
-	if to != c.id {
-		return false
-	}
-	if n := c.node.Load(); n != nil {
-		n.Deliver(from, m)
-	}
-	return true
+	return c.hand(from, to, m, (*host.Node).Deliver)
 }
 
 // receive takes a reply from the network and hands it to the core on
 // the goroutine that read it, if the core is idle (host.Node.DeliverHere).
 func (c *Client) receive(from, to wire.NodeID, m wire.Msg) bool {
+	return c.hand(from, to, m, (*host.Node).DeliverHere)
+}
+
+// hand gives m to the core by deliver, if it is the core's.
+func (c *Client) hand(from, to wire.NodeID, m wire.Msg, deliver func(*host.Node, wire.NodeID, wire.Msg) bool) bool {
 	if to != c.id {
 		return false
 	}
 	if n := c.node.Load(); n != nil {
-		n.DeliverHere(from, m)
+		deliver(n, from, m)
 	}
 	return true
 }
