@@ -332,43 +332,7 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		}
 		r.Karma.writeText(w)
 	default:
-		fmt.Fprintf(w, "  lost:       %d acknowledged Puts missing at the primary", r.Lost)
-		if r.RolledBack > 0 {
-			fmt.Fprintf(w, " and not rolled back (%d more rolled back at a failover)", r.RolledBack)
-		}
-		if r.Unverified > 0 {
-			fmt.Fprintf(w, "; %d keys COULD NOT BE READ there", r.Unverified)
-		}
-		fmt.Fprintln(w)
-		for _, ex := range r.LostExamples {
-			fmt.Fprintf(w, "    %s\n", ex)
-		}
-		if r.Converged {
-			fmt.Fprintf(w, "  replicas:   converged: every secondary serves the primary's version of every key (checked in %.1fs)\n", r.ConvergeS)
-		} else {
-			var sites []string
-			for _, site := range slices.Sorted(maps.Keys(r.Behind)) {
-				n, why := 0, []string{}
-				for _, k := range slices.Sorted(maps.Keys(r.Behind[site])) {
-					n += r.Behind[site][k]
-					why = append(why, fmt.Sprintf("%s %d", k, r.Behind[site][k]))
-				}
-				sites = append(sites, fmt.Sprintf("%s %d (%s)", site, n, strings.Join(why, ", ")))
-			}
-			fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %s\n", r.ConvergeS, strings.Join(sites, "; "))
-		}
-		var met []string
-		for _, k := range sla.Kinds {
-			met = append(met, fmt.Sprintf("%s %d", k, r.MetByGuarantee[k.String()]))
-		}
-		fmt.Fprintf(w, "  history:    %d ops checked, %d violations; Gets meeting each guarantee: %s\n",
-			r.CheckedOps, r.Violations, strings.Join(met, ", "))
-		for _, v := range r.ViolationExamples {
-			fmt.Fprintf(w, "    %s\n", v)
-		}
-		if r.Failover != nil {
-			r.Failover.writeText(w)
-		}
+		r.writeVerified(w)
 	}
 	r.writeClients(w, windowsMax)
 	verdict := "OK"
@@ -376,6 +340,48 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
+}
+
+// writeVerified prints what the checks of a replicated table's campaign
+// found: Puts lost, replicas converged, the history and the failovers.
+func (r *Report) writeVerified(w io.Writer) {
+	fmt.Fprintf(w, "  lost:       %d acknowledged Puts missing at the primary", r.Lost)
+	if r.RolledBack > 0 {
+		fmt.Fprintf(w, " and not rolled back (%d more rolled back at a failover)", r.RolledBack)
+	}
+	if r.Unverified > 0 {
+		fmt.Fprintf(w, "; %d keys COULD NOT BE READ there", r.Unverified)
+	}
+	fmt.Fprintln(w)
+	for _, ex := range r.LostExamples {
+		fmt.Fprintf(w, "    %s\n", ex)
+	}
+	if r.Converged {
+		fmt.Fprintf(w, "  replicas:   converged: every secondary serves the primary's version of every key (checked in %.1fs)\n", r.ConvergeS)
+	} else {
+		var sites []string
+		for _, site := range slices.Sorted(maps.Keys(r.Behind)) {
+			n, why := 0, []string{}
+			for _, k := range slices.Sorted(maps.Keys(r.Behind[site])) {
+				n += r.Behind[site][k]
+				why = append(why, fmt.Sprintf("%s %d", k, r.Behind[site][k]))
+			}
+			sites = append(sites, fmt.Sprintf("%s %d (%s)", site, n, strings.Join(why, ", ")))
+		}
+		fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %s\n", r.ConvergeS, strings.Join(sites, "; "))
+	}
+	var met []string
+	for _, k := range sla.Kinds {
+		met = append(met, fmt.Sprintf("%s %d", k, r.MetByGuarantee[k.String()]))
+	}
+	fmt.Fprintf(w, "  history:    %d ops checked, %d violations; Gets meeting each guarantee: %s\n",
+		r.CheckedOps, r.Violations, strings.Join(met, ", "))
+	for _, v := range r.ViolationExamples {
+		fmt.Fprintf(w, "    %s\n", v)
+	}
+	if r.Failover != nil {
+		r.Failover.writeText(w)
+	}
 }
 
 // writeClients prints each client's failures and its windowsMax longest
