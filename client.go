@@ -261,7 +261,7 @@ func closedErr(err error) error {
 	return err
 }
 
-// getCall carries Gets to the client core's goroutine and their results
+// getCall carries Gets into the client core and their results
 // back (hostclient.Caller), its channel and closures made once: a Get
 // through a reused one allocates nothing here. The core reads s, key
 // and o between the Caller's Call and its result, so they are set only
@@ -288,7 +288,7 @@ func (c *Client) newGetCall() *getCall {
 	return g
 }
 
-// start runs on the core's goroutine.
+// start runs in the core, as one of its events.
 func (g *getCall) start(core *clientcore.Client, result chan<- getOutcome) {
 	g.result = result
 	if err := core.Get(g.s, g.key, g.o, g.done); err != nil {

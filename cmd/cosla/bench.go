@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -348,7 +349,7 @@ type compareFlags struct {
 	connect                                                      stringList
 	duration, timeout                                            time.Duration
 	operations, seed                                             uint64
-	repeat                                                       int
+	repeat, clientProcs                                          int
 	load, jsonOut                                                bool
 }
 
@@ -361,6 +362,7 @@ func (c *compareFlags) add(fs *flag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each run")
 	fs.Uint64Var(&c.operations, "operations", 0, "stop each run after this many operations (default: --duration alone)")
 	fs.IntVar(&c.repeat, "repeat", 1, fmt.Sprintf("make every run this many times, in interleaved rounds, and report medians with min-max (1 to %d)", bench.MaxRepeat))
+	fs.IntVar(&c.clientProcs, "client-procs", 0, "run this process, the client of every store, on this many Go Ps (GOMAXPROCS; default: Go's, one per core); the servers it starts keep their own")
 	fs.BoolVar(&c.load, "load", true, "insert the records into each store before its first run")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the operation sequence of every run")
 	fs.StringVar(&c.dir, "dir", "", "directory to start the servers and cosla clusters in, a new DIR/NAME-* each (default: a temporary directory, removed afterwards)")
@@ -394,7 +396,12 @@ at least a quarter of the machine's cores.
 above, so that a change on the machine falls on every store alike. A row then shows the
 medians, the least and greatest in parentheses ("33.4k (31.9-34.0k)"), and the ratios of the
 medians. --json prints it all as JSON, every repeat's figures included; --out writes a report
-of the medians.`
+of the medians.
+
+--client-procs N runs this process, the client of every store alike, on N Go Ps. On a small
+machine that the client shares with the servers, 1 leaves it one core's worth and keeps the
+Go runtime from waking its goroutines on an idle core, which on some virtual machines costs
+more than the request itself.`
 
 func runBenchCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("bench compare", "cosla bench compare [flags]", compareDoc, stderr)
@@ -413,6 +420,11 @@ func runBenchCompare(args []string, stdout, stderr io.Writer) error {
 	co, err := c.options(stderr)
 	if err != nil {
 		return err
+	}
+	if c.clientProcs > 0 {
+		// The environment is untouched: the servers started keep Go's
+		// default.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.clientProcs))
 	}
 	addrs, err := c.connections(names)
 	if err != nil {
@@ -468,6 +480,9 @@ func (c *compareFlags) options(stderr io.Writer) (bench.CompareOptions, error) {
 	}
 	if c.repeat < 1 || c.repeat > bench.MaxRepeat {
 		return bench.CompareOptions{}, usagef("--repeat must be between 1 and %d", bench.MaxRepeat)
+	}
+	if c.clientProcs < 0 {
+		return bench.CompareOptions{}, usagef("--client-procs must be 0 (Go's default) or more, got %d", c.clientProcs)
 	}
 	co := bench.CompareOptions{Workload: props, Clients: clients, Reads: strengths, Write: write,
 		Duration: c.duration, Operations: c.operations, Repeat: c.repeat, Load: c.load, Seed: c.seed, Log: stderr}

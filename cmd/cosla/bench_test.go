@@ -90,6 +90,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"compare zero repeat", []string{"bench", "compare", "--repeat", "0"}},
 		{"compare negative repeat", []string{"bench", "compare", "--repeat", "-2"}},
 		{"compare too many repeats", []string{"bench", "compare", "--repeat", "101"}},
+		{"compare negative client procs", []string{"bench", "compare", "--client-procs", "-1"}},
 		{"compare bad prop", []string{"bench", "compare", "--prop", "x"}},
 		{"compare stray argument", []string{"bench", "compare", "extra"}},
 		{"compare unknown flag", []string{"bench", "compare", "--target", "redis"}},
@@ -358,10 +359,13 @@ func TestBenchCompareRepeat(t *testing.T) {
 	coslaBinary(t)
 	out := filepath.Join(t.TempDir(), "report")
 	r := coslaCmd(t, 3*time.Minute, "bench", "compare", "--targets", "cosla,redis", "--workload", "c", "--records", "20",
-		"--duration", "300ms", "--repeat", "2", "--out", out, "--json")
+		"--duration", "300ms", "--repeat", "2", "--client-procs", "1", "--out", out, "--json")
 	c := compareJSON(t, r)
 	if c.Repeat != 2 || !strings.Contains(c.Limit, "2 times in interleaved rounds") || len(c.Tables) != 1 || len(c.Tables[0].Rows) != 2 {
 		t.Fatalf("comparison: repeat %d, limit %q, tables %+v; want one table of two rows, each run twice", c.Repeat, c.Limit, c.Tables)
+	}
+	if c.ClientProcs != 1 || c.Cores < 1 {
+		t.Errorf("comparison: the client on %d Ps of %d cores, want 1 (--client-procs 1)", c.ClientProcs, c.Cores)
 	}
 	for i, row := range c.Tables[0].Rows {
 		if len(row.Repeats) != 2 || row.Spread == nil {
@@ -389,7 +393,7 @@ func TestBenchCompareRepeat(t *testing.T) {
 	code, stdout, stderr := runCosla(t, "bench", "compare", "--targets", "redis", "--workload", "c", "--records", "20",
 		"--operations", "50", "--duration", "1m", "--repeat", "2")
 	skipUnlessInstalled(t, code, stderr)
-	if code != 0 || !strings.Contains(stdout, "runs of 50 operations each, at most 1m0s, 2 times in interleaved rounds\n") ||
+	if code != 0 || !strings.Contains(stdout, "runs of 50 operations each, at most 1m0s, 2 times in interleaved rounds; the client on ") ||
 		!regexp.MustCompile(`\nredis +weak +replica +async +[0-9.]+k? \([0-9.]+k?-[0-9.]+k?\) +0 +[0-9.]+ \([0-9.]+-[0-9.]+\) `).MatchString(stdout) ||
 		strings.Count(stderr, ", round 2 of 2\n") != 1 {
 		t.Errorf("bench compare --repeat 2: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)

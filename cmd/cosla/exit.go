@@ -106,7 +106,8 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // testFailedError is the outcome of a read-test-write whose test failed,
-// or was not evaluated within the bound.
+// or was not evaluated within the bound, or of a fault campaign whose
+// claims did not hold (cosla chaos --faults karma).
 type testFailedError struct{ err error }
 
 func (e testFailedError) Error() string { return e.err.Error() }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -160,9 +161,17 @@ type Coordinator struct {
 	// node serves reads in the order they arrive over an ordered link, so
 	// an older read still unanswered was lost (the node restarted).
 	answered map[wire.NodeID]uint64
+	// stalled are the storage nodes a write was sent to again, for want
+	// of an answer: when one is heard from again, the writes backing off
+	// on its ring go again at once (resume).
+	stalled map[wire.NodeID]bool
 	// stability is what the coordinator knows of other coordinators'
 	// writes' completion, to lift ring restrictions (stability.go).
 	stability *stability
+	// boundWaiting are the reads bound to a ring that have waited
+	// ReadTimeout for it: learning a write stable releases those it
+	// restricted at once (releaseWaiting), not at their next timeout.
+	boundWaiting map[uint64]bool
 }
 
 // NewCoordinator returns a coordinator; Start starts it.
@@ -207,6 +216,8 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
 	c.answered = map[wire.NodeID]uint64{}
+	c.boundWaiting = map[uint64]bool{}
+	c.stalled = map[wire.NodeID]bool{}
 	c.stability = newStability()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
@@ -268,6 +279,16 @@ func (c *Coordinator) session(id sessionID) *wbSession {
 
 // Receive implements node.Handler.
 func (c *Coordinator) Receive(from wire.NodeID, m wire.Msg) {
+	c.receive(from, m)
+	// After the message, so that a write it acknowledges is not sent
+	// again.
+	if c.stalled[from] {
+		delete(c.stalled, from)
+		c.resume(from)
+	}
+}
+
+func (c *Coordinator) receive(from wire.NodeID, m wire.Msg) {
 	switch m := m.(type) {
 	case *wire.CausalPut:
 		c.put(from, m)
@@ -408,6 +429,34 @@ func (c *Coordinator) resend(t resend) {
 	}
 }
 
+// resume sends again at once, with the backoff reset, each session's
+// oldest write that node's ring has not acknowledged and that was already
+// sent more than once: the node answers again (a partition healed, or it
+// restarted), and the backoff would otherwise hold those writes, and the
+// restrictions on them, for up to 32 resend intervals (Karma 4.4:
+// propagation completes on recovery; TestChaosKarma saw reads bound to a
+// ring fail in a fault that struck it a few seconds after another had
+// healed). Writes stalled on another node of the ring go again too,
+// which the ring takes as duplicates.
+func (c *Coordinator) resume(node wire.NodeID) {
+	r := c.layout.RingOf(node)
+	if r < 0 {
+		return
+	}
+	for _, ws := range c.sortedSessions() {
+		for i, e := range ws.entries {
+			if e.acked&(1<<r) != 0 {
+				continue
+			}
+			if e.tries[r] > 1 {
+				e.tries[r] = 0
+				c.send(ws, i, r)
+			}
+			break
+		}
+	}
+}
+
 // send sends the session's i-th buffered write to ring r. If the ring
 // has not acknowledged the session's previous write, that write becomes
 // a dependency too, so that the ring applies them in program order.
@@ -431,6 +480,9 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 	target := c.layout.Node(r, e.key)
 	if e.notify {
 		target = c.layout.Node(r, deps[0].Key)
+	}
+	if e.tries[r] > 1 {
+		c.stalled[target] = true
 	}
 	c.env.Send(target, &wire.Propagate{
 		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
@@ -462,6 +514,7 @@ func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
 // completion to the client, and the write leaves the buffer.
 func (c *Coordinator) completeHeads(ws *wbSession) {
 	all := uint64(1)<<len(c.layout.Rings) - 1
+	completed := false
 	for len(ws.entries) > 0 && ws.entries[0].acked == all {
 		e := ws.entries[0]
 		ws.entries = ws.entries[1:]
@@ -482,6 +535,10 @@ func (c *Coordinator) completeHeads(ws *wbSession) {
 		if err := c.env.Engine().Apply(&c.batch, false); err != nil {
 			c.opts.Logger.Error("causal: drop buffered write", "err", err)
 		}
+		completed = true
+	}
+	if completed {
+		c.releaseWaiting()
 	}
 }
 
@@ -740,9 +797,41 @@ func (c *Coordinator) readTimeout(req uint64) {
 		c.env.Send(p.client, c.unavailable(p))
 	case c.answered[p.node] > req:
 		delete(c.reads, req)
+		delete(c.boundWaiting, req)
 		c.readNode(p, p.node, p.ring)
+		if p.bound {
+			c.boundWaiting[c.nextReq] = true
+		}
 	default:
 		c.ringReads.add(c.env, req)
+		if p.bound {
+			c.boundWaiting[req] = true
+		}
+	}
+}
+
+// releaseWaiting serves unbound, at once, the reads bound to a ring and
+// waiting for it whose restrictions the coordinator now knows stable: a
+// session bound to a ring that a fault made slow or cut off (Karma 4.4)
+// is released as soon as the writes it depends on complete, rather than
+// at its read's next ReadTimeout. They are few: reads that waited
+// ReadTimeout already. In request order, for determinism.
+func (c *Coordinator) releaseWaiting() {
+	if len(c.boundWaiting) == 0 {
+		return
+	}
+	for _, req := range slices.Sorted(maps.Keys(c.boundWaiting)) {
+		p := c.reads[req]
+		if p == nil {
+			delete(c.boundWaiting, req)
+			continue
+		}
+		if c.released(p) {
+			delete(c.reads, req)
+			delete(c.boundWaiting, req)
+			p.bound = false
+			c.readFree(p)
+		}
 	}
 }
 
@@ -767,6 +856,7 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 		return
 	}
 	delete(c.reads, m.Req)
+	delete(c.boundWaiting, m.Req)
 	if p.ring != wire.NoRing {
 		c.answered[from] = max(c.answered[from], m.Req)
 	}

@@ -23,6 +23,16 @@ import (
 // it remembers the answers. Its reply names the restrictions it lifted;
 // if it lifted them all, it serves the get unbound. A read-only session
 // is so released without writing.
+//
+// The writer's coordinator may be out of reach while the version's stores
+// are not: a partition within a ring (Karma 4.4, Claim 2) cut the
+// coordinators on either side of it apart, and a session bound to that
+// ring by a write from across the split stayed bound, its reads of the
+// keys across it failing until the heal, though the write was stable
+// (TestCausalFaults, seeds 3 and 106). So a watch that has waited
+// ReadTimeout, as long as a bound read waits between checks, is also
+// sent to the version's key's node in every ring, which answers once that
+// coordinator's STABLE has reached it.
 
 // stableCap bounds the versions a coordinator remembers as stable, and
 // the watches it keeps: the oldest learnt is forgotten first, which only
@@ -34,27 +44,17 @@ const stableCap = 1 << 16
 // writer's coordinator restarted, which forgets its watchers.
 const watchFor = 5 * time.Second
 
-// stability is what a coordinator knows of other coordinators' writes'
-// completion.
-type stability struct {
+// stableSet is the versions a node has learnt stable, up to stableCap of
+// them: the oldest learnt is forgotten first.
+type stableSet struct {
 	stable map[wire.Version]struct{}
 	order  []wire.Version // stable's versions, oldest learnt first
-	// watches are the versions asked about, by request number.
-	watches map[uint64]watch
-	asked   map[wire.Version]uint64
 }
 
-type watch struct {
-	version wire.Version
-	at      time.Time
-}
-
-func newStability() *stability {
-	return &stability{stable: map[wire.Version]struct{}{}, watches: map[uint64]watch{}, asked: map[wire.Version]uint64{}}
-}
+func newStableSet() stableSet { return stableSet{stable: map[wire.Version]struct{}{}} }
 
 // learn records that v is stable.
-func (s *stability) learn(v wire.Version) {
+func (s *stableSet) learn(v wire.Version) {
 	if _, ok := s.stable[v]; ok {
 		return
 	}
@@ -64,6 +64,32 @@ func (s *stability) learn(v wire.Version) {
 	}
 	s.stable[v] = struct{}{}
 	s.order = append(s.order, v)
+}
+
+// has reports whether v was learnt stable (and not yet forgotten).
+func (s *stableSet) has(v wire.Version) bool {
+	_, ok := s.stable[v]
+	return ok
+}
+
+// stability is what a coordinator knows of other coordinators' writes'
+// completion.
+type stability struct {
+	stableSet
+	// watches are the versions asked about, by request number.
+	watches map[uint64]watch
+	asked   map[wire.Version]uint64
+}
+
+type watch struct {
+	version wire.Version
+	at      time.Time
+	// stores: the version's key's nodes were asked too.
+	stores bool
+}
+
+func newStability() *stability {
+	return &stability{stableSet: newStableSet(), watches: map[uint64]watch{}, asked: map[wire.Version]uint64{}}
 }
 
 // lift returns the restrictions known stable, and watches the others'
@@ -87,8 +113,7 @@ func (c *Coordinator) isStable(v wire.Version) bool {
 		_, pending := c.incomplete[v]
 		return !pending
 	}
-	_, ok := c.stability.stable[v]
-	return ok
+	return c.stability.has(v)
 }
 
 // watch asks d's coordinator to say when d's version completes, unless a
@@ -97,7 +122,13 @@ func (c *Coordinator) watch(d wire.Dep) {
 	s := c.stability
 	now := c.env.Now()
 	if req, ok := s.asked[d.Version]; ok {
-		if now.Sub(s.watches[req].at) < watchFor {
+		w := s.watches[req]
+		if waited := now.Sub(w.at); waited < watchFor {
+			if waited >= c.opts.ReadTimeout && !w.stores {
+				w.stores = true
+				s.watches[req] = w
+				c.watchStores(d)
+			}
 			return
 		}
 		delete(s.watches, req)
@@ -112,6 +143,20 @@ func (c *Coordinator) watch(d wire.Dep) {
 	s.watches[c.nextReq] = watch{version: d.Version, at: now}
 	s.asked[d.Version] = c.nextReq
 	c.env.Send(d.Version.Origin, &wire.DepCheck{Req: c.nextReq, Table: c.layout.Table, Key: d.Key, Version: d.Version, Watch: true})
+}
+
+// watchStores asks d's key's node in every ring to say when d's version
+// is stable there.
+func (c *Coordinator) watchStores(d wire.Dep) {
+	s := c.stability
+	for r := range c.layout.Rings {
+		if len(s.watches) >= stableCap {
+			s.forgetOld(c.env.Now())
+		}
+		c.nextReq++
+		s.watches[c.nextReq] = watch{version: d.Version, at: c.env.Now(), stores: true}
+		c.env.Send(c.layout.Node(r, d.Key), &wire.DepCheck{Req: c.nextReq, Table: c.layout.Table, Key: d.Key, Version: d.Version, Watch: true})
+	}
 }
 
 // forgetOld drops the watches waiting longer than watchFor, whose
@@ -133,9 +178,14 @@ func (c *Coordinator) watched(m *wire.DepCheckReply) {
 		return
 	}
 	delete(s.watches, m.Req)
-	delete(s.asked, w.version)
+	// A store that holds a newer version cannot tell (not Done): the
+	// watch at the version's coordinator, if any, still waits.
+	if m.Done || s.asked[w.version] == m.Req {
+		delete(s.asked, w.version)
+	}
 	if m.Done {
 		s.learn(w.version)
+		c.releaseWaiting()
 	}
 }
 

@@ -41,7 +41,10 @@ type StoreOptions struct {
 // Choices the paper leaves open (karma.md section 5):
 //   - A dependency (k, v) holds in a ring once k's node there has
 //     processed v: applied it, or found a newer version, after v's own
-//     dependencies held. A newer version alone is not enough under
+//     dependencies held, and had the caches that may hold an older
+//     version of k invalidated (a write that depends on v may otherwise
+//     become stable first, and a session it released read an older k
+//     from a cache). A newer version alone is not enough under
 //     last-writer-wins: a concurrent newer write does not carry v's causal
 //     past. So a node remembers the versions it processed until they are
 //     stable; asked about a version older than its own that it does not
@@ -78,7 +81,16 @@ type Store struct {
 	// waiters are dependency checks waiting for a version of a key to be
 	// processed here (or to become stable).
 	waiters map[string][]waiter
-	nextReq uint64
+	// stableWatches are coordinators' watches (DepCheck with Watch)
+	// waiting for a version of a key to become stable here, one per
+	// coordinator and version: a coordinator that cannot hear from the
+	// version's own coordinator learns it here (stability.go).
+	stableWatches map[string][]stableWatch
+	// stableSeen are the versions whose STABLE came, newer versions of
+	// their keys since or not, so that a watch of one overwritten here
+	// is answered all the same.
+	stableSeen stableSet
+	nextReq    uint64
 	// out holds the requests this node sent and awaits answers to, to
 	// send again after Resend; done is what to do with the answer.
 	out map[uint64]*outbound
@@ -95,6 +107,12 @@ type StoreMetrics struct {
 	// AbandonedReads are the reads dropped unserved because their sender
 	// had stopped waiting for them (wire.Read's Deadline).
 	AbandonedReads uint64
+}
+
+type stableWatch struct {
+	from    wire.NodeID
+	req     uint64
+	version wire.Version
 }
 
 type waiter struct {
@@ -176,6 +194,8 @@ func (s *Store) Start(env node.Env) error {
 	s.inProgress = map[propID]bool{}
 	s.answering = map[askID]bool{}
 	s.waiters = map[string][]waiter{}
+	s.stableWatches = map[string][]stableWatch{}
+	s.stableSeen = newStableSet()
 	s.out = map[uint64]*outbound{}
 	s.resetting = map[wire.NodeID]bool{}
 	for _, cache := range s.layout.CacheNodes() {
@@ -246,6 +266,10 @@ func (s *Store) Receive(from wire.NodeID, m wire.Msg) {
 		s.read(from, m)
 	case *wire.DepCheck:
 		ask := askID{from, m.Req}
+		if m.Table == s.layout.Table && m.Watch {
+			s.watchStable(from, m)
+			return
+		}
 		if m.Table == s.layout.Table && !s.answering[ask] {
 			s.answering[ask] = true
 			s.whenProcessed(m.Key, m.Version, func() {
@@ -327,13 +351,23 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 			return // unacknowledged: the propagator sends it again
 		}
 	}
-	if cur.version != m.Version || !cur.stable {
-		set := s.processed[m.Key]
-		if set == nil {
-			set = map[wire.Version]struct{}{}
-			s.processed[m.Key] = set
+	// The version is processed here, and a dependency on it holds, once
+	// no cache can serve an older version of the key: a write that
+	// depends on it may complete, and be announced stable, before it
+	// does, and a session that a restriction on that write bound is then
+	// released to the caches (TestCausalFaults, seed 191: a cache cut
+	// off from its site's storage served a version older than the causal
+	// past of a stable one).
+	processed := func() {
+		if cur.version != m.Version || !cur.stable {
+			set := s.processed[m.Key]
+			if set == nil {
+				set = map[wire.Version]struct{}{}
+				s.processed[m.Key] = set
+			}
+			set[m.Version] = struct{}{}
 		}
-		set[m.Version] = struct{}{}
+		s.release(m.Key, m.Version)
 	}
 	caches := s.cachedAt[m.Key]
 	if cur.version.Less(m.Version) && len(caches) > 0 {
@@ -360,12 +394,12 @@ func (s *Store) apply(from wire.NodeID, m *wire.Propagate) {
 	// this node can serve an older one (Cache's comment).
 	if inv := s.invalidating[m.Key]; inv != nil {
 		inv.waiting = append(inv.waiting, func() {
-			s.release(m.Key, m.Version)
+			processed()
 			s.acknowledge(from, ack)
 		})
 		return
 	}
-	s.release(m.Key, m.Version)
+	processed()
 	s.acknowledge(from, ack)
 }
 
@@ -447,9 +481,45 @@ func (s *Store) release(key string, v wire.Version) {
 	}
 }
 
+// watchStable answers a coordinator's watch of a version: Done once the
+// version is stable here (its coordinator's STABLE came), at once if it
+// is, or not Done at once if the node holds a newer version and has
+// forgotten the version's STABLE, or never had it.
+func (s *Store) watchStable(from wire.NodeID, m *wire.DepCheck) {
+	cur, _ := s.load(m.Key)
+	switch c := cur.version.Compare(m.Version); {
+	case (c == 0 && cur.stable) || s.stableSeen.has(m.Version):
+		s.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: s.layout.Table, Done: true})
+	case c > 0:
+		s.env.Send(from, &wire.DepCheckReply{Req: m.Req, Table: s.layout.Table})
+	default:
+		ws := s.stableWatches[m.Key]
+		if i := slices.IndexFunc(ws, func(w stableWatch) bool { return w.from == from && w.version == m.Version }); i >= 0 {
+			ws[i].req = m.Req // asked again: the newer request is the one waited on
+			return
+		}
+		s.stableWatches[m.Key] = append(ws, stableWatch{from, m.Req, m.Version})
+	}
+}
+
 // stable records that a version is in every ring (Karma 4.1.2 STABLE).
 func (s *Store) stable(m *wire.Stable) {
 	s.release(m.Key, m.Version)
+	s.stableSeen.learn(m.Version)
+	if ws := s.stableWatches[m.Key]; len(ws) > 0 {
+		ws = slices.DeleteFunc(ws, func(w stableWatch) bool {
+			if w.version != m.Version {
+				return false
+			}
+			s.env.Send(w.from, &wire.DepCheckReply{Req: w.req, Table: s.layout.Table, Done: true})
+			return true
+		})
+		if len(ws) == 0 {
+			delete(s.stableWatches, m.Key)
+		} else {
+			s.stableWatches[m.Key] = ws
+		}
+	}
 	if set := s.processed[m.Key]; set != nil {
 		delete(set, m.Version)
 		if len(set) == 0 {

@@ -200,7 +200,11 @@ func (c *Coordinator) endTx(id uint64, t *pendingTx, reply *wire.CausalGetTxRepl
 // txTimeout: a node of the transaction's ring did not answer. An unbound
 // transaction starts again on another ring (Karma 4.5: a retry may switch
 // ring); a bound one, or one that tried every ring, waits for its ring
-// until its deadline, as a read does (readTimeout).
+// until its deadline, as a read does (readTimeout). A bound one whose
+// restrictions became stable while it waited is unbound, as a read is
+// released: without that, a transaction bound to a ring with a failed
+// storage node failed at its deadline although its restriction had
+// lifted (Karma 4.4, Claim 1; TestCausalFaults, seed 15).
 func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	t := c.txs[tr.tx]
 	if t == nil {
@@ -208,6 +212,9 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 		return
 	}
 	c.near.timedOut(tr.node, c.env.Now())
+	if c.txReleased(t) {
+		t.bound = false
+	}
 	next := -1
 	if c.txMoveOn(t) {
 		next = c.txRing(t.tried, t.m.Keys)
@@ -230,4 +237,19 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	}
 	t.ring, t.prev = next, nil
 	c.txRound(tr.tx, t)
+}
+
+// txReleased reports whether t waits for its ring only because of
+// restrictions that the coordinator now knows stable, and records them
+// lifted (released, for a transaction).
+func (c *Coordinator) txReleased(t *pendingTx) bool {
+	if !t.bound || t.m.Ring == wire.NoRing || c.layout.Static {
+		return false
+	}
+	lifted := c.lift(t.m.Restrictions)
+	if !liftsAll(t.m.Restrictions, lifted) {
+		return false
+	}
+	t.lifted = lifted
+	return true
 }

@@ -293,7 +293,10 @@ type ReadReply struct {
 // asks whether the coordinator's write Version is complete; with Watch
 // (from another coordinator, to lift the ring restrictions Version
 // causes, or from an MM waiting for a version it does not remember),
-// the answer comes once it is.
+// the answer comes once it is. Sent with Watch by a coordinator to an
+// MM, it asks to be told once Version is stable there (its coordinator's
+// STABLE came); the answer is not Done at once if the MM holds a newer
+// version and no longer knows.
 //
 //wire:envelope 42
 type DepCheck struct {

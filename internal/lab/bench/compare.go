@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,11 @@ type Comparison struct {
 	// in interleaved rounds"): CompareOptions's Duration and Operations,
 	// which replace the workload's operationcount, and Repeat.
 	Limit string `json:"limit"`
+	// ClientProcs is the Go Ps (GOMAXPROCS) this process, the client of
+	// every system, ran on, of the machine's Cores (cosla bench compare
+	// --client-procs): the servers it starts keep their own.
+	ClientProcs int `json:"client_procs"`
+	Cores       int `json:"cores"`
 	// Repeat is CompareOptions.Repeat: the runs made of each cell, in as
 	// many rounds.
 	Repeat int `json:"repeat"`
@@ -201,7 +207,7 @@ func Compare(ctx context.Context, systems []System, o CompareOptions) (Compariso
 		operations = math.MaxUint64
 	}
 	c := Comparison{Seed: o.Seed, Workload: o.Workload.String(), Mix: mixLine(o.Workload), Limit: limitLine(o.Duration, o.Operations, o.Repeat),
-		Repeat: o.Repeat, Reference: names[0], Reads: o.Reads, Write: o.Write}
+		Repeat: o.Repeat, Reference: names[0], Reads: o.Reads, Write: o.Write, ClientProcs: runtime.GOMAXPROCS(0), Cores: runtime.NumCPU()}
 	cells := compareCells(o, len(systems))
 	runs := make([][]Result, len(cells))
 	loaded := make([]bool, len(systems))
@@ -557,7 +563,8 @@ func (r Row) runs() []Result {
 // count, then under it what went wrong in its runs and a warning for each
 // row whose client may have been the bottleneck.
 func (c Comparison) WriteText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "seed %d; %s; writes %s; runs of %s\n%s\n", c.Seed, c.Mix, c.Write, c.Limit, c.RatioNote()); err != nil {
+	if _, err := fmt.Fprintf(w, "seed %d; %s; writes %s; runs of %s; the client on %d Go Ps (GOMAXPROCS) of %d cores\n%s\n",
+		c.Seed, c.Mix, c.Write, c.Limit, c.ClientProcs, c.Cores, c.RatioNote()); err != nil {
 		return err
 	}
 	for _, t := range c.Tables {

@@ -160,7 +160,7 @@ func TestCompare(t *testing.T) {
 	if got := limitLine(time.Second, 0, 1) + "; " + limitLine(time.Minute, 7, 1) + "; " + limitLine(0, 9, 3); got != "1s each; 7 operations each, at most 1m0s; 9 operations each, 3 times in interleaved rounds" {
 		t.Errorf("limitLine: %q", got)
 	}
-	for _, want := range []string{"seed 5; 20 records", "runs of 40 operations each\n", "ref/this is ref's figure", "\n1 client\n", "\n3 clients\n",
+	for _, want := range []string{"seed 5; 20 records", "runs of 40 operations each; the client on ", "ref/this is ref's figure", "\n1 client\n", "\n3 clients\n",
 		"read option", "read p50 ms", "update p99 ms", "ref/this ops/s", "ref/this update p50",
 		"serializable", "linearizable", "primary"} {
 		if !strings.Contains(text.String(), want) {

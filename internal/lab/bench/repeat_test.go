@@ -258,7 +258,7 @@ func TestCompareRepeat(t *testing.T) {
 	if err := c.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"runs of 30 operations each, 2 times in interleaved rounds\n", "Each row is 2 runs, one per round: the median",
+	for _, want := range []string{"runs of 30 operations each, 2 times in interleaved rounds; the client on ", "Each row is 2 runs, one per round: the median",
 		"\n1 client\n", "\n2 clients\n"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())

@@ -67,6 +67,8 @@ type run struct {
 	sites       []string // of the table's replicas
 	groups      []*driver.Group
 	slaOf       map[*driver.Group]string
+	// karma is a Karma campaign's record (karma.go); nil for another.
+	karma *karma
 
 	// Used on the workload's loop, then by Run once it is done.
 	history []check.Op
@@ -85,26 +87,34 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	placement := topology.Placement{Sites: o.Sites}
-	layout, err := o.Topology.Layout(table, placement, wire.Replication{Mode: wire.ModePull, Interval: o.PullInterval})
-	if err != nil {
-		return nil, fmt.Errorf("%w: Options.Sites: %w", ErrInvalid, err)
-	}
 	r := &run{o: o, slaOf: map[*driver.Group]string{}, spans: map[*driver.Group][]span{}, causes: map[*driver.Group]map[string]int{}}
-	r.primary, r.tablets = siteOf(layout.Tablets[0].Primary), len(layout.Tablets)
-	for _, t := range layout.Tablets {
-		for _, s := range t.Secondaries {
-			if site := siteOf(s); site != r.primary && !slices.Contains(r.secondaries, site) {
-				r.secondaries = append(r.secondaries, site)
+	copts := cluster.Options{Dir: o.Dir, Topology: o.Topology, PullInterval: o.PullInterval, Push: o.Push, Fresh: true, Insecure: o.Insecure,
+		Binary: o.Binary, Logger: o.Logger}
+	o.Progress("chaos: " + o.String())
+	if karmaCampaign(o.Faults) {
+		r.karma = &karma{origin: map[string]string{}}
+		copts.FaultInjection = true
+		o.Progress(fmt.Sprintf("starting the %s cluster in %s (a causal table over the rings %v, faults injected in the processes)", o.Topology.Name, o.Dir, o.Topology.Rings))
+	} else {
+		copts.Placement = topology.Placement{Sites: o.Sites}
+		layout, err := o.Topology.Layout(table, copts.Placement, wire.Replication{Mode: wire.ModePull, Interval: o.PullInterval})
+		if err != nil {
+			return nil, fmt.Errorf("%w: Options.Sites: %w", ErrInvalid, err)
+		}
+		r.primary, r.tablets = siteOf(layout.Tablets[0].Primary), len(layout.Tablets)
+		for _, t := range layout.Tablets {
+			for _, s := range t.Secondaries {
+				if site := siteOf(s); site != r.primary && !slices.Contains(r.secondaries, site) {
+					r.secondaries = append(r.secondaries, site)
+				}
 			}
 		}
+		r.sites = append([]string{r.primary}, r.secondaries...)
+		o.Progress(fmt.Sprintf("starting the %s cluster in %s (primary at %s, secondaries at %s)",
+			o.Topology.Name, o.Dir, r.primary, strings.Join(r.secondaries, ", ")))
 	}
-	r.sites = append([]string{r.primary}, r.secondaries...)
-	o.Progress("chaos: " + o.String())
-	o.Progress(fmt.Sprintf("starting the %s cluster in %s (primary at %s, secondaries at %s)",
-		o.Topology.Name, o.Dir, r.primary, strings.Join(r.secondaries, ", ")))
-	r.c, err = cluster.Start(ctx, cluster.Options{Dir: o.Dir, Topology: o.Topology, Placement: placement,
-		PullInterval: o.PullInterval, Push: o.Push, Fresh: true, Insecure: o.Insecure, Binary: o.Binary, Logger: o.Logger})
+	var err error
+	r.c, err = cluster.Start(ctx, copts)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +214,9 @@ func (r *run) campaign(ctx context.Context) (*Report, error) {
 		r.finish(rep)
 		return rep, nil
 	}
-	if err := r.verify(ctx, rep); err != nil {
+	if r.karma != nil {
+		r.verifyKarma(rep)
+	} else if err := r.verify(ctx, rep); err != nil {
 		if !errors.Is(err, errInterrupted) && ctx.Err() == nil {
 			return nil, err
 		}
@@ -220,6 +232,9 @@ func (r *run) targets() string {
 	for _, f := range r.o.Faults {
 		names = append(names, f.String())
 	}
+	if karmaCampaign(r.o.Faults) {
+		return fmt.Sprintf("%d acknowledged Puts, each of %s once", r.o.Puts, strings.Join(names, ", "))
+	}
 	if slices.Contains(r.o.Faults, Failover) {
 		return fmt.Sprintf("%d kills, %d failovers, %d acknowledged Puts, each of %s twice", r.o.Kills, r.o.Failovers, r.o.Puts, strings.Join(names, ", "))
 	}
@@ -232,6 +247,9 @@ func (r *run) targets() string {
 // and one of strong readers (failoverClients).
 func (r *run) workload() ([]*driver.Group, error) {
 	o := r.o
+	if r.karma != nil {
+		return r.karmaWorkload()
+	}
 	shared, err := driver.PutGetMix(o.Keys, sharedPrefix)
 	if err != nil {
 		return nil, err
@@ -310,14 +328,18 @@ func (r *run) target(loop *driver.Loop) *driver.HostTarget {
 
 // onOp records an op of the workload, on the loop.
 func (r *run) onOp(g *driver.Group, op *driver.Op) {
-	c := op.CheckOp()
-	if c.Kind == check.Put {
-		c.Replicas = len(r.sites)
-		if c.OK {
-			r.acks = append(r.acks, ack{node: op.Node, at: op.End})
+	if r.karma != nil {
+		r.recordKarma(g, op)
+	} else {
+		c := op.CheckOp()
+		if c.Kind == check.Put {
+			c.Replicas = len(r.sites)
+			if c.OK {
+				r.acks = append(r.acks, ack{node: op.Node, at: op.End})
+			}
 		}
+		r.history = append(r.history, c)
 	}
-	r.history = append(r.history, c)
 	r.spans[g] = append(r.spans[g], span{start: op.Start, end: op.End, failed: op.Err != nil})
 	if op.Err != nil {
 		if r.causes[g] == nil {
@@ -382,6 +404,9 @@ func (r *run) finish(rep *Report) {
 			c.AfterHealMaxS = max(c.AfterHealMaxS, afterHeal(rep.Faults, win.EndS))
 		}
 		rep.Clients = append(rep.Clients, c)
+	}
+	if r.karma != nil {
+		r.finishKarma(rep)
 	}
 }
 

@@ -95,6 +95,8 @@ func TestParseFaults(t *testing.T) {
 		{in: "pause,kill,pause", want: []Fault{Pause, Kill}},
 		{in: "failover", want: []Fault{Failover}},
 		{in: "kill,failover", want: []Fault{Kill, Failover}},
+		{in: "karma", want: []Fault{AZB, AZF, RingPartition}},
+		{in: "az-f,ring-partition", want: []Fault{AZF, RingPartition}},
 		{in: "kill,crash", bad: true},
 		{in: "", bad: true},
 	} {
@@ -135,6 +137,8 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		{"RequestTimeout", func(o *Options) { o.RequestTimeout = 2 * time.Minute }},
 		{"Faults", func(o *Options) { o.Faults = []Fault{9} }},
 		{"Topology", func(o *Options) { o.Topology = topology.Topology{Name: "empty"} }},
+		{"Topology", func(o *Options) { o.Faults = []Fault{AZB} }},
+		{"Faults", func(o *Options) { o.Faults, o.Topology = []Fault{AZB, Kill}, topology.Karma8() }},
 	} {
 		o := valid
 		tc.set(&o)
@@ -191,5 +195,28 @@ func TestCause(t *testing.T) {
 		if got := cause(tc.err); got != tc.want {
 			t.Errorf("cause(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestLongestGap(t *testing.T) {
+	s := func(start, end int, failed bool) span {
+		return span{start: time.Duration(start) * time.Second, end: time.Duration(end) * time.Second, failed: failed}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []span
+		want int
+	}{
+		{name: "no ops"},
+		{name: "successes: the slowest first answer or the widest gap between answers", ops: []span{s(0, 2, false), s(1, 3, false), s(3, 6, false)}, want: 3},
+		{name: "failures extend the gap until a success", ops: []span{s(0, 1, false), s(1, 5, true), s(5, 7, false)}, want: 6},
+		{name: "failing to the end", ops: []span{s(0, 1, false), s(1, 4, true)}, want: 3},
+		{name: "another session's success ends the gap", ops: []span{s(0, 6, true), s(0, 2, false), s(2, 3, false)}, want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := longestGap(tc.ops); got != time.Duration(tc.want)*time.Second {
+				t.Errorf("longestGap(%v) = %s, want %ds", tc.ops, got, tc.want)
+			}
+		})
 	}
 }

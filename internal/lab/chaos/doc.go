@@ -31,9 +31,9 @@
 // secondary's, later ones the primary's with probability 1/2. Each lasts
 // a drawn hold (a killed process stays down for up to that long) and is
 // healed before the next, a drawn gap later. The campaign ends once it
-// has made every kind at least twice, the kills and failovers asked for,
-// and seen the acknowledged Puts asked for, or at its time bound, which
-// is a failure.
+// has made every kind at least twice (Karma's once), the kills and
+// failovers asked for, and seen the acknowledged Puts asked for, or at
+// its time bound, which is a failure.
 //
 // Failover faults (Failover; issue 27, item 7) strike the site of the
 // table's current primary, read from the cluster's status before each
@@ -60,6 +60,17 @@
 //     failover, that met a subSLA.
 //
 // Rule "epochs" is not checked: a Put's reply names no epoch.
+//
+// Karma campaigns (KarmaFaults; issue 28, item 5) check Karma 4.4's
+// fault-tolerance claims on a topology of rings, whose table the cluster
+// creates as a causal table: one client per site puts and gets shared
+// keys while a site's storage nodes (AZ-B) or its coordinator and cache
+// (AZ-F) fail, or a zone of a site of one ring is cut from a zone of a
+// site of another (site.Zone), each fault emulated inside the site's
+// process (server.Faults). The history is checked in the multi-writer
+// causal mode, and the report gives, per fault and client, the operations
+// called during it, those that failed, the longest unavailability window
+// and the longest gap between answers (karma.go).
 //
 // The caller's duties, in order:
 //

@@ -47,13 +47,13 @@ func newInjector(c *cluster.Cluster, o Options, rng *rand.Rand, now func() time.
 
 // done reports whether the fault targets are met: every kind asked for
 // made at least twice (the primary's site, then a secondary's, for the
-// kinds other than Failover), and the kills and failovers asked for
-// made.
+// kinds other than Failover; Karma's once, each at a site drawn), and the
+// kills and failovers asked for made.
 func (in *injector) done() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, f := range in.o.Faults {
-		if in.counts[f] < 2 {
+		if in.counts[f] < 2 && (in.counts[f] < 1 || !slices.Contains(KarmaFaults, f)) {
 			return false
 		}
 	}
@@ -129,9 +129,12 @@ func (in *injector) setCurrent(fault string) {
 func (in *injector) inject(ctx context.Context, kind Fault) error {
 	e := Event{Kind: kind, Name: kind.String()}
 	var err error
-	if kind == Failover {
+	switch {
+	case kind == Failover:
 		err = in.failover(ctx, &e)
-	} else {
+	case slices.Contains(KarmaFaults, kind):
+		err = in.azFault(ctx, kind, &e)
+	default:
 		e.Site, e.Role = in.target(kind)
 		e.StartS = in.now().Seconds()
 		in.setCurrent(e.String())

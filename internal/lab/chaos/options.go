@@ -36,6 +36,13 @@ const (
 	// another node is the leased primary, then healed; the next waits for
 	// every tablet to have a leased primary again.
 	Failover
+	// AZB, AZF and RingPartition are the faults of Karma 4.4's claims on
+	// a causal table (karma.go): a site's storage nodes fail (AZ-B), its
+	// coordinator and cache fail (AZ-F), or a zone of a site of one ring
+	// is cut from a zone of a site of another. KarmaFaults lists them.
+	AZB
+	AZF
+	RingPartition
 )
 
 // Faults lists the fault kinds "all" stands for, in the order a campaign
@@ -45,9 +52,10 @@ const (
 var Faults = []Fault{Kill, Partition, Pause}
 
 // kinds lists every fault kind.
-var kinds = []Fault{Kill, Partition, Pause, Failover}
+var kinds = []Fault{Kill, Partition, Pause, Failover, AZB, AZF, RingPartition}
 
-var faultNames = [...]string{Kill: "kill", Partition: "partition", Pause: "pause", Failover: "failover"}
+var faultNames = [...]string{Kill: "kill", Partition: "partition", Pause: "pause", Failover: "failover",
+	AZB: "az-b", AZF: "az-f", RingPartition: "ring-partition"}
 
 func (f Fault) String() string {
 	if f == 0 || int(f) >= len(faultNames) {
@@ -56,16 +64,20 @@ func (f Fault) String() string {
 	return faultNames[f]
 }
 
-// ParseFaults reads a comma-separated list of fault kinds, or "all".
+// ParseFaults reads a comma-separated list of fault kinds, "all" or
+// "karma" (KarmaFaults).
 func ParseFaults(s string) ([]Fault, error) {
-	if s == "all" {
+	switch s {
+	case "all":
 		return slices.Clone(Faults), nil
+	case "karma":
+		return slices.Clone(KarmaFaults), nil
 	}
 	var out []Fault
 	for name := range strings.SplitSeq(s, ",") {
 		i := slices.Index(faultNames[:], strings.TrimSpace(name))
 		if i <= 0 {
-			return nil, fmt.Errorf("%w: fault %q: want kill, partition, pause, failover or all", ErrInvalid, name)
+			return nil, fmt.Errorf("%w: fault %q: want kill, partition, pause, failover, all, az-b, az-f, ring-partition or karma", ErrInvalid, name)
 		}
 		if !slices.Contains(out, Fault(i)) {
 			out = append(out, Fault(i))
@@ -106,7 +118,8 @@ type Options struct {
 	// Kills, Failovers, Puts: the campaign goes on until it has made at
 	// least Kills kills and Failovers failovers (failover faults after
 	// which another node was the primary) and seen at least Puts
-	// acknowledged Puts (and made each kind of Faults at least twice).
+	// acknowledged Puts (and made each kind of Faults at least twice,
+	// Karma's once).
 	// Zero: no target. Kills needs Kill in Faults, Failovers Failover.
 	Kills     int
 	Failovers int
@@ -131,7 +144,8 @@ type Options struct {
 	// Keys is the number of keys the guarantee sessions share. Default 32.
 	Keys int
 	// Sessions is the number of sessions of each guarantee client (two
-	// clients per site, each with one of six SLAs). Default 2.
+	// clients per site, each with one of six SLAs); in a Karma campaign,
+	// of each site's one client, and Writers is ignored. Default 2.
 	Sessions int
 	// Writers is the number of sessions per site that write fresh keys,
 	// each key once, so that every acknowledged one can be found again.
@@ -244,9 +258,15 @@ func (o Options) Validate() error {
 		if !slices.Contains(kinds, f) {
 			return bad("Faults", "unknown %s", f)
 		}
+		if karmaCampaign(o.Faults) != slices.Contains(KarmaFaults, f) {
+			return bad("Faults", "%v mixes Karma's faults (az-b, az-f, ring-partition) with others", o.Faults)
+		}
 	}
 	if err := o.Topology.Validate(); err != nil {
 		return bad("Topology", "%v", err)
+	}
+	if karmaCampaign(o.Faults) && len(o.Topology.Rings) < 2 {
+		return bad("Topology", "%s has %d rings; Karma's faults need a causal table of two rings or more", o.Topology.Name, len(o.Topology.Rings))
 	}
 	return nil
 }

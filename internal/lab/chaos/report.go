@@ -95,6 +95,11 @@ type Report struct {
 	// Failover is what a campaign with failover faults measured and
 	// checked; nil without them.
 	Failover *FailoverReport `json:"failover,omitempty"`
+	// Karma is what a Karma campaign (KarmaFaults) found; nil for
+	// another. Such a campaign reads no primary and checks no
+	// convergence: Lost, RolledBack, Unverified, Converged and Behind
+	// stay zero.
+	Karma *KarmaReport `json:"karma,omitempty"`
 
 	// Clients are the workload's clients, each with its unavailability
 	// windows.
@@ -106,8 +111,17 @@ type Report struct {
 // the failover checks allow), the replicas converged, the history holds
 // and so do the failover checks.
 func (r *Report) OK() bool {
+	if r.Karma != nil {
+		return r.Sound() && r.Karma.Available
+	}
 	return !r.Interrupted && r.TargetsReached && len(r.FaultErrors) == 0 && r.Lost == 0 && r.Unverified == 0 &&
 		r.Converged && r.Violations == 0 && (r.Failover == nil || r.Failover.ok())
+}
+
+// Sound reports whether a Karma campaign ran as planned and its history
+// holds, whatever the claims' verdict: OK less Karma.Available.
+func (r *Report) Sound() bool {
+	return !r.Interrupted && r.TargetsReached && len(r.FaultErrors) == 0 && r.Violations == 0
 }
 
 // Event is one fault.
@@ -118,6 +132,9 @@ type Event struct {
 	Name string `json:"kind"`
 	Site string `json:"site"`
 	Role string `json:"role"`
+	// Peer is, for a partition between rings (RingPartition), the zone
+	// cut from Site's, which Role names.
+	Peer string `json:"peer,omitempty"`
 	// Method is how a failover struck the primary's site (kill,
 	// partition, pause); From is the primary it struck, To the node
 	// that held the lease next (empty if none did before the heal).
@@ -131,6 +148,9 @@ type Event struct {
 }
 
 func (e Event) String() string {
+	if e.Peer != "" {
+		return fmt.Sprintf("%s %s (%s) from %s", e.Name, e.Site, e.Role, e.Peer)
+	}
 	if e.Method != "" {
 		return fmt.Sprintf("%s by %s of %s (primary %s)", e.Name, e.Method, e.Site, e.From)
 	}
@@ -276,12 +296,20 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 // WriteText prints the report for people; windowsMax bounds the windows
 // listed per client (the longest first; 0: none, only their count).
 func (r *Report) WriteText(w io.Writer, windowsMax int) {
-	fmt.Fprintf(w, "chaos campaign on %s (primary at %s, secondaries at %s): seed %d, ran %.1fs\n",
-		r.Topology, r.Primary, strings.Join(r.Secondaries, ", "), r.Seed, r.RunS)
+	if r.Karma != nil {
+		fmt.Fprintf(w, "Karma campaign on %s (a causal table over the rings %v): seed %d, ran %.1fs\n", r.Topology, r.Karma.Rings, r.Seed, r.RunS)
+	} else {
+		fmt.Fprintf(w, "chaos campaign on %s (primary at %s, secondaries at %s): seed %d, ran %.1fs\n",
+			r.Topology, r.Primary, strings.Join(r.Secondaries, ", "), r.Seed, r.RunS)
+	}
 	fmt.Fprintf(w, "  puts:       %d acknowledged, %d failed or of unknown outcome, over %d keys\n", r.AckedPuts, r.Puts-r.AckedPuts, r.Keys)
 	fmt.Fprintf(w, "  gets:       %d met a subSLA, %d did not\n", r.MetGets, r.Gets-r.MetGets)
-	fmt.Fprintf(w, "  faults:     %d kills (%d of the primary's site, %d of a secondary's), %d partitions, %d pauses",
-		r.Kills, r.KillsPrimary, r.Kills-r.KillsPrimary, r.Partitions, r.Pauses)
+	if r.Karma != nil {
+		fmt.Fprintf(w, "  faults:     %d, in availability zones (Karma 4.4), listed below", len(r.Faults))
+	} else {
+		fmt.Fprintf(w, "  faults:     %d kills (%d of the primary's site, %d of a secondary's), %d partitions, %d pauses",
+			r.Kills, r.KillsPrimary, r.Kills-r.KillsPrimary, r.Partitions, r.Pauses)
+	}
 	if r.Failover != nil {
 		fmt.Fprintf(w, ", %d failovers (%s)", r.Failovers, methodsLine(r.Failover.ByMethod))
 	}
@@ -294,46 +322,17 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		targets = "NOT REACHED"
 	}
 	fmt.Fprintf(w, "  targets:    %s (%s)\n", targets, r.Targets)
-	if r.Interrupted {
+	switch {
+	case r.Interrupted:
 		fmt.Fprintf(w, "  INTERRUPTED: not verified\n")
-	} else {
-		fmt.Fprintf(w, "  lost:       %d acknowledged Puts missing at the primary", r.Lost)
-		if r.RolledBack > 0 {
-			fmt.Fprintf(w, " and not rolled back (%d more rolled back at a failover)", r.RolledBack)
-		}
-		if r.Unverified > 0 {
-			fmt.Fprintf(w, "; %d keys COULD NOT BE READ there", r.Unverified)
-		}
-		fmt.Fprintln(w)
-		for _, ex := range r.LostExamples {
-			fmt.Fprintf(w, "    %s\n", ex)
-		}
-		if r.Converged {
-			fmt.Fprintf(w, "  replicas:   converged: every secondary serves the primary's version of every key (checked in %.1fs)\n", r.ConvergeS)
-		} else {
-			var sites []string
-			for _, site := range slices.Sorted(maps.Keys(r.Behind)) {
-				n, why := 0, []string{}
-				for _, k := range slices.Sorted(maps.Keys(r.Behind[site])) {
-					n += r.Behind[site][k]
-					why = append(why, fmt.Sprintf("%s %d", k, r.Behind[site][k]))
-				}
-				sites = append(sites, fmt.Sprintf("%s %d (%s)", site, n, strings.Join(why, ", ")))
-			}
-			fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %s\n", r.ConvergeS, strings.Join(sites, "; "))
-		}
-		var met []string
-		for _, k := range sla.Kinds {
-			met = append(met, fmt.Sprintf("%s %d", k, r.MetByGuarantee[k.String()]))
-		}
-		fmt.Fprintf(w, "  history:    %d ops checked, %d violations; Gets meeting each guarantee: %s\n",
-			r.CheckedOps, r.Violations, strings.Join(met, ", "))
+	case r.Karma != nil:
+		fmt.Fprintf(w, "  history:    %d ops checked (multi-writer causal), %d violations\n", r.CheckedOps, r.Violations)
 		for _, v := range r.ViolationExamples {
 			fmt.Fprintf(w, "    %s\n", v)
 		}
-		if r.Failover != nil {
-			r.Failover.writeText(w)
-		}
+		r.Karma.writeText(w)
+	default:
+		r.writeVerified(w)
 	}
 	r.writeClients(w, windowsMax)
 	verdict := "OK"
@@ -341,6 +340,48 @@ func (r *Report) WriteText(w io.Writer, windowsMax int) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "  result:     %s (data and logs in %s)\n", verdict, r.Dir)
+}
+
+// writeVerified prints what the checks of a replicated table's campaign
+// found: Puts lost, replicas converged, the history and the failovers.
+func (r *Report) writeVerified(w io.Writer) {
+	fmt.Fprintf(w, "  lost:       %d acknowledged Puts missing at the primary", r.Lost)
+	if r.RolledBack > 0 {
+		fmt.Fprintf(w, " and not rolled back (%d more rolled back at a failover)", r.RolledBack)
+	}
+	if r.Unverified > 0 {
+		fmt.Fprintf(w, "; %d keys COULD NOT BE READ there", r.Unverified)
+	}
+	fmt.Fprintln(w)
+	for _, ex := range r.LostExamples {
+		fmt.Fprintf(w, "    %s\n", ex)
+	}
+	if r.Converged {
+		fmt.Fprintf(w, "  replicas:   converged: every secondary serves the primary's version of every key (checked in %.1fs)\n", r.ConvergeS)
+	} else {
+		var sites []string
+		for _, site := range slices.Sorted(maps.Keys(r.Behind)) {
+			n, why := 0, []string{}
+			for _, k := range slices.Sorted(maps.Keys(r.Behind[site])) {
+				n += r.Behind[site][k]
+				why = append(why, fmt.Sprintf("%s %d", k, r.Behind[site][k]))
+			}
+			sites = append(sites, fmt.Sprintf("%s %d (%s)", site, n, strings.Join(why, ", ")))
+		}
+		fmt.Fprintf(w, "  replicas:   NOT CONVERGED after %.1fs; keys behind: %s\n", r.ConvergeS, strings.Join(sites, "; "))
+	}
+	var met []string
+	for _, k := range sla.Kinds {
+		met = append(met, fmt.Sprintf("%s %d", k, r.MetByGuarantee[k.String()]))
+	}
+	fmt.Fprintf(w, "  history:    %d ops checked, %d violations; Gets meeting each guarantee: %s\n",
+		r.CheckedOps, r.Violations, strings.Join(met, ", "))
+	for _, v := range r.ViolationExamples {
+		fmt.Fprintf(w, "    %s\n", v)
+	}
+	if r.Failover != nil {
+		r.Failover.writeText(w)
+	}
 }
 
 // writeClients prints each client's failures and its windowsMax longest

@@ -13,6 +13,7 @@
 package cluster
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -83,6 +84,10 @@ type Options struct {
 	// UnsafeNoFsync starts every site without fsync (server.Options), to
 	// measure what durability costs.
 	UnsafeNoFsync bool
+	// FaultInjection lets SetFaults inject faults into the sites'
+	// processes (server.Options.FaultInjection): for fault campaigns
+	// only.
+	FaultInjection bool
 	// Causal configures every site's part of causal tables
 	// (server.Options).
 	Causal server.CausalOptions
@@ -406,7 +411,7 @@ func (c *Cluster) spawn(s *SiteInfo) error {
 	}
 	cfg := server.Options{Site: s.Name, Nodes: s.Nodes, Listen: s.Addr, HTTPListen: s.HTTP, StatusPeers: statusPeers,
 		DataDir: dataDir(c.opts.Dir, s.Name), Peers: peers, Insecure: c.opts.Insecure, UnsafeNoFsync: c.opts.UnsafeNoFsync,
-		Causal: c.opts.Causal, Config: c.opts.Config, Supervisor: supervisor}
+		Causal: c.opts.Causal, Config: c.opts.Config, Supervisor: supervisor, FaultInjection: c.opts.FaultInjection}
 	cfg.Config.Voters = c.opts.Topology.ConfigSites()
 	if cfg.Causal.RTT == nil {
 		cfg.Causal.RTT = site.TopologyRTTs(c.opts.Topology, s.Name)
@@ -623,6 +628,37 @@ func (c *Cluster) SetLink(a, b string, s wan.Settings) error {
 	}
 	c.links[key] = s
 	c.opts.Logger.Info("cluster: link changed", "a", a, "b", b, "settings", s.String())
+	return nil
+}
+
+// SetFaults replaces the faults injected into a site's process
+// (server.Faults; the zero Faults heals them). The cluster must have been
+// started with Options.FaultInjection. A process restarted since starts
+// without faults.
+func (c *Cluster) SetFaults(ctx context.Context, site string, f server.Faults) error {
+	info := c.Info()
+	i := slices.IndexFunc(info.Sites, func(s SiteInfo) bool { return s.Name == site })
+	if i < 0 {
+		return fmt.Errorf("cosla: no site %q with storage nodes", site)
+	}
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+info.Sites[i].HTTP+"/faults", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cosla: site %s: set faults: %w", site, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("cosla: site %s: set faults: %s: %s", site, resp.Status, strings.TrimSpace(string(msg)))
+	}
 	return nil
 }
 

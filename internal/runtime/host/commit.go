@@ -23,7 +23,8 @@ import (
 // not even a read's reply or a pull's answer. An event that wrote nothing,
 // with no sync outstanding, sends at once.
 //
-// After each batch of events taken from the mailbox, the events waiting
+// After each batch of events taken from the mailbox (or each event run
+// on the goroutine that brought it, a batch of one), the events waiting
 // for a sync (next) are handed to the syncer as one group, unless a sync is
 // under way; then they wait for it, and go as one group when it completes.
 // So one sync covers every write that arrived while the previous one ran,
@@ -32,7 +33,7 @@ import (
 //
 // The sync runs on a goroutine of its own when the engine implements
 // storage.Syncer (Pebble), so the node goes on serving while the disk
-// works; otherwise on the node's goroutine at the end of the batch. Outside
+// works; otherwise by the node's event loop at the end of the batch. Outside
 // events (a handler's Start) Apply is the engine's own.
 //
 // If a sync fails, or an engine that can fail as a whole (failer) says it
@@ -55,8 +56,9 @@ type committer struct {
 	syncer storage.Syncer // nil: sync inline
 	failer failer         // nil: the engine does not say
 
-	// Owned by the node's goroutine.
+	// Owned by the goroutine running the node's event (Node.busy).
 	inEvent  bool
+	alone    bool     // the event runs alone (NodeOptions.SendNow)
 	dirty    bool     // the event made synced writes
 	storeErr bool     // an engine call of the event failed
 	outbox   []outMsg // what the event sent
@@ -184,8 +186,9 @@ func (c *committer) leave(why string) {
 	c.n.opts.Logger.Error("host: the node stopped without waiting for a storage call; its storage is left open", "err", c.err)
 }
 
-func (c *committer) beginEvent() {
+func (c *committer) beginEvent(alone bool) {
 	c.inEvent = true
+	c.alone = alone
 	c.dirty = false
 	c.storeErr = false
 }
@@ -213,6 +216,8 @@ func (c *committer) endEvent() {
 		c.next.msgs = append(c.next.msgs, out...)
 	case c.inflight != nil:
 		c.inflight.msgs = append(c.inflight.msgs, out...)
+	case c.alone:
+		c.releaseVia(c.n.opts.SendNow, out)
 	default:
 		c.release(out)
 	}
@@ -317,9 +322,11 @@ func (c *committer) failLocked(what string, err error) {
 	c.n.halt()
 }
 
-func (c *committer) release(msgs []outMsg) {
+func (c *committer) release(msgs []outMsg) { c.releaseVia(c.n.opts.Send, msgs) }
+
+func (c *committer) releaseVia(send func(from, to wire.NodeID, m wire.Msg), msgs []outMsg) {
 	for _, o := range msgs {
-		c.n.opts.Send(c.n.opts.ID, o.to, o.m)
+		send(c.n.opts.ID, o.to, o.m)
 	}
 }
 

@@ -1,7 +1,10 @@
 // Package host runs cosla's protocol cores (package node) in a real
-// process: each node is owned by one goroutine that takes events from its
-// mailbox, time is the wall clock, timers are real, messages travel over
-// DRPC streams (Transport) and storage is whatever engine the caller opens
+// process: each node runs one event at a time, taken from its mailbox by
+// a goroutine of its own, or, when the node is idle, on the goroutine
+// that brought the event (DeliverHere, PostHere: the reader of a network
+// stream, a client's caller), which saves a goroutine switch per hop.
+// Time is the wall clock, timers are real, messages travel over DRPC
+// streams (Transport) and storage is whatever engine the caller opens
 // (Pebble, in the server).
 //
 // A Node keeps the duties package node sets for a runtime: Start before any
@@ -47,6 +50,14 @@ type NodeOptions struct {
 	Engine  storage.Engine
 	// Send carries the node's messages; usually Transport.Send.
 	Send func(from, to wire.NodeID, m wire.Msg)
+	// SendNow, if set, carries the messages of an event that ran alone
+	// (one that ran on the goroutine that brought it, or the only one of
+	// its batch) and went out at its end: usually Transport.SendNow,
+	// which writes them to the network on the calling goroutine. Under
+	// load, when the node's goroutine runs events in batches, their
+	// messages go through Send, so that its goroutine does not make the
+	// system calls of every message one after another. Default: Send.
+	SendNow func(from, to wire.NodeID, m wire.Msg)
 	// MailboxMax bounds the messages waiting for the node, MailboxBytes
 	// their size (wire.EnvelopeSize), and SenderMax the client requests
 	// (wire.FromClient) of one sender among them, so that one client
@@ -67,7 +78,8 @@ type NodeOptions struct {
 	Seed uint64
 }
 
-// Node hosts one protocol core on its own goroutine.
+// Node hosts one protocol core: its events run one at a time, on the
+// node's goroutine or on one that brought an event to the idle node.
 type Node struct {
 	opts NodeOptions
 	rng  *rand.Rand
@@ -80,10 +92,13 @@ type Node struct {
 	requests map[wire.NodeID]int // client requests by sender, for SenderMax
 	dropped  int64
 	stopped  bool
-	halted   chan struct{} // closed when stopped is set
-	ready    chan struct{}
-	done     chan struct{} // closed when the node's goroutine returns
-	timers   timerQueue
+	// busy is set while events run, on the node's goroutine or on one
+	// that runHere runs events on (here): one event at a time.
+	busy, here bool
+	halted     chan struct{} // closed when stopped is set
+	ready      chan struct{}
+	done       chan struct{} // closed when the node's goroutine returns
+	timers     timerQueue
 
 	commit committer
 }
@@ -103,6 +118,9 @@ func (o NodeOptions) EnsureDefaults() NodeOptions {
 	o.MailboxMax = cmp.Or(o.MailboxMax, 1<<16)
 	o.MailboxBytes = cmp.Or(o.MailboxBytes, 64<<20)
 	o.SenderMax = cmp.Or(o.SenderMax, 1024)
+	if o.SendNow == nil {
+		o.SendNow = o.Send
+	}
 	o.StopTimeout = cmp.Or(o.StopTimeout, 10*time.Second)
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.Seed == 0 {
@@ -141,10 +159,79 @@ func (n *Node) ID() wire.NodeID { return n.opts.ID }
 // was dropped because the node stopped or its mailbox is full (see
 // NodeOptions.MailboxMax).
 func (n *Node) Deliver(from wire.NodeID, m wire.Msg) bool {
-	size := wire.EnvelopeSize(from, n.opts.ID, m)
-	request := wire.FromClient(m)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.queueLocked(from, m)
+}
+
+// DeliverHere is Deliver, except that a message for a node that is idle,
+// with nothing in its mailbox, is handled at once on the calling
+// goroutine rather than handed to the node's: the goroutine that read a
+// request off the network serves it, as a server with a thread per
+// connection would, and the round trip saves the switch to the node's
+// goroutine. The event runs as any other does, one at a time with the
+// node's others, and its messages go out at its end or behind the sync
+// it waits for. The caller must hold no lock that a handler's work could
+// need: the transport calls it from the goroutine that reads a stream,
+// never from a node's.
+func (n *Node) DeliverHere(from wire.NodeID, m wire.Msg) bool {
+	n.mu.Lock()
+	if n.busy || n.stopped || len(n.events) > 0 {
+		defer n.mu.Unlock()
+		return n.queueLocked(from, m)
+	}
+	n.runHere(event{from: from, msg: m})
+	return true
+}
+
+// PostHere is Post, except that fn runs at once on the calling goroutine
+// if the node is idle, with nothing in its mailbox (see DeliverHere):
+// a client's call starts its request without waking the client's
+// goroutine. The caller must hold no lock that fn's work could need.
+func (n *Node) PostHere(fn func(node.Handler)) error {
+	n.mu.Lock()
+	if n.busy || n.stopped || len(n.events) > 0 {
+		defer n.mu.Unlock()
+		if n.stopped {
+			return ErrStopped
+		}
+		n.pushLocked(event{call: fn})
+		return nil
+	}
+	n.runHere(event{call: fn})
+	return nil
+}
+
+// runHere runs ev on the calling goroutine, as the node's goroutine
+// would run a batch of one, and then, as one batch, the events that came
+// meanwhile: they were queued without waking the node's goroutine
+// (pushLocked), which would only have found the node busy. n.mu is held,
+// the node idle; runHere releases n.mu.
+func (n *Node) runHere(ev event) {
+	n.busy, n.here = true, true
+	n.mu.Unlock()
+	n.runEvent(ev, true)
+	ok := n.commit.flush()
+	n.mu.Lock()
+	if ok && !n.stopped && len(n.events) > 0 {
+		batch := n.takeLocked()
+		n.mu.Unlock()
+		n.runBatch(batch)
+		n.mu.Lock()
+		n.spare = batch[:0]
+	}
+	n.busy, n.here = false, false
+	if len(n.events) > 0 || n.stopped {
+		n.signal() // to the node's goroutine
+	}
+	n.mu.Unlock()
+}
+
+// queueLocked queues a message for the node, or drops it (false) if the
+// node stopped or the mailbox limits refuse it. n.mu is held.
+func (n *Node) queueLocked(from wire.NodeID, m wire.Msg) bool {
+	size := wire.EnvelopeSize(from, n.opts.ID, m)
+	request := wire.FromClient(m)
 	full := n.messages >= n.opts.MailboxMax || n.bytes+size > n.opts.MailboxBytes
 	if n.stopped || full || (request && n.requests[from] >= n.opts.SenderMax) {
 		n.dropped++
@@ -281,9 +368,13 @@ func (n *Node) post(ev event) bool {
 	return true
 }
 
+// pushLocked queues ev, and wakes the node's goroutine unless runHere
+// runs the node's events, which takes what is queued when it is done.
 func (n *Node) pushLocked(ev event) {
 	n.events = append(n.events, ev)
-	n.signal()
+	if !n.here {
+		n.signal()
+	}
 }
 
 func (n *Node) signal() {
@@ -295,56 +386,79 @@ func (n *Node) signal() {
 
 func (n *Node) run() {
 	defer close(n.done)
-	h := n.opts.Handler
 	for {
 		n.mu.Lock()
-		if n.stopped {
+		if n.stopped && !n.busy {
 			n.mu.Unlock()
 			return
 		}
-		if len(n.events) == 0 {
+		if n.stopped || n.busy || len(n.events) == 0 {
+			// Idle, or an event runs on a goroutine DeliverHere ran it
+			// on (it signals when it is done), or stopped while one does.
 			n.mu.Unlock()
 			<-n.ready
 			continue
 		}
-		batch := n.events
-		n.events, n.spare = n.spare[:0], nil
-		for _, ev := range batch {
-			if ev.msg == nil {
-				continue
-			}
-			n.messages--
-			n.bytes -= ev.size
-			if wire.FromClient(ev.msg) {
-				if n.requests[ev.from]--; n.requests[ev.from] == 0 {
-					delete(n.requests, ev.from)
-				}
-			}
-		}
+		n.busy = true
+		batch := n.takeLocked()
 		n.mu.Unlock()
-		for _, ev := range batch {
-			if n.isStopped() {
-				return
-			}
-			n.commit.beginEvent()
-			switch {
-			case ev.call != nil:
-				ev.call(h)
-			case ev.msg != nil:
-				h.Receive(ev.from, ev.msg)
-			default:
-				h.Fire(ev.timer)
-			}
-			n.commit.endEvent()
-		}
-		if !n.commit.flush() {
+		if !n.runBatch(batch) {
 			return
 		}
-		clear(batch) // what the events refer to is garbage now
 		n.mu.Lock()
 		n.spare = batch[:0]
+		n.busy = false
 		n.mu.Unlock()
 	}
+}
+
+// takeLocked takes the events queued, as a batch. n.mu is held.
+func (n *Node) takeLocked() []event {
+	batch := n.events
+	n.events, n.spare = n.spare[:0], nil
+	for _, ev := range batch {
+		if ev.msg == nil {
+			continue
+		}
+		n.messages--
+		n.bytes -= ev.size
+		if wire.FromClient(ev.msg) {
+			if n.requests[ev.from]--; n.requests[ev.from] == 0 {
+				delete(n.requests, ev.from)
+			}
+		}
+	}
+	return batch
+}
+
+// runBatch runs a batch of events and ends it (committer.flush), on the
+// goroutine that holds busy. It reports false if the node stopped.
+func (n *Node) runBatch(batch []event) bool {
+	for _, ev := range batch {
+		if n.isStopped() {
+			return false
+		}
+		n.runEvent(ev, len(batch) == 1)
+	}
+	ok := n.commit.flush()
+	clear(batch) // what the events refer to is garbage now
+	return ok
+}
+
+// runEvent runs one event of the node's, on the goroutine that holds
+// busy; alone says it runs alone (NodeOptions.SendNow).
+func (n *Node) runEvent(ev event, alone bool) {
+	h := n.opts.Handler
+	n.commit.beginEvent(alone)
+	switch {
+	case ev.call != nil:
+		ev.call(h)
+	case ev.msg != nil:
+		h.Receive(ev.from, ev.msg)
+	default:
+		h.Fire(ev.timer)
+	}
+	n.commit.endEvent()
 }
 
 func (n *Node) isStopped() bool {
@@ -354,7 +468,7 @@ func (n *Node) isStopped() bool {
 }
 
 // env is the Node as its handler sees it. Its methods are called only from
-// the node's goroutine (or from Start, before the goroutine runs).
+// the goroutine running the node's event (or from Start, before any).
 type env Node
 
 func (e *env) ID() wire.NodeID                 { return e.opts.ID }

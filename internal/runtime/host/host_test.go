@@ -3,6 +3,9 @@ package host
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +194,68 @@ func TestMailboxLimits(t *testing.T) {
 	}
 	if got := deliver("us/c1", get, 1); got != 1 {
 		t.Errorf("c1's request after the node took the others: accepted %d, want 1", got)
+	}
+}
+
+// recorder records the order of the messages it is handed, and whether
+// each ran on the goroutine of the test that brought it (a stack that
+// holds the caller's frame).
+type recorder struct {
+	got    []uint64
+	inline []bool
+}
+
+func (r *recorder) Start(node.Env) error { return nil }
+func (r *recorder) Fire(any)             {}
+func (r *recorder) Receive(_ wire.NodeID, m wire.Msg) {
+	r.got = append(r.got, m.(*wire.ProbeRequest).Req)
+	r.inline = append(r.inline, strings.Contains(string(debug.Stack()), "TestDeliverHere"))
+}
+
+// TestDeliverHere: a message for an idle node runs on the goroutine that
+// delivers it, before DeliverHere returns; one for a busy node, or one
+// with messages waiting ahead of it, waits its turn in the mailbox, so
+// that the node still sees its messages in the order they came.
+func TestDeliverHere(t *testing.T) {
+	h := &recorder{}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	n.DeliverHere("x/y", &wire.ProbeRequest{Req: 1})
+	if len(h.got) != 1 || !h.inline[0] {
+		t.Fatalf("an idle node: handled %v (here: %v) when DeliverHere returned, want [1] here", h.got, h.inline)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	n.DeliverHere("x/y", &wire.ProbeRequest{Req: 2}) // busy: queued
+	n.Deliver("x/y", &wire.ProbeRequest{Req: 3})
+	close(release)
+	n.DeliverHere("x/y", &wire.ProbeRequest{Req: 4}) // behind 2 and 3, or here after them
+	var got []uint64
+	var inline []bool
+	if err := n.Do(func(node.Handler) { got, inline = slices.Clone(h.got), slices.Clone(h.inline) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []uint64{1, 2, 3, 4}) || inline[1] || inline[2] {
+		t.Fatalf("handled %v (here: %v), want [1 2 3 4] with 2 and 3 on the node's goroutine", got, inline)
+	}
+}
+
+// TestPostHere: a call posted to an idle node runs before PostHere
+// returns, on the caller's goroutine; to a stopped node it fails.
+func TestPostHere(t *testing.T) {
+	n, _ := startCounter(t, 0)
+	ran := false
+	if err := n.PostHere(func(node.Handler) { ran = true }); err != nil || !ran {
+		t.Fatalf("PostHere on an idle node: err %v, ran before it returned %v; want nil, true", err, ran)
+	}
+	n.Stop()
+	if err := n.PostHere(func(node.Handler) {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("PostHere on a stopped node: %v, want ErrStopped", err)
 	}
 }

@@ -30,19 +30,57 @@ import (
 // tests use one).
 type drpcLink struct {
 	nc net.Conn
+	sc *sendConn // the TCP connection under nc (TLS's), if it is one
 
-	rd  *drpcwire.Reader
-	in  []byte          // the last packet's data, reused for the next
-	env wirepb.Envelope // decoded into afresh by each recv
+	rd *drpcwire.Reader
+	in []byte // the last packet's data, reused for the next
+	// held, if set, is held (queue.hold) while the packets read at once
+	// are delivered, and released before the socket is read again.
+	held *queue
+	env  wirepb.Envelope // decoded into afresh by each recv
 
 	wmu sync.Mutex // a batch's frames or the closing error, whole
 
 	closeOnce sync.Once
 }
 
-func newDRPCLink(nc net.Conn, maxMessageBytes int) *drpcLink {
-	return &drpcLink{nc: nc, rd: drpcwire.NewReaderWithOptions(nc, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})}
+// newDRPCLink returns the link of nc, which runs over raw: nc itself,
+// or the TLS connection over it.
+func newDRPCLink(nc, raw net.Conn, maxMessageBytes int) *drpcLink {
+	sc, _ := raw.(*sendConn)
+	l := &drpcLink{nc: nc, sc: sc}
+	l.rd = drpcwire.NewReaderWithOptions(linkReader{l}, drpcwire.ReaderOptions{MaximumBufferSize: maxMessageBytes})
+	return l
 }
+
+// holdWhileReading makes q, the stream's own write queue, held while the
+// packets of one read of the socket are delivered, and released (written)
+// before the next read, which may wait. The replies to the requests that
+// came together then go out together, as one write, and a node that ran
+// a request on the reading goroutine (Node.DeliverHere) does not wait for
+// the write of its reply. Called before the first recv.
+func (l *drpcLink) holdWhileReading(q *queue) {
+	l.held = q
+	q.hold()
+}
+
+// linkReader is what the DRPC reader reads: the connection, with the
+// held queue released around each read of it.
+type linkReader struct{ l *drpcLink }
+
+func (r linkReader) Read(p []byte) (int, error) {
+	q := r.l.held
+	if q == nil {
+		return r.l.nc.Read(p)
+	}
+	q.release()
+	n, err := r.l.nc.Read(p)
+	q.hold()
+	return n, err
+}
+
+// idle reports whether a write now would not wait (see sendConn).
+func (l *drpcLink) idle() bool { return l.sc != nil && l.sc.idle() }
 
 // write writes frames, whole, to the connection: one goroutine's batch
 // at a time.
@@ -90,8 +128,12 @@ func (l *drpcLink) recv() (*wirepb.Envelope, error) {
 // ends, unless a write stuck on a peer that does not read holds the
 // connection for longer than a second, and closes the connection.
 func (l *drpcLink) fail(frame []byte) {
-	_ = l.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	deadline := time.Now().Add(time.Second)
+	_ = l.nc.SetWriteDeadline(deadline)
 	_ = l.write(frame)
+	if l.sc != nil {
+		l.sc.drain(deadline)
+	}
 	l.close()
 }
 
@@ -104,10 +146,12 @@ func (t *Transport) dial(ctx context.Context, p *peer) (*drpcLink, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
 	defer cancel()
 	var nd net.Dialer
-	nc, err := nd.DialContext(dialCtx, "tcp", p.addr)
+	raw, err := nd.DialContext(dialCtx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
+	raw = newSendConn(raw)
+	nc := raw
 	if t.opts.TLS != nil {
 		cfg := t.opts.TLS.Clone()
 		cfg.ServerName = p.site
@@ -118,7 +162,7 @@ func (t *Transport) dial(ctx context.Context, p *peer) (*drpcLink, error) {
 		}
 		nc = tc
 	}
-	l := newDRPCLink(nc, t.opts.MaxMessageBytes)
+	l := newDRPCLink(nc, raw, t.opts.MaxMessageBytes)
 	// The invoke is the stream's first packet; the queue numbers its
 	// frames after it.
 	invoke := drpcwire.Frame{ID: invokeID, Kind: drpcwire.KindInvoke, Done: true, Data: []byte(wirepb.StreamRPC)}
@@ -136,19 +180,20 @@ func (t *Transport) serveConn(raw net.Conn) {
 	stop := context.AfterFunc(t.ctx, func() { _ = raw.Close() })
 	defer stop()
 	remote := raw.RemoteAddr()
-	nc, state, err := t.handshake(raw)
+	sc := newSendConn(raw)
+	nc, state, err := t.handshake(sc)
 	if err != nil {
 		t.opts.Logger.Debug("host: TLS handshake failed", "from", remote, "err", err)
 		return
 	}
-	l := newDRPCLink(nc, t.opts.MaxMessageBytes)
+	l := newDRPCLink(nc, sc, t.opts.MaxMessageBytes)
 	defer l.close()
 	stream, err := l.accept()
 	if err != nil {
 		t.opts.Logger.Debug("host: no stream opened", "from", remote, "err", err)
 		return
 	}
-	q := newQueue(t.opts.QueueMax, drpcwire.ID{Stream: stream})
+	q := newQueue(t.opts.QueueMax, drpcwire.ID{Stream: stream}, &t.dropped)
 	if err := t.serve(l, q, state, remote); err != nil {
 		l.fail(q.errorFrame(withCode(err)))
 	}
@@ -177,7 +222,7 @@ func (l *drpcLink) accept() (uint64, error) {
 		case drpcwire.KindInvoke:
 			if rpc := string(pkt.Data); rpc != wirepb.StreamRPC {
 				err := fmt.Errorf("host: unknown rpc %q", rpc)
-				q := newQueue(0, drpcwire.ID{Stream: pkt.ID.Stream})
+				q := newQueue(0, drpcwire.ID{Stream: pkt.ID.Stream}, nil)
 				l.fail(q.errorFrame(err))
 				return 0, err
 			}

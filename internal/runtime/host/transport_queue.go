@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"storj.io/drpc/drpcwire"
@@ -28,6 +29,12 @@ var errTooLarge = errors.New("host: message over the size limit")
 // allocated once the buffers have grown to the stream's usual batch. It
 // holds at most max envelopes; beyond them messages are dropped, as a
 // congested network would.
+//
+// When the stream is idle, the frames are written without waking the
+// writer: by a sender that sends now (Transport.SendNow), or by the
+// stream's reader when it releases the queue it held while delivering
+// what it read (hold). One of them writes at a time (writing), in the
+// order the frames were queued.
 type queue struct {
 	mu     sync.Mutex
 	buf    []byte // framed envelopes, in order
@@ -37,12 +44,24 @@ type queue struct {
 	id     drpcwire.ID // of the last frame framed
 	closed bool
 	ready  chan struct{} // holds a token while buf is not empty or closed
+
+	// link is the stream being written (nil between streams), and
+	// writing is set while frames taken from buf are being written to
+	// it, by the stream's writer or by a sender (push).
+	link    *drpcLink
+	writing bool
+	// held is set while the goroutine that reads the stream delivers
+	// what it read (hold): what is pushed meanwhile waits for it to
+	// write, rather than wake the writer.
+	held bool
+	// lost counts the envelopes of a write that failed in push.
+	lost *atomic.Int64
 }
 
 // newQueue returns a queue whose frames follow the frame numbered last
 // on their DRPC stream (DRPC numbers a stream's packets in order, from 1).
-func newQueue(max int, last drpcwire.ID) *queue {
-	return &queue{max: max, id: last, ready: make(chan struct{}, 1)}
+func newQueue(max int, last drpcwire.ID, lost *atomic.Int64) *queue {
+	return &queue{max: max, id: last, ready: make(chan struct{}, 1), lost: lost}
 }
 
 func (q *queue) signal() {
@@ -55,15 +74,16 @@ func (q *queue) signal() {
 // push encodes e into the buffer and reports true, or reports false if
 // the queue is closed or full. It fails, leaving the queue as it was,
 // for an envelope over maxBytes encoded (errTooLarge) or one that cannot
-// be encoded (an identifier that is not valid UTF-8).
-func (q *queue) push(e *wirepb.Envelope, maxBytes int) (bool, error) {
+// be encoded (an identifier that is not valid UTF-8). With now, it
+// writes the buffer itself if the stream is idle (Transport.SendNow).
+func (q *queue) push(e *wirepb.Envelope, maxBytes int, now bool) (bool, error) {
 	size := proto.Size(e)
 	if size > maxBytes {
 		return false, fmt.Errorf("%w: %d bytes, limit %d", errTooLarge, size, maxBytes)
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed || q.n >= q.max {
+		q.mu.Unlock()
 		return false, nil
 	}
 	start := len(q.buf)
@@ -79,12 +99,68 @@ func (q *queue) push(e *wirepb.Envelope, maxBytes int) (bool, error) {
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, e)
 	if err != nil {
 		q.buf = b[:start]
+		q.mu.Unlock()
 		return false, err
 	}
 	q.buf = b
 	q.n++
-	q.signal()
+	switch {
+	case q.held:
+	case now:
+		q.writeHereLocked()
+	default:
+		q.signal()
+	}
+	q.mu.Unlock()
 	return true, nil
+}
+
+// writeHereLocked writes the frames queued on the calling goroutine if
+// the stream is idle, rather than wake its writer: a goroutine switch
+// saved on the way out. The link takes them without blocking (sendConn),
+// so a peer that does not read never holds the caller. Otherwise it
+// wakes the writer. q.mu is held, and released while it writes.
+func (q *queue) writeHereLocked() {
+	l := q.link
+	if q.n == 0 {
+		return
+	}
+	if l == nil || q.writing || !l.idle() {
+		q.signal()
+		return
+	}
+	frames, n := q.takeLocked()
+	q.writing = true
+	q.mu.Unlock()
+	if err := l.write(frames); err != nil {
+		q.lost.Add(int64(n))
+		l.close()
+	}
+	q.mu.Lock()
+	q.writing = false
+	if q.n > 0 {
+		q.signal()
+	}
+}
+
+// hold makes what is pushed wait for release rather than wake the
+// writer; release writes it here if the stream is idle (writeHereLocked).
+// The goroutine that reads a stream holds the stream's queue while it
+// delivers what one read of the socket brought (drpcLink.holdWhileReading):
+// a node that runs a request there (Node.DeliverHere) queues its reply on
+// this very stream, and the reader writes the replies to everything it
+// read at once, with one system call, before it reads again.
+func (q *queue) hold() {
+	q.mu.Lock()
+	q.held = true
+	q.mu.Unlock()
+}
+
+func (q *queue) release() {
+	q.mu.Lock()
+	q.held = false
+	q.writeHereLocked()
+	q.mu.Unlock()
 }
 
 // errorFrame returns a frame of its own, not queued, that ends the
@@ -116,19 +192,20 @@ func (q *queue) wait() bool {
 // take returns the frames of every envelope queued, and how many there
 // are, waiting for at least one. The frames are the caller's until its
 // next take.
-func (q *queue) take(ctx context.Context) ([]byte, int, bool) {
+//
+// The writer calls it with the link it writes, and calls done after
+// each write: between the two, push writes nothing itself.
+func (q *queue) take(ctx context.Context, l *drpcLink) ([]byte, int, bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
 			return nil, 0, false
 		}
-		if q.n > 0 {
-			frames, n := q.buf, q.n
-			if cap(q.spare) > keepBytes {
-				q.spare = nil
-			}
-			q.buf, q.spare, q.n = q.spare[:0], frames, 0
+		q.link = l
+		if q.n > 0 && !q.writing {
+			frames, n := q.takeLocked()
+			q.writing = true
 			q.mu.Unlock()
 			return frames, n, true
 		}
@@ -139,6 +216,31 @@ func (q *queue) take(ctx context.Context) ([]byte, int, bool) {
 			return nil, 0, false
 		}
 	}
+}
+
+// takeLocked takes the frames queued and their number; the buffer they
+// are in is the taker's until the next take. q.mu is held.
+func (q *queue) takeLocked() ([]byte, int) {
+	frames, n := q.buf, q.n
+	if cap(q.spare) > keepBytes {
+		q.spare = nil
+	}
+	q.buf, q.spare, q.n = q.spare[:0], frames, 0
+	return frames, n
+}
+
+// done ends the writer's write of what it took, and detach the writer's
+// use of its link, when the stream ends.
+func (q *queue) done() {
+	q.mu.Lock()
+	q.writing = false
+	q.mu.Unlock()
+}
+
+func (q *queue) detach() {
+	q.mu.Lock()
+	q.link = nil
+	q.mu.Unlock()
 }
 
 // clear drops every queued envelope and returns how many there were.

@@ -107,7 +107,7 @@ func TestRouteBackKeepsIdentity(t *testing.T) {
 	tr := NewTransport(TransportOptions{}, func(_, _ wire.NodeID, _ wire.Msg) bool { return false })
 	defer tr.Close()
 	bob := sender{role: certs.Client, name: "bob"}
-	first, second, node := newQueue(8, invokeID), newQueue(8, invokeID), newQueue(8, invokeID)
+	first, second, node := newQueue(8, invokeID, nil), newQueue(8, invokeID, nil), newQueue(8, invokeID, nil)
 	tr.routeBack("us/bob-1", route{q: first, who: bob})
 	tr.routeBack("us/bob-1", route{q: node, who: sender{role: certs.Node, name: "us"}})
 	tr.Send("england/r1", "us/bob-1", &wire.PushAck{})

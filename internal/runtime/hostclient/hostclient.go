@@ -1,12 +1,17 @@
 // Package hostclient hosts a client core (package clientcore) in this
-// process, on a goroutine of its own (package host), and connects it to
-// the storage nodes over the transport (DRPC): the one shell of every real client, that
-// of the public API (cosla.Client), of the lab's driver (HostTarget) and
-// of the cluster supervisor that creates tables.
+// process, as a node of its own (package host), and connects it to the
+// storage nodes over the transport (DRPC): the one shell of every real
+// client, that of the public API (cosla.Client), of the lab's driver
+// (HostTarget) and of the cluster supervisor that creates tables.
 //
-// The core is not safe for concurrent use: every call into it runs on
-// the shell's goroutine, through Post, Do or Call, and a callback the
-// core runs is on that goroutine too.
+// The core is not safe for concurrent use: it runs one event at a time,
+// as a host.Node does, through Post, Do or Call, and a callback the core
+// runs is inside such an event. An event runs on the node's goroutine,
+// or, when the core is idle, on the goroutine that started it (Call) or
+// that read its reply off the network, and a request it sends alone is
+// written to the network there (host.Transport.SendNow): a Get then goes
+// out and comes back without waking the node's goroutine or the
+// stream's writer.
 package hostclient
 
 import (
@@ -78,8 +83,8 @@ func Open(opts Options) (*Client, error) {
 		opts.Core.Config = Members(opts.Peers)
 	}
 	c := &Client{id: opts.ID, core: clientcore.New(opts.Core), closed: make(chan struct{})}
-	c.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: opts.TLS, Logger: opts.Logger}, c.deliver)
-	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, Logger: opts.Logger})
+	c.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: opts.TLS, Logger: opts.Logger, Receive: c.receive}, c.deliver)
+	n, err := host.StartNode(host.NodeOptions{ID: c.id, Handler: c.core, Engine: storage.NewMem(), Send: c.transport.Send, SendNow: c.transport.SendNow, Logger: opts.Logger})
 	if err != nil {
 		c.transport.Close()
 		return nil, fmt.Errorf("hostclient: start %s: %w", opts.ID, err)
@@ -119,12 +124,24 @@ func member(id wire.NodeID) bool {
 	return name == config.MemberName
 }
 
+// deliver hands the core a message sent in this process.
 func (c *Client) deliver(from, to wire.NodeID, m wire.Msg) bool {
+	return c.hand(from, to, m, (*host.Node).Deliver)
+}
+
+// receive takes a reply from the network and hands it to the core on
+// the goroutine that read it, if the core is idle (host.Node.DeliverHere).
+func (c *Client) receive(from, to wire.NodeID, m wire.Msg) bool {
+	return c.hand(from, to, m, (*host.Node).DeliverHere)
+}
+
+// hand gives m to the core by deliver, if it is the core's.
+func (c *Client) hand(from, to wire.NodeID, m wire.Msg, deliver func(*host.Node, wire.NodeID, wire.Msg) bool) bool {
 	if to != c.id {
 		return false
 	}
 	if n := c.node.Load(); n != nil {
-		n.Deliver(from, m)
+		deliver(n, from, m)
 	}
 	return true
 }
@@ -137,7 +154,9 @@ func (c *Client) ID() wire.NodeID { return c.id }
 func (c *Client) Connect(ctx context.Context) { c.transport.Connect(ctx) }
 
 // Post runs f on the core's goroutine and returns at once; ErrClosed if
-// the client is closed.
+// the client is closed. (The lab's driver posts the operations of all
+// its clients from one goroutine: run there, the clients' work and
+// system calls would queue behind each other.)
 func (c *Client) Post(f func(*clientcore.Client)) error {
 	if err := c.node.Load().Post(func(node.Handler) { f(c.core) }); err != nil {
 		return ErrClosed
@@ -166,7 +185,7 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Call runs start on the core's goroutine and waits for the result it
+// Call runs start in the core (an event of its node) and waits for the result it
 // delivers through the channel it is given, for ctx, or for Close.
 func Call[T any](ctx context.Context, c *Client, start func(core *clientcore.Client, result chan<- T)) (T, error) {
 	r, _, err := NewCaller(c, start).Call(ctx)
@@ -182,7 +201,7 @@ type Caller[T any] struct {
 	run    func(node.Handler)
 }
 
-// NewCaller returns a Caller of start, which runs on the core's goroutine
+// NewCaller returns a Caller of start, which runs in the core (an event)
 // and delivers its result through the channel it is given, later or at
 // once.
 func NewCaller[T any](c *Client, start func(core *clientcore.Client, result chan<- T)) *Caller[T] {
@@ -204,7 +223,9 @@ func (k *Caller[T]) Call(ctx context.Context) (_ T, reusable bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return zero, true, err
 	}
-	if err := k.c.node.Load().Post(k.run); err != nil {
+	// The call starts on this goroutine if the core is idle (PostHere):
+	// the request goes out without waking the core's goroutine.
+	if err := k.c.node.Load().PostHere(k.run); err != nil {
 		return zero, true, ErrClosed
 	}
 	select {

@@ -42,6 +42,9 @@ func (s *Server) httpHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /cluster", s.serveCluster)
+	if s.opts.FaultInjection {
+		mux.HandleFunc("POST /faults", s.serveFaults)
+	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		WritePrometheus(w, s.Status(), time.Now())

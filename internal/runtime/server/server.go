@@ -86,6 +86,12 @@ type Options struct {
 	// acknowledged writes. It is for measuring what durability costs (as
 	// etcd's --unsafe-no-fsync); the server warns at start.
 	UnsafeNoFsync bool `yaml:"unsafe_no_fsync"`
+	// FaultInjection serves POST /faults on the HTTP listener, which
+	// drops the messages of chosen nodes (Faults): for fault campaigns
+	// on a local cluster (`cosla chaos`), never for a store in service,
+	// since anyone who reaches the HTTP port may then cut its nodes off.
+	// Default off.
+	FaultInjection bool `yaml:"fault_injection"`
 	// Replica configures the storage nodes: key and value limits, pull
 	// batch size and bytes, and how long and how many read repairs may
 	// wait for a pull (defaults 4 KiB, 1 MiB, 1000, 4 MiB, 2s, 1024). The
@@ -335,6 +341,9 @@ type Server struct {
 
 	// overloaded counts client requests refused at a full mailbox.
 	overloaded atomic.Int64
+	// faults are the injected faults (Options.FaultInjection); nil:
+	// none.
+	faults atomic.Pointer[faultSet]
 	// recent keeps the process's last log records at warn level and
 	// above, for Status.
 	recent *recentLog
@@ -384,7 +393,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	replicaOpts := opts.Replica.options().EnsureDefaults()
 	s.transport = host.NewTransport(host.TransportOptions{Peers: opts.Peers, TLS: tlsConfig,
-		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log}, s.deliver)
+		MaxMessageBytes: replicaOpts.MessageBytesMax(), Logger: log, Receive: s.receive}, s.deliver)
 	if err := s.startNodes(); err != nil {
 		s.Close()
 		return nil, err
@@ -496,7 +505,7 @@ func (s *Server) startNode(sn site.Node) error {
 		return fmt.Errorf("%s: %w", id, err)
 	}
 	handler := sn.New()
-	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.transport.Send, Logger: logger,
+	n, err := host.StartNode(host.NodeOptions{ID: id, Handler: handler, Engine: eng, Send: s.send, Logger: logger,
 		MailboxMax: s.opts.Mailbox.Messages, MailboxBytes: s.opts.Mailbox.Bytes, SenderMax: s.opts.Mailbox.PerClient,
 		StopTimeout: s.opts.StopTimeout})
 	if err != nil {
@@ -513,13 +522,28 @@ func (s *Server) startNode(sn site.Node) error {
 
 // deliver hands a message to a node of this process.
 func (s *Server) deliver(from, to wire.NodeID, m wire.Msg) bool {
+	return s.hand(from, to, m, (*host.Node).Deliver)
+}
+
+// receive delivers a message from another process, on the goroutine that
+// read it, which serves it there if its node is idle (host.Node.DeliverHere).
+func (s *Server) receive(from, to wire.NodeID, m wire.Msg) bool {
+	return s.hand(from, to, m, (*host.Node).DeliverHere)
+}
+
+// hand gives m to its node by deliver, or answers a client's request the
+// node refused.
+func (s *Server) hand(from, to wire.NodeID, m wire.Msg, deliver func(*host.Node, wire.NodeID, wire.Msg) bool) bool {
 	s.mu.RLock()
 	h, ok := s.nodes[to]
 	s.mu.RUnlock()
 	if !ok {
 		return false
 	}
-	if !h.node.Deliver(from, m) {
+	if s.dropped(from, to) {
+		return true
+	}
+	if !deliver(h.node, from, m) {
 		// A full mailbox, or a node stopped by a storage failure: answer
 		// a client at once rather than leave it to time out, so that it
 		// can back off or go elsewhere.

@@ -115,3 +115,45 @@ func TestDiskErrors(t *testing.T) {
 		t.Errorf("SetDiskErrors(2): %v, want ErrConfig", err)
 	}
 }
+
+// TestPartitionNodes checks that a cut between two nodes drops their
+// messages both ways while the rest of their sites still talk, within a
+// site as across sites, and that HealNodes ends it.
+func TestPartitionNodes(t *testing.T) {
+	w := newWorld(t, 1, "a", "b")
+	must(t, w.sim.SetLatency("a", "b", sim.Latency{Mean: 10 * time.Millisecond}))
+	w.add("x", "a", sim.NodeOptions{}, false)
+	w.add("x2", "a", sim.NodeOptions{}, false)
+	w.add("y", "b", sim.NodeOptions{}, false)
+	must(t, w.sim.PartitionNodes("x", "y"))
+	must(t, w.sim.PartitionNodes("x2", "x"))
+	w.at(0, func() {
+		w.node("x").send("y", 1)
+		w.node("y").send("x", 2)
+		w.node("x2").send("y", 3) // another node of the site: unaffected
+		w.node("x2").send("x", 4) // within a site: cut too
+	})
+	w.run(time.Second)
+	if got := w.node("y").reqs(); !slices.Equal(got, []uint64{3}) {
+		t.Fatalf("y received %v, want [3]: only x's message is cut", got)
+	}
+	if got := w.node("x").reqs(); len(got) != 0 {
+		t.Fatalf("x received %v across cuts", got)
+	}
+	must(t, w.sim.HealNodes("y", "x"))
+	must(t, w.sim.HealNodes("x", "x2"))
+	w.at(2*time.Second, func() {
+		w.node("x").send("y", 5)
+		w.node("x2").send("x", 6)
+	})
+	w.run(3 * time.Second)
+	if got := w.node("y").reqs(); !slices.Equal(got, []uint64{3, 5}) {
+		t.Fatalf("after HealNodes, y received %v, want [3 5]", got)
+	}
+	if got := w.node("x").reqs(); !slices.Equal(got, []uint64{6}) {
+		t.Fatalf("after HealNodes, x received %v, want [6]", got)
+	}
+	if err := w.sim.PartitionNodes("x", "nobody"); !errors.Is(err, sim.ErrConfig) {
+		t.Errorf("PartitionNodes with an unknown node: %v, want ErrConfig", err)
+	}
+}

@@ -13,7 +13,8 @@
 // storage whole (Wipe). Beyond crashes, a link may deliver some messages
 // twice (SetDuplicate), a node may pause and resume, as a stopped process
 // does (Pause), and a node's disk may fail reads and writes
-// (SetDiskErrors).
+// (SetDiskErrors). Beyond a site's links, the network between two nodes
+// may be cut (PartitionNodes).
 //
 // Beyond latency, the simulator can charge for where a real server's time
 // goes, so that throughput saturates where a real server's would: a
@@ -183,6 +184,9 @@ type Sim struct {
 	links   map[[2]string]*link
 	nodes   map[wire.NodeID]*simNode
 	lastArr map[[2]wire.NodeID]time.Duration
+	// cut holds the pairs of nodes PartitionNodes cut, each pair both
+	// ways.
+	cut map[[2]wire.NodeID]bool
 	// cores holds, for a site whose nodes share a machine (SetCores),
 	// when each of its cores is next free.
 	cores map[string][]time.Duration
@@ -203,6 +207,7 @@ func New(opts Options) *Sim {
 		links:   map[[2]string]*link{},
 		nodes:   map[wire.NodeID]*simNode{},
 		lastArr: map[[2]wire.NodeID]time.Duration{},
+		cut:     map[[2]wire.NodeID]bool{},
 		hash:    fnv.New64a(),
 	}
 }
@@ -314,6 +319,39 @@ func (s *Sim) SetDiskErrors(id wire.NodeID, p float64) error {
 // Heal.
 func (s *Sim) Partition(a, b string) error {
 	return s.updateLink(a, b, func(k *link) { k.down = true })
+}
+
+// PartitionNodes cuts the network between two nodes, both ways, whatever
+// their sites' links do: messages between them are dropped until
+// HealNodes. It expresses a partition finer than a site's, such as one
+// between two availability zones of different sites (Karma 4.4), as a cut
+// between each node of one and each node of the other.
+func (s *Sim) PartitionNodes(a, b wire.NodeID) error {
+	return s.cutNodes(a, b, true)
+}
+
+// HealNodes restores the network between two nodes that PartitionNodes
+// cut; their sites' links decide again.
+func (s *Sim) HealNodes(a, b wire.NodeID) error {
+	return s.cutNodes(a, b, false)
+}
+
+func (s *Sim) cutNodes(a, b wire.NodeID, down bool) error {
+	if _, err := s.lookup("partition", a); err != nil {
+		return err
+	}
+	if _, err := s.lookup("partition", b); err != nil {
+		return err
+	}
+	for _, pair := range [][2]wire.NodeID{{a, b}, {b, a}} {
+		if down {
+			s.cut[pair] = true
+		} else {
+			delete(s.cut, pair)
+		}
+	}
+	s.tracef("nodes %s-%s cut %t", a, b, down)
+	return nil
 }
 
 // SetBandwidth sets the bandwidth of the link between two sites, in bytes
@@ -713,7 +751,7 @@ func (s *Sim) transmit(from *simNode, to wire.NodeID, m wire.Msg) {
 		return
 	}
 	ev := &event{kind: evArrive, from: from.id, to: to, msg: m, incarnation: dst.incarnation}
-	if k.down {
+	if k.down || s.cut[[2]wire.NodeID{from.id, to}] {
 		s.drop(ev, "lost")
 		return
 	}

@@ -54,6 +54,59 @@ func (r Role) String() string {
 	return "storage"
 }
 
+// Zone is the availability zone of its site that a node stands in.
+// Karma 4.4 asks that a datacenter's front-ends (its client coordinators)
+// and back-ends (its storage nodes) stand in different availability
+// zones, AZ-F and AZ-B, so that a correlated failure of a whole
+// datacenter, which leaves clients bound to its ring with neither its
+// writes' propagation nor its data, is not the failure of one zone; its
+// Claims 1 and 2 count failures and partitions in those units. cosla maps
+// a site's nodes onto the two by role (Role.Zone): the coordinator and the
+// cache, with the site's clients, are AZ-F; the storage nodes (each a
+// causal store with its middle man beside it) and the configuration
+// member are AZ-B. The cache stands with the coordinator, the only node
+// that reads through it; Karma counts a cache's failure apart (it holds
+// stable state only, so losing it costs reads a trip to a ring, never
+// availability). The configuration member serves primary-update tables
+// only; it stands with the storage nodes it governs.
+type Zone uint8
+
+// The zones of a site (Karma 4.4).
+const (
+	// Front is AZ-F: the coordinator, the cache and the site's clients.
+	Front Zone = iota
+	// Back is AZ-B: the storage nodes and the configuration member.
+	Back
+)
+
+func (z Zone) String() string {
+	if z == Back {
+		return "AZ-B"
+	}
+	return "AZ-F"
+}
+
+// Zone returns the availability zone a node of role r stands in.
+func (r Role) Zone() Zone {
+	if r == Storage || r == Config {
+		return Back
+	}
+	return Front
+}
+
+// ZoneNodes returns the nodes of a site's zone z among those Nodes
+// returns; the site's clients, which stand in AZ-F too, are not among
+// them.
+func ZoneNodes(site string, storage []string, opts Options, z Zone) []wire.NodeID {
+	var out []wire.NodeID
+	for _, n := range Nodes(site, storage, opts) {
+		if n.Role.Zone() == z {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
 // Options are the protocol options of a site's nodes, per role.
 type Options struct {
 	// Replica configures each storage node's replica core.

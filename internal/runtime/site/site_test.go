@@ -57,3 +57,23 @@ func TestTopologyRTTs(t *testing.T) {
 		t.Fatalf("TopologyRTTs(a) = %v, want %v", got, want)
 	}
 }
+
+// TestZones checks Karma 4.4's split of a site into availability zones:
+// its coordinator and cache in AZ-F, its storage nodes and its
+// configuration member in AZ-B.
+func TestZones(t *testing.T) {
+	want := map[site.Role]site.Zone{site.Storage: site.Back, site.Config: site.Back, site.Coordinator: site.Front, site.Cache: site.Front}
+	for role, z := range want {
+		if got := role.Zone(); got != z {
+			t.Errorf("%s.Zone() = %s, want %s", role, got, z)
+		}
+	}
+	opts := site.Options{}
+	opts.Config.Member.Voters = site.Voters([]string{"a"})
+	if got := site.ZoneNodes("a", []string{"r1", "r2"}, opts, site.Back); !slices.Equal(got, []wire.NodeID{"a/r1", "a/r2", "a/cfg"}) {
+		t.Errorf("AZ-B of a voter site: %v, want its storage nodes and its configuration member", got)
+	}
+	if got := site.ZoneNodes("a", []string{"r1"}, site.Options{}, site.Front); !slices.Equal(got, []wire.NodeID{"a/cc", "a/cache"}) {
+		t.Errorf("AZ-F: %v, want the coordinator and the cache", got)
+	}
+}
