@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -44,6 +45,9 @@ type txRead struct {
 	tx   uint64
 	item int
 	node wire.NodeID
+	// asked is the newest request number when node was last asked
+	// (askAgain).
+	asked uint64
 }
 
 func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
@@ -130,7 +134,7 @@ func (c *Coordinator) txRead(id uint64, t *pendingTx, i int) {
 	req := c.nextReq
 	k := t.m.Keys[i]
 	to := c.layout.Node(t.ring, k)
-	c.txReads[req] = txRead{tx: id, item: i, node: to}
+	c.txReads[req] = txRead{tx: id, item: i, node: to, asked: req}
 	t.reqs = append(t.reqs, req)
 	deadline := c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)
 	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Deadline: deadline})
@@ -149,7 +153,7 @@ func (c *Coordinator) txReply(from wire.NodeID, m *wire.ReadReply, tr txRead) {
 		return
 	}
 	delete(c.txReads, m.Req)
-	c.answered[from] = max(c.answered[from], m.Req)
+	c.heard(from, m.Req)
 	c.near.observe(from, c.env.Now().Sub(t.sent))
 	if m.Code != wire.OK {
 		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: m.Code, Ring: int32(t.ring), Rounds: int32(t.round)})
@@ -223,10 +227,11 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 		switch {
 		case c.expiring(t.deadline):
 			c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
-		case c.answered[tr.node] > req:
-			delete(c.txReads, req)
-			t.reqs = slices.DeleteFunc(t.reqs, func(r uint64) bool { return r == req })
-			c.txRead(tr.tx, t, tr.item)
+		case c.askAgain(tr.node, tr.asked):
+			tr.asked = c.nextReq
+			c.txReads[req] = tr
+			c.env.Send(tr.node, &wire.Read{Req: req, Table: c.layout.Table, Key: t.m.Keys[tr.item], Deadline: hlc.Timestamp{WallNanos: t.deadline}})
+			fallthrough
 		default:
 			c.ringReads.add(c.env, req)
 		}
