@@ -566,8 +566,9 @@ type pendingRead struct {
 	ring int32
 	node wire.NodeID
 	sent time.Time
-	// asked is the newest request number when the node was last asked
-	// (askAgain).
+	// read is the request sent to node; asked the newest request number
+	// when it was last sent (askAgain).
+	read   *wire.Read
 	asked  uint64
 	bound  bool
 	tried  uint64
@@ -708,7 +709,8 @@ func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	if ring == wire.NoRing {
 		wait *= 2
 	}
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)})
+	p.read = &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)}
+	c.env.Send(to, p.read)
 	if ring == wire.NoRing {
 		c.cacheReads.add(c.env, req)
 	} else {
@@ -752,7 +754,7 @@ func (c *Coordinator) readTimeout(req uint64) {
 		c.env.Send(p.client, c.unavailable(p))
 	case c.askAgain(p.node, p.asked):
 		p.asked = c.nextReq
-		c.env.Send(p.node, &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Deadline: hlc.Timestamp{WallNanos: p.deadline}})
+		c.env.Send(p.node, again(p.read, p.deadline))
 		fallthrough
 	default:
 		c.ringReads.add(c.env, req)
@@ -794,6 +796,14 @@ func (c *Coordinator) heard(node wire.NodeID, req uint64) {
 func (c *Coordinator) askAgain(node wire.NodeID, asked uint64) bool {
 	a := c.answered[node]
 	return a.req > asked || c.env.Now().Sub(a.at) >= c.opts.ReadTimeout
+}
+
+// again is read sent again with the operation's deadline (its first
+// sending may have had a shorter one, to move on).
+func again(read *wire.Read, deadline int64) *wire.Read {
+	m := *read
+	m.Deadline = hlc.Timestamp{WallNanos: deadline}
+	return &m
 }
 
 // releaseWaiting serves unbound, at once, the reads bound to a ring and

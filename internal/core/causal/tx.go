@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/wire"
 )
 
@@ -45,8 +44,9 @@ type txRead struct {
 	tx   uint64
 	item int
 	node wire.NodeID
-	// asked is the newest request number when node was last asked
-	// (askAgain).
+	// read is the request sent to node; asked the newest request number
+	// when it was last sent (askAgain).
+	read  *wire.Read
 	asked uint64
 }
 
@@ -134,10 +134,10 @@ func (c *Coordinator) txRead(id uint64, t *pendingTx, i int) {
 	req := c.nextReq
 	k := t.m.Keys[i]
 	to := c.layout.Node(t.ring, k)
-	c.txReads[req] = txRead{tx: id, item: i, node: to, asked: req}
+	read := &wire.Read{Req: req, Table: c.layout.Table, Key: k, Deadline: c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)}
+	c.txReads[req] = txRead{tx: id, item: i, node: to, read: read, asked: req}
 	t.reqs = append(t.reqs, req)
-	deadline := c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Deadline: deadline})
+	c.env.Send(to, read)
 	c.ringReads.add(c.env, req)
 }
 
@@ -230,7 +230,7 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 		case c.askAgain(tr.node, tr.asked):
 			tr.asked = c.nextReq
 			c.txReads[req] = tr
-			c.env.Send(tr.node, &wire.Read{Req: req, Table: c.layout.Table, Key: t.m.Keys[tr.item], Deadline: hlc.Timestamp{WallNanos: t.deadline}})
+			c.env.Send(tr.node, again(tr.read, t.deadline))
 			fallthrough
 		default:
 			c.ringReads.add(c.env, req)
