@@ -28,8 +28,8 @@ type CoordinatorOptions struct {
 	// ReadTimeout is how long a read waits for a storage node or cache
 	// before trying another ring. A read with no other ring to try (bound
 	// to one, or every ring tried) waits for its ring until the read's
-	// deadline instead, asking again only if the node answered later
-	// reads meanwhile (the read was lost). Default 1s.
+	// deadline instead, asking again only if the read may have been lost
+	// (askAgain). Default 1s.
 	ReadTimeout time.Duration
 	// GetTimeout bounds a read or get-transaction whose request names no
 	// deadline. Default 10s, the client's default.
@@ -157,10 +157,9 @@ type Coordinator struct {
 	resends    *deadlines[resend]
 	ringReads  *deadlines[uint64]
 	cacheReads *deadlines[uint64]
-	// answered holds, per storage node, the newest read it answered: a
-	// node serves reads in the order they arrive over an ordered link, so
-	// an older read still unanswered was lost (the node restarted).
-	answered map[wire.NodeID]uint64
+	// answered holds, per storage node, the newest read it answered and
+	// when (askAgain).
+	answered map[wire.NodeID]answer
 	// stalled are the storage nodes a write was sent to again, for want
 	// of an answer: when one is heard from again, the writes backing off
 	// on its ring go again at once (resume).
@@ -215,7 +214,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.reads = map[uint64]*pendingRead{}
 	c.txs = map[uint64]*pendingTx{}
 	c.txReads = map[uint64]txRead{}
-	c.answered = map[wire.NodeID]uint64{}
+	c.answered = map[wire.NodeID]answer{}
 	c.boundWaiting = map[uint64]bool{}
 	c.stalled = map[wire.NodeID]bool{}
 	c.stability = newStability()
@@ -564,9 +563,13 @@ type pendingRead struct {
 	wb     *buffered
 	// ring is the ring being read, or NoRing when the cache is asked;
 	// node is the node asked; tried the rings tried (a bit set).
-	ring   int32
-	node   wire.NodeID
-	sent   time.Time
+	ring int32
+	node wire.NodeID
+	sent time.Time
+	// read is the request sent to node; asked the newest request number
+	// when it was last sent (askAgain).
+	read   *wire.Read
+	asked  uint64
 	bound  bool
 	tried  uint64
 	cached bool // the cache was tried
@@ -727,17 +730,17 @@ func (c *Coordinator) moveOn(p *pendingRead) bool {
 func (c *Coordinator) readNode(p *pendingRead, to wire.NodeID, ring int32) {
 	c.nextReq++
 	req := c.nextReq
-	p.ring, p.node, p.sent = ring, to, c.env.Now()
+	p.ring, p.node, p.sent, p.asked = ring, to, c.env.Now(), req
 	c.reads[req] = p
 	wait := c.opts.ReadTimeout
 	if ring == wire.NoRing {
 		wait *= 2
 	}
-	read := &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Ring: wire.NoRing, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)}
+	p.read = &wire.Read{Req: req, Table: c.layout.Table, Key: p.get.Key, Ring: wire.NoRing, Deadline: c.readDeadline(c.moveOn(p), wait, p.deadline)}
 	if ring == wire.NoRing && p.bound {
-		read.Ring, read.Min = p.get.Ring, restrictedVersion(p.get.Restrictions, p.get.Key)
+		p.read.Ring, p.read.Min = p.get.Ring, restrictedVersion(p.get.Restrictions, p.get.Key)
 	}
-	c.env.Send(to, read)
+	c.env.Send(to, p.read)
 	if ring == wire.NoRing {
 		c.cacheReads.add(c.env, req)
 	} else {
@@ -769,7 +772,7 @@ func (c *Coordinator) expiring(deadline int64) bool {
 // readTimeout: a read waited ReadTimeout. One that can go elsewhere
 // does; one bound to its ring (or with every ring tried) waits on until
 // its deadline, rather than fail while its ring is merely slow, and asks
-// again if its node answered later reads meanwhile.
+// again if the read may have been lost (askAgain).
 func (c *Coordinator) readTimeout(req uint64) {
 	if tr, ok := c.txReads[req]; ok {
 		c.txTimeout(req, tr)
@@ -795,19 +798,58 @@ func (c *Coordinator) readTimeout(req uint64) {
 	case c.expiring(p.deadline):
 		delete(c.reads, req)
 		c.env.Send(p.client, c.unavailable(p))
-	case c.answered[p.node] > req:
-		delete(c.reads, req)
-		delete(c.boundWaiting, req)
-		c.readNode(p, p.node, p.ring)
-		if p.bound {
-			c.boundWaiting[c.nextReq] = true
-		}
+	case c.askAgain(p.node, p.asked):
+		p.asked = c.nextReq
+		c.env.Send(p.node, again(p.read, p.deadline))
+		fallthrough
 	default:
 		c.ringReads.add(c.env, req)
 		if p.bound {
 			c.boundWaiting[req] = true
 		}
 	}
+}
+
+// answer is the newest read a storage node answered, and when.
+type answer struct {
+	req uint64
+	at  time.Time
+}
+
+// heard records that node answered read req.
+func (c *Coordinator) heard(node wire.NodeID, req uint64) {
+	a := c.answered[node]
+	c.answered[node] = answer{req: max(a.req, req), at: c.env.Now()}
+}
+
+// askAgain reports whether a read that node has left unanswered for
+// ReadTimeout is sent to it again (under the same request number, so
+// that either answer serves), because it may have been lost. asked is
+// the newest request number when the read was last sent.
+//   - The node answered a read sent after it: it serves reads in the
+//     order they arrive over an ordered link, so this one was lost (the
+//     node restarted).
+//   - The node answered no read for ReadTimeout: it is down or cut off,
+//     and the read may have been dropped with the link. Asked again every
+//     ReadTimeout, it is answered soon after the node is back: a read
+//     bound to a ring whose node a partition cut off for a second
+//     otherwise waited out its deadline after the heal, since nothing
+//     else was sent to that node (TestChaosKarma, a ring partition
+//     between a site's AZ-F and another ring's AZ-B).
+//
+// A node that answers older reads meanwhile is only slow, and is not
+// asked twice.
+func (c *Coordinator) askAgain(node wire.NodeID, asked uint64) bool {
+	a := c.answered[node]
+	return a.req > asked || c.env.Now().Sub(a.at) >= c.opts.ReadTimeout
+}
+
+// again is read sent again with the operation's deadline (its first
+// sending may have had a shorter one, to move on).
+func again(read *wire.Read, deadline int64) *wire.Read {
+	m := *read
+	m.Deadline = hlc.Timestamp{WallNanos: deadline}
+	return &m
 }
 
 // releaseWaiting serves unbound, at once, the reads bound to a ring and
@@ -858,7 +900,7 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 	delete(c.reads, m.Req)
 	delete(c.boundWaiting, m.Req)
 	if p.ring != wire.NoRing {
-		c.answered[from] = max(c.answered[from], m.Req)
+		c.heard(from, m.Req)
 	}
 	if m.Code == wire.OK && m.Source != wire.FromCache {
 		c.near.observe(m.Node, c.env.Now().Sub(p.sent))

@@ -44,6 +44,10 @@ type txRead struct {
 	tx   uint64
 	item int
 	node wire.NodeID
+	// read is the request sent to node; asked the newest request number
+	// when it was last sent (askAgain).
+	read  *wire.Read
+	asked uint64
 }
 
 func (c *Coordinator) getTx(from wire.NodeID, m *wire.CausalGetTx) {
@@ -130,10 +134,10 @@ func (c *Coordinator) txRead(id uint64, t *pendingTx, i int) {
 	req := c.nextReq
 	k := t.m.Keys[i]
 	to := c.layout.Node(t.ring, k)
-	c.txReads[req] = txRead{tx: id, item: i, node: to}
+	read := &wire.Read{Req: req, Table: c.layout.Table, Key: k, Ring: wire.NoRing, Deadline: c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)}
+	c.txReads[req] = txRead{tx: id, item: i, node: to, read: read, asked: req}
 	t.reqs = append(t.reqs, req)
-	deadline := c.readDeadline(c.txMoveOn(t), c.opts.ReadTimeout, t.deadline)
-	c.env.Send(to, &wire.Read{Req: req, Table: c.layout.Table, Key: k, Ring: wire.NoRing, Deadline: deadline})
+	c.env.Send(to, read)
 	c.ringReads.add(c.env, req)
 }
 
@@ -149,7 +153,7 @@ func (c *Coordinator) txReply(from wire.NodeID, m *wire.ReadReply, tr txRead) {
 		return
 	}
 	delete(c.txReads, m.Req)
-	c.answered[from] = max(c.answered[from], m.Req)
+	c.heard(from, m.Req)
 	c.near.observe(from, c.env.Now().Sub(t.sent))
 	if m.Code != wire.OK {
 		c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: m.Code, Ring: int32(t.ring), Rounds: int32(t.round)})
@@ -223,10 +227,11 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 		switch {
 		case c.expiring(t.deadline):
 			c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
-		case c.answered[tr.node] > req:
-			delete(c.txReads, req)
-			t.reqs = slices.DeleteFunc(t.reqs, func(r uint64) bool { return r == req })
-			c.txRead(tr.tx, t, tr.item)
+		case c.askAgain(tr.node, tr.asked):
+			tr.asked = c.nextReq
+			c.txReads[req] = tr
+			c.env.Send(tr.node, again(tr.read, t.deadline))
+			fallthrough
 		default:
 			c.ringReads.add(c.env, req)
 		}
