@@ -71,10 +71,10 @@ type clientOp struct {
 	seq        uint64
 	key        string
 	restricted bool
-	// restrictions counts the restrictions the request named: if the
-	// coordinator lifted them all, it served the read unbound.
-	restrictions int
-	done         func(Result)
+	// named are the restrictions the request named: if the coordinator
+	// lifted them all, it served the read unbound.
+	named []wire.Dep
+	done  func(Result)
 }
 
 type opTimer struct{}
@@ -174,13 +174,13 @@ func (c *Client) Restricted(s *Session) bool {
 // Get reads key in session s.
 func (c *Client) Get(s *Session, key string, done func(Result)) {
 	m := s.Get(c.opts.Layout.Table, key)
-	c.send(&clientOp{s: s, key: key, restricted: c.Restricted(s), restrictions: len(m.Restrictions), done: done}, m)
+	c.send(&clientOp{s: s, key: key, restricted: c.Restricted(s), named: m.Restrictions, done: done}, m)
 }
 
 // GetTx reads keys as one snapshot in session s.
 func (c *Client) GetTx(s *Session, keys []string, done func(Result)) {
 	m := s.GetTx(c.opts.Layout.Table, slices.Clone(keys))
-	c.send(&clientOp{s: s, restricted: c.Restricted(s), restrictions: len(m.Restrictions), done: done}, m)
+	c.send(&clientOp{s: s, restricted: c.Restricted(s), named: m.Restrictions, done: done}, m)
 }
 
 // lift applies a reply's lifted restrictions, and reports whether the
@@ -188,7 +188,7 @@ func (c *Client) GetTx(s *Session, keys []string, done func(Result)) {
 // one the request named.
 func (op *clientOp) lift(lifted []wire.Dep) bool {
 	op.s.Lift(lifted)
-	return op.restricted && len(lifted) < op.restrictions
+	return op.restricted && len(lifted) < len(op.named)
 }
 
 // Receive implements node.Handler.
@@ -217,6 +217,9 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		r := Result{Code: m.Code, Found: m.Found, Value: m.Value, Version: m.Version, Source: m.Source,
 			Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Restricted: op.lift(m.Lifted)}
 		if m.Code == wire.OK {
+			if m.Rebound {
+				op.s.Rebind(m.Ring, op.named)
+			}
 			op.s.Read(op.key, m.Found, m.Version, m.Source, m.Ring, m.InFlight)
 		}
 		op.done(r)
@@ -227,6 +230,9 @@ func (c *Client) Receive(from wire.NodeID, m wire.Msg) {
 		}
 		restricted := op.lift(m.Lifted)
 		if m.Code == wire.OK {
+			if m.Rebound {
+				op.s.Rebind(m.Ring, op.named)
+			}
 			for _, it := range m.Items {
 				op.s.Read(it.Key, it.Found, it.Version, it.Source, m.Ring, it.InFlight)
 			}

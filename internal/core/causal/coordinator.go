@@ -167,6 +167,9 @@ type Coordinator struct {
 	// stability is what the coordinator knows of other coordinators'
 	// writes' completion, to lift ring restrictions (stability.go).
 	stability *stability
+	// holdings is what it knows of the rings that hold other
+	// coordinators' versions (rebind.go).
+	holdings *holdings
 	// boundWaiting are the reads bound to a ring that have waited
 	// ReadTimeout for it: learning a write stable releases those it
 	// restricted at once (releaseWaiting), not at their next timeout.
@@ -218,6 +221,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.boundWaiting = map[uint64]bool{}
 	c.stalled = map[wire.NodeID]bool{}
 	c.stability = newStability()
+	c.holdings = newHoldings()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
@@ -302,7 +306,9 @@ func (c *Coordinator) receive(from wire.NodeID, m wire.Msg) {
 	case *wire.DepCheck:
 		c.depCheck(from, m)
 	case *wire.DepCheckReply:
-		c.watched(m)
+		if !c.heldReply(m) {
+			c.watched(m)
+		}
 	}
 }
 
@@ -506,6 +512,7 @@ func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
 		}
 	}
 	c.propagate(ws)
+	c.releaseWaiting() // a read bound elsewhere may rebind to r (rebind.go)
 }
 
 // completeHeads retires the session's writes that every ring holds, in
@@ -573,6 +580,9 @@ type pendingRead struct {
 	bound  bool
 	tried  uint64
 	cached bool // the cache was tried
+	// rebound: bound to a ring that did not answer, it went to another
+	// that holds its restrictions (rebind.go).
+	rebound bool
 	// deadline is when the client stops waiting (WallNanos).
 	deadline int64
 	// lifted are the get's restrictions known stable.
@@ -795,6 +805,7 @@ func (c *Coordinator) readTimeout(req uint64) {
 	case c.moveOn(p):
 		delete(c.reads, req)
 		c.readNearest(p)
+	case c.rebind(req, p):
 	case c.expiring(p.deadline):
 		delete(c.reads, req)
 		c.env.Send(p.client, c.unavailable(p))
@@ -873,7 +884,9 @@ func (c *Coordinator) releaseWaiting() {
 			delete(c.boundWaiting, req)
 			p.bound = false
 			c.readFree(p)
+			continue
 		}
+		c.rebind(req, p)
 	}
 }
 
@@ -923,5 +936,5 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 		return
 	}
 	c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Found: m.Found, Value: m.Value, Version: m.Version,
-		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Lifted: p.lifted})
+		Source: m.Source, Ring: m.Ring, Node: m.Node, InFlight: m.InFlight, Lifted: p.lifted, Rebound: p.rebound})
 }

@@ -115,6 +115,25 @@ func (s *Session) Lift(stable []wire.Dep) {
 	s.rebind()
 }
 
+// Rebind moves the session's restrictions to ring r, which its
+// coordinator found holds every one of named, the restrictions a request
+// named (wire.CausalGetReply's Rebound). If the session holds another
+// since, it stays bound where it is.
+func (s *Session) Rebind(r int32, named []wire.Dep) {
+	for _, it := range s.items {
+		if !slices.Contains(named, it.dep) {
+			return
+		}
+	}
+	if len(s.items) == 0 {
+		return
+	}
+	for i := range s.items {
+		s.items[i].ring = r
+	}
+	s.ring = r
+}
+
 // Read records a version read: from the write buffer it is the session's
 // own and binds nothing; from a ring while in flight it binds the session
 // to that ring (Karma 4.2) and becomes a dependency; stable it binds

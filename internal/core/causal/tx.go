@@ -38,6 +38,8 @@ type pendingTx struct {
 	deadline int64
 	// lifted are the transaction's restrictions known stable.
 	lifted []wire.Dep
+	// rebound as a read's (pendingRead).
+	rebound bool
 }
 
 type txRead struct {
@@ -198,6 +200,7 @@ func (c *Coordinator) endTx(id uint64, t *pendingTx, reply *wire.CausalGetTxRepl
 	}
 	delete(c.txs, id)
 	reply.Lifted = t.lifted
+	reply.Rebound = t.rebound && reply.Code == wire.OK
 	c.env.Send(t.client, reply)
 }
 
@@ -222,6 +225,13 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	next := -1
 	if c.txMoveOn(t) {
 		next = c.txRing(t.tried, t.m.Keys)
+	}
+	if next < 0 && t.bound {
+		// Bound to a ring that does not answer: another that holds its
+		// restrictions will do (rebind.go).
+		if next = c.rebindRing(t.m.Restrictions, t.ring); next >= 0 {
+			t.rebound = true
+		}
 	}
 	if next < 0 {
 		switch {

@@ -144,7 +144,10 @@ type CausalGet struct {
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
 // was in flight (not yet in every ring) when read. Lifted are the
-// request's Restrictions that the coordinator knew stable.
+// request's Restrictions that the coordinator knew stable. Rebound: the
+// request was bound to a ring that did not answer, and Ring holds every
+// one of its Restrictions (not lifted), so the session is bound to Ring
+// from now on.
 //
 //wire:envelope 34
 type CausalGetReply struct {
@@ -158,6 +161,7 @@ type CausalGetReply struct {
 	Node     NodeID  `wire:"8" trace:",omitzero,if=m.Code == OK"`
 	InFlight bool    `wire:"9" trace:"in-flight,flag"`
 	Lifted   []Dep   `wire:"11" trace:",omitzero"`
+	Rebound  bool    `wire:"12" trace:"rebound,flag"`
 	Code     Code    `wire:"2" trace:"err,omitzero"`
 }
 
@@ -188,18 +192,19 @@ type TxItem struct {
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
-// request's order, read from Ring in Rounds rounds. Lifted as in
-// CausalGetReply.
+// request's order, read from Ring in Rounds rounds. Lifted and Rebound as
+// in CausalGetReply.
 //
 //wire:envelope 36
 type CausalGetTxReply struct {
-	Req    uint64   `wire:"1"`
-	Table  uint64   `wire:"6"` // the table the request named
-	Ring   int32    `wire:"4,zigzag" trace:",if=m.Ring != NoRing"`
-	Rounds int32    `wire:"5"`
-	Items  []TxItem `wire:"3"`
-	Lifted []Dep    `wire:"7" trace:",omitzero"`
-	Code   Code     `wire:"2" trace:"err,omitzero"`
+	Req     uint64   `wire:"1"`
+	Table   uint64   `wire:"6"` // the table the request named
+	Ring    int32    `wire:"4,zigzag" trace:",if=m.Ring != NoRing"`
+	Rounds  int32    `wire:"5"`
+	Items   []TxItem `wire:"3"`
+	Lifted  []Dep    `wire:"7" trace:",omitzero"`
+	Rebound bool     `wire:"8" trace:"rebound,flag"`
+	Code    Code     `wire:"2" trace:"err,omitzero"`
 }
 
 // Propagate carries a buffered write from a coordinator's per-ring

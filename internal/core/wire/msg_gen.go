@@ -309,6 +309,7 @@ func (m *CausalGetReply) size() (n int) {
 	for i := range m.Lifted {
 		n += msgField(11, m.Lifted[i].size())
 	}
+	n += boolField(12, m.Rebound)
 	return n
 }
 
@@ -366,6 +367,7 @@ func (m *CausalGetTxReply) size() (n int) {
 	for i := range m.Lifted {
 		n += msgField(7, m.Lifted[i].size())
 	}
+	n += boolField(8, m.Rebound)
 	return n
 }
 

@@ -458,6 +458,9 @@ func (m *CausalGetReply) String() string {
 		b = append(b, " lifted="...)
 		b = appendEach(b, m.Lifted, Dep.appendTrace)
 	}
+	if m.Rebound {
+		b = append(b, " rebound"...)
+	}
 	if m.Code != 0 {
 		b = append(b, " err="...)
 		b = strconv.AppendQuote(b, m.Code.String())
@@ -509,6 +512,9 @@ func (m *CausalGetTxReply) String() string {
 	if len(m.Lifted) > 0 {
 		b = append(b, " lifted="...)
 		b = appendEach(b, m.Lifted, Dep.appendTrace)
+	}
+	if m.Rebound {
+		b = append(b, " rebound"...)
 	}
 	if m.Code != 0 {
 		b = append(b, " err="...)

@@ -952,6 +952,7 @@ func (b *causalGetReplyBlock) fill(m *wire.CausalGetReply) *CausalGetReply {
 			r.Lifted[i] = depPB(&m.Lifted[i])
 		}
 	}
+	r.Rebound = m.Rebound
 	return r
 }
 
@@ -972,6 +973,7 @@ func causalGetReplyWire(r *CausalGetReply, d *decoder) (m wire.CausalGetReply) {
 			m.Lifted[i] = depWire(p, d)
 		}
 	}
+	m.Rebound = r.GetRebound()
 	return m
 }
 
@@ -1076,6 +1078,7 @@ func (b *causalGetTxReplyBlock) fill(m *wire.CausalGetTxReply) *CausalGetTxReply
 			r.Lifted[i] = depPB(&m.Lifted[i])
 		}
 	}
+	r.Rebound = m.Rebound
 	return r
 }
 
@@ -1097,6 +1100,7 @@ func causalGetTxReplyWire(r *CausalGetTxReply, d *decoder) (m wire.CausalGetTxRe
 			m.Lifted[i] = depWire(p, d)
 		}
 	}
+	m.Rebound = r.GetRebound()
 	return m
 }
 

@@ -151,6 +151,8 @@ func TestSize(t *testing.T) {
 			Deadline: hlc.Timestamp{WallNanos: 1 << 62, Logical: 3}}},
 		{"causal-get-tx-reply 100 items", &wire.CausalGetTxReply{Req: 3, Table: 42, Ring: 7, Rounds: 1, Items: manyItems}},
 		{"causal-get-tx-reply empty items", &wire.CausalGetTxReply{Items: []wire.TxItem{{}, {}}}},
+		{"causal-get-reply rebound", &wire.CausalGetReply{Req: 2, Ring: 1, Rebound: true}},
+		{"causal-get-tx-reply rebound", &wire.CausalGetTxReply{Req: 3, Ring: 1, Rebound: true}},
 		{"propagate empty", &wire.Propagate{}},
 		{"propagate 100 deps", &wire.Propagate{Table: 42, Client: "us-west1/c1", Session: 9, Seq: 300, Key: "user000001", Value: large, Version: version, Deps: manyDeps}},
 		{"propagate-ack empty", &wire.PropagateAck{}},

@@ -1385,7 +1385,10 @@ func (x *CausalGet) GetRestrictions() []*Dep {
 // CausalGetReply answers CausalGet: the value, its version, where it came
 // from (Source, Ring and Node: the MM, or the cache node), and whether it
 // was in flight (not yet in every ring) when read. Lifted are the
-// request's Restrictions that the coordinator knew stable.
+// request's Restrictions that the coordinator knew stable. Rebound: the
+// request was bound to a ring that did not answer, and Ring holds every
+// one of its Restrictions (not lifted), so the session is bound to Ring
+// from now on.
 type CausalGetReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1399,6 +1402,7 @@ type CausalGetReply struct {
 	InFlight      bool                   `protobuf:"varint,9,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Table         uint64                 `protobuf:"varint,10,opt,name=table,proto3" json:"table,omitempty"`
 	Lifted        []*Dep                 `protobuf:"bytes,11,rep,name=lifted,proto3" json:"lifted,omitempty"`
+	Rebound       bool                   `protobuf:"varint,12,opt,name=rebound,proto3" json:"rebound,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1508,6 +1512,13 @@ func (x *CausalGetReply) GetLifted() []*Dep {
 		return x.Lifted
 	}
 	return nil
+}
+
+func (x *CausalGetReply) GetRebound() bool {
+	if x != nil {
+		return x.Rebound
+	}
+	return false
 }
 
 // CausalGetTx reads several keys as one causally consistent snapshot
@@ -1699,8 +1710,8 @@ func (x *TxItem) GetInFlight() bool {
 }
 
 // CausalGetTxReply answers CausalGetTx: one item per requested key, in the
-// request's order, read from Ring in Rounds rounds. Lifted as in
-// CausalGetReply.
+// request's order, read from Ring in Rounds rounds. Lifted and Rebound as
+// in CausalGetReply.
 type CausalGetTxReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
@@ -1710,6 +1721,7 @@ type CausalGetTxReply struct {
 	Rounds        int32                  `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
 	Table         uint64                 `protobuf:"varint,6,opt,name=table,proto3" json:"table,omitempty"`
 	Lifted        []*Dep                 `protobuf:"bytes,7,rep,name=lifted,proto3" json:"lifted,omitempty"`
+	Rebound       bool                   `protobuf:"varint,8,opt,name=rebound,proto3" json:"rebound,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1791,6 +1803,13 @@ func (x *CausalGetTxReply) GetLifted() []*Dep {
 		return x.Lifted
 	}
 	return nil
+}
+
+func (x *CausalGetTxReply) GetRebound() bool {
+	if x != nil {
+		return x.Rebound
+	}
+	return false
 }
 
 // Propagate carries a buffered write from a coordinator's per-ring
@@ -5858,7 +5877,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x04ring\x18\x05 \x01(\x11R\x04ring\x12.\n" +
 	"\bmax_read\x18\x06 \x01(\v2\x13.cosla.wire.VersionR\amaxRead\x121\n" +
 	"\bdeadline\x18\a \x01(\v2\x15.cosla.wire.TimestampR\bdeadline\x123\n" +
-	"\frestrictions\x18\b \x03(\v2\x0f.cosla.wire.DepR\frestrictions\"\xad\x02\n" +
+	"\frestrictions\x18\b \x03(\v2\x0f.cosla.wire.DepR\frestrictions\"\xc7\x02\n" +
 	"\x0eCausalGetReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x14\n" +
@@ -5871,7 +5890,8 @@ const file_wire_proto_rawDesc = "" +
 	"\tin_flight\x18\t \x01(\bR\binFlight\x12\x14\n" +
 	"\x05table\x18\n" +
 	" \x01(\x04R\x05table\x12'\n" +
-	"\x06lifted\x18\v \x03(\v2\x0f.cosla.wire.DepR\x06lifted\"\x8f\x02\n" +
+	"\x06lifted\x18\v \x03(\v2\x0f.cosla.wire.DepR\x06lifted\x12\x18\n" +
+	"\arebound\x18\f \x01(\bR\arebound\"\x8f\x02\n" +
 	"\vCausalGetTx\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12\x18\n" +
@@ -5887,7 +5907,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12-\n" +
 	"\aversion\x18\x04 \x01(\v2\x13.cosla.wire.VersionR\aversion\x12\x16\n" +
 	"\x06source\x18\x05 \x01(\rR\x06source\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\bR\binFlight\"\xcd\x01\n" +
+	"\tin_flight\x18\x06 \x01(\bR\binFlight\"\xe7\x01\n" +
 	"\x10CausalGetTxReply\x12\x10\n" +
 	"\x03req\x18\x01 \x01(\x04R\x03req\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12(\n" +
@@ -5895,7 +5915,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x04ring\x18\x04 \x01(\x11R\x04ring\x12\x16\n" +
 	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x14\n" +
 	"\x05table\x18\x06 \x01(\x04R\x05table\x12'\n" +
-	"\x06lifted\x18\a \x03(\v2\x0f.cosla.wire.DepR\x06lifted\"\xf9\x01\n" +
+	"\x06lifted\x18\a \x03(\v2\x0f.cosla.wire.DepR\x06lifted\x12\x18\n" +
+	"\arebound\x18\b \x01(\bR\arebound\"\xf9\x01\n" +
 	"\tPropagate\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\x04R\x05table\x12\x18\n" +
 	"\asession\x18\x02 \x01(\x04R\asession\x12\x10\n" +
