@@ -20,6 +20,7 @@ type partitionEnv struct {
 	engine storage.Engine
 	rng    *rand.Rand
 	sent   []wire.Msg
+	timers []any // the timers set, in order (never fired by the env)
 }
 
 func (e *partitionEnv) ID() wire.NodeID { return "s/r1" }
@@ -29,7 +30,7 @@ func (e *partitionEnv) WallNanos() int64 {
 	return e.wall
 }
 func (e *partitionEnv) Send(_ wire.NodeID, m wire.Msg) { e.sent = append(e.sent, m) }
-func (e *partitionEnv) After(time.Duration, any)       {}
+func (e *partitionEnv) After(_ time.Duration, t any)   { e.timers = append(e.timers, t) }
 func (e *partitionEnv) Rand() *rand.Rand               { return e.rng }
 func (e *partitionEnv) Engine() storage.Engine         { return e.engine }
 func (e *partitionEnv) Logger() *slog.Logger           { return slog.New(slog.DiscardHandler) }

@@ -610,7 +610,9 @@ func (n *Node) Fire(timer any) {
 			}
 			return // the table was deleted, or the replica became primary
 		}
-		n.requestPull(tb)
+		if !n.waitingForChunk(tb) {
+			n.requestPull(tb)
+		}
 		n.env.After(tb.interval, t)
 	case waitTimer:
 		n.waitExpired(t)

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"time"
+
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/invariants"
 	"github.com/cosla/cosla/internal/core/storage"
@@ -36,6 +38,24 @@ func (n *Node) requestPull(tb *tablet) {
 		m.InSnapshot, m.SnapshotHigh, m.SnapshotAfter = true, tb.snap.high, tb.snap.last
 	}
 	n.env.Send(tb.primary, m)
+}
+
+// chunkWait is how long a secondary receiving a snapshot waits for the
+// chunk it asked for before its periodic pull asks again
+// (waitingForChunk).
+const chunkWait = time.Second
+
+// waitingForChunk reports whether the secondary is receiving a snapshot
+// and asked for its next chunk less than chunkWait ago: its periodic
+// pull waits then. Each pull is answered with a chunk of up to
+// PullBatchBytes, and pulls sent every interval while a chunk took longer
+// than that to arrive and apply were each answered with the same chunk
+// again, which the secondary decoded and discarded: under load (the race
+// detector beside other tests) it spent its time on duplicates, and
+// TestSnapshotOverNetwork took 5 to 10 minutes instead of seconds. Pulls
+// of the log go on every interval, and may be in flight together.
+func (n *Node) waitingForChunk(tb *tablet) bool {
+	return tb.snap != nil && tb.pulling && n.env.Now().Sub(tb.pulledAt) < chunkWait
 }
 
 // snapshotProgress is how far a secondary has got in receiving a snapshot

@@ -597,8 +597,10 @@ func runSnapshotRandom(t *testing.T, seed uint64) replica.Metrics {
 			}
 		}
 	}
-	// The faults stop: the secondary converges.
+	// The faults stop: the secondary converges. Its pull timer fires an
+	// interval apart.
 	for range 3 {
+		w.now = w.now.Add(layout.Replication.Interval)
 		secondary.Fire(pull)
 		for len(w.queue) > 0 {
 			m := w.queue[0]
@@ -615,4 +617,61 @@ func runSnapshotRandom(t *testing.T, seed uint64) replica.Metrics {
 		t.Fatalf("seed %d: no snapshot sent", seed)
 	}
 	return m
+}
+
+// TestSnapshotPullWaitsForChunk: a secondary receiving a snapshot sends
+// its periodic pull only once the chunk it asked for has come, or has
+// been awaited for a second: each pull is answered with a chunk, and
+// pulls every interval while a chunk took longer made the primary send
+// the same chunk again and again (TestSnapshotOverNetwork under the race
+// detector on a loaded machine took 5 to 10 minutes).
+func TestSnapshotPullWaitsForChunk(t *testing.T) {
+	env := &partitionEnv{engine: storage.NewMem(), rng: rand.New(rand.NewPCG(1, 2))}
+	n := env.start(t)
+	layout := wire.Layout{Name: "t", ID: 9, Tablets: []wire.Tablet{{Primary: "p/r1", Secondaries: []wire.NodeID{"s/r1"}}},
+		Replication: wire.Replication{Mode: wire.ModePull, Interval: 50 * time.Millisecond}}
+	if r := env.ask(t, n, &wire.CreateTableRequest{Req: 1, Layout: layout}).(*wire.CreateTableReply); r.Code != wire.OK {
+		t.Fatalf("create table: %s", r.Code)
+	}
+	var pull any
+	for _, tm := range env.timers {
+		if fmt.Sprintf("%T", tm) == "replica.pullTimer" {
+			pull = tm
+		}
+	}
+	if pull == nil {
+		t.Fatalf("no pull timer among %v", env.timers)
+	}
+	ref := wire.TabletRef{Table: 9}
+	pulls := func() int {
+		k := 0
+		for _, m := range env.sent {
+			if _, ok := m.(*wire.PullRequest); ok {
+				k++
+			}
+		}
+		env.sent = env.sent[:0]
+		return k
+	}
+	n.Fire(pull)
+	if got := pulls(); got != 1 {
+		t.Fatalf("before any snapshot, the pull timer sent %d pulls, want 1", got)
+	}
+	n.Receive("p/r1", &wire.PullReply{Tablet: ref, High: hlc.Timestamp{WallNanos: 10}, Snapshot: true, More: true, SnapshotLast: "k",
+		Entries: []wire.Entry{{TS: hlc.Timestamp{WallNanos: 5}, Key: "k", Value: []byte("v")}}})
+	if got := pulls(); got != 1 {
+		t.Fatalf("the first chunk brought %d pulls, want the pull of the next", got)
+	}
+	for i := range 3 {
+		env.wall += int64(300 * time.Millisecond)
+		n.Fire(pull)
+		if got := pulls(); got != 0 {
+			t.Fatalf("%dms into the wait for a chunk, the pull timer sent %d pulls, want 0", 300*(i+1), got)
+		}
+	}
+	env.wall += int64(200 * time.Millisecond)
+	n.Fire(pull)
+	if got := pulls(); got != 1 {
+		t.Fatalf("a second into the wait for a chunk, the pull timer sent %d pulls, want 1 (the chunk may be lost)", got)
+	}
 }
