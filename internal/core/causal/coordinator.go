@@ -851,8 +851,13 @@ func (c *Coordinator) heard(node wire.NodeID, req uint64) {
 // A node that answers older reads meanwhile is only slow, and is not
 // asked twice.
 func (c *Coordinator) askAgain(node wire.NodeID, asked uint64) bool {
-	a := c.answered[node]
-	return a.req > asked || c.env.Now().Sub(a.at) >= c.opts.ReadTimeout
+	return c.answered[node].req > asked || c.silent(node)
+}
+
+// silent reports whether node has answered no read for ReadTimeout: it
+// is down or cut off, or too loaded to be worth waiting for.
+func (c *Coordinator) silent(node wire.NodeID) bool {
+	return c.env.Now().Sub(c.answered[node].at) >= c.opts.ReadTimeout
 }
 
 // again is read sent again with the operation's deadline (its first

@@ -24,19 +24,21 @@ import (
 // reads of the keys on that node failed until then (TestCausalFaults,
 // seeds 3 and 29, with the ring-tagged cache).
 //
-// So a read (or get-transaction) bound to a ring whose node has not
-// answered for ReadTimeout goes to another ring once the coordinator
+// So a read (or get-transaction) bound to a ring whose node has answered
+// no read for ReadTimeout goes to another ring once the coordinator
 // knows that ring holds every restriction: its own writes from their
 // acknowledgments, other coordinators' by asking the key's MM in that
 // ring with a DepCheck, which it answers once it has processed the
 // version. Its reply says Rebound, and the session's restrictions move to
 // that ring.
 
-// rebind moves p, bound to a ring whose node has not answered for
-// ReadTimeout, to another ring that holds every one of its restrictions,
-// and reports whether it did.
+// rebind moves p, bound to a ring whose node has answered no read for
+// ReadTimeout (silent), to another ring that holds every one of its
+// restrictions, and reports whether it did. A node that answers other
+// reads is only slow: the session stays in its ring, which is near, as
+// Karma binds it (4.2).
 func (c *Coordinator) rebind(req uint64, p *pendingRead) bool {
-	if !p.bound || p.ring == wire.NoRing || p.get.Ring == wire.NoRing {
+	if !p.bound || p.ring == wire.NoRing || p.get.Ring == wire.NoRing || !c.silent(p.node) {
 		return false
 	}
 	r := c.rebindRing(p.get.Restrictions, int(p.ring))

@@ -226,7 +226,7 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	if c.txMoveOn(t) {
 		next = c.txRing(t.tried, t.m.Keys)
 	}
-	if next < 0 && t.bound {
+	if next < 0 && t.bound && c.silent(tr.node) {
 		// Bound to a ring that does not answer: another that holds its
 		// restrictions will do (rebind.go).
 		if next = c.rebindRing(t.m.Restrictions, t.ring); next >= 0 {
