@@ -188,11 +188,15 @@ type resend struct {
 	ring int
 }
 
-// The coordinator's timers: each fires its deadlines queue.
+// The coordinator's timers: each of the first three fires its deadlines
+// queue; a last chance fails a read or get-transaction just before its
+// deadline (rebind.go, mayRebind).
 type (
 	resendTimer    struct{}
 	readTimer      struct{}
 	cacheReadTimer struct{}
+	lastChance     struct{ req uint64 }
+	txLastChance   struct{ tx uint64 }
 )
 
 // Start implements node.Handler: it reloads the write buffers and
@@ -314,7 +318,7 @@ func (c *Coordinator) receive(from wire.NodeID, m wire.Msg) {
 
 // Fire implements node.Handler.
 func (c *Coordinator) Fire(timer any) {
-	switch timer.(type) {
+	switch t := timer.(type) {
 	case resendTimer:
 		for _, t := range c.resends.fire(c.env) {
 			c.resend(t)
@@ -326,6 +330,16 @@ func (c *Coordinator) Fire(timer any) {
 	case cacheReadTimer:
 		for _, req := range c.cacheReads.fire(c.env) {
 			c.readTimeout(req)
+		}
+	case lastChance:
+		if p := c.reads[t.req]; p != nil {
+			delete(c.reads, t.req)
+			delete(c.boundWaiting, t.req)
+			c.env.Send(p.client, c.unavailable(p))
+		}
+	case txLastChance:
+		if tx := c.txs[t.tx]; tx != nil {
+			c.endTx(t.tx, tx, &wire.CausalGetTxReply{Req: tx.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(tx.ring), Rounds: int32(tx.round)})
 		}
 	}
 }
@@ -642,13 +656,30 @@ func (c *Coordinator) cacheUsable() bool {
 }
 
 // afterCache reads a ring when the cache did not answer: the read's own
-// if bound to one, else the nearest.
-func (c *Coordinator) afterCache(p *pendingRead) {
-	if p.bound {
-		c.readRing(p, int(p.get.Ring))
+// if bound to one, else the nearest. failed is the ring's node whose
+// fill timed out at the cache, if the cache said so: a bound read then
+// goes to another ring holding its restrictions if the coordinator knows
+// one, and otherwise waits for its node as one that may rebind
+// (releaseWaiting) without first waiting ReadTimeout, which with the
+// cache's own wait before it passed a 2 s request timeout (cosla chaos,
+// karma8, Brazil's AZ-B failed: Brazil is a ring of one site).
+func (c *Coordinator) afterCache(p *pendingRead, failed wire.NodeID) {
+	if !p.bound {
+		c.readNearest(p)
 		return
 	}
-	c.readNearest(p)
+	r := int(p.get.Ring)
+	stuck := failed != "" && failed == c.layout.Node(r, p.get.Key)
+	if stuck {
+		if to := c.rebindRing(p.get.Restrictions, r); to >= 0 {
+			p.rebound = true
+			r = to
+		}
+	}
+	c.readRing(p, r)
+	if stuck && !p.rebound {
+		c.boundWaiting[c.nextReq] = true
+	}
 }
 
 // readFree serves a read no restriction binds: from the site's ring if
@@ -801,11 +832,14 @@ func (c *Coordinator) readTimeout(req uint64) {
 		c.readFree(p)
 	case p.ring == wire.NoRing:
 		delete(c.reads, req)
-		c.afterCache(p)
+		c.afterCache(p, "")
 	case c.moveOn(p):
 		delete(c.reads, req)
 		c.readNearest(p)
 	case c.rebind(req, p):
+	case c.expiring(p.deadline) && p.bound && c.mayRebind(p.get.Restrictions, p.node):
+		c.boundWaiting[req] = true
+		c.env.After(c.lastChance(p.deadline), lastChance{req})
 	case c.expiring(p.deadline):
 		delete(c.reads, req)
 		c.env.Send(p.client, c.unavailable(p))
@@ -930,7 +964,7 @@ func (c *Coordinator) readReply(from wire.NodeID, m *wire.ReadReply) {
 			if m.Node != "" {
 				c.near.timedOut(m.Node, c.env.Now())
 			}
-			c.afterCache(p)
+			c.afterCache(p, m.Node)
 			return
 		}
 		c.env.Send(p.client, &wire.CausalGetReply{Req: p.get.Req, Table: c.layout.Table, Code: m.Code, Lifted: p.lifted})
