@@ -349,8 +349,11 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	loading, completes := false, 0
 	probe := newStabilityProbe(s)
 	observe := func(from, to wire.NodeID, m wire.Msg) {
-		if _, ok := m.(*wire.CausalComplete); ok && loading {
-			completes++
+		if loading {
+			if _, ok := m.(*wire.CausalComplete); ok {
+				completes++
+			}
+			return
 		}
 		probe.observe(from, to, m)
 	}
@@ -360,6 +363,7 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	}
 	rec := newCausalUnit(u, t)
 	u.own = rec
+	probe.start(w.Sim.Now, rec.warmup, rec.end)
 	if load {
 		loading = true
 		if err := loadCausal(u, w.Sim, loadTarget, &completes); err != nil {
@@ -367,7 +371,6 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 		}
 		loading = false
 	}
-	probe.start(w.Sim.Now, rec.warmup, rec.end)
 	if err := driveSim(u, t, w.Sim, target); err != nil {
 		return 0, err
 	}

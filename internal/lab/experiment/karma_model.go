@@ -154,14 +154,16 @@ type FlightStats struct {
 // CausalComplete naming the session and number completes it.
 type stabilityProbe struct {
 	now         func() time.Duration
+	warmup, end time.Duration
+	// started: the run began, at from less the warmup; the window is
+	// [from, until).
+	started     bool
 	from, until time.Duration
-	// started: the load is over, writes count from now on.
-	started bool
-	puts    map[probeReq]probeWrite
-	flying  map[probeWrite]*probeFlight
-	sites   map[string]*probeCount
-	order   []string
-	rings   map[int32]*probeCount
+	puts        map[probeReq]probeWrite
+	flying      map[probeWrite]*probeFlight
+	sites       map[string]*probeCount
+	order       []string
+	rings       map[int32]*probeCount
 }
 
 type probeReq struct {
@@ -202,20 +204,30 @@ func newStabilityProbe(s *Scenario) *stabilityProbe {
 	return p
 }
 
-// start begins counting writes, and measures from the warmup's end to
-// the run's end (none if 0).
+// start arms the probe. The run begins with the first message the
+// probe observes after that, the workload's first (runSim does not show
+// it the load's), and the measured window runs from the warmup's end to
+// the run's end (none if 0), as causalUnit's.
 func (p *stabilityProbe) start(now func() time.Duration, warmup, end time.Duration) {
-	p.now, p.started = now, true
-	t := now()
-	p.from, p.until = t+warmup, time.Duration(math.MaxInt64)
-	if end > 0 {
-		p.until = t + end
+	p.now, p.warmup, p.end = now, warmup, end
+}
+
+// begin starts the run at the current time.
+func (p *stabilityProbe) begin() {
+	p.started = true
+	t := p.now()
+	p.from, p.until = t+p.warmup, time.Duration(math.MaxInt64)
+	if p.end > 0 {
+		p.until = t + p.end
 	}
 }
 
 func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
-	if !p.started {
+	if p.now == nil {
 		return
+	}
+	if !p.started {
+		p.begin()
 	}
 	switch m := m.(type) {
 	case *wire.CausalPut:

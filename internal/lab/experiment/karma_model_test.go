@@ -81,24 +81,27 @@ func TestRestrictionModelZipfian(t *testing.T) {
 }
 
 // TestStabilityProbe feeds the probe a hand-made history and checks
-// Little's law on it: write A acknowledged at 1 s, held by ring 0 at
-// 1.5 s, complete at 3 s; write B acknowledged at 2 s, complete at 2.5 s;
-// a notify-after and the writes before the window are not counted.
+// Little's law on it. The run begins at 0 with a write acknowledged
+// then and complete at 1.5 s, half a second into the window (1 s to
+// 9 s); write A is acknowledged at 1 s, held by ring 0 at 1.5 s,
+// complete at 3 s; write B acknowledged at 2 s, complete at 2.5 s; a
+// notify-after is not counted. Site a had 3 write-seconds in flight in
+// the window and 2 writes acknowledged in it.
 func TestStabilityProbe(t *testing.T) {
 	s := parse(t, causalWorld3)
 	p := newStabilityProbe(s)
 	var now time.Duration
-	clock := func() time.Duration { return now }
+	p.start(func() time.Duration { return now }, time.Second, 9*time.Second)
 	client, cc, node := wire.NodeID("a/c1"), wire.NodeID("a/cc"), wire.NodeID("b/r1")
 	at := func(d time.Duration, from, to wire.NodeID, m wire.Msg) {
 		now = d
 		p.observe(from, to, m)
 	}
-	at(0, client, cc, &wire.CausalPut{Req: 9, Session: 1, Seq: 1})
+	at(0, client, cc, &wire.CausalPut{Req: 9, Session: 9, Seq: 1})
 	at(0, cc, client, &wire.CausalPutReply{Req: 9, Code: wire.OK})
-	p.start(clock, time.Second, 9*time.Second)
 	at(time.Second, client, cc, &wire.CausalPut{Req: 1, Session: 1, Seq: 1})
 	at(time.Second, cc, client, &wire.CausalPutReply{Req: 1, Code: wire.OK})
+	at(1500*time.Millisecond, cc, client, &wire.CausalComplete{Session: 9, Seq: 1})
 	at(1500*time.Millisecond, node, cc, &wire.PropagateAck{Client: client, Session: 1, Seq: 1, Ring: 0})
 	at(2*time.Second, client, cc, &wire.CausalPut{Req: 2, Session: 2, Seq: 1})
 	at(2*time.Second, cc, client, &wire.CausalPutReply{Req: 2, Code: wire.OK})
@@ -111,8 +114,8 @@ func TestStabilityProbe(t *testing.T) {
 	if st == nil || st.WindowS != 8 || len(st.Sites) != 3 || len(st.Rings) != 1 {
 		t.Fatalf("stability %+v: want an 8 s window (1 s to 9 s), 3 sites, 1 ring", st)
 	}
-	if a := st.Sites[0]; a.Name != "a" || a.Acked != 2 || a.MeanMS != 1250 || a.InFlight != 2.5/8 {
-		t.Errorf("site a: %+v, want 2 writes, 1250 ms each on average, 2.5/8 in flight", a)
+	if a := st.Sites[0]; a.Name != "a" || a.Acked != 2 || a.MeanMS != 1500 || a.InFlight != 3.0/8 {
+		t.Errorf("site a: %+v, want 2 writes, 1500 ms each by Little's law, 3/8 in flight", a)
 	}
 	if r := st.Rings[0]; r.Name != "0" || r.Acked != 1 || r.MeanMS != 1500 {
 		t.Errorf("ring 0: %+v, want 1 write held 1500 ms", r)
