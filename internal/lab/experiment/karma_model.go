@@ -59,29 +59,29 @@ import (
 // the coordinator of site i, reading ring R, learns a version written at
 // site j stable about
 //
-//	D_ij = max(rho E[V] - delta_jR + delta_ji, 1/g_i + 2 delta_ji)
+//	D_ij = max(rho E[V] - delta_jR + delta_ji, 1/G_i + 2 delta_ji)
 //
 // after the read (D_ii without the second term), averaged over the
 // writes' sites j: rho is the mean of g over in-flight reads (weights
 // q_k (1 - exp(-x_k))), delta_jR the mean one-way delay from j to R's
 // sites (the STABLE notice's, already in V), delta_ji from j to i (the
-// completion's answer), and 1/g_i the time to the session's next Get
-// (g_i its Gets a second), which carries the watch: a version already
+// completion's answer), and 1/G_i the time to the session's next Get
+// (G_i its Gets a second), which carries the watch: a version already
 // complete when the watch arrives lifts a round trip after that Get. We
 // use E[V] in g, not V's distribution: the hot keys, which make up most
 // of r, have g near 1 whatever V is.
 //
 // The restricted share. A session of site i makes mu_i accesses a
-// second, g_i = mu_i (1 - p) of them Gets (p the Put fraction), each
+// second, G_i = mu_i (1 - p) of them Gets (p the Put fraction), each
 // taking a restriction with probability r. An access is restricted if
 // a restriction taken before it has not yet lifted: restrictions are
-// the arrivals of another M/G/infinity queue, of rate g_i r and
-// service D_i, empty with probability exp(-g_i r D_i). A Get counts as
+// the arrivals of another M/G/infinity queue, of rate G_i r and
+// service D_i, empty with probability exp(-G_i r D_i). A Get counts as
 // restricted unless its coordinator lifted every restriction it named;
 // a Put by the session's own state, which drops a restriction on the
-// reply of the first Get after the coordinator learned, 1/g_i later. So
+// reply of the first Get after the coordinator learned, 1/G_i later. So
 //
-//	restricted_i = (1 - p) (1 - exp(-g_i r D_i)) + p (1 - exp(-g_i r (D_i + 1/g_i))),
+//	restricted_i = (1 - p) (1 - exp(-G_i r D_i)) + p (1 - exp(-G_i r (D_i + 1/G_i))),
 //
 // and the run's share is the sites' weighted by their accesses. We
 // predict per site, with the ring of the site (Karma 4.1.1: a
@@ -109,7 +109,8 @@ import (
 // the ring, and not yet complete) over the measured window, divided by
 // the writes coming into that state per second in it. Unlike the mean
 // of completed writes' times, it is not biased by the writes the run's
-// end cuts off (T is a sizeable part of a short run's window). W, mu_i
+// end cuts off (T is a sizeable part of a short run's window), as long
+// as the warmup brought the run to a steady state. W, mu_i
 // and p are the run's; q is the scenario's distribution; the one-way
 // delays are the topology's round trips halved.
 
@@ -138,9 +139,10 @@ type Stability struct {
 // flight.
 type FlightStats struct {
 	Name string `json:"name"`
-	// Acked counts the writes acknowledged in the measured window.
+	// Acked counts the writes acknowledged in the measured window, by
+	// their coordinator (a site's) or by the ring.
 	Acked int64 `json:"acked"`
-	// InFlight is the mean number of them in flight over the window,
+	// InFlight is the mean number of writes in flight over the window,
 	// MeanMS their mean time in flight by Little's law (InFlight over
 	// Acked per second).
 	InFlight float64 `json:"in_flight"`
