@@ -345,14 +345,17 @@ func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *har
 // every write is complete, then run the workload with the schedule.
 func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	s := u.s
+	load := !s.Causal.NoLoad && s.Workload.Keys > 0
 	loading, completes := false, 0
-	var observe func(from, to wire.NodeID, m wire.Msg)
-	if !s.Causal.NoLoad && s.Workload.Keys > 0 {
-		observe = func(_, _ wire.NodeID, m wire.Msg) {
-			if _, ok := m.(*wire.CausalComplete); ok && loading {
+	probe := newStabilityProbe(s)
+	observe := func(from, to wire.NodeID, m wire.Msg) {
+		if loading {
+			if _, ok := m.(*wire.CausalComplete); ok {
 				completes++
 			}
+			return
 		}
+		probe.observe(from, to, m)
 	}
 	w, target, loadTarget, err := karmaWorld(u, observe)
 	if err != nil {
@@ -360,7 +363,8 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	}
 	rec := newCausalUnit(u, t)
 	u.own = rec
-	if observe != nil {
+	probe.start(w.Sim.Now, rec.warmup, rec.end)
+	if load {
 		loading = true
 		if err := loadCausal(u, w.Sim, loadTarget, &completes); err != nil {
 			return 0, fmt.Errorf("load: %w", err)
@@ -372,6 +376,7 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	}
 	rec.finish()
 	rec.result.AbandonedReads = abandonedReads(w)
+	rec.result.Stability = probe.stability(s)
 	return w.Sim.TraceHash(), u.check()
 }
 
@@ -775,6 +780,9 @@ type CausalRun struct {
 	Phases    []CausalPhase  `json:"phases,omitempty"`
 	Events    []EventRecord  `json:"events,omitempty"`
 	TraceHash string         `json:"trace_hash"`
+	// Stability is the run's time to stability, for the restricted
+	// share's model (karma_model.go). The simulator only.
+	Stability *Stability `json:"stability,omitempty"`
 }
 
 // CausalSecond is one second of a run: the operations that completed in

@@ -20,6 +20,9 @@ func (karmaPlugin) tables(s *Scenario, r *Result) []Table {
 	if s.wants(OutCausal) {
 		out = append(out, causalTable(s, r))
 	}
+	if s.wants(OutCausal) && measuredStability(r) {
+		out = append(out, restrictionModelTable(s, r))
+	}
 	if s.wants(OutSaturation) {
 		out = append(out, saturationTable(s, r), comparisonTable(s, r))
 	}

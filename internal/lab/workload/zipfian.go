@@ -157,6 +157,14 @@ func NewScrambledZipfian(n uint64) (Generator, error) {
 	return s, nil
 }
 
+// ScrambledRankProbability is the probability that NewScrambledZipfian
+// draws the rank-th most popular item (rank from 1) of the zipfian over
+// 10^10 items it folds onto its n keys: rank^-theta / zeta(10^10, theta).
+// A key's probability is the sum over the ranks that hash onto it.
+func ScrambledRankProbability(rank float64) float64 {
+	return math.Pow(rank, -ZipfianTheta) / scrambledZeta
+}
+
 func (s *scrambledZipfian) Next(r *rand.Rand) uint64 {
 	return fnv64(s.base.Next(r)) % s.n
 }
