@@ -40,11 +40,10 @@ var causalStrategies = []string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
 // local_pct (Karma 6.1: "nearly 77% local accesses"), restricted_pct
 // (Fig. 11) and cache_hit_pct (6.4: a 31% miss ratio at 95-5) found by
 // Strategy, Point and Series, a value without a Point standing for
-// every point; throughput_gain_pct, a
-// strategy's peak throughput over Baseline's (6.1, 6.3), found by
-// Strategy, Series and Baseline; throughput_change_pct, a strategy's
-// peak throughput in one series over its peak in the Baseline series
-// (6.5: object sizes).
+// every point; throughput_gain_pct, a strategy's peak throughput over
+// Baseline's (6.1, 6.3), found by Strategy, Series and Baseline;
+// throughput_change_pct, a strategy's peak throughput in one series over
+// its peak in the Baseline series (6.5: object sizes).
 var causalMetrics = []string{"local_pct", "restricted_pct", "cache_hit_pct", "throughput_gain_pct", "throughput_change_pct"}
 
 // causalSLA stands for the SLA of a causal scenario's runs, which have
@@ -374,6 +373,7 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 		return 0, err
 	}
 	if rec.cacheTo == nil {
+		// A run bounded by operations ends with its last.
 		rec.cacheTo = readCaches(w)
 	}
 	rec.finish()
@@ -528,7 +528,8 @@ type causalUnit struct {
 	seconds []causalSecondSum
 	// cacheFrom and cacheTo read the caches at the warmup's end and the
 	// run's, cacheSteps at the start of each of the timeline's buckets
-	// (watchCaches); all nil in a world without caches.
+	// (watchCaches); nil in a cluster run, empty in a world without
+	// caches.
 	cacheFrom, cacheTo cacheReading
 	cacheSteps         []cacheReading
 	result             CausalRun
