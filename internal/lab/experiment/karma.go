@@ -452,8 +452,9 @@ func between(from, to cacheReading, site string) cacheCount {
 }
 
 // watchCaches reads the world's caches as the workload starts (now), at
-// every timeline step from then, at the warmup's end and at the run's, so
-// that the hit ratio is the measured window's, not the warmup's: a run
+// every timeline step from then, at the warmup's end, halfway through the
+// measured window and at the run's, so that the hit ratio is the measured
+// window's, not the warmup's, and its halves show whether it held: a run
 // starts with its caches empty (loadCausal), and its first seconds miss
 // far more than its later ones.
 func (c *causalUnit) watchCaches(w *harness.CausalWorld) {
@@ -464,6 +465,7 @@ func (c *causalUnit) watchCaches(w *harness.CausalWorld) {
 	origin := sm.Now()
 	sm.At(origin+c.warmup, func() { c.cacheFrom = readCaches(w) })
 	if c.end > 0 {
+		sm.At(origin+(c.warmup+c.end)/2, func() { c.cacheMid = readCaches(w) })
 		sm.At(origin+c.end, func() { c.cacheTo = readCaches(w) })
 	}
 	var step func()
@@ -526,13 +528,14 @@ type causalUnit struct {
 	end time.Duration
 	// seconds are the timeline's buckets, by completion.
 	seconds []causalSecondSum
-	// cacheFrom and cacheTo read the caches at the warmup's end and the
-	// run's, cacheSteps at the start of each of the timeline's buckets
-	// (watchCaches); nil in a cluster run, empty in a world without
-	// caches.
-	cacheFrom, cacheTo cacheReading
-	cacheSteps         []cacheReading
-	result             CausalRun
+	// cacheFrom, cacheMid and cacheTo read the caches at the warmup's
+	// end, halfway to the run's (in a run of a set duration) and at the
+	// run's end, cacheSteps at the start of each of the timeline's
+	// buckets (watchCaches); nil in a cluster run, empty in a world
+	// without caches.
+	cacheFrom, cacheMid, cacheTo cacheReading
+	cacheSteps                   []cacheReading
+	result                       CausalRun
 }
 
 type causalSecondSum struct {
@@ -710,6 +713,12 @@ func (c *causalUnit) finish() {
 	c.all.sessions = sessions
 	res.CausalStats = c.all.stats("", c.warmup, c.end)
 	res.CacheHitPct = c.cacheHitPct("")
+	if c.cacheMid != nil {
+		first, second := between(c.cacheFrom, c.cacheMid, "").hitPct(), between(c.cacheMid, c.cacheTo, "").hitPct()
+		if first != nil && second != nil {
+			res.CacheHitHalvesPct = []float64{*first, *second}
+		}
+	}
 	res.Timeline, res.Phases = c.timeline()
 	if !u.s.wants(OutCausalTimeline) {
 		res.Timeline = nil
@@ -874,6 +883,10 @@ type CausalRun struct {
 	Seed     uint64 `json:"seed"`
 	Strategy string `json:"strategy"`
 	CausalStats
+	// CacheHitHalvesPct is CacheHitPct over the measured window's first
+	// and second halves (runs of a set duration, with caches): the
+	// window is long and warm enough when they agree.
+	CacheHitHalvesPct []float64 `json:"cache_hit_halves_pct,omitempty"`
 	// AbandonedReads counts, over the whole run (its warmup included),
 	// the reads that stores and caches dropped unserved because the
 	// coordinator or cache that sent them had stopped waiting (wire.Read's

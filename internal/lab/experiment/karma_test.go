@@ -182,8 +182,8 @@ outputs: [causal, causal-timeline]
 // TestCausalCacheHitWindow checks that the caches' hit ratio is the
 // measured window's: the same world (warmup changes only what is
 // recorded) measured after a warmup has a higher hit ratio than measured
-// from its cold start, its first second misses more than its last, and
-// the causal table sets the paper's ratio beside Karma's, "-" beside a
+// from its cold start, whose first half misses more than its second, its
+// first second misses more than its last, and the causal table sets the paper's ratio beside Karma's, "-" beside a
 // strategy without caches.
 func TestCausalCacheHitWindow(t *testing.T) {
 	run := func(warmup string) CausalRun {
@@ -208,6 +208,9 @@ func TestCausalCacheHitWindow(t *testing.T) {
 	}
 	if *warm.CacheHitPct <= *cold.CacheHitPct {
 		t.Errorf("karma: cache hit %.1f%% after a 1 s warmup, %.1f%% over the whole run; want the warm window higher", *warm.CacheHitPct, *cold.CacheHitPct)
+	}
+	if h := cold.CacheHitHalvesPct; len(h) != 2 || h[0] >= h[1] || len(warm.CacheHitHalvesPct) != 2 {
+		t.Errorf("karma: cache hit by half %v from the cold start, %v after the warmup; want both, the cold start's first half lower", h, warm.CacheHitHalvesPct)
 	}
 	first, last := warm.Timeline[0].CacheHitPct, warm.Timeline[len(warm.Timeline)-1].CacheHitPct
 	if first == nil || last == nil || *first >= *last {
