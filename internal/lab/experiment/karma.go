@@ -37,13 +37,14 @@ import (
 var causalStrategies = []string{"karma", "karma-nc", "cops-pr", "cops-ideal"}
 
 // causalMetrics are the paper's numbers a Karma preset may carry:
-// local_pct (Karma 6.1: "nearly 77% local accesses") and restricted_pct
-// (Fig. 11) found by Strategy, Point and Series; throughput_gain_pct, a
-// strategy's peak throughput over Baseline's (6.1, 6.3), found by
-// Strategy, Series and Baseline; throughput_change_pct, a strategy's
-// peak throughput in one series over its peak in the Baseline series
-// (6.5: object sizes).
-var causalMetrics = []string{"local_pct", "restricted_pct", "throughput_gain_pct", "throughput_change_pct"}
+// local_pct (Karma 6.1: "nearly 77% local accesses"), restricted_pct
+// (Fig. 11) and cache_hit_pct (6.4: a 31% miss ratio at 95-5) found by
+// Strategy, Point and Series, a value without a Point standing for
+// every point; throughput_gain_pct, a strategy's peak throughput over
+// Baseline's (6.1, 6.3), found by Strategy, Series and Baseline;
+// throughput_change_pct, a strategy's peak throughput in one series over
+// its peak in the Baseline series (6.5: object sizes).
+var causalMetrics = []string{"local_pct", "restricted_pct", "cache_hit_pct", "throughput_gain_pct", "throughput_change_pct"}
 
 // causalSLA stands for the SLA of a causal scenario's runs, which have
 // none.
@@ -371,8 +372,13 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 		}
 		loading = false
 	}
+	rec.watchCaches(w)
 	if err := driveSim(u, t, w.Sim, target); err != nil {
 		return 0, err
+	}
+	if rec.cacheTo == nil {
+		// A run bounded by operations ends with its last.
+		rec.cacheTo = readCaches(w)
 	}
 	rec.finish()
 	rec.result.AbandonedReads = abandonedReads(w)
@@ -395,6 +401,84 @@ func abandonedReads(w *harness.CausalWorld) uint64 {
 		}
 	}
 	return n
+}
+
+// cacheCount is what caches counted: the reads they served from an
+// entry and those they filled from a ring (causal.CacheMetrics).
+type cacheCount struct{ hits, misses uint64 }
+
+// since is what a cache counted after an earlier reading of it: a cache
+// that restarted in between counts from zero again, so all it counted is
+// since.
+func (n cacheCount) since(before cacheCount) cacheCount {
+	if n.hits < before.hits || n.misses < before.misses {
+		return n
+	}
+	return cacheCount{n.hits - before.hits, n.misses - before.misses}
+}
+
+// hitPct is the hit ratio in percent, nil when no read reached a cache.
+func (n cacheCount) hitPct() *float64 {
+	if n.hits+n.misses == 0 {
+		return nil
+	}
+	p := 100 * float64(n.hits) / float64(n.hits+n.misses)
+	return &p
+}
+
+// cacheReading is every running cache's counts at one time.
+type cacheReading map[wire.NodeID]cacheCount
+
+// readCaches reads the counters of the world's running caches.
+func readCaches(w *harness.CausalWorld) cacheReading {
+	out := cacheReading{}
+	for _, id := range w.Caches {
+		if c, err := w.Cache(id); err == nil {
+			m := c.Metrics()
+			out[id] = cacheCount{m.Hits, m.Misses}
+		}
+	}
+	return out
+}
+
+// between sums what the caches of a site ("" for every site) counted
+// from one reading to a later one.
+func between(from, to cacheReading, site string) cacheCount {
+	var sum cacheCount
+	for id, n := range to {
+		if site != "" && siteOf(id) != site {
+			continue
+		}
+		d := n.since(from[id])
+		sum.hits += d.hits
+		sum.misses += d.misses
+	}
+	return sum
+}
+
+// watchCaches reads the world's caches as the workload starts (now), at
+// every timeline step from then, at the warmup's end, halfway through the
+// measured window and at the run's, so that the hit ratio is the measured
+// window's, not the warmup's, and its halves show whether it held: a run
+// starts with its caches empty (loadCausal), and its first seconds miss
+// far more than its later ones.
+func (c *causalUnit) watchCaches(w *harness.CausalWorld) {
+	if len(w.Caches) == 0 {
+		return
+	}
+	sm := w.Sim
+	origin := sm.Now()
+	sm.At(origin+c.warmup, func() { c.cacheFrom = readCaches(w) })
+	if c.end > 0 {
+		sm.At(origin+(c.warmup+c.end)/2, func() { c.cacheMid = readCaches(w) })
+		sm.At(origin+c.end, func() { c.cacheTo = readCaches(w) })
+	}
+	var step func()
+	step = func() {
+		c.cacheSteps = append(c.cacheSteps, readCaches(w))
+		sm.After(causalBucket, step)
+	}
+	sm.At(origin, step)
 }
 
 // loadSettle is how long the world runs after the load's last write is
@@ -449,7 +533,14 @@ type causalUnit struct {
 	end time.Duration
 	// seconds are the timeline's buckets, by completion.
 	seconds []causalSecondSum
-	result  CausalRun
+	// cacheFrom, cacheMid and cacheTo read the caches at the warmup's
+	// end, halfway to the run's (in a run of a set duration) and at the
+	// run's end, cacheSteps at the start of each of the timeline's
+	// buckets (watchCaches); nil in a cluster run, empty in a world
+	// without caches.
+	cacheFrom, cacheMid, cacheTo cacheReading
+	cacheSteps                   []cacheReading
+	result                       CausalRun
 }
 
 type causalSecondSum struct {
@@ -619,17 +710,35 @@ func (c *causalUnit) finish() {
 		rec.sessions = r.r.Sessions
 		sessions += r.r.Sessions
 		st := rec.stats(r.r.Client, c.warmup, c.end)
+		st.CacheHitPct = c.cacheHitPct(r.r.Client)
 		r.r.Causal = &st
 		r.r.AvgLatencyMS = st.GetLatencyMS.Mean
 		res.Sites = append(res.Sites, st)
 	}
 	c.all.sessions = sessions
 	res.CausalStats = c.all.stats("", c.warmup, c.end)
+	res.CacheHitPct = c.cacheHitPct("")
+	if c.cacheMid != nil {
+		first, second := between(c.cacheFrom, c.cacheMid, "").hitPct(), between(c.cacheMid, c.cacheTo, "").hitPct()
+		if first != nil && second != nil {
+			res.CacheHitHalvesPct = []float64{*first, *second}
+		}
+	}
 	res.Timeline, res.Phases = c.timeline()
 	if !u.s.wants(OutCausalTimeline) {
 		res.Timeline = nil
 	}
 	c.result = res
+}
+
+// cacheHitPct is the hit ratio of a site's cache ("" for all caches)
+// over the measured window, nil without caches or reads that reached
+// them.
+func (c *causalUnit) cacheHitPct(site string) *float64 {
+	if c.cacheTo == nil {
+		return nil
+	}
+	return between(c.cacheFrom, c.cacheTo, site).hitPct()
 }
 
 // timeline returns the per-second throughput and Get latency, with
@@ -648,6 +757,9 @@ func (c *causalUnit) timeline() ([]CausalSecond, []CausalPhase) {
 		sec := CausalSecond{AtS: float64(i) * causalBucket.Seconds(), OpsPerS: float64(b.ops) / causalBucket.Seconds()}
 		if b.gets > 0 {
 			sec.GetMeanMS = ms(b.getLatency) / float64(b.gets)
+		}
+		if i+1 < len(c.cacheSteps) {
+			sec.CacheHitPct = between(c.cacheSteps[i], c.cacheSteps[i+1], "").hitPct()
 		}
 		out = append(out, sec)
 	}
@@ -757,6 +869,15 @@ type CausalStats struct {
 	// loaded; with causal.no_load, the keys no Put wrote yet).
 	NotFoundPct float64 `json:"not_found_pct"`
 	FailedPct   float64 `json:"failed_pct"`
+	// CacheHitPct is the caches' hit ratio over the measured window: of
+	// the reads that reached the site's cache (every site's, for the
+	// whole system) after the warmup, those it served from an entry
+	// rather than filled from a ring (Karma 6.4 gives a 31% miss ratio
+	// at 95-5). Unlike CachePct it counts the cache's own reads, and a
+	// read it filled counts as a miss whether or not the fill succeeded.
+	// Nil where no read reached a cache: strategies without one, and
+	// cluster runs, whose caches' counters the experiment cannot read.
+	CacheHitPct *float64 `json:"cache_hit_pct,omitempty"`
 }
 
 // CausalRun is one run of a causal table: a (series, point, seed,
@@ -767,6 +888,10 @@ type CausalRun struct {
 	Seed     uint64 `json:"seed"`
 	Strategy string `json:"strategy"`
 	CausalStats
+	// CacheHitHalvesPct is CacheHitPct over the measured window's first
+	// and second halves (runs of a set duration, with caches): the
+	// window is long and warm enough when they agree.
+	CacheHitHalvesPct []float64 `json:"cache_hit_halves_pct,omitempty"`
 	// AbandonedReads counts, over the whole run (its warmup included),
 	// the reads that stores and caches dropped unserved because the
 	// coordinator or cache that sent them had stopped waiting (wire.Read's
@@ -787,12 +912,15 @@ type CausalRun struct {
 
 // CausalSecond is one second of a run: the operations that completed in
 // it, their number over the mean before the first scheduled change
-// (Karma Fig. 8's normalized throughput), and the Gets' mean latency.
+// (Karma Fig. 8's normalized throughput), the Gets' mean latency, and
+// the caches' hit ratio over the second (nil without caches or reads
+// that reached them; it shows how long the caches take to warm).
 type CausalSecond struct {
-	AtS        float64 `json:"at_s"`
-	OpsPerS    float64 `json:"ops_per_s"`
-	Normalized float64 `json:"normalized"`
-	GetMeanMS  float64 `json:"get_mean_ms"`
+	AtS         float64  `json:"at_s"`
+	OpsPerS     float64  `json:"ops_per_s"`
+	Normalized  float64  `json:"normalized"`
+	GetMeanMS   float64  `json:"get_mean_ms"`
+	CacheHitPct *float64 `json:"cache_hit_pct,omitempty"`
 }
 
 // CausalPhase is a run between two scheduled changes: "before" the

@@ -61,10 +61,11 @@ func causalCells(s *Scenario, c CausalRun) []string {
 
 // causalPaper finds the paper's number for a metric of a causal run, as
 // a cell ("" when it does not survive): the bound first when the paper
-// gives only one (< 2).
+// gives only one (< 2). A value without a point is the paper's at every
+// point.
 func causalPaper(s *Scenario, metric, strategy, point, series, baseline string) string {
 	for _, v := range s.Paper.Values {
-		if v.Metric == metric && v.Strategy == strategy && v.Point == point && v.Series == series && v.Baseline == baseline {
+		if v.Metric == metric && v.Strategy == strategy && (v.Point == "" || v.Point == point) && v.Series == series && v.Baseline == baseline {
 			return v.Bound + strconv.FormatFloat(v.Value, 'f', -1, 64)
 		}
 	}
@@ -75,13 +76,14 @@ func causalPaper(s *Scenario, metric, strategy, point, series, baseline string) 
 func causalTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "causal", Title: "Causal table runs: throughput, latency (ms), local and restricted shares, where Gets were served (Karma Figs 7, 11, 12)",
 		Header: append(causalColumns(s), "sessions", "ops/s", "get mean", "get p50", "get p99", "put mean", "put p99",
-			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "ring here %", "ring elsewhere %", "failed %", "failed", "abandoned reads")}
+			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "cache hit %", "paper", "hit by half", "ring here %", "ring elsewhere %", "failed %", "failed", "abandoned reads")}
 	for _, c := range r.Causal {
 		row := append(causalCells(s, c), strconv.Itoa(c.Sessions), f1(c.ThroughputOpsPerS),
 			f2(c.GetLatencyMS.Mean), f2(c.GetLatencyMS.P50), f2(c.GetLatencyMS.P99), f2(c.PutLatencyMS.Mean), f2(c.PutLatencyMS.P99),
 			f1(c.LocalPct), causalPaper(s, "local_pct", c.Strategy, c.Point, c.Series, ""),
 			f2(c.RestrictedPct), causalPaper(s, "restricted_pct", c.Strategy, c.Point, c.Series, ""),
-			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct),
+			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), pctCell(c.CacheHitPct), causalPaper(s, "cache_hit_pct", c.Strategy, c.Point, c.Series, ""), halvesCell(c.CacheHitHalvesPct),
+			f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct),
 			strconv.FormatInt(c.Failed, 10), strconv.FormatUint(c.AbandonedReads, 10))
 		t.Rows = append(t.Rows, row)
 	}
@@ -89,9 +91,27 @@ func causalTable(s *Scenario, r *Result) Table {
 		"Local: Gets served at the client's own site (its session's write buffer, its site's cache, or a storage node there, directly or through the cache on a miss; Karma 6.1). " +
 		"Restricted: accesses (Gets and Puts) made while the session was bound to a ring by a dynamic ring restriction (Karma 4.2, Fig. 11); cops-pr and cops-ideal bind every session to its site's ring anyway, and for them it counts the accesses of sessions holding in-flight reads. In flight: Gets of a version not yet in every ring. " +
 		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). " +
+		"Cache hit: of the reads that reached a cache after the warmup, those it served from an entry rather than filled from a ring (Karma 6.4: a 31% miss ratio at 95-5); - where no read reached one (no cache, or a cluster run); hit by half: the same over the measured window's first and second halves, which agree when the caches were warm. " +
 		"Failed: operations after the warmup that failed; abandoned reads: reads that storage nodes and caches dropped over the whole run because their sender had stopped waiting (simulator only). A paper cell with < or > is a bound the paper gives."
 	t.Caption += virtualNote(r)
 	return t
+}
+
+// pctCell formats a share that may be missing as "-".
+func pctCell(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return f1(*p)
+}
+
+// halvesCell formats the hit ratio's halves as "first/second", "-"
+// without them.
+func halvesCell(h []float64) string {
+	if len(h) != 2 {
+		return "-"
+	}
+	return f1(h[0]) + "/" + f1(h[1])
 }
 
 // saturationTable has one row per (series, strategy): its peak over the
@@ -227,14 +247,14 @@ func causalTimelineTable(s *Scenario, r *Result) Table {
 	n := 0
 	for _, c := range r.Causal {
 		l := causalLabel(s, c)
-		t.Header = append(t.Header, l+" ops/s", l+" normalized", l+" get ms")
+		t.Header = append(t.Header, l+" ops/s", l+" normalized", l+" get ms", l+" cache hit %")
 		n = max(n, len(c.Timeline))
 	}
 	for from := 0; from < n; from += timelineTableStep {
 		row := []string{strconv.Itoa(from)}
 		for _, c := range r.Causal {
-			var ops, norm, lat float64
-			var k, kl int
+			var ops, norm, lat, hit float64
+			var k, kl, kh int
 			for i := from; i < min(from+timelineTableStep, len(c.Timeline)); i++ {
 				sec := c.Timeline[i]
 				ops += sec.OpsPerS
@@ -244,20 +264,27 @@ func causalTimelineTable(s *Scenario, r *Result) Table {
 					lat += sec.GetMeanMS
 					kl++
 				}
+				if sec.CacheHitPct != nil {
+					hit += *sec.CacheHitPct
+					kh++
+				}
 			}
 			if k == 0 {
-				row = append(row, "", "", "")
+				row = append(row, "", "", "", "")
 				continue
 			}
-			latCell := ""
+			latCell, hitCell := "", "-"
 			if kl > 0 {
 				latCell = f1(lat / float64(kl))
 			}
-			row = append(row, f1(ops/float64(k)), f3(norm/float64(k)), latCell)
+			if kh > 0 {
+				hitCell = f1(hit / float64(kh))
+			}
+			row = append(row, f1(ops/float64(k)), f3(norm/float64(k)), latCell, hitCell)
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Caption = "Operations completed per second and the Gets' mean latency, each averaged over the row's seconds; normalized is throughput over the run's mean from the warmup's end to the first scheduled change. The events are listed above."
+	t.Caption = "Operations completed per second, the Gets' mean latency and the caches' hit ratio (- without caches), each averaged over the row's seconds; normalized is throughput over the run's mean from the warmup's end to the first scheduled change. The events are listed above."
 	return t
 }
 

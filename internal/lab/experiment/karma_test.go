@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -175,5 +176,70 @@ outputs: [causal, causal-timeline]
 	}
 	if !tables["causal-phases"] || !tables["causal-timeline"] {
 		t.Errorf("tables %v: want causal-phases and causal-timeline with rows", tables)
+	}
+}
+
+// TestCausalCacheHitWindow checks that the caches' hit ratio is the
+// measured window's: the same world (warmup changes only what is
+// recorded) measured after a warmup has a higher hit ratio than measured
+// from its cold start, whose first half misses more than its second, its
+// first second misses more than its last, and the causal table sets the paper's ratio beside Karma's, "-" beside a
+// strategy without caches.
+func TestCausalCacheHitWindow(t *testing.T) {
+	run := func(warmup string) CausalRun {
+		yaml := strings.Replace(causalWorld3, "keys: 2000", "keys: 300", 1)
+		yaml = strings.Replace(yaml, "duration: 1s, warmup: 200ms", "duration: 3s, warmup: "+warmup, 1) +
+			"strategies: [karma, cops-ideal]\noutputs: [causal, causal-timeline]\npaper: {values: [{metric: cache_hit_pct, strategy: karma, value: 69}]}\n"
+		s := parse(t, yaml)
+		r := runSim(t, s)
+		tb := Tables(s, r)[0]
+		col := slices.Index(tb.Header, "cache hit %")
+		for _, row := range tb.Rows {
+			hit, paper := row[col], row[col+1]
+			if want := map[string]string{"karma": "69", "cops-ideal": ""}[row[0]]; paper != want || (row[0] == "cops-ideal") != (hit == "-") {
+				t.Errorf("warmup %s, %s: cache hit %q, paper %q; want the paper's %q, and - without a cache", warmup, row[0], hit, paper, want)
+			}
+		}
+		return r.Causal[0]
+	}
+	cold, warm := run("0s"), run("1s")
+	if cold.CacheHitPct == nil || warm.CacheHitPct == nil {
+		t.Fatalf("karma: cache hit %v cold, %v warm; want both", cold.CacheHitPct, warm.CacheHitPct)
+	}
+	if *warm.CacheHitPct <= *cold.CacheHitPct {
+		t.Errorf("karma: cache hit %.1f%% after a 1 s warmup, %.1f%% over the whole run; want the warm window higher", *warm.CacheHitPct, *cold.CacheHitPct)
+	}
+	if h := cold.CacheHitHalvesPct; len(h) != 2 || h[0] >= h[1] || len(warm.CacheHitHalvesPct) != 2 {
+		t.Errorf("karma: cache hit by half %v from the cold start, %v after the warmup; want both, the cold start's first half lower", h, warm.CacheHitHalvesPct)
+	}
+	first, last := warm.Timeline[0].CacheHitPct, warm.Timeline[len(warm.Timeline)-1].CacheHitPct
+	if first == nil || last == nil || *first >= *last {
+		t.Errorf("karma: cache hit %v in the first second, %v in the last; want it to rise as the caches fill", first, last)
+	}
+}
+
+// TestCacheCountSince checks what a cache counted between two readings,
+// a restart in between included.
+func TestCacheCountSince(t *testing.T) {
+	from := cacheReading{"a/cache": {hits: 10, misses: 30}, "b/cache": {hits: 5, misses: 5}}
+	to := cacheReading{"a/cache": {hits: 40, misses: 40}, "b/cache": {hits: 2, misses: 1}, "c/cache": {hits: 3, misses: 1}}
+	for _, tc := range []struct {
+		site string
+		want cacheCount
+	}{
+		{"a", cacheCount{30, 10}},
+		{"b", cacheCount{2, 1}}, // restarted: counts from zero
+		{"c", cacheCount{3, 1}}, // not running at the first reading
+		{"", cacheCount{35, 12}},
+	} {
+		if got := between(from, to, tc.site); got != tc.want {
+			t.Errorf("site %q: %+v, want %+v", tc.site, got, tc.want)
+		}
+	}
+	if p := (cacheCount{}).hitPct(); p != nil {
+		t.Errorf("no reads: hit ratio %v, want none", *p)
+	}
+	if p := (cacheCount{3, 1}).hitPct(); p == nil || *p != 75 {
+		t.Errorf("3 hits, 1 miss: hit ratio %v, want 75", p)
 	}
 }
