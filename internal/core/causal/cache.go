@@ -30,22 +30,37 @@ type CacheOptions struct {
 
 // Cache is a datacenter cache (Karma 3, 4.3). A miss is filled from a
 // ring's storage node, which records the cache in the key's cached-at set
-// and invalidates it when a newer version arrives, or tells it when the
-// version becomes stable. An entry remembers the rings it was filled from
-// and whether its version is known stable:
-//   - A read no ring restriction binds is served only a stable entry, as in
-//     the paper: a stable version's causal past is in every ring.
+// and invalidates it when a newer version arrives. As in the paper, only
+// stable versions are kept (Karma 4.3: "demand fills only with stable
+// objects and not in-flight objects"): a fill that finds the version in
+// flight is passed on to the reader and dropped, and the node does not
+// record the cache for it. An entry remembers the rings it was filled
+// from:
+//   - A read no ring restriction binds is served any entry: a stable
+//     version's causal past is in every ring.
 //   - A read bound to ring R (a session under a dynamic ring restriction,
-//     Karma 4.2) is served only an entry filled from R, stable or not, and
-//     a miss is filled from R. The paper forces such reads to miss (Karma
-//     4.2, 4.3); an entry filled from R is as good as reading R, since R
-//     applies each write only after its dependencies (put-after, Karma
-//     4.1.2), so an in-flight version's causal past is in R when R serves
-//     it, and R invalidates the entry before the next version of the key
-//     counts as present there (see below). A stable entry filled from
-//     another ring is not: a restricted session may depend on a newer
-//     version that only R holds yet, whose invalidation goes only to the
-//     caches in R's cached-at set.
+//     Karma 4.2) is served only an entry filled from R, and a miss is
+//     filled from R. The paper forces such reads to miss (Karma 4.2, 4.3);
+//     an entry filled from R is as good as reading R, since R invalidates
+//     it before the next version of the key counts as present there (see
+//     below). A stable entry filled from another ring is not: a restricted
+//     session may depend on a newer version that only R holds yet, whose
+//     invalidation goes only to the caches in R's cached-at set.
+//
+// Why no in-flight entries. An in-flight version filled from R could
+// serve the reads bound to R (R applies each write only after its
+// dependencies, put-after, Karma 4.1.2, so the version's causal past is
+// in R when R serves it), and the caches kept such entries until the
+// stores told them the version stable. They then served 24.7% of the
+// Gets of karma-fig7's setup at 4,800 sessions (10 s, no warmup), against
+// 13.8% for stable entries alone, but the run collapsed: 78.7k then
+// 16.5k operations a second in 5 s windows, a write stable 5.0 s on
+// average after its put was acknowledged, 602 operations failed and
+// 8,187 reads abandoned; with stable entries alone, 88.1k then 73.7k,
+// 0.9 s, none failed and 78 abandoned. Why is not settled (issue
+// 28): the invalidations and acknowledgements that in-flight entries add
+// are 1 to 4% of the messages of the busiest storage nodes (Brazil's,
+// the ring of one site), so they are not the load by themselves.
 //
 // It keeps no durable state: a restarted cache is empty, which costs only
 // misses (Karma 4.4).
@@ -62,9 +77,10 @@ type CacheOptions struct {
 //     that served it. An invalidation from another ring's node says
 //     nothing of R, and drops the entry anyway. So the cache needs no
 //     per-key watermark of the versions invalidated: a fill older than
-//     an invalidation already seen is either from R, and then R's own
-//     invalidation follows it on the link, or from a ring whose entry
-//     serves only reads bound to that ring.
+//     an invalidation already seen comes from a node that has not yet
+//     processed the newer version, and whose own invalidation will
+//     follow the fill on its link when it does; until then no read the
+//     entry serves can depend on the newer version (the rules below).
 //   - A node of R counts a version as present (answers a dependency check
 //     for it, Store.whenProcessed) only once every cache it invalidated
 //     for the key has acknowledged (Karma 4.3 waits for those
@@ -99,24 +115,19 @@ type CacheMetrics struct {
 	AbandonedReads uint64
 }
 
+// cached is a stable version of a key. rings has bit r set when ring r's
+// node for the key filled it (and so will invalidate it).
 type cached struct {
 	found   bool
 	value   []byte
 	version wire.Version
-	// stable is whether the version is known stable (when filled, or
-	// since); rings has bit r set when ring r's node for the key filled
-	// it (and so will invalidate it).
-	stable bool
-	rings  uint64
+	rings   uint64
 }
 
 // serves reports whether the entry may answer a read bound to ring (or
 // NoRing) by a session that read min of the key in flight.
 func (e *cached) serves(ring int32, min wire.Version) bool {
-	if ring == wire.NoRing {
-		return e.stable
-	}
-	return e.rings&(1<<ring) != 0 && !e.version.Less(min)
+	return ring == wire.NoRing || (e.rings&(1<<ring) != 0 && !e.version.Less(min))
 }
 
 type fetch struct {
@@ -125,7 +136,6 @@ type fetch struct {
 	key    string
 	node   wire.NodeID
 	ring   int
-	bound  bool
 	sent   time.Time
 }
 
@@ -183,12 +193,6 @@ func (c *Cache) Receive(from wire.NodeID, m wire.Msg) {
 		c.filled(from, m)
 	case *wire.Invalidate:
 		c.invalidate(from, m)
-	case *wire.Stable:
-		// The version is in every ring with its causal past: any read
-		// may take it (Karma 4.1.2, 4.3).
-		if e := c.entries[m.Key]; e != nil && e.version == m.Version {
-			e.stable = true
-		}
 	}
 }
 
@@ -224,13 +228,8 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 	}
 	if e := c.entries[m.Key]; e != nil && e.serves(m.Ring, m.Min) {
 		c.metrics.Hits++
-		reply := &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Found: e.found, Value: e.value, Version: e.version,
-			Source: wire.FromCache, Ring: wire.NoRing, Node: c.env.ID(), InFlight: !e.stable}
-		if reply.InFlight {
-			// The session is bound to the ring it read the version from.
-			reply.Ring = m.Ring
-		}
-		c.env.Send(from, reply)
+		c.env.Send(from, &wire.ReadReply{Req: m.Req, Table: c.layout.Table, Found: e.found, Value: e.value, Version: e.version,
+			Source: wire.FromCache, Ring: wire.NoRing, Node: c.env.ID()})
 		return
 	}
 	c.metrics.Misses++
@@ -241,7 +240,7 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 	to := c.layout.Node(r, m.Key)
 	c.nextReq++
 	req := c.nextReq
-	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, ring: r, bound: m.Ring != wire.NoRing, sent: c.env.Now()}
+	c.fetches[req] = &fetch{client: from, req: m.Req, key: m.Key, node: to, ring: r, sent: c.env.Now()}
 	// The fill is given up after ReadTimeout, or when the coordinator
 	// gives up the read, if sooner.
 	deadline := c.env.WallNanos() + int64(c.opts.ReadTimeout)
@@ -252,8 +251,8 @@ func (c *Cache) read(from wire.NodeID, m *wire.Read) {
 	c.timeouts.add(c.env, req)
 }
 
-// filled keeps what a fill brought: a stable version for any reader, an
-// in-flight one only for readers bound to the ring it came from.
+// filled passes a fill's answer on to the reader, and keeps it if it is
+// stable (Cache's comment says why an in-flight version is not kept).
 func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 	f := c.fetches[m.Req]
 	if f == nil || f.node != from {
@@ -261,14 +260,13 @@ func (c *Cache) filled(from wire.NodeID, m *wire.ReadReply) {
 	}
 	delete(c.fetches, m.Req)
 	c.near.observe(from, c.env.Now().Sub(f.sent))
-	if m.Code == wire.OK && (f.bound || !m.InFlight) {
+	if m.Code == wire.OK && !m.InFlight {
 		bit := uint64(1) << f.ring
 		switch e := c.entries[f.key]; {
 		case e == nil || e.version.Less(m.Version):
-			c.install(f.key, &cached{found: m.Found, value: m.Value, version: m.Version, stable: !m.InFlight, rings: bit})
+			c.install(f.key, &cached{found: m.Found, value: m.Value, version: m.Version, rings: bit})
 		case e.version == m.Version:
 			e.rings |= bit
-			e.stable = e.stable || !m.InFlight
 		}
 	}
 	reply := *m

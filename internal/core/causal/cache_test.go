@@ -84,61 +84,45 @@ func read(c *Cache, env *cacheEnv, key string, ring int32, min wire.Version, ans
 	return env.last().m.(*wire.ReadReply), s.to
 }
 
-// TestCacheRings checks which reads an entry serves (Cache's comment): an
-// in-flight version only reads bound to the ring it came from, and not
-// older than their Min, until a Stable of that version; a stable one
-// unbound reads, and bound reads only of a ring it was filled from.
+// TestCacheRings checks which fills a cache keeps and which reads an
+// entry serves (Cache's comment): an in-flight version is passed on and
+// not kept, whoever asked; a stable one serves unbound reads, and bound
+// reads only of a ring it was filled from and not older than their Min.
 func TestCacheRings(t *testing.T) {
 	v1, v2 := version(1), version(2)
 	c, env := startCache(t)
-	// A bound miss fills from its own ring, though ring 0 is nearer, and
-	// keeps the in-flight version for that ring.
-	if _, node := read(c, env, "x", 1, wire.Version{}, v1, true); node != "b/s1" {
-		t.Fatalf("bound to ring 1: filled from %q, want b/s1", node)
-	}
+	// A bound miss fills from its own ring, though ring 0 is nearer; the
+	// in-flight version goes to the reader, bound to that ring, and is
+	// not kept.
 	r, node := read(c, env, "x", 1, wire.Version{}, v1, true)
-	if node != "" || r.Source != wire.FromCache || !r.InFlight || r.Ring != 1 || r.Version != v1 {
-		t.Fatalf("bound to ring 1 again: %v from %q, want a hit of %s in flight from ring 1", r, node, v1)
+	if node != "b/s1" || r.Source != wire.FromRing || !r.InFlight || r.Ring != 1 || r.Version != v1 {
+		t.Fatalf("bound to ring 1: %v filled from %q, want %s in flight from ring 1, filled from b/s1", r, node, v1)
 	}
-	if _, node := read(c, env, "x", 1, v2, v2, true); node != "b/s1" {
-		t.Fatalf("bound to ring 1 with min %s: filled from %q, want a miss filled from b/s1", v2, node)
+	if _, node := read(c, env, "x", 1, wire.Version{}, v1, true); node != "b/s1" || c.Len() != 0 {
+		t.Fatalf("bound to ring 1 again: filled from %q with %d keys cached, want a miss filled from b/s1 and nothing kept", node, c.Len())
 	}
-	// Other rings' and unbound reads do not see it.
-	if _, node := read(c, env, "x", 0, wire.Version{}, v1, false); node != "a/s1" {
-		t.Fatalf("bound to ring 0: filled from %q, want a miss filled from a/s1", node)
+	if _, node := read(c, env, "x", wire.NoRing, wire.Version{}, v1, true); node != "a/s1" || c.Len() != 0 {
+		t.Fatalf("unbound: filled from %q with %d keys cached, want a miss filled from the nearest, a/s1, and nothing kept", node, c.Len())
 	}
-	c, env = startCache(t)
-	read(c, env, "x", 1, wire.Version{}, v1, true)
-	if _, node := read(c, env, "x", wire.NoRing, wire.Version{}, v1, true); node != "a/s1" {
-		t.Fatalf("unbound: filled from %q, want a miss filled from the nearest, a/s1", node)
-	}
-	if _, node := read(c, env, "x", wire.NoRing, wire.Version{}, v1, true); node == "" {
-		t.Fatalf("unbound: an in-flight version was kept for unbound reads")
-	}
-	// Stable from ring 0: unbound reads hit, ring 1's still miss.
-	c, env = startCache(t)
+	// Stable from ring 0: unbound reads hit, ring 1's miss.
 	read(c, env, "x", wire.NoRing, wire.Version{}, v1, false)
-	if r, node := read(c, env, "x", wire.NoRing, wire.Version{}, v1, false); node != "" || r.InFlight {
-		t.Fatalf("unbound after a stable fill: %v from %q, want a stable hit", r, node)
+	if r, node := read(c, env, "x", wire.NoRing, wire.Version{}, v1, false); node != "" || r.Source != wire.FromCache || r.InFlight || r.Ring != wire.NoRing {
+		t.Fatalf("unbound after a stable fill: %v from %q, want a stable hit bound to no ring", r, node)
 	}
 	if _, node := read(c, env, "x", 1, wire.Version{}, v1, false); node != "b/s1" {
 		t.Fatalf("bound to ring 1 after a stable fill from ring 0: filled from %q, want a miss filled from b/s1", node)
 	}
-	// Now filled from both rings: ring 1 hits.
-	if _, node := read(c, env, "x", 1, wire.Version{}, v1, false); node != "" {
-		t.Fatalf("bound to ring 1 after its own fill: filled from %q, want a hit", node)
+	// Now filled from both rings: ring 1 hits, bound to no ring, unless
+	// its session read a newer version in flight.
+	if r, node := read(c, env, "x", 1, wire.Version{}, v1, false); node != "" || r.InFlight || r.Ring != wire.NoRing {
+		t.Fatalf("bound to ring 1 after its own fill: %v from %q, want a stable hit bound to no ring", r, node)
 	}
-	// An in-flight entry told stable serves unbound reads; told of
-	// another version, it does not.
-	c, env = startCache(t)
-	read(c, env, "x", 1, wire.Version{}, v2, true)
-	c.Receive("b/s1", &wire.Stable{Table: 1, Key: "x", Version: v1})
-	if _, node := read(c, env, "x", wire.NoRing, wire.Version{}, v2, true); node == "" {
-		t.Fatalf("unbound after Stable of an older version: a hit of the in-flight entry")
+	if _, node := read(c, env, "x", 1, v2, v2, true); node != "b/s1" {
+		t.Fatalf("bound to ring 1 with min %s: filled from %q, want a miss filled from b/s1", v2, node)
 	}
-	c.Receive("b/s1", &wire.Stable{Table: 1, Key: "x", Version: v2})
-	if r, node := read(c, env, "x", wire.NoRing, wire.Version{}, v2, false); node != "" || r.InFlight {
-		t.Fatalf("unbound after Stable of its version: %v from %q, want a stable hit", r, node)
+	// That in-flight fill did not replace the stable entry.
+	if got := c.Versions(); got["x"] != v1 {
+		t.Fatalf("after an in-flight fill of %s the cache holds %v, want x at %s", v2, got, v1)
 	}
 }
 
@@ -148,7 +132,7 @@ func TestCacheRings(t *testing.T) {
 func TestCacheInvalidate(t *testing.T) {
 	v1, v2 := version(1), version(2)
 	c, env := startCache(t)
-	read(c, env, "x", 1, wire.Version{}, v2, true)
+	read(c, env, "x", 1, wire.Version{}, v2, false)
 	c.Receive("a/s1", &wire.Invalidate{Req: 9, Table: 1, Key: "x", Version: v1})
 	if ack, ok := env.last().m.(*wire.InvalidateAck); !ok || ack.Req != 9 || c.Len() != 1 {
 		t.Fatalf("an older version's invalidation: answered %v, %d keys cached; want an ack and x kept", ack, c.Len())

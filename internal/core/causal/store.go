@@ -536,17 +536,13 @@ func (s *Store) stable(m *wire.Stable) {
 	if err := s.env.Engine().Apply(&s.batch, false); err != nil {
 		s.opts.Logger.Error("causal: mark stable", "key", m.Key, "err", err)
 	}
-	// A cache that filled the version in flight keeps it for the
-	// sessions restricted to this ring alone until it learns it stable.
-	for _, cache := range s.cachedAt[m.Key] {
-		s.env.Send(cache, m)
-	}
 }
 
 // read serves a coordinator's read or a cache's fill. A key never written
-// is stable: its initial state is in every ring. A fill puts the cache in
-// the key's cached-at set (Karma 4.3), in flight or not: a cache keeps an
-// in-flight version for the sessions restricted to this ring.
+// is stable: its initial state is in every ring. A fill of a stable
+// version puts the cache in the key's cached-at set (Karma 4.3); a cache
+// does not keep an in-flight version (Cache's comment), so a fill of one
+// does not.
 func (s *Store) read(from wire.NodeID, m *wire.Read) {
 	reply := &wire.ReadReply{Req: m.Req, Table: s.layout.Table, Source: wire.FromRing, Ring: int32(s.ring), Node: s.env.ID()}
 	if m.Table != s.layout.Table {
@@ -561,7 +557,7 @@ func (s *Store) read(from wire.NodeID, m *wire.Read) {
 	cur, ok := s.load(m.Key)
 	reply.Found, reply.Value, reply.Version = ok, cur.value, cur.version
 	reply.InFlight = ok && !cur.stable
-	if m.Fill && !slices.Contains(s.cachedAt[m.Key], from) {
+	if m.Fill && !reply.InFlight && !slices.Contains(s.cachedAt[m.Key], from) {
 		s.cachedAt[m.Key] = append(s.cachedAt[m.Key], from)
 	}
 	s.env.Send(from, reply)

@@ -239,10 +239,8 @@ type PropagateAck struct {
 }
 
 // Stable tells an MM that Version of Key is in every ring (Karma 4.1.2:
-// STABLE, after the last ring's acknowledgement), and the MM tells the
-// caches that may hold the key, whose entry of that version then serves
-// every read. Not acknowledged; a lost Stable leaves the version in
-// flight, which is safe.
+// STABLE, after the last ring's acknowledgement). Not acknowledged; a
+// lost Stable leaves the version in flight, which is safe.
 //
 //wire:envelope 39
 type Stable struct {
@@ -262,7 +260,8 @@ type Stable struct {
 // Sent to a cache for a session restricted to a ring, Ring is that ring
 // (else NoRing) and Min the newest version of Key the session read in
 // flight (zero: none): the cache answers only with a version it filled
-// from Ring and no older than Min, and fills from Ring on a miss.
+// from Ring and no older than Min, and fills from Ring on a miss. A cache
+// keeps only stable versions, so a version it serves binds no session.
 //
 //wire:envelope 40
 type Read struct {

@@ -81,9 +81,9 @@ func TestSimTargetCausal(t *testing.T) {
 					if op.Source == wire.FromRing && (op.Ring < 0 || op.Node == "") {
 						t.Errorf("get %s from a ring: ring %d node %q", op.Key, op.Ring, op.Node)
 					}
-					// An in-flight cache hit names the ring the session is
-					// restricted to and the cache filled it from.
-					if inFlightHit := op.Source == wire.FromCache && op.InFlight; op.Source != wire.FromRing && (op.Ring != wire.NoRing) != inFlightHit {
+					// A cache hit is of a stable version, and binds the
+					// session to no ring, as a read of the write buffer.
+					if op.Source != wire.FromRing && (op.Ring != wire.NoRing || op.Source == wire.FromCache && op.InFlight) {
 						t.Errorf("get %s from %s (in flight %v): ring %d", op.Key, op.Source, op.InFlight, op.Ring)
 					}
 				case GetTx:

@@ -161,11 +161,11 @@ type Op struct {
 	// (wire.FromBuffer, Node the coordinator), the site's cache
 	// (wire.FromCache, Node the cache) or a ring (wire.FromRing, Node the
 	// storage node, reached directly or through the cache on a miss).
-	// Ring is the ring read, wire.NoRing for the write buffer and stable
-	// cache hits (an in-flight cache hit, which only a session restricted
-	// to a ring gets, names that ring); InFlight says the version read was not yet in every ring;
-	// Restricted that the session was bound to one ring by a dynamic
-	// ring restriction (Karma 4.2) when it read. A get-transaction
+	// Ring is the ring read, wire.NoRing for the write buffer and cache
+	// hits (a cache keeps only stable versions); InFlight says the
+	// version read was not yet in every ring; Restricted that the
+	// session was bound to one ring by a dynamic ring restriction (Karma
+	// 4.2) when it read. A get-transaction
 	// (GetTx) also reads Keys, in Rounds rounds; its Source and InFlight
 	// are Key's. They are meaningful only for the ops on a causal table
 	// (SimTarget's or HostTarget's).

@@ -2004,10 +2004,8 @@ func (x *PropagateAck) GetClient() string {
 }
 
 // Stable tells an MM that Version of Key is in every ring (Karma 4.1.2:
-// STABLE, after the last ring's acknowledgement), and the MM tells the
-// caches that may hold the key, whose entry of that version then serves
-// every read. Not acknowledged; a lost Stable leaves the version in
-// flight, which is safe.
+// STABLE, after the last ring's acknowledgement). Not acknowledged; a
+// lost Stable leaves the version in flight, which is safe.
 type Stable struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Table         uint64                 `protobuf:"varint,1,opt,name=table,proto3" json:"table,omitempty"`
@@ -2079,7 +2077,8 @@ func (x *Stable) GetVersion() *Version {
 // Sent to a cache for a session restricted to a ring, Ring is that ring
 // (else NoRing) and Min the newest version of Key the session read in
 // flight (zero: none): the cache answers only with a version it filled
-// from Ring and no older than Min, and fills from Ring on a miss.
+// from Ring and no older than Min, and fills from Ring on a miss. A cache
+// keeps only stable versions, so a version it serves binds no session.
 type Read struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Req           uint64                 `protobuf:"varint,1,opt,name=req,proto3" json:"req,omitempty"`
