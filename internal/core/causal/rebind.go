@@ -89,9 +89,8 @@ func (c *Coordinator) lastChance(deadline int64) time.Duration {
 	return max(time.Duration(deadline-c.env.WallNanos())-answerMargin, 0)
 }
 
-// heldCap bounds the (version, ring) pairs a coordinator remembers as
-// held, and the questions it keeps open: the oldest is forgotten first,
-// which only makes it ask again.
+// heldCap bounds the questions a coordinator keeps open; the (version,
+// ring) pairs it remembers as held are bounded as learntSet's.
 const heldCap = 1 << 16
 
 // heldIn is one version in one ring.
@@ -103,8 +102,7 @@ type heldIn struct {
 // holdings is what a coordinator knows of the rings that hold other
 // coordinators' versions.
 type holdings struct {
-	held  map[heldIn]struct{}
-	order []heldIn // held's pairs, oldest learnt first
+	held learntSet[heldIn]
 	// asks are the open questions by request number; asked the time each
 	// pair was asked.
 	asks  map[uint64]heldIn
@@ -112,19 +110,7 @@ type holdings struct {
 }
 
 func newHoldings() *holdings {
-	return &holdings{held: map[heldIn]struct{}{}, asks: map[uint64]heldIn{}, asked: map[heldIn]time.Time{}}
-}
-
-func (h *holdings) learn(p heldIn) {
-	if _, ok := h.held[p]; ok {
-		return
-	}
-	if len(h.order) >= heldCap {
-		delete(h.held, h.order[0])
-		h.order = h.order[1:]
-	}
-	h.held[p] = struct{}{}
-	h.order = append(h.order, p)
+	return &holdings{held: newLearntSet[heldIn](), asks: map[uint64]heldIn{}, asked: map[heldIn]time.Time{}}
 }
 
 // holds reports whether the coordinator knows ring r holds v: stable, or
@@ -137,8 +123,7 @@ func (c *Coordinator) holds(r int, v wire.Version) bool {
 	if c.stability.has(v) {
 		return true
 	}
-	_, ok := c.holdings.held[heldIn{v, r}]
-	return ok
+	return c.holdings.held.has(heldIn{v, r})
 }
 
 // rebindRing returns a ring other than bound that holds every one of
@@ -204,7 +189,7 @@ func (c *Coordinator) heldReply(m *wire.DepCheckReply) bool {
 	delete(h.asks, m.Req)
 	delete(h.asked, p)
 	if m.Done {
-		h.learn(p)
+		h.held.learn(p)
 		c.releaseWaiting()
 	}
 	return true

@@ -44,31 +44,34 @@ const stableCap = 1 << 16
 // writer's coordinator restarted, which forgets its watchers.
 const watchFor = 5 * time.Second
 
-// stableSet is the versions a node has learnt stable, up to stableCap of
-// them: the oldest learnt is forgotten first.
-type stableSet struct {
-	stable map[wire.Version]struct{}
-	order  []wire.Version // stable's versions, oldest learnt first
+// learntSet is what a node has learnt, up to stableCap items: the oldest
+// learnt is forgotten first, which only makes the node ask again.
+type learntSet[K comparable] struct {
+	items map[K]struct{}
+	order []K // items, oldest learnt first
 }
 
-func newStableSet() stableSet { return stableSet{stable: map[wire.Version]struct{}{}} }
+// stableSet is the versions a node has learnt stable.
+type stableSet = learntSet[wire.Version]
 
-// learn records that v is stable.
-func (s *stableSet) learn(v wire.Version) {
-	if _, ok := s.stable[v]; ok {
+func newLearntSet[K comparable]() learntSet[K] { return learntSet[K]{items: map[K]struct{}{}} }
+
+// learn records k.
+func (s *learntSet[K]) learn(k K) {
+	if _, ok := s.items[k]; ok {
 		return
 	}
 	if len(s.order) >= stableCap {
-		delete(s.stable, s.order[0])
+		delete(s.items, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.stable[v] = struct{}{}
-	s.order = append(s.order, v)
+	s.items[k] = struct{}{}
+	s.order = append(s.order, k)
 }
 
-// has reports whether v was learnt stable (and not yet forgotten).
-func (s *stableSet) has(v wire.Version) bool {
-	_, ok := s.stable[v]
+// has reports whether k was learnt (and not yet forgotten).
+func (s *learntSet[K]) has(k K) bool {
+	_, ok := s.items[k]
 	return ok
 }
 
@@ -89,7 +92,7 @@ type watch struct {
 }
 
 func newStability() *stability {
-	return &stability{stableSet: newStableSet(), watches: map[uint64]watch{}, asked: map[wire.Version]uint64{}}
+	return &stability{stableSet: newLearntSet[wire.Version](), watches: map[uint64]watch{}, asked: map[wire.Version]uint64{}}
 }
 
 // lift returns the restrictions known stable, and watches the others'

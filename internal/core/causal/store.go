@@ -195,7 +195,7 @@ func (s *Store) Start(env node.Env) error {
 	s.answering = map[askID]bool{}
 	s.waiters = map[string][]waiter{}
 	s.stableWatches = map[string][]stableWatch{}
-	s.stableSeen = newStableSet()
+	s.stableSeen = newLearntSet[wire.Version]()
 	s.out = map[uint64]*outbound{}
 	s.resetting = map[wire.NodeID]bool{}
 	for _, cache := range s.layout.CacheNodes() {

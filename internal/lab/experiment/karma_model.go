@@ -438,6 +438,50 @@ type restrictionModel struct {
 	perSite, global float64
 }
 
+// writers are a run's writes by their coordinator's site, for the delays
+// between the writers and a reading site.
+type writers struct {
+	s     *Scenario
+	st    *Stability
+	acked int64 // the writes acknowledged at every site
+}
+
+// oneWay is the one-way delay from site a to site b, 0 within a site.
+func (w writers) oneWay(a, b string) float64 {
+	if l, ok := w.s.topo.Link(a, b); ok && a != b {
+		return l.RTT.Seconds() / 2
+	}
+	return 0
+}
+
+// fromWriters is the mean one-way delay from a write's coordinator to
+// site: how much later than the writer the site learns of it.
+func (w writers) fromWriters(site string) float64 {
+	var sum float64
+	for _, ws := range w.st.Sites {
+		sum += float64(ws.Acked) * w.oneWay(ws.Name, site)
+	}
+	return sum / float64(w.acked)
+}
+
+// restriction is how long a restriction taken at site lasts, left the
+// time its version still shows in flight at the ring less the STABLE
+// notice's delay there: until the writer's completion reaches the
+// site's coordinator, and, for another site's write, no sooner than the
+// answer to the watch its next Get sends (1/gets later, on average) can
+// return.
+func (w writers) restriction(site string, left, gets float64) float64 {
+	var sum float64
+	for _, ws := range w.st.Sites {
+		d := left + w.oneWay(ws.Name, site)
+		if ws.Name != site {
+			d = max(d, 1/gets+2*w.oneWay(ws.Name, site))
+		}
+		sum += float64(ws.Acked) * max(0, d)
+	}
+	return sum / float64(w.acked)
+}
+
 // predictRestriction applies the model to a run, or reports false when
 // the run has no measurement or a key distribution the model does not
 // know.
@@ -461,39 +505,7 @@ func predictRestriction(s *Scenario, c CausalRun) (restrictionModel, bool) {
 	}
 	m := restrictionModel{writesPerS: float64(acked) / st.WindowS}
 	m.flightS = flying / m.writesPerS
-	// oneWay is the one-way delay from site a to site b, 0 within a site.
-	oneWay := func(a, b string) float64 {
-		if l, ok := s.topo.Link(a, b); ok && a != b {
-			return l.RTT.Seconds() / 2
-		}
-		return 0
-	}
-	// fromWriters is the mean one-way delay from a write's coordinator
-	// to site: how much later than the writer the site learns of it.
-	fromWriters := func(site string) float64 {
-		var sum float64
-		for _, w := range st.Sites {
-			sum += float64(w.Acked) * oneWay(w.Name, site)
-		}
-		return sum / float64(acked)
-	}
-	// restriction is how long a restriction taken at site lasts, left
-	// the time its version still shows in flight at the ring less the
-	// STABLE notice's delay there: until the writer's completion reaches
-	// the site's coordinator, and, for another site's write, no sooner
-	// than the answer to the watch its next Get sends (1/gets later, on
-	// average) can return.
-	restriction := func(site string, left, gets float64) float64 {
-		var sum float64
-		for _, w := range st.Sites {
-			d := left + oneWay(w.Name, site)
-			if w.Name != site {
-				d = max(d, 1/gets+2*oneWay(w.Name, site))
-			}
-			sum += float64(w.Acked) * max(0, d)
-		}
-		return sum / float64(acked)
-	}
+	w := writers{s: s, st: st, acked: acked}
 	getShare := 1 - st.PutFraction
 	var sessions int
 	for _, site := range c.Sites {
@@ -508,12 +520,12 @@ func predictRestriction(s *Scenario, c CausalRun) (restrictionModel, bool) {
 		// reader after completion.
 		var ringDelay float64
 		for _, name := range s.Causal.Rings[ring.index] {
-			ringDelay += fromWriters(name) / float64(len(s.Causal.Rings[ring.index]))
+			ringDelay += w.fromWriters(name) / float64(len(s.Causal.Rings[ring.index]))
 		}
 		visible := ring.MeanMS/1000 + ringDelay
 		r, rho := inFlight(keys, float64(ring.Acked)/st.WindowS, visible)
 		mu := site.ThroughputOpsPerS / float64(site.Sessions)
-		d := restriction(site.Site, rho*visible-ringDelay, mu*getShare)
+		d := w.restriction(site.Site, rho*visible-ringDelay, mu*getShare)
 		weight := site.ThroughputOpsPerS / c.ThroughputOpsPerS
 		m.perSite += weight * restrictedShare(mu, getShare, r, d)
 		m.visibleS += weight * visible
