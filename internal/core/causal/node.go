@@ -203,6 +203,15 @@ func (n *Node) Receive(from wire.NodeID, m wire.Msg) {
 		return
 	}
 	t := n.tables[id]
+	if inv, ok := m.(*wire.Invalidate); ok && t == nil && n.opts.Role == RoleCache {
+		// A cache without the table holds nothing of it, so there is
+		// nothing to invalidate. A store starting a new table resets
+		// every cache first and acknowledges no write until they answer
+		// (Store.Start); a far cache the table has not reached yet
+		// would otherwise hold the first writes for a Resend.
+		n.env.Send(from, &wire.InvalidateAck{Req: inv.Req, Table: inv.Table})
+		return
+	}
 	if t == nil {
 		if r := wire.Refusal(m, wire.NoTable); r != nil {
 			n.env.Send(from, r)
