@@ -23,7 +23,8 @@ type CoordinatorOptions struct {
 	// measured round trips replace them. A node without one is tried last.
 	RTT map[wire.NodeID]time.Duration
 	// Resend is how long a propagator waits for a ring's acknowledgement
-	// before sending the write again. Default 1s.
+	// before sending the write again, at least: longer for a node whose
+	// acknowledgements take longer (retransmit). Default 1s.
 	Resend time.Duration
 	// ReadTimeout is how long a read waits for a storage node or cache
 	// before trying another ring. A read with no other ring to try (bound
@@ -89,12 +90,17 @@ type buffered struct {
 	deps    []wire.Dep
 	notify  bool
 	// acked has bit r set once ring r acknowledged; sent[r] is when the
-	// write was last sent to ring r (zero: not yet).
+	// write was last sent to ring r (zero: not yet), to[r] to which node.
 	acked uint64
 	sent  []time.Time
+	to    []wire.NodeID
 	// tries[r] counts the sends to ring r: a write is sent again after
-	// Resend, then twice that, and so on up to 32 times (backoff).
+	// the node's wait (retransmit), then twice that, and so on up to 32
+	// times (backoff). again has bit r set once it was sent to ring r
+	// more than once, so that its acknowledgement's time is not
+	// measured.
 	tries []uint8
+	again uint64
 	// watchers are the coordinators to tell when the write completes
 	// (stability.go).
 	watchers []askID
@@ -155,6 +161,7 @@ type Coordinator struct {
 	// storage nodes and reads through the cache (which may itself wait
 	// ReadTimeout for a ring, so it gets twice that).
 	resends    *deadlines[resend]
+	retx       *retransmit
 	ringReads  *deadlines[uint64]
 	cacheReads *deadlines[uint64]
 	// answered holds, per storage node, the newest read it answered and
@@ -227,6 +234,7 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.stability = newStability()
 	c.holdings = newHoldings()
 	c.resends = newDeadlines[resend](c.opts.Resend, resendTimer{})
+	c.retx = newRetransmit(c.opts.Resend)
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
 	start := []byte{spaceBuffer}
@@ -241,6 +249,7 @@ func (c *Coordinator) Start(env node.Env) error {
 		}
 		e.seq = seq
 		e.sent = make([]time.Time, len(c.layout.Rings))
+		e.to = make([]wire.NodeID, len(c.layout.Rings))
 		e.tries = make([]uint8, len(c.layout.Rings))
 		ws := c.session(s)
 		ws.entries = append(ws.entries, e)
@@ -300,7 +309,7 @@ func (c *Coordinator) receive(from wire.NodeID, m wire.Msg) {
 	case *wire.CausalPut:
 		c.put(from, m)
 	case *wire.PropagateAck:
-		c.propagateAck(m)
+		c.propagateAck(from, m)
 	case *wire.CausalGet:
 		c.get(from, m)
 	case *wire.CausalGetTx:
@@ -379,6 +388,7 @@ func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
 		version: wire.Version{TS: c.clock.Now(), Origin: c.env.ID()},
 		deps:    m.Deps,
 		sent:    make([]time.Time, len(c.layout.Rings)),
+		to:      make([]wire.NodeID, len(c.layout.Rings)),
 		tries:   make([]uint8, len(c.layout.Rings)),
 	}
 	c.batch.Reset()
@@ -419,11 +429,12 @@ func (c *Coordinator) propagate(ws *wbSession) {
 }
 
 // resend sends a write again to a ring that has not acknowledged it: only
-// the session's oldest write the ring lacks, and with backoff, so that a
-// ring slowed by load is not sent every write again each Resend (the
-// transport is reliable; a write is lost only with a crashed node or a
-// cut link, and the ring then lacks the oldest too). A later write whose
-// turn has not come waits another Resend.
+// the session's oldest write the ring lacks, after its node's wait
+// (retransmit) and with backoff, so that a ring slowed by load is not
+// sent every write again each Resend (the transport is reliable; a write
+// is lost only with a crashed node or a cut link, and the ring then lacks
+// the oldest too). A later write whose turn has not come waits another
+// Resend.
 func (c *Coordinator) resend(t resend) {
 	ws := c.sessions[t.s]
 	if ws == nil {
@@ -438,7 +449,7 @@ func (c *Coordinator) resend(t resend) {
 			oldest = false
 			continue
 		}
-		backoff := c.opts.Resend << min(max(e.tries[t.ring], 1)-1, 5)
+		backoff := c.retx.wait(e.to[t.ring]) << min(max(e.tries[t.ring], 1)-1, 5)
 		if !oldest || c.env.Now().Sub(e.sent[t.ring]) < backoff {
 			c.resends.add(c.env, t)
 			return
@@ -502,7 +513,9 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 	}
 	if e.tries[r] > 1 {
 		c.stalled[target] = true
+		e.again |= 1 << r
 	}
+	e.to[r] = target
 	c.env.Send(target, &wire.Propagate{
 		Table: c.layout.Table, Session: ws.id.session, Seq: e.seq,
 		Key: e.key, Value: e.value, Version: e.version, Deps: deps, Notify: e.notify,
@@ -511,7 +524,7 @@ func (c *Coordinator) send(ws *wbSession, i int, r int) {
 	c.resends.add(c.env, resend{ws.id, e.seq, r})
 }
 
-func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
+func (c *Coordinator) propagateAck(from wire.NodeID, m *wire.PropagateAck) {
 	if m.Table != c.layout.Table || m.Ring < 0 || int(m.Ring) >= len(c.layout.Rings) {
 		return
 	}
@@ -521,8 +534,12 @@ func (c *Coordinator) propagateAck(m *wire.PropagateAck) {
 	}
 	r := int(m.Ring)
 	for _, e := range ws.entries {
-		if e.seq == m.Seq {
-			e.acked |= 1 << r
+		if e.seq != m.Seq || e.acked&(1<<r) != 0 {
+			continue
+		}
+		e.acked |= 1 << r
+		if e.again&(1<<r) == 0 && e.to[r] == from {
+			c.retx.answered(from, c.env.Now().Sub(e.sent[r]))
 		}
 	}
 	c.propagate(ws)

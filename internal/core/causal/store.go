@@ -20,7 +20,8 @@ type StoreOptions struct {
 	// Layout places the table. Required, validated.
 	Layout *Layout
 	// Resend is how long the node waits for an answer to a dependency
-	// check or an invalidation before sending it again. Default 1s.
+	// check or an invalidation before sending it again, at least: longer
+	// for a node whose answers take longer (retransmit). Default 1s.
 	Resend time.Duration
 	// Logger. Default: discard.
 	Logger *slog.Logger
@@ -92,8 +93,9 @@ type Store struct {
 	stableSeen stableSet
 	nextReq    uint64
 	// out holds the requests this node sent and awaits answers to, to
-	// send again after Resend; done is what to do with the answer.
-	out map[uint64]*outbound
+	// send again after retx's wait; done is what to do with the answer.
+	out  map[uint64]*outbound
+	retx *retransmit
 	// resetting are the caches that have not acknowledged the reset sent
 	// at start; held are the acknowledgements waiting for them.
 	resetting map[wire.NodeID]bool
@@ -124,6 +126,9 @@ type outbound struct {
 	to   wire.NodeID
 	msg  wire.Msg
 	sent time.Time
+	// again: sent more than once, so its answer's time is not measured
+	// (retransmit).
+	again bool
 	// onDepCheck or onAck runs when the answer comes.
 	onDepCheck func(done bool)
 	onAck      func()
@@ -197,6 +202,7 @@ func (s *Store) Start(env node.Env) error {
 	s.stableWatches = map[string][]stableWatch{}
 	s.stableSeen = newLearntSet[wire.Version]()
 	s.out = map[uint64]*outbound{}
+	s.retx = newRetransmit(s.opts.Resend)
 	s.resetting = map[wire.NodeID]bool{}
 	for _, cache := range s.layout.CacheNodes() {
 		s.resetting[cache] = true
@@ -231,7 +237,8 @@ func (s *Store) request(to wire.NodeID, m wire.Msg, onDepCheck func(bool), onAck
 	}
 }
 
-// Fire implements node.Handler: requests unanswered for Resend go again.
+// Fire implements node.Handler: requests unanswered for their wait
+// (retransmit) go again.
 func (s *Store) Fire(timer any) {
 	if _, ok := timer.(retryTimer); !ok {
 		return
@@ -240,8 +247,8 @@ func (s *Store) Fire(timer any) {
 	now := s.env.Now()
 	for _, req := range slices.Sorted(maps.Keys(s.out)) {
 		o := s.out[req]
-		if now.Sub(o.sent) >= s.opts.Resend {
-			o.sent = now
+		if now.Sub(o.sent) >= s.retx.wait(o.to) {
+			o.sent, o.again = now, true
 			s.env.Send(o.to, o.msg)
 		}
 	}
@@ -279,14 +286,22 @@ func (s *Store) Receive(from wire.NodeID, m wire.Msg) {
 		}
 	case *wire.DepCheckReply:
 		if o := s.out[m.Req]; o != nil && o.to == from && o.onDepCheck != nil {
-			delete(s.out, m.Req)
+			s.answered(m.Req, o)
 			o.onDepCheck(m.Done)
 		}
 	case *wire.InvalidateAck:
 		if o := s.out[m.Req]; o != nil && o.to == from && o.onAck != nil {
-			delete(s.out, m.Req)
+			s.answered(m.Req, o)
 			o.onAck()
 		}
+	}
+}
+
+// answered retires request req, answered.
+func (s *Store) answered(req uint64, o *outbound) {
+	delete(s.out, req)
+	if !o.again {
+		s.retx.answered(o.to, s.env.Now().Sub(o.sent))
 	}
 }
 
