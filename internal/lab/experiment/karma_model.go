@@ -147,6 +147,11 @@ type FlightStats struct {
 	// Acked per second).
 	InFlight float64 `json:"in_flight"`
 	MeanMS   float64 `json:"mean_ms"`
+	// FirstHalfMS and SecondHalfMS are MeanMS over each half of a
+	// window of set length (0 in a run bounded by operations): a time
+	// that grows from one to the other did not settle in the run.
+	FirstHalfMS  float64 `json:"first_half_ms,omitempty"`
+	SecondHalfMS float64 `json:"second_half_ms,omitempty"`
 }
 
 // stabilityProbe watches a causal world's messages (karmaWorld's
@@ -158,14 +163,15 @@ type stabilityProbe struct {
 	now         func() time.Duration
 	warmup, end time.Duration
 	// started: the run began, at from less the warmup; the window is
-	// [from, until).
-	started     bool
-	from, until time.Duration
-	puts        map[probeReq]probeWrite
-	flying      map[probeWrite]*probeFlight
-	sites       map[string]*probeCount
-	order       []string
-	rings       map[int32]*probeCount
+	// [from, until), its halves split at mid (0: unknown, in a run
+	// bounded by operations).
+	started          bool
+	from, mid, until time.Duration
+	puts             map[probeReq]probeWrite
+	flying           map[probeWrite]*probeFlight
+	sites            map[string]*probeCount
+	order            []string
+	rings            map[int32]*probeCount
 }
 
 type probeReq struct {
@@ -193,6 +199,11 @@ type probeCount struct {
 	// area is the integral of flying over the window, in write-seconds.
 	area  float64
 	acked int64
+	// halves are area and acked over each half of the window.
+	halves [2]struct {
+		area  float64
+		acked int64
+	}
 }
 
 // newStabilityProbe returns a probe of the scenario's sites' writes.
@@ -221,6 +232,7 @@ func (p *stabilityProbe) begin() {
 	p.from, p.until = t+p.warmup, time.Duration(math.MaxInt64)
 	if p.end > 0 {
 		p.until = t + p.end
+		p.mid = p.from + (p.until-p.from)/2
 	}
 }
 
@@ -259,7 +271,7 @@ func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
 			delete(p.flying, w)
 			now := p.now()
 			for _, c := range append(f.rings, f.site) {
-				c.advance(now, p.from, p.until)
+				c.advance(now, p.from, p.mid, p.until)
 				c.flying--
 			}
 		}
@@ -269,30 +281,53 @@ func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
 // arrive counts a write coming into flight at c.
 func (p *stabilityProbe) arrive(c *probeCount) {
 	now := p.now()
-	c.advance(now, p.from, p.until)
+	c.advance(now, p.from, p.mid, p.until)
 	c.flying++
 	if now >= p.from && now < p.until {
 		c.acked++
+		if p.mid > 0 {
+			c.halves[min(int((now-p.from)/(p.mid-p.from)), 1)].acked++
+		}
 	}
 }
 
 // advance adds the writes in flight since the last change to the area,
-// within the window [from, until).
-func (c *probeCount) advance(now, from, until time.Duration) {
-	if lo, hi := max(c.last, from), min(now, until); hi > lo {
-		c.area += float64(c.flying) * (hi - lo).Seconds()
+// within the window [from, until), and to its halves' if mid is known.
+func (c *probeCount) advance(now, from, mid, until time.Duration) {
+	f := float64(c.flying)
+	c.area += f * overlap(c.last, now, from, until)
+	if mid > 0 {
+		c.halves[0].area += f * overlap(c.last, now, from, mid)
+		c.halves[1].area += f * overlap(c.last, now, mid, until)
 	}
 	c.last = now
 }
 
-func (c *probeCount) stats(name string, from, end time.Duration) FlightStats {
-	c.advance(end, from, end)
+// overlap is the length of [a, b) within [lo, hi), in seconds.
+func overlap(a, b, lo, hi time.Duration) float64 {
+	if l, h := max(a, lo), min(b, hi); h > l {
+		return (h - l).Seconds()
+	}
+	return 0
+}
+
+func (c *probeCount) stats(name string, from, mid, end time.Duration) FlightStats {
+	c.advance(end, from, mid, end)
 	window := (end - from).Seconds()
-	st := FlightStats{Name: name, Acked: c.acked, InFlight: c.area / window}
-	if c.acked > 0 {
-		st.MeanMS = 1000 * c.area / float64(c.acked)
+	st := FlightStats{Name: name, Acked: c.acked, InFlight: c.area / window, MeanMS: meanMS(c.area, c.acked)}
+	if mid > 0 && end > mid {
+		st.FirstHalfMS, st.SecondHalfMS = meanMS(c.halves[0].area, c.halves[0].acked), meanMS(c.halves[1].area, c.halves[1].acked)
 	}
 	return st
+}
+
+// meanMS is the mean time in flight, in ms, of acked writes whose
+// flights add up to area write-seconds (Little's law); 0 if none.
+func meanMS(area float64, acked int64) float64 {
+	if acked == 0 {
+		return 0
+	}
+	return 1000 * area / float64(acked)
 }
 
 // stability returns what the probe measured, up to now, with the
@@ -309,11 +344,11 @@ func (p *stabilityProbe) stability(s *Scenario) *Stability {
 	w := s.Workload
 	out := &Stability{Distribution: w.Distribution, Keys: w.Keys, PutFraction: w.PutFraction, WindowS: (end - p.from).Seconds()}
 	for _, name := range p.order {
-		out.Sites = append(out.Sites, p.sites[name].stats(name, p.from, end))
+		out.Sites = append(out.Sites, p.sites[name].stats(name, p.from, p.mid, end))
 	}
 	for r := range int32(len(p.rings)) {
 		if c := p.rings[r]; c != nil {
-			out.Rings = append(out.Rings, c.stats(strconv.Itoa(int(r)), p.from, end))
+			out.Rings = append(out.Rings, c.stats(strconv.Itoa(int(r)), p.from, p.mid, end))
 		}
 	}
 	return out

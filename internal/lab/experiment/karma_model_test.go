@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,8 +86,10 @@ func TestRestrictionModelZipfian(t *testing.T) {
 // then and complete at 1.5 s, half a second into the window (1 s to
 // 9 s); write A is acknowledged at 1 s, held by ring 0 at 1.5 s,
 // complete at 3 s; write B acknowledged at 2 s, complete at 2.5 s; a
-// notify-after is not counted. Site a had 3 write-seconds in flight in
-// the window and 2 writes acknowledged in it.
+// notify-after is not counted; write C, in the window's second half, is
+// acknowledged at 6 s and complete at 8 s. Site a had 5 write-seconds
+// in flight in the window (3 in its first half) and 3 writes
+// acknowledged in it (2 in its first half).
 func TestStabilityProbe(t *testing.T) {
 	s := parse(t, causalWorld3)
 	p := newStabilityProbe(s)
@@ -109,13 +112,17 @@ func TestStabilityProbe(t *testing.T) {
 	at(2*time.Second, cc, client, &wire.CausalPutReply{Req: 3, Code: wire.OK})
 	at(2500*time.Millisecond, cc, client, &wire.CausalComplete{Session: 2, Seq: 1})
 	at(3*time.Second, cc, client, &wire.CausalComplete{Session: 1, Seq: 1})
+	at(6*time.Second, client, cc, &wire.CausalPut{Req: 4, Session: 4, Seq: 1})
+	at(6*time.Second, cc, client, &wire.CausalPutReply{Req: 4, Code: wire.OK})
+	at(8*time.Second, cc, client, &wire.CausalComplete{Session: 4, Seq: 1})
 	now = 20 * time.Second
 	st := p.stability(s)
 	if st == nil || st.WindowS != 8 || len(st.Sites) != 3 || len(st.Rings) != 1 {
 		t.Fatalf("stability %+v: want an 8 s window (1 s to 9 s), 3 sites, 1 ring", st)
 	}
-	if a := st.Sites[0]; a.Name != "a" || a.Acked != 2 || a.MeanMS != 1500 || a.InFlight != 3.0/8 {
-		t.Errorf("site a: %+v, want 2 writes, 1500 ms each by Little's law, 3/8 in flight", a)
+	if a := st.Sites[0]; a.Name != "a" || a.Acked != 3 || math.Abs(a.MeanMS-5000.0/3) > 1e-9 || a.InFlight != 5.0/8 ||
+		a.FirstHalfMS != 1500 || a.SecondHalfMS != 2000 {
+		t.Errorf("site a: %+v, want 3 writes, 1667 ms each by Little's law, 5/8 in flight; 1500 ms in the first half (1 s to 5 s), 2000 ms in the second", a)
 	}
 	if r := st.Rings[0]; r.Name != "0" || r.Acked != 1 || r.MeanMS != 1500 {
 		t.Errorf("ring 0: %+v, want 1 write held 1500 ms", r)
@@ -131,10 +138,19 @@ func TestRestrictionModelTable(t *testing.T) {
 		"strategies: [karma, cops-pr]\noutputs: [causal]\n")
 	r := runSim(t, s)
 	var table *Table
+	strategies := map[string]bool{}
 	for _, tb := range Tables(s, r) {
-		if tb.Name == "restriction-model" {
+		switch tb.Name {
+		case "restriction-model":
 			table = &tb
+		case "stability-sites":
+			for _, row := range tb.Rows {
+				strategies[row[slices.Index(tb.Header, "strategy")]] = true
+			}
 		}
+	}
+	if !strategies["karma"] || !strategies["cops-pr"] {
+		t.Errorf("stability-sites table: rows of %v, want karma's and cops-pr's", strategies)
 	}
 	if table == nil || len(table.Rows) != 1 {
 		t.Fatalf("restriction-model table %+v: want one row, karma's", table)
