@@ -746,66 +746,18 @@ func (c *causalUnit) cacheHitPct(site string) *float64 {
 // end to the first scheduled change (or to the end), and the figures of
 // each phase between scheduled changes.
 func (c *causalUnit) timeline() ([]CausalSecond, []CausalPhase) {
-	var out []CausalSecond
-	// The last bucket is cut short by the run's end.
-	n := len(c.seconds)
-	if n > 1 {
-		n--
-	}
-	for i := range n {
-		b := c.seconds[i]
-		sec := CausalSecond{AtS: float64(i) * causalBucket.Seconds(), OpsPerS: float64(b.ops) / causalBucket.Seconds()}
-		if b.gets > 0 {
-			sec.GetMeanMS = ms(b.getLatency) / float64(b.gets)
-		}
-		if i+1 < len(c.cacheSteps) {
-			sec.CacheHitPct = between(c.cacheSteps[i], c.cacheSteps[i+1], "").hitPct()
-		}
-		out = append(out, sec)
-	}
-	// Phases: from the warmup's end, split at each distinct time of a
-	// scheduled change.
-	type bound struct {
-		at    float64
-		label string
-	}
-	bounds := []bound{{c.warmup.Seconds(), "before"}}
-	for _, e := range scheduled(c.u.events) {
-		if last := &bounds[len(bounds)-1]; e.AtS <= last.at {
-			if e.AtS == last.at && !strings.Contains(last.label, e.Label) && last.label != "before" {
-				last.label += "+" + e.Label
-			}
-			continue
-		}
-		bounds = append(bounds, bound{e.AtS, e.Label})
-	}
-	end := float64(len(out)) * causalBucket.Seconds()
+	out := c.perSecond()
+	bounds := c.phaseBounds()
 	var phases []CausalPhase
+	end := float64(len(out)) * causalBucket.Seconds()
 	for i, b := range bounds {
 		to := end
 		if i+1 < len(bounds) {
 			to = bounds[i+1].at
 		}
-		p := CausalPhase{Phase: b.label, FromS: b.at, ToS: to}
-		var ops, gets int64
-		var lat time.Duration
-		var secs int
-		for j, sec := range out {
-			if sec.AtS >= b.at && sec.AtS < to {
-				ops += c.seconds[j].ops
-				gets += c.seconds[j].gets
-				lat += c.seconds[j].getLatency
-				secs++
-			}
+		if p, ok := c.phase(out, b, to); ok {
+			phases = append(phases, p)
 		}
-		if secs == 0 {
-			continue
-		}
-		p.OpsPerS = float64(ops) / (float64(secs) * causalBucket.Seconds())
-		if gets > 0 {
-			p.GetMeanMS = ms(lat) / float64(gets)
-		}
-		phases = append(phases, p)
 	}
 	if len(phases) > 0 && phases[0].OpsPerS > 0 {
 		base := phases[0]
@@ -823,6 +775,74 @@ func (c *causalUnit) timeline() ([]CausalSecond, []CausalPhase) {
 		phases = nil // no schedule: one phase, the run itself
 	}
 	return out, phases
+}
+
+// perSecond returns the timeline's seconds but the last, which the run's
+// end cuts short.
+func (c *causalUnit) perSecond() []CausalSecond {
+	var out []CausalSecond
+	n := len(c.seconds)
+	if n > 1 {
+		n--
+	}
+	for i := range n {
+		b := c.seconds[i]
+		sec := CausalSecond{AtS: float64(i) * causalBucket.Seconds(), OpsPerS: float64(b.ops) / causalBucket.Seconds()}
+		if b.gets > 0 {
+			sec.GetMeanMS = ms(b.getLatency) / float64(b.gets)
+		}
+		if i+1 < len(c.cacheSteps) {
+			sec.CacheHitPct = between(c.cacheSteps[i], c.cacheSteps[i+1], "").hitPct()
+		}
+		out = append(out, sec)
+	}
+	return out
+}
+
+// phaseBound is where a phase of the timeline starts, and its label.
+type phaseBound struct {
+	at    float64
+	label string
+}
+
+// phaseBounds splits the run from the warmup's end at each distinct time
+// of a scheduled change.
+func (c *causalUnit) phaseBounds() []phaseBound {
+	bounds := []phaseBound{{c.warmup.Seconds(), "before"}}
+	for _, e := range scheduled(c.u.events) {
+		if last := &bounds[len(bounds)-1]; e.AtS <= last.at {
+			if e.AtS == last.at && !strings.Contains(last.label, e.Label) && last.label != "before" {
+				last.label += "+" + e.Label
+			}
+			continue
+		}
+		bounds = append(bounds, phaseBound{e.AtS, e.Label})
+	}
+	return bounds
+}
+
+// phase sums the seconds of out from b to to; false if there are none.
+func (c *causalUnit) phase(out []CausalSecond, b phaseBound, to float64) (CausalPhase, bool) {
+	p := CausalPhase{Phase: b.label, FromS: b.at, ToS: to}
+	var ops, gets int64
+	var lat time.Duration
+	var secs int
+	for j, sec := range out {
+		if sec.AtS >= b.at && sec.AtS < to {
+			ops += c.seconds[j].ops
+			gets += c.seconds[j].gets
+			lat += c.seconds[j].getLatency
+			secs++
+		}
+	}
+	if secs == 0 {
+		return p, false
+	}
+	p.OpsPerS = float64(ops) / (float64(secs) * causalBucket.Seconds())
+	if gets > 0 {
+		p.GetMeanMS = ms(lat) / float64(gets)
+	}
+	return p, true
 }
 
 // CausalStats are the figures of a causal table's run, or of one client
