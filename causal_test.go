@@ -15,9 +15,10 @@ import (
 // client at a writes and reads its write back; a
 // client at c reads it once it has arrived, from a ring or its cache,
 // sees it become stable (every ring acknowledged it), and reads keys as
-// one snapshot; bad requests are refused with ErrInvalid.
+// one snapshot; bad requests are refused with ErrInvalid. c's status
+// shows what its cache counted.
 func TestCausalOverNetwork(t *testing.T) {
-	n, _ := testServers(t, "a", "b", "c")
+	n, servers := testServers(t, "a", "b", "c")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ca, err := cosla.Open(ctx, n.config("a"))
@@ -115,6 +116,10 @@ func TestCausalOverNetwork(t *testing.T) {
 		if !res.Causal.InFlight {
 			break
 		}
+	}
+	// c's reads went through its cache, whose counters its status shows.
+	if caches := servers["c"].Status().Caches; len(caches) != 1 || caches[0].ID != "c/cache" || caches[0].Metrics.Hits+caches[0].Metrics.Misses == 0 {
+		t.Errorf("site c's caches in its status: %+v, want c/cache having served or filled reads", caches)
 	}
 	items, tx, err := cc.GetTx(ctx, sc, []string{"x", "y", "z"})
 	if err != nil || len(items) != 3 || string(items[0].Value) != "1" || string(items[1].Value) != "2" || items[2].Found || tx.Rounds < 2 {

@@ -272,6 +272,22 @@ func (n *Node) Core(table uint64) node.Handler {
 	return nil
 }
 
+// CacheMetrics sums what the node's caches counted, over every table it
+// holds; ok is false for a node of another role. A table dropped takes
+// its counts with it.
+func (n *Node) CacheMetrics() (m CacheMetrics, ok bool) {
+	if n.opts.Role != RoleCache {
+		return m, false
+	}
+	for _, t := range n.tables {
+		if c, isCache := t.core.(*Cache); isCache {
+			cm := c.Metrics()
+			m.Hits, m.Misses, m.AbandonedReads = m.Hits+cm.Hits, m.Misses+cm.Misses, m.AbandonedReads+cm.AbandonedReads
+		}
+	}
+	return m, true
+}
+
 // TableOf returns the table a causal message names.
 func TableOf(m wire.Msg) (uint64, bool) {
 	switch m := m.(type) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
 )
@@ -165,6 +166,7 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	counter("cosla_replica_epochs_refused_total", "Replication messages refused for another epoch of their tablet.", func(n NodeStatus) int64 { return n.Metrics.EpochsRefused })
 	counter("cosla_replica_no_lease_total", "Writes refused because the primary held no lease.", func(n NodeStatus) int64 { return n.Metrics.NoLease })
 	writeConfigMetrics(w, st.Config)
+	writeCacheMetrics(w, st.Caches)
 
 	fmt.Fprintf(w, "# HELP cosla_tablet_high_timestamp_seconds The replica's high timestamp.\n# TYPE cosla_tablet_high_timestamp_seconds gauge\n")
 	for _, n := range st.Nodes {
@@ -218,6 +220,26 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 // counters, if the site has one: what the service costs in steady state
 // (raft messages, fsyncs) and what it did (leases, failovers,
 // switchovers).
+// writeCacheMetrics writes the counters of the site's causal caches.
+func writeCacheMetrics(w io.Writer, caches []CacheStatus) {
+	for _, k := range []struct {
+		name, help string
+		v          func(causal.CacheMetrics) uint64
+	}{
+		{"hits", "Causal reads served from a cache entry.", func(m causal.CacheMetrics) uint64 { return m.Hits }},
+		{"misses", "Causal reads a cache filled from a ring.", func(m causal.CacheMetrics) uint64 { return m.Misses }},
+		{"abandoned_reads", "Causal reads dropped unserved, their sender having stopped waiting.", func(m causal.CacheMetrics) uint64 { return m.AbandonedReads }},
+	} {
+		name := "cosla_cache_" + k.name + "_total"
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, k.help, name)
+		for _, c := range caches {
+			if c.Failed == "" {
+				fmt.Fprintf(w, "%s{node=%q} %d\n", name, c.ID, k.v(c.Metrics))
+			}
+		}
+	}
+}
+
 func writeConfigMetrics(w io.Writer, c *ConfigStatus) {
 	if c == nil || c.Failed != "" {
 		return

@@ -706,6 +706,16 @@ type Status struct {
 	// Config is the site's member of the configuration service, at a
 	// voter site.
 	Config *ConfigStatus `json:"config,omitempty"`
+	// Caches are the site's causal cache nodes (Karma 4.3) and what they
+	// counted over their tables.
+	Caches []CacheStatus `json:"caches,omitempty"`
+}
+
+// CacheStatus is a causal cache node's counters.
+type CacheStatus struct {
+	ID      wire.NodeID         `json:"id"`
+	Metrics causal.CacheMetrics `json:"metrics"`
+	Failed  string              `json:"failed,omitempty"`
 }
 
 // ConfigStatus is a configuration member's view of the service and its
@@ -744,7 +754,39 @@ func (s *Server) Status() Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	st.Config = s.configStatus()
+	st.Caches = s.cacheStatus()
 	return st
+}
+
+// cacheStatus returns the counters of the site's causal cache nodes.
+func (s *Server) cacheStatus() []CacheStatus {
+	s.mu.RLock()
+	var ids []wire.NodeID
+	for id, h := range s.nodes {
+		if h.replica == nil && h.member == nil {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.RUnlock()
+	slices.Sort(ids)
+	var out []CacheStatus
+	for _, id := range ids {
+		s.mu.RLock()
+		h := s.nodes[id]
+		s.mu.RUnlock()
+		cs, isCache := CacheStatus{ID: id}, false
+		if err := h.node.Do(func(hd node.Handler) {
+			if c := site.Causal(hd); c != nil {
+				cs.Metrics, isCache = c.CacheMetrics()
+			}
+		}); err != nil {
+			cs.Failed, isCache = cmp.Or(h.node.Err(), h.engine.Err(), err).Error(), id == topology.NodeID(causal.Site(id), causal.CacheName)
+		}
+		if isCache {
+			out = append(out, cs)
+		}
+	}
+	return out
 }
 
 // configStatus returns the site's configuration member's status, nil if
