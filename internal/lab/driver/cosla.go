@@ -16,7 +16,6 @@ import (
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
-	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/certs"
 	"github.com/cosla/cosla/internal/runtime/harness"
@@ -232,7 +231,7 @@ func (t *SimTarget) Open(g *Group) (Client, error) {
 		if len(opts.Nodes) == 0 {
 			opts.Nodes = t.World.Topology.Replicas()
 		}
-		if err := s.AddNode(id, g.Site, t.Node, func() node.Handler { return clientcore.New(opts) }); err != nil {
+		if err := t.World.AddClient(id, g.Site, t.Node, opts); err != nil {
 			return nil, err
 		}
 	}

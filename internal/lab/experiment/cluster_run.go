@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,11 +59,18 @@ func (c *ClusterSpec) validate() error {
 	if c.ReplicasPerSite < 0 {
 		return invalid("cluster.replicas_per_site", "negative: %d", c.ReplicasPerSite)
 	}
+	if c.WarmKeys < 0 || c.WarmKeys > 10_000_000 {
+		return invalid("cluster.warm_keys", "%d outside 0..10,000,000", c.WarmKeys)
+	}
 	if c.Ops < 0 || c.Ops > maxOps {
 		return invalid("cluster.ops", "%d outside 0..%d", c.Ops, maxOps)
 	}
 	return nil
 }
+
+// warmKeys is the keys each client site reads to warm its cache on the
+// cluster, given causal.warm_keys.
+func (c *ClusterSpec) warmKeys(n int) int { return cmp.Or(c.WarmKeys, n) }
 
 // sessions is a client site's sessions on the cluster.
 func (c *ClusterSpec) sessions(n int) int {
@@ -374,7 +382,8 @@ type clusterWatcher interface {
 	watchCluster(ctx context.Context, c *cluster.Cluster) (stop func())
 }
 
-// watchCluster starts the unit's clusterWatchers; the function it
+// watchCluster starts the unit's clusterWatchers (its parts', its own
+// recorder's); the function it
 // returns stops them, once however often it is called.
 func watchCluster(ctx context.Context, u *unit, c *cluster.Cluster) func() {
 	var stops []func()
@@ -382,6 +391,9 @@ func watchCluster(ctx context.Context, u *unit, c *cluster.Cluster) func() {
 		if w, ok := p.(clusterWatcher); ok {
 			stops = append(stops, w.watchCluster(ctx, c))
 		}
+	}
+	if w, ok := u.own.(clusterWatcher); ok {
+		stops = append(stops, w.watchCluster(ctx, c))
 	}
 	return sync.OnceFunc(func() {
 		for _, stop := range stops {

@@ -15,6 +15,7 @@ import (
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/driver"
+	"github.com/cosla/cosla/internal/lab/workload"
 	"github.com/cosla/cosla/internal/runtime/harness"
 	"github.com/cosla/cosla/internal/runtime/sim"
 	"github.com/cosla/cosla/internal/runtime/site"
@@ -77,9 +78,15 @@ type CausalSpec struct {
 	// the run (LoadSessions per client site, through the rings), and the
 	// run starts once every write is complete.
 	NoLoad bool `yaml:"no_load"`
-	// LoadSessions are each client site's sessions writing the load.
-	// Default 64.
+	// LoadSessions are each client site's sessions writing the load, and
+	// reading the warm keys. Default 64.
 	LoadSessions int `yaml:"load_sessions"`
+	// WarmKeys, under the Karma strategy, is how many of the workload's
+	// most popular keys (any, for uniform keys; all of them if it has
+	// fewer) each client site reads once before the run, after the load,
+	// filling its cache as the reads of a long run would have. Default 0:
+	// the caches start empty.
+	WarmKeys int `yaml:"warm_keys"`
 	// GetTxFraction is the fraction of operations that are
 	// get-transactions of TxKeys keys (Karma 4.5), taken from the Gets'
 	// share. Default 0, as in the paper's evaluation; TxKeys default 2.
@@ -128,6 +135,10 @@ func (karmaPlugin) validate(s *Scenario) error {
 		return invalid("causal.cache_capacity", "negative: %d", c.CacheCapacity)
 	case c.LoadSessions < 0 || c.LoadSessions > maxSessions:
 		return invalid("causal.load_sessions", "%d outside [0, %d]", c.LoadSessions, maxSessions)
+	case c.WarmKeys < 0 || c.WarmKeys > 10_000_000:
+		return invalid("causal.warm_keys", "%d outside 0..10,000,000", c.WarmKeys)
+	case c.WarmKeys > 0 && w.Distribution != "zipfian" && w.Distribution != "uniform":
+		return invalid("causal.warm_keys", "for zipfian or uniform keys (the most popular keys of distribution %q are not known)", w.Distribution)
 	case !(c.GetTxFraction >= 0 && c.GetTxFraction <= 1):
 		return invalid("causal.get_tx_fraction", "%v outside [0, 1]", c.GetTxFraction)
 	case c.TxKeys < 0 || c.TxKeys > maxTxKeys:
@@ -362,16 +373,21 @@ func (karmaPlugin) runSim(u *unit, t timing) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rec := newCausalUnit(u, t)
-	u.own = rec
-	probe.start(w.Sim.Now, rec.warmup, rec.end)
+	loading = true
 	if load {
-		loading = true
 		if err := loadCausal(u, w.Sim, loadTarget, &completes); err != nil {
 			return 0, fmt.Errorf("load: %w", err)
 		}
-		loading = false
 	}
+	if n := warmKeys(s, w); n > 0 {
+		if err := runLoad(w.Sim, loadTarget, causalWarmGroups(s, n), n*len(s.Clients)); err != nil {
+			return 0, fmt.Errorf("warming the caches: %w", err)
+		}
+	}
+	loading = false
+	rec := newCausalUnit(u, t)
+	u.own = rec
+	probe.start(w.Sim.Now, rec.warmup, rec.end)
 	rec.watchCaches(w)
 	if err := driveSim(u, t, w.Sim, target); err != nil {
 		return 0, err
@@ -504,6 +520,40 @@ func loadCausal(u *unit, sm *sim.Sim, target driver.Target, completes *int) erro
 		return fmt.Errorf("%d of %d loaded writes completed", *completes, keys)
 	}
 	return sm.Run(sm.Now() + loadSettle)
+}
+
+// warmKeys is how many keys each client site reads to warm its cache
+// before the run: causal.warm_keys when the world has caches, else 0.
+func warmKeys(s *Scenario, w *harness.CausalWorld) int {
+	if len(w.Caches) == 0 {
+		return 0
+	}
+	return min(s.Causal.WarmKeys, s.Workload.Keys)
+}
+
+// causalWarmGroups are the groups that read the n most popular keys of
+// the workload once at each client site, hottest first, LoadSessions
+// sessions a site: what the site's cache would hold after a long run,
+// short of the entries writes invalidate (Karma 5 runs 10 million
+// operations a point, and its 69% hit ratio is the whole run's). The
+// keys of YCSB's scrambled zipfian by rank (workload.ScrambledItem);
+// with uniform keys, any n.
+func causalWarmGroups(s *Scenario, n int) []*driver.Group {
+	keys := make([]string, n)
+	for r := range keys {
+		item := uint64(r)
+		if s.Workload.Distribution == "zipfian" {
+			item = workload.ScrambledItem(item, uint64(s.Workload.Keys))
+		}
+		keys[r] = workload.Key(item)
+	}
+	cosla := driver.Cosla{SLA: causalSessionSLA, Strategy: clientcore.Closest}
+	var groups []*driver.Group
+	for i, c := range s.Clients {
+		groups = append(groups, &driver.Group{Name: "warm/" + c.Site, Site: c.Site, Sessions: s.Causal.LoadSessions,
+			Rand: rand.New(rand.NewPCG(1, uint64(i))), Streams: []driver.Stream{{Mix: &driver.ReadMix{Keys: keys}}}, Cosla: cosla})
+	}
+	return groups
 }
 
 // causalLoadGroups are the groups that write a causal table's keys once:
@@ -1023,6 +1073,9 @@ func causalDescription(s *Scenario) string {
 		out += "; keys not loaded (never written keys are stable everywhere)"
 	} else {
 		out += fmt.Sprintf("; keys loaded through the rings by %d sessions per client site", c.LoadSessions)
+	}
+	if c.WarmKeys > 0 {
+		out += fmt.Sprintf("; under karma each client site reads the %d most popular keys before the run, warming its cache", c.WarmKeys)
 	}
 	if c.NotifyEvery > 0 {
 		out += fmt.Sprintf("; notify-after every %s", c.NotifyEvery)

@@ -73,6 +73,14 @@ func (karmaPlugin) prepareCluster(ctx context.Context, u *unit, c *cluster.Clust
 			return fmt.Errorf("load: %w", err)
 		}
 	}
+	if st, _ := causal.ParseStrategy(u.runs[0].r.Strategy); st == causal.Karma {
+		if n := min(s.Cluster.warmKeys(s.Causal.WarmKeys), s.Workload.Keys); n > 0 {
+			progress(fmt.Sprintf("%swarming the caches: %d keys read at each client site", unitLabel(u), n))
+			if _, err := driveCluster(ctx, c.Info(), u.table(c.Info()), causalWarmGroups(s, n), n*len(s.Clients)); err != nil {
+				return fmt.Errorf("warming the caches: %w", err)
+			}
+		}
+	}
 	u.own = newCausalUnit(u, t)
 	return nil
 }
@@ -142,6 +150,9 @@ func causalClusterDescription(s *Scenario) string {
 	out := fmt.Sprintf("\n- on the cluster: one serve process per site hosting its %d storage node(s), its coordinator and its cache; each run on a fresh table of its own over them, laid out for its strategy, one after another", clusterStorageNodes(s))
 	if f := s.Cluster.SessionsScale; f > 0 && f != 1 {
 		out += fmt.Sprintf("; every client site's sessions times %g (the sweep's points keep their names; the runs' sessions are their own)", f)
+	}
+	if n := s.Cluster.WarmKeys; n > 0 {
+		out += fmt.Sprintf("; %d keys read at each client site to warm the caches (cluster.warm_keys)", n)
 	}
 	return out
 }
@@ -232,4 +243,62 @@ func driveCluster(ctx context.Context, info cluster.Info, table string, groups [
 		}
 	}
 	return ops, d.Err()
+}
+
+// watchCluster reads the cluster's caches as watchCaches does the
+// simulator's: at the warmup's end, halfway through the measured window
+// and when the run ends (stop), so that the hit ratio is the window's.
+// The caches count over every table they hold, and the runs on a
+// cluster are one after another: the differences are this run's.
+func (c *causalUnit) watchCluster(ctx context.Context, cl *cluster.Cluster) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		at := []time.Duration{c.warmup}
+		if c.end > 0 {
+			at = append(at, (c.warmup+c.end)/2)
+		}
+		start := time.Now()
+		for i, d := range at {
+			t := time.NewTimer(time.Until(start.Add(d)))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if r := readClusterCaches(ctx, cl); i == 0 {
+				c.cacheFrom = r
+			} else {
+				c.cacheMid = r
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		if c.cacheFrom != nil {
+			c.cacheTo = readClusterCaches(ctx, cl)
+		}
+	}
+}
+
+// readClusterCaches reads the counters of the cluster's caches from
+// their processes' status; a site that does not answer is left out.
+func readClusterCaches(ctx context.Context, cl *cluster.Cluster) cacheReading {
+	out := cacheReading{}
+	for _, site := range cl.Status(ctx).Sites {
+		if site.Serve == nil {
+			continue
+		}
+		for _, cs := range site.Serve.Caches {
+			if cs.Failed == "" {
+				out[cs.ID] = cacheCount{cs.Metrics.Hits, cs.Metrics.Misses}
+			}
+		}
+	}
+	return out
 }

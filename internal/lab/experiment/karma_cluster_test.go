@@ -92,7 +92,7 @@ func TestCausalCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-site local cluster")
 	}
-	yaml := strings.NewReplacer("no_load: true", "load_sessions: 4, get_tx_fraction: 0.1, tx_keys: 3",
+	yaml := strings.NewReplacer("no_load: true", "load_sessions: 4, warm_keys: 50, get_tx_fraction: 0.1, tx_keys: 3",
 		"keys: 2000", "keys: 200", "duration: 1s, warmup: 200ms", "duration: 4s, warmup: 1s").Replace(causalCluster3) +
 		`schedule:
   - {label: slow-c, at: 2s, action: add-rtt, from: c, to: a, rtt: 300ms}
@@ -132,6 +132,12 @@ outputs: [causal, saturation, causal-sites, causal-timeline]
 	if k, pr := r.Causal[0], r.Causal[1]; k.CachePct <= 0 || pr.CachePct != 0 || pr.RestrictedPct != 0 {
 		t.Errorf("cache %.1f%% under karma, %.1f%% under cops-pr (restricted %.1f%%); want cache hits under karma only, no restriction under cops-pr",
 			k.CachePct, pr.CachePct, pr.RestrictedPct)
+	}
+	// Karma's caches were warmed, and their counters read over the
+	// measured window from the sites' status.
+	if k, pr := r.Causal[0], r.Causal[1]; k.CacheHitPct == nil || *k.CacheHitPct <= 0 || pr.CacheHitPct != nil ||
+		!strings.Contains(log, "warming the caches: 50 keys") {
+		t.Errorf("cache hit ratio %v under karma, %v under cops-pr; want karma's measured, above 0, after warming 50 keys\n%s", k.CacheHitPct, pr.CacheHitPct, log)
 	}
 	for _, run := range r.Runs {
 		if run.Causal == nil || run.Causal.Site != run.Client {

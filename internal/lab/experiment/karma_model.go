@@ -160,8 +160,7 @@ type FlightStats struct {
 // request) acknowledges it, a PropagateAck says a ring holds it and the
 // CausalComplete naming the session and number completes it.
 type stabilityProbe struct {
-	now         func() time.Duration
-	warmup, end time.Duration
+	now func() time.Duration
 	// started: the run began, at from less the warmup; the window is
 	// [from, until), its halves split at mid (0: unknown, in a run
 	// bounded by operations).
@@ -217,31 +216,23 @@ func newStabilityProbe(s *Scenario) *stabilityProbe {
 	return p
 }
 
-// start arms the probe. The run begins with the first message the
-// probe observes after that, the workload's first (runSim does not show
-// it the load's), and the measured window runs from the warmup's end to
-// the run's end (none if 0), as causalUnit's.
+// start begins the run at the current time: the measured window runs
+// from the warmup's end to the run's end (none if 0), as causalUnit's.
+// runSim starts the probe once the load and the warming are done, as the
+// workload starts, and does not show it their messages.
 func (p *stabilityProbe) start(now func() time.Duration, warmup, end time.Duration) {
-	p.now, p.warmup, p.end = now, warmup, end
-}
-
-// begin starts the run at the current time.
-func (p *stabilityProbe) begin() {
-	p.started = true
-	t := p.now()
-	p.from, p.until = t+p.warmup, time.Duration(math.MaxInt64)
-	if p.end > 0 {
-		p.until = t + p.end
+	p.now, p.started = now, true
+	t := now()
+	p.from, p.until = t+warmup, time.Duration(math.MaxInt64)
+	if end > 0 {
+		p.until = t + end
 		p.mid = p.from + (p.until-p.from)/2
 	}
 }
 
 func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
-	if p.now == nil {
-		return
-	}
 	if !p.started {
-		p.begin()
+		return
 	}
 	switch m := m.(type) {
 	case *wire.CausalPut:

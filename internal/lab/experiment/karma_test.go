@@ -51,6 +51,10 @@ func TestCausalScenario(t *testing.T) {
 		{"tx fraction", strings.Replace(causalWorld3, "no_load: true", "no_load: true, get_tx_fraction: 0.99", 1), "causal.get_tx_fraction"},
 		{"machines", strings.Replace(causalWorld3, "no_load: true", "no_load: true, machines: 2", 1), "causal.machines"},
 		{"bound", strings.Replace(causalWorld3, "value_size: 50", "value_size: 50, bound: 10ms", 1), "workload"},
+		{"warm keys", strings.Replace(causalWorld3, "no_load: true", "no_load: true, warm_keys: -1", 1), "causal.warm_keys"},
+		{"warm hotspot", strings.Replace(strings.Replace(causalWorld3, "no_load: true", "no_load: true, warm_keys: 10", 1),
+			"keys: 2000", "keys: 2000, distribution: hotspot", 1), "causal.warm_keys"},
+		{"cluster warm keys", causalWorld3 + "cluster: {warm_keys: -1}\n", "cluster.warm_keys"},
 		{"timeout", strings.Replace(causalWorld3, "no_load: true", "no_load: true, read_timeout: -1s", 1), "causal.read_timeout"},
 		{"paper bound", causalWorld3 + "paper: {values: [{metric: local_pct, value: 77, bound: '~'}]}\n", "paper.values[0].bound"},
 		{"causal output elsewhere", "slas: [{sla: password-checking}]\noutputs: [saturation]\n", "outputs[0]"},
@@ -241,5 +245,34 @@ func TestCacheCountSince(t *testing.T) {
 	}
 	if p := (cacheCount{3, 1}).hitPct(); p == nil || *p != 75 {
 		t.Errorf("3 hits, 1 miss: hit ratio %v, want 75", p)
+	}
+}
+
+// TestWarmCaches runs Karma with and without warm caches: reading the
+// 600 most popular of 2,000 zipfian keys at each client site before the
+// run raises the measured hit ratio, and the run's own writes are still
+// the ones the stability probe counts (its clients are then the sites'
+// second client nodes, which the probe must see too).
+func TestWarmCaches(t *testing.T) {
+	cold := causalWorld3 + "strategies: [karma]\noutputs: [causal]\n"
+	warm := strings.Replace(cold, "no_load: true", "no_load: true, warm_keys: 600", 1)
+	hit := func(yaml string) (float64, int64) {
+		r := runSim(t, parse(t, yaml))
+		if len(r.Causal) != 1 || r.Causal[0].CacheHitPct == nil || r.Causal[0].Stability == nil {
+			t.Fatalf("causal runs %+v: want one, with a hit ratio and a time to stability", r.Causal)
+		}
+		var acked int64
+		for _, st := range r.Causal[0].Stability.Sites {
+			acked += st.Acked
+		}
+		return *r.Causal[0].CacheHitPct, acked
+	}
+	coldHit, coldAcked := hit(cold)
+	warmHit, warmAcked := hit(warm)
+	if warmHit < coldHit+10 {
+		t.Errorf("hit ratio %.1f%% warm, %.1f%% cold: want warming to add at least 10 points (seed %d)", warmHit, coldHit, testSeed)
+	}
+	if coldAcked == 0 || warmAcked < coldAcked/2 {
+		t.Errorf("writes the stability probe counted: %d warm, %d cold; want the warm run's counted too (seed %d)", warmAcked, coldAcked, testSeed)
 	}
 }

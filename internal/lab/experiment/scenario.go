@@ -461,6 +461,10 @@ type ClusterSpec struct {
 	// beside its coordinator and cache, on this one machine. Causal
 	// tables only.
 	ReplicasPerSite int `yaml:"replicas_per_site"`
+	// WarmKeys, if set, replaces causal.warm_keys on the cluster: the
+	// keys each client site reads to warm its cache before a run, fewer
+	// for the cluster's shorter, scaled-down runs.
+	WarmKeys int `yaml:"warm_keys"`
 }
 
 // AdaptSpec configures the adaptation analysis of a timeline.

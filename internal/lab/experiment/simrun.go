@@ -248,8 +248,8 @@ func load(u *unit, w *harness.World, site string) error {
 }
 
 // runLoad runs the load groups on target in the simulator until they
-// have made steps Puts (a second of virtual time each at most); a failed
-// Put fails it.
+// have made steps steps (a second of virtual time each at most): the
+// Puts of a load, the Gets that warm caches. A failed step fails it.
 func runLoad(s *sim.Sim, target driver.Target, groups []*driver.Group, steps int) error {
 	rec := &driver.Recorder{}
 	d, err := driver.New(target, driver.Spec{Groups: groups, Steps: steps, Recorder: rec})
@@ -266,7 +266,7 @@ func runLoad(s *sim.Sim, target driver.Target, groups []*driver.Group, steps int
 	}
 	for _, st := range rec.Stats() {
 		if st.Errors > 0 {
-			return fmt.Errorf("%d of %d Puts failed: %s", st.Errors, st.Count, st.FirstError)
+			return fmt.Errorf("%s: %d of %d %s steps failed: %s", st.Group, st.Errors, st.Count, st.Op, st.FirstError)
 		}
 	}
 	return nil

@@ -103,7 +103,7 @@ func atPoint(s *Scenario, v string) (*Scenario, error) {
 // node a machine of its own (causal.machines unset), as the cluster does.
 func (s *Scenario) ClusterModel() *Scenario {
 	cl := s.Cluster
-	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 {
+	if cl.Sim == nil && cl.Keys == 0 && cl.Ops == 0 && cl.SessionsScale == 0 && cl.ReplicasPerSite == 0 && cl.WarmKeys == 0 {
 		return s
 	}
 	return derive(s, func(c *Scenario) {
@@ -112,12 +112,13 @@ func (s *Scenario) ClusterModel() *Scenario {
 			t := trimReplicas(c.topo, n)
 			c.TopologyInline, c.topo = &t, t
 		}
-		if c.Causal != nil && c.Causal.Machines > 0 {
+		if c.Causal != nil {
 			// A cluster does not share machines out (its processes
 			// share this one's cores): every node of the model is a
 			// machine of its own, whatever the strategy.
 			cs := *c.Causal
 			cs.Machines = 0
+			cs.WarmKeys = c.Cluster.warmKeys(cs.WarmKeys)
 			c.Causal = &cs
 		}
 		if c.Cluster.Sim != nil {

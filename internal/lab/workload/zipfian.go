@@ -166,5 +166,9 @@ func ScrambledRankProbability(rank float64) float64 {
 }
 
 func (s *scrambledZipfian) Next(r *rand.Rand) uint64 {
-	return fnv64(s.base.Next(r)) % s.n
+	return ScrambledItem(s.base.Next(r), s.n)
 }
+
+// ScrambledItem is the item of [0, n) onto which NewScrambledZipfian
+// folds its rank-th most popular zipfian item (rank from 0).
+func ScrambledItem(rank, n uint64) uint64 { return fnv64(rank) % n }

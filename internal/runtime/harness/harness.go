@@ -60,6 +60,8 @@ type Options struct {
 type World struct {
 	Sim      *sim.Sim
 	Topology topology.Topology
+
+	observe func(from, to wire.NodeID, m wire.Msg)
 }
 
 // New builds the world: sites, links and started nodes. Each site runs
@@ -106,7 +108,14 @@ func New(opts Options) (*World, error) {
 			}
 		}
 	}
-	return &World{Sim: s, Topology: topo}, nil
+	return &World{Sim: s, Topology: topo, observe: opts.Observe}, nil
+}
+
+// AddClient adds a client core to the world at a site, with the node
+// costs given; Options.Observe sees what it sends, as it sees the
+// topology's clients'.
+func (w *World) AddClient(id wire.NodeID, site string, costs sim.NodeOptions, opts clientcore.Options) error {
+	return w.Sim.AddNode(id, site, costs, observed(w.observe, func() node.Handler { return clientcore.New(opts) }))
 }
 
 // seedRTTs gives a site's causal coordinator and cache, where o leaves
