@@ -324,19 +324,7 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 	defer d.Close()
 	sc := &schedule{u: u, oracle: newWorld(s, net, u.client), since: d.Now, gets: func() int { return 0 }, progress: progress}
 	sc.start(loop, expandSchedule(s, u.seed, t.scale))
-	var tick func()
-	tick = func() {
-		if left := spec.Duration - d.Now(); left > time.Second && !d.Done() {
-			progress(fmt.Sprintf("  %s %s: %.0fs left", u.point, u.sla.Name, left.Seconds()))
-			loop.After(10*time.Second, tick)
-		}
-	}
-	loop.After(10*time.Second, tick)
-	length := spec.Duration.String()
-	if spec.Duration == 0 {
-		length = fmt.Sprintf("%d operations", spec.Steps)
-	}
-	progress(fmt.Sprintf("%s %s %s from %s: %d runs for %s", u.series, u.point, u.sla.Name, u.clientSites(), len(u.runs), length))
+	reportProgress(u, loop, d, spec, progress)
 	var made0 int64
 	if s.wants(OutPlanner) {
 		_, made0 = clusterNodes(ctx, c)
@@ -374,6 +362,24 @@ func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *c
 		return err
 	}
 	return u.check()
+}
+
+// reportProgress says what the unit runs, and every 10 s how long it
+// has left.
+func reportProgress(u *unit, loop *driver.Loop, d *driver.Driver, spec driver.Spec, progress func(string)) {
+	var tick func()
+	tick = func() {
+		if left := spec.Duration - d.Now(); left > time.Second && !d.Done() {
+			progress(fmt.Sprintf("  %s %s: %.0fs left", u.point, u.sla.Name, left.Seconds()))
+			loop.After(10*time.Second, tick)
+		}
+	}
+	loop.After(10*time.Second, tick)
+	length := spec.Duration.String()
+	if spec.Duration == 0 {
+		length = fmt.Sprintf("%d operations", spec.Steps)
+	}
+	progress(fmt.Sprintf("%s %s %s from %s: %d runs for %s", u.series, u.point, u.sla.Name, u.clientSites(), len(u.runs), length))
 }
 
 // A clusterWatcher is a unit's part that reads the cluster while the

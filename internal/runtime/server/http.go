@@ -128,43 +128,7 @@ func writeNodeFailed(w io.Writer, ids []wire.NodeID, failed []nodeFailure) {
 // exposition format. Replication lag is how far a secondary's high
 // timestamp trails now: the staleness bound it can serve (Pileus 4.3).
 func WritePrometheus(w io.Writer, st Status, now time.Time) {
-	counter := func(name, help string, value func(NodeStatus) int64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
-		for _, n := range st.Nodes {
-			// A failed node's counters are unknown, not zero: a series
-			// that fell to zero would read as a reset.
-			if n.Failed == "" {
-				fmt.Fprintf(w, "%s{node=%q} %d\n", name, n.ID, value(n))
-			}
-		}
-	}
-	counter("cosla_replica_puts_total", "Puts received.", func(n NodeStatus) int64 { return n.Metrics.Puts })
-	counter("cosla_replica_puts_rejected_total", "Puts answered with an error.", func(n NodeStatus) int64 { return n.Metrics.PutsRejected })
-	counter("cosla_replica_gets_total", "Gets served.", func(n NodeStatus) int64 { return n.Metrics.Gets })
-	counter("cosla_replica_probes_total", "Probes served.", func(n NodeStatus) int64 { return n.Metrics.Probes })
-	counter("cosla_replica_pulls_served_total", "Pulls served as a primary.", func(n NodeStatus) int64 { return n.Metrics.PullsServed })
-	counter("cosla_replica_entries_sent_total", "Versions sent to secondaries.", func(n NodeStatus) int64 { return n.Metrics.EntriesSent })
-	counter("cosla_replica_entries_applied_total", "Versions applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.EntriesApplied })
-	counter("cosla_replica_level_puts_total", "Puts that waited for a write level above one.", func(n NodeStatus) int64 { return n.Metrics.LevelPuts })
-	counter("cosla_replica_level_timeouts_total", "Puts whose write level was not reached in time.", func(n NodeStatus) int64 { return n.Metrics.LevelTimeouts })
-	counter("cosla_replica_duplicate_puts_total", "Put requests received twice and applied once.", func(n NodeStatus) int64 { return n.Metrics.DuplicatePuts })
-	counter("cosla_replica_repairs_acked_total", "Read repairs answered holding their timestamp.", func(n NodeStatus) int64 { return n.Metrics.RepairsAcked })
-	counter("cosla_replica_repairs_refused_total", "Read repairs refused: the timestamp not reached in time, or overloaded.", func(n NodeStatus) int64 { return n.Metrics.RepairsRefused })
-	counter("cosla_replica_snapshot_chunks_sent_total", "Snapshot chunks sent as a primary to secondaries that lost their storage.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksSent })
-	counter("cosla_replica_snapshot_chunks_applied_total", "Snapshot chunks applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksApplied })
-	counter("cosla_replica_staged_puts_total", "Puts with a bound (dConssandra) taken as the receiver.", func(n NodeStatus) int64 { return n.Metrics.StagedPuts })
-	counter("cosla_replica_bounded_gets_total", "Gets with a bound served.", func(n NodeStatus) int64 { return n.Metrics.BoundedGets })
-	counter("cosla_replica_deadlines_total", "Bounded operations answered by their deadline timer.", func(n NodeStatus) int64 { return n.Metrics.Deadlines })
-	counter("cosla_replica_null_reads_total", "Bounded Gets answered NULL: writes of the key pending, none could be applied in time.", func(n NodeStatus) int64 { return n.Metrics.NullReads })
-	counter("cosla_replica_forward_resends_total", "Times a receiver sent its unacknowledged staged writes again.", func(n NodeStatus) int64 { return n.Metrics.ForwardResends })
-	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
-	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
-	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })
-	counter("cosla_replica_mailbox_dropped_total", "Messages dropped at a full mailbox.", func(n NodeStatus) int64 { return n.Dropped })
-	counter("cosla_replica_rolled_back_total", "Versions rolled back at a failover (written to the rollback files).", func(n NodeStatus) int64 { return n.Metrics.RolledBack })
-	counter("cosla_replica_rollback_wipes_total", "Rollbacks that emptied a tablet to catch up by snapshot, its log not telling the versions before.", func(n NodeStatus) int64 { return n.Metrics.RollbackWipes })
-	counter("cosla_replica_epochs_refused_total", "Replication messages refused for another epoch of their tablet.", func(n NodeStatus) int64 { return n.Metrics.EpochsRefused })
-	counter("cosla_replica_no_lease_total", "Writes refused because the primary held no lease.", func(n NodeStatus) int64 { return n.Metrics.NoLease })
+	writeNodeCounters(w, st.Nodes)
 	writeConfigMetrics(w, st.Config)
 	writeCacheMetrics(w, st.Caches)
 
@@ -220,6 +184,47 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 // counters, if the site has one: what the service costs in steady state
 // (raft messages, fsyncs) and what it did (leases, failovers,
 // switchovers).
+// writeNodeCounters writes the storage nodes' counters.
+func writeNodeCounters(w io.Writer, nodes []NodeStatus) {
+	counter := func(name, help string, value func(NodeStatus) int64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		for _, n := range nodes {
+			// A failed node's counters are unknown, not zero: a series
+			// that fell to zero would read as a reset.
+			if n.Failed == "" {
+				fmt.Fprintf(w, "%s{node=%q} %d\n", name, n.ID, value(n))
+			}
+		}
+	}
+	counter("cosla_replica_puts_total", "Puts received.", func(n NodeStatus) int64 { return n.Metrics.Puts })
+	counter("cosla_replica_puts_rejected_total", "Puts answered with an error.", func(n NodeStatus) int64 { return n.Metrics.PutsRejected })
+	counter("cosla_replica_gets_total", "Gets served.", func(n NodeStatus) int64 { return n.Metrics.Gets })
+	counter("cosla_replica_probes_total", "Probes served.", func(n NodeStatus) int64 { return n.Metrics.Probes })
+	counter("cosla_replica_pulls_served_total", "Pulls served as a primary.", func(n NodeStatus) int64 { return n.Metrics.PullsServed })
+	counter("cosla_replica_entries_sent_total", "Versions sent to secondaries.", func(n NodeStatus) int64 { return n.Metrics.EntriesSent })
+	counter("cosla_replica_entries_applied_total", "Versions applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.EntriesApplied })
+	counter("cosla_replica_level_puts_total", "Puts that waited for a write level above one.", func(n NodeStatus) int64 { return n.Metrics.LevelPuts })
+	counter("cosla_replica_level_timeouts_total", "Puts whose write level was not reached in time.", func(n NodeStatus) int64 { return n.Metrics.LevelTimeouts })
+	counter("cosla_replica_duplicate_puts_total", "Put requests received twice and applied once.", func(n NodeStatus) int64 { return n.Metrics.DuplicatePuts })
+	counter("cosla_replica_repairs_acked_total", "Read repairs answered holding their timestamp.", func(n NodeStatus) int64 { return n.Metrics.RepairsAcked })
+	counter("cosla_replica_repairs_refused_total", "Read repairs refused: the timestamp not reached in time, or overloaded.", func(n NodeStatus) int64 { return n.Metrics.RepairsRefused })
+	counter("cosla_replica_snapshot_chunks_sent_total", "Snapshot chunks sent as a primary to secondaries that lost their storage.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksSent })
+	counter("cosla_replica_snapshot_chunks_applied_total", "Snapshot chunks applied as a secondary.", func(n NodeStatus) int64 { return n.Metrics.SnapshotChunksApplied })
+	counter("cosla_replica_staged_puts_total", "Puts with a bound (dConssandra) taken as the receiver.", func(n NodeStatus) int64 { return n.Metrics.StagedPuts })
+	counter("cosla_replica_bounded_gets_total", "Gets with a bound served.", func(n NodeStatus) int64 { return n.Metrics.BoundedGets })
+	counter("cosla_replica_deadlines_total", "Bounded operations answered by their deadline timer.", func(n NodeStatus) int64 { return n.Metrics.Deadlines })
+	counter("cosla_replica_null_reads_total", "Bounded Gets answered NULL: writes of the key pending, none could be applied in time.", func(n NodeStatus) int64 { return n.Metrics.NullReads })
+	counter("cosla_replica_forward_resends_total", "Times a receiver sent its unacknowledged staged writes again.", func(n NodeStatus) int64 { return n.Metrics.ForwardResends })
+	counter("cosla_replica_storage_errors_total", "Storage reads or writes that failed.", func(n NodeStatus) int64 { return n.Metrics.StorageErrors })
+	counter("cosla_node_syncs_total", "Syncs of the node's storage that committed a group of events.", func(n NodeStatus) int64 { return n.Commit.Syncs })
+	counter("cosla_node_synced_events_total", "Events with durable writes that those syncs covered.", func(n NodeStatus) int64 { return n.Commit.Events })
+	counter("cosla_replica_mailbox_dropped_total", "Messages dropped at a full mailbox.", func(n NodeStatus) int64 { return n.Dropped })
+	counter("cosla_replica_rolled_back_total", "Versions rolled back at a failover (written to the rollback files).", func(n NodeStatus) int64 { return n.Metrics.RolledBack })
+	counter("cosla_replica_rollback_wipes_total", "Rollbacks that emptied a tablet to catch up by snapshot, its log not telling the versions before.", func(n NodeStatus) int64 { return n.Metrics.RollbackWipes })
+	counter("cosla_replica_epochs_refused_total", "Replication messages refused for another epoch of their tablet.", func(n NodeStatus) int64 { return n.Metrics.EpochsRefused })
+	counter("cosla_replica_no_lease_total", "Writes refused because the primary held no lease.", func(n NodeStatus) int64 { return n.Metrics.NoLease })
+}
+
 // writeCacheMetrics writes the counters of the site's causal caches.
 func writeCacheMetrics(w io.Writer, caches []CacheStatus) {
 	for _, k := range []struct {
