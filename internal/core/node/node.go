@@ -70,6 +70,21 @@ type Handler interface {
 	Fire(timer any)
 }
 
+// Urgency is implemented by a handler some of whose messages should not
+// wait behind the others: a causal table's storage node serves the
+// messages that carry writes towards stability (propagations, dependency
+// checks, acknowledgements) before the reads queued with them, so that
+// a write's time to stability does not grow with the read load
+// (causal.Urgent says why). A runtime that queues a node's messages
+// (the simulator for a node serving one message at a time, the server's
+// mailbox) serves the urgent ones first, each class in arrival order;
+// timers are not held behind messages. Urgent must depend on the
+// message alone: runtimes call it outside the node's events, from other
+// goroutines.
+type Urgency interface {
+	Urgent(m wire.Msg) bool
+}
+
 // RoutedTimer is a timer that a core hosted inside another set, tagged
 // with the route back to it. A host that runs several cores behind its
 // own Env (causal.Beside, a causal Node's cores per table, a client's

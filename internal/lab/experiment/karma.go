@@ -264,8 +264,10 @@ func (karmaPlugin) mix(s *Scenario, _ uint64) (driver.Mix, error) {
 // the calibrated fsync, with the scenario's overrides (sim section).
 //
 //   - A storage node (a single-node store with its middle man, Karma 5's
-//     Cassandra and MM) serves one message at a time, and fsyncs before
-//     it acknowledges a write.
+//     Cassandra and MM) serves one message at a time, the messages that
+//     carry writes towards stability ahead of the reads waiting
+//     (causal.Urgent, as `cosla serve`'s mailbox does), and fsyncs
+//     before it acknowledges a write.
 //   - The coordinator stands for the client coordinators that Karma 5
 //     runs on every node of a datacenter: it serves its messages
 //     concurrently (sim.NodeOptions.Concurrent), each at its calibrated

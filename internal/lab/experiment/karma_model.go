@@ -21,8 +21,12 @@ import (
 // it is not yet stable (Karma 4.2). Take the writes of key k as a
 // Poisson stream of rate w_k = W q_k (W the writes per second of the
 // whole system, q_k the key's probability under the key distribution),
-// each version showing in flight at ring R for a time V from the ring's
-// acknowledgement until the write's STABLE notice lands there. The
+// each version showing in flight at ring R for a time V from when R
+// holds it until the write's STABLE notice lands there. R holds it when
+// its node for the key applies it: then it acknowledges the write, or,
+// under Karma, first invalidates the caches holding the key and
+// acknowledges once they have answered (Karma 4.3), a round trip to the
+// farthest of them during which the version already shows. The
 // versions of k in flight at R are then the busy servers of an
 // M/G/infinity queue: Poisson with mean w_k E[V], whatever V's
 // distribution, so a Get of k at R finds one in flight with probability
@@ -130,8 +134,11 @@ type Stability struct {
 	// from a write's acknowledgement to its coordinator's completion.
 	Sites []FlightStats `json:"sites"`
 	// Rings are the rings, by number (causal.rings' order): the time
-	// from a ring's acknowledgement of a write (it holds the version) to
-	// the write's completion.
+	// from when a ring holds a write's version, readable in flight, to
+	// the write's completion: from the ring's acknowledgement, or, if
+	// sooner, its first invalidation of a cache (Karma 4.3: the node
+	// applies the version, invalidates the caches holding the key and
+	// acknowledges once they have answered).
 	Rings []FlightStats `json:"rings"`
 }
 
@@ -157,8 +164,9 @@ type FlightStats struct {
 // stabilityProbe watches a causal world's messages (karmaWorld's
 // observe) for writes acknowledged, held by rings and completed: a
 // CausalPut names its session and sequence number, its reply (by
-// request) acknowledges it, a PropagateAck says a ring holds it and the
-// CausalComplete naming the session and number completes it.
+// request) acknowledges it and names its version, an Invalidate of the
+// version from a ring's node or a PropagateAck says the ring holds it,
+// and the CausalComplete naming the session and number completes it.
 type stabilityProbe struct {
 	now func() time.Duration
 	// started: the run began, at from less the warmup; the window is
@@ -168,6 +176,8 @@ type stabilityProbe struct {
 	from, mid, until time.Duration
 	puts             map[probeReq]probeWrite
 	flying           map[probeWrite]*probeFlight
+	versions         map[wire.Version]probeWrite // of the writes flying
+	ringOf           map[string]int32            // a site's ring
 	sites            map[string]*probeCount
 	order            []string
 	rings            map[int32]*probeCount
@@ -183,11 +193,13 @@ type probeWrite struct {
 	session, seq uint64
 }
 
-// probeFlight is a write in flight: its site's count, and the rings'
-// that hold it.
+// probeFlight is a write in flight: its version, its site's count, and
+// the rings' that hold it (held has bit r set once ring r does).
 type probeFlight struct {
-	site  *probeCount
-	rings []*probeCount
+	version wire.Version
+	site    *probeCount
+	rings   []*probeCount
+	held    uint64
 }
 
 // probeCount integrates the writes in flight of a site or ring over
@@ -208,10 +220,17 @@ type probeCount struct {
 // newStabilityProbe returns a probe of the scenario's sites' writes.
 func newStabilityProbe(s *Scenario) *stabilityProbe {
 	p := &stabilityProbe{puts: map[probeReq]probeWrite{}, flying: map[probeWrite]*probeFlight{}, sites: map[string]*probeCount{},
-		rings: map[int32]*probeCount{}}
+		rings: map[int32]*probeCount{}, versions: map[wire.Version]probeWrite{}, ringOf: map[string]int32{}}
 	for _, st := range s.topo.Sites {
 		p.sites[st.Name] = &probeCount{}
 		p.order = append(p.order, st.Name)
+	}
+	if s.Causal != nil {
+		for i, sites := range s.Causal.Rings {
+			for _, site := range sites {
+				p.ringOf[site] = int32(i)
+			}
+		}
 	}
 	return p
 }
@@ -243,23 +262,25 @@ func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
 		w, ok := p.puts[probeReq{to, m.Req}]
 		delete(p.puts, probeReq{to, m.Req})
 		if site := p.sites[siteOf(to)]; ok && m.Code == wire.OK && site != nil {
-			p.flying[w] = &probeFlight{site: site}
+			p.flying[w] = &probeFlight{version: m.Version, site: site}
+			p.versions[m.Version] = w
 			p.arrive(site)
+		}
+	case *wire.Invalidate:
+		if ring, ok := p.ringOf[siteOf(from)]; ok && m.Key != "" {
+			if w, ok := p.versions[m.Version]; ok {
+				p.held(p.flying[w], ring)
+			}
 		}
 	case *wire.PropagateAck:
 		if f := p.flying[probeWrite{m.Client, m.Session, m.Seq}]; f != nil {
-			ring := p.rings[m.Ring]
-			if ring == nil {
-				ring = &probeCount{}
-				p.rings[m.Ring] = ring
-			}
-			f.rings = append(f.rings, ring)
-			p.arrive(ring)
+			p.held(f, m.Ring)
 		}
 	case *wire.CausalComplete:
 		w := probeWrite{to, m.Session, m.Seq}
 		if f := p.flying[w]; f != nil {
 			delete(p.flying, w)
+			delete(p.versions, f.version)
 			now := p.now()
 			for _, c := range append(f.rings, f.site) {
 				c.advance(now, p.from, p.mid, p.until)
@@ -267,6 +288,22 @@ func (p *stabilityProbe) observe(from, to wire.NodeID, m wire.Msg) {
 			}
 		}
 	}
+}
+
+// held counts a flying write as held by ring r from now, unless it was
+// already.
+func (p *stabilityProbe) held(f *probeFlight, r int32) {
+	if r < 0 || r >= 64 || f.held&(1<<r) != 0 {
+		return
+	}
+	f.held |= 1 << r
+	ring := p.rings[r]
+	if ring == nil {
+		ring = &probeCount{}
+		p.rings[r] = ring
+	}
+	f.rings = append(f.rings, ring)
+	p.arrive(ring)
 }
 
 // arrive counts a write coming into flight at c.
@@ -539,8 +576,8 @@ func predictRestriction(s *Scenario, c CausalRun) (restrictionModel, bool) {
 		if !ok || site.Sessions == 0 || site.ThroughputOpsPerS <= 0 || ring.Acked == 0 {
 			continue
 		}
-		// The version shows in flight at the ring from its
-		// acknowledgement there until the STABLE notice lands, a
+		// The version shows in flight at the ring from when the ring
+		// holds it until the STABLE notice lands, a
 		// one-way delay after completion; the reader's coordinator
 		// learns it stable a one-way delay from the writer to the
 		// reader after completion.
@@ -622,7 +659,7 @@ func restrictionModelTable(s *Scenario, r *Result) Table {
 			f1(1000*m.restrictS), f1(100*m.perSite), f1(100*m.global), f1(c.RestrictedPct), f1(c.RestrictedPct-100*m.perSite)))
 	}
 	t.Caption = "The model (karma_model.go) predicts the share of accesses made under a ring restriction from the load, the key distribution and the time to stability, all measured in the run (Little's law over the measured window). " +
-		"Stability: the mean time from a write's acknowledgement to its coordinator's completion. In flight at ring: the mean time a version shows in flight at the ring a client site reads, from the ring's acknowledgement to the STABLE notice's arrival (completion plus a one-way delay). " +
+		"Stability: the mean time from a write's acknowledgement to its coordinator's completion. In flight at ring: the mean time a version shows in flight at the ring a client site reads, from when the ring holds it (its acknowledgement, or its first invalidation of a cache if sooner: Karma 4.3's node applies the version, then invalidates the caches and acknowledges once they answer) to the STABLE notice's arrival (completion plus a one-way delay). " +
 		"In flight % model: r = sum_k q_k (1 - exp(-W q_k V)), the chance a Get finds its key's version in flight (W writes/s, q_k the key's probability, V the time in flight at the ring); beside it the measured share of Gets that read an in-flight version. " +
 		"Restriction: D, the time until the reader's coordinator learns the version read stable: the part of its flight the version has left, plus the completion's delay to the reader, and for another site's write no sooner than the answer to the watch sent with the session's next Get. " +
 		"Restricted % model: (1 - p) (1 - exp(-g r D)) + p (1 - exp(-g r (D + 1/g))) per client site (g its Gets per session per second, p the put fraction; a Put stays restricted until the next Get's reply drops the restriction), weighted by the sites' accesses; global: the same from the system's means. " +

@@ -12,9 +12,11 @@ import (
 
 	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/clientcore"
+	"github.com/cosla/cosla/internal/core/node"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/check"
 	"github.com/cosla/cosla/internal/runtime/harness"
+	"github.com/cosla/cosla/internal/runtime/sim"
 	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
@@ -49,7 +51,34 @@ func TestRandomizedCausal(t *testing.T) {
 	var total causalStats
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed)
+			st := runCausalRandom(t, seed, false)
+			total.add(st)
+		})
+	}
+	t.Logf("%d seeds: %s", len(seeds), total)
+}
+
+// TestRandomizedCausalBusy runs TestRandomizedCausal's worlds with nodes
+// that take time to serve each message, one at a time (sim.NodeOptions
+// Service): storage nodes, caches and coordinators queue what they are
+// sent, and serve the messages causal.Urgent names ahead of the reads
+// and requests waiting, as a server's mailbox does. So a read is answered
+// after writes, acknowledgements and invalidations that reached its node
+// after it, which idle nodes never do. It runs -causal-seeds / 4 seeds
+// (from -causal-first), or -seed.
+func TestRandomizedCausalBusy(t *testing.T) {
+	seeds := make([]uint64, 0, *causalSeedsFlag/4)
+	if *seedFlag != 0 {
+		seeds = append(seeds, *seedFlag)
+	} else {
+		for i := range max(1, *causalSeedsFlag/4) {
+			seeds = append(seeds, *causalFirstFlag+uint64(i))
+		}
+	}
+	var total causalStats
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			st := runCausalRandom(t, seed, true)
 			total.add(st)
 		})
 	}
@@ -65,12 +94,16 @@ func TestRandomizedCausal(t *testing.T) {
 // version it had forgotten in a restart (causal.Store.whenProcessed).
 func TestCausalRegressionWorlds(t *testing.T) {
 	for _, seed := range []uint64{1064, 1772, 1921, 6045} {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runCausalRandom(t, seed) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runCausalRandom(t, seed, false) })
 	}
 }
 
-func reproduceCausal(seed uint64) string {
-	return fmt.Sprintf("go test ./internal/runtime/harness -run 'TestRandomizedCausal' -seed %d -v", seed)
+func reproduceCausal(seed uint64, busy bool) string {
+	test := "TestRandomizedCausal$"
+	if busy {
+		test = "TestRandomizedCausalBusy"
+	}
+	return fmt.Sprintf("go test ./internal/runtime/harness -run '%s' -seed %d -v", test, seed)
 }
 
 type causalStats struct {
@@ -129,10 +162,19 @@ func randomCausalWorld(r *rand.Rand) (topology.Topology, [][]string, causal.Stra
 	return topo, rings, causal.Strategy(r.IntN(4))
 }
 
-func runCausalRandom(t *testing.T, seed uint64) causalStats {
+func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 	r := rand.New(rand.NewPCG(seed, 0xca05a1))
 	topo, rings, strategy := randomCausalWorld(r)
 	t.Logf("seed %d: %s, rings %v, %d sites", seed, strategy, rings, len(topo.Sites))
+	// A busy world's nodes spend 2, 5 or 10 ms on each message (drawn
+	// apart from the world, which stays the idle one's): at 10 ms a
+	// storage node is busy most of the time.
+	var cost sim.NodeOptions
+	if busy {
+		mean := []time.Duration{2, 5, 10}[rand.New(rand.NewPCG(seed, 0xb05e)).IntN(3)] * time.Millisecond
+		cost.Service = sim.Latency{Mean: mean, Jitter: mean / 2}
+		t.Logf("seed %d: every storage node, cache and coordinator serves a message in %s (jitter %s)", seed, mean, mean/2)
+	}
 	var trace func(string)
 	if *traceFlag != "" {
 		f, err := os.Create(*traceFlag)
@@ -144,6 +186,7 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	}
 	w, err := harness.NewCausal(harness.CausalOptions{
 		Seed: seed, Topology: topo, Rings: rings, Strategy: strategy, Trace: trace,
+		Storage: cost, Cache: cost, Coordinator: cost,
 		Client: clientcore.Options{RequestTimeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
 		Causal: site.CausalOptions{
 			Coordinator: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},
@@ -152,7 +195,7 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 		},
 	})
 	if err != nil {
-		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
 	}
 	var st causalStats
 	var history []check.MultiOp
@@ -166,7 +209,7 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	// do fails the run on an operation the client core refused at once.
 	do := func(err error) {
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+			t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
 		}
 	}
 	// The sessions' first steps, each after its delay; they start once
@@ -180,7 +223,7 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 		for range 1 + r.IntN(2) {
 			c, s, err := w.Session(id)
 			if err != nil {
-				t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+				t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
 			}
 			name := fmt.Sprintf("%s#%d", id, s.Causal().ID())
 			left := opsPerSession
@@ -256,26 +299,26 @@ func runCausalRandom(t *testing.T, seed uint64) causalStats {
 	}
 	st.crashes = causalFaults(w, r, start, activeFor)
 	if err := w.Sim.Run(start + activeFor + 60*time.Second); err != nil {
-		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed))
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
 	}
 	for i, op := range history {
 		if op.Return == 0 {
-			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed))
+			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed, busy))
 		}
 	}
 	finals, problems := causalFinalStates(w)
 	if len(problems) > 0 {
-		t.Fatalf("seed %d: %s\nreproduce: %s", seed, strings.Join(problems, "\n"), reproduceCausal(seed))
+		t.Fatalf("seed %d: %s\nreproduce: %s", seed, strings.Join(problems, "\n"), reproduceCausal(seed, busy))
 	}
 	if vs := check.CheckMulti(history, finals); len(vs) > 0 {
 		var b strings.Builder
 		for _, v := range vs[:min(len(vs), 20)] {
 			fmt.Fprintf(&b, "  %s\n", v)
 		}
-		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduceCausal(seed))
+		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduceCausal(seed, busy))
 	}
 	if st.getsOK == 0 {
-		t.Fatalf("seed %d: no Get returned: the run checked nothing\nreproduce: %s", seed, reproduceCausal(seed))
+		t.Fatalf("seed %d: no Get returned: the run checked nothing\nreproduce: %s", seed, reproduceCausal(seed, busy))
 	}
 	return st
 }
@@ -388,4 +431,29 @@ func causalFinalStates(w *harness.CausalWorld) ([]check.FinalState, []string) {
 		}
 	}
 	return finals, problems
+}
+
+// TestObservedUrgency: a world whose messages are observed still hosts
+// its storage nodes with the urgency of their causal cores, which the
+// simulator asks the handler it hosts (TestRandomizedCausalBusy's worlds
+// are not observed; the experiments' are).
+func TestObservedUrgency(t *testing.T) {
+	topo, rings, strategy := randomCausalWorld(rand.New(rand.NewPCG(1, 0xca05a1)))
+	w, err := harness.NewCausal(harness.CausalOptions{Seed: 1, Topology: topo, Rings: rings, Strategy: strategy,
+		Observe: func(wire.NodeID, wire.NodeID, wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := topo.Replicas()[0]
+	h, ok := w.Sim.Handler(id)
+	if !ok {
+		t.Fatalf("no handler for %s", id)
+	}
+	u, ok := h.(node.Urgency)
+	if !ok {
+		t.Fatalf("storage node %s hosted as %T, without node.Urgency", id, h)
+	}
+	if !u.Urgent(&wire.Propagate{}) || u.Urgent(&wire.Read{}) {
+		t.Fatalf("storage node %s: a propagation urgent %v, a read %v; want true, false", id, u.Urgent(&wire.Propagate{}), u.Urgent(&wire.Read{}))
+	}
 }

@@ -169,13 +169,29 @@ func observed(observe func(from, to wire.NodeID, m wire.Msg), factory func() nod
 	if observe == nil {
 		return factory
 	}
-	return func() node.Handler { return &observedHandler{Handler: factory(), observe: observe} }
+	return func() node.Handler {
+		h := factory()
+		o := &observedHandler{Handler: h, observe: observe}
+		if u, ok := h.(node.Urgency); ok {
+			return &observedUrgent{observedHandler: o, urgency: u}
+		}
+		return o
+	}
 }
 
 type observedHandler struct {
 	node.Handler
 	observe func(from, to wire.NodeID, m wire.Msg)
 }
+
+// observedUrgent is an observed handler with node.Urgency, which the
+// simulator must still see.
+type observedUrgent struct {
+	*observedHandler
+	urgency node.Urgency
+}
+
+func (h *observedUrgent) Urgent(m wire.Msg) bool { return h.urgency.Urgent(m) }
 
 func (h *observedHandler) Start(env node.Env) error {
 	return h.Handler.Start(observedEnv{Env: env, observe: h.observe})
@@ -197,7 +213,10 @@ func (w *World) handler(id wire.NodeID) (node.Handler, error) {
 	if !ok {
 		return nil, fmt.Errorf("harness: no running node %s", id)
 	}
-	if o, ok := h.(*observedHandler); ok {
+	switch o := h.(type) {
+	case *observedHandler:
+		h = o.Handler
+	case *observedUrgent:
 		h = o.Handler
 	}
 	return h, nil

@@ -87,6 +87,7 @@ type Node struct {
 	mu       sync.Mutex
 	events   []event
 	spare    []event             // the batch run took last, cleared, for the next
+	later    []event             // scratch of urgentFirst
 	messages int                 // events that are messages, for MailboxMax
 	bytes    int                 // their size, for MailboxBytes
 	requests map[wire.NodeID]int // client requests by sender, for SenderMax
@@ -412,10 +413,14 @@ func (n *Node) run() {
 	}
 }
 
-// takeLocked takes the events queued, as a batch. n.mu is held.
+// takeLocked takes the events queued, as a batch, urgent ones first
+// (urgentFirst). n.mu is held.
 func (n *Node) takeLocked() []event {
 	batch := n.events
 	n.events, n.spare = n.spare[:0], nil
+	if u, ok := n.opts.Handler.(node.Urgency); ok {
+		n.urgentFirst(batch, u)
+	}
 	for _, ev := range batch {
 		if ev.msg == nil {
 			continue
@@ -429,6 +434,28 @@ func (n *Node) takeLocked() []event {
 		}
 	}
 	return batch
+}
+
+// urgentFirst reorders a batch of a handler with node.Urgency so that
+// its urgent messages and its timers run before its other messages and
+// calls (Do, Post), each class in arrival order, as the simulator serves
+// a node's queue (where timers never wait); a call still runs after
+// every event queued before it. A batch runs whole: an urgent message
+// that comes while one runs waits for its end, where the simulator
+// would serve it next.
+func (n *Node) urgentFirst(batch []event, u node.Urgency) {
+	urgent := 0
+	for _, ev := range batch {
+		if ev.call != nil || ev.msg != nil && !u.Urgent(ev.msg) {
+			n.later = append(n.later, ev)
+			continue
+		}
+		batch[urgent] = ev
+		urgent++
+	}
+	copy(batch[urgent:], n.later)
+	clear(n.later)
+	n.later = n.later[:0]
 }
 
 // runBatch runs a batch of events and ends it (committer.flush), on the

@@ -259,3 +259,37 @@ func TestPostHere(t *testing.T) {
 		t.Fatalf("PostHere on a stopped node: %v, want ErrStopped", err)
 	}
 }
+
+// urgentRecorder orders its messages as a recorder does; a ProbeRequest
+// with an odd Req is urgent (node.Urgency).
+type urgentRecorder struct{ recorder }
+
+func (r *urgentRecorder) Urgent(m wire.Msg) bool { return m.(*wire.ProbeRequest).Req%2 == 1 }
+
+// TestUrgentFirst: a node whose handler has urgent messages runs those
+// waiting in its mailbox before the others, each in the order they came,
+// as the simulator serves them (causal.Urgent says why).
+func TestUrgentFirst(t *testing.T) {
+	h := &urgentRecorder{}
+	n, err := StartNode(NodeOptions{ID: "s/n", Handler: h, Engine: storage.NewMem(), Send: func(_, _ wire.NodeID, _ wire.Msg) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := n.Post(func(node.Handler) { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	for req := uint64(2); req <= 7; req++ {
+		n.Deliver("x/y", &wire.ProbeRequest{Req: req})
+	}
+	close(release)
+	var got []uint64
+	if err := n.Do(func(node.Handler) { got = slices.Clone(h.got) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{3, 5, 7, 2, 4, 6}; !slices.Equal(got, want) {
+		t.Fatalf("handled %v, want %v", got, want)
+	}
+}

@@ -30,6 +30,12 @@ type event struct {
 	timer       any
 	group       *fsyncGroup // of an evFsync
 	incarnation int         // of the node the event is for; stale events are dropped
+	// index is the event's place in the queue (heap.Fix); start, urgent:
+	// when the message is served, and whether it is urgent, at a node
+	// with urgency (simNode.served).
+	index  int
+	start  time.Duration
+	urgent bool
 }
 
 // eventQueue is a min-heap ordered by (at, seq): time order, and the order
@@ -43,13 +49,21 @@ func (q eventQueue) Less(i, j int) bool {
 	}
 	return q[i].seq < q[j].seq
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q eventQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *eventQueue) Push(x any) {
+	ev := x.(*event)
+	ev.index = len(*q)
+	*q = append(*q, ev)
+}
 func (q *eventQueue) Pop() any {
 	old := *q
 	ev := old[len(old)-1]
 	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
+	ev.index = -1
 	return ev
 }
 

@@ -8,7 +8,8 @@
 // they were sent, as over a TCP connection. Nodes have a clock skew (of
 // their wall clock), a clock rate (of their monotonic clock and timers,
 // SetRate) and a service time with FIFO queueing, so a busy node
-// saturates. Nodes crash
+// saturates (a handler with node.Urgency has its urgent messages served
+// ahead of the others waiting, as the server's mailbox does). Nodes crash
 // (losing volatile state and unsynced storage) and restart, or lose their
 // storage whole (Wipe). Beyond crashes, a link may deliver some messages
 // twice (SetDuplicate), a node may pause and resume, as a stopped process
@@ -40,6 +41,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/cosla/cosla/internal/core/node"
@@ -95,7 +97,8 @@ type NodeOptions struct {
 	// Skew is added to the virtual time to give the node's physical clock.
 	Skew time.Duration
 	// Service is the time the node spends on each message; messages queue
-	// while it is busy (FIFO). Zero means infinitely fast. It models a
+	// while it is busy (FIFO; urgent ones first if the handler implements
+	// node.Urgency). Zero means infinitely fast. It models a
 	// slow node; ServiceByKind models the work of each request.
 	Service Latency
 	// ServiceByKind adds, per message kind (wire.Kind), a time the node
@@ -136,6 +139,13 @@ type simNode struct {
 	incarnation int
 	busyUntil   time.Duration
 	env         *nodeEnv
+	// urgency is the handler's node.Urgency when it has one, the node
+	// serves one message at a time and its site's cores are not shared
+	// (SetCores: a shared machine serves in arrival order). served holds
+	// its messages scheduled and not yet handled, in the order it serves
+	// them: an urgent one goes ahead of those not yet started (overtake).
+	urgency node.Urgency
+	served  []*event
 	// pausedUntil: the node handles nothing, message or timer, before
 	// this time (Pause).
 	pausedUntil time.Duration
@@ -434,6 +444,10 @@ func (s *Sim) start(n *simNode) error {
 	n.env = &nodeEnv{sim: s, node: n, incarnation: n.incarnation,
 		logger: s.opts.Logger.With("node", string(n.id))}
 	n.handler = n.factory()
+	n.urgency, n.served = nil, nil
+	if u, ok := n.handler.(node.Urgency); ok && !n.opts.Concurrent {
+		n.urgency = u
+	}
 	n.recovering = true
 	err := n.handler.Start(n.env)
 	n.recovering = false
@@ -692,6 +706,11 @@ func (s *Sim) atNode(ev *event) {
 	if charged {
 		s.endEvent(n, ev.incarnation)
 	}
+	if ev.kind == evHandle && n.urgency != nil {
+		if i := slices.Index(n.served, ev); i >= 0 {
+			n.served = slices.Delete(n.served, i, i+1)
+		}
+	}
 }
 
 // arrive queues a message that reached its node behind the messages the
@@ -703,6 +722,15 @@ func (s *Sim) arrive(ev *event) {
 		return
 	}
 	service := s.serviceTime(n, ev.msg)
+	ev.kind = evHandle
+	if n.urgency != nil && len(s.cores[n.site]) == 0 {
+		ev.urgent = n.urgency.Urgent(ev.msg)
+		if ev.urgent && s.overtake(n, ev, service) {
+			return
+		}
+		ev.start = max(s.now, n.busyUntil)
+		n.served = append(n.served, ev)
+	}
 	start := s.now
 	if !n.opts.Concurrent {
 		start = max(start, n.busyUntil)
@@ -722,9 +750,34 @@ func (s *Sim) arrive(ev *event) {
 	if !n.opts.Concurrent {
 		n.busyUntil = start + service
 	}
-	ev.kind = evHandle
 	ev.at = start + service
 	s.push(ev)
+}
+
+// overtake schedules an urgent message ahead of the first message the
+// node has not started serving that is not urgent, and every message
+// after that one later by its service time; it reports false if there is
+// none. A node's messages waiting are served back to back (each arrived
+// before the one ahead of it ended), so the urgent one starts when that
+// one would have, and the others shift by its service.
+func (s *Sim) overtake(n *simNode, ev *event, service time.Duration) bool {
+	k := slices.IndexFunc(n.served, func(e *event) bool { return e.start > s.now && !e.urgent })
+	if k < 0 {
+		return false
+	}
+	ev.start = n.served[k].start
+	ev.at = ev.start + service
+	for _, later := range n.served[k:] {
+		later.start += service
+		later.at += service
+		if later.index >= 0 {
+			heap.Fix(&s.queue, later.index)
+		}
+	}
+	n.busyUntil += service
+	n.served = slices.Insert(n.served, k, ev)
+	s.push(ev)
+	return true
 }
 
 // send is a node's Env.Send: the message goes out now, or, inside an event

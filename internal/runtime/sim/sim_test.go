@@ -763,6 +763,66 @@ func TestService(t *testing.T) {
 	}
 }
 
+// urgentNode is a testNode whose ProbeReplies are urgent (node.Urgency).
+type urgentNode struct{ testNode }
+
+func (n *urgentNode) Urgent(m wire.Msg) bool {
+	_, reply := m.(*wire.ProbeReply)
+	return reply
+}
+
+func TestUrgency(t *testing.T) {
+	// A node whose handler has urgent messages serves them ahead of the
+	// others waiting, each class in arrival order; the one in service is
+	// not interrupted. A crash drops what waits.
+	const service = 3 * time.Millisecond
+	w := newWorld(t, 1, "a", "b")
+	must(t, w.sim.SetLatency("a", "b", sim.Latency{Mean: 10 * time.Millisecond}))
+	w.add("x", "a", sim.NodeOptions{}, false)
+	var ys []*urgentNode
+	must(t, w.sim.AddNode("y", "b", sim.NodeOptions{Service: sim.Latency{Mean: service}}, func() node.Handler {
+		ys = append(ys, &urgentNode{})
+		return ys[len(ys)-1]
+	}))
+	x := func() *testNode { return w.node("x") }
+	w.at(0, func() {
+		x().send("y", 1)
+		x().send("y", 2)
+		x().send("y", 3)
+		x().env.Send("y", &wire.ProbeReply{Req: 4})
+		x().env.Send("y", &wire.ProbeReply{Req: 5})
+	})
+	w.run(time.Second)
+	arrive := 10 * time.Millisecond
+	want := []arrival{
+		{arrive + service, "x", 1},
+		{arrive + 2*service, "x", 4},
+		{arrive + 3*service, "x", 5},
+		{arrive + 4*service, "x", 2},
+		{arrive + 5*service, "x", 3},
+	}
+	if got := ys[0].got; !slices.Equal(got, want) {
+		t.Fatalf("y handled %v, want %v", got, want)
+	}
+
+	dropped := w.sim.Stats().Dropped
+	w.at(2*time.Second, func() {
+		for i := uint64(6); i <= 8; i++ {
+			x().send("y", i)
+		}
+	})
+	w.at(2*time.Second+arrive+service/2, func() { must(t, w.sim.Crash("y")) })
+	w.at(3*time.Second, func() { must(t, w.sim.Restart("y")) })
+	w.at(3*time.Second, func() { x().env.Send("y", &wire.ProbeReply{Req: 9}) })
+	w.run(4 * time.Second)
+	if got := w.sim.Stats().Dropped - dropped; got != 3 {
+		t.Fatalf("crash while serving one of three messages dropped %d, want 3", got)
+	}
+	if got, want := ys[1].got, []arrival{{3*time.Second + arrive + service, "x", 9}}; !slices.Equal(got, want) {
+		t.Fatalf("restarted y handled %v, want %v", got, want)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	w := newWorld(t, 1, "a", "b")
 	w.add("x", "a", sim.NodeOptions{}, false)
