@@ -290,19 +290,12 @@ func loadCluster(ctx context.Context, s *Scenario, info cluster.Info) error {
 func runClusterUnit(ctx context.Context, u *unit, base *Scenario, t timing, c *cluster.Cluster, progress func(string)) (err error) {
 	s := u.s
 	info := c.Info()
-	// A series may change the links: the unit runs on its own, then the
-	// cluster's are given back.
-	if err := setLinks(c, s); err != nil {
+	net, giveBack, err := takeLinks(c, s, base)
+	if err != nil {
 		return err
 	}
 	defer func() {
-		if rerr := setLinks(c, base); rerr != nil && err == nil {
-			err = fmt.Errorf("give the links back their settings: %w", rerr)
-		}
-	}()
-	net := newClusterNetwork(c, s)
-	defer func() {
-		if rerr := net.reset(ctx); rerr != nil && err == nil {
+		if rerr := giveBack(ctx); rerr != nil && err == nil {
 			err = fmt.Errorf("give the links back their settings: %w", rerr)
 		}
 	}()
@@ -490,6 +483,25 @@ func sameCluster(s *Scenario, o *Scenario) error {
 		return fmt.Errorf("%w: on a cluster a series may change the links and the workload, not the sites, nodes or table", ErrInvalid)
 	}
 	return nil
+}
+
+// takeLinks gives the cluster's links a unit's settings (a series may
+// change them: the unit runs on its own) and returns its network and a
+// function that gives them back: the emulator's faults cleared, then
+// base's settings; it reports the first that failed.
+func takeLinks(c *cluster.Cluster, s, base *Scenario) (*clusterNetwork, func(context.Context) error, error) {
+	if err := setLinks(c, s); err != nil {
+		return nil, nil, err
+	}
+	net := newClusterNetwork(c, s)
+	giveBack := func(ctx context.Context) error {
+		err := net.reset(ctx)
+		if rerr := setLinks(c, base); err == nil {
+			err = rerr
+		}
+		return err
+	}
+	return net, giveBack, nil
 }
 
 // setLinks gives the cluster's links between sites the scenario's
