@@ -172,6 +172,18 @@ func (s *Session) Read(key string, found bool, v wire.Version, source wire.Sourc
 	s.rebind()
 }
 
+// covered reports whether the session's last write (a put or a
+// notify-after) lifts every restriction the session holds when it
+// completes: each was read before that write was issued.
+func (s *Session) covered() bool {
+	for _, it := range s.items {
+		if it.after > s.seq {
+			return false
+		}
+	}
+	return true
+}
+
 // Complete records that the session's writes up to seq are in every ring,
 // lifting the restrictions of the reads before them.
 func (s *Session) Complete(seq uint64) {
