@@ -717,7 +717,7 @@ func (rec *causalRecord) stats(site string, warmup, end time.Duration) CausalSta
 		return 100 * float64(n) / float64(of)
 	}
 	st := CausalStats{Site: site, Sessions: rec.sessions, Ops: reads + rec.puts, Gets: rec.gets, GetTxs: rec.txs, Puts: rec.puts, Failed: rec.failed,
-		GetLatencyMS: driver.LatencyOf(rec.getUS), PutLatencyMS: driver.LatencyOf(rec.putUS),
+		GetLatencyMS: driver.LatencyOf(rec.getUS), PutLatencyMS: driver.LatencyOf(rec.putUS), GetResidualMS: residualMS(rec.getUS),
 		LocalPct: pctOf(rec.local, reads), RestrictedPct: pctOf(rec.restrictedAccess, rec.accesses), InFlightPct: pctOf(rec.flight, reads),
 		BufferPct: pctOf(rec.bySource[wire.FromBuffer], reads), CachePct: pctOf(rec.bySource[wire.FromCache], reads),
 		RingLocalPct: pctOf(rec.ringLocal, reads), RingRemotePct: pctOf(rec.bySource[wire.FromRing]-rec.ringLocal, reads),
@@ -733,6 +733,21 @@ func (rec *causalRecord) stats(site string, warmup, end time.Duration) CausalSta
 		st.ThroughputOpsPerS = float64(st.Ops) / (rec.last - warmup).Seconds()
 	}
 	return st
+}
+
+// residualMS is the mean residual of h's values (microseconds), in
+// milliseconds: E[L^2] / 2E[L], each bar's values taken at its middle.
+func residualMS(h *hdrhistogram.Histogram) float64 {
+	var sum, squares float64
+	for _, b := range h.Distribution() {
+		v := float64(b.From+b.To) / 2
+		sum += v * float64(b.Count)
+		squares += v * v * float64(b.Count)
+	}
+	if sum == 0 {
+		return 0
+	}
+	return squares / (2 * sum) / 1000
 }
 
 // finish computes the unit's figures into its runs and its CausalRun.
@@ -922,6 +937,11 @@ type CausalStats struct {
 	GetLatencyMS   driver.Latency  `json:"get_latency_ms"`
 	PutLatencyMS   driver.Latency  `json:"put_latency_ms"`
 	GetTxLatencyMS *driver.Latency `json:"get_tx_latency_ms,omitempty"`
+	// GetResidualMS is the Gets' mean residual latency, E[L^2] / 2E[L]:
+	// how long, from a moment taken at random, a session waits for the
+	// Get it has in progress to end (a long Get is likelier to be the one
+	// in progress). The restricted share's model uses it (karma_model.go).
+	GetResidualMS float64 `json:"get_residual_ms,omitempty"`
 	// LocalPct: reads served at the client's own site, from the write
 	// buffer, the cache or a storage node there (Karma 6.1, Fig. 12).
 	LocalPct float64 `json:"local_pct"`

@@ -63,17 +63,33 @@ import (
 // the coordinator of site i, reading ring R, learns a version written at
 // site j stable about
 //
-//	D_ij = max(rho E[V] - delta_jR + delta_ji, 1/G_i + 2 delta_ji)
+//	L_ij = max(rho E[V] - delta_jR + delta_ji, 2 delta_ji)
 //
-// after the read (D_ii without the second term), averaged over the
-// writes' sites j: rho is the mean of g over in-flight reads (weights
-// q_k (1 - exp(-x_k))), delta_jR the mean one-way delay from j to R's
-// sites (the STABLE notice's, already in V), delta_ji from j to i (the
-// completion's answer), and 1/G_i the time to the session's next Get
-// (G_i its Gets a second), which carries the watch: a version already
-// complete when the watch arrives lifts a round trip after that Get. We
-// use E[V] in g, not V's distribution: the hot keys, which make up most
-// of r, have g near 1 whatever V is.
+// after the read (L_ii without the second term): rho is the mean of g
+// over in-flight reads (weights q_k (1 - exp(-x_k))), delta_jR the mean
+// one-way delay from j to R's sites (the STABLE notice's, already in V),
+// delta_ji from j to i (the completion's answer), and 2 delta_ji the
+// round trip of the watch the session's next Get carries, which the
+// session issues as the read returns (a closed loop): a version already
+// complete when the watch arrives lifts a round trip later. We use E[V]
+// in g, not V's distribution: the hot keys, which make up most of r,
+// have g near 1 whatever V is.
+//
+// The restriction lasts longer than that: the coordinator lifts it on
+// the first Get to arrive after it learned, and the session issues that
+// Get only once the Get it has in progress ends. A moment taken at
+// random falls in a long Get more often than in a short one (renewal
+// theory's inspection paradox), so the wait is the Gets' mean residual
+// latency R_i = E[L^2] / 2E[L] (CausalStats.GetResidualMS), not half
+// their mean latency; Karma's Gets, cache hits of a millisecond beside
+// ring reads of a hundred or more, have a long one. A temporary probe at
+// karma-fig7's 9600 sessions (issue 28's session 41, not committed)
+// measured, per restriction, 166 ms from the read to the coordinator's
+// learning under Karma and 167 under Karma-NC, then 117 and 57 ms to the
+// lifting Get, against residuals of the sessions' gaps between Gets of
+// 118 and 56 ms. So a restriction lasts
+//
+//	D_i = sum_j (W_j / W) L_ij + R_i.
 //
 // The restricted share. A session of site i makes mu_i accesses a
 // second, G_i = mu_i (1 - p) of them Gets (p the Put fraction), each
@@ -83,7 +99,7 @@ import (
 // service D_i, empty with probability exp(-G_i r D_i). A Get counts as
 // restricted unless its coordinator lifted every restriction it named;
 // a Put by the session's own state, which drops a restriction on the
-// reply of the first Get after the coordinator learned, 1/G_i later. So
+// reply of the lifting Get, 1/G_i later. So
 //
 //	restricted_i = (1 - p) (1 - exp(-G_i r D_i)) + p (1 - exp(-G_i r (D_i + 1/G_i))),
 //
@@ -531,16 +547,18 @@ func (w writers) fromWriters(site string) float64 {
 // time its version still shows in flight at the ring less the STABLE
 // notice's delay there: until the writer's completion reaches the
 // site's coordinator, and, for another site's write, no sooner than the
-// answer to the watch its next Get sends (1/gets later, on average) can
-// return.
-func (w writers) restriction(site string, left, gets float64) float64 {
+// answer to the watch the session's next Get sends (at once: the
+// session's loop issues it as the read returns) can return; then until
+// the session's Get in progress ends, residual later on average, and
+// the next one, which the lift reaches, is issued.
+func (w writers) restriction(site string, left, residual float64) float64 {
 	var sum float64
 	for _, ws := range w.st.Sites {
 		d := left + w.oneWay(ws.Name, site)
 		if ws.Name != site {
-			d = max(d, 1/gets+2*w.oneWay(ws.Name, site))
+			d = max(d, 2*w.oneWay(ws.Name, site))
 		}
-		sum += float64(ws.Acked) * max(0, d)
+		sum += float64(ws.Acked) * (max(0, d) + residual)
 	}
 	return sum / float64(w.acked)
 }
@@ -588,7 +606,7 @@ func predictRestriction(s *Scenario, c CausalRun) (restrictionModel, bool) {
 		visible := ring.MeanMS/1000 + ringDelay
 		r, rho := inFlight(keys, float64(ring.Acked)/st.WindowS, visible)
 		mu := site.ThroughputOpsPerS / float64(site.Sessions)
-		d := w.restriction(site.Site, rho*visible-ringDelay, mu*getShare)
+		d := w.restriction(site.Site, rho*visible-ringDelay, site.GetResidualMS/1000)
 		weight := site.ThroughputOpsPerS / c.ThroughputOpsPerS
 		m.perSite += weight * restrictedShare(mu, getShare, r, d)
 		m.visibleS += weight * visible
@@ -661,7 +679,7 @@ func restrictionModelTable(s *Scenario, r *Result) Table {
 	t.Caption = "The model (karma_model.go) predicts the share of accesses made under a ring restriction from the load, the key distribution and the time to stability, all measured in the run (Little's law over the measured window). " +
 		"Stability: the mean time from a write's acknowledgement to its coordinator's completion. In flight at ring: the mean time a version shows in flight at the ring a client site reads, from when the ring holds it (its acknowledgement, or its first invalidation of a cache if sooner: Karma 4.3's node applies the version, then invalidates the caches and acknowledges once they answer) to the STABLE notice's arrival (completion plus a one-way delay). " +
 		"In flight % model: r = sum_k q_k (1 - exp(-W q_k V)), the chance a Get finds its key's version in flight (W writes/s, q_k the key's probability, V the time in flight at the ring); beside it the measured share of Gets that read an in-flight version. " +
-		"Restriction: D, the time until the reader's coordinator learns the version read stable: the part of its flight the version has left, plus the completion's delay to the reader, and for another site's write no sooner than the answer to the watch sent with the session's next Get. " +
+		"Restriction: D, the time until the reader's coordinator learns the version read stable (the part of its flight the version has left, plus the completion's delay to the reader, and for another site's write no sooner than the answer to the watch sent with the session's next Get), plus the Gets' mean residual latency E[L^2]/2E[L], the wait for the Get in progress to end and the next, which the lift reaches, to be issued. " +
 		"Restricted % model: (1 - p) (1 - exp(-g r D)) + p (1 - exp(-g r (D + 1/g))) per client site (g its Gets per session per second, p the put fraction; a Put stays restricted until the next Get's reply drops the restriction), weighted by the sites' accesses; global: the same from the system's means. " +
 		"Columns other than the measured ones are means over the client sites weighted by their accesses. The model ignores notify-after, which lifts restrictions sooner. " +
 		"Only strategies with dynamic ring restrictions (karma, karma-nc) are listed."

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/lab/workload"
 )
@@ -167,5 +169,28 @@ func TestRestrictionModelTable(t *testing.T) {
 	}
 	if measured > 0 && model == 0 {
 		t.Errorf("measured %.1f%% restricted, model 0", measured)
+	}
+}
+
+// TestResidual checks the Gets' mean residual latency, E[L^2] / 2E[L]:
+// half the latency when every Get takes as long, but for Gets of 1 ms and
+// 100 ms alike (a cache hit and a far ring's read) about half the long
+// one, not half the mean: a moment taken at random falls in a long Get
+// a hundred times as often as in a short one.
+func TestResidual(t *testing.T) {
+	h := hdrhistogram.New(1, 10_000_000, 3)
+	for range 10 {
+		_ = h.RecordValue(10_000)
+	}
+	if got := residualMS(h); math.Abs(got-5) > 0.01 {
+		t.Errorf("10 ms Gets: residual %.3f ms, want 5", got)
+	}
+	h.Reset()
+	for range 10 {
+		_ = h.RecordValue(1_000)
+		_ = h.RecordValue(100_000)
+	}
+	if got, want := residualMS(h), (1.0+100*100)/(2*101); math.Abs(got-want) > 0.05 {
+		t.Errorf("1 and 100 ms Gets: residual %.3f ms, want %.3f (half the mean: 25.25)", got, want)
 	}
 }
