@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -624,11 +626,14 @@ type causalRecord struct {
 	inWindow                   int64
 	sessions                   int
 	accesses, restrictedAccess int64
+	// failedAt counts the failed operations by the node that did not
+	// answer them.
+	failedAt map[string]int64
 }
 
 func newCausalRecord() *causalRecord {
 	h := func() *hdrhistogram.Histogram { return hdrhistogram.New(1, driver.MaxLatency.Microseconds(), 3) }
-	return &causalRecord{getUS: h(), txUS: h(), putUS: h()}
+	return &causalRecord{getUS: h(), txUS: h(), putUS: h(), failedAt: map[string]int64{}}
 }
 
 // op records an op of run r; recorded says it started after the warmup.
@@ -670,6 +675,7 @@ func (rec *causalRecord) add(op *driver.Op, site string) {
 	}
 	if op.Err != nil {
 		rec.failed++
+		rec.failedAt[cmp.Or(op.Node, "unknown")]++
 		return
 	}
 	us := min(max(op.Latency().Microseconds(), 1), driver.MaxLatency.Microseconds())
@@ -722,6 +728,9 @@ func (rec *causalRecord) stats(site string, warmup, end time.Duration) CausalSta
 		BufferPct: pctOf(rec.bySource[wire.FromBuffer], reads), CachePct: pctOf(rec.bySource[wire.FromCache], reads),
 		RingLocalPct: pctOf(rec.ringLocal, reads), RingRemotePct: pctOf(rec.bySource[wire.FromRing]-rec.ringLocal, reads),
 		NotFoundPct: pctOf(rec.notFound, reads), FailedPct: pctOf(rec.failed, rec.accesses)}
+	if len(rec.failedAt) > 0 {
+		st.FailedAt = maps.Clone(rec.failedAt)
+	}
 	if rec.txs > 0 {
 		l := driver.LatencyOf(rec.txUS)
 		st.GetTxLatencyMS = &l
@@ -961,6 +970,9 @@ type CausalStats struct {
 	// loaded; with causal.no_load, the keys no Put wrote yet).
 	NotFoundPct float64 `json:"not_found_pct"`
 	FailedPct   float64 `json:"failed_pct"`
+	// FailedAt counts the failed operations by the node that did not
+	// answer them ("unknown" where the client could not say).
+	FailedAt map[string]int64 `json:"failed_at,omitempty"`
 	// CacheHitPct is the caches' hit ratio over the measured window: of
 	// the reads that reached the site's cache (every site's, for the
 	// whole system) after the warmup, those it served from an entry

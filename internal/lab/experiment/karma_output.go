@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -76,7 +78,7 @@ func causalPaper(s *Scenario, metric, strategy, point, series, baseline string) 
 func causalTable(s *Scenario, r *Result) Table {
 	t := Table{Name: "causal", Title: "Causal table runs: throughput, latency (ms), local and restricted shares, where Gets were served (Karma Figs 7, 11, 12)",
 		Header: append(causalColumns(s), "sessions", "ops/s", "get mean", "get p50", "get p99", "put mean", "put p99",
-			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "cache hit %", "paper", "hit by half", "ring here %", "ring elsewhere %", "failed %", "failed", "abandoned reads")}
+			"local %", "paper", "restricted %", "paper", "in flight %", "buffer %", "cache %", "cache hit %", "paper", "hit by half", "ring here %", "ring elsewhere %", "failed %", "failed", "failed at", "abandoned reads")}
 	for _, c := range r.Causal {
 		row := append(causalCells(s, c), strconv.Itoa(c.Sessions), f1(c.ThroughputOpsPerS),
 			f2(c.GetLatencyMS.Mean), f2(c.GetLatencyMS.P50), f2(c.GetLatencyMS.P99), f2(c.PutLatencyMS.Mean), f2(c.PutLatencyMS.P99),
@@ -84,7 +86,7 @@ func causalTable(s *Scenario, r *Result) Table {
 			f2(c.RestrictedPct), causalPaper(s, "restricted_pct", c.Strategy, c.Point, c.Series, ""),
 			f1(c.InFlightPct), f1(c.BufferPct), f1(c.CachePct), pctCell(c.CacheHitPct), causalPaper(s, "cache_hit_pct", c.Strategy, c.Point, c.Series, ""), halvesCell(c.CacheHitHalvesPct),
 			f1(c.RingLocalPct), f1(c.RingRemotePct), f2(c.FailedPct),
-			strconv.FormatInt(c.Failed, 10), strconv.FormatUint(c.AbandonedReads, 10))
+			strconv.FormatInt(c.Failed, 10), failedAtCell(c.FailedAt), strconv.FormatUint(c.AbandonedReads, 10))
 		t.Rows = append(t.Rows, row)
 	}
 	t.Caption = "All client sites of a run drive one world at once; sessions are their total, a closed loop each. ops/s counts the operations that succeeded between the warmup's end and the run's, per second. " +
@@ -92,9 +94,24 @@ func causalTable(s *Scenario, r *Result) Table {
 		"Restricted: accesses (Gets and Puts) made while the session was bound to a ring by a dynamic ring restriction (Karma 4.2, Fig. 11); cops-pr and cops-ideal bind every session to its site's ring anyway, and for them it counts the accesses of sessions holding in-flight reads. In flight: Gets of a version not yet in every ring. " +
 		"Buffer, cache, ring here and ring elsewhere split the Gets by where they were served (Fig. 12's local share is the first three). " +
 		"Cache hit: of the reads that reached a cache after the warmup, those it served from an entry rather than filled from a ring (Karma 6.4: a 31% miss ratio at 95-5); - where no read reached one (no cache, or a cluster run); hit by half: the same over the measured window's first and second halves, which agree when the caches were warm. " +
-		"Failed: operations after the warmup that failed; abandoned reads: reads that storage nodes and caches dropped over the whole run because their sender had stopped waiting (simulator only). A paper cell with < or > is a bound the paper gives."
+		"Failed: operations after the warmup that failed; failed at: the nodes that did not answer them, most first; abandoned reads: reads that storage nodes and caches dropped over the whole run because their sender had stopped waiting (simulator only). A paper cell with < or > is a bound the paper gives."
 	t.Caption += virtualNote(r)
 	return t
+}
+
+// failedAtCell lists the nodes that failed operations, most first, with
+// their counts; - where none failed.
+func failedAtCell(at map[string]int64) string {
+	if len(at) == 0 {
+		return "-"
+	}
+	nodes := slices.Sorted(maps.Keys(at))
+	slices.SortStableFunc(nodes, func(a, b string) int { return cmp.Compare(at[b], at[a]) })
+	cells := make([]string, len(nodes))
+	for i, n := range nodes {
+		cells[i] = fmt.Sprintf("%s %d", n, at[n])
+	}
+	return strings.Join(cells, ", ")
 }
 
 // pctCell formats a share that may be missing as "-".

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cosla/cosla/internal/lab/driver"
 )
 
 // causalWorld3 is a scenario prefix: three sites of two storage nodes
@@ -274,5 +276,23 @@ func TestWarmCaches(t *testing.T) {
 	}
 	if coldAcked == 0 || warmAcked < coldAcked/2 {
 		t.Errorf("writes the stability probe counted: %d warm, %d cold; want the warm run's counted too (seed %d)", warmAcked, coldAcked, testSeed)
+	}
+}
+
+func TestFailedAt(t *testing.T) {
+	rec := newCausalRecord()
+	for _, node := range []string{"b/s1", "a/s2", "b/s1", "", "a/s2", "b/s1"} {
+		rec.add(&driver.Op{Kind: driver.Get, Node: node, Err: errors.New("no answer")}, "a")
+	}
+	rec.add(&driver.Op{Kind: driver.Get, Node: "a/s1", Found: true}, "a")
+	st := rec.stats("a", 0, 0)
+	if st.Failed != 6 || st.FailedAt["b/s1"] != 3 || st.FailedAt["a/s2"] != 2 || st.FailedAt["unknown"] != 1 || len(st.FailedAt) != 3 {
+		t.Fatalf("failed %d at %v, want 6 at b/s1 3, a/s2 2, unknown 1", st.Failed, st.FailedAt)
+	}
+	if got, want := failedAtCell(st.FailedAt), "b/s1 3, a/s2 2, unknown 1"; got != want {
+		t.Errorf("failed at %q, want %q", got, want)
+	}
+	if got := failedAtCell(nil); got != "-" {
+		t.Errorf("none failed: %q, want -", got)
 	}
 }
