@@ -288,6 +288,21 @@ func (n *Node) CacheMetrics() (m CacheMetrics, ok bool) {
 	return m, true
 }
 
+// CoordinatorMetrics returns the sums of the metrics of the node's
+// coordinators, and false if it is not a coordinator.
+func (n *Node) CoordinatorMetrics() (m CoordinatorMetrics, ok bool) {
+	if n.opts.Role != RoleCoordinator {
+		return m, false
+	}
+	for _, t := range n.tables {
+		if c, isCoordinator := t.core.(*Coordinator); isCoordinator {
+			cm := c.Metrics()
+			m.Buffered, m.Waiting, m.PutsWaited = m.Buffered+cm.Buffered, m.Waiting+cm.Waiting, m.PutsWaited+cm.PutsWaited
+		}
+	}
+	return m, true
+}
+
 // TableOf returns the table a causal message names.
 func TableOf(m wire.Msg) (uint64, bool) {
 	switch m := m.(type) {

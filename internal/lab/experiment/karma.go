@@ -74,6 +74,10 @@ type CausalSpec struct {
 	// CacheCapacity bounds the keys each site's cache holds (Karma's
 	// strategy only). Default 1,000,000.
 	CacheCapacity int `yaml:"cache_capacity"`
+	// MaxBuffered bounds the writes a site's coordinator holds that some
+	// ring does not yet hold; a put waits for room
+	// (causal.CoordinatorOptions.MaxBuffered). Default 1024.
+	MaxBuffered int `yaml:"max_buffered"`
 	// NoLoad skips the load: keys never written read as not found, and
 	// are stable in every ring (causal.Store), as a loaded key is once
 	// its write completes. By default every key is written once before
@@ -135,6 +139,8 @@ func (karmaPlugin) validate(s *Scenario) error {
 	switch {
 	case c.CacheCapacity < 0:
 		return invalid("causal.cache_capacity", "negative: %d", c.CacheCapacity)
+	case c.MaxBuffered < 0:
+		return invalid("causal.max_buffered", "negative: %d", c.MaxBuffered)
 	case c.LoadSessions < 0 || c.LoadSessions > maxSessions:
 		return invalid("causal.load_sessions", "%d outside [0, %d]", c.LoadSessions, maxSessions)
 	case c.WarmKeys < 0 || c.WarmKeys > 10_000_000:
@@ -342,7 +348,7 @@ func karmaWorld(u *unit, observe func(from, to wire.NodeID, m wire.Msg)) (w *har
 		Storage: storage, Cache: cache, Coordinator: coordinator, ClientNode: s.Sim.clientOptions(), Cores: s.Sim.Cores,
 		Client: clientcore.Options{NotifyEvery: c.NotifyEvery},
 		Causal: site.CausalOptions{
-			Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend},
+			Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, MaxBuffered: c.MaxBuffered},
 			Store:       causal.StoreOptions{Resend: c.Resend},
 			Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout},
 		},

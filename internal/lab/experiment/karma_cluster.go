@@ -37,7 +37,7 @@ import (
 
 // serverOptions are the options of the sites' causal cores.
 func (c *CausalSpec) serverOptions() server.CausalOptions {
-	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity}
+	return server.CausalOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, CacheCapacity: c.CacheCapacity, MaxBuffered: c.MaxBuffered}
 }
 
 // table is the unit's own table on the cluster (createTable), named

@@ -58,6 +58,7 @@ func TestCausalScenario(t *testing.T) {
 			"keys: 2000", "keys: 2000, distribution: hotspot", 1), "causal.warm_keys"},
 		{"cluster warm keys", causalWorld3 + "cluster: {warm_keys: -1}\n", "cluster.warm_keys"},
 		{"timeout", strings.Replace(causalWorld3, "no_load: true", "no_load: true, read_timeout: -1s", 1), "causal.read_timeout"},
+		{"max buffered", strings.Replace(causalWorld3, "no_load: true", "no_load: true, max_buffered: -1", 1), "causal.max_buffered"},
 		{"paper bound", causalWorld3 + "paper: {values: [{metric: local_pct, value: 77, bound: '~'}]}\n", "paper.values[0].bound"},
 		{"causal output elsewhere", "slas: [{sla: password-checking}]\noutputs: [saturation]\n", "outputs[0]"},
 		{"causal metric elsewhere", "slas: [{sla: password-checking}]\npaper: {values: [{metric: local_pct, value: 77}]}\n", "paper.values[0].metric"},

@@ -203,6 +203,11 @@ func (w *CausalWorld) Cache(id wire.NodeID) (*causal.Cache, error) {
 	return tableCore[*causal.Cache](w, id)
 }
 
+// Coordinator returns the table's core at a running coordinator.
+func (w *CausalWorld) Coordinator(id wire.NodeID) (*causal.Coordinator, error) {
+	return tableCore[*causal.Coordinator](w, id)
+}
+
 // tableCore returns the core serving the world's table at node id, as a
 // T.
 func tableCore[T node.Handler](w *CausalWorld, id wire.NodeID) (T, error) {

@@ -51,7 +51,7 @@ func TestRandomizedCausal(t *testing.T) {
 	var total causalStats
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed, false)
+			st := runCausalRandom(t, seed, idleWorld)
 			total.add(st)
 		})
 	}
@@ -78,7 +78,33 @@ func TestRandomizedCausalBusy(t *testing.T) {
 	var total causalStats
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed, true)
+			st := runCausalRandom(t, seed, busyWorld)
+			total.add(st)
+		})
+	}
+	t.Logf("%d seeds: %s", len(seeds), total)
+}
+
+// TestRandomizedCausalFull runs TestRandomizedCausalBusy's worlds with
+// write buffers that hold 1 to 8 writes a coordinator
+// (causal.CoordinatorOptions.MaxBuffered): puts wait for room, some past
+// their client's timeout (a put that failed so may still take effect
+// later, which the checker allows), while crashes lose the puts waiting
+// at a coordinator. It runs -causal-seeds / 8 seeds (from
+// -causal-first), or -seed.
+func TestRandomizedCausalFull(t *testing.T) {
+	seeds := make([]uint64, 0, *causalSeedsFlag/8)
+	if *seedFlag != 0 {
+		seeds = append(seeds, *seedFlag)
+	} else {
+		for i := range max(1, *causalSeedsFlag/8) {
+			seeds = append(seeds, *causalFirstFlag+uint64(i))
+		}
+	}
+	var total causalStats
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			st := runCausalRandom(t, seed, fullWorld)
 			total.add(st)
 		})
 	}
@@ -101,17 +127,29 @@ func TestRandomizedCausalBusy(t *testing.T) {
 func TestCausalRegressionWorlds(t *testing.T) {
 	for _, w := range []struct {
 		seed uint64
-		busy bool
-	}{{1064, false}, {1772, false}, {1921, false}, {6045, false}, {1471, true}, {3305, true}, {6867, true}} {
-		t.Run(fmt.Sprintf("seed=%d/busy=%t", w.seed, w.busy), func(t *testing.T) { runCausalRandom(t, w.seed, w.busy) })
+		kind causalWorldKind
+	}{{1064, idleWorld}, {1772, idleWorld}, {1921, idleWorld}, {6045, idleWorld}, {1471, busyWorld}, {3305, busyWorld}, {6867, busyWorld}} {
+		t.Run(fmt.Sprintf("seed=%d/%s", w.seed, w.kind), func(t *testing.T) { runCausalRandom(t, w.seed, w.kind) })
 	}
 }
 
-func reproduceCausal(seed uint64, busy bool) string {
-	test := "TestRandomizedCausal$"
-	if busy {
-		test = "TestRandomizedCausalBusy"
-	}
+// causalWorldKind says how a randomized causal world's nodes run:
+// infinitely fast, taking time for each message, or that and with
+// small write buffers.
+type causalWorldKind int
+
+const (
+	idleWorld causalWorldKind = iota
+	busyWorld
+	fullWorld
+)
+
+func (k causalWorldKind) String() string {
+	return [...]string{"idle", "busy", "full"}[k]
+}
+
+func reproduceCausal(seed uint64, kind causalWorldKind) string {
+	test := [...]string{"TestRandomizedCausal$", "TestRandomizedCausalBusy", "TestRandomizedCausalFull"}[kind]
 	return fmt.Sprintf("go test ./internal/runtime/harness -run '%s' -seed %d -v", test, seed)
 }
 
@@ -171,7 +209,7 @@ func randomCausalWorld(r *rand.Rand) (topology.Topology, [][]string, causal.Stra
 	return topo, rings, causal.Strategy(r.IntN(4))
 }
 
-func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
+func runCausalRandom(t *testing.T, seed uint64, kind causalWorldKind) causalStats {
 	r := rand.New(rand.NewPCG(seed, 0xca05a1))
 	topo, rings, strategy := randomCausalWorld(r)
 	t.Logf("seed %d: %s, rings %v, %d sites", seed, strategy, rings, len(topo.Sites))
@@ -179,10 +217,15 @@ func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 	// apart from the world, which stays the idle one's): at 10 ms a
 	// storage node is busy most of the time.
 	var cost sim.NodeOptions
-	if busy {
+	if kind != idleWorld {
 		mean := []time.Duration{2, 5, 10}[rand.New(rand.NewPCG(seed, 0xb05e)).IntN(3)] * time.Millisecond
 		cost.Service = sim.Latency{Mean: mean, Jitter: mean / 2}
 		t.Logf("seed %d: every storage node, cache and coordinator serves a message in %s (jitter %s)", seed, mean, mean/2)
+	}
+	var buffered int // the default
+	if kind == fullWorld {
+		buffered = 1 + rand.New(rand.NewPCG(seed, 0xf011)).IntN(8)
+		t.Logf("seed %d: each coordinator buffers %d writes at most", seed, buffered)
 	}
 	var trace func(string)
 	if *traceFlag != "" {
@@ -198,13 +241,13 @@ func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 		Storage: cost, Cache: cost, Coordinator: cost,
 		Client: clientcore.Options{RequestTimeout: 3 * time.Second, NotifyEvery: time.Duration(r.IntN(2)) * 700 * time.Millisecond},
 		Causal: site.CausalOptions{
-			Coordinator: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0},
+			Coordinator: causal.CoordinatorOptions{ReadTimeout: 500 * time.Millisecond, Resend: 400 * time.Millisecond, RandomRings: r.IntN(4) != 0, MaxBuffered: buffered},
 			Store:       causal.StoreOptions{Resend: 400 * time.Millisecond},
 			Cache:       causal.CacheOptions{ReadTimeout: 400 * time.Millisecond, Capacity: 1 + r.IntN(8)},
 		},
 	})
 	if err != nil {
-		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, kind))
 	}
 	var st causalStats
 	var history []check.MultiOp
@@ -218,7 +261,7 @@ func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 	// do fails the run on an operation the client core refused at once.
 	do := func(err error) {
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
+			t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, kind))
 		}
 	}
 	// The sessions' first steps, each after its delay; they start once
@@ -232,7 +275,7 @@ func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 		for range 1 + r.IntN(2) {
 			c, s, err := w.Session(id)
 			if err != nil {
-				t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
+				t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, kind))
 			}
 			name := fmt.Sprintf("%s#%d", id, s.Causal().ID())
 			left := opsPerSession
@@ -308,26 +351,26 @@ func runCausalRandom(t *testing.T, seed uint64, busy bool) causalStats {
 	}
 	st.crashes = causalFaults(w, r, start, activeFor)
 	if err := w.Sim.Run(start + activeFor + 60*time.Second); err != nil {
-		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, busy))
+		t.Fatalf("seed %d: %v\nreproduce: %s", seed, err, reproduceCausal(seed, kind))
 	}
 	for i, op := range history {
 		if op.Return == 0 {
-			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed, busy))
+			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed, kind))
 		}
 	}
 	finals, problems := causalFinalStates(w)
 	if len(problems) > 0 {
-		t.Fatalf("seed %d: %s\nreproduce: %s", seed, strings.Join(problems, "\n"), reproduceCausal(seed, busy))
+		t.Fatalf("seed %d: %s\nreproduce: %s", seed, strings.Join(problems, "\n"), reproduceCausal(seed, kind))
 	}
 	if vs := check.CheckMulti(history, finals); len(vs) > 0 {
 		var b strings.Builder
 		for _, v := range vs[:min(len(vs), 20)] {
 			fmt.Fprintf(&b, "  %s\n", v)
 		}
-		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduceCausal(seed, busy))
+		t.Fatalf("seed %d: %d violations in a history of %d operations:\n%sreproduce: %s", seed, len(vs), len(history), b.String(), reproduceCausal(seed, kind))
 	}
 	if st.getsOK == 0 {
-		t.Fatalf("seed %d: no Get returned: the run checked nothing\nreproduce: %s", seed, reproduceCausal(seed, busy))
+		t.Fatalf("seed %d: no Get returned: the run checked nothing\nreproduce: %s", seed, reproduceCausal(seed, kind))
 	}
 	return st
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cosla/cosla/internal/core/clientcore"
 	"github.com/cosla/cosla/internal/core/wire"
 	"github.com/cosla/cosla/internal/runtime/sim"
+	"github.com/cosla/cosla/internal/runtime/site"
 	"github.com/cosla/cosla/internal/runtime/topology"
 )
 
@@ -27,10 +28,11 @@ import (
 //
 //	topology                         body: "site NAME [replicas=a,b] [clients=c]" and
 //	                                 "link A B rtt=D [jitter=D]" lines; "local rtt=D"
-//	world [seed=N] strategy=karma|karma-nc|cops-pr|cops-ideal rings=a+b,c [notify=D] [timers=hide]
+//	world [seed=N] strategy=karma|karma-nc|cops-pr|cops-ideal rings=a+b,c [notify=D] [buffered=N] [timers=hide]
 //	                                 build the world: rings lists each ring's sites (+ joins
 //	                                 sites, commas separate rings), notify sets the clients'
-//	                                 clientcore.Options.NotifyEvery, timers=hide drops the
+//	                                 clientcore.Options.NotifyEvery, buffered the
+//	                                 coordinators' MaxBuffered, timers=hide drops the
 //	                                 timer lines; the table is created through a client core
 //	                                 (a/creator) as cosla cluster up creates one, and every
 //	                                 client opens it; then stabilize, so that the nodes'
@@ -57,7 +59,7 @@ import (
 //	versions NODE                    a store's or a cache's version of every key
 //	service NODE D                   the node spends D on every message from now on (a
 //	                                 slow node: messages queue behind each other)
-//	metrics NODE                     a store's or a cache's counters
+//	metrics NODE                     a store's, a coordinator's or a cache's counters
 //	tick, partition, heal, latency, crash, restart: as in TestScenarios (simCommand)
 func TestCausalScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/causal", func(t *testing.T, path string) {
@@ -170,6 +172,10 @@ func (sc *causalScenario) newWorld(d *datadriven.TestData) error {
 			return err
 		}
 	}
+	var opts site.CausalOptions
+	if d.HasArg("buffered") {
+		d.ScanArgs(sc.t, "buffered", &opts.Coordinator.MaxBuffered)
+	}
 	sc.hideTimers = false
 	if d.HasArg("timers") {
 		var s string
@@ -178,7 +184,7 @@ func (sc *causalScenario) newWorld(d *datadriven.TestData) error {
 	}
 	sc.tables, sc.begun, sc.sessions = map[*clientcore.Client]*clientcore.Table{}, map[*clientcore.Client]int{}, map[string]*clientcore.Session{}
 	sc.world, err = NewCausal(CausalOptions{Seed: seed, Topology: sc.topo, Rings: rings, Strategy: strategy,
-		Client: client, Trace: sc.record})
+		Client: client, Causal: opts, Trace: sc.record})
 	if err != nil {
 		return err
 	}
@@ -463,6 +469,10 @@ func (sc *causalScenario) service(d *datadriven.TestData) error {
 func (sc *causalScenario) metrics(id wire.NodeID) (string, error) {
 	if store, err := sc.world.Store(id); err == nil {
 		return fmt.Sprintf("abandoned reads dropped: %d\n", store.Metrics().AbandonedReads), nil
+	}
+	if c, err := sc.world.Coordinator(id); err == nil {
+		m := c.Metrics()
+		return fmt.Sprintf("buffered writes: %d, puts waiting: %d, puts that waited: %d\n", m.Buffered, m.Waiting, m.PutsWaited), nil
 	}
 	cache, err := sc.world.Cache(id)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cosla/cosla"
+	"github.com/cosla/cosla/internal/core/causal"
 	"github.com/cosla/cosla/internal/core/hlc"
 	"github.com/cosla/cosla/internal/core/replica"
 	"github.com/cosla/cosla/internal/core/wire"
@@ -251,4 +252,27 @@ func queryMetrics(query string) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// TestCoordinatorMetrics checks the causal coordinators' series: one per
+// running coordinator, none for a failed one.
+func TestCoordinatorMetrics(t *testing.T) {
+	var b strings.Builder
+	writeCoordinatorMetrics(&b, []CoordinatorStatus{
+		{ID: "us/cc", Metrics: causal.CoordinatorMetrics{Buffered: 2048, Waiting: 3, PutsWaited: 17}},
+		{ID: "eu/cc", Failed: "disk"},
+	})
+	out := b.String()
+	for _, want := range []string{
+		"# TYPE cosla_causal_buffered_writes gauge\n", `cosla_causal_buffered_writes{node="us/cc"} 2048` + "\n",
+		"# TYPE cosla_causal_waiting_puts gauge\n", `cosla_causal_waiting_puts{node="us/cc"} 3` + "\n",
+		"# TYPE cosla_causal_puts_waited_total counter\n", `cosla_causal_puts_waited_total{node="us/cc"} 17` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "eu/cc") {
+		t.Errorf("a failed coordinator has series:\n%s", out)
+	}
 }

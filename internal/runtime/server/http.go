@@ -131,6 +131,7 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 	writeNodeCounters(w, st.Nodes)
 	writeConfigMetrics(w, st.Config)
 	writeCacheMetrics(w, st.Caches)
+	writeCoordinatorMetrics(w, st.Coordinators)
 
 	fmt.Fprintf(w, "# HELP cosla_tablet_high_timestamp_seconds The replica's high timestamp.\n# TYPE cosla_tablet_high_timestamp_seconds gauge\n")
 	for _, n := range st.Nodes {
@@ -240,6 +241,26 @@ func writeCacheMetrics(w io.Writer, caches []CacheStatus) {
 		for _, c := range caches {
 			if c.Failed == "" {
 				fmt.Fprintf(w, "%s{node=%q} %d\n", name, c.ID, k.v(c.Metrics))
+			}
+		}
+	}
+}
+
+// writeCoordinatorMetrics writes what the site's causal coordinators
+// hold and counted.
+func writeCoordinatorMetrics(w io.Writer, coords []CoordinatorStatus) {
+	for _, k := range []struct {
+		name, kind, help string
+		v                func(causal.CoordinatorMetrics) uint64
+	}{
+		{"cosla_causal_buffered_writes", "gauge", "Writes in the coordinator's write buffers that some ring does not yet hold.", func(m causal.CoordinatorMetrics) uint64 { return m.Buffered }},
+		{"cosla_causal_waiting_puts", "gauge", "Puts waiting for room in the coordinator's write buffers (max_buffered).", func(m causal.CoordinatorMetrics) uint64 { return m.Waiting }},
+		{"cosla_causal_puts_waited_total", "counter", "Puts that waited for room in the coordinator's write buffers.", func(m causal.CoordinatorMetrics) uint64 { return m.PutsWaited }},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", k.name, k.help, k.name, k.kind)
+		for _, c := range coords {
+			if c.Failed == "" {
+				fmt.Fprintf(w, "%s{node=%q} %d\n", k.name, c.ID, k.v(c.Metrics))
 			}
 		}
 	}

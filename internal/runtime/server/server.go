@@ -154,6 +154,10 @@ type CausalOptions struct {
 	// CacheCapacity bounds the keys the site's cache holds. Default
 	// 1,000,000.
 	CacheCapacity int `yaml:"cache_capacity"`
+	// MaxBuffered bounds the writes the site's coordinator holds that
+	// some ring does not yet hold: a put that finds the write buffers
+	// full waits for a write to complete. Default 1024.
+	MaxBuffered int `yaml:"max_buffered"`
 	// RTT seeds the coordinator's and the cache's round-trip estimates,
 	// by node: `cosla cluster up` writes its topology's round trips from
 	// this site to every storage node and cache (site.TopologyRTTs), as
@@ -283,8 +287,8 @@ func (o *Options) Validate() error {
 		return bad("data_dir: a directory is required")
 	case o.Mailbox.Messages < 0 || o.Mailbox.Bytes < 0 || o.Mailbox.PerClient < 0:
 		return bad("mailbox: messages, bytes and per_client must not be negative")
-	case o.Causal.ReadTimeout < 0 || o.Causal.Resend < 0 || o.Causal.CacheCapacity < 0:
-		return bad("causal: read_timeout, resend and cache_capacity must not be negative")
+	case o.Causal.ReadTimeout < 0 || o.Causal.Resend < 0 || o.Causal.CacheCapacity < 0 || o.Causal.MaxBuffered < 0:
+		return bad("causal: read_timeout, resend, cache_capacity and max_buffered must not be negative")
 	case badRTT(o.Causal.RTT) != "":
 		return bad("causal: rtt: %s", badRTT(o.Causal.RTT))
 	case o.StopTimeout < 0:
@@ -476,7 +480,7 @@ func (s *Server) startNodes() error {
 	ropts.Rollback = s.writeRollback
 	opts := site.Options{Replica: ropts, Config: s.opts.Config.node(), Causal: site.CausalOptions{
 		Store:       causal.StoreOptions{Resend: c.Resend},
-		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT},
+		Coordinator: causal.CoordinatorOptions{ReadTimeout: c.ReadTimeout, Resend: c.Resend, RTT: c.RTT, MaxBuffered: c.MaxBuffered},
 		Cache:       causal.CacheOptions{Capacity: c.CacheCapacity, ReadTimeout: c.ReadTimeout, RTT: c.RTT},
 	}}
 	for _, n := range site.Nodes(s.opts.Site, s.opts.Nodes, opts) {
@@ -707,8 +711,10 @@ type Status struct {
 	// voter site.
 	Config *ConfigStatus `json:"config,omitempty"`
 	// Caches are the site's causal cache nodes (Karma 4.3) and what they
-	// counted over their tables.
-	Caches []CacheStatus `json:"caches,omitempty"`
+	// counted over their tables; Coordinators its causal coordinators
+	// and what their write buffers hold.
+	Caches       []CacheStatus       `json:"caches,omitempty"`
+	Coordinators []CoordinatorStatus `json:"coordinators,omitempty"`
 }
 
 // CacheStatus is a causal cache node's counters.
@@ -716,6 +722,13 @@ type CacheStatus struct {
 	ID      wire.NodeID         `json:"id"`
 	Metrics causal.CacheMetrics `json:"metrics"`
 	Failed  string              `json:"failed,omitempty"`
+}
+
+// CoordinatorStatus is a causal coordinator's metrics.
+type CoordinatorStatus struct {
+	ID      wire.NodeID               `json:"id"`
+	Metrics causal.CoordinatorMetrics `json:"metrics"`
+	Failed  string                    `json:"failed,omitempty"`
 }
 
 // ConfigStatus is a configuration member's view of the service and its
@@ -754,12 +767,13 @@ func (s *Server) Status() Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	st.Config = s.configStatus()
-	st.Caches = s.cacheStatus()
+	st.Caches, st.Coordinators = s.causalStatus()
 	return st
 }
 
-// cacheStatus returns the counters of the site's causal cache nodes.
-func (s *Server) cacheStatus() []CacheStatus {
+// causalStatus returns the metrics of the site's causal cache and
+// coordinator nodes.
+func (s *Server) causalStatus() ([]CacheStatus, []CoordinatorStatus) {
 	s.mu.RLock()
 	var ids []wire.NodeID
 	for id, h := range s.nodes {
@@ -769,24 +783,32 @@ func (s *Server) cacheStatus() []CacheStatus {
 	}
 	s.mu.RUnlock()
 	slices.Sort(ids)
-	var out []CacheStatus
+	var caches []CacheStatus
+	var coords []CoordinatorStatus
 	for _, id := range ids {
 		s.mu.RLock()
 		h := s.nodes[id]
 		s.mu.RUnlock()
 		cs, isCache := CacheStatus{ID: id}, false
+		co, isCoordinator := CoordinatorStatus{ID: id}, false
 		if err := h.node.Do(func(hd node.Handler) {
 			if c := site.Causal(hd); c != nil {
 				cs.Metrics, isCache = c.CacheMetrics()
+				co.Metrics, isCoordinator = c.CoordinatorMetrics()
 			}
 		}); err != nil {
-			cs.Failed, isCache = cmp.Or(h.node.Err(), h.engine.Err(), err).Error(), id == topology.NodeID(causal.Site(id), causal.CacheName)
+			failed := cmp.Or(h.node.Err(), h.engine.Err(), err).Error()
+			cs.Failed, isCache = failed, id == topology.NodeID(causal.Site(id), causal.CacheName)
+			co.Failed, isCoordinator = failed, id == topology.NodeID(causal.Site(id), causal.CoordinatorName)
 		}
 		if isCache {
-			out = append(out, cs)
+			caches = append(caches, cs)
+		}
+		if isCoordinator {
+			coords = append(coords, co)
 		}
 	}
-	return out
+	return caches, coords
 }
 
 // configStatus returns the site's configuration member's status, nil if
