@@ -34,3 +34,21 @@ func TestRetransmitWait(t *testing.T) {
 		t.Errorf("wait for a node answering in a minute: %v, want the cap, %v", w, maxRetransmit*time.Second)
 	}
 }
+
+// TestRetransmitBackoff checks that each copy of a request doubles the
+// wait for the next, up to maxRetransmit Resends.
+func TestRetransmitBackoff(t *testing.T) {
+	r := newRetransmit(time.Second)
+	node := wire.NodeID("a/s1")
+	for sent, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second} {
+		if got := r.backoff(node, uint8(sent)); got != want {
+			t.Errorf("after %d copies: wait %v, want %v", sent, got, want)
+		}
+	}
+	for range 50 {
+		r.answered(node, 1500*time.Millisecond)
+	}
+	if w, got := r.wait(node), r.backoff(node, 1); got != min(2*w, maxRetransmit*time.Second) {
+		t.Errorf("a node answering in 1.5s: after one copy %v, want twice its wait %v", got, w)
+	}
+}

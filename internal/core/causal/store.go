@@ -21,7 +21,8 @@ type StoreOptions struct {
 	Layout *Layout
 	// Resend is how long the node waits for an answer to a dependency
 	// check or an invalidation before sending it again, at least: longer
-	// for a node whose answers take longer (retransmit). Default 1s.
+	// for a node whose answers take longer (retransmit), and twice as
+	// long after each copy, up to 8 Resends. Default 1s.
 	Resend time.Duration
 	// Logger. Default: discard.
 	Logger *slog.Logger
@@ -130,9 +131,10 @@ type outbound struct {
 	to   wire.NodeID
 	msg  wire.Msg
 	sent time.Time
-	// again: sent more than once, so its answer's time is not measured
-	// (retransmit).
-	again bool
+	// resent counts the copies sent after the first (up to 5): the
+	// answer to a request sent more than once is not measured
+	// (retransmit), and each copy doubles the wait for the next.
+	resent uint8
 	// onDepCheck or onAck run when the answer comes.
 	onDepCheck []func(done bool)
 	onAck      func()
@@ -277,7 +279,7 @@ func (s *Store) send(o *outbound) uint64 {
 }
 
 // Fire implements node.Handler: requests unanswered for their wait
-// (retransmit) go again.
+// (retransmit), doubled for each copy already sent, go again.
 func (s *Store) Fire(timer any) {
 	if _, ok := timer.(retryTimer); !ok {
 		return
@@ -286,8 +288,8 @@ func (s *Store) Fire(timer any) {
 	now := s.env.Now()
 	for _, req := range slices.Sorted(maps.Keys(s.out)) {
 		o := s.out[req]
-		if now.Sub(o.sent) >= s.retx.wait(o.to) {
-			o.sent, o.again = now, true
+		if now.Sub(o.sent) >= s.retx.backoff(o.to, o.resent) {
+			o.sent, o.resent = now, min(o.resent+1, 5)
 			s.env.Send(o.to, o.msg)
 		}
 	}
@@ -343,7 +345,7 @@ func (s *Store) Receive(from wire.NodeID, m wire.Msg) {
 // answered retires request req, answered.
 func (s *Store) answered(req uint64, o *outbound) {
 	delete(s.out, req)
-	if !o.again {
+	if o.resent == 0 {
 		s.retx.answered(o.to, s.env.Now().Sub(o.sent))
 	}
 }
