@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -356,7 +355,10 @@ func (t *HostTarget) Open(g *Group) (Client, error) {
 		timeout = 30 * time.Second
 	}
 	opts := g.Cosla.Client
-	opts.Nodes = slices.Sorted(maps.Keys(wpeers))
+	// The client's nodes are the storage nodes (hostclient.Replicas): a
+	// configuration member or a causal coordinator asked for a table's
+	// layout has none to give.
+	opts.Nodes = hostclient.Replicas(wpeers)
 	opts.Measure = clientcore.MeasureAll
 	var nonce [4]byte
 	_, _ = cryptorand.Read(nonce[:])

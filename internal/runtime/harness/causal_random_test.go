@@ -90,14 +90,14 @@ func TestRandomizedCausalBusy(t *testing.T) {
 // (causal.CoordinatorOptions.MaxBuffered): puts wait for room, some past
 // their client's timeout (a put that failed so may still take effect
 // later, which the checker allows), while crashes lose the puts waiting
-// at a coordinator. It runs -causal-seeds / 8 seeds (from
+// at a coordinator. It runs -causal-seeds / 16 seeds (from
 // -causal-first), or -seed.
 func TestRandomizedCausalFull(t *testing.T) {
-	seeds := make([]uint64, 0, *causalSeedsFlag/8)
+	seeds := make([]uint64, 0, *causalSeedsFlag/16)
 	if *seedFlag != 0 {
 		seeds = append(seeds, *seedFlag)
 	} else {
-		for i := range max(1, *causalSeedsFlag/8) {
+		for i := range max(1, *causalSeedsFlag/16) {
 			seeds = append(seeds, *causalFirstFlag+uint64(i))
 		}
 	}
