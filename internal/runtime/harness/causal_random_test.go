@@ -86,7 +86,7 @@ func TestRandomizedCausalBusy(t *testing.T) {
 }
 
 // TestRandomizedCausalFull runs TestRandomizedCausalBusy's worlds with
-// write buffers that hold 1 to 8 writes a coordinator
+// write buffers that hold 1 to 4 writes a coordinator
 // (causal.CoordinatorOptions.MaxBuffered): puts wait for room, some past
 // their client's timeout (a put that failed so may still take effect
 // later, which the checker allows), while crashes lose the puts waiting
@@ -109,6 +109,9 @@ func TestRandomizedCausalFull(t *testing.T) {
 		})
 	}
 	t.Logf("%d seeds: %s", len(seeds), total)
+	if total.waited == 0 {
+		t.Errorf("%d seeds: no put waited for room: the worlds did not fill their write buffers", len(seeds))
+	}
 }
 
 // TestCausalRegressionWorlds runs TestRandomizedCausal's worlds that once
@@ -155,6 +158,9 @@ func reproduceCausal(seed uint64, kind causalWorldKind) string {
 
 type causalStats struct {
 	puts, putsOK, gets, getsOK, txs, txsOK, fromBuffer, fromCache, inFlight, restricted, crashes int
+	// waited counts the puts that waited for room in a write buffer, at
+	// the coordinators running at the end.
+	waited int
 }
 
 func (s *causalStats) add(o causalStats) {
@@ -169,11 +175,12 @@ func (s *causalStats) add(o causalStats) {
 	s.inFlight += o.inFlight
 	s.restricted += o.restricted
 	s.crashes += o.crashes
+	s.waited += o.waited
 }
 
 func (s causalStats) String() string {
-	return fmt.Sprintf("puts %d (%d ok), gets %d (%d ok: %d from write buffers, %d from caches, %d in flight, %d under a ring restriction), get-transactions %d (%d ok), crashes %d",
-		s.puts, s.putsOK, s.gets, s.getsOK, s.fromBuffer, s.fromCache, s.inFlight, s.restricted, s.txs, s.txsOK, s.crashes)
+	return fmt.Sprintf("puts %d (%d ok, %d waited for room), gets %d (%d ok: %d from write buffers, %d from caches, %d in flight, %d under a ring restriction), get-transactions %d (%d ok), crashes %d",
+		s.puts, s.putsOK, s.waited, s.gets, s.getsOK, s.fromBuffer, s.fromCache, s.inFlight, s.restricted, s.txs, s.txsOK, s.crashes)
 }
 
 // randomCausalWorld draws a topology, rings and a strategy.
@@ -224,7 +231,7 @@ func runCausalRandom(t *testing.T, seed uint64, kind causalWorldKind) causalStat
 	}
 	var buffered int // the default
 	if kind == fullWorld {
-		buffered = 1 + rand.New(rand.NewPCG(seed, 0xf011)).IntN(8)
+		buffered = 1 + rand.New(rand.NewPCG(seed, 0xf011)).IntN(4)
 		t.Logf("seed %d: each coordinator buffers %d writes at most", seed, buffered)
 	}
 	var trace func(string)
@@ -356,6 +363,11 @@ func runCausalRandom(t *testing.T, seed uint64, kind causalWorldKind) causalStat
 	for i, op := range history {
 		if op.Return == 0 {
 			t.Fatalf("seed %d: op %d (%s %s) never returned\nreproduce: %s", seed, i, op.Kind, op.Key, reproduceCausal(seed, kind))
+		}
+	}
+	for _, id := range w.Coordinators {
+		if c, err := w.Coordinator(id); err == nil {
+			st.waited += int(c.Metrics().PutsWaited)
 		}
 	}
 	finals, problems := causalFinalStates(w)
