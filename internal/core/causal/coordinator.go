@@ -59,10 +59,11 @@ type CoordinatorOptions struct {
 	// The bound turns that into a wait at the writer. Default 1024: at
 	// least 2.7 times the writes a site has in flight at every 95-5 point
 	// of karma-fig7 (381 at most, averaged over a run), so that it binds
-	// only when the rings fall behind. A smaller bound keeps a write-heavy load's times to
-	// stability shorter, and with them its restrictions and dependency
-	// checks: karma-fig11's 50-50 point at 9600 sessions made 29.6k ops/s
-	// with 512, 23.4k with 1024, 18.3k with 2048 and 16.1k with 8192.
+	// only when the rings fall behind. A smaller bound keeps a
+	// write-heavy load's times to stability shorter, and with them its
+	// restrictions and dependency checks: karma-fig11's 50-50 point at
+	// 9600 sessions made 29.6k ops/s with 512, 23.4k with 1024, 18.3k
+	// with 2048 and 16.1k with 8192.
 	MaxBuffered int
 	// Logger. Default: discard.
 	Logger *slog.Logger
@@ -205,7 +206,8 @@ type Coordinator struct {
 	// ReadTimeout for it: learning a write stable releases those it
 	// restricted at once (releaseWaiting), not at their next timeout.
 	boundWaiting map[uint64]bool
-	putsWaited   uint64
+	// putsWaited counts the puts that waited for room (Metrics).
+	putsWaited uint64
 }
 
 // CoordinatorMetrics is what a coordinator holds and counted.
