@@ -40,22 +40,7 @@ var (
 // -simtrace FILE writes a world's simulator trace (with -seed, that
 // world's).
 func TestRandomizedCausal(t *testing.T) {
-	seeds := make([]uint64, 0, *causalSeedsFlag)
-	if *seedFlag != 0 {
-		seeds = append(seeds, *seedFlag)
-	} else {
-		for i := range *causalSeedsFlag {
-			seeds = append(seeds, *causalFirstFlag+uint64(i))
-		}
-	}
-	var total causalStats
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed, idleWorld)
-			total.add(st)
-		})
-	}
-	t.Logf("%d seeds: %s", len(seeds), total)
+	runCausalWorlds(t, idleWorld, 1)
 }
 
 // TestRandomizedCausalBusy runs TestRandomizedCausal's worlds with nodes
@@ -67,22 +52,7 @@ func TestRandomizedCausal(t *testing.T) {
 // after it, which idle nodes never do. It runs -causal-seeds / 4 seeds
 // (from -causal-first), or -seed.
 func TestRandomizedCausalBusy(t *testing.T) {
-	seeds := make([]uint64, 0, *causalSeedsFlag/4)
-	if *seedFlag != 0 {
-		seeds = append(seeds, *seedFlag)
-	} else {
-		for i := range max(1, *causalSeedsFlag/4) {
-			seeds = append(seeds, *causalFirstFlag+uint64(i))
-		}
-	}
-	var total causalStats
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed, busyWorld)
-			total.add(st)
-		})
-	}
-	t.Logf("%d seeds: %s", len(seeds), total)
+	runCausalWorlds(t, busyWorld, 4)
 }
 
 // TestRandomizedCausalFull runs TestRandomizedCausalBusy's worlds with
@@ -93,25 +63,31 @@ func TestRandomizedCausalBusy(t *testing.T) {
 // at a coordinator. It runs -causal-seeds / 16 seeds (from
 // -causal-first), or -seed.
 func TestRandomizedCausalFull(t *testing.T) {
-	seeds := make([]uint64, 0, *causalSeedsFlag/16)
-	if *seedFlag != 0 {
-		seeds = append(seeds, *seedFlag)
-	} else {
-		for i := range max(1, *causalSeedsFlag/16) {
+	total, seeds := runCausalWorlds(t, fullWorld, 16)
+	if total.waited == 0 {
+		t.Errorf("%d seeds: no put waited for room: the worlds did not fill their write buffers", seeds)
+	}
+}
+
+// runCausalWorlds runs -causal-seeds / share worlds of kind (at least
+// one) from -causal-first, or -seed's, and logs and returns their
+// totals and how many ran.
+func runCausalWorlds(t *testing.T, kind causalWorldKind, share int) (causalStats, int) {
+	seeds := []uint64{*seedFlag}
+	if *seedFlag == 0 {
+		seeds = seeds[:0]
+		for i := range max(1, *causalSeedsFlag/share) {
 			seeds = append(seeds, *causalFirstFlag+uint64(i))
 		}
 	}
 	var total causalStats
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			st := runCausalRandom(t, seed, fullWorld)
-			total.add(st)
+			total.add(runCausalRandom(t, seed, kind))
 		})
 	}
 	t.Logf("%d seeds: %s", len(seeds), total)
-	if total.waited == 0 {
-		t.Errorf("%d seeds: no put waited for room: the worlds did not fill their write buffers", len(seeds))
-	}
+	return total, len(seeds)
 }
 
 // TestCausalRegressionWorlds runs TestRandomizedCausal's worlds that once
