@@ -63,7 +63,9 @@ type CoordinatorOptions struct {
 	// write-heavy load's times to stability shorter, and with them its
 	// restrictions and dependency checks: karma-fig11's 50-50 point at
 	// 9600 sessions made 29.6k ops/s with 512, 23.4k with 1024, 18.3k
-	// with 2048 and 16.1k with 8192.
+	// with 2048 and 16.1k with 8192. While a ring is cut off no write
+	// completes, so it also bounds the writes a site takes in a
+	// partition (Karma 4.4) before its puts wait for the heal.
 	MaxBuffered int
 	// Logger. Default: discard.
 	Logger *slog.Logger
