@@ -62,13 +62,13 @@ func (r *retransmit) wait(node wire.NodeID) time.Duration {
 	return min(max(r.base, t.mean+4*t.dev), maxRetransmit*r.base)
 }
 
-// backoff is how long to wait for node's answer to a request already
-// sent again sent times: wait, doubled for each, up to maxRetransmit
-// Resends. Without it a node whose answers stopped coming in time is
-// sent every request it owes again each wait, while Karn's rule keeps
-// the wait where it was: a process starved of CPU for a moment got
-// further behind with each round of copies (TCP doubles its timeout on
-// each retransmission for the same reason, RFC 6298 5.5).
+// backoff is how long to wait for node's answer to a request that was
+// sent again sent times: wait, doubled for each copy, up to
+// maxRetransmit Resends. Without it a node whose answers stop coming in
+// time is sent every request it owes again each wait, while Karn's rule
+// keeps the wait where it was, so a process starved of CPU for a moment
+// falls further behind with each round of copies (TCP doubles its
+// timeout on each retransmission for the same reason, RFC 6298 5.5).
 func (r *retransmit) backoff(node wire.NodeID, sent uint8) time.Duration {
 	return min(r.wait(node)<<min(sent, 5), maxRetransmit*r.base)
 }
