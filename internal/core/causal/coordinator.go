@@ -442,11 +442,12 @@ func (c *Coordinator) put(from wire.NodeID, m *wire.CausalPut) {
 		}
 		return
 	}
-	c.take(from, m, ws, reply)
+	c.take(from, m, ws)
 }
 
-// take buffers a put, acknowledges it and propagates it.
-func (c *Coordinator) take(from wire.NodeID, m *wire.CausalPut, ws *wbSession, reply *wire.CausalPutReply) {
+// take buffers session ws's put, acknowledges it and propagates it.
+func (c *Coordinator) take(from wire.NodeID, m *wire.CausalPut, ws *wbSession) {
+	reply := &wire.CausalPutReply{Req: m.Req, Table: c.layout.Table}
 	c.clock.Update(m.Seen.TS)
 	for _, d := range m.Deps {
 		c.clock.Update(d.Version.TS)
@@ -656,7 +657,7 @@ func (c *Coordinator) admit() {
 		c.waiting[0] = waitingPut{}
 		c.waiting = c.waiting[1:]
 		delete(c.waitingSeq, putID{sessionID{w.from, w.m.Session}, w.m.Seq})
-		c.take(w.from, w.m, c.session(sessionID{w.from, w.m.Session}), &wire.CausalPutReply{Req: w.m.Req, Table: c.layout.Table})
+		c.take(w.from, w.m, c.session(sessionID{w.from, w.m.Session}))
 	}
 }
 

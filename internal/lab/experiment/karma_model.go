@@ -558,9 +558,9 @@ func (w writers) restriction(site string, left, residual float64) float64 {
 		if ws.Name != site {
 			d = max(d, 2*w.oneWay(ws.Name, site))
 		}
-		sum += float64(ws.Acked) * (max(0, d) + residual)
+		sum += float64(ws.Acked) * max(0, d)
 	}
-	return sum / float64(w.acked)
+	return sum/float64(w.acked) + residual
 }
 
 // predictRestriction applies the model to a run, or reports false when
