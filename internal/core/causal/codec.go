@@ -25,10 +25,15 @@ func valueKey(table uint64, key string) []byte {
 	return append(b, key...)
 }
 
+// bufferPrefix is where a table's buffered writes start; the next
+// table's is where they end.
+func bufferPrefix(table uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{spaceBuffer}, table)
+}
+
 func bufferKey(table uint64, s sessionID, seq uint64) []byte {
 	b := make([]byte, 0, 26+len(s.client))
-	b = append(b, spaceBuffer)
-	b = binary.BigEndian.AppendUint64(b, table)
+	b = append(b, bufferPrefix(table)...)
 	b = append(b, s.client...)
 	b = append(b, 0)
 	b = binary.BigEndian.AppendUint64(b, s.session)

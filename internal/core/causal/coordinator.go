@@ -292,8 +292,10 @@ func (c *Coordinator) Start(env node.Env) error {
 	c.retx = newRetransmit(c.opts.Resend)
 	c.ringReads = newDeadlines[uint64](c.opts.ReadTimeout, readTimer{})
 	c.cacheReads = newDeadlines[uint64](2*c.opts.ReadTimeout, cacheReadTimer{})
-	start := []byte{spaceBuffer}
-	err := storage.Walk(env.Engine(), start, []byte{spaceBuffer + 1}, func(k, v []byte) (bool, error) {
+	// Its own table's writes only: a site's coordinator node keeps every
+	// causal table's write buffers in one engine (Node).
+	start, end := bufferPrefix(c.layout.Table), bufferPrefix(c.layout.Table+1)
+	err := storage.Walk(env.Engine(), start, end, func(k, v []byte) (bool, error) {
 		s, seq, err := parseBufferKey(k)
 		if err != nil {
 			return false, err
