@@ -117,10 +117,10 @@ type buffered struct {
 	sent  []time.Time
 	to    []wire.NodeID
 	// tries[r] counts the sends to ring r: a write is sent again after
-	// the node's wait (retransmit), then twice that, and so on up to 32
-	// times (backoff). again has bit r set once it was sent to ring r
-	// more than once, so that its acknowledgement's time is not
-	// measured.
+	// the node's wait (retransmit), then twice that, and so on up to
+	// maxRetransmit resend intervals (backoff). again has bit r set once
+	// it was sent to ring r more than once, so that its
+	// acknowledgement's time is not measured.
 	tries []uint8
 	again uint64
 	// watchers are the coordinators to tell when the write completes
@@ -251,7 +251,7 @@ type resend struct {
 
 // The coordinator's timers: each of the first three fires its deadlines
 // queue; a last chance fails a read or get-transaction just before its
-// deadline (rebind.go, mayRebind).
+// deadline (lastChance).
 type (
 	resendTimer    struct{}
 	readTimer      struct{}
@@ -520,8 +520,7 @@ func (c *Coordinator) resend(t resend) {
 			oldest = false
 			continue
 		}
-		backoff := c.retx.wait(e.to[t.ring]) << min(max(e.tries[t.ring], 1)-1, 5)
-		if !oldest || c.env.Now().Sub(e.sent[t.ring]) < backoff {
+		if !oldest || c.env.Now().Sub(e.sent[t.ring]) < c.retx.backoff(e.to[t.ring], max(e.tries[t.ring], 1)-1) {
 			c.resends.add(c.env, t)
 			return
 		}
@@ -534,7 +533,7 @@ func (c *Coordinator) resend(t resend) {
 // oldest write that node's ring has not acknowledged and that was already
 // sent more than once: the node answers again (a partition healed, or it
 // restarted), and the backoff would otherwise hold those writes, and the
-// restrictions on them, for up to 32 resend intervals (Karma 4.4:
+// restrictions on them, for up to maxRetransmit resend intervals (Karma 4.4:
 // propagation completes on recovery; TestChaosKarma saw reads bound to a
 // ring fail in a fault that struck it a few seconds after another had
 // healed). Writes stalled on another node of the ring go again too,
@@ -904,9 +903,15 @@ func restrictedVersion(restrictions []wire.Dep, key string) wire.Version {
 }
 
 // expiring reports whether a wait checked every ReadTimeout would pass
-// deadline before its next check: it fails now, so that the coordinator's
-// answer, naming the node it waited for, reaches the client before the
-// client gives up.
+// deadline before its next check. The read then waits for its last
+// chance (lastChance), on a timer of its own, and fails there unless
+// answered, so that the coordinator's answer, naming the node it waited
+// for, reaches the client before the client gives up. Failing at the
+// check instead left between nothing and ReadTimeout for the answer:
+// each check is set ReadTimeout after the previous one ran, so in a real
+// process every check's wait for its core adds to the next, and the
+// first check to find the read expiring could come after the client had
+// given up.
 func (c *Coordinator) expiring(deadline int64) bool {
 	return c.env.WallNanos()+int64(c.opts.ReadTimeout) >= deadline
 }
@@ -938,12 +943,11 @@ func (c *Coordinator) readTimeout(req uint64) {
 		delete(c.reads, req)
 		c.readNearest(p)
 	case c.rebind(req, p):
-	case c.expiring(p.deadline) && p.bound && c.mayRebind(p.get.Restrictions, p.node):
-		c.boundWaiting[req] = true
-		c.env.After(c.lastChance(p.deadline), lastChance{req})
 	case c.expiring(p.deadline):
-		delete(c.reads, req)
-		c.env.Send(p.client, c.unavailable(p))
+		if p.bound {
+			c.boundWaiting[req] = true
+		}
+		c.env.After(c.lastChance(p.deadline), lastChance{req})
 	case c.askAgain(p.node, p.asked):
 		p.asked = c.nextReq
 		c.env.Send(p.node, again(p.read, p.deadline))

@@ -52,39 +52,17 @@ func (c *Coordinator) rebind(req uint64, p *pendingRead) bool {
 	return true
 }
 
-// mayRebind reports whether a read (or get-transaction) with
-// restrictions, bound to a ring whose node is silent, may yet move to
-// another ring: the coordinator awaits an MM's answer about one of them,
-// or another ring's acknowledgment of its own write. It then waits on
-// past the point where it would fail early, to answer before the
-// client's deadline (expiring), until its last chance: the answer, a WAN
-// round trip away, may move it in time. With a request timeout of twice ReadTimeout (cosla
-// chaos's 2 s), such reads failed at their first check.
-func (c *Coordinator) mayRebind(restrictions []wire.Dep, node wire.NodeID) bool {
-	if len(restrictions) == 0 || c.layout.Static || !c.silent(node) {
-		return false
-	}
-	now := c.env.Now()
-	for _, d := range restrictions {
-		if d.Version.Origin == c.env.ID() && c.incomplete[d.Version] != nil {
-			return true
-		}
-		for r := range c.layout.Rings {
-			if at, ok := c.holdings.asked[heldIn{d.Version, r}]; ok && now.Sub(at) < watchFor {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // answerMargin is how long before a client's deadline a last chance
-// fails its read: the reply crosses the site, from the coordinator to
-// its client, well within it.
-const answerMargin = 50 * time.Millisecond
+// fails its read. The reply crosses the site, from the coordinator to
+// its client, well within it, but first the timer waits for the batch of
+// events its core is running and the reply for that batch's sync (a real
+// process sends a batch's messages behind its sync).
+const answerMargin = 250 * time.Millisecond
 
-// lastChance is how long from now a read that may yet move waits before
-// it fails: until answerMargin before its deadline (WallNanos).
+// lastChance is how long from now a read that has not been answered in
+// time waits before it fails (expiring): until answerMargin before its
+// deadline (WallNanos). It may yet be answered, or move to another ring
+// (a rebind needs another ring's answer, a WAN round trip away).
 func (c *Coordinator) lastChance(deadline int64) time.Duration {
 	return max(time.Duration(deadline-c.env.WallNanos())-answerMargin, 0)
 }

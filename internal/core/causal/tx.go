@@ -235,10 +235,8 @@ func (c *Coordinator) txTimeout(req uint64, tr txRead) {
 	}
 	if next < 0 {
 		switch {
-		case c.expiring(t.deadline) && t.bound && c.mayRebind(t.m.Restrictions, tr.node):
-			c.env.After(c.lastChance(t.deadline), txLastChance{tr.tx})
 		case c.expiring(t.deadline):
-			c.endTx(tr.tx, t, &wire.CausalGetTxReply{Req: t.m.Req, Table: c.layout.Table, Code: wire.Unavailable, Ring: int32(t.ring), Rounds: int32(t.round)})
+			c.env.After(c.lastChance(t.deadline), txLastChance{tr.tx})
 		case c.askAgain(tr.node, tr.asked):
 			tr.asked = c.nextReq
 			c.txReads[req] = tr
