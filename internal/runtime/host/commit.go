@@ -80,6 +80,7 @@ type committer struct {
 	// goroutine or the syncer.
 	calls         atomic.Int32
 	syncs, synced atomic.Int64
+	syncMax       atomic.Int64 // the longest sync, in nanoseconds
 }
 
 // failer is implemented by an engine that can fail as a whole, and then
@@ -245,7 +246,7 @@ func (c *committer) flush() bool {
 	c.next = nil
 	c.mu.Unlock()
 	c.calls.Add(1)
-	err := c.engine.Apply(nil, true)
+	err := c.timed(func() error { return c.engine.Apply(nil, true) })
 	c.calls.Add(-1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -267,7 +268,7 @@ func (c *committer) run() {
 		for g != nil && !c.stopped {
 			c.mu.Unlock()
 			c.calls.Add(1)
-			err := c.syncer.Sync()
+			err := c.timed(c.syncer.Sync)
 			c.calls.Add(-1)
 			c.mu.Lock()
 			if !c.complete(g, err) {
@@ -278,6 +279,14 @@ func (c *committer) run() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// timed runs sync and records how long it took (syncMax).
+func (c *committer) timed(sync func() error) error {
+	start := time.Now()
+	err := sync()
+	c.syncMax.Store(max(c.syncMax.Load(), int64(time.Since(start))))
+	return err
 }
 
 // watch stops the node when its engine says it failed.

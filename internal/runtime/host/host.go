@@ -92,7 +92,10 @@ type Node struct {
 	bytes    int                 // their size, for MailboxBytes
 	requests map[wire.NodeID]int // client requests by sender, for SenderMax
 	dropped  int64
-	stopped  bool
+	// lateMax is the longest a timer waited past when it was due, for
+	// the events before it (LongestTimerLateness).
+	lateMax atomic.Int64
+	stopped bool
 	// busy is set while events run, on the node's goroutine or on one
 	// that runHere runs events on (here): one event at a time.
 	busy, here bool
@@ -109,6 +112,7 @@ type event struct {
 	msg   wire.Msg
 	size  int // of msg, for MailboxBytes
 	timer any
+	due   time.Time // when timer was due
 	call  func(node.Handler)
 }
 
@@ -352,12 +356,21 @@ type CommitStats struct {
 	// the mean group size.
 	Syncs  int64 `json:"syncs"`
 	Events int64 `json:"events"`
+	// LongestSync is the longest sync so far. Every message the node sends
+	// while one runs waits for it (committer), so a long one stalls the
+	// node's answers, reads' included.
+	LongestSync time.Duration `json:"longest_sync_ns"`
 }
 
 // CommitStats returns the node's group commit counts so far.
 func (n *Node) CommitStats() CommitStats {
-	return CommitStats{Syncs: n.commit.syncs.Load(), Events: n.commit.synced.Load()}
+	return CommitStats{Syncs: n.commit.syncs.Load(), Events: n.commit.synced.Load(), LongestSync: time.Duration(n.commit.syncMax.Load())}
 }
+
+// LongestTimerLateness returns the longest a timer of the node's has
+// waited so far, past when it was due, for the node's goroutine: how far
+// behind its events the node has fallen.
+func (n *Node) LongestTimerLateness() time.Duration { return time.Duration(n.lateMax.Load()) }
 
 func (n *Node) post(ev event) bool {
 	n.mu.Lock()
@@ -483,6 +496,7 @@ func (n *Node) runEvent(ev event, alone bool) {
 	case ev.msg != nil:
 		h.Receive(ev.from, ev.msg)
 	default:
+		n.lateMax.Store(max(n.lateMax.Load(), int64(time.Since(ev.due))))
 		h.Fire(ev.timer)
 	}
 	n.commit.endEvent()
@@ -562,7 +576,8 @@ func (n *Node) fireTimers() {
 	q := &n.timers
 	now := time.Now()
 	for len(q.due) > 0 && !q.due[0].at.After(now) {
-		n.pushLocked(event{timer: q.due.pop()})
+		t := q.due.pop()
+		n.pushLocked(event{timer: t.timer, due: t.at})
 	}
 	if len(q.due) > 0 {
 		q.wake.Reset(q.due[0].at.Sub(now))
@@ -601,10 +616,10 @@ func (h *dueHeap) push(t dueTimer) {
 	}
 }
 
-// pop removes the first timer and returns what it carries.
-func (h *dueHeap) pop() any {
+// pop removes the first timer and returns it.
+func (h *dueHeap) pop() dueTimer {
 	d := *h
-	first := d[0].timer
+	first := d[0]
 	last := len(d) - 1
 	d[0] = d[last]
 	d[last] = dueTimer{} // let the timer's referents go

@@ -86,6 +86,29 @@ func TestTimerFires(t *testing.T) {
 	}
 }
 
+// TestTimerLateness: a timer that comes due while an event runs waits for
+// it, and the node reports how long.
+func TestTimerLateness(t *testing.T) {
+	n, h := startCounter(t, 0)
+	if got := n.LongestTimerLateness(); got != 0 {
+		t.Fatalf("lateness %v before any timer", got)
+	}
+	if err := n.Do(func(node.Handler) {
+		h.env.After(0, "tick")
+		for queued := false; !queued; {
+			n.mu.Lock()
+			queued = len(n.events) > 0
+			n.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-h.fired
+	if got := n.LongestTimerLateness(); got <= 0 {
+		t.Fatalf("lateness %v for a timer that waited for an event", got)
+	}
+}
+
 // TestTimersFireInOrder: timers set in one event fire in the order of
 // their deadlines, and timers due at the same time in the order they
 // were set. The first is set for an hour, so that the others fire only
@@ -123,8 +146,8 @@ func TestDueHeap(t *testing.T) {
 	var last dueTimer
 	for i := range 1000 {
 		first := h[0]
-		if got := h.pop(); got != first.timer {
-			t.Fatalf("pop returned %v, not the first timer %v", got, first.timer)
+		if got := h.pop(); got != first {
+			t.Fatalf("pop returned timer %v, not the first, %v", got.timer, first.timer)
 		}
 		if i > 0 && (first.at.Before(last.at) || first.at.Equal(last.at) && first.seq < last.seq) {
 			t.Fatalf("seed %d: timer %d (at %v) popped after timer %d (at %v)", seed, first.seq, first.at, last.seq, last.at)

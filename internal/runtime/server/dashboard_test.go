@@ -254,6 +254,29 @@ func queryMetrics(query string) ([]string, error) {
 	return names, nil
 }
 
+// TestStallMetrics checks that every hosted node has both stall gauges,
+// in seconds.
+func TestStallMetrics(t *testing.T) {
+	var b strings.Builder
+	writeStallMetrics(&b, []StallStatus{
+		{ID: "us/cc", LongestSync: 1500 * time.Millisecond, LongestLateness: 20 * time.Millisecond},
+		{ID: "us/r0", LongestSync: 3 * time.Millisecond},
+	})
+	out := b.String()
+	for _, want := range []string{
+		"# TYPE cosla_node_longest_sync_seconds gauge\n",
+		`cosla_node_longest_sync_seconds{node="us/cc"} 1.500000` + "\n",
+		`cosla_node_longest_sync_seconds{node="us/r0"} 0.003000` + "\n",
+		"# TYPE cosla_node_longest_timer_lateness_seconds gauge\n",
+		`cosla_node_longest_timer_lateness_seconds{node="us/cc"} 0.020000` + "\n",
+		`cosla_node_longest_timer_lateness_seconds{node="us/r0"} 0.000000` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
 // TestCoordinatorMetrics checks the causal coordinators' series: one per
 // running coordinator, none for a failed one.
 func TestCoordinatorMetrics(t *testing.T) {

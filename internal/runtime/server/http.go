@@ -169,6 +169,7 @@ func WritePrometheus(w io.Writer, st Status, now time.Time) {
 			fmt.Fprintf(w, "cosla_step_cost_seconds{node=%q,primary=%q,step=%q,part=\"per_write\"} %.9f\n", n.ID, c.Primary, c.Step, c.PerWrite.Seconds())
 		}
 	}
+	writeStallMetrics(w, st.Stalls)
 	tr := st.Transport
 	fmt.Fprintf(w, "# HELP cosla_transport_messages_total Messages by outcome.\n# TYPE cosla_transport_messages_total counter\n")
 	for _, c := range []struct {
@@ -224,6 +225,19 @@ func writeNodeCounters(w io.Writer, nodes []NodeStatus) {
 	counter("cosla_replica_rollback_wipes_total", "Rollbacks that emptied a tablet to catch up by snapshot, its log not telling the versions before.", func(n NodeStatus) int64 { return n.Metrics.RollbackWipes })
 	counter("cosla_replica_epochs_refused_total", "Replication messages refused for another epoch of their tablet.", func(n NodeStatus) int64 { return n.Metrics.EpochsRefused })
 	counter("cosla_replica_no_lease_total", "Writes refused because the primary held no lease.", func(n NodeStatus) int64 { return n.Metrics.NoLease })
+}
+
+// writeStallMetrics writes how long each hosted node has been held up at
+// worst (StallStatus).
+func writeStallMetrics(w io.Writer, stalls []StallStatus) {
+	fmt.Fprintf(w, "# HELP cosla_node_longest_sync_seconds The longest sync of the node's storage so far; the node's messages wait for it.\n# TYPE cosla_node_longest_sync_seconds gauge\n")
+	for _, n := range stalls {
+		fmt.Fprintf(w, "cosla_node_longest_sync_seconds{node=%q} %.6f\n", n.ID, n.LongestSync.Seconds())
+	}
+	fmt.Fprintf(w, "# HELP cosla_node_longest_timer_lateness_seconds The longest a timer of the node's waited past when it was due, behind the node's other events.\n# TYPE cosla_node_longest_timer_lateness_seconds gauge\n")
+	for _, n := range stalls {
+		fmt.Fprintf(w, "cosla_node_longest_timer_lateness_seconds{node=%q} %.6f\n", n.ID, n.LongestLateness.Seconds())
+	}
 }
 
 // writeCacheMetrics writes the counters of the site's causal caches.

@@ -715,6 +715,20 @@ type Status struct {
 	// and what their write buffers hold.
 	Caches       []CacheStatus       `json:"caches,omitempty"`
 	Coordinators []CoordinatorStatus `json:"coordinators,omitempty"`
+	// Stalls says, for every node the process hosts, how long it has
+	// been held up at worst.
+	Stalls []StallStatus `json:"stalls"`
+}
+
+// StallStatus is how long a node has been held up at worst: its longest
+// sync, which every message it sends meanwhile waits for, and the
+// longest a timer of its waited past when it was due, behind its other
+// events. Either, near a client's request timeout, makes requests fail
+// with no answer from the node.
+type StallStatus struct {
+	ID              wire.NodeID   `json:"id"`
+	LongestSync     time.Duration `json:"longest_sync_ns"`
+	LongestLateness time.Duration `json:"longest_timer_lateness_ns"`
 }
 
 // CacheStatus is a causal cache node's counters.
@@ -768,7 +782,20 @@ func (s *Server) Status() Status {
 	}
 	st.Config = s.configStatus()
 	st.Caches, st.Coordinators = s.causalStatus()
+	st.Stalls = s.stalls()
 	return st
+}
+
+// stalls returns every hosted node's StallStatus, by ID.
+func (s *Server) stalls() []StallStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]StallStatus, 0, len(s.nodes))
+	for id, h := range s.nodes {
+		out = append(out, StallStatus{ID: id, LongestSync: h.node.CommitStats().LongestSync, LongestLateness: h.node.LongestTimerLateness()})
+	}
+	slices.SortFunc(out, func(a, b StallStatus) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // causalStatus returns the metrics of the site's causal cache and
