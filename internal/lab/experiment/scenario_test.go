@@ -92,7 +92,8 @@ var scaledChecks = map[string]func(*testing.T, *Scenario, *Result){
 // small scale, with few keys, and writes its outputs: every run has a trace hash and
 // the outputs it asks for give tables and files. The paper checks run at
 // full scale with -long; TestSameSeedSameResults checks that a seed
-// fixes results.json.
+// fixes results.json. The presets run in parallel: each simulation is
+// a world of its own, and the karma ones take most of the package's time.
 func TestPresetsScaled(t *testing.T) {
 	ps, err := Presets()
 	if err != nil {
@@ -100,6 +101,7 @@ func TestPresetsScaled(t *testing.T) {
 	}
 	for _, p := range ps {
 		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
 			s, r := runScaledPreset(t, p.Name)
 			if len(r.Runs) == 0 || r.TraceHash == "" {
 				t.Fatalf("%d runs, trace hash %q; want runs and a hash\nreproduce with: %s", len(r.Runs), r.TraceHash, repro(p.Name, presetScale))
